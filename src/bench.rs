@@ -1,0 +1,1 @@
+//! Benchmark command (`anon bench`): placeholder, filled in by the benchmark work.

@@ -1,0 +1,1 @@
+//! Synthetic patients table (`anon generate`): placeholder.

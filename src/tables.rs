@@ -1,0 +1,1 @@
+//! Registering tables from paths (Parquet file or directory, CSV file): placeholder.
