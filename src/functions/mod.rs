@@ -1,9 +1,69 @@
-//! Per-equivalence-class aggregate functions.
+//! Per-equivalence-class aggregate functions, one file each, plus their shared pieces.
+//!
+//! | function | file |
+//! |---|---|
+//! | `k_anonymity([person_id])` | [`k_anonymity`] |
+//! | `l_diversity(s)` | [`l_diversity`] |
+//! | `entropy_l_diversity(s)` | [`entropy_l_diversity`] |
+//! | `recursive_cl_diversity(s, c)` | [`recursive_cl_diversity`] |
+//! | `t_closeness(s)` | [`t_closeness`] |
+//! | `t_closeness_ordered(s)` | [`t_closeness_ordered`] |
+//! | `ncp(a, ...)` | [`ncp`] |
+//! | `entropy_leakage()` | [`entropy_leakage`] |
+//! | `reidentification_risk([person_id])` | [`reidentification_risk`] |
 use std::sync::Arc;
 
 use datafusion::logical_expr::AggregateUDF;
 
-/// Every aggregate function of this crate, user-facing and internal.
+pub mod class_distribution;
+pub(crate) mod common;
+pub mod entropy_l_diversity;
+pub mod entropy_leakage;
+pub mod formulas;
+pub(crate) mod histogram;
+pub mod k_anonymity;
+pub mod l_diversity;
+pub mod ncp;
+pub(crate) mod ncp_state;
+pub mod recursive_cl_diversity;
+pub mod reidentification_risk;
+pub(crate) mod sa_histogram;
+pub mod t_closeness;
+pub mod t_closeness_ordered;
+pub mod whole_table;
+
+pub use entropy_l_diversity::entropy_l_diversity_udaf;
+pub use entropy_leakage::entropy_leakage_udaf;
+pub use k_anonymity::k_anonymity_udaf;
+pub use l_diversity::l_diversity_udaf;
+pub use ncp::ncp_udaf;
+pub use recursive_cl_diversity::recursive_cl_diversity_udaf;
+pub use reidentification_risk::reidentification_risk_udaf;
+pub use t_closeness::t_closeness_udaf;
+pub use t_closeness_ordered::t_closeness_ordered_udaf;
+
+/// The user-facing aggregate functions.
+pub fn user_functions() -> Vec<Arc<AggregateUDF>> {
+    vec![
+        k_anonymity_udaf(),
+        l_diversity_udaf(),
+        entropy_l_diversity_udaf(),
+        recursive_cl_diversity_udaf(),
+        t_closeness_udaf(),
+        t_closeness_ordered_udaf(),
+        ncp_udaf(),
+        entropy_leakage_udaf(),
+        reidentification_risk_udaf(),
+    ]
+}
+
+/// Every aggregate function of this crate: the user-facing ones and the internal ones that
+/// the rewrite and simplifications produce (registered so that plans naming them can be
+/// serialized and read back).
 pub fn all_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
-    vec![]
+    let mut all = user_functions();
+    all.push(reidentification_risk::row_risk_udaf());
+    all.push(sa_histogram::sa_histogram_udaf());
+    all.push(ncp_state::ncp_state_udaf());
+    all
 }

@@ -1,0 +1,144 @@
+//! Pieces shared by the aggregate functions: argument types, documentation, and the
+//! single-class [`Accumulator`] used when a query has no `GROUP BY`.
+
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::array::{ArrayRef, new_empty_array};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{Accumulator, DocSection, Documentation, EmitTo, GroupsAccumulator};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::Literal;
+
+/// The documentation section of every function of this crate.
+pub(crate) const DOC_SECTION: DocSection = DocSection {
+    include: true,
+    label: "Anonymity Functions",
+    description: Some("Per-equivalence-class privacy measures over GROUP BY <quasi-identifiers>"),
+};
+
+/// Starts the documentation of a function of this crate.
+pub(crate) fn doc(
+    description: &str,
+    syntax: &str,
+) -> datafusion::logical_expr::DocumentationBuilder {
+    Documentation::builder(DOC_SECTION, description, syntax)
+}
+
+/// Dictionary-encoded inputs are decoded to their value type: classes and histograms are about
+/// values, not about how Parquet happened to encode them.
+pub(crate) fn decode_dictionary(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Dictionary(_, value) => decode_dictionary(value),
+        other => other.clone(),
+    }
+}
+
+/// Types with a meaningful order and distance: numbers, decimals, dates and times.
+pub(crate) fn is_ordered(data_type: &DataType) -> bool {
+    data_type.is_numeric()
+        || matches!(
+            data_type,
+            DataType::Date32
+                | DataType::Date64
+                | DataType::Timestamp(_, _)
+                | DataType::Time32(_)
+                | DataType::Time64(_)
+                | DataType::Duration(_)
+        )
+}
+
+/// The value of a constant numeric argument (such as `c` of recursive diversity).
+pub(crate) fn constant_f64(
+    function: &str,
+    name: &str,
+    expr: &Arc<dyn PhysicalExpr>,
+) -> Result<f64> {
+    let literal = expr.as_ref().downcast_ref::<Literal>().ok_or_else(|| {
+        DataFusionError::Plan(format!("{function}: {name} must be a constant number"))
+    })?;
+    let value = match literal.value() {
+        ScalarValue::Float64(Some(v)) => *v,
+        other if !other.is_null() => other
+            .cast_to(&DataType::Float64)
+            .ok()
+            .and_then(|v| match v {
+                ScalarValue::Float64(Some(v)) => Some(v),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!("{function}: {name} must be a constant number"))
+            })?,
+        _ => {
+            return Err(DataFusionError::Plan(format!(
+                "{function}: {name} must be a constant number, not NULL"
+            )));
+        }
+    };
+    Ok(value)
+}
+
+/// A [`GroupsAccumulator`] used as an [`Accumulator`] with a single class (queries without
+/// `GROUP BY`, window use). Reading state or the result does not consume it.
+#[derive(Debug)]
+pub(crate) struct SingleClass<G: GroupsAccumulator + std::fmt::Debug> {
+    // `Accumulator` must be `Sync`, value dictionaries are only `Send`; never contended
+    inner: Mutex<G>,
+}
+
+impl<G: GroupsAccumulator + std::fmt::Debug> SingleClass<G> {
+    /// Wraps `inner`, declaring its one class even before any row arrives (so that an empty
+    /// input has a defined result).
+    pub fn try_new(mut inner: G, input_types: &[DataType]) -> Result<Self> {
+        let empty: Vec<ArrayRef> = input_types.iter().map(new_empty_array).collect();
+        inner.update_batch(&empty, &[], None, 1)?;
+        Ok(Self {
+            inner: Mutex::new(inner),
+        })
+    }
+
+    fn inner(&mut self) -> &mut G {
+        // a poisoned lock still holds a consistent accumulator: every call leaves it whole
+        self.inner.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn snapshot(&mut self) -> Result<Vec<ArrayRef>> {
+        let inner = self.inner();
+        let state = inner.state(EmitTo::All)?;
+        inner.merge_batch(&state, &[0], 1)?;
+        Ok(state)
+    }
+}
+
+impl<G: GroupsAccumulator + std::fmt::Debug> Accumulator for SingleClass<G> {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let rows = values.first().map_or(0, |v| v.len());
+        self.inner().update_batch(values, &vec![0; rows], None, 1)
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let state = self.snapshot()?;
+        let inner = self.inner();
+        let result = inner.evaluate(EmitTo::All)?;
+        inner.merge_batch(&state, &[0], 1)?;
+        ScalarValue::try_from_array(&result, 0)
+    }
+
+    fn size(&self) -> usize {
+        let inner = self.inner.lock().map_or(0, |inner| inner.size());
+        size_of_val(self) + inner
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        self.snapshot()?
+            .iter()
+            .map(|array| ScalarValue::try_from_array(array, 0))
+            .collect()
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let rows = states.first().map_or(0, |s| s.len());
+        self.inner().merge_batch(states, &vec![0; rows], 1)
+    }
+}

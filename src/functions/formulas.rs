@@ -1,0 +1,234 @@
+//! The formulas of `METRICS.md`, on plain counts: no Arrow, no DataFusion, so that each can be
+//! checked against the literature's worked examples in isolation.
+
+/// exp(H) with H = −Σ p ln p over `counts` (natural log). 0 for an empty class.
+pub fn entropy_l(counts: &[u64]) -> f64 {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let n = total as f64;
+    // H = ln n − (1/n) Σ c ln c: one pass, no division per value
+    let sum_c_ln_c: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let c = c as f64;
+            c * c.ln()
+        })
+        .sum();
+    (n.ln() - sum_c_ln_c / n).exp()
+}
+
+/// Recursive (c, l)-diversity: with counts sorted r1 ≥ … ≥ rm, the largest l in 2..m with
+/// r1 < c·(r_l + … + r_m); 1 if there is none; 0 for an empty class. Sorts `counts` in place.
+pub fn recursive_l(counts: &mut [u64], c: f64) -> usize {
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    let m = counts.iter().take_while(|&&r| r > 0).count();
+    if m == 0 {
+        return 0;
+    }
+    let r1 = counts[0] as f64;
+    // tail(l) = r_l + … + r_m shrinks as l grows, so scan l downwards from m
+    let mut tail = 0.0;
+    for l in (2..=m).rev() {
+        tail += counts[l - 1] as f64;
+        if r1 < c * tail {
+            return l;
+        }
+    }
+    1
+}
+
+/// Earth mover's distance with equal ground distance between a class histogram and the table
+/// histogram: ½ Σ_v |p_E(v) − p_T(v)|.
+///
+/// `class` lists `(table_count, class_count)` for each value present in the class;
+/// values absent from the class contribute their table share, so only the class's values are
+/// visited.
+pub fn equal_emd(class: &[(u64, u64)], class_rows: u64, table_rows: u64) -> f64 {
+    let (ne, nt) = (class_rows as f64, table_rows as f64);
+    let mut present_table_share = 0.0;
+    let mut diff = 0.0;
+    for &(tc, ec) in class {
+        let pt = tc as f64 / nt;
+        present_table_share += pt;
+        diff += (ec as f64 / ne - pt).abs();
+    }
+    0.5 * (diff + (1.0 - present_table_share).max(0.0))
+}
+
+/// The table's distribution over the ordered domain, prepared once for [`ordered_emd`].
+#[derive(Debug)]
+pub struct OrderedDomain {
+    /// cumulative table share up to and including position i
+    cumulative: Vec<f64>,
+    /// prefix sums of `cumulative`: `prefix[i]` = Σ_{j<i} cumulative[j]
+    prefix: Vec<f64>,
+}
+
+impl OrderedDomain {
+    /// `table_counts[i]` is the table count of the i-th smallest value.
+    pub fn new(table_counts: &[u64]) -> Self {
+        let n: u64 = table_counts.iter().sum();
+        let mut cumulative = Vec::with_capacity(table_counts.len());
+        let mut prefix = Vec::with_capacity(table_counts.len() + 1);
+        let (mut running, mut running_sum) = (0u64, 0.0);
+        prefix.push(0.0);
+        for &c in table_counts {
+            running += c;
+            let cum = running as f64 / n as f64;
+            cumulative.push(cum);
+            running_sum += cum;
+            prefix.push(running_sum);
+        }
+        Self { cumulative, prefix }
+    }
+
+    pub fn len(&self) -> usize {
+        self.cumulative.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cumulative.is_empty()
+    }
+
+    /// Σ_{i in a..b} |level − cumulative[i]|, in O(log m): `cumulative` is nondecreasing, so
+    /// the terms change sign once.
+    fn segment(&self, a: usize, b: usize, level: f64) -> f64 {
+        if a >= b {
+            return 0.0;
+        }
+        let split = a + self.cumulative[a..b].partition_point(|&x| x < level);
+        let below = level * (split - a) as f64 - (self.prefix[split] - self.prefix[a]);
+        let above = (self.prefix[b] - self.prefix[split]) - level * (b - split) as f64;
+        below + above
+    }
+}
+
+/// Ordered-distance EMD of Li et al.: (1/(m−1)) Σ_i |Σ_{j≤i} (p_E(v_j) − p_T(v_j))| over the
+/// m values of the table's domain; 0 when m = 1.
+///
+/// `class` lists `(position, class_count)` of the class's values sorted by position. The
+/// class's cumulative share is a step function, so the sum is taken segment by segment:
+/// O(|class| · log m) instead of O(m).
+pub fn ordered_emd(domain: &OrderedDomain, class: &[(usize, u64)], class_rows: u64) -> f64 {
+    let m = domain.len();
+    if m <= 1 {
+        return 0.0;
+    }
+    let ne = class_rows as f64;
+    let mut total = 0.0;
+    let mut level = 0.0;
+    let mut start = 0;
+    for &(position, count) in class {
+        total += domain.segment(start, position, level);
+        level += count as f64 / ne;
+        start = position;
+    }
+    total += domain.segment(start, m, level);
+    total / (m - 1) as f64
+}
+
+/// Longpre's normalized leakage share of a class of `class_rows` in a table of `table_rows`:
+/// (|E|/n)·(log2 n − log2 |E|)/log2 n. `None` for an empty table; 1 for a one-row table.
+pub fn entropy_leakage(class_rows: u64, table_rows: u64) -> Option<f64> {
+    match table_rows {
+        0 => None,
+        1 => Some(1.0),
+        n => {
+            let (e, n) = (class_rows as f64, n as f64);
+            if class_rows == 0 {
+                return Some(0.0);
+            }
+            Some((e / n) * (n.log2() - e.log2()) / n.log2())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-4
+    }
+
+    #[test]
+    fn entropy_of_a_a_b_c() {
+        // METRICS.md: {a, a, b, c} → exp(1.0397) = 2.828
+        assert!(close(entropy_l(&[2, 1, 1]), 2.8284));
+        assert!(close(entropy_l(&[7]), 1.0));
+        assert_eq!(entropy_l(&[]), 0.0);
+    }
+
+    #[test]
+    fn recursive_5_3_2() {
+        // METRICS.md: (5, 3, 2) → 2 for c = 2, 3 for c = 3
+        assert_eq!(recursive_l(&mut [2, 5, 3], 2.0), 2);
+        assert_eq!(recursive_l(&mut [3, 2, 5], 3.0), 3);
+        // one value: no l in 2..1
+        assert_eq!(recursive_l(&mut [4], 2.0), 1);
+        // r1 = 5 is not < 1·(3+2): 1
+        assert_eq!(recursive_l(&mut [5, 3, 2], 1.0), 1);
+        assert_eq!(recursive_l(&mut [], 2.0), 0);
+    }
+
+    #[test]
+    fn equal_emd_worked_example() {
+        // Li et al.: class {gastric ulcer, gastritis, stomach cancer} of a table with counts
+        // gastric ulcer 1, gastritis 2, stomach cancer 2, flu 1, bronchitis 2, pneumonia 1:
+        // ½ (2/9 + 1/9 + 1/9 + 1/9 + 2/9 + 1/9) = 4/9
+        assert!(close(equal_emd(&[(1, 1), (2, 1), (2, 1)], 3, 9), 4.0 / 9.0));
+        // identical distributions: 0
+        assert!(close(equal_emd(&[(3, 1), (6, 2)], 3, 9), 0.0));
+    }
+
+    #[test]
+    fn ordered_emd_worked_example() {
+        // salaries 3..11 (k), each once; class {3, 4, 5}: 0.375; class {6, 8, 11}: 0.1667;
+        // class {7, 9, 10}: 0.2361 (METRICS.md, t-closeness paper)
+        let domain = OrderedDomain::new(&[1; 9]);
+        assert!(close(
+            ordered_emd(&domain, &[(0, 1), (1, 1), (2, 1)], 3),
+            0.375
+        ));
+        assert!(close(
+            ordered_emd(&domain, &[(3, 1), (5, 1), (8, 1)], 3),
+            0.1667
+        ));
+        assert!(close(
+            ordered_emd(&domain, &[(4, 1), (6, 1), (7, 1)], 3),
+            0.2361
+        ));
+        assert_eq!(ordered_emd(&OrderedDomain::new(&[5]), &[(0, 5)], 5), 0.0);
+    }
+
+    #[test]
+    fn ordered_emd_matches_direct_sum() {
+        // the segment shortcut against the definition, on an uneven table
+        let table = [3u64, 1, 4, 1, 5, 9, 2, 6];
+        let class = [(1usize, 1u64), (4, 2), (5, 3)];
+        let (n, ne) = (table.iter().sum::<u64>() as f64, 6.0);
+        let (mut cum, mut direct) = (0.0, 0.0);
+        for (i, &tc) in table.iter().enumerate() {
+            let ec = class.iter().find(|(p, _)| *p == i).map_or(0, |&(_, c)| c);
+            cum += ec as f64 / ne - tc as f64 / n;
+            direct += f64::abs(cum);
+        }
+        direct /= (table.len() - 1) as f64;
+        let fast = ordered_emd(&OrderedDomain::new(&table), &class, 6);
+        assert!((fast - direct).abs() < 1e-12, "{fast} vs {direct}");
+    }
+
+    #[test]
+    fn leakage() {
+        // 9 rows in 3 classes of 3: each 1/6, sum 1/2
+        assert!(close(entropy_leakage(3, 9).unwrap(), 1.0 / 6.0));
+        // IAB: 27 F + 33 M of 60 → 0.168
+        let sum = entropy_leakage(27, 60).unwrap() + entropy_leakage(33, 60).unwrap();
+        assert!((sum - 0.168).abs() < 5e-4, "{sum}");
+        assert_eq!(entropy_leakage(0, 0), None);
+        assert_eq!(entropy_leakage(1, 1), Some(1.0));
+    }
+}

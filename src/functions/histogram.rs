@@ -1,0 +1,536 @@
+//! Per-class value histograms: the shared engine of every function that looks at the
+//! distribution of one attribute inside a class (l-diversity in its three forms, persons,
+//! t-closeness state).
+//!
+//! Values of any Arrow type are interned once into dense codes with DataFusion's own
+//! vectorized [`GroupValues`] (the structure its hash aggregation uses for group keys); the
+//! class histograms are then a single hash map from `(class, code)` to a count, so updating
+//! costs one integer-keyed probe per row and no allocation.
+//!
+//! Intermediate state (for multi-phase aggregation and for the whole-table window) is two list
+//! columns per class: the distinct values (`List<T>`, a NULL item standing for the NULL
+//! count) and their counts (`List<UInt64>`).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, ListArray, StructArray,
+    UInt32Array, UInt64Array,
+};
+use datafusion::arrow::buffer::{OffsetBuffer, ScalarBuffer};
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, UInt64Type};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::utils::format_state_name;
+use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
+use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
+use datafusion::physical_plan::aggregates::order::GroupOrdering;
+
+use super::formulas;
+
+/// What a [`ClassHistograms`] accumulator returns from `evaluate`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum HistogramOutput {
+    /// Int64: distinct non-null values, all NULLs counting as one more (persons).
+    DistinctPersons,
+    /// Float64: 1 / distinct persons (NULL for an empty class).
+    PersonRisk,
+    /// Int64: distinct non-null values; an all-NULL class counts 1.
+    DistinctValues,
+    /// Float64: exp(entropy), NULLs merged into the most frequent value.
+    EntropyL,
+    /// Int64: recursive (c, l)-diversity, NULLs merged into the most frequent value.
+    RecursiveL { c: f64 },
+    /// Struct {values: List<T>, counts: List<UInt64>}: the histogram itself, for the
+    /// whole-table window functions.
+    Histogram,
+}
+
+/// The two intermediate state fields of a histogram over values of `value_type`, named after
+/// the aggregate `base` (plain `values`/`counts` when `base` is empty).
+pub(crate) fn histogram_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
+    let name = |part: &str| {
+        if base.is_empty() {
+            part.to_string()
+        } else {
+            format_state_name(base, part)
+        }
+    };
+    vec![
+        Arc::new(Field::new(
+            name("values"),
+            DataType::new_list(value_type.clone(), true),
+            true,
+        )),
+        Arc::new(Field::new(
+            name("counts"),
+            DataType::new_list(DataType::UInt64, true),
+            true,
+        )),
+    ]
+}
+
+/// The struct type returned by [`HistogramOutput::Histogram`].
+pub(crate) fn histogram_struct_type(value_type: &DataType) -> DataType {
+    DataType::Struct(Fields::from(histogram_state_fields("", value_type)))
+}
+
+/// Histograms grouped by class, drained from the accumulator in class order.
+pub(crate) struct GroupedHistograms {
+    /// `offsets[g]..offsets[g + 1]` are class g's entries in `codes`/`counts`.
+    pub offsets: Vec<usize>,
+    pub codes: Vec<u32>,
+    pub counts: Vec<u64>,
+    /// NULL count of each class (kept out of `codes`).
+    pub nulls: Vec<u64>,
+}
+
+impl GroupedHistograms {
+    pub fn num_groups(&self) -> usize {
+        self.nulls.len()
+    }
+
+    pub fn class_counts(&self, group: usize) -> &[u64] {
+        &self.counts[self.offsets[group]..self.offsets[group + 1]]
+    }
+}
+
+/// Key of the `(class, value code)` map; classes and codes both fit in 32 bits.
+#[inline]
+fn key(group: usize, code: usize) -> u64 {
+    ((group as u64) << 32) | code as u64
+}
+
+/// Dense value codes plus per-class counts for one attribute (see module docs).
+pub(crate) struct ClassHistograms {
+    value_type: DataType,
+    output: HistogramOutput,
+    dictionary: Box<dyn GroupValues>,
+    /// Scratch buffer for the codes of one batch (reused: no per-batch allocation).
+    codes: Vec<usize>,
+    counts: hashbrown::HashMap<u64, u64>,
+    nulls: Vec<u64>,
+}
+
+impl std::fmt::Debug for ClassHistograms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClassHistograms")
+            .field("value_type", &self.value_type)
+            .field("output", &self.output)
+            .field("entries", &self.counts.len())
+            .finish()
+    }
+}
+
+impl ClassHistograms {
+    pub fn try_new(value_type: &DataType, output: HistogramOutput) -> Result<Self> {
+        Ok(Self {
+            value_type: value_type.clone(),
+            output,
+            dictionary: new_dictionary(value_type)?,
+            codes: Vec::new(),
+            counts: hashbrown::HashMap::new(),
+            nulls: Vec::new(),
+        })
+    }
+
+    fn ensure_groups(&mut self, total_num_groups: usize) -> Result<()> {
+        if total_num_groups > u32::MAX as usize {
+            return Err(DataFusionError::Execution(format!(
+                "too many equivalence classes ({total_num_groups}) for one partition"
+            )));
+        }
+        if self.nulls.len() < total_num_groups {
+            self.nulls.resize(total_num_groups, 0);
+        }
+        Ok(())
+    }
+
+    /// Adds one row per entry of `values` (counts of 1).
+    pub fn update(
+        &mut self,
+        values: &ArrayRef,
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.ensure_groups(total_num_groups)?;
+        self.dictionary
+            .intern(std::slice::from_ref(values), &mut self.codes)?;
+        let nulls = values.logical_nulls();
+        let counts = &mut self.counts;
+        let class_nulls = &mut self.nulls;
+        match (nulls.as_ref(), opt_filter) {
+            (None, None) => {
+                for (&group, &code) in group_indices.iter().zip(&self.codes) {
+                    *counts.entry(key(group, code)).or_insert(0) += 1;
+                }
+            }
+            _ => {
+                for (row, (&group, &code)) in group_indices.iter().zip(&self.codes).enumerate() {
+                    if let Some(filter) = opt_filter
+                        && !(filter.is_valid(row) && filter.value(row))
+                    {
+                        continue;
+                    }
+                    if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+                        class_nulls[group] += 1;
+                    } else {
+                        *counts.entry(key(group, code)).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges intermediate state (`values`, `counts` lists; one list pair per row).
+    pub fn merge(
+        &mut self,
+        values: &ArrayRef,
+        counts: &ArrayRef,
+        group_indices: &[usize],
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.ensure_groups(total_num_groups)?;
+        let values = values.as_list::<i32>();
+        let counts = counts.as_list::<i32>();
+        let offsets = values.value_offsets();
+        let (start, end) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
+        let items = values.values().slice(start, end - start);
+        let item_counts = counts.values().as_primitive::<UInt64Type>();
+        let count_offsets = counts.value_offsets();
+        self.dictionary
+            .intern(std::slice::from_ref(&items), &mut self.codes)?;
+        let item_nulls = items.logical_nulls();
+        for (row, &group) in group_indices.iter().enumerate() {
+            let (lo, hi) = (offsets[row] as usize, offsets[row + 1] as usize);
+            let count_lo = count_offsets[row] as usize;
+            for (i, item) in (lo..hi).enumerate() {
+                let count = item_counts.value(count_lo + i);
+                if count == 0 {
+                    continue;
+                }
+                let local = item - start;
+                if item_nulls.as_ref().is_some_and(|n| n.is_null(local)) {
+                    self.nulls[group] += count;
+                } else {
+                    *self
+                        .counts
+                        .entry(key(group, self.codes[local]))
+                        .or_insert(0) += count;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// State of each input row taken as its own class (skipped partial aggregation).
+    /// Zero-copy for the values: each row becomes a one-item list over the input array; rows
+    /// filtered out get a count of 0, which `merge` ignores.
+    pub fn convert_to_state(
+        values: &ArrayRef,
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        let rows = values.len();
+        let offsets = OffsetBuffer::<i32>::from_lengths(std::iter::repeat_n(1, rows));
+        let counts: UInt64Array = match opt_filter {
+            None => UInt64Array::from_value(1, rows),
+            Some(filter) => (0..rows)
+                .map(|r| Some(u64::from(filter.is_valid(r) && filter.value(r))))
+                .collect(),
+        };
+        let value_field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
+        let count_field = Arc::new(Field::new_list_field(DataType::UInt64, true));
+        Ok(vec![
+            Arc::new(ListArray::try_new(
+                value_field,
+                offsets.clone(),
+                Arc::clone(values),
+                None,
+            )?),
+            Arc::new(ListArray::try_new(
+                count_field,
+                offsets,
+                Arc::new(counts),
+                None,
+            )?),
+        ])
+    }
+
+    /// Drains the classes selected by `emit_to` (grouped, in class order); the remaining
+    /// classes are renumbered from 0, as `EmitTo::First` requires.
+    pub fn drain(&mut self, emit_to: EmitTo) -> GroupedHistograms {
+        let num_groups = match emit_to {
+            EmitTo::All => self.nulls.len(),
+            EmitTo::First(n) => n.min(self.nulls.len()),
+        };
+        let entries: Vec<(u64, u64)> = match emit_to {
+            EmitTo::All => self.counts.drain().collect(),
+            EmitTo::First(n) => {
+                let taken: Vec<(u64, u64)> = self
+                    .counts
+                    .extract_if(|k, _| ((k >> 32) as usize) < n)
+                    .collect();
+                let shift = (n as u64) << 32;
+                let rest: Vec<(u64, u64)> = self.counts.drain().collect();
+                self.counts
+                    .extend(rest.into_iter().map(|(k, c)| (k - shift, c)));
+                taken
+            }
+        };
+        let nulls = emit_to.take_needed(&mut self.nulls);
+        // counting sort of the entries by class
+        let mut offsets = vec![0usize; num_groups + 1];
+        for (k, _) in &entries {
+            offsets[(k >> 32) as usize + 1] += 1;
+        }
+        for g in 0..num_groups {
+            offsets[g + 1] += offsets[g];
+        }
+        let mut next = offsets.clone();
+        let mut codes = vec![0u32; entries.len()];
+        let mut counts = vec![0u64; entries.len()];
+        for (k, c) in entries {
+            let g = (k >> 32) as usize;
+            codes[next[g]] = k as u32;
+            counts[next[g]] = c;
+            next[g] += 1;
+        }
+        GroupedHistograms {
+            offsets,
+            codes,
+            counts,
+            nulls,
+        }
+    }
+
+    /// The interned values, in code order, leaving the dictionary intact unless everything
+    /// is being emitted.
+    fn dictionary_values(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let emitted = self.dictionary.emit(EmitTo::All)?;
+        let values = emitted.into_iter().next().ok_or_else(|| {
+            DataFusionError::Internal("value dictionary emitted no column".into())
+        })?;
+        if matches!(emit_to, EmitTo::First(_)) {
+            // restore the codes for the classes that stay
+            self.dictionary
+                .intern(std::slice::from_ref(&values), &mut self.codes)?;
+        } else {
+            self.dictionary = new_dictionary(&self.value_type)?;
+        }
+        Ok(values)
+    }
+
+    /// Drains the selected classes as the `(values, counts)` list pair.
+    pub fn state_arrays(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        let grouped = self.drain(emit_to);
+        let dictionary = self.dictionary_values(emit_to)?;
+        histogram_lists(&grouped, &dictionary)
+    }
+
+    /// The final value per class, according to [`HistogramOutput`].
+    pub fn evaluate_output(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        if self.output == HistogramOutput::Histogram {
+            let fields = match histogram_struct_type(&self.value_type) {
+                DataType::Struct(fields) => fields,
+                _ => unreachable!("histogram_struct_type returns a struct"),
+            };
+            let arrays = self.state_arrays(emit_to)?;
+            return Ok(Arc::new(StructArray::try_new(fields, arrays, None)?));
+        }
+        let grouped = self.drain(emit_to);
+        if matches!(emit_to, EmitTo::All) {
+            self.dictionary = new_dictionary(&self.value_type)?;
+        }
+        let groups = 0..grouped.num_groups();
+        Ok(match self.output {
+            HistogramOutput::DistinctPersons => Arc::new(
+                groups
+                    .map(|g| persons(&grouped, g) as i64)
+                    .collect::<Int64Array>(),
+            ),
+            HistogramOutput::PersonRisk => Arc::new(
+                groups
+                    .map(|g| match persons(&grouped, g) {
+                        0 => None,
+                        p => Some(1.0 / p as f64),
+                    })
+                    .collect::<Float64Array>(),
+            ),
+            HistogramOutput::DistinctValues => Arc::new(
+                groups
+                    .map(|g| {
+                        let distinct = grouped.class_counts(g).len() as i64;
+                        if distinct == 0 && grouped.nulls[g] > 0 {
+                            1
+                        } else {
+                            distinct
+                        }
+                    })
+                    .collect::<Int64Array>(),
+            ),
+            HistogramOutput::EntropyL => {
+                let mut scratch = Vec::new();
+                Arc::new(
+                    groups
+                        .map(|g| {
+                            worst_case_counts(&grouped, g, &mut scratch);
+                            formulas::entropy_l(&scratch)
+                        })
+                        .collect::<Float64Array>(),
+                )
+            }
+            HistogramOutput::RecursiveL { c } => {
+                let mut scratch = Vec::new();
+                Arc::new(
+                    groups
+                        .map(|g| {
+                            worst_case_counts(&grouped, g, &mut scratch);
+                            formulas::recursive_l(&mut scratch, c) as i64
+                        })
+                        .collect::<Int64Array>(),
+                )
+            }
+            HistogramOutput::Histogram => unreachable!("handled above"),
+        })
+    }
+
+    pub fn size(&self) -> usize {
+        self.dictionary.size()
+            + self.counts.capacity() * (2 * size_of::<u64>() + 1)
+            + self.codes.capacity() * size_of::<usize>()
+            + self.nulls.capacity() * size_of::<u64>()
+    }
+}
+
+/// Distinct persons: distinct non-null ids, all NULL ids counting as one person.
+fn persons(grouped: &GroupedHistograms, group: usize) -> usize {
+    grouped.class_counts(group).len() + usize::from(grouped.nulls[group] > 0)
+}
+
+/// The class's counts with its NULLs merged into the most frequent value: the assignment of
+/// the unknown values that gives the least diversity.
+fn worst_case_counts(grouped: &GroupedHistograms, group: usize, out: &mut Vec<u64>) {
+    out.clear();
+    out.extend_from_slice(grouped.class_counts(group));
+    let nulls = grouped.nulls[group];
+    if nulls > 0 {
+        match out.iter_mut().max() {
+            Some(max) => *max += nulls,
+            None => out.push(nulls),
+        }
+    }
+}
+
+/// Builds the `(values, counts)` list pair of the drained classes; NULL counts become a NULL
+/// item.
+pub(crate) fn histogram_lists(
+    grouped: &GroupedHistograms,
+    dictionary: &ArrayRef,
+) -> Result<Vec<ArrayRef>> {
+    let num_groups = grouped.num_groups();
+    let extra = grouped.nulls.iter().filter(|&&n| n > 0).count();
+    let mut indices: Vec<Option<u32>> = Vec::with_capacity(grouped.codes.len() + extra);
+    let mut counts: Vec<u64> = Vec::with_capacity(grouped.codes.len() + extra);
+    let mut lengths: Vec<usize> = Vec::with_capacity(num_groups);
+    for g in 0..num_groups {
+        let (lo, hi) = (grouped.offsets[g], grouped.offsets[g + 1]);
+        indices.extend(grouped.codes[lo..hi].iter().map(|&c| Some(c)));
+        counts.extend_from_slice(&grouped.counts[lo..hi]);
+        let nulls = grouped.nulls[g];
+        if nulls > 0 {
+            indices.push(None);
+            counts.push(nulls);
+        }
+        lengths.push(hi - lo + usize::from(nulls > 0));
+    }
+    let indices = UInt32Array::from(indices);
+    let items = take(dictionary.as_ref(), &indices, None)?;
+    let offsets = OffsetBuffer::<i32>::from_lengths(lengths);
+    let value_field = Arc::new(Field::new_list_field(dictionary.data_type().clone(), true));
+    let count_field = Arc::new(Field::new_list_field(DataType::UInt64, true));
+    let counts = UInt64Array::new(ScalarBuffer::from(counts), None);
+    Ok(vec![
+        Arc::new(ListArray::try_new(
+            value_field,
+            offsets.clone(),
+            items,
+            None,
+        )?),
+        Arc::new(ListArray::try_new(
+            count_field,
+            offsets,
+            Arc::new(counts),
+            None,
+        )?),
+    ])
+}
+
+/// A fresh value dictionary for `value_type`.
+pub(crate) fn new_dictionary(value_type: &DataType) -> Result<Box<dyn GroupValues>> {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "value",
+        value_type.clone(),
+        true,
+    )]));
+    new_group_values(schema, &GroupOrdering::None)
+}
+
+/// A [`GroupsAccumulator`] over one [`ClassHistograms`] (argument 0; further arguments, such
+/// as the constant `c` of recursive diversity, are ignored).
+#[derive(Debug)]
+pub(crate) struct HistogramGroupsAccumulator {
+    inner: ClassHistograms,
+}
+
+impl HistogramGroupsAccumulator {
+    pub fn try_new(value_type: &DataType, output: HistogramOutput) -> Result<Self> {
+        Ok(Self {
+            inner: ClassHistograms::try_new(value_type, output)?,
+        })
+    }
+}
+
+impl GroupsAccumulator for HistogramGroupsAccumulator {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner
+            .update(&values[0], group_indices, opt_filter, total_num_groups)
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        self.inner.evaluate_output(emit_to)
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        self.inner.state_arrays(emit_to)
+    }
+
+    fn merge_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner
+            .merge(&values[0], &values[1], group_indices, total_num_groups)
+    }
+
+    fn convert_to_state(
+        &self,
+        values: &[ArrayRef],
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        ClassHistograms::convert_to_state(&values[0], opt_filter)
+    }
+
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+}
