@@ -3,9 +3,12 @@
 //! t-closeness state).
 //!
 //! Values of any Arrow type are interned once into dense codes with DataFusion's own
-//! vectorized [`GroupValues`] (the structure its hash aggregation uses for group keys); the
-//! class histograms are then a single hash map from `(class, code)` to a count, so updating
-//! costs one integer-keyed probe per row and no allocation.
+//! vectorized [`GroupValues`] (the structure its hash aggregation uses for group keys). Each
+//! class then keeps its first few distinct codes inline in one cache line ([`InlineSlots`],
+//! indexed by class like DataFusion's own accumulators), and only a class with more distinct
+//! values than that gets a hash map of its own for the rest. Most equivalence classes are
+//! small, so an update is usually one cache line touched, no hashing, no allocation; emitting
+//! classes in order is a sequential walk.
 //!
 //! Intermediate state (for multi-phase aggregation and for the whole-table window) is two list
 //! columns per class: the distinct values (`List<T>`, a NULL item standing for the NULL
@@ -95,10 +98,206 @@ impl GroupedHistograms {
     }
 }
 
-/// Key of the `(class, value code)` map; classes and codes both fit in 32 bits.
-#[inline]
-fn key(group: usize, code: usize) -> u64 {
-    ((group as u64) << 32) | code as u64
+/// Marks a free inline slot.
+const EMPTY: u32 = u32::MAX;
+/// Marks an inline slot whose value moved to the overflow map (its count outgrew 32 bits).
+const MOVED: u32 = u32::MAX - 1;
+/// Distinct values kept inline per class.
+const INLINE: usize = 4;
+
+/// The first [`INLINE`] distinct values of a class and their counts: 32 bytes.
+#[derive(Debug, Clone, Copy)]
+struct InlineSlots {
+    codes: [u32; INLINE],
+    counts: [u32; INLINE],
+}
+
+impl Default for InlineSlots {
+    fn default() -> Self {
+        Self {
+            codes: [EMPTY; INLINE],
+            counts: [0; INLINE],
+        }
+    }
+}
+
+/// Codes below this get a dense counter array when their class overflows its inline slots:
+/// big classes of a low-cardinality attribute (a disease code) then cost an index, not a hash.
+const DENSE_CODES: u32 = 1024;
+
+/// The values of a class beyond its inline slots.
+#[derive(Debug)]
+enum Overflow {
+    /// counts indexed by code (all codes seen so far are below [`DENSE_CODES`])
+    Dense(Vec<u64>),
+    Sparse(hashbrown::HashMap<u32, u64>),
+}
+
+impl Overflow {
+    /// Adds `count` to `code`; returns the number of entries this created (for `size`).
+    #[inline]
+    fn add(&mut self, code: u32, count: u64) -> usize {
+        match self {
+            Overflow::Dense(counts) if code < DENSE_CODES => {
+                let index = code as usize;
+                let grown = if index >= counts.len() {
+                    let before = counts.len();
+                    counts.resize(index + 1, 0);
+                    counts.len() - before
+                } else {
+                    0
+                };
+                counts[index] += count;
+                grown
+            }
+            Overflow::Dense(counts) => {
+                let mut sparse: hashbrown::HashMap<u32, u64> = counts
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &c)| c > 0)
+                    .map(|(code, &c)| (code as u32, c))
+                    .collect();
+                sparse.insert(code, count);
+                *self = Overflow::Sparse(sparse);
+                1
+            }
+            Overflow::Sparse(map) => {
+                let mut created = 0;
+                *map.entry(code).or_insert_with(|| {
+                    created = 1;
+                    0
+                }) += count;
+                created
+            }
+        }
+    }
+
+    fn for_each(&self, mut f: impl FnMut(u32, u64)) {
+        match self {
+            Overflow::Dense(counts) => {
+                for (code, &count) in counts.iter().enumerate() {
+                    if count > 0 {
+                        f(code as u32, count);
+                    }
+                }
+            }
+            Overflow::Sparse(map) => map.iter().for_each(|(&code, &count)| f(code, count)),
+        }
+    }
+
+    fn entries(&self) -> usize {
+        match self {
+            Overflow::Dense(counts) => counts.len(),
+            Overflow::Sparse(map) => map.len(),
+        }
+    }
+}
+
+/// Per-class histograms over value codes (see module docs).
+#[derive(Debug, Default)]
+struct Histograms {
+    inline: Vec<InlineSlots>,
+    /// values beyond the inline ones, for the few classes that have them
+    overflow: Vec<Option<Box<Overflow>>>,
+    /// entries in all overflow maps, so that `size` stays O(1)
+    overflow_entries: usize,
+    nulls: Vec<u64>,
+}
+
+impl Histograms {
+    fn len(&self) -> usize {
+        self.nulls.len()
+    }
+
+    fn resize(&mut self, groups: usize) {
+        if self.nulls.len() < groups {
+            self.inline.resize(groups, InlineSlots::default());
+            self.overflow.resize_with(groups, || None);
+            self.nulls.resize(groups, 0);
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, group: usize, code: u32, count: u64) {
+        let slots = &mut self.inline[group];
+        for i in 0..INLINE {
+            if slots.codes[i] == code {
+                match u32::try_from(u64::from(slots.counts[i]) + count) {
+                    Ok(total) => slots.counts[i] = total,
+                    Err(_) => {
+                        let total = u64::from(slots.counts[i]) + count;
+                        slots.codes[i] = MOVED;
+                        slots.counts[i] = 0;
+                        self.add_overflow(group, code, total);
+                    }
+                }
+                return;
+            }
+            if slots.codes[i] == EMPTY {
+                if let Ok(count) = u32::try_from(count) {
+                    slots.codes[i] = code;
+                    slots.counts[i] = count;
+                    return;
+                }
+                break;
+            }
+        }
+        self.add_overflow(group, code, count);
+    }
+
+    #[cold]
+    fn add_overflow(&mut self, group: usize, code: u32, count: u64) {
+        let overflow = self.overflow[group].get_or_insert_with(|| {
+            Box::new(if code < DENSE_CODES {
+                Overflow::Dense(Vec::new())
+            } else {
+                Overflow::Sparse(hashbrown::HashMap::new())
+            })
+        });
+        self.overflow_entries += overflow.add(code, count);
+    }
+
+    /// Takes the selected classes out, grouped in class order; the others are renumbered
+    /// from 0, as `EmitTo::First` requires.
+    fn drain(&mut self, emit_to: EmitTo) -> GroupedHistograms {
+        let inline = emit_to.take_needed(&mut self.inline);
+        let overflow = emit_to.take_needed(&mut self.overflow);
+        let nulls = emit_to.take_needed(&mut self.nulls);
+        let drained_entries: usize = overflow.iter().flatten().map(|m| m.entries()).sum();
+        self.overflow_entries -= drained_entries;
+        let mut offsets = Vec::with_capacity(inline.len() + 1);
+        let mut codes = Vec::with_capacity(inline.len() * 2);
+        let mut counts = Vec::with_capacity(inline.len() * 2);
+        offsets.push(0);
+        for (slots, extra) in inline.iter().zip(&overflow) {
+            for i in 0..INLINE {
+                if slots.codes[i] < MOVED {
+                    codes.push(slots.codes[i]);
+                    counts.push(u64::from(slots.counts[i]));
+                }
+            }
+            if let Some(extra) = extra {
+                extra.for_each(|code, count| {
+                    codes.push(code);
+                    counts.push(count);
+                });
+            }
+            offsets.push(codes.len());
+        }
+        GroupedHistograms {
+            offsets,
+            codes,
+            counts,
+            nulls,
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.inline.capacity() * size_of::<InlineSlots>()
+            + self.overflow.capacity() * size_of::<usize>()
+            + self.overflow_entries * 2 * (size_of::<(u32, u64)>() + 1)
+            + self.nulls.capacity() * size_of::<u64>()
+    }
 }
 
 /// Dense value codes plus per-class counts for one attribute (see module docs).
@@ -108,8 +307,7 @@ pub(crate) struct ClassHistograms {
     dictionary: Box<dyn GroupValues>,
     /// Scratch buffer for the codes of one batch (reused: no per-batch allocation).
     codes: Vec<usize>,
-    counts: hashbrown::HashMap<u64, u64>,
-    nulls: Vec<u64>,
+    histograms: Histograms,
 }
 
 impl std::fmt::Debug for ClassHistograms {
@@ -117,7 +315,7 @@ impl std::fmt::Debug for ClassHistograms {
         f.debug_struct("ClassHistograms")
             .field("value_type", &self.value_type)
             .field("output", &self.output)
-            .field("entries", &self.counts.len())
+            .field("classes", &self.histograms.len())
             .finish()
     }
 }
@@ -129,8 +327,7 @@ impl ClassHistograms {
             output,
             dictionary: new_dictionary(value_type)?,
             codes: Vec::new(),
-            counts: hashbrown::HashMap::new(),
-            nulls: Vec::new(),
+            histograms: Histograms::default(),
         })
     }
 
@@ -140,9 +337,7 @@ impl ClassHistograms {
                 "too many equivalence classes ({total_num_groups}) for one partition"
             )));
         }
-        if self.nulls.len() < total_num_groups {
-            self.nulls.resize(total_num_groups, 0);
-        }
+        self.histograms.resize(total_num_groups);
         Ok(())
     }
 
@@ -158,12 +353,11 @@ impl ClassHistograms {
         self.dictionary
             .intern(std::slice::from_ref(values), &mut self.codes)?;
         let nulls = values.logical_nulls();
-        let counts = &mut self.counts;
-        let class_nulls = &mut self.nulls;
+        let histograms = &mut self.histograms;
         match (nulls.as_ref(), opt_filter) {
             (None, None) => {
                 for (&group, &code) in group_indices.iter().zip(&self.codes) {
-                    *counts.entry(key(group, code)).or_insert(0) += 1;
+                    histograms.add(group, code as u32, 1);
                 }
             }
             _ => {
@@ -174,9 +368,9 @@ impl ClassHistograms {
                         continue;
                     }
                     if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
-                        class_nulls[group] += 1;
+                        histograms.nulls[group] += 1;
                     } else {
-                        *counts.entry(key(group, code)).or_insert(0) += 1;
+                        histograms.add(group, code as u32, 1);
                     }
                 }
             }
@@ -203,6 +397,23 @@ impl ClassHistograms {
         self.dictionary
             .intern(std::slice::from_ref(&items), &mut self.codes)?;
         let item_nulls = items.logical_nulls();
+        let count_start = count_offsets[0] as usize;
+        if items.len() == group_indices.len()
+            && item_nulls.is_none()
+            && count_start == 0
+            && offsets.windows(2).all(|w| w[1] - w[0] == 1)
+        {
+            // one item per row, as `convert_to_state` makes when partial aggregation is
+            // skipped (the common case for many small classes): no offset walking
+            let item_counts = &item_counts.values()[..items.len()];
+            for ((&group, &code), &count) in group_indices.iter().zip(&self.codes).zip(item_counts)
+            {
+                if count > 0 {
+                    self.histograms.add(group, code as u32, count);
+                }
+            }
+            return Ok(());
+        }
         for (row, &group) in group_indices.iter().enumerate() {
             let (lo, hi) = (offsets[row] as usize, offsets[row + 1] as usize);
             let count_lo = count_offsets[row] as usize;
@@ -213,12 +424,9 @@ impl ClassHistograms {
                 }
                 let local = item - start;
                 if item_nulls.as_ref().is_some_and(|n| n.is_null(local)) {
-                    self.nulls[group] += count;
+                    self.histograms.nulls[group] += count;
                 } else {
-                    *self
-                        .counts
-                        .entry(key(group, self.codes[local]))
-                        .or_insert(0) += count;
+                    self.histograms.add(group, self.codes[local] as u32, count);
                 }
             }
         }
@@ -261,48 +469,7 @@ impl ClassHistograms {
     /// Drains the classes selected by `emit_to` (grouped, in class order); the remaining
     /// classes are renumbered from 0, as `EmitTo::First` requires.
     pub fn drain(&mut self, emit_to: EmitTo) -> GroupedHistograms {
-        let num_groups = match emit_to {
-            EmitTo::All => self.nulls.len(),
-            EmitTo::First(n) => n.min(self.nulls.len()),
-        };
-        let entries: Vec<(u64, u64)> = match emit_to {
-            EmitTo::All => self.counts.drain().collect(),
-            EmitTo::First(n) => {
-                let taken: Vec<(u64, u64)> = self
-                    .counts
-                    .extract_if(|k, _| ((k >> 32) as usize) < n)
-                    .collect();
-                let shift = (n as u64) << 32;
-                let rest: Vec<(u64, u64)> = self.counts.drain().collect();
-                self.counts
-                    .extend(rest.into_iter().map(|(k, c)| (k - shift, c)));
-                taken
-            }
-        };
-        let nulls = emit_to.take_needed(&mut self.nulls);
-        // counting sort of the entries by class
-        let mut offsets = vec![0usize; num_groups + 1];
-        for (k, _) in &entries {
-            offsets[(k >> 32) as usize + 1] += 1;
-        }
-        for g in 0..num_groups {
-            offsets[g + 1] += offsets[g];
-        }
-        let mut next = offsets.clone();
-        let mut codes = vec![0u32; entries.len()];
-        let mut counts = vec![0u64; entries.len()];
-        for (k, c) in entries {
-            let g = (k >> 32) as usize;
-            codes[next[g]] = k as u32;
-            counts[next[g]] = c;
-            next[g] += 1;
-        }
-        GroupedHistograms {
-            offsets,
-            codes,
-            counts,
-            nulls,
-        }
+        self.histograms.drain(emit_to)
     }
 
     /// The interned values, in code order, leaving the dictionary intact unless everything
@@ -397,10 +564,7 @@ impl ClassHistograms {
     }
 
     pub fn size(&self) -> usize {
-        self.dictionary.size()
-            + self.counts.capacity() * (2 * size_of::<u64>() + 1)
-            + self.codes.capacity() * size_of::<usize>()
-            + self.nulls.capacity() * size_of::<u64>()
+        self.dictionary.size() + self.histograms.size() + self.codes.capacity() * size_of::<usize>()
     }
 }
 
