@@ -53,9 +53,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "t_closeness(disease)",
-            floor: format!(
-                "SELECT {QIS}, disease, count(*) FROM patients GROUP BY {QIS}, disease"
-            ),
+            floor: format!("SELECT {QIS}, disease, count(*) FROM patients GROUP BY {QIS}, disease"),
             query: grouped("t_closeness(disease)"),
             target: 2.0,
         },
