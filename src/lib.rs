@@ -35,6 +35,9 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     for udaf in functions::all_aggregate_functions() {
         ctx.register_udaf(udaf.as_ref().clone());
     }
+    for udf in rewrite::all_scalar_functions() {
+        ctx.register_udf(udf.as_ref().clone());
+    }
     for udwf in rewrite::all_window_functions() {
         ctx.register_udwf(udwf.as_ref().clone());
     }

@@ -97,6 +97,41 @@ impl ClassDistributionFunction {
     }
 }
 
+impl ClassDistributionFunction {
+    /// What a call with `args` computes, when it can be read off a shared histogram of its
+    /// first argument: not for the zero-argument forms, nor for a `c` that is not a valid
+    /// constant (the accumulator reports those).
+    pub(crate) fn shared_output(&self, args: &[Expr]) -> Option<HistogramOutput> {
+        if args.is_empty() {
+            return None;
+        }
+        Some(match self.kind {
+            Kind::Persons => HistogramOutput::DistinctPersons,
+            Kind::PersonRisk => HistogramOutput::PersonRisk,
+            Kind::Distinct => HistogramOutput::DistinctValues,
+            Kind::Entropy => HistogramOutput::EntropyL,
+            Kind::Recursive => {
+                let mut c = args.get(1)?;
+                // type coercion may have wrapped the constant in a cast
+                while let Expr::Cast(cast) = c {
+                    c = cast.expr.as_ref();
+                }
+                let Expr::Literal(value, _) = c else {
+                    return None;
+                };
+                let c = match value.cast_to(&DataType::Float64).ok()? {
+                    datafusion::common::ScalarValue::Float64(Some(c)) => c,
+                    _ => return None,
+                };
+                if !(c.is_finite() && c > 0.0) {
+                    return None;
+                }
+                HistogramOutput::RecursiveL { c }
+            }
+        })
+    }
+}
+
 // identity is the name and kind: the other fields follow from them
 impl PartialEq for ClassDistributionFunction {
     fn eq(&self, other: &Self) -> bool {

@@ -49,6 +49,40 @@ pub(crate) enum HistogramOutput {
     Histogram,
 }
 
+impl HistogramOutput {
+    /// Whether the measure is a count (returned as Int64).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            Self::DistinctPersons | Self::DistinctValues | Self::RecursiveL { .. }
+        )
+    }
+
+    /// A stable name, used by the shared-histogram rewrite.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DistinctPersons => "persons",
+            Self::PersonRisk => "person_risk",
+            Self::DistinctValues => "distinct",
+            Self::EntropyL => "entropy",
+            Self::RecursiveL { .. } => "recursive",
+            Self::Histogram => "histogram",
+        }
+    }
+
+    /// Inverse of [`Self::name`] (`c` is used by `recursive`).
+    pub fn from_name(name: &str, c: f64) -> Option<Self> {
+        Some(match name {
+            "persons" => Self::DistinctPersons,
+            "person_risk" => Self::PersonRisk,
+            "distinct" => Self::DistinctValues,
+            "entropy" => Self::EntropyL,
+            "recursive" => Self::RecursiveL { c },
+            _ => return None,
+        })
+    }
+}
+
 /// The two intermediate state fields of a histogram over values of `value_type`, named after
 /// the aggregate `base` (plain `values`/`counts` when `base` is empty).
 pub(crate) fn histogram_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
@@ -510,56 +544,19 @@ impl ClassHistograms {
         if matches!(emit_to, EmitTo::All) {
             self.dictionary = new_dictionary(&self.value_type)?;
         }
-        let groups = 0..grouped.num_groups();
-        Ok(match self.output {
-            HistogramOutput::DistinctPersons => Arc::new(
-                groups
-                    .map(|g| persons(&grouped, g) as i64)
-                    .collect::<Int64Array>(),
-            ),
-            HistogramOutput::PersonRisk => Arc::new(
-                groups
-                    .map(|g| match persons(&grouped, g) {
-                        0 => None,
-                        p => Some(1.0 / p as f64),
-                    })
-                    .collect::<Float64Array>(),
-            ),
-            HistogramOutput::DistinctValues => Arc::new(
-                groups
-                    .map(|g| {
-                        let distinct = grouped.class_counts(g).len() as i64;
-                        if distinct == 0 && grouped.nulls[g] > 0 {
-                            1
-                        } else {
-                            distinct
-                        }
-                    })
-                    .collect::<Int64Array>(),
-            ),
-            HistogramOutput::EntropyL => {
-                let mut scratch = Vec::new();
-                Arc::new(
-                    groups
-                        .map(|g| {
-                            worst_case_counts(&grouped, g, &mut scratch);
-                            formulas::entropy_l(&scratch)
-                        })
-                        .collect::<Float64Array>(),
-                )
-            }
-            HistogramOutput::RecursiveL { c } => {
-                let mut scratch = Vec::new();
-                Arc::new(
-                    groups
-                        .map(|g| {
-                            worst_case_counts(&grouped, g, &mut scratch);
-                            formulas::recursive_l(&mut scratch, c) as i64
-                        })
-                        .collect::<Int64Array>(),
-                )
-            }
-            HistogramOutput::Histogram => unreachable!("handled above"),
+        let mut scratch = Vec::new();
+        let values = (0..grouped.num_groups()).map(|g| {
+            class_measure(
+                self.output,
+                grouped.class_counts(g),
+                grouped.nulls[g],
+                &mut scratch,
+            )
+        });
+        Ok(if self.output.is_integer() {
+            Arc::new(values.map(|v| v.map(|v| v as i64)).collect::<Int64Array>())
+        } else {
+            Arc::new(values.collect::<Float64Array>())
         })
     }
 
@@ -568,22 +565,45 @@ impl ClassHistograms {
     }
 }
 
-/// Distinct persons: distinct non-null ids, all NULL ids counting as one person.
-fn persons(grouped: &GroupedHistograms, group: usize) -> usize {
-    grouped.class_counts(group).len() + usize::from(grouped.nulls[group] > 0)
-}
-
-/// The class's counts with its NULLs merged into the most frequent value: the assignment of
-/// the unknown values that gives the least diversity.
-fn worst_case_counts(grouped: &GroupedHistograms, group: usize, out: &mut Vec<u64>) {
-    out.clear();
-    out.extend_from_slice(grouped.class_counts(group));
-    let nulls = grouped.nulls[group];
-    if nulls > 0 {
-        match out.iter_mut().max() {
-            Some(max) => *max += nulls,
-            None => out.push(nulls),
+/// The value of `output` for one class whose non-null values have `counts` and which has
+/// `nulls` NULLs; `None` where the class has no value (risk of an empty class, histograms).
+pub(crate) fn class_measure(
+    output: HistogramOutput,
+    counts: &[u64],
+    nulls: u64,
+    scratch: &mut Vec<u64>,
+) -> Option<f64> {
+    // the class's counts with its NULLs merged into the most frequent value: the assignment
+    // of the unknown values that gives the least diversity
+    let worst_case = |scratch: &mut Vec<u64>| {
+        scratch.clear();
+        scratch.extend_from_slice(counts);
+        if nulls > 0 {
+            match scratch.iter_mut().max() {
+                Some(max) => *max += nulls,
+                None => scratch.push(nulls),
+            }
         }
+    };
+    // all NULL person ids count as one person
+    let persons = counts.len() + usize::from(nulls > 0);
+    match output {
+        HistogramOutput::DistinctPersons => Some(persons as f64),
+        HistogramOutput::PersonRisk => (persons > 0).then(|| 1.0 / persons as f64),
+        HistogramOutput::DistinctValues => Some(if counts.is_empty() && nulls > 0 {
+            1.0
+        } else {
+            counts.len() as f64
+        }),
+        HistogramOutput::EntropyL => {
+            worst_case(scratch);
+            Some(formulas::entropy_l(scratch))
+        }
+        HistogramOutput::RecursiveL { c } => {
+            worst_case(scratch);
+            Some(formulas::recursive_l(scratch, c) as f64)
+        }
+        HistogramOutput::Histogram => None,
     }
 }
 

@@ -20,7 +20,7 @@ pub(crate) mod common;
 pub mod entropy_l_diversity;
 pub mod entropy_leakage;
 pub mod formulas;
-pub(crate) mod histogram;
+pub mod histogram;
 pub mod k_anonymity;
 pub mod l_diversity;
 pub mod ncp;

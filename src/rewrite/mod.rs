@@ -18,21 +18,34 @@
 //! original aggregate's, so everything above it (HAVING, ORDER BY, projections) is untouched.
 //! Filters below the aggregate (`WHERE`) are below the window too, so "the whole table" is the
 //! filtered input, and `GROUP BY` expressions work as they do for any aggregate.
+//!
+//! The same rule shares work between functions of one query that look at the same attribute:
+//! `l_diversity(d)`, `entropy_l_diversity(d)`, `recursive_cl_diversity(d, c)`, `t_closeness(d)`
+//! (and the person-based forms) all read the class histogram of `d`, so it is built once
+//! (`__anon_sa_histogram(d)`) and each measure is read off it in the projection
+//! (`__anon_histogram_measure`). A function alone on its attribute keeps its own accumulator.
 
 mod finalizer;
+mod histogram_measure;
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult};
 use datafusion::common::{Column, DataFusionError};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
-use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, Projection, Window, WindowUDF, col};
+use datafusion::logical_expr::{
+    Aggregate, Expr, LogicalPlan, Projection, ScalarUDF, Window, WindowUDF, cast, col, lit,
+};
 use datafusion::optimizer::AnalyzerRule;
 
+use crate::functions::class_distribution::ClassDistributionFunction;
+use crate::functions::histogram::HistogramOutput;
 use crate::functions::whole_table::{WholeTableFunction, WholeTableKind};
 pub use finalizer::finalizer_udwf;
+pub use histogram_measure::histogram_measure_udf;
 
 /// The window functions that finalize whole-table aggregates.
 pub fn all_window_functions() -> Vec<Arc<WindowUDF>> {
@@ -40,6 +53,11 @@ pub fn all_window_functions() -> Vec<Arc<WindowUDF>> {
         .into_iter()
         .map(finalizer_udwf)
         .collect()
+}
+
+/// Scalar functions the rewrite inserts.
+pub fn all_scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![histogram_measure_udf()]
 }
 
 /// The analyzer rule (see module docs). Registered by [`crate::register`].
@@ -62,28 +80,118 @@ impl AnalyzerRule for WholeTableRewrite {
     }
 }
 
-/// The whole-table function called by an aggregate expression, if any.
-fn whole_table_call(expr: &Expr) -> Option<(WholeTableKind, &AggregateFunction)> {
+/// What the rewrite does with one aggregate expression.
+enum Role {
+    /// left as it is
+    Keep,
+    /// a whole-table function over its own class state (`ncp`, `entropy_leakage`)
+    OwnState(WholeTableKind),
+    /// a function of the shared histogram number `.1`: t-closeness (finalized by a window)
+    /// or a per-class measure (read in the projection)
+    Histogram(HistogramUse, usize),
+}
+
+#[derive(Clone, Copy)]
+enum HistogramUse {
+    Window(WholeTableKind),
+    Measure(HistogramOutput),
+}
+
+/// The aggregate function called by an aggregate expression (looking through an alias).
+fn aggregate_call(expr: &Expr) -> Option<&AggregateFunction> {
     let expr = match expr {
         Expr::Alias(alias) => alias.expr.as_ref(),
         other => other,
     };
-    let Expr::AggregateFunction(call) = expr else {
-        return None;
-    };
+    match expr {
+        Expr::AggregateFunction(call) => Some(call),
+        _ => None,
+    }
+}
+
+/// The whole-table function called by an aggregate expression, if any.
+fn whole_table_call(expr: &Expr) -> Option<(WholeTableKind, &AggregateFunction)> {
+    let call = aggregate_call(expr)?;
     let function = call.func.inner().downcast_ref::<WholeTableFunction>()?;
     Some((function.kind(), call))
+}
+
+/// A histogram-based call: its use and the (attribute, filter) its histogram is keyed by.
+fn histogram_call(expr: &Expr) -> Option<(HistogramUse, &AggregateFunction)> {
+    if let Some((kind, call)) = whole_table_call(expr) {
+        return matches!(
+            kind,
+            WholeTableKind::TCloseness | WholeTableKind::TClosenessOrdered
+        )
+        .then_some((HistogramUse::Window(kind), call));
+    }
+    let call = aggregate_call(expr)?;
+    if call.params.distinct {
+        return None;
+    }
+    let function = call
+        .func
+        .inner()
+        .downcast_ref::<ClassDistributionFunction>()?;
+    let output = function.shared_output(&call.params.args)?;
+    Some((HistogramUse::Measure(output), call))
 }
 
 fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Aggregate(aggregate) = &plan else {
         return Ok(Transformed::no(plan));
     };
-    if !aggregate
-        .aggr_expr
+
+    // histograms keyed by (attribute, filter), and how many calls use each
+    let mut keys: Vec<(Expr, Option<Box<Expr>>)> = Vec::new();
+    let mut users: Vec<usize> = Vec::new();
+    let mut roles: Vec<Role> = Vec::with_capacity(aggregate.aggr_expr.len());
+    let mut any_window = false;
+    for expr in &aggregate.aggr_expr {
+        if let Some((usage, call)) = histogram_call(expr) {
+            if call.params.distinct {
+                return Err(DataFusionError::Plan(format!(
+                    "{} does not support DISTINCT",
+                    call.func.name()
+                )));
+            }
+            let key = (call.params.args[0].clone(), call.params.filter.clone());
+            let index = match keys.iter().position(|k| *k == key) {
+                Some(index) => index,
+                None => {
+                    keys.push(key);
+                    users.push(0);
+                    keys.len() - 1
+                }
+            };
+            users[index] += 1;
+            any_window |= matches!(usage, HistogramUse::Window(_));
+            roles.push(Role::Histogram(usage, index));
+        } else if let Some((kind, call)) = whole_table_call(expr) {
+            if call.params.distinct {
+                return Err(DataFusionError::Plan(format!(
+                    "{} does not support DISTINCT",
+                    call.func.name()
+                )));
+            }
+            any_window = true;
+            roles.push(Role::OwnState(kind));
+        } else {
+            roles.push(Role::Keep);
+        }
+    }
+    // a per-class measure alone on its attribute is computed directly by its own accumulator
+    for role in roles.iter_mut() {
+        if let Role::Histogram(HistogramUse::Measure(_), index) = role
+            && users[*index] < 2
+        {
+            *role = Role::Keep;
+        }
+    }
+    let shared = roles
         .iter()
-        .any(|e| whole_table_call(e).is_some())
-    {
+        .any(|r| matches!(r, Role::Histogram(HistogramUse::Measure(_), _)));
+    if !any_window && !shared {
         return Ok(Transformed::no(plan));
     }
     if aggregate
@@ -91,60 +199,106 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         .iter()
         .any(|e| matches!(e, Expr::GroupingSet(_)))
     {
-        return Err(DataFusionError::Plan(
-            "t_closeness, t_closeness_ordered, ncp and entropy_leakage are not supported with \
-             GROUPING SETS, ROLLUP or CUBE: run one query per grouping"
-                .into(),
-        ));
+        if any_window {
+            return Err(DataFusionError::Plan(
+                "t_closeness, t_closeness_ordered, ncp and entropy_leakage are not supported \
+                 with GROUPING SETS, ROLLUP or CUBE: run one query per grouping"
+                    .into(),
+            ));
+        }
+        return Ok(Transformed::no(plan));
     }
 
+    let histogram_column = |index: usize| format!("__anon_histogram_{index}");
     let mut class_aggregates = Vec::with_capacity(aggregate.aggr_expr.len());
-    let mut finalizers = Vec::new();
-    // per aggregate expression: the window column holding its final value, if rewritten
-    let mut final_columns: Vec<Option<String>> = Vec::with_capacity(aggregate.aggr_expr.len());
-    for (i, expr) in aggregate.aggr_expr.iter().enumerate() {
-        let Some((kind, call)) = whole_table_call(expr) else {
-            class_aggregates.push(expr.clone());
-            final_columns.push(None);
-            continue;
-        };
-        if call.params.distinct {
-            return Err(DataFusionError::Plan(format!(
-                "{} does not support DISTINCT",
-                call.func.name()
-            )));
+    let mut histogram_needed = vec![false; keys.len()];
+    for (expr, role) in aggregate.aggr_expr.iter().zip(&roles) {
+        match role {
+            Role::Keep => class_aggregates.push(expr.clone()),
+            Role::Histogram(_, index) => histogram_needed[*index] = true,
+            Role::OwnState(_) => {}
         }
-        let state = format!("__anon_state_{i}");
+    }
+    for (index, (attribute, filter)) in keys.iter().enumerate() {
+        if histogram_needed[index] {
+            class_aggregates.push(
+                WholeTableKind::TCloseness
+                    .class_state(vec![attribute.clone()], filter.clone())
+                    .alias(histogram_column(index)),
+            );
+        }
+    }
+    let mut finalizers = Vec::new();
+    // per aggregate expression: the expression giving its final value, if rewritten
+    let mut finals: Vec<Option<Expr>> = Vec::with_capacity(roles.len());
+    for (i, (expr, role)) in aggregate.aggr_expr.iter().zip(&roles).enumerate() {
         let result = format!("__anon_final_{i}");
-        class_aggregates.push(
-            kind.class_state(call.params.args.clone(), call.params.filter.clone())
-                .alias(&state),
-        );
-        finalizers.push(finalizer_udwf(kind).call(vec![col(state)]).alias(&result));
-        final_columns.push(Some(result));
+        finals.push(match role {
+            Role::Keep => None,
+            Role::OwnState(kind) => {
+                let state = format!("__anon_state_{i}");
+                let call = aggregate_call(expr).ok_or_else(|| {
+                    DataFusionError::Internal("whole-table call lost its aggregate".into())
+                })?;
+                class_aggregates.push(
+                    kind.class_state(call.params.args.clone(), call.params.filter.clone())
+                        .alias(&state),
+                );
+                finalizers.push(finalizer_udwf(*kind).call(vec![col(state)]).alias(&result));
+                Some(col(result))
+            }
+            Role::Histogram(HistogramUse::Window(kind), index) => {
+                finalizers.push(
+                    finalizer_udwf(*kind)
+                        .call(vec![col(histogram_column(*index))])
+                        .alias(&result),
+                );
+                Some(col(result))
+            }
+            Role::Histogram(HistogramUse::Measure(output), index) => {
+                let c = match output {
+                    HistogramOutput::RecursiveL { c } => *c,
+                    _ => 0.0,
+                };
+                let value = histogram_measure_udf().call(vec![
+                    col(histogram_column(*index)),
+                    lit(output.name()),
+                    lit(c),
+                ]);
+                Some(if output.is_integer() {
+                    cast(value, DataType::Int64)
+                } else {
+                    value
+                })
+            }
+        });
     }
 
     let group_fields = aggregate.group_expr.len();
-    let classes = Aggregate::try_new(
+    let classes = LogicalPlan::Aggregate(Aggregate::try_new(
         Arc::clone(&aggregate.input),
         aggregate.group_expr.clone(),
         class_aggregates,
-    )?;
-    let window = Window::try_new(finalizers, Arc::new(LogicalPlan::Aggregate(classes)))?;
+    )?);
+    let input = if finalizers.is_empty() {
+        classes
+    } else {
+        LogicalPlan::Window(Window::try_new(finalizers, Arc::new(classes))?)
+    };
     let outputs = aggregate
         .schema
         .iter()
         .enumerate()
         .map(|(index, (qualifier, field))| {
-            let final_column = index
+            let final_value = index
                 .checked_sub(group_fields)
-                .and_then(|i| final_columns[i].as_ref());
-            match final_column {
-                Some(name) => col(name).alias_qualified(qualifier.cloned(), field.name()),
+                .and_then(|i| finals[i].clone());
+            match final_value {
+                Some(value) => value.alias_qualified(qualifier.cloned(), field.name()),
                 None => Expr::Column(Column::from((qualifier, field))),
             }
         })
         .collect();
-    let projection = Projection::try_new(outputs, Arc::new(LogicalPlan::Window(window)))?;
+    let projection = Projection::try_new(outputs, Arc::new(input))?;
     Ok(Transformed::yes(LogicalPlan::Projection(projection)))
 }
