@@ -49,6 +49,15 @@ pub(crate) fn is_ordered(data_type: &DataType) -> bool {
         )
 }
 
+/// Whether row `row` passes an aggregate's `FILTER` (a NULL filter value does not).
+pub(crate) fn selected(
+    filter: Option<&datafusion::arrow::array::BooleanArray>,
+    row: usize,
+) -> bool {
+    use datafusion::arrow::array::Array;
+    filter.is_none_or(|f| f.is_valid(row) && f.value(row))
+}
+
 /// The value of a constant numeric argument (such as `c` of recursive diversity).
 pub(crate) fn constant_f64(
     function: &str,

@@ -482,22 +482,7 @@ impl ClassHistograms {
                 .map(|r| Some(u64::from(filter.is_valid(r) && filter.value(r))))
                 .collect(),
         };
-        let value_field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
-        let count_field = Arc::new(Field::new_list_field(DataType::UInt64, true));
-        Ok(vec![
-            Arc::new(ListArray::try_new(
-                value_field,
-                offsets.clone(),
-                Arc::clone(values),
-                None,
-            )?),
-            Arc::new(ListArray::try_new(
-                count_field,
-                offsets,
-                Arc::new(counts),
-                None,
-            )?),
-        ])
+        list_pair(Arc::clone(values), counts, offsets)
     }
 
     /// Drains the classes selected by `emit_to` (grouped, in class order); the remaining
@@ -632,9 +617,21 @@ pub(crate) fn histogram_lists(
     let indices = UInt32Array::from(indices);
     let items = take(dictionary.as_ref(), &indices, None)?;
     let offsets = OffsetBuffer::<i32>::from_lengths(lengths);
-    let value_field = Arc::new(Field::new_list_field(dictionary.data_type().clone(), true));
+    list_pair(
+        items,
+        UInt64Array::new(ScalarBuffer::from(counts), None),
+        offsets,
+    )
+}
+
+/// The `(values, counts)` list columns over `items` and their `counts`, sharing `offsets`.
+fn list_pair(
+    items: ArrayRef,
+    counts: UInt64Array,
+    offsets: OffsetBuffer<i32>,
+) -> Result<Vec<ArrayRef>> {
+    let value_field = Arc::new(Field::new_list_field(items.data_type().clone(), true));
     let count_field = Arc::new(Field::new_list_field(DataType::UInt64, true));
-    let counts = UInt64Array::new(ScalarBuffer::from(counts), None);
     Ok(vec![
         Arc::new(ListArray::try_new(
             value_field,

@@ -17,7 +17,7 @@ use datafusion::logical_expr::{
     Signature, Volatility,
 };
 
-use super::common::{SingleClass, doc, is_ordered};
+use super::common::{SingleClass, doc, is_ordered, selected};
 use super::histogram::{ClassHistograms, HistogramOutput, histogram_state_fields};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -230,10 +230,6 @@ impl NcpAccumulator {
         )));
         Ok(arrays)
     }
-}
-
-fn selected(filter: Option<&BooleanArray>, row: usize) -> bool {
-    filter.is_none_or(|f| f.is_valid(row) && f.value(row))
 }
 
 /// Folds `values` into per-class ranges, skipping NULL and NaN.

@@ -14,7 +14,7 @@ use datafusion::logical_expr::{
 };
 
 use super::class_distribution::{ClassDistributionFunction, Kind};
-use super::common::{SingleClass, doc};
+use super::common::{SingleClass, doc, selected};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     doc(
@@ -131,10 +131,6 @@ impl AggregateUDFImpl for RowRisk {
 #[derive(Debug, Default)]
 struct RowCounts {
     rows: Vec<u64>,
-}
-
-fn selected(filter: Option<&BooleanArray>, row: usize) -> bool {
-    filter.is_none_or(|f| f.is_valid(row) && f.value(row))
 }
 
 impl GroupsAccumulator for RowCounts {
