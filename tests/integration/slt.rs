@@ -36,7 +36,11 @@ fn format_float(v: f64) -> String {
         if v > 0.0 { "inf" } else { "-inf" }.to_string()
     } else {
         let s = format!("{v:.4}");
-        if s == "-0.0000" { "0.0000".to_string() } else { s }
+        if s == "-0.0000" {
+            "0.0000".to_string()
+        } else {
+            s
+        }
     }
 }
 
