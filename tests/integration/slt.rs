@@ -5,7 +5,7 @@
 //! NaN is `NaN`, infinities `inf`/`-inf`), NULL as `NULL`, everything else through Arrow's
 //! display formatter (strings as is).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, Float32Array, Float64Array};
@@ -157,7 +157,12 @@ impl AsyncDB for AnonDb {
 }
 
 fn slt_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    // `cargo test` sets CARGO_MANIFEST_DIR at run time too; prefer it over the compile-time value
+    // so a test binary shared through a common target directory still reads this checkout's files.
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = root.join("sql");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
@@ -173,8 +178,10 @@ fn slt_files() -> Vec<PathBuf> {
 async fn sqllogictest_files() {
     let files = slt_files();
     assert!(!files.is_empty(), "no sql/*.slt files found");
+    eprintln!("running {} slt files:", files.len());
     let mut failures = Vec::new();
     for file in &files {
+        eprintln!("  {}", file.display());
         let mut runner = sqllogictest::Runner::new(|| async { AnonDb::new() });
         if let Err(e) = runner.run_file_async(file).await {
             failures.push(format!(
