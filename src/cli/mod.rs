@@ -38,8 +38,12 @@ struct SqlArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// A file holding the SQL statement (instead of QUERY).
+    #[arg(long, short = 'f', conflicts_with = "query")]
+    file: Option<PathBuf>,
     /// The SQL statement to run.
-    query: String,
+    #[arg(allow_hyphen_values = true, required_unless_present = "file")]
+    query: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -122,7 +126,14 @@ async fn sql(args: SqlArgs) -> Result<()> {
         let (name, path) = tables::parse_table_arg(table)?;
         tables::register_path(&ctx, &name, &path).await?;
     }
-    let batches = ctx.sql(&args.query).await?.collect().await?;
+    let query = match (&args.file, args.query) {
+        (Some(file), _) => std::fs::read_to_string(file).map_err(|e| {
+            DataFusionError::Plan(format!("cannot read SQL file {}: {e}", file.display()))
+        })?,
+        (None, Some(query)) => query,
+        (None, None) => return Err(DataFusionError::Plan("no SQL statement given".into())),
+    };
+    let batches = ctx.sql(&query).await?.collect().await?;
     print_batches(&batches, args.format)
 }
 
