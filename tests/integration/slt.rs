@@ -1,9 +1,13 @@
 //! Runs every `sql/*.slt` file with the `sqllogictest` crate over a fresh `SessionContext`
-//! (with [`datafusion_anonymity::register`]) per file.
+//! (with [`datafusion_anonymity::register`]) per file, one test per file.
 //!
 //! Output format: floats are printed with `format!("{:.4}")` (`-0.0000` becomes `0.0000`,
 //! NaN is `NaN`, infinities `inf`/`-inf`), NULL as `NULL`, everything else through Arrow's
-//! display formatter (strings as is).
+//! display formatter (strings as is, decimals with their scale, dates as `YYYY-MM-DD`).
+//! Column type letters are checked strictly (see [`ColType`]).
+//!
+//! `control substitution on` in a file enables `$__TEST_DIR__`, a temporary directory per file
+//! (used to write and read back Parquet fixtures).
 
 use std::path::PathBuf;
 
@@ -14,7 +18,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
-use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+use sqllogictest::{AsyncDB, ColumnType, DBOutput};
 
 /// A sqllogictest connection: one `SessionContext` with the anonymity functions registered.
 pub struct AnonDb {
@@ -44,7 +48,44 @@ fn format_float(v: f64) -> String {
     }
 }
 
-fn column_type(dt: &DataType) -> DefaultColumnType {
+/// Column type letters of the `.slt` files, checked strictly for every query:
+/// `I` integers, `R` floats and decimals, `T` strings, `B` booleans, `D` dates, times and
+/// timestamps, `?` anything else. Dictionary columns take their value type's letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColType {
+    Integer,
+    Float,
+    Text,
+    Boolean,
+    Temporal,
+    Any,
+}
+
+impl ColumnType for ColType {
+    fn from_char(value: char) -> Option<Self> {
+        Some(match value {
+            'I' => Self::Integer,
+            'R' => Self::Float,
+            'T' => Self::Text,
+            'B' => Self::Boolean,
+            'D' => Self::Temporal,
+            _ => Self::Any,
+        })
+    }
+
+    fn to_char(&self) -> char {
+        match self {
+            Self::Integer => 'I',
+            Self::Float => 'R',
+            Self::Text => 'T',
+            Self::Boolean => 'B',
+            Self::Temporal => 'D',
+            Self::Any => '?',
+        }
+    }
+}
+
+fn column_type(dt: &DataType) -> ColType {
     match dt {
         DataType::Int8
         | DataType::Int16
@@ -53,14 +94,23 @@ fn column_type(dt: &DataType) -> DefaultColumnType {
         | DataType::UInt8
         | DataType::UInt16
         | DataType::UInt32
-        | DataType::UInt64 => DefaultColumnType::Integer,
+        | DataType::UInt64 => ColType::Integer,
         DataType::Float16
         | DataType::Float32
         | DataType::Float64
+        | DataType::Decimal32(_, _)
+        | DataType::Decimal64(_, _)
         | DataType::Decimal128(_, _)
-        | DataType::Decimal256(_, _) => DefaultColumnType::FloatingPoint,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => DefaultColumnType::Text,
-        _ => DefaultColumnType::Any,
+        | DataType::Decimal256(_, _) => ColType::Float,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => ColType::Text,
+        DataType::Boolean => ColType::Boolean,
+        DataType::Date32
+        | DataType::Date64
+        | DataType::Time32(_)
+        | DataType::Time64(_)
+        | DataType::Timestamp(_, _) => ColType::Temporal,
+        DataType::Dictionary(_, value) => column_type(value),
+        _ => ColType::Any,
     }
 }
 
@@ -125,9 +175,9 @@ fn is_statement(sql: &str) -> bool {
 #[async_trait]
 impl AsyncDB for AnonDb {
     type Error = DataFusionError;
-    type ColumnType = DefaultColumnType;
+    type ColumnType = ColType;
 
-    async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DataFusionError> {
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<ColType>, DataFusionError> {
         let df = self.ctx.sql(sql).await?;
         let schema = df.schema().as_arrow().clone();
         let batches = df.collect().await?;
@@ -156,46 +206,66 @@ impl AsyncDB for AnonDb {
     }
 }
 
-fn slt_files() -> Vec<PathBuf> {
+fn sql_dir() -> PathBuf {
     // `cargo test` sets CARGO_MANIFEST_DIR at run time too; prefer it over the compile-time value
     // so a test binary shared through a common target directory still reads this checkout's files.
-    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+    std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let dir = root.join("sql");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("sql")
+}
+
+/// Runs one `sql/<name>.slt` file on a fresh `SessionContext`, checking column types strictly.
+async fn run_slt(name: &str) {
+    let file = sql_dir().join(format!("{name}.slt"));
+    let mut runner = sqllogictest::Runner::new(|| async { AnonDb::new() });
+    runner.with_column_validator(sqllogictest::strict_column_validator);
+    if let Err(e) = runner.run_file_async(&file).await {
+        panic!("{}:\n{}", file.display(), e.display(false));
+    }
+}
+
+/// One test per `.slt` file, so `cargo test --test integration slt::diversity` runs one file
+/// and a failure names its file and line.
+macro_rules! slt_files {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                run_slt(stringify!($name)).await;
+            }
+        )*
+        const SLT_FILES: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+slt_files!(
+    worked_example,
+    k_anonymity,
+    diversity,
+    t_closeness,
+    ncp_leakage,
+    edge_cases,
+    types,
+    queries,
+    parquet,
+);
+
+/// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.
+#[test]
+fn every_slt_file_runs() {
+    let dir = sql_dir();
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "slt"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
-    files.sort();
-    files
-}
-
-/// Runs every `sql/*.slt` file; each file gets its own `SessionContext`. All files run even when
-/// some fail, and every failing file is reported with the runner's error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqllogictest_files() {
-    let files = slt_files();
-    assert!(!files.is_empty(), "no sql/*.slt files found");
-    eprintln!("running {} slt files:", files.len());
-    let mut failures = Vec::new();
-    for file in &files {
-        eprintln!("  {}", file.display());
-        let mut runner = sqllogictest::Runner::new(|| async { AnonDb::new() });
-        if let Err(e) = runner.run_file_async(file).await {
-            failures.push(format!(
-                "{}:\n{}",
-                file.file_name().unwrap().to_string_lossy(),
-                e.display(false)
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} slt files failed:\n\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n\n")
+    on_disk.sort();
+    let mut registered: Vec<String> = SLT_FILES.iter().map(|s| s.to_string()).collect();
+    registered.sort();
+    assert_eq!(
+        on_disk, registered,
+        "sql/*.slt files and the slt_files! list in tests/integration/slt.rs differ"
     );
 }
