@@ -15,10 +15,15 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 
-/// Rows per generated batch (and Parquet row group granularity).
+/// Rows per generated batch.
 const BATCH_ROWS: usize = 131_072;
+/// Rows per Parquet row group: large enough for good compression, small enough that a
+/// multi-core scan splits a 10M-row file into several partitions.
+const ROW_GROUP_ROWS: usize = 1024 * 1024;
 /// Distinct zip codes; drawn with a Zipf-like skew so some are rare.
 const ZIPS: usize = 3_000;
+/// Five-digit codes 10000..=99999.
+const ZIP_RANGE: u64 = 90_000;
 
 const RACES: &[(&str, f64)] = &[
     ("White", 0.72),
@@ -63,6 +68,10 @@ const DISEASES: &[(&str, f64)] = &[
     ("HIV", 0.005),
     ("tuberculosis", 0.005),
 ];
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
 
 /// splitmix64: tiny, portable and deterministic, so a seed means the same table everywhere.
 struct SplitMix64(u64);
@@ -167,9 +176,17 @@ struct Generator {
 impl Generator {
     fn new(seed: u64) -> Self {
         let mut rng = SplitMix64(seed);
-        // zip codes spread over the country, weights ~ 1/rank (Zipf with s = 1)
-        let zip_labels: StringArray = (0..ZIPS)
-            .map(|_| Some(format!("{:05}", 10_000 + rng.next_u64() % 89_999)))
+        // distinct zip codes spread over 10000..99999: a stride coprime to the range visits
+        // each code at most once; weights ~ 1/rank (Zipf with s = 1) so the tail is rare
+        let stride = loop {
+            let candidate = 1 + rng.next_u64() % (ZIP_RANGE - 1);
+            if gcd(candidate, ZIP_RANGE) == 1 {
+                break candidate;
+            }
+        };
+        let offset = rng.next_u64() % ZIP_RANGE;
+        let zip_labels: StringArray = (0..ZIPS as u64)
+            .map(|i| Some(format!("{:05}", 10_000 + (offset + i * stride) % ZIP_RANGE)))
             .collect();
         let zip_weights = (1..=ZIPS).map(|rank| 1.0 / rank as f64).collect();
         Self {
@@ -238,31 +255,32 @@ impl Generator {
     }
 }
 
-/// Writes `rows` generated patients to `out` (Parquet, zstd). The file is written next to
-/// `out` under a temporary name and renamed when complete, so `out` is never partial.
+/// Writes `rows` generated patients to `out` (Parquet, zstd), `seed` deciding every value.
+/// Rows are generated and written a batch at a time, so memory stays bounded whatever `rows`.
+/// The file is written next to `out` under a temporary name, synced and renamed when complete,
+/// so `out` is never partial: it is the whole table or it is left as it was.
 pub fn write_patients(out: &Path, rows: usize, seed: u64) -> Result<()> {
     let file_name = out.file_name().ok_or_else(|| {
         DataFusionError::Plan(format!("output path {} has no file name", out.display()))
     })?;
     let temporary = out.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
-    let result = write_to(&temporary, rows, seed).and_then(|()| {
-        std::fs::rename(&temporary, out).map_err(|e| {
-            DataFusionError::Execution(format!("cannot move output into {}: {e}", out.display()))
-        })
-    });
+    let result = write_to(&temporary, rows, seed)
+        .and_then(|()| std::fs::rename(&temporary, out).map_err(DataFusionError::from))
+        .map_err(|e| {
+            DataFusionError::Execution(format!("cannot write {}: {}", out.display(), e.message()))
+        });
     if result.is_err() {
+        // best effort: the error above is what matters
         let _ = std::fs::remove_file(&temporary);
     }
     result
 }
 
 fn write_to(path: &Path, rows: usize, seed: u64) -> Result<()> {
-    let file = File::create(path).map_err(|e| {
-        DataFusionError::Execution(format!("cannot create {}: {e}", path.display()))
-    })?;
+    let file = File::create(path)?;
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_max_row_group_row_count(Some(1024 * 1024))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
     let mut generator = Generator::new(seed);
     let mut writer = ArrowWriter::try_new(file, Arc::clone(&generator.schema), Some(properties))?;
@@ -272,7 +290,8 @@ fn write_to(path: &Path, rows: usize, seed: u64) -> Result<()> {
         writer.write(&generator.batch(batch_rows)?)?;
         remaining -= batch_rows;
     }
-    writer.close()?;
+    // on disk before the rename makes it visible
+    writer.into_inner()?.sync_all()?;
     Ok(())
 }
 
@@ -299,6 +318,24 @@ mod tests {
             distinct.len() < 1000 && distinct.len() > 800,
             "{}",
             distinct.len()
+        );
+    }
+
+    #[test]
+    fn zip_codes_are_distinct_five_digit_strings() {
+        let generator = Generator::new(3);
+        let labels = generator
+            .zips
+            .labels
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let distinct: std::collections::HashSet<&str> = labels.iter().flatten().collect();
+        assert_eq!(distinct.len(), ZIPS);
+        assert!(
+            distinct
+                .iter()
+                .all(|z| z.len() == 5 && z.parse::<u32>().is_ok())
         );
     }
 
