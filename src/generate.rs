@@ -73,6 +73,12 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// Shares of the population by age decade (0-9, 10-19, ..., 90-100), roughly those of a
+/// census: flat up to 60, then thinning out.
+const AGE_DECADES: [f64; 10] = [
+    0.120, 0.128, 0.138, 0.135, 0.125, 0.130, 0.115, 0.070, 0.032, 0.007,
+];
+
 /// splitmix64: tiny, portable and deterministic, so a seed means the same table everywhere.
 struct SplitMix64(u64);
 
@@ -97,44 +103,42 @@ struct Categorical {
     cumulative: Vec<f64>,
 }
 
+/// The running sums of `weights`, scaled to end at 1.
+fn cumulative(weights: impl Iterator<Item = f64> + Clone) -> Vec<f64> {
+    let total: f64 = weights.clone().sum();
+    weights
+        .scan(0.0, |running, w| {
+            *running += w / total;
+            Some(*running)
+        })
+        .collect()
+}
+
+/// An index drawn with the probabilities whose running sums are `cumulative`.
+fn draw_index(cumulative: &[f64], rng: &mut SplitMix64) -> usize {
+    let u = rng.unit();
+    // rounding may leave the last sum a hair below 1
+    cumulative
+        .partition_point(|&c| c <= u)
+        .min(cumulative.len() - 1)
+}
+
 impl Categorical {
     fn new(table: &[(&str, f64)]) -> Self {
-        let total: f64 = table.iter().map(|(_, w)| w).sum();
-        let mut running = 0.0;
-        let cumulative = table
-            .iter()
-            .map(|(_, w)| {
-                running += w / total;
-                running
-            })
-            .collect();
         let labels: StringArray = table.iter().map(|(l, _)| Some(*l)).collect();
-        Self {
-            labels: Arc::new(labels),
-            cumulative,
-        }
+        Self::from_labels(labels, table.iter().map(|(_, w)| *w).collect())
     }
 
     fn from_labels(labels: StringArray, weights: Vec<f64>) -> Self {
-        let total: f64 = weights.iter().sum();
-        let mut running = 0.0;
-        let cumulative = weights
-            .iter()
-            .map(|w| {
-                running += w / total;
-                running
-            })
-            .collect();
         Self {
             labels: Arc::new(labels),
-            cumulative,
+            cumulative: cumulative(weights.into_iter()),
         }
     }
 
     fn draw(&self, rng: &mut SplitMix64) -> u16 {
-        let u = rng.unit();
-        let index = self.cumulative.partition_point(|&c| c <= u);
-        index.min(self.cumulative.len() - 1) as u16
+        // at most u16::MAX labels: the dictionary keys are u16
+        draw_index(&self.cumulative, rng) as u16
     }
 
     /// The labels of `codes` as a plain Utf8 column: a dictionary `take`, no per-row string.
@@ -170,6 +174,8 @@ struct Generator {
     marital: Categorical,
     education: Categorical,
     diseases: Categorical,
+    /// Cumulative shares of the age decades 0-9, ..., 90-100.
+    age_decades: Vec<f64>,
     next_id: i64,
 }
 
@@ -198,6 +204,7 @@ impl Generator {
             marital: Categorical::new(MARITAL),
             education: Categorical::new(EDUCATION),
             diseases: Categorical::new(DISEASES),
+            age_decades: cumulative(AGE_DECADES.iter().copied()),
             next_id: 1,
         }
     }
@@ -217,14 +224,11 @@ impl Generator {
                 self.next_id - 1
             };
             ids.push(id);
-            // ages: a broad adult bulk plus children and a thinning old tail
-            let u = rng.unit();
-            let age = if u < 0.2 {
-                rng.unit() * 18.0
-            } else {
-                18.0 + 82.0 * rng.unit().powf(1.4)
-            };
-            ages.push(age as i32);
+            // ages: a decade by its share of the population, then a year within it (the
+            // last band is 90..=100)
+            let decade = draw_index(&self.age_decades, rng) as f64;
+            let width = if decade == 9.0 { 11.0 } else { 10.0 };
+            ages.push((10.0 * decade + width * rng.unit()) as i32);
             // incomes: log-normal-ish, heavy right tail
             let z = (rng.unit() + rng.unit() + rng.unit() - 1.5) * 2.0;
             incomes.push((35_000.0 * (0.6 * z).exp()) as i64 / 100 * 100);
