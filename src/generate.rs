@@ -1,5 +1,7 @@
 //! `anon generate`: a deterministic synthetic patients table with realistic skew, for tests
-//! and benchmarks. Streams row groups, so 10M rows need a few tens of MB of memory.
+//! and benchmarks. About 10% of the rows are further visits of an earlier patient (same id and
+//! demographics, a new disease), as in 1:M medical microdata. Rows are generated and written a
+//! batch at a time, so 10M rows need under 100 MB of memory.
 
 use std::fs::File;
 use std::path::Path;
@@ -166,6 +168,7 @@ pub fn patients_schema() -> SchemaRef {
 
 /// Draws the columns of the table, batch by batch.
 struct Generator {
+    seed: u64,
     rng: SplitMix64,
     schema: SchemaRef,
     zips: Categorical,
@@ -196,6 +199,7 @@ impl Generator {
             .collect();
         let zip_weights = (1..=ZIPS).map(|rank| 1.0 / rank as f64).collect();
         Self {
+            seed,
             rng,
             schema: patients_schema(),
             zips: Categorical::from_labels(zip_labels, zip_weights),
@@ -224,13 +228,17 @@ impl Generator {
                 self.next_id - 1
             };
             ids.push(id);
+            // a person's attributes come from a generator seeded by the person alone, so a
+            // repeated person has the same demographics on every row without remembering
+            // anyone; only the disease is drawn per row (per visit)
+            let mut person = SplitMix64(SplitMix64(self.seed ^ id as u64).next_u64());
             // ages: a decade by its share of the population, then a year within it (the
             // last band is 90..=100)
-            let decade = draw_index(&self.age_decades, rng) as f64;
+            let decade = draw_index(&self.age_decades, &mut person) as f64;
             let width = if decade == 9.0 { 11.0 } else { 10.0 };
-            ages.push((10.0 * decade + width * rng.unit()) as i32);
+            ages.push((10.0 * decade + width * person.unit()) as i32);
             // incomes: log-normal-ish, heavy right tail
-            let z = (rng.unit() + rng.unit() + rng.unit() - 1.5) * 2.0;
+            let z = (person.unit() + person.unit() + person.unit() - 1.5) * 2.0;
             incomes.push((35_000.0 * (0.6 * z).exp()) as i64 / 100 * 100);
             for (column, table) in codes.iter_mut().zip([
                 &self.zips,
@@ -238,10 +246,10 @@ impl Generator {
                 &self.races,
                 &self.marital,
                 &self.education,
-                &self.diseases,
             ]) {
-                column.push(table.draw(rng));
+                column.push(table.draw(&mut person));
             }
+            codes[5].push(self.diseases.draw(rng));
         }
         let [zips, sexes, races, marital, education, diseases] = codes;
         let columns: Vec<ArrayRef> = vec![
@@ -323,6 +331,22 @@ mod tests {
             "{}",
             distinct.len()
         );
+        // ... and the same demographics on each of them
+        let mut seen = std::collections::HashMap::new();
+        let zips = first
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let ages = first
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        for row in 0..first.num_rows() {
+            let person = (zips.value(row), ages.value(row));
+            assert_eq!(*seen.entry(ids.value(row)).or_insert(person), person);
+        }
     }
 
     #[test]
