@@ -1,5 +1,7 @@
 //! `anon generate`: a deterministic synthetic patients table with realistic skew, for tests
-//! and benchmarks. Streams row groups, so 10M rows need a few tens of MB of memory.
+//! and benchmarks. About 10% of the rows are further visits of an earlier patient (same id and
+//! demographics, a new disease), as in 1:M medical microdata. Rows are generated and written a
+//! batch at a time, so 10M rows need under 100 MB of memory.
 
 use std::fs::File;
 use std::path::Path;
@@ -15,10 +17,15 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 
-/// Rows per generated batch (and Parquet row group granularity).
+/// Rows per generated batch.
 const BATCH_ROWS: usize = 131_072;
+/// Rows per Parquet row group: large enough for good compression, small enough that a
+/// multi-core scan splits a 10M-row file into several partitions.
+const ROW_GROUP_ROWS: usize = 1024 * 1024;
 /// Distinct zip codes; drawn with a Zipf-like skew so some are rare.
 const ZIPS: usize = 3_000;
+/// Five-digit codes 10000..=99999.
+const ZIP_RANGE: u64 = 90_000;
 
 const RACES: &[(&str, f64)] = &[
     ("White", 0.72),
@@ -64,6 +71,16 @@ const DISEASES: &[(&str, f64)] = &[
     ("tuberculosis", 0.005),
 ];
 
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Shares of the population by age decade (0-9, 10-19, ..., 90-100), roughly those of a
+/// census: flat up to 60, then thinning out.
+const AGE_DECADES: [f64; 10] = [
+    0.120, 0.128, 0.138, 0.135, 0.125, 0.130, 0.115, 0.070, 0.032, 0.007,
+];
+
 /// splitmix64: tiny, portable and deterministic, so a seed means the same table everywhere.
 struct SplitMix64(u64);
 
@@ -88,44 +105,42 @@ struct Categorical {
     cumulative: Vec<f64>,
 }
 
+/// The running sums of `weights`, scaled to end at 1.
+fn cumulative(weights: impl Iterator<Item = f64> + Clone) -> Vec<f64> {
+    let total: f64 = weights.clone().sum();
+    weights
+        .scan(0.0, |running, w| {
+            *running += w / total;
+            Some(*running)
+        })
+        .collect()
+}
+
+/// An index drawn with the probabilities whose running sums are `cumulative`.
+fn draw_index(cumulative: &[f64], rng: &mut SplitMix64) -> usize {
+    let u = rng.unit();
+    // rounding may leave the last sum a hair below 1
+    cumulative
+        .partition_point(|&c| c <= u)
+        .min(cumulative.len() - 1)
+}
+
 impl Categorical {
     fn new(table: &[(&str, f64)]) -> Self {
-        let total: f64 = table.iter().map(|(_, w)| w).sum();
-        let mut running = 0.0;
-        let cumulative = table
-            .iter()
-            .map(|(_, w)| {
-                running += w / total;
-                running
-            })
-            .collect();
         let labels: StringArray = table.iter().map(|(l, _)| Some(*l)).collect();
-        Self {
-            labels: Arc::new(labels),
-            cumulative,
-        }
+        Self::from_labels(labels, table.iter().map(|(_, w)| *w).collect())
     }
 
     fn from_labels(labels: StringArray, weights: Vec<f64>) -> Self {
-        let total: f64 = weights.iter().sum();
-        let mut running = 0.0;
-        let cumulative = weights
-            .iter()
-            .map(|w| {
-                running += w / total;
-                running
-            })
-            .collect();
         Self {
             labels: Arc::new(labels),
-            cumulative,
+            cumulative: cumulative(weights.into_iter()),
         }
     }
 
     fn draw(&self, rng: &mut SplitMix64) -> u16 {
-        let u = rng.unit();
-        let index = self.cumulative.partition_point(|&c| c <= u);
-        index.min(self.cumulative.len() - 1) as u16
+        // at most u16::MAX labels: the dictionary keys are u16
+        draw_index(&self.cumulative, rng) as u16
     }
 
     /// The labels of `codes` as a plain Utf8 column: a dictionary `take`, no per-row string.
@@ -153,6 +168,7 @@ pub fn patients_schema() -> SchemaRef {
 
 /// Draws the columns of the table, batch by batch.
 struct Generator {
+    seed: u64,
     rng: SplitMix64,
     schema: SchemaRef,
     zips: Categorical,
@@ -161,18 +177,29 @@ struct Generator {
     marital: Categorical,
     education: Categorical,
     diseases: Categorical,
+    /// Cumulative shares of the age decades 0-9, ..., 90-100.
+    age_decades: Vec<f64>,
     next_id: i64,
 }
 
 impl Generator {
     fn new(seed: u64) -> Self {
         let mut rng = SplitMix64(seed);
-        // zip codes spread over the country, weights ~ 1/rank (Zipf with s = 1)
-        let zip_labels: StringArray = (0..ZIPS)
-            .map(|_| Some(format!("{:05}", 10_000 + rng.next_u64() % 89_999)))
+        // distinct zip codes spread over 10000..99999: a stride coprime to the range visits
+        // each code at most once; weights ~ 1/rank (Zipf with s = 1) so the tail is rare
+        let stride = loop {
+            let candidate = 1 + rng.next_u64() % (ZIP_RANGE - 1);
+            if gcd(candidate, ZIP_RANGE) == 1 {
+                break candidate;
+            }
+        };
+        let offset = rng.next_u64() % ZIP_RANGE;
+        let zip_labels: StringArray = (0..ZIPS as u64)
+            .map(|i| Some(format!("{:05}", 10_000 + (offset + i * stride) % ZIP_RANGE)))
             .collect();
         let zip_weights = (1..=ZIPS).map(|rank| 1.0 / rank as f64).collect();
         Self {
+            seed,
             rng,
             schema: patients_schema(),
             zips: Categorical::from_labels(zip_labels, zip_weights),
@@ -181,6 +208,7 @@ impl Generator {
             marital: Categorical::new(MARITAL),
             education: Categorical::new(EDUCATION),
             diseases: Categorical::new(DISEASES),
+            age_decades: cumulative(AGE_DECADES.iter().copied()),
             next_id: 1,
         }
     }
@@ -200,16 +228,17 @@ impl Generator {
                 self.next_id - 1
             };
             ids.push(id);
-            // ages: a broad adult bulk plus children and a thinning old tail
-            let u = rng.unit();
-            let age = if u < 0.2 {
-                rng.unit() * 18.0
-            } else {
-                18.0 + 82.0 * rng.unit().powf(1.4)
-            };
-            ages.push(age as i32);
+            // a person's attributes come from a generator seeded by the person alone, so a
+            // repeated person has the same demographics on every row without remembering
+            // anyone; only the disease is drawn per row (per visit)
+            let mut person = SplitMix64(SplitMix64(self.seed ^ id as u64).next_u64());
+            // ages: a decade by its share of the population, then a year within it (the
+            // last band is 90..=100)
+            let decade = draw_index(&self.age_decades, &mut person) as f64;
+            let width = if decade == 9.0 { 11.0 } else { 10.0 };
+            ages.push((10.0 * decade + width * person.unit()) as i32);
             // incomes: log-normal-ish, heavy right tail
-            let z = (rng.unit() + rng.unit() + rng.unit() - 1.5) * 2.0;
+            let z = (person.unit() + person.unit() + person.unit() - 1.5) * 2.0;
             incomes.push((35_000.0 * (0.6 * z).exp()) as i64 / 100 * 100);
             for (column, table) in codes.iter_mut().zip([
                 &self.zips,
@@ -217,10 +246,10 @@ impl Generator {
                 &self.races,
                 &self.marital,
                 &self.education,
-                &self.diseases,
             ]) {
-                column.push(table.draw(rng));
+                column.push(table.draw(&mut person));
             }
+            codes[5].push(self.diseases.draw(rng));
         }
         let [zips, sexes, races, marital, education, diseases] = codes;
         let columns: Vec<ArrayRef> = vec![
@@ -238,31 +267,32 @@ impl Generator {
     }
 }
 
-/// Writes `rows` generated patients to `out` (Parquet, zstd). The file is written next to
-/// `out` under a temporary name and renamed when complete, so `out` is never partial.
+/// Writes `rows` generated patients to `out` (Parquet, zstd), `seed` deciding every value.
+/// Rows are generated and written a batch at a time, so memory stays bounded whatever `rows`.
+/// The file is written next to `out` under a temporary name, synced and renamed when complete,
+/// so `out` is never partial: it is the whole table or it is left as it was.
 pub fn write_patients(out: &Path, rows: usize, seed: u64) -> Result<()> {
     let file_name = out.file_name().ok_or_else(|| {
         DataFusionError::Plan(format!("output path {} has no file name", out.display()))
     })?;
     let temporary = out.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
-    let result = write_to(&temporary, rows, seed).and_then(|()| {
-        std::fs::rename(&temporary, out).map_err(|e| {
-            DataFusionError::Execution(format!("cannot move output into {}: {e}", out.display()))
-        })
-    });
+    let result = write_to(&temporary, rows, seed)
+        .and_then(|()| std::fs::rename(&temporary, out).map_err(DataFusionError::from))
+        .map_err(|e| {
+            DataFusionError::Execution(format!("cannot write {}: {}", out.display(), e.message()))
+        });
     if result.is_err() {
+        // best effort: the error above is what matters
         let _ = std::fs::remove_file(&temporary);
     }
     result
 }
 
 fn write_to(path: &Path, rows: usize, seed: u64) -> Result<()> {
-    let file = File::create(path).map_err(|e| {
-        DataFusionError::Execution(format!("cannot create {}: {e}", path.display()))
-    })?;
+    let file = File::create(path)?;
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_max_row_group_row_count(Some(1024 * 1024))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
     let mut generator = Generator::new(seed);
     let mut writer = ArrowWriter::try_new(file, Arc::clone(&generator.schema), Some(properties))?;
@@ -272,7 +302,8 @@ fn write_to(path: &Path, rows: usize, seed: u64) -> Result<()> {
         writer.write(&generator.batch(batch_rows)?)?;
         remaining -= batch_rows;
     }
-    writer.close()?;
+    // on disk before the rename makes it visible
+    writer.into_inner()?.sync_all()?;
     Ok(())
 }
 
@@ -299,6 +330,40 @@ mod tests {
             distinct.len() < 1000 && distinct.len() > 800,
             "{}",
             distinct.len()
+        );
+        // ... and the same demographics on each of them
+        let mut seen = std::collections::HashMap::new();
+        let zips = first
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let ages = first
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        for row in 0..first.num_rows() {
+            let person = (zips.value(row), ages.value(row));
+            assert_eq!(*seen.entry(ids.value(row)).or_insert(person), person);
+        }
+    }
+
+    #[test]
+    fn zip_codes_are_distinct_five_digit_strings() {
+        let generator = Generator::new(3);
+        let labels = generator
+            .zips
+            .labels
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let distinct: std::collections::HashSet<&str> = labels.iter().flatten().collect();
+        assert_eq!(distinct.len(), ZIPS);
+        assert!(
+            distinct
+                .iter()
+                .all(|z| z.len() == 5 && z.parse::<u32>().is_ok())
         );
     }
 

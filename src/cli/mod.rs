@@ -1,15 +1,23 @@
-//! Subcommands of `anon`. Every error ends as one `error: ...` line on stderr and exit code 1.
+//! Subcommands of `anon`. Every error ends as one `error: ...` line on stderr and a non-zero
+//! exit code (1, or 2 for a malformed command line).
 
-use std::io::Write;
+mod errors;
+mod output;
+
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use datafusion::arrow::array::RecordBatch;
+use clap::{Parser, Subcommand};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::{DFParserBuilder, Statement};
+use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
-use datafusion_anonymity::{bench, generate, register, tables};
+use datafusion_anonymity::tables::{self, TableFormat};
+use datafusion_anonymity::{bench, generate, register};
+
+use output::Format;
 
 /// Privacy-preserving data publishing with SQL: k-anonymity, l-diversity, t-closeness and
 /// friends as DataFusion functions over Parquet and CSV.
@@ -32,25 +40,20 @@ enum Command {
 
 #[derive(clap::Args, Debug)]
 struct SqlArgs {
-    /// A table to register: NAME=PATH (Parquet file, directory of Parquet files, or CSV file).
-    #[arg(long = "table", value_name = "NAME=PATH")]
+    /// A table to register, repeatable: NAME=PATH, PATH a Parquet file, a directory of Parquet
+    /// files, or a CSV file with a header row (`,` or `;` separated).
+    #[arg(long = "table", short = 't', value_name = "NAME=PATH")]
     tables: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// A file holding the SQL statement (instead of QUERY).
-    #[arg(long, short = 'f', conflicts_with = "query")]
+    /// A file holding the SQL (instead of QUERY).
+    #[arg(long, short = 'f', value_name = "FILE", conflicts_with = "query")]
     file: Option<PathBuf>,
-    /// The SQL statement to run.
+    /// The SQL to run. Statements separated by `;` run in order; the last one's result is
+    /// printed.
     #[arg(allow_hyphen_values = true, required_unless_present = "file")]
     query: Option<String>,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum Format {
-    Table,
-    Csv,
-    Json,
 }
 
 #[derive(clap::Args, Debug)]
@@ -58,17 +61,29 @@ struct GenerateArgs {
     /// Number of rows.
     #[arg(long)]
     rows: usize,
-    /// Output Parquet file.
-    #[arg(long)]
+    /// Output Parquet file (written whole or not at all).
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Seed: the same seed gives the same table.
     #[arg(long, default_value_t = 42)]
     seed: u64,
 }
 
-/// Parses the command line, runs it, and turns any error into one line on stderr.
+/// Parses the command line, runs it, and turns any error (or panic) into one line on stderr.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    errors::install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are not errors: let clap print them as it likes
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", errors::clap_line(&e));
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -79,26 +94,19 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", errors::one_line(&e));
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            eprintln!("{}", errors::panic_line());
             ExitCode::FAILURE
         }
     }
-}
-
-/// DataFusion errors nest contexts and may span lines; users get the innermost message on
-/// one line.
-fn one_line(error: &DataFusionError) -> String {
-    error
-        .find_root()
-        .to_string()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -119,47 +127,117 @@ async fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// A CSV table of this run, kept to locate a bad record when a query fails on it.
+struct CsvTable {
+    name: String,
+    path: String,
+}
+
 async fn sql(args: SqlArgs) -> Result<()> {
     let ctx = SessionContext::new();
     register(&ctx)?;
+    let mut csv_tables = Vec::new();
     for table in &args.tables {
         let (name, path) = tables::parse_table_arg(table)?;
+        if ctx.table_exist(name.as_str())? {
+            return Err(DataFusionError::Plan(format!(
+                "table '{name}' is given twice with --table"
+            )));
+        }
         tables::register_path(&ctx, &name, &path).await?;
+        if tables::table_format(&path)? == TableFormat::Csv {
+            csv_tables.push(CsvTable { name, path });
+        }
     }
-    let query = match (&args.file, args.query) {
-        (Some(file), _) => std::fs::read_to_string(file).map_err(|e| {
-            DataFusionError::Plan(format!("cannot read SQL file {}: {e}", file.display()))
-        })?,
-        (None, Some(query)) => query,
-        (None, None) => return Err(DataFusionError::Plan("no SQL statement given".into())),
+    let (query, source) = match (&args.file, args.query) {
+        (Some(file), _) => (
+            std::fs::read_to_string(file).map_err(|e| {
+                DataFusionError::Plan(format!("cannot read SQL file {}: {e}", file.display()))
+            })?,
+            file.display().to_string(),
+        ),
+        (_, Some(query)) => (query, "the query".to_string()),
+        (None, None) => return Err(DataFusionError::Plan("no SQL given".into())),
     };
-    let batches = ctx.sql(&query).await?.collect().await?;
-    print_batches(&batches, args.format)
+    let statements = parse(&ctx, &query, &source)?;
+    // the tables the statements name, to look for a bad CSV record there first
+    let state = ctx.state();
+    let mut named = Vec::new();
+    for statement in &statements {
+        for reference in state.resolve_table_references(statement)? {
+            named.push(reference.table().to_string());
+        }
+    }
+    match run_statements(&ctx, statements, args.format).await {
+        Err(e) if is_data_error(&e) && !csv_tables.is_empty() => {
+            csv_tables.sort_by_key(|table| !named.contains(&table.name));
+            Err(locate_csv_error(&ctx, &csv_tables).await.unwrap_or(e))
+        }
+        other => other,
+    }
 }
 
-fn print_batches(batches: &[RecordBatch], format: Format) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match format {
-        Format::Table => {
-            let table = datafusion::arrow::util::pretty::pretty_format_batches(batches)?;
-            writeln!(out, "{table}")?;
-        }
-        Format::Csv => {
-            let mut writer = datafusion::arrow::csv::WriterBuilder::new()
-                .with_header(true)
-                .build(&mut out);
-            for batch in batches {
-                writer.write(batch)?;
-            }
-        }
-        Format::Json => {
-            let mut writer = datafusion::arrow::json::LineDelimitedWriter::new(&mut out);
-            for batch in batches {
-                writer.write(batch)?;
-            }
-            writer.finish()?;
+/// The statements of `query` (from `source`, for messages), parsed as DataFusion would.
+fn parse(ctx: &SessionContext, query: &str, source: &str) -> Result<VecDeque<Statement>> {
+    let state = ctx.state();
+    let options = &state.config().options().sql_parser;
+    let dialect = dialect_from_str(options.dialect).ok_or_else(|| {
+        DataFusionError::Plan(format!("unsupported SQL dialect {}", options.dialect))
+    })?;
+    let statements = DFParserBuilder::new(query)
+        .with_dialect(dialect.as_ref())
+        .with_recursion_limit(options.recursion_limit.get())
+        .build()?
+        .parse_statements()?;
+    if statements.is_empty() {
+        return Err(DataFusionError::Plan(format!(
+            "{source} holds no SQL statement"
+        )));
+    }
+    Ok(statements)
+}
+
+/// Runs `statements` in order and prints the last one's result.
+async fn run_statements(
+    ctx: &SessionContext,
+    statements: VecDeque<Statement>,
+    format: Format,
+) -> Result<()> {
+    let count = statements.len();
+    for (index, statement) in statements.into_iter().enumerate() {
+        // each statement sees what the previous ones created (views, tables, settings)
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let frame = ctx.execute_logical_plan(plan).await?;
+        let schema = frame.schema().inner().clone();
+        let batches = frame.collect().await?;
+        if index + 1 == count {
+            output::print(schema, &batches, format)?;
         }
     }
     Ok(())
+}
+
+/// Whether `error` came from reading or converting data (rather than from planning).
+fn is_data_error(error: &DataFusionError) -> bool {
+    matches!(error.find_root(), DataFusionError::ArrowError(..))
+}
+
+/// A data error in a query over CSV tables names neither the file nor (for a large file read
+/// in parallel ranges) the file's line: re-read the CSV tables, in order, from the start to
+/// find the first record that does not fit its table's schema.
+async fn locate_csv_error(
+    ctx: &SessionContext,
+    csv_tables: &[CsvTable],
+) -> Option<DataFusionError> {
+    for table in csv_tables {
+        let provider = ctx.table_provider(table.name.as_str()).await.ok()?;
+        if let Err(e) = tables::check_csv(&table.path, provider.schema()) {
+            return Some(DataFusionError::Execution(format!(
+                "table '{}': {}",
+                table.name,
+                e.message()
+            )));
+        }
+    }
+    None
 }

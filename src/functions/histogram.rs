@@ -157,84 +157,26 @@ impl Default for InlineSlots {
 
 /// Codes below this get a dense counter array when their class overflows its inline slots:
 /// big classes of a low-cardinality attribute (a disease code) then cost an index, not a hash.
-const DENSE_CODES: u32 = 1024;
+const DENSE_CODES: u32 = 32;
 
-/// The values of a class beyond its inline slots.
-#[derive(Debug)]
-enum Overflow {
-    /// counts indexed by code (all codes seen so far are below [`DENSE_CODES`])
-    Dense(Vec<u64>),
-    Sparse(hashbrown::HashMap<u32, u64>),
+/// Key of the shared map of sparse overflow counts: class in the high half, code in the low.
+#[inline]
+fn sparse_key(group: usize, code: u32) -> u64 {
+    ((group as u64) << 32) | u64::from(code)
 }
 
-impl Overflow {
-    /// Adds `count` to `code`; returns the number of entries this created (for `size`).
-    #[inline]
-    fn add(&mut self, code: u32, count: u64) -> usize {
-        match self {
-            Overflow::Dense(counts) if code < DENSE_CODES => {
-                let index = code as usize;
-                let grown = if index >= counts.len() {
-                    let before = counts.len();
-                    counts.resize(index + 1, 0);
-                    counts.len() - before
-                } else {
-                    0
-                };
-                counts[index] += count;
-                grown
-            }
-            Overflow::Dense(counts) => {
-                let mut sparse: hashbrown::HashMap<u32, u64> = counts
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &c)| c > 0)
-                    .map(|(code, &c)| (code as u32, c))
-                    .collect();
-                sparse.insert(code, count);
-                *self = Overflow::Sparse(sparse);
-                1
-            }
-            Overflow::Sparse(map) => {
-                let mut created = 0;
-                *map.entry(code).or_insert_with(|| {
-                    created = 1;
-                    0
-                }) += count;
-                created
-            }
-        }
-    }
-
-    fn for_each(&self, mut f: impl FnMut(u32, u64)) {
-        match self {
-            Overflow::Dense(counts) => {
-                for (code, &count) in counts.iter().enumerate() {
-                    if count > 0 {
-                        f(code as u32, count);
-                    }
-                }
-            }
-            Overflow::Sparse(map) => map.iter().for_each(|(&code, &count)| f(code, count)),
-        }
-    }
-
-    fn entries(&self) -> usize {
-        match self {
-            Overflow::Dense(counts) => counts.len(),
-            Overflow::Sparse(map) => map.len(),
-        }
-    }
-}
-
-/// Per-class histograms over value codes (see module docs).
+/// Per-class histograms over value codes (see module docs). A value code lives in exactly one
+/// place: the class's inline slots, else its dense array (codes below [`DENSE_CODES`]), else
+/// the one map shared by all classes (large domains such as person ids: one table for all
+/// classes, no allocation per class).
 #[derive(Debug, Default)]
 struct Histograms {
     inline: Vec<InlineSlots>,
-    /// values beyond the inline ones, for the few classes that have them
-    overflow: Vec<Option<Box<Overflow>>>,
-    /// entries in all overflow maps, so that `size` stays O(1)
-    overflow_entries: usize,
+    /// counts by code for classes that outgrew their inline slots
+    dense: Vec<Option<Box<Vec<u64>>>>,
+    /// entries in all dense arrays, so that `size` stays O(1)
+    dense_entries: usize,
+    sparse: hashbrown::HashMap<u64, u64>,
     nulls: Vec<u64>,
 }
 
@@ -246,7 +188,7 @@ impl Histograms {
     fn resize(&mut self, groups: usize) {
         if self.nulls.len() < groups {
             self.inline.resize(groups, InlineSlots::default());
-            self.overflow.resize_with(groups, || None);
+            self.dense.resize_with(groups, || None);
             self.nulls.resize(groups, 0);
         }
     }
@@ -279,31 +221,63 @@ impl Histograms {
         self.add_overflow(group, code, count);
     }
 
-    #[cold]
     fn add_overflow(&mut self, group: usize, code: u32, count: u64) {
-        let overflow = self.overflow[group].get_or_insert_with(|| {
-            Box::new(if code < DENSE_CODES {
-                Overflow::Dense(Vec::new())
-            } else {
-                Overflow::Sparse(hashbrown::HashMap::new())
-            })
-        });
-        self.overflow_entries += overflow.add(code, count);
+        if code < DENSE_CODES {
+            let counts = self.dense[group].get_or_insert_with(Default::default);
+            let index = code as usize;
+            if index >= counts.len() {
+                self.dense_entries += index + 1 - counts.len();
+                counts.resize(index + 1, 0);
+            }
+            counts[index] += count;
+        } else {
+            *self.sparse.entry(sparse_key(group, code)).or_insert(0) += count;
+        }
     }
 
     /// Takes the selected classes out, grouped in class order; the others are renumbered
     /// from 0, as `EmitTo::First` requires.
     fn drain(&mut self, emit_to: EmitTo) -> GroupedHistograms {
         let inline = emit_to.take_needed(&mut self.inline);
-        let overflow = emit_to.take_needed(&mut self.overflow);
+        let dense = emit_to.take_needed(&mut self.dense);
         let nulls = emit_to.take_needed(&mut self.nulls);
-        let drained_entries: usize = overflow.iter().flatten().map(|m| m.entries()).sum();
-        self.overflow_entries -= drained_entries;
-        let mut offsets = Vec::with_capacity(inline.len() + 1);
-        let mut codes = Vec::with_capacity(inline.len() * 2);
-        let mut counts = Vec::with_capacity(inline.len() * 2);
+        self.dense_entries -= dense.iter().flatten().map(|d| d.len()).sum::<usize>();
+        let num_groups = inline.len();
+        let sparse: Vec<(u64, u64)> = match emit_to {
+            EmitTo::All => self.sparse.drain().collect(),
+            EmitTo::First(n) => {
+                let taken = self
+                    .sparse
+                    .extract_if(|k, _| ((k >> 32) as usize) < n)
+                    .collect();
+                let shift = (n as u64) << 32;
+                let rest: Vec<(u64, u64)> = self.sparse.drain().collect();
+                self.sparse
+                    .extend(rest.into_iter().map(|(k, c)| (k - shift, c)));
+                taken
+            }
+        };
+        // sparse entries bucketed by class (counting sort)
+        let mut starts = vec![0usize; num_groups + 1];
+        for (k, _) in &sparse {
+            starts[(k >> 32) as usize + 1] += 1;
+        }
+        for g in 0..num_groups {
+            starts[g + 1] += starts[g];
+        }
+        let mut next = starts.clone();
+        let mut bucketed = vec![(0u32, 0u64); sparse.len()];
+        for (k, c) in sparse {
+            let g = (k >> 32) as usize;
+            bucketed[next[g]] = (k as u32, c);
+            next[g] += 1;
+        }
+
+        let mut offsets = Vec::with_capacity(num_groups + 1);
+        let mut codes = Vec::with_capacity(num_groups * 2 + bucketed.len());
+        let mut counts = Vec::with_capacity(num_groups * 2 + bucketed.len());
         offsets.push(0);
-        for (slots, extra) in inline.iter().zip(&overflow) {
+        for (g, (slots, extra)) in inline.iter().zip(&dense).enumerate() {
             for i in 0..INLINE {
                 if slots.codes[i] < MOVED {
                     codes.push(slots.codes[i]);
@@ -311,10 +285,16 @@ impl Histograms {
                 }
             }
             if let Some(extra) = extra {
-                extra.for_each(|code, count| {
-                    codes.push(code);
-                    counts.push(count);
-                });
+                for (code, &count) in extra.iter().enumerate() {
+                    if count > 0 {
+                        codes.push(code as u32);
+                        counts.push(count);
+                    }
+                }
+            }
+            for &(code, count) in &bucketed[starts[g]..starts[g + 1]] {
+                codes.push(code);
+                counts.push(count);
             }
             offsets.push(codes.len());
         }
@@ -328,8 +308,9 @@ impl Histograms {
 
     fn size(&self) -> usize {
         self.inline.capacity() * size_of::<InlineSlots>()
-            + self.overflow.capacity() * size_of::<usize>()
-            + self.overflow_entries * 2 * (size_of::<(u32, u64)>() + 1)
+            + self.dense.capacity() * size_of::<usize>()
+            + self.dense_entries * size_of::<u64>()
+            + self.sparse.capacity() * (size_of::<(u64, u64)>() + 1)
             + self.nulls.capacity() * size_of::<u64>()
     }
 }

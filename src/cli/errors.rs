@@ -1,0 +1,112 @@
+//! Every failure of `anon` ends as exactly one `error: ...` line on stderr: no backtrace, no
+//! panic message spread over lines, no data value.
+
+use std::sync::Mutex;
+
+use datafusion::error::DataFusionError;
+
+use datafusion_anonymity::tables::redact;
+
+/// One line describing `error`: DataFusion's innermost error without its category prefix
+/// ("Error during planning: ..."), on one line, with quoted values removed from errors that
+/// come from reading or converting data.
+pub fn one_line(error: &DataFusionError) -> String {
+    let root = error.find_root();
+    let text = match root {
+        // Arrow quotes the offending value in parse and cast errors
+        DataFusionError::ArrowError(arrow, _) => redact(&arrow.to_string()),
+        // the sqlparser error's own Display ("sql parser error: Expected ...") reads better
+        // than DataFusion's Debug rendering of it
+        DataFusionError::SQL(parser, _) => parser.to_string(),
+        DataFusionError::Internal(message) => format!("internal error: {message}"),
+        other => other.message().into_owned(),
+    };
+    join_lines(&text)
+}
+
+/// `text` with its lines trimmed and joined by spaces.
+fn join_lines(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A command-line parsing error as one line: clap's message (which starts with `error: `)
+/// followed by the usage line, without the blank lines and the `--help` hint around them.
+pub fn clap_line(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let mut message = Vec::new();
+    let mut usage = None;
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix("Usage:") {
+            usage = Some(rest.trim().to_string());
+        } else if !line.starts_with("For more information") {
+            message.push(line);
+        }
+    }
+    let mut line = message.join(" ");
+    if !line.starts_with("error:") {
+        line = format!("error: {line}");
+    }
+    match usage {
+        Some(usage) => format!("{line} (usage: {usage})"),
+        None => line,
+    }
+}
+
+/// The message of the last panic, kept by [`install_panic_hook`] for `main` to report.
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// Replaces the default panic output (a multi-line message and perhaps a backtrace) by
+/// remembering the message; `main` prints it as its one error line.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            *last = Some(format!("{}{location}", join_lines(&message)));
+        }
+    }));
+}
+
+/// The line to print after a panic reached `main`.
+pub fn panic_line() -> String {
+    let message = LAST_PANIC
+        .lock()
+        .ok()
+        .and_then(|mut last| last.take())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    format!("error: internal error (a bug in anon, please report it): {message}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::error::ArrowError;
+
+    #[test]
+    fn errors_are_one_line_without_values() {
+        let cast = DataFusionError::ArrowError(
+            Box::new(ArrowError::CastError(
+                "Cannot cast string 'Male' to value of Int32 type".into(),
+            )),
+            None,
+        );
+        let wrapped = DataFusionError::Context("while running".into(), Box::new(cast));
+        let line = one_line(&wrapped);
+        assert!(!line.contains("Male"), "{line}");
+        assert!(line.contains("Int32"), "{line}");
+        let plan = DataFusionError::Plan("table 't':\n  x does not exist".into());
+        assert_eq!(one_line(&plan), "table 't': x does not exist");
+    }
+}
