@@ -837,7 +837,7 @@ async fn sql_values(
     collect_results(&batches, group_by.len(), &names, &ints)
 }
 
-fn make_ctx(target_partitions: usize, skip_partial: bool) -> SessionContext {
+fn config(target_partitions: usize, skip_partial: bool) -> SessionConfig {
     let mut config = SessionConfig::new()
         .with_target_partitions(target_partitions)
         .with_batch_size(7);
@@ -846,7 +846,11 @@ fn make_ctx(target_partitions: usize, skip_partial: bool) -> SessionContext {
         exec.skip_partial_aggregation_probe_rows_threshold = 1;
         exec.skip_partial_aggregation_probe_ratio_threshold = 0.0;
     }
-    let ctx = SessionContext::new_with_config(config);
+    config
+}
+
+fn make_ctx(target_partitions: usize, skip_partial: bool) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config(target_partitions, skip_partial));
     datafusion_anonymity::register(&ctx).unwrap();
     ctx
 }
@@ -917,9 +921,20 @@ async fn compare_table(
     wants: &[HashMap<Key, Vec<f64>>],
     desc: &str,
 ) -> (Vec<String>, usize) {
+    compare_queries(ctx, table, &queries(), wants, desc).await
+}
+
+/// Compares the given queries (filter, grouping) with their reference values `wants`.
+async fn compare_queries(
+    ctx: &SessionContext,
+    table: &str,
+    queries: &[(&Case, &[&str])],
+    wants: &[HashMap<Key, Vec<f64>>],
+    desc: &str,
+) -> (Vec<String>, usize) {
     let mut failures = Vec::new();
     let mut checked = 0usize;
-    for ((case, group_by), want) in queries().into_iter().zip(wants) {
+    for (&(case, group_by), want) in queries.iter().zip(wants) {
         let got = sql_values(ctx, table, case.filter_sql, group_by).await;
         let ctx_desc = format!("{desc}, WHERE {}, GROUP BY {group_by:?}", case.filter_sql);
         if want.len() != got.len() {
@@ -1034,8 +1049,15 @@ async fn physical_plan(ctx: &SessionContext, sql: &str) -> String {
         .collect()
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let physical = plan_text(&batches);
+    assert!(!physical.is_empty(), "no physical plan in {sql}");
+    physical
+}
+
+/// The physical plan rows of `EXPLAIN` / `EXPLAIN ANALYZE` output.
+fn plan_text(batches: &[RecordBatch]) -> String {
     let mut physical = String::new();
-    for b in &batches {
+    for b in batches {
         let kind = cast(b.column(0), &DataType::Utf8).unwrap();
         let plan = cast(b.column(1), &DataType::Utf8).unwrap();
         let (kind, plan) = (kind.as_string::<i32>(), plan.as_string::<i32>());
@@ -1046,7 +1068,6 @@ async fn physical_plan(ctx: &SessionContext, sql: &str) -> String {
             }
         }
     }
-    assert!(!physical.is_empty(), "no physical plan in {sql}");
     physical
 }
 
@@ -1075,17 +1096,7 @@ async fn skip_partial_aggregation_is_exercised() {
             ),
         )
         .await;
-        let skipped: u64 = plan
-            .match_indices("skipped_aggregation_rows=")
-            .map(|(i, pat)| {
-                plan[i + pat.len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit())
-                    .collect::<String>()
-                    .parse::<u64>()
-                    .unwrap_or(0)
-            })
-            .sum();
+        let skipped = metric_sum(&plan, "skipped_aggregation_rows");
         if skipped == 0 {
             not_skipped.push(format!("{}:\n{plan}", m.sql));
         }
@@ -1206,3 +1217,151 @@ async fn dataframe_api_matches_reference() {
         }
     }
 }
+
+/// Sum of a metric `name=<number>` over the plan text.
+fn metric_sum(plan: &str, name: &str) -> u64 {
+    plan.match_indices(&format!("{name}="))
+        .map(|(i, pat)| {
+            plan[i + pat.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// Input sorted on the group keys, declared as such: DataFusion then aggregates in streaming
+/// mode (`ordering_mode=Sorted` / `PartiallySorted`) and emits finished classes early
+/// (`EmitTo::First`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_matches_sql_sorted_input() {
+    let mut rows = gen_rows(5, 600);
+    rows.sort_by(|a, b| (a.g1, &a.g2).cmp(&(b.g1, &b.g2)));
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let file = std::fs::File::create(dir.path().join("sorted.parquet")).unwrap();
+        let mut writer = ArrowWriter::try_new(file, schema(), None).unwrap();
+        for chunk in rows.chunks(17) {
+            writer.write(&to_batch(chunk)).unwrap();
+        }
+        writer.close().unwrap();
+    }
+    let qs: Vec<(&Case, &[&str])> = vec![
+        (&CASES[0], &["g1"]),
+        (&CASES[0], &["g1", "g2"]),
+        (&CASES[0], &["g1", "n"]),
+        (&CASES[1], &["g1", "g2"]),
+        (&CASES[2], &["g1"]),
+    ];
+    let wants: Vec<_> = qs
+        .iter()
+        .map(|(case, g)| reference(&rows, case.filter, g))
+        .collect();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for tp in [1, 4] {
+        let ctx = make_ctx(tp, false);
+        let order = vec![vec![col("g1").sort(true, true), col("g2").sort(true, true)]];
+        ctx.register_parquet(
+            "t",
+            dir.path().to_str().unwrap(),
+            ParquetReadOptions::default().file_sort_order(order),
+        )
+        .await
+        .unwrap();
+        if tp == 1 {
+            let plan = physical_plan(
+                &ctx,
+                &format!(
+                    "EXPLAIN SELECT g1, g2, {} FROM t GROUP BY g1, g2",
+                    select_list()
+                ),
+            )
+            .await;
+            assert!(
+                plan.contains("ordering_mode=Sorted"),
+                "the aggregation does not run in sorted mode:\n{plan}"
+            );
+        }
+        let desc = format!("sorted parquet, target_partitions {tp}");
+        let (f, c) = compare_queries(&ctx, "t", &qs, &wants, &desc).await;
+        failures.extend(f);
+        checked += c;
+    }
+    report(failures, checked);
+}
+
+/// A memory pool small enough that the aggregation spills its state to disk and merges it back
+/// (checked with the `spill_count` metric).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_matches_sql_with_spilling() {
+    use datafusion::execution::memory_pool::FairSpillPool;
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+
+    let rows = gen_rows(8, 4000);
+    let dir = tempfile::tempdir().unwrap();
+    write_parquet(dir.path(), &rows);
+    let qs: Vec<(&Case, &[&str])> = vec![
+        (&CASES[0], &["h"]),
+        (&CASES[0], &["g1", "c", "n"]),
+        (&CASES[2], &["h"]),
+    ];
+    let wants: Vec<_> = qs
+        .iter()
+        .map(|(case, g)| reference(&rows, case.filter, g))
+        .collect();
+    // The smallest pool that still runs depends on the accumulators' reported sizes: try
+    // decreasing pools and use the first whose aggregation spills.
+    let mut spilling = None;
+    let mut tried = Vec::new();
+    for pool in SPILL_POOL_BYTES {
+        let runtime = RuntimeEnvBuilder::new()
+            .with_memory_pool(Arc::new(FairSpillPool::new(pool)))
+            .build_arc()
+            .unwrap();
+        let ctx = SessionContext::new_with_config_rt(config(1, false).with_batch_size(64), runtime);
+        datafusion_anonymity::register(&ctx).unwrap();
+        ctx.register_parquet(
+            "t",
+            dir.path().to_str().unwrap(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+        let sql = format!(
+            "EXPLAIN ANALYZE SELECT h, {} FROM t GROUP BY h",
+            select_list()
+        );
+        let plan = match ctx.sql(&sql).await.unwrap().collect().await {
+            Ok(batches) => plan_text(&batches),
+            Err(e) => {
+                tried.push(format!("{pool} bytes: {e}"));
+                continue;
+            }
+        };
+        let aggregate_spills: u64 = plan
+            .lines()
+            .filter(|l| l.contains("AggregateExec"))
+            .map(|l| metric_sum(l, "spill_count"))
+            .sum();
+        if aggregate_spills > 0 {
+            spilling = Some(ctx);
+            break;
+        }
+        tried.push(format!("{pool} bytes: no spill"));
+    }
+    let ctx = spilling.unwrap_or_else(|| {
+        panic!(
+            "no pool size made the aggregation spill and still run:\n{}",
+            tried.join("\n")
+        )
+    });
+    let (failures, checked) =
+        compare_queries(&ctx, "t", &qs, &wants, "parquet with spilling").await;
+    report(failures, checked);
+}
+
+/// Memory pools tried for the spilling test, largest first.
+const SPILL_POOL_BYTES: [usize; 7] = [400_000, 250_000, 180_000, 130_000, 100_000, 75_000, 50_000];
