@@ -89,9 +89,23 @@ fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
     (0..count)
         .map(|_| Row {
             g1: (!r.chance(10)).then(|| r.below(4) as i64),
-            g2: strs(&mut r, &["a", "b", "c"], 10),
+            g2: strs(
+                &mut r,
+                &["a", "b", "c, a group key longer than 12 bytes"],
+                10,
+            ),
             pid: (!r.chance(15)).then(|| r.below(20) as i64),
-            s: strs(&mut r, &["x", "y", "z", "w", "v"], 15),
+            s: strs(
+                &mut r,
+                &[
+                    "x",
+                    "y",
+                    "z",
+                    "w",
+                    "v, a sensitive value longer than 12 bytes",
+                ],
+                15,
+            ),
             n: (!r.chance(10)).then(|| r.below(7) as i64),
             f: if r.chance(10) {
                 None
@@ -100,7 +114,11 @@ fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
             } else {
                 Some(r.below(8) as f64 * 0.5 - 1.0)
             },
-            c: strs(&mut r, &["p", "q", "r", "s"], 10),
+            c: strs(
+                &mut r,
+                &["p", "q", "r", "s, a long quasi-identifier value"],
+                10,
+            ),
             h: if r.chance(5) {
                 None
             } else if r.chance(40) {
@@ -979,7 +997,7 @@ fn report(failures: Vec<String>, checked: usize) {
     );
 }
 
-const SEEDS: [(u64, usize); 4] = [(1, 161), (42, 192), (2024, 174), (7, 1500)];
+const SEEDS: [(u64, usize); 3] = [(1, 161), (42, 192), (7, 1500)];
 
 async fn compare_parquet(skip_partial: bool, partitions: &[usize]) {
     let mut failures = Vec::new();
@@ -1293,8 +1311,9 @@ async fn reference_matches_sql_sorted_input() {
     report(failures, checked);
 }
 
-/// A memory pool small enough that the aggregation spills its state to disk and merges it back
-/// (checked with the `spill_count` metric).
+/// A memory pool small enough that the aggregation spills its state to disk and merges it back.
+/// For each query, pools of decreasing size are tried; the query is compared at the first pool
+/// where its aggregation spills (the `spill_count` metric of an `AggregateExec`) and still runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_matches_sql_with_spilling() {
     use datafusion::execution::memory_pool::FairSpillPool;
@@ -1308,60 +1327,71 @@ async fn reference_matches_sql_with_spilling() {
         (&CASES[0], &["g1", "c", "n"]),
         (&CASES[2], &["h"]),
     ];
-    let wants: Vec<_> = qs
-        .iter()
-        .map(|(case, g)| reference(&rows, case.filter, g))
-        .collect();
-    // The smallest pool that still runs depends on the accumulators' reported sizes: try
-    // decreasing pools and use the first whose aggregation spills.
-    let mut spilling = None;
-    let mut tried = Vec::new();
-    for pool in SPILL_POOL_BYTES {
-        let runtime = RuntimeEnvBuilder::new()
-            .with_memory_pool(Arc::new(FairSpillPool::new(pool)))
-            .build_arc()
-            .unwrap();
-        let ctx = SessionContext::new_with_config_rt(config(1, false).with_batch_size(64), runtime);
-        datafusion_anonymity::register(&ctx).unwrap();
-        ctx.register_parquet(
-            "t",
-            dir.path().to_str().unwrap(),
-            ParquetReadOptions::default(),
-        )
-        .await
-        .unwrap();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for q in &qs {
+        let (case, group_by) = *q;
+        let want = reference(&rows, case.filter, group_by);
+        let keys = group_by.join(", ");
         let sql = format!(
-            "EXPLAIN ANALYZE SELECT h, {} FROM t GROUP BY h",
-            select_list()
+            "EXPLAIN ANALYZE SELECT {keys}, {} FROM t WHERE {} GROUP BY {keys}",
+            select_list(),
+            case.filter_sql
         );
-        let plan = match ctx.sql(&sql).await.unwrap().collect().await {
-            Ok(batches) => plan_text(&batches),
-            Err(e) => {
-                tried.push(format!("{pool} bytes: {e}"));
+        let mut tried = Vec::new();
+        let mut spilled_at = None;
+        for pool in SPILL_POOL_BYTES {
+            let runtime = RuntimeEnvBuilder::new()
+                .with_memory_pool(Arc::new(FairSpillPool::new(pool)))
+                .build_arc()
+                .unwrap();
+            let ctx =
+                SessionContext::new_with_config_rt(config(1, false).with_batch_size(64), runtime);
+            datafusion_anonymity::register(&ctx).unwrap();
+            ctx.register_parquet(
+                "t",
+                dir.path().to_str().unwrap(),
+                ParquetReadOptions::default(),
+            )
+            .await
+            .unwrap();
+            let plan = match ctx.sql(&sql).await.unwrap().collect().await {
+                Ok(batches) => plan_text(&batches),
+                Err(e) => {
+                    tried.push(format!("{pool} bytes: {e}"));
+                    continue;
+                }
+            };
+            let aggregate_spills: u64 = plan
+                .lines()
+                .filter(|l| l.contains("AggregateExec"))
+                .map(|l| metric_sum(l, "spill_count"))
+                .sum();
+            if aggregate_spills == 0 {
+                tried.push(format!("{pool} bytes: no spill"));
                 continue;
             }
-        };
-        let aggregate_spills: u64 = plan
-            .lines()
-            .filter(|l| l.contains("AggregateExec"))
-            .map(|l| metric_sum(l, "spill_count"))
-            .sum();
-        if aggregate_spills > 0 {
-            spilling = Some(ctx);
+            spilled_at = Some(pool);
+            let desc = format!("parquet with spilling (pool {pool} bytes)");
+            let (f, c) =
+                compare_queries(&ctx, "t", &[*q], std::slice::from_ref(&want), &desc).await;
+            failures.extend(f);
+            checked += c;
             break;
         }
-        tried.push(format!("{pool} bytes: no spill"));
+        if spilled_at.is_none() {
+            failures.push(format!(
+                "WHERE {}, GROUP BY {group_by:?}: no pool size made the aggregation spill and \
+                 still run:\n{}",
+                case.filter_sql,
+                tried.join("\n")
+            ));
+        }
     }
-    let ctx = spilling.unwrap_or_else(|| {
-        panic!(
-            "no pool size made the aggregation spill and still run:\n{}",
-            tried.join("\n")
-        )
-    });
-    let (failures, checked) =
-        compare_queries(&ctx, "t", &qs, &wants, "parquet with spilling").await;
     report(failures, checked);
 }
 
 /// Memory pools tried for the spilling test, largest first.
-const SPILL_POOL_BYTES: [usize; 7] = [400_000, 250_000, 180_000, 130_000, 100_000, 75_000, 50_000];
+const SPILL_POOL_BYTES: [usize; 9] = [
+    4_000_000, 2_000_000, 1_000_000, 500_000, 300_000, 200_000, 130_000, 100_000, 70_000,
+];
