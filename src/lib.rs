@@ -22,6 +22,7 @@ pub use datafusion;
 
 pub mod bench;
 pub mod functions;
+pub mod generalize;
 pub mod generate;
 pub mod rewrite;
 pub mod tables;
@@ -42,6 +43,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
         ctx.register_udwf(udwf.as_ref().clone());
     }
     ctx.add_analyzer_rule(std::sync::Arc::new(rewrite::WholeTableRewrite::new()));
+    generalize::register_functions(ctx)?;
     Ok(())
 }
 

@@ -149,17 +149,22 @@ async fn sql(args: SqlArgs) -> Result<()> {
             csv_tables.push(CsvTable { name, path });
         }
     }
-    let (query, source) = match (&args.file, args.query) {
+    let (query, file) = match (&args.file, args.query) {
         (Some(file), _) => (
             std::fs::read_to_string(file).map_err(|e| {
                 DataFusionError::Plan(format!("cannot read SQL file {}: {e}", file.display()))
             })?,
-            file.display().to_string(),
+            Some(file.display().to_string()),
         ),
-        (_, Some(query)) => (query, "the query".to_string()),
+        (_, Some(query)) => (query, None),
         (None, None) => return Err(DataFusionError::Plan("no SQL given".into())),
     };
-    let statements = parse(&ctx, &query, &source)?;
+    // a syntax error's "Line: l, Column: c" is in the file: say which
+    let source = file.as_deref().unwrap_or("the query");
+    let statements = parse(&ctx, &query, source).map_err(|e| match &file {
+        Some(file) => DataFusionError::Plan(format!("{file}: {}", errors::one_line(&e))),
+        None => e,
+    })?;
     // the tables the statements name, to look for a bad CSV record there first
     let state = ctx.state();
     let mut named = Vec::new();

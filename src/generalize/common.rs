@@ -1,0 +1,258 @@
+//! Pieces shared by the hierarchy kinds and the recoding functions: input type classes,
+//! label formatting, and the "label each distinct code once, gather rows with `take`" kernel.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, StringArray, StringBuilder, UInt32Array, new_null_array,
+};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::compute::{cast, take};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::error::{DataFusionError, Result};
+
+/// The label of the top level of every hierarchy (full suppression).
+pub const TOP_LABEL: &str = "*";
+
+/// The value type of a (possibly nested) dictionary type.
+pub(crate) fn value_type(data_type: &DataType) -> &DataType {
+    match data_type {
+        DataType::Dictionary(_, value) => value_type(value),
+        other => other,
+    }
+}
+
+/// Utf8, LargeUtf8, Utf8View (or a dictionary of them).
+pub(crate) fn is_string(data_type: &DataType) -> bool {
+    matches!(
+        value_type(data_type),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+/// Signed or unsigned integers (or a dictionary of them).
+pub(crate) fn is_integer(data_type: &DataType) -> bool {
+    value_type(data_type).is_integer()
+}
+
+/// Integers, floats and decimals (or a dictionary of them).
+pub(crate) fn is_number(data_type: &DataType) -> bool {
+    value_type(data_type).is_numeric()
+}
+
+/// Date32, Date64 and timestamps of any unit and time zone (or a dictionary of them).
+pub(crate) fn is_temporal(data_type: &DataType) -> bool {
+    matches!(
+        value_type(data_type),
+        DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
+    )
+}
+
+/// The values as Utf8, through Arrow's standard cast (the text of `CAST(x AS VARCHAR)`).
+pub(crate) fn to_utf8(values: &ArrayRef) -> Result<ArrayRef> {
+    if values.data_type() == &DataType::Utf8 {
+        return Ok(Arc::clone(values));
+    }
+    Ok(cast(values, &DataType::Utf8)?)
+}
+
+/// One label for every non-null row; null rows (logical nulls, so dictionary values count)
+/// stay null.
+pub(crate) fn constant_label(values: &ArrayRef, label: &str) -> Result<ArrayRef> {
+    let len = values.len();
+    let nulls = values.logical_nulls();
+    if nulls.as_ref().is_some_and(|n| n.null_count() == len) {
+        return Ok(new_null_array(&DataType::Utf8, len));
+    }
+    let labels = StringArray::from(vec![label]);
+    let indices = UInt32Array::new(vec![0u32; len].into(), nulls);
+    Ok(take(&labels, &indices, None)?)
+}
+
+/// For a dictionary array: applies `f` to its (few) values once and gathers the result by the
+/// keys, so every kind works on dictionary input at the cost of its dictionary. `None` for any
+/// other array.
+pub(crate) fn through_dictionary(
+    values: &ArrayRef,
+    f: impl FnOnce(&ArrayRef) -> Result<ArrayRef>,
+) -> Result<Option<ArrayRef>> {
+    let Some(dictionary) = values.as_any_dictionary_opt() else {
+        return Ok(None);
+    };
+    let mapped = f(dictionary.values())?;
+    Ok(Some(take(mapped.as_ref(), dictionary.keys(), None)?))
+}
+
+/// Rows of integer codes turned into labels: each distinct code is labelled once (`label`),
+/// each row is gathered from the labels with `take`. The codes of null rows are ignored.
+/// Small code ranges use a direct slot table, others a hash map; no allocation per row.
+pub(crate) fn label_codes(
+    codes: &[i64],
+    nulls: Option<&NullBuffer>,
+    mut label: impl FnMut(i64) -> String,
+) -> Result<ArrayRef> {
+    let len = codes.len();
+    let valid = |i: usize| nulls.is_none_or(|n| n.is_valid(i));
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    match nulls {
+        None => {
+            for &c in codes {
+                min = min.min(c);
+                max = max.max(c);
+            }
+        }
+        Some(_) => {
+            for (i, &c) in codes.iter().enumerate() {
+                if valid(i) {
+                    min = min.min(c);
+                    max = max.max(c);
+                }
+            }
+        }
+    }
+    if min > max {
+        return Ok(new_null_array(&DataType::Utf8, len));
+    }
+    let mut labels = StringBuilder::new();
+    let mut next = 0u32;
+    let span = (max as i128 - min as i128) as u128;
+    let ids: Vec<u32> = if span < (2 * len as u128) + 1024 {
+        let mut slots = vec![u32::MAX; span as usize + 1];
+        codes
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                if !valid(i) {
+                    return 0;
+                }
+                let slot = &mut slots[(c - min) as usize];
+                if *slot == u32::MAX {
+                    *slot = next;
+                    next += 1;
+                    labels.append_value(label(c));
+                }
+                *slot
+            })
+            .collect()
+    } else {
+        let mut seen = hashbrown::HashMap::<i64, u32>::new();
+        codes
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                if !valid(i) {
+                    return 0;
+                }
+                *seen.entry(c).or_insert_with(|| {
+                    labels.append_value(label(c));
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect()
+    };
+    let labels = labels.finish();
+    let indices = UInt32Array::new(ids.into(), nulls.cloned());
+    Ok(take(&labels, &indices, None)?)
+}
+
+/// A number as it appears in a label: integral values without a fraction (`20`, not `20.0`),
+/// others in the shortest form after rounding to 15 significant digits, so that the floating
+/// point noise of `3 * 0.1` shows as `0.3`. Infinities are `inf` / `-inf`.
+pub fn format_number(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if x == x.trunc() && x.abs() < 9.0e15 {
+        return format!("{}", x as i64);
+    }
+    let rounded: f64 = format!("{x:.14e}").parse().unwrap_or(x);
+    if rounded == rounded.trunc() && rounded.abs() < 9.0e15 {
+        return format!("{}", rounded as i64);
+    }
+    format!("{rounded}")
+}
+
+/// The error for a level outside `0..height`.
+pub(crate) fn check_level(hierarchy: &str, level: usize, height: usize) -> Result<()> {
+    if level >= height {
+        return Err(DataFusionError::Plan(format!(
+            "level {level} > top level {} of hierarchy '{hierarchy}' (height {height}: levels 0 to {})",
+            height.saturating_sub(1),
+            height.saturating_sub(1)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::Int32Array;
+
+    fn strings(a: &ArrayRef) -> Vec<Option<String>> {
+        a.as_string::<i32>()
+            .iter()
+            .map(|v| v.map(str::to_string))
+            .collect()
+    }
+
+    #[test]
+    fn numbers_print_without_noise() {
+        assert_eq!(format_number(20.0), "20");
+        assert_eq!(format_number(-5.0), "-5");
+        assert_eq!(format_number(0.1 * 3.0), "0.3");
+        assert_eq!(format_number(2.5), "2.5");
+        assert_eq!(format_number(f64::INFINITY), "inf");
+        assert_eq!(format_number(1e20), "100000000000000000000");
+    }
+
+    #[test]
+    fn codes_are_labelled_once_and_nulls_kept() {
+        let nulls = NullBuffer::from(vec![true, true, false, true]);
+        let mut calls = 0;
+        let out = label_codes(&[3, 5, 999_999_999, 3], Some(&nulls), |c| {
+            calls += 1;
+            format!("c{c}")
+        })
+        .unwrap();
+        assert_eq!(calls, 2);
+        assert_eq!(
+            strings(&out),
+            vec![
+                Some("c3".into()),
+                Some("c5".into()),
+                None,
+                Some("c3".into())
+            ]
+        );
+        // a wide range takes the hash path
+        let out = label_codes(&[i64::MIN, i64::MAX, i64::MIN], None, |c| c.to_string()).unwrap();
+        assert_eq!(
+            strings(&out)[2].as_deref(),
+            Some(i64::MIN.to_string().as_str())
+        );
+    }
+
+    #[test]
+    fn constant_label_keeps_nulls() {
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None]));
+        assert_eq!(
+            strings(&constant_label(&a, "*").unwrap()),
+            vec![Some("*".into()), None]
+        );
+    }
+
+    #[test]
+    fn level_error_names_the_hierarchy() {
+        let e = check_level("age", 7, 5).unwrap_err().to_string();
+        assert!(
+            e.contains("level 7 > top level 4 of hierarchy 'age' (height 5"),
+            "{e}"
+        );
+        assert!(check_level("age", 4, 5).is_ok());
+    }
+}

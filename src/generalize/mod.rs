@@ -1,0 +1,349 @@
+//! Generalization hierarchies and the scalar recoding functions built on them.
+//!
+//! A [`Hierarchy`] maps each value of a column to a more general value at levels 0 (the value
+//! itself, as text) … `height() - 1` (the top: `*`, full suppression). Four kinds:
+//!
+//! | kind | input | level 1 … | module |
+//! |---|---|---|---|
+//! | mask | strings, integers | `1234*`, `123**`, … `*****` | [`mask`] |
+//! | interval | integers, floats, decimals | `[35, 40)`, `[30, 40)`, …, `< 18`, `>= 90`, `*` | [`interval`] |
+//! | date | Date32, Date64, timestamps | `2024-03`, `2024`, `2020s`, `*` | [`date`] |
+//! | tree | strings, integers, booleans | the labels of an ARX CSV file or inline rows | [`tree`] |
+//!
+//! Every kind recodes a whole Arrow array at once ([`Hierarchy::generalize`]): output is
+//! always **Utf8**, NULL stays NULL at every level (the top included), dictionary input is
+//! recoded once per dictionary value. Errors are `DataFusionError::Plan` for definitions,
+//! levels and types (found before any data is read) and `DataFusionError::Execution` for data
+//! values missing from a tree; none of them quotes a data value.
+//!
+//! From SQL ([`register_functions`], called by [`crate::register`]):
+//! `mask(col, level)`, `bucket(col, width)`, `generalize_date(col, unit)` and
+//! `generalize(col, 'hierarchy', level)` for hierarchies added with [`register_hierarchy`].
+//!
+//! ```no_run
+//! # fn demo() -> datafusion::error::Result<()> {
+//! use std::sync::Arc;
+//! use datafusion::prelude::*;
+//! use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
+//! let ctx = SessionContext::new();
+//! datafusion_anonymity::register(&ctx)?;
+//! let education = Hierarchy::tree_from_csv_file(
+//!     "education", "examples/adult/hierarchies/adult_hierarchy_education.csv")?;
+//! register_hierarchy(&ctx, "education", Arc::new(education))?;
+//! // SELECT generalize(education, 'education', 2) FROM adult
+//! # Ok(()) }
+//! ```
+
+pub mod common;
+pub mod date;
+pub mod interval;
+pub mod mask;
+pub mod registry;
+pub mod tree;
+pub mod udf;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, UInt64Array};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::error::{DataFusionError, Result};
+use hashbrown::{HashMap, HashSet};
+
+pub use common::{TOP_LABEL, format_number};
+pub use date::{DateHierarchy, DateUnit, truncate_dates};
+pub use interval::{IntervalHierarchy, IntervalLevel, bucket_values};
+pub use mask::{MaskHierarchy, mask_values};
+pub use registry::{
+    HierarchyRegistry, hierarchy_registry, register_functions, register_hierarchy,
+    registered_hierarchy,
+};
+pub use tree::TreeHierarchy;
+pub use udf::{bucket_expr, generalize_date_expr, generalize_expr, mask_expr};
+
+/// What a hierarchy does; see the kind's module.
+#[derive(Debug, Clone)]
+pub enum HierarchyKind {
+    Mask(MaskHierarchy),
+    Interval(IntervalHierarchy),
+    Date(DateHierarchy),
+    Tree(TreeHierarchy),
+}
+
+impl HierarchyKind {
+    /// `mask`, `interval`, `date` or `tree`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            HierarchyKind::Mask(_) => "mask",
+            HierarchyKind::Interval(_) => "interval",
+            HierarchyKind::Date(_) => "date",
+            HierarchyKind::Tree(_) => "tree",
+        }
+    }
+
+    /// The column types the kind accepts, in words.
+    fn expects(&self) -> &'static str {
+        match self {
+            HierarchyKind::Mask(_) => "a string or integer column",
+            HierarchyKind::Interval(_) => "a numeric column (integer, float or decimal)",
+            HierarchyKind::Date(_) => "a Date32, Date64 or Timestamp column",
+            HierarchyKind::Tree(_) => "a string, integer or boolean column",
+        }
+    }
+}
+
+/// A named generalization hierarchy: levels `0 ..= height() - 1`, level 0 the value itself
+/// (as text), the top level `*`. Share it as `Arc<Hierarchy>`.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    name: String,
+    kind: HierarchyKind,
+}
+
+/// For each input value, the number of leaves its generalized value covers, and the domain
+/// size |D| — what the Loss metric needs: a cell costs `(leaves − 1) / (|D| − 1)`.
+#[derive(Debug, Clone)]
+pub struct Coverage {
+    /// |D|: the rows of a tree hierarchy's file; for the other kinds the distinct non-null
+    /// values passed to [`Hierarchy::coverage`].
+    pub domain_size: u64,
+    /// Leaves under each input value's generalization (NULL for NULL input).
+    pub leaves: UInt64Array,
+    /// Whether the level is the top (`*`, which costs 1 even when |D| = 1).
+    pub is_top: bool,
+}
+
+impl Coverage {
+    /// Per input value: `(leaves − 1) / (|D| − 1)`; 0 at level 0 and when |D| ≤ 1 below the
+    /// top, 1 at the top. NULL for NULL input.
+    pub fn loss(&self) -> Float64Array {
+        let d = self.domain_size;
+        self.leaves
+            .iter()
+            .map(|l| {
+                l.map(|l| {
+                    if self.is_top {
+                        1.0
+                    } else if d <= 1 {
+                        0.0
+                    } else {
+                        (l.saturating_sub(1)) as f64 / (d - 1) as f64
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+impl Hierarchy {
+    /// A hierarchy of this kind. `name` appears in error messages (and is the usual name to
+    /// register it under).
+    pub fn new(name: impl Into<String>, kind: HierarchyKind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+        }
+    }
+
+    /// Masking of values up to `max_len` characters (height `max_len + 1`).
+    pub fn mask(name: impl Into<String>, max_len: usize) -> Self {
+        Self::new(name, HierarchyKind::Mask(MaskHierarchy::new(max_len)))
+    }
+
+    /// Masking up to the longest value of `values` (the column's data or its distinct values).
+    pub fn mask_from_values(name: impl Into<String>, values: &ArrayRef) -> Result<Self> {
+        Ok(Self::new(
+            name,
+            HierarchyKind::Mask(MaskHierarchy::from_values(values)?),
+        ))
+    }
+
+    /// An interval hierarchy (see [`IntervalHierarchy::new`] for breakpoints and coding).
+    pub fn interval(name: impl Into<String>, interval: IntervalHierarchy) -> Self {
+        Self::new(name, HierarchyKind::Interval(interval))
+    }
+
+    /// Buckets of growing widths from 0, e.g. `&[5.0, 10.0, 20.0, 40.0]` (height 6).
+    pub fn interval_widths(name: impl Into<String>, widths: &[f64]) -> Result<Self> {
+        Ok(Self::interval(name, IntervalHierarchy::widths(widths)?))
+    }
+
+    /// Explicit breakpoints per level, finest first.
+    pub fn interval_breaks(name: impl Into<String>, breaks: Vec<Vec<f64>>) -> Result<Self> {
+        Ok(Self::interval(name, IntervalHierarchy::breaks(breaks)?))
+    }
+
+    /// Calendar units per level, finest first, e.g. `&[Month, Year, Decade]` (height 5).
+    pub fn date(name: impl Into<String>, units: &[DateUnit]) -> Result<Self> {
+        Ok(Self::new(
+            name,
+            HierarchyKind::Date(DateHierarchy::new(units.to_vec())?),
+        ))
+    }
+
+    /// A value tree read from an ARX hierarchy CSV file.
+    pub fn tree_from_csv_file(name: impl Into<String>, path: impl AsRef<Path>) -> Result<Self> {
+        let name = name.into();
+        let tree = TreeHierarchy::from_csv_file(&name, path)?;
+        Ok(Self::new(name, HierarchyKind::Tree(tree)))
+    }
+
+    /// A value tree from ARX hierarchy CSV text; `file` names it in error messages.
+    pub fn tree_from_csv_str(name: impl Into<String>, file: &str, text: &str) -> Result<Self> {
+        let name = name.into();
+        let tree = TreeHierarchy::from_csv_str(&name, file, text)?;
+        Ok(Self::new(name, HierarchyKind::Tree(tree)))
+    }
+
+    /// A value tree from inline rows (leaf first, top last), e.g. from a policy file.
+    pub fn tree_from_rows<S: AsRef<str>>(name: impl Into<String>, rows: &[Vec<S>]) -> Result<Self> {
+        let name = name.into();
+        let tree = TreeHierarchy::from_rows(&name, rows)?;
+        Ok(Self::new(name, HierarchyKind::Tree(tree)))
+    }
+
+    /// The hierarchy's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The hierarchy's kind and parameters.
+    pub fn kind(&self) -> &HierarchyKind {
+        &self.kind
+    }
+
+    /// Number of levels including level 0 (the top level is `height() - 1`).
+    pub fn height(&self) -> usize {
+        match &self.kind {
+            HierarchyKind::Mask(m) => m.height(),
+            HierarchyKind::Interval(i) => i.height(),
+            HierarchyKind::Date(d) => d.height(),
+            HierarchyKind::Tree(t) => t.height(),
+        }
+    }
+
+    /// The top level, `height() - 1`.
+    pub fn top_level(&self) -> usize {
+        self.height() - 1
+    }
+
+    /// |D| when the hierarchy fixes it (a tree: the rows of its file); `None` for kinds whose
+    /// domain is the data's distinct values (see [`Hierarchy::coverage`]).
+    pub fn leaf_count(&self) -> Option<usize> {
+        match &self.kind {
+            HierarchyKind::Tree(t) => Some(t.leaf_count()),
+            _ => None,
+        }
+    }
+
+    /// Whether the hierarchy can recode a column of this type (dictionaries are judged by
+    /// their values).
+    pub fn accepts(&self, data_type: &DataType) -> bool {
+        match &self.kind {
+            HierarchyKind::Mask(_) => mask::accepts(data_type),
+            HierarchyKind::Interval(_) => interval::accepts(data_type),
+            HierarchyKind::Date(_) => date::accepts(data_type),
+            HierarchyKind::Tree(_) => tree::accepts(data_type),
+        }
+    }
+
+    /// An error unless the hierarchy fits a column of this type.
+    pub fn check_column(&self, column: &str, data_type: &DataType) -> Result<()> {
+        if self.accepts(data_type) {
+            return Ok(());
+        }
+        Err(DataFusionError::Plan(format!(
+            "hierarchy '{}' ({}) does not fit column '{column}' of type {data_type}: it needs {}",
+            self.name,
+            self.kind.name(),
+            self.kind.expects()
+        )))
+    }
+
+    /// An error unless `level` is one of the hierarchy's levels
+    /// (`level 7 > top level 4 of hierarchy 'age' (height 5: levels 0 to 4)`).
+    pub fn check_level(&self, level: usize) -> Result<()> {
+        common::check_level(&self.name, level, self.height())
+    }
+
+    /// Recodes `values` at `level`: Utf8 output, NULL stays NULL. Errors name the column as
+    /// `<unnamed>`; see [`Hierarchy::generalize_column`].
+    pub fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
+        self.generalize_column("<unnamed>", values, level)
+    }
+
+    /// Recodes `values`, the data of `column`, at `level`: Utf8 output, NULL stays NULL.
+    /// Checks the level and the type; for a tree, errors on values that are not leaves
+    /// (counting them, naming `column`).
+    pub fn generalize_column(
+        &self,
+        column: &str,
+        values: &ArrayRef,
+        level: usize,
+    ) -> Result<ArrayRef> {
+        self.check_level(level)?;
+        self.check_column(column, values.data_type())?;
+        match &self.kind {
+            HierarchyKind::Mask(m) => m.generalize(values, level),
+            HierarchyKind::Interval(i) => i.generalize(values, level),
+            HierarchyKind::Date(d) => d.generalize(values, level),
+            HierarchyKind::Tree(t) => t.generalize(&self.name, column, values, level),
+        }
+    }
+
+    /// Checks data of `column` up front (e.g. its distinct values, before writing anything):
+    /// the type fits and, for a tree, every non-null value is a leaf.
+    pub fn validate_values(&self, column: &str, values: &ArrayRef) -> Result<()> {
+        self.check_column(column, values.data_type())?;
+        if let HierarchyKind::Tree(t) = &self.kind {
+            t.leaf_ids(&self.name, column, values)?;
+        }
+        Ok(())
+    }
+
+    /// For each of `distinct` (the distinct values of `column`; duplicates are counted once,
+    /// NULLs ignored), the number of leaves its generalization at `level` covers, and |D|. A
+    /// tree counts the rows of its file under each label (values absent from the data
+    /// included); the other kinds count the distinct values of `distinct` with the same label.
+    pub fn coverage(&self, column: &str, distinct: &ArrayRef, level: usize) -> Result<Coverage> {
+        self.check_level(level)?;
+        self.check_column(column, distinct.data_type())?;
+        let is_top = level == self.top_level();
+        if let HierarchyKind::Tree(t) = &self.kind {
+            let ids = t.label_ids_of(&self.name, column, distinct, level)?;
+            let under = t.leaves_under(level).unwrap_or_default();
+            let leaves = ids
+                .iter()
+                .map(|id| id.map(|id| under[id as usize]))
+                .collect();
+            return Ok(Coverage {
+                domain_size: t.leaf_count() as u64,
+                leaves,
+                is_top,
+            });
+        }
+        let generalized = self.generalize_column(column, distinct, level)?;
+        let raw = self.generalize_column(column, distinct, 0)?;
+        let (raw, generalized) = (raw.as_string::<i32>(), generalized.as_string::<i32>());
+        let mut unique: HashSet<&str> = HashSet::new();
+        let mut per_label: HashMap<&str, u64> = HashMap::new();
+        for i in 0..raw.len() {
+            if raw.is_valid(i) && unique.insert(raw.value(i)) {
+                *per_label.entry(generalized.value(i)).or_default() += 1;
+            }
+        }
+        let leaves = (0..raw.len())
+            .map(|i| {
+                raw.is_valid(i)
+                    .then(|| per_label.get(generalized.value(i)).copied().unwrap_or(1))
+            })
+            .collect();
+        Ok(Coverage {
+            domain_size: unique.len() as u64,
+            leaves,
+            is_top,
+        })
+    }
+}
