@@ -173,7 +173,7 @@ fn sparse_key(group: usize, code: u32) -> u64 {
 struct Histograms {
     inline: Vec<InlineSlots>,
     /// counts by code for classes that outgrew their inline slots
-    dense: Vec<Option<Box<Vec<u64>>>>,
+    dense: Vec<Vec<u64>>,
     /// entries in all dense arrays, so that `size` stays O(1)
     dense_entries: usize,
     sparse: hashbrown::HashMap<u64, u64>,
@@ -188,7 +188,7 @@ impl Histograms {
     fn resize(&mut self, groups: usize) {
         if self.nulls.len() < groups {
             self.inline.resize(groups, InlineSlots::default());
-            self.dense.resize_with(groups, || None);
+            self.dense.resize_with(groups, Vec::new);
             self.nulls.resize(groups, 0);
         }
     }
@@ -223,7 +223,7 @@ impl Histograms {
 
     fn add_overflow(&mut self, group: usize, code: u32, count: u64) {
         if code < DENSE_CODES {
-            let counts = self.dense[group].get_or_insert_with(Default::default);
+            let counts = &mut self.dense[group];
             let index = code as usize;
             if index >= counts.len() {
                 self.dense_entries += index + 1 - counts.len();
@@ -241,7 +241,7 @@ impl Histograms {
         let inline = emit_to.take_needed(&mut self.inline);
         let dense = emit_to.take_needed(&mut self.dense);
         let nulls = emit_to.take_needed(&mut self.nulls);
-        self.dense_entries -= dense.iter().flatten().map(|d| d.len()).sum::<usize>();
+        self.dense_entries -= dense.iter().map(|d| d.len()).sum::<usize>();
         let num_groups = inline.len();
         let sparse: Vec<(u64, u64)> = match emit_to {
             EmitTo::All => self.sparse.drain().collect(),
@@ -284,12 +284,10 @@ impl Histograms {
                     counts.push(u64::from(slots.counts[i]));
                 }
             }
-            if let Some(extra) = extra {
-                for (code, &count) in extra.iter().enumerate() {
-                    if count > 0 {
-                        codes.push(code as u32);
-                        counts.push(count);
-                    }
+            for (code, &count) in extra.iter().enumerate() {
+                if count > 0 {
+                    codes.push(code as u32);
+                    counts.push(count);
                 }
             }
             for &(code, count) in &bucketed[starts[g]..starts[g + 1]] {

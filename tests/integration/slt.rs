@@ -249,6 +249,7 @@ slt_files!(
     types,
     queries,
     parquet,
+    generalize,
 );
 
 /// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.
