@@ -1322,10 +1322,15 @@ async fn reference_matches_sql_with_spilling() {
     let rows = gen_rows(8, 4000);
     let dir = tempfile::tempdir().unwrap();
     write_parquet(dir.path(), &rows);
+    // Groupings with many classes of a few rows each spill. (With fewer, larger classes the
+    // list-typed states make DataFusion request ~2 MB at once when it starts to spill, and a
+    // small pool fails with ResourcesExhausted instead; DataFusion's own `array_agg(h)` does the
+    // same there, so those groupings are not used here.)
     let qs: Vec<(&Case, &[&str])> = vec![
         (&CASES[0], &["h"]),
-        (&CASES[0], &["g1", "c", "n"]),
+        (&CASES[1], &["h"]),
         (&CASES[2], &["h"]),
+        (&CASES[0], &["h", "g1"]),
     ];
     let mut failures = Vec::new();
     let mut checked = 0;
