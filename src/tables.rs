@@ -15,12 +15,18 @@ use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
 /// Splits a `NAME=PATH` table argument (as given to `anon sql --table`).
 pub fn parse_table_arg(arg: &str) -> Result<(String, String)> {
+    parse_name_path("--table", arg)
+}
+
+/// Splits a `NAME=PATH` argument of command-line option `option` (named in the error) at its
+/// first `=`, so paths may contain `=`.
+pub fn parse_name_path(option: &str, arg: &str) -> Result<(String, String)> {
     match arg.split_once('=') {
         Some((name, path)) if !name.trim().is_empty() && !path.is_empty() => {
             Ok((name.trim().to_string(), path.to_string()))
         }
         _ => Err(DataFusionError::Plan(format!(
-            "--table expects NAME=PATH, got '{arg}'"
+            "{option} expects NAME=PATH, got '{arg}'"
         ))),
     }
 }
@@ -276,6 +282,8 @@ mod tests {
         assert!(parse_table_arg("no-equals").is_err());
         assert!(parse_table_arg("=x").is_err());
         assert!(parse_table_arg("x=").is_err());
+        let error = parse_name_path("--hierarchy", "education").unwrap_err();
+        assert!(error.to_string().contains("--hierarchy expects NAME=PATH"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod output;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use datafusion::error::{DataFusionError, Result};
@@ -14,6 +15,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
+use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
 use datafusion_anonymity::tables::{self, TableFormat};
 use datafusion_anonymity::{bench, generate, register};
 
@@ -44,6 +46,10 @@ struct SqlArgs {
     /// files, or a CSV file with a header row (`,` or `;` separated).
     #[arg(long = "table", short = 't', value_name = "NAME=PATH")]
     tables: Vec<String>,
+    /// A generalization hierarchy for `generalize(col, 'NAME', level)`, repeatable: NAME=PATH,
+    /// PATH an ARX hierarchy CSV file (one row per value, `;`-separated levels ending in `*`).
+    #[arg(long = "hierarchy", value_name = "NAME=PATH")]
+    hierarchies: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -148,6 +154,11 @@ async fn sql(args: SqlArgs) -> Result<()> {
         if tables::table_format(&path)? == TableFormat::Csv {
             csv_tables.push(CsvTable { name, path });
         }
+    }
+    for hierarchy in &args.hierarchies {
+        let (name, path) = tables::parse_name_path("--hierarchy", hierarchy)?;
+        let tree = Hierarchy::tree_from_csv_file(name.as_str(), &path)?;
+        register_hierarchy(&ctx, &name, Arc::new(tree))?;
     }
     let (query, file) = match (&args.file, args.query) {
         (Some(file), _) => (
