@@ -24,6 +24,7 @@ pub mod bench;
 pub mod functions;
 pub mod generalize;
 pub mod generate;
+pub mod policy;
 pub mod rewrite;
 pub mod tables;
 
