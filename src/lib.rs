@@ -25,7 +25,10 @@ pub mod functions;
 pub mod generalize;
 pub mod generate;
 pub mod policy;
+pub mod provider;
+pub mod publish;
 pub mod rewrite;
+pub mod session;
 pub mod tables;
 
 use datafusion::error::Result;

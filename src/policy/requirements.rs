@@ -125,3 +125,23 @@ impl PrivacyRequirements {
         (exact + 1e-9).floor().max(0.0) as u64
     }
 }
+
+/// Slack for comparing a measured l or t with the policy's bound: `exp(ln 3)` evaluates to
+/// 3.0000000000000004 and an EMD of exactly 0.2 may come out as 0.20000000000000004, so an
+/// exact comparison would reject classes that meet the bound mathematically. Search,
+/// suppression and verification all compare through the methods below so they agree.
+pub const COMPARISON_SLACK: f64 = 1e-9;
+
+impl LDiversity {
+    /// Whether a class whose l-diversity of this kind is `measured` meets the requirement.
+    pub fn is_met_by(&self, measured: f64) -> bool {
+        measured >= self.l - COMPARISON_SLACK
+    }
+}
+
+impl TCloseness {
+    /// Whether a class at distance `measured` meets the requirement.
+    pub fn is_met_by(&self, measured: f64) -> bool {
+        measured <= self.t + COMPARISON_SLACK
+    }
+}
