@@ -219,8 +219,9 @@ pub struct Verification {
     pub classes: u64,
     /// The smallest class (0 when no rows).
     pub k: u64,
-    /// Rows suppressed: input rows not written (drop), or rows in the all-`*` class when it
-    /// is excluded (mask).
+    /// Rows suppressed as far as the output shows: input rows not written (drop), or the
+    /// rows of the all-`*` class when it is excluded (mask; masked rows in an all-`*` class
+    /// that meets the requirements on its own are indistinguishable from generalized ones).
     pub suppressed_rows: u64,
     /// Per sensitive attribute with requirements: the worst l and t over the classes.
     pub sensitive: Vec<SensitiveMeasure>,
@@ -439,6 +440,8 @@ pub struct PublishReport {
     pub input_rows: u64,
     /// The level of each quasi-identifier.
     pub levels: Vec<(String, usize)>,
+    /// Rows of the classes that fail the requirements, dropped or masked.
+    pub suppressed_rows: u64,
     /// What the written output achieves.
     pub verification: Verification,
     /// Seconds spent counting failing classes, writing and verifying.
@@ -539,6 +542,7 @@ pub async fn publish(
             .into_iter()
             .zip(levels.iter().copied())
             .collect(),
+        suppressed_rows: suppressed,
         verification,
         seconds: PublishTimings {
             classes: classes_seconds,

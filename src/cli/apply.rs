@@ -85,9 +85,9 @@ pub fn print_summary(report: &PublishReport) {
     let share = if report.input_rows == 0 {
         0.0
     } else {
-        100.0 * v.suppressed_rows as f64 / report.input_rows as f64
+        100.0 * report.suppressed_rows as f64 / report.input_rows as f64
     };
-    println!("suppressed rows: {} ({share:.2}%)", v.suppressed_rows);
+    println!("suppressed rows: {} ({share:.2}%)", report.suppressed_rows);
 }
 
 fn trim(value: f64) -> String {
