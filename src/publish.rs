@@ -374,14 +374,14 @@ async fn measure(
             for (i, _) in requirements.sensitive.iter().enumerate() {
                 if let Ok(index) = schema.index_of(&format!("l{i}")) {
                     let l = batch.column(index).as_primitive::<Float64Type>();
-                    let value = l.is_valid(row).then(|| l.value(row)).unwrap_or(0.0);
+                    let value = if l.is_valid(row) { l.value(row) } else { 0.0 };
                     l_min[i] = Some(l_min[i].map_or(value, |m: f64| m.min(value)));
                 }
                 if let Ok(index) = schema.index_of(&format!("t{i}")) {
                     let column = batch.column(index);
                     let t = if column.data_type() == &DataType::Float64 {
                         let t = column.as_primitive::<Float64Type>();
-                        t.is_valid(row).then(|| t.value(row)).unwrap_or(1.0)
+                        if t.is_valid(row) { t.value(row) } else { 1.0 }
                     } else {
                         1.0
                     };

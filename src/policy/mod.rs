@@ -257,6 +257,11 @@ impl Policy {
         &self.input
     }
 
+    /// Reads the data from `path` instead of `[input] path` (before [`Policy::register`]).
+    pub fn set_input(&mut self, path: impl Into<PathBuf>) {
+        self.input = path.into();
+    }
+
     /// The default output path (`[output] path`), if any.
     pub fn output(&self) -> Option<&Path> {
         self.output.as_deref()
@@ -506,7 +511,7 @@ impl Policy {
 
 fn check_l(source: &str, column: &str, l: Option<&LDiversity>) -> Result<()> {
     let Some(l) = l else { return Ok(()) };
-    if !(l.l >= 1.0) {
+    if l.l.is_nan() || l.l < 1.0 {
         return Err(policy_error(
             source,
             format!(
@@ -530,7 +535,7 @@ fn check_l(source: &str, column: &str, l: Option<&LDiversity>) -> Result<()> {
             source,
             format!("l_diversity of '{column}': kind = \"recursive\" needs c"),
         )),
-        (LDiversityKind::Recursive, Some(c)) if !(c > 0.0) => Err(policy_error(
+        (LDiversityKind::Recursive, Some(c)) if c.is_nan() || c <= 0.0 => Err(policy_error(
             source,
             format!("l_diversity of '{column}': c must be positive, got {c}"),
         )),
