@@ -26,6 +26,7 @@ pub mod generalize;
 pub mod generate;
 pub mod policy;
 pub mod rewrite;
+pub mod search;
 pub mod tables;
 
 use datafusion::error::Result;
