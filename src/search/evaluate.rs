@@ -206,7 +206,9 @@ impl Criteria {
     /// - Suppression allowed: the suppressed-row count is monotone only when failing is
     ///   inherited by every part of a class, i.e. for k and distinct l: a class that is too
     ///   small or has too few distinct values consists of parts that are too. For entropy,
-    ///   recursive l and t a failing class can contain passing parts, so nothing is pruned.
+    ///   recursive l and t a failing class can contain passing parts; only the *monotone
+    ///   part* of the requirements (k and distinct l, [`NodeStats::monotone_satisfies`]) can
+    ///   then be used for pruning.
     pub fn monotone(&self) -> bool {
         if self.budget == 0 {
             self.sensitive.iter().all(|s| {
@@ -244,6 +246,10 @@ impl State {
 #[derive(Debug, Clone)]
 pub(crate) struct NodeStats {
     pub satisfies: bool,
+    /// Whether the node satisfies the monotone part of the requirements: k and distinct l,
+    /// with the same suppression limit. Implied by `satisfies`; monotone over the lattice
+    /// for nested hierarchies even with suppression (see [`Criteria::monotone`]).
+    pub monotone_satisfies: bool,
     pub classes: u64,
     pub kept_classes: u64,
     pub suppressed_rows: u64,
@@ -433,11 +439,14 @@ impl<'a> Evaluator<'a> {
         let mut measures: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); sensitive];
         let costs: Vec<&[f64]> = (0..d).map(|j| qis[j].costs(state.levels[j])).collect();
         let (mut suppressed, mut kept_classes, mut min_kept) = (0u64, 0u64, None::<u64>);
+        let mut monotone_suppressed = 0u64;
         let mut squares: u128 = 0;
         // Σ over suppressed rows and QIs of (1 − the cell's cost)
         let mut extra_loss = 0.0;
         for (c, &size) in state.sizes.iter().enumerate() {
-            let mut pass = size >= criteria.k;
+            // `monotone_pass`: k and distinct l only (see `Criteria::monotone`)
+            let mut monotone_pass = size >= criteria.k;
+            let mut pass = monotone_pass;
             if pass {
                 for (s, criterion) in criteria.sensitive.iter().enumerate() {
                     let (codes, counts) = state.histograms[s].class(c);
@@ -451,12 +460,18 @@ impl<'a> Evaluator<'a> {
                         &mut self.pairs,
                         &mut self.positions,
                     );
-                    pass &= m.2;
-                    measures[s] = (m.0, m.1);
-                    if !pass {
+                    measures[s] = (m.l, m.t);
+                    pass &= m.l_pass && m.t_pass;
+                    if criterion.l.is_some_and(|l| l.kind == LDiversityKind::Distinct) {
+                        monotone_pass &= m.l_pass;
+                    }
+                    if !monotone_pass {
                         break;
                     }
                 }
+            }
+            if !monotone_pass {
+                monotone_suppressed += size;
             }
             if pass {
                 kept_classes += 1;
@@ -487,6 +502,7 @@ impl<'a> Evaluator<'a> {
         };
         NodeStats {
             satisfies: suppressed <= criteria.budget && suppressed < n,
+            monotone_satisfies: monotone_suppressed <= criteria.budget && monotone_suppressed < n,
             classes: state.classes() as u64,
             kept_classes,
             suppressed_rows: suppressed,
@@ -550,7 +566,15 @@ pub(crate) fn precision_without_suppression(heights: &[usize], levels: &[usize])
         / d
 }
 
-/// One class's l (of the required kind), t (of the required kind) and whether it passes both.
+/// One class's l and t (of the required kinds) and whether each passes.
+struct ClassMeasures {
+    l: Option<f64>,
+    t: Option<f64>,
+    l_pass: bool,
+    t_pass: bool,
+}
+
+/// The measures of one class for one sensitive attribute.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn class_measures(
@@ -562,8 +586,8 @@ fn class_measures(
     scratch: &mut Vec<u64>,
     pairs: &mut Vec<(u64, u64)>,
     positions: &mut Vec<(usize, u64)>,
-) -> (Option<f64>, Option<f64>, bool) {
-    let mut pass = true;
+) -> ClassMeasures {
+    let (mut l_pass, mut t_pass) = (true, true);
     let l = criterion.l.map(|req| {
         // NULL has the smallest code, so it can only be the first entry
         let has_nulls = criterion.null_code.is_some() && codes.first() == criterion.null_code.as_ref();
@@ -594,7 +618,7 @@ fn class_measures(
                 }
             }
         };
-        pass &= match req.kind {
+        l_pass = match req.kind {
             LDiversityKind::Entropy => l >= req.l * (1.0 - TOLERANCE),
             _ => l >= req.l,
         };
@@ -621,8 +645,13 @@ fn class_measures(
                 }
             }
         };
-        pass &= t <= req.t + TOLERANCE;
+        t_pass = t <= req.t + TOLERANCE;
         t
     });
-    (l, t, pass)
+    ClassMeasures {
+        l,
+        t,
+        l_pass,
+        t_pass,
+    }
 }

@@ -16,8 +16,9 @@
 //! (by height), unless pruned by monotonicity.
 //!
 //! ## Monotonicity (predictive tagging, as in OLA and Flash)
-//! Only when [`Criteria::monotone`] holds and every hierarchy is nested (each level a
-//! coarsening of the lower ones):
+//! With nested hierarchies (each level a coarsening of the lower ones), "satisfies" is
+//! monotone when `Criteria::monotone` (in `evaluate.rs`) holds: nothing may be suppressed, or the requirements
+//! are only k and distinct l. Then:
 //! - a failing node tags all its specializations as failing, and a *climb* follows a chain of
 //!   successors (cheapest bound first) and binary-searches it for the highest failing node,
 //!   whose whole down-set is then tagged failing;
@@ -27,8 +28,12 @@
 //!   never wins a tie: the whole up-set is dropped. With suppression their values are unknown
 //!   and they are still evaluated (if their bound allows).
 //!
-//! Without monotonicity (entropy l, recursive l or t with suppression allowed; non-nested
-//! hierarchies) only the bound prunes: every node below the best value is evaluated.
+//! Otherwise (entropy l, recursive l or t with suppression allowed) satisfying is not
+//! monotone, but its *monotone part* is: k and distinct l with the same suppression limit
+//! (rows of classes failing them can only grow when specializing). A node failing the
+//! monotone part fails, and so does its down-set: failing-down tagging and the climb use that
+//! part; satisfying nodes tag nothing. Non-nested hierarchies turn all tagging off; only the
+//! bound prunes then.
 //!
 //! Nodes are evaluated by rolling up the classes of a cached finer node when one fits (see
 //! [`super::evaluate`]).
@@ -37,8 +42,10 @@ use super::Metric;
 use super::evaluate::{Evaluator, NodeStats, precision_without_suppression};
 
 const UNKNOWN: u8 = 0;
-/// known to fail
+/// fails the monotone predicate, hence so does its down-set
 const FAIL: u8 = 1;
+/// evaluated, fails the requirements but not their monotone part
+const REJECTED: u8 = 5;
 /// known to satisfy (implied by a satisfying specialization), value unknown
 const PASS: u8 = 2;
 /// evaluated, satisfies, already considered
@@ -59,7 +66,9 @@ struct Search<'e, 'a> {
     tags: Vec<u8>,
     bound: Option<Vec<f64>>,
     heights: Vec<u32>,
-    monotone: bool,
+    /// tagging: `None` (no monotonicity), `Some(true)` (satisfying is monotone), `Some(false)`
+    /// (only the monotone part is)
+    mode: Option<bool>,
     zero_budget: bool,
     best: Option<Best>,
     progress: &'e mut dyn FnMut(usize, usize),
@@ -107,7 +116,7 @@ pub(crate) fn optimal(
         }),
         None => order.sort_unstable_by_key(|&x| (heights[x as usize], x)),
     }
-    let monotone = ev.criteria.monotone() && ev.freq.is_nested();
+    let mode = ev.freq.is_nested().then(|| ev.criteria.monotone());
     let zero_budget = ev.criteria.budget == 0;
     let mut search = Search {
         ev,
@@ -115,7 +124,7 @@ pub(crate) fn optimal(
         tags: vec![UNKNOWN; size],
         bound,
         heights,
-        monotone,
+        mode,
         zero_budget,
         best: None,
         progress,
@@ -130,7 +139,7 @@ pub(crate) fn optimal(
         if search.tags[node] != UNKNOWN && search.tags[node] != PASS {
             continue;
         }
-        if !search.check(node) && search.monotone {
+        if search.check(node) {
             search.climb(node);
         }
     }
@@ -138,13 +147,19 @@ pub(crate) fn optimal(
 }
 
 impl Search<'_, '_> {
-    /// Evaluates `node`, tags, and considers it; whether it satisfies.
+    /// Evaluates `node`, tags, and considers it. Whether it fails the monotone predicate
+    /// (its down-set then fails too; always false without tagging).
     fn check(&mut self, node: usize) -> bool {
         let stats = self.ev.evaluate(node);
         (self.progress)(self.ev.evaluated, self.ev.lattice.size());
+        let monotone_fail = match self.mode {
+            None => false,
+            Some(true) => !stats.satisfies,
+            Some(false) => !stats.monotone_satisfies,
+        };
         if stats.satisfies {
             self.tags[node] = DONE;
-            if self.monotone {
+            if self.mode == Some(true) {
                 let tag = if self.zero_budget { DOMINATED } else { PASS };
                 self.tag_up(node, tag);
             }
@@ -152,14 +167,12 @@ impl Search<'_, '_> {
             if self.is_better(cost, node) {
                 self.best = Some(Best { node, cost, stats });
             }
-            true
+        } else if monotone_fail {
+            self.tag_down(node);
         } else {
-            self.tags[node] = FAIL;
-            if self.monotone {
-                self.tag_down(node);
-            }
-            false
+            self.tags[node] = REJECTED;
         }
+        monotone_fail
     }
 
     /// Whether `node` with `cost` beats the best so far (tie rule in the module docs).
@@ -226,9 +239,10 @@ impl Search<'_, '_> {
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
             let node = path[mid];
+            // evaluated or implied nodes other than FAIL pass the monotone predicate
             let fails = match self.tags[node] {
                 FAIL => true,
-                UNKNOWN => !self.check(node),
+                UNKNOWN => self.check(node),
                 _ => false,
             };
             if fails {

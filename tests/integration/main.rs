@@ -2,4 +2,5 @@
 //! `METRICS.md`: sqllogictest files under `sql/` and a brute-force reference comparison.
 
 mod reference;
+mod search;
 mod slt;
