@@ -28,6 +28,7 @@ pub mod policy;
 pub mod provider;
 pub mod publish;
 pub mod rewrite;
+pub mod search;
 pub mod session;
 pub mod tables;
 

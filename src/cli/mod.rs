@@ -1,6 +1,7 @@
 //! Subcommands of `anon`. Every error ends as one `error: ...` line on stderr and a non-zero
 //! exit code (1, or 2 for a malformed command line).
 
+mod anonymize;
 mod apply;
 mod errors;
 mod output;
@@ -41,6 +42,9 @@ enum Command {
     /// Write the input of a policy generalized at its fixed transformation, suppressed and
     /// verified, as Parquet.
     Apply(apply::ApplyArgs),
+    /// Search the transformation with the least information loss that satisfies a policy,
+    /// publish it as Parquet, verify it and report.
+    Anonymize(anonymize::AnonymizeArgs),
     /// Time each function against its plain-SQL floor and print the ratios.
     Bench(bench::BenchArgs),
 }
@@ -142,6 +146,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Apply(args) => apply::run(args).await,
+        Command::Anonymize(args) => anonymize::run(args).await,
         Command::Bench(args) => bench::run(args).await,
     }
 }

@@ -3,4 +3,5 @@
 
 mod publish;
 mod reference;
+mod search;
 mod slt;
