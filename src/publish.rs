@@ -438,14 +438,23 @@ pub struct PublishReport {
     pub output: PathBuf,
     /// Rows of the input.
     pub input_rows: u64,
-    /// The level of each quasi-identifier.
-    pub levels: Vec<(String, usize)>,
+    /// The level of each quasi-identifier, in column order.
+    pub levels: Vec<QiLevel>,
     /// Rows of the classes that fail the requirements, dropped or masked.
     pub suppressed_rows: u64,
     /// What the written output achieves.
     pub verification: Verification,
     /// Seconds spent counting failing classes, writing and verifying.
     pub seconds: PublishTimings,
+}
+
+/// The level a quasi-identifier is generalized to.
+#[derive(Debug, Clone, Serialize)]
+pub struct QiLevel {
+    /// The column.
+    pub quasi_identifier: String,
+    /// Its level (0 = as is).
+    pub level: usize,
 }
 
 /// Time per phase of [`publish`], in seconds.
@@ -541,6 +550,10 @@ pub async fn publish(
         levels: quasi_identifiers
             .into_iter()
             .zip(levels.iter().copied())
+            .map(|(quasi_identifier, level)| QiLevel {
+                quasi_identifier,
+                level,
+            })
             .collect(),
         suppressed_rows: suppressed,
         verification,

@@ -9,7 +9,7 @@ use datafusion::error::{DataFusionError, Result};
 use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::{self, PublishReport};
+use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
 use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Metric};
 use datafusion_anonymity::session;
 
@@ -72,7 +72,7 @@ struct Report<'a> {
     algorithm: &'static str,
     metric: &'static str,
     metric_value: f64,
-    levels: Vec<(String, usize)>,
+    levels: Vec<QiLevel>,
     lattice_size: usize,
     nodes_checked: usize,
     frequency_set_rows: usize,
@@ -151,7 +151,13 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let outcome = search::search(&freq, policy.requirements(), algorithm, metric, &mut progress)?;
+    let outcome = search::search(
+        &freq,
+        policy.requirements(),
+        algorithm,
+        metric,
+        &mut progress,
+    )?;
     let search_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(
@@ -163,9 +169,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         );
     }
     let (nodes_checked, lattice_size) = (outcome.nodes_checked, outcome.lattice_size);
-    let solution = outcome.into_solution().map_err(|e| {
-        DataFusionError::Execution(format!("{}; nothing written", e.message()))
-    })?;
+    let solution = outcome
+        .into_solution()
+        .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
     if !args.quiet {
         let levels: Vec<String> = solution
             .qis

@@ -67,7 +67,7 @@ pub fn print_summary(report: &PublishReport) {
     let levels: Vec<String> = report
         .levels
         .iter()
-        .map(|(qi, level)| format!("{qi}={level}"))
+        .map(|l| format!("{}={}", l.quasi_identifier, l.level))
         .collect();
     println!("output: {}", report.output.display());
     println!("levels: {}", levels.join(", "));

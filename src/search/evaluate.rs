@@ -41,9 +41,7 @@ use super::frequency::FrequencySet;
 use super::group::{Column, Grouper, HistogramMerger, Histograms};
 use super::lattice::Lattice;
 use crate::functions::formulas::{self, OrderedDomain};
-use crate::policy::{
-    LDiversity, LDiversityKind, PrivacyRequirements, TCloseness, TClosenessKind,
-};
+use crate::policy::{LDiversity, LDiversityKind, PrivacyRequirements, TCloseness, TClosenessKind};
 
 /// Relative tolerance of the entropy-l and t comparisons (floating-point rounding only).
 const TOLERANCE: f64 = 1e-12;
@@ -212,13 +210,12 @@ impl Criteria {
     pub fn monotone(&self) -> bool {
         if self.budget == 0 {
             self.sensitive.iter().all(|s| {
-                s.null_code.is_none()
-                    || s.l.is_none_or(|l| l.kind == LDiversityKind::Distinct)
+                s.null_code.is_none() || s.l.is_none_or(|l| l.kind == LDiversityKind::Distinct)
             })
         } else {
-            self.sensitive.iter().all(|s| {
-                s.t.is_none() && s.l.is_none_or(|l| l.kind == LDiversityKind::Distinct)
-            })
+            self.sensitive
+                .iter()
+                .all(|s| s.t.is_none() && s.l.is_none_or(|l| l.kind == LDiversityKind::Distinct))
         }
     }
 }
@@ -338,8 +335,9 @@ impl<'a> Evaluator<'a> {
         let mut source = Rc::clone(&self.leaf);
         for s in &self.cache {
             if s.classes() < source.classes()
-                && (0..qis.len())
-                    .all(|j| s.levels[j] <= levels[j] && qis[j].between(s.levels[j], levels[j]).is_some())
+                && (0..qis.len()).all(|j| {
+                    s.levels[j] <= levels[j] && qis[j].between(s.levels[j], levels[j]).is_some()
+                })
             {
                 source = Rc::clone(s);
             }
@@ -462,7 +460,10 @@ impl<'a> Evaluator<'a> {
                     );
                     measures[s] = (m.l, m.t);
                     pass &= m.l_pass && m.t_pass;
-                    if criterion.l.is_some_and(|l| l.kind == LDiversityKind::Distinct) {
+                    if criterion
+                        .l
+                        .is_some_and(|l| l.kind == LDiversityKind::Distinct)
+                    {
                         monotone_pass &= m.l_pass;
                     }
                     if !monotone_pass {
@@ -491,7 +492,10 @@ impl<'a> Evaluator<'a> {
                 extra_loss += size as f64 * (d as f64 - kept_cost);
             }
         }
-        let (nd, top_share) = (n as f64 * d as f64, self.precision_without_suppression(&state.levels));
+        let (nd, top_share) = (
+            n as f64 * d as f64,
+            self.precision_without_suppression(&state.levels),
+        );
         let (loss, precision) = if n == 0 {
             (0.0, 0.0)
         } else {
@@ -561,7 +565,13 @@ pub(crate) fn precision_without_suppression(heights: &[usize], levels: &[usize])
     heights
         .iter()
         .zip(levels)
-        .map(|(&h, &l)| if h <= 1 { 0.0 } else { l as f64 / (h - 1) as f64 })
+        .map(|(&h, &l)| {
+            if h <= 1 {
+                0.0
+            } else {
+                l as f64 / (h - 1) as f64
+            }
+        })
         .sum::<f64>()
         / d
 }
@@ -590,7 +600,8 @@ fn class_measures(
     let (mut l_pass, mut t_pass) = (true, true);
     let l = criterion.l.map(|req| {
         // NULL has the smallest code, so it can only be the first entry
-        let has_nulls = criterion.null_code.is_some() && codes.first() == criterion.null_code.as_ref();
+        let has_nulls =
+            criterion.null_code.is_some() && codes.first() == criterion.null_code.as_ref();
         let nulls = if has_nulls { counts[0] } else { 0 };
         let values = &counts[usize::from(has_nulls)..];
         let l = match req.kind {

@@ -230,12 +230,9 @@ impl FrequencySet {
                      sensitive attributes"
                 )));
             }
-            let field = df
-                .schema()
-                .field_with_unqualified_name(name)
-                .map_err(|_| {
-                    DataFusionError::Plan(format!("table '{table}' has no column '{name}'"))
-                })?;
+            let field = df.schema().field_with_unqualified_name(name).map_err(|_| {
+                DataFusionError::Plan(format!("table '{table}' has no column '{name}'"))
+            })?;
             if let Some((_, hierarchy)) = qis.get(i) {
                 hierarchy.check_column(name, field.data_type())?;
             }
@@ -307,8 +304,7 @@ impl FrequencySet {
                     "a frequency row has the wrong number of values".to_string(),
                 ));
             }
-            if let Some(j) = (0..qis.len()).find(|&j| row.qi[j] as usize >= domains[j].leaves())
-            {
+            if let Some(j) = (0..qis.len()).find(|&j| row.qi[j] as usize >= domains[j].leaves()) {
                 return Err(DataFusionError::Plan(format!(
                     "a frequency row has a leaf of '{}' beyond its hierarchy",
                     qis[j].name
@@ -373,8 +369,7 @@ impl FrequencySet {
             })
             .collect();
         let (mut class_of, mut representative) = (Vec::new(), Vec::new());
-        let classes =
-            Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
+        let classes = Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
         let leaf_codes: Vec<Vec<u32>> = row_leaf_codes
             .iter()
             .map(|codes| representative.iter().map(|&r| codes[r as usize]).collect())

@@ -166,9 +166,8 @@ impl Grouper {
                     let class = representative.len() as u32;
                     representative.push(row as u32);
                     let reps = &*representative;
-                    self.table.insert_unique(hash, class, |&c| {
-                        hash_row(reps[c as usize] as usize)
-                    });
+                    self.table
+                        .insert_unique(hash, class, |&c| hash_row(reps[c as usize] as usize));
                     class
                 }
             };
@@ -275,7 +274,8 @@ impl HistogramMerger {
                     self.touched.sort_unstable();
                     for &code in &self.touched {
                         out.codes.push(code);
-                        out.counts.push(std::mem::take(&mut self.scratch[code as usize]));
+                        out.counts
+                            .push(std::mem::take(&mut self.scratch[code as usize]));
                     }
                 }
             }

@@ -205,9 +205,9 @@ impl SearchOutcome {
     pub fn into_solution(self) -> Result<Solution> {
         match self.solution {
             Some(s) => Ok(s),
-            None => Err(DataFusionError::Execution(self.failure.unwrap_or_else(|| {
-                "no generalization satisfies the privacy requirements".to_string()
-            }))),
+            None => Err(DataFusionError::Execution(self.failure.unwrap_or_else(
+                || "no generalization satisfies the privacy requirements".to_string(),
+            ))),
         }
     }
 }

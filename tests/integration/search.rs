@@ -91,9 +91,13 @@ async fn adult_context() -> SessionContext {
     let ctx = SessionContext::new();
     datafusion_anonymity::register(&ctx).unwrap();
     let path = adult_dir().join("adult.parquet");
-    ctx.register_parquet("adult", path.to_str().unwrap(), ParquetReadOptions::default())
-        .await
-        .unwrap();
+    ctx.register_parquet(
+        "adult",
+        path.to_str().unwrap(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
     for column in QIS {
         let h = Hierarchy::tree_from_csv_file(column, hierarchy_path(column)).unwrap();
         register_hierarchy(&ctx, column, Arc::new(h)).unwrap();
@@ -253,7 +257,8 @@ async fn raw_rows(ctx: &SessionContext, csv: &[Csv]) -> Rows {
                     rows.labels[j][l].push(id);
                 }
             }
-            rows.high_salary.push(batch.column(d).as_boolean().value(row));
+            rows.high_salary
+                .push(batch.column(d).as_boolean().value(row));
             let count = batch.column(d + 1).as_primitive::<Int64Type>().value(row) as u64;
             rows.count.push(count);
             rows.n += count;
@@ -382,7 +387,8 @@ fn check_optimal(
             failing.insert(levels);
         } else if levels != solution.levels {
             assert!(
-                loss > best + 1e-9 || (loss >= best - 1e-9 && rank(&levels) > rank(&solution.levels)),
+                loss > best + 1e-9
+                    || (loss >= best - 1e-9 && rank(&levels) > rank(&solution.levels)),
                 "{levels:?} satisfies with Loss {loss}, better than {:?} with {best}",
                 solution.levels
             );
@@ -405,7 +411,14 @@ async fn adult_optimal_policies() {
         ("k=5, l=2, 2%", policy(0.02, Some(2.0), None)),
         ("k=5, t=0.2, 2%", policy(0.02, None, Some(0.2))),
     ] {
-        let outcome = search(&freq, &req, Algorithm::Optimal, Metric::Loss, &mut |_, _| {}).unwrap();
+        let outcome = search(
+            &freq,
+            &req,
+            Algorithm::Optimal,
+            Metric::Loss,
+            &mut |_, _| {},
+        )
+        .unwrap();
         let solution = outcome.solution.expect(name);
         eprintln!(
             "{name}: {:?} loss {:.4}, suppressed {}, {} nodes evaluated",
