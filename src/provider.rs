@@ -45,9 +45,7 @@ use crate::functions::{
 };
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
-use crate::policy::{
-    COMPARISON_SLACK, LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind,
-};
+use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
 
 /// What happens to one column.
 #[derive(Debug, Clone)]
@@ -301,7 +299,7 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
                     Expr::Column(Column::from_name(name)),
                     datafusion::arrow::datatypes::DataType::Float64,
                 )
-                .gt_eq(lit(l.l - COMPARISON_SLACK)),
+                .gt_eq(lit(l.threshold())),
             );
         }
         if let Some(t) = s.t {
@@ -311,8 +309,7 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
                 TClosenessKind::Ordered => t_closeness_ordered_udaf().call(vec![value.clone()]),
             };
             aggregates.push(measure.alias(&name));
-            conditions
-                .push(Expr::Column(Column::from_name(name)).lt_eq(lit(t.t + COMPARISON_SLACK)));
+            conditions.push(Expr::Column(Column::from_name(name)).lt_eq(lit(t.threshold())));
         }
     }
     let passes = conditions

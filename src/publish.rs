@@ -302,10 +302,7 @@ async fn measure(
                 }
             };
             per_class.push(format!("CAST({function} AS DOUBLE) AS l{i}"));
-            passes.push(format!(
-                "coalesce(l{i} >= {}, false)",
-                l.l - crate::policy::COMPARISON_SLACK
-            ));
+            passes.push(format!("coalesce(l{i} >= {}, false)", l.threshold()));
         }
         if let Some(t) = s.t {
             let function = match t.kind {
@@ -313,10 +310,7 @@ async fn measure(
                 TClosenessKind::Ordered => format!("t_closeness_ordered({column})"),
             };
             per_class.push(format!("{function} AS t{i}"));
-            passes.push(format!(
-                "coalesce(t{i} <= {}, false)",
-                t.t + crate::policy::COMPARISON_SLACK
-            ));
+            passes.push(format!("coalesce(t{i} <= {}, false)", t.threshold()));
         }
     }
     let all_top = keys

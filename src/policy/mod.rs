@@ -40,7 +40,7 @@ use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLev
 
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
-    COMPARISON_SLACK, LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement,
+    LDiversity, LDiversityKind, PrivacyRequirements, RELATIVE_TOLERANCE, SensitiveRequirement,
     SuppressionMode, TCloseness, TClosenessKind,
 };
 
