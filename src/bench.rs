@@ -380,7 +380,7 @@ async fn anonymize_case(ctx: &SessionContext, path: &Path, iterations: usize) ->
             PATIENTS_POLICY,
         )?;
         policy.set_input(path);
-        policy.register(&ctx).await?;
+        policy.register_with(&ctx, false).await?;
         let sensitive: Vec<String> = policy
             .requirements()
             .sensitive

@@ -315,6 +315,13 @@ impl Policy {
     /// level)`. With a fixed transformation, also registers `<name>_anon`, the
     /// [`GeneralizedTable`](crate::provider::GeneralizedTable) serving the published data.
     pub async fn register(&mut self, ctx: &SessionContext) -> Result<()> {
+        self.register_with(ctx, true).await
+    }
+
+    /// [`Policy::register`], optionally without the scan that checks every value of a value
+    /// tree's column is a leaf — for callers that check it themselves in a scan they need
+    /// anyway (the search's frequency set does). Masks sized from the data still scan.
+    pub async fn register_with(&mut self, ctx: &SessionContext, check_trees: bool) -> Result<()> {
         if crate::generalize::hierarchy_registry(ctx).is_none() {
             crate::register(ctx)?;
         }
@@ -322,7 +329,7 @@ impl Policy {
         crate::tables::register_path(ctx, &self.name, &input).await?;
         let schema = ctx.table_provider(self.name.as_str()).await?.schema();
         self.bind_schema(&schema)?;
-        self.check_data(ctx).await?;
+        self.check_data(ctx, check_trees).await?;
         for (column, hierarchy) in self.quasi_identifiers() {
             crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
         }
@@ -394,7 +401,7 @@ impl Policy {
 
     /// One scan of the quasi-identifiers: the longest value of masks sized from the data,
     /// and the distinct values of value trees (each must be a leaf).
-    async fn check_data(&mut self, ctx: &SessionContext) -> Result<()> {
+    async fn check_data(&mut self, ctx: &SessionContext, check_trees: bool) -> Result<()> {
         let mut selects = Vec::new();
         let mut wanted = Vec::new();
         for (i, column) in self.columns.iter().enumerate() {
@@ -404,7 +411,7 @@ impl Policy {
                     selects.push(format!("max(character_length(CAST({ident} AS VARCHAR)))"));
                     wanted.push(i);
                 }
-                Some(PendingHierarchy::Ready(h)) if h.leaf_count().is_some() => {
+                Some(PendingHierarchy::Ready(h)) if check_trees && h.leaf_count().is_some() => {
                     selects.push(format!("array_agg(DISTINCT {ident})"));
                     wanted.push(i);
                 }

@@ -177,3 +177,28 @@ fn an_impossible_policy_publishes_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_value_missing_from_a_tree_is_counted_not_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = adult_policy(dir.path(), "k = 5\nmax_suppression = 0.02");
+    // the sex hierarchy without its Female leaf
+    std::fs::write(dir.path().join("sex.csv"), "Male;*\n").unwrap();
+    let text = std::fs::read_to_string(&policy).unwrap().replace(
+        &repo("examples/adult/hierarchies/adult_hierarchy_sex.csv")
+            .display()
+            .to_string(),
+        &dir.path().join("sex.csv").display().to_string(),
+    );
+    std::fs::write(&policy, text).unwrap();
+    let out = dir.path().join("out.parquet");
+    let output = anonymize(&policy, &out, &dir.path().join("r.json"), &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("'sex'") && stderr.contains("1 distinct value"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Female"), "{stderr}");
+    assert!(!out.exists());
+}
