@@ -24,6 +24,11 @@ pub fn context(memory_limit: Option<usize>) -> Result<SessionContext> {
     Ok(ctx)
 }
 
+/// A session for a `--memory-limit` option: unlimited when absent, else [`parse_size`].
+pub fn context_with_limit(memory_limit: Option<&str>) -> Result<SessionContext> {
+    context(memory_limit.map(parse_size).transpose()?)
+}
+
 /// Parses a size such as `2GiB`, `512M`, `1.5G` or `1000000` (bytes); K, M, G, T are powers
 /// of 1024, with or without `iB`/`B`.
 pub fn parse_size(text: &str) -> Result<usize> {

@@ -92,31 +92,20 @@ struct Timings {
 
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let started = Instant::now();
-    let memory_limit = args
-        .memory_limit
-        .as_deref()
-        .map(session::parse_size)
-        .transpose()?;
     let mut policy = Policy::from_file(&args.policy)?;
     let out = output_path(args.out.clone(), &policy)?;
     publish::check_output(&out, policy.input(), args.overwrite)?;
     if let Some(report) = &args.report {
         publish::check_output(report, policy.input(), true)?;
     }
-    let ctx = session::context(memory_limit)?;
+    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
 
     // 1. the frequency set: one scan
     let phase = Instant::now();
     let qis = policy.quasi_identifiers();
-    let sensitive: Vec<String> = policy
-        .requirements()
-        .sensitive
-        .iter()
-        .filter(|s| s.l.is_some() || s.t.is_some())
-        .map(|s| s.attribute.clone())
-        .collect();
+    let sensitive = policy.requirements().constrained_attributes();
     let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive).await?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {

@@ -27,11 +27,6 @@ pub struct ApplyArgs {
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
-    let memory_limit = args
-        .memory_limit
-        .as_deref()
-        .map(session::parse_size)
-        .transpose()?;
     let mut policy = Policy::from_file(&args.policy)?;
     if policy.transformation().is_none() {
         return Err(DataFusionError::Plan(format!(
@@ -41,7 +36,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         )));
     }
     let out = output_path(args.out, &policy)?;
-    let ctx = session::context(memory_limit)?;
+    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
     policy.register(&ctx).await?;
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();

@@ -158,12 +158,7 @@ struct CsvTable {
 }
 
 async fn sql(args: SqlArgs) -> Result<()> {
-    let memory_limit = args
-        .memory_limit
-        .as_deref()
-        .map(session::parse_size)
-        .transpose()?;
-    let ctx = session::context(memory_limit)?;
+    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
     if let Some(path) = &args.policy {
         let mut policy = Policy::from_file(path)?;
         policy.register(&ctx).await?;

@@ -117,6 +117,15 @@ pub struct PrivacyRequirements {
 }
 
 impl PrivacyRequirements {
+    /// The sensitive attributes with an l or t requirement, in order.
+    pub fn constrained_attributes(&self) -> Vec<String> {
+        self.sensitive
+            .iter()
+            .filter(|s| s.l.is_some() || s.t.is_some())
+            .map(|s| s.attribute.clone())
+            .collect()
+    }
+
     /// The most rows of `n` that may be suppressed: ⌊max_suppression · n⌋, computed so that
     /// a rate like 0.02 of 30,162 rows allows 603 rows, not 602 through rounding.
     pub fn max_suppressed_rows(&self, n: u64) -> u64 {
