@@ -180,10 +180,25 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             roles.push(Role::Keep);
         }
     }
-    // a per-class measure alone on its attribute is computed directly by its own accumulator
+    // a per-class measure alone on its attribute is computed directly by its own accumulator,
+    // and so are persons and person risk when nothing else needs the attribute's histogram:
+    // their distinct-value accumulator is much cheaper than a histogram of near-unique ids
+    let mut needs_histogram = vec![false; keys.len()];
+    for role in &roles {
+        if let Role::Histogram(usage, index) = role
+            && !matches!(
+                usage,
+                HistogramUse::Measure(
+                    HistogramOutput::DistinctPersons | HistogramOutput::PersonRisk
+                )
+            )
+        {
+            needs_histogram[*index] = true;
+        }
+    }
     for role in roles.iter_mut() {
         if let Role::Histogram(HistogramUse::Measure(_), index) = role
-            && users[*index] < 2
+            && (users[*index] < 2 || !needs_histogram[*index])
         {
             *role = Role::Keep;
         }
