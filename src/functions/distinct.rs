@@ -89,7 +89,13 @@ where
     T::Native: KeyBits,
 {
     out.clear();
-    out.extend(array.as_primitive::<T>().values().iter().map(|v| v.to_key()));
+    out.extend(
+        array
+            .as_primitive::<T>()
+            .values()
+            .iter()
+            .map(|v| v.to_key()),
+    );
 }
 
 fn decode_bits<T: ArrowPrimitiveType>(
@@ -102,7 +108,10 @@ where
 {
     let values: Vec<T::Native> = keys.into_iter().map(T::Native::from_key).collect();
     // `data_type` is the accumulator's input type, which selected `T`: compatible
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls).with_data_type(data_type.clone()))
+    Arc::new(
+        PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)
+            .with_data_type(data_type.clone()),
+    )
 }
 
 /// The bit codec of integer-like types (integers, dates, times, timestamps, durations).
@@ -259,7 +268,7 @@ impl std::fmt::Debug for ValueKeys {
 const MIN_COMPACTION: usize = 1 << 22;
 
 /// `(class, key)` pairs, sorted by class and deduplicated up to `sorted`, appended after.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PairLog {
     groups: Vec<u32>,
     keys: Vec<u64>,
@@ -268,6 +277,21 @@ struct PairLog {
     limit: usize,
     /// reused buffer of a compaction's output (avoids fresh pages for every compaction)
     spare: Vec<u64>,
+    /// [`MIN_COMPACTION`], smaller in tests
+    min_compaction: usize,
+}
+
+impl Default for PairLog {
+    fn default() -> Self {
+        Self {
+            groups: Vec::new(),
+            keys: Vec::new(),
+            sorted: 0,
+            limit: 0,
+            spare: Vec::new(),
+            min_compaction: MIN_COMPACTION,
+        }
+    }
 }
 
 impl PairLog {
@@ -278,7 +302,7 @@ impl PairLog {
     }
 
     fn maybe_compact(&mut self, num_groups: usize) {
-        if self.keys.len() >= self.limit.max(MIN_COMPACTION) {
+        if self.keys.len() >= self.limit.max(self.min_compaction) {
             let offsets = self.compact(num_groups);
             self.regroup(&offsets, 0);
         }
@@ -404,12 +428,16 @@ impl DistinctGroupsAccumulator {
         let has_null = emit_to.take_needed(&mut self.has_null);
         match emit_to {
             EmitTo::All => {
-                self.log.groups.clear();
-                self.log.sorted = 0;
-                self.log.limit = 0;
+                // release the memory too: DataFusion expects `size` to drop once the state
+                // is out (when it spills)
+                let keys = std::mem::take(&mut self.log.keys);
+                self.log = PairLog {
+                    min_compaction: self.log.min_compaction,
+                    ..PairLog::default()
+                };
                 Drained {
                     offsets,
-                    keys: std::mem::take(&mut self.log.keys),
+                    keys,
                     has_null,
                 }
             }
@@ -477,7 +505,9 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
             .zip(&drained.has_null)
             .map(|(w, &null)| (w[1] - w[0] + usize::from(null)) as u64);
         Ok(match self.output {
-            DistinctOutput::Persons => Arc::new(Int64Array::from_iter_values(persons.map(|p| p as i64))),
+            DistinctOutput::Persons => {
+                Arc::new(Int64Array::from_iter_values(persons.map(|p| p as i64)))
+            }
             DistinctOutput::PersonRisk => Arc::new(
                 persons
                     .map(|p| (p > 0).then(|| 1.0 / p as f64))
@@ -518,7 +548,10 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
                     valid.push(false);
                 }
             }
-            (with_nulls, Some(NullBuffer::new(BooleanBuffer::from(valid))))
+            (
+                with_nulls,
+                Some(NullBuffer::new(BooleanBuffer::from(valid))),
+            )
         };
         let values = self.keys.decode(keys, nulls, emit_to)?;
         let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
@@ -613,6 +646,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::datatypes::Float64Type;
 
     fn persons(acc: &mut DistinctGroupsAccumulator, emit_to: EmitTo) -> Vec<i64> {
         acc.evaluate(emit_to)
@@ -634,8 +668,8 @@ mod tests {
             Some(3),
             None,
         ]));
-        let mut acc = DistinctGroupsAccumulator::try_new(&DataType::Int64, DistinctOutput::Persons)
-            .unwrap();
+        let mut acc =
+            DistinctGroupsAccumulator::try_new(&DataType::Int64, DistinctOutput::Persons).unwrap();
         acc.update_batch(&[values], &[0, 0, 1, 0, 1, 1, 2], None, 4)
             .unwrap();
         assert_eq!(persons(&mut acc, EmitTo::All), vec![2, 2, 1, 0]);
@@ -649,6 +683,9 @@ mod tests {
             DistinctGroupsAccumulator::try_new(&DataType::Utf8, DistinctOutput::Persons).unwrap();
         let mut merged =
             DistinctGroupsAccumulator::try_new(&DataType::Utf8, DistinctOutput::Persons).unwrap();
+        // compact every few batches
+        acc.log.min_compaction = 5000;
+        merged.log.min_compaction = 5000;
         for round in 0..5 {
             let strings: Vec<String> = (0..3000).map(|v| format!("id{v}")).collect();
             let values: ArrayRef = Arc::new(StringArray::from(strings));
@@ -680,6 +717,49 @@ mod tests {
         let values: ArrayRef = Arc::new(datafusion::arrow::array::Int32Array::from(values));
         acc.update_batch(&[values], &groups, None, 4).unwrap();
         assert_eq!(persons(&mut acc, EmitTo::First(2)), vec![1, 2]);
-        assert_eq!(persons(&mut acc, EmitTo::All), vec![3, 4]);
+        // the remaining classes 2, 3 are now 0, 1; add value 7 to both and a NULL to 1
+        let more: ArrayRef = Arc::new(datafusion::arrow::array::Int32Array::from(vec![
+            Some(7),
+            Some(7),
+            None,
+        ]));
+        acc.update_batch(&[more], &[0, 1, 1], None, 2).unwrap();
+        assert_eq!(persons(&mut acc, EmitTo::All), vec![4, 6]);
+    }
+
+    #[test]
+    fn filter_and_state_of_skipped_rows() {
+        // rows (class, value, selected): (0, 5, yes) (0, 6, no) (1, NULL, yes) (1, 5, NULL)
+        // (0, 7, yes) -> class 0: {5, 7}, risk 1/2; class 1: {NULL}, one person, risk 1
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![
+            Some(5),
+            Some(6),
+            None,
+            Some(5),
+            Some(7),
+        ]));
+        let filter =
+            BooleanArray::from(vec![Some(true), Some(false), Some(true), None, Some(true)]);
+        let groups = [0, 0, 1, 1, 0];
+        let mut direct =
+            DistinctGroupsAccumulator::try_new(&DataType::Int64, DistinctOutput::PersonRisk)
+                .unwrap();
+        direct
+            .update_batch(std::slice::from_ref(&values), &groups, Some(&filter), 2)
+            .unwrap();
+        let mut merged =
+            DistinctGroupsAccumulator::try_new(&DataType::Int64, DistinctOutput::PersonRisk)
+                .unwrap();
+        let state = merged
+            .convert_to_state(std::slice::from_ref(&values), Some(&filter))
+            .unwrap();
+        merged.merge_batch(&state, &groups, 2).unwrap();
+        for acc in [&mut direct, &mut merged] {
+            let risk = acc.evaluate(EmitTo::All).unwrap();
+            assert_eq!(
+                risk.as_primitive::<Float64Type>().values().to_vec(),
+                vec![0.5, 1.0]
+            );
+        }
     }
 }
