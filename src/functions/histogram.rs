@@ -344,7 +344,8 @@ impl ClassHistograms {
         })
     }
 
-    fn ensure_groups(&mut self, total_num_groups: usize) -> Result<()> {
+    /// Declares classes up to `total_num_groups` (all empty until values arrive).
+    pub fn ensure_groups(&mut self, total_num_groups: usize) -> Result<()> {
         if total_num_groups > u32::MAX as usize {
             return Err(DataFusionError::Execution(format!(
                 "too many equivalence classes ({total_num_groups}) for one partition"
