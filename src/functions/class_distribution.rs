@@ -14,6 +14,7 @@ use datafusion::logical_expr::{
 };
 
 use super::common::{SingleClass, constant_f64, decode_dictionary};
+use super::distinct::{DistinctGroupsAccumulator, DistinctOutput, distinct_state_fields};
 use super::histogram::{HistogramGroupsAccumulator, HistogramOutput, histogram_state_fields};
 
 /// What the function returns, derived from the call's arguments.
@@ -85,7 +86,9 @@ impl ClassDistributionFunction {
         })
     }
 
-    fn new_groups_accumulator(&self, args: &AccumulatorArgs) -> Result<HistogramGroupsAccumulator> {
+    /// The attribute's type (the first argument); an error for the zero-argument forms, which
+    /// `simplify` replaces before execution.
+    fn value_type(&self, args: &AccumulatorArgs) -> Result<DataType> {
         let Some(field) = args.expr_fields.first() else {
             return Err(DataFusionError::Plan(format!(
                 "{}() without arguments must be simplified by the optimizer before execution \
@@ -93,7 +96,17 @@ impl ClassDistributionFunction {
                 self.name
             )));
         };
-        HistogramGroupsAccumulator::try_new(field.data_type(), self.output(args)?)
+        Ok(field.data_type().clone())
+    }
+
+    /// Persons and person risk only need each class's distinct values: the dedicated
+    /// distinct-value accumulator, not a histogram.
+    fn distinct_output(&self) -> Option<DistinctOutput> {
+        match self.kind {
+            Kind::Persons => Some(DistinctOutput::Persons),
+            Kind::PersonRisk => Some(DistinctOutput::PersonRisk),
+            _ => None,
+        }
     }
 }
 
@@ -205,10 +218,17 @@ impl AggregateUDFImpl for ClassDistributionFunction {
             .iter()
             .map(|f| f.data_type().clone())
             .collect();
-        Ok(Box::new(SingleClass::try_new(
-            self.new_groups_accumulator(&args)?,
-            &types,
-        )?))
+        let value_type = self.value_type(&args)?;
+        Ok(match self.distinct_output() {
+            Some(output) => Box::new(SingleClass::try_new(
+                DistinctGroupsAccumulator::try_new(&value_type, output)?,
+                &types,
+            )?),
+            None => Box::new(SingleClass::try_new(
+                HistogramGroupsAccumulator::try_new(&value_type, self.output(&args)?)?,
+                &types,
+            )?),
+        })
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -216,7 +236,10 @@ impl AggregateUDFImpl for ClassDistributionFunction {
             .input_fields
             .first()
             .map_or(DataType::Null, |f| f.data_type().clone());
-        Ok(histogram_state_fields(args.name, &value_type))
+        Ok(match self.distinct_output() {
+            Some(_) => distinct_state_fields(args.name, &value_type),
+            None => histogram_state_fields(args.name, &value_type),
+        })
     }
 
     fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
@@ -227,7 +250,14 @@ impl AggregateUDFImpl for ClassDistributionFunction {
         &self,
         args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(self.new_groups_accumulator(&args)?))
+        let value_type = self.value_type(&args)?;
+        Ok(match self.distinct_output() {
+            Some(output) => Box::new(DistinctGroupsAccumulator::try_new(&value_type, output)?),
+            None => Box::new(HistogramGroupsAccumulator::try_new(
+                &value_type,
+                self.output(&args)?,
+            )?),
+        })
     }
 
     fn simplify(&self) -> Option<AggregateFunctionSimplification> {

@@ -159,15 +159,149 @@ impl Default for InlineSlots {
 /// big classes of a low-cardinality attribute (a disease code) then cost an index, not a hash.
 const DENSE_CODES: u32 = 32;
 
-/// Key of the shared map of sparse overflow counts: class in the high half, code in the low.
+/// An overflow log entry: the code in the high half, a count below 2^32 in the low half (so
+/// that sorting entries sorts by code).
 #[inline]
-fn sparse_key(group: usize, code: u32) -> u64 {
-    ((group as u64) << 32) | u64::from(code)
+fn log_entry(code: u32, count: u32) -> u64 {
+    (u64::from(code) << 32) | u64::from(count)
+}
+
+/// The overflow log compacts itself when it reaches at least this many entries (and twice its
+/// size after the last compaction).
+const MIN_COMPACTION: usize = 1 << 22;
+
+/// Counts of the codes that fit neither inline nor dense (large domains: person ids, incomes),
+/// for all classes together: `(class, code, count)` entries appended as they come, with no
+/// lookup, and *compacted* — sorted by class (a counting sort over the dense class indices),
+/// each class's entries sorted by code and equal codes summed — when read, and whenever the
+/// log has doubled since its last compaction (memory stays within about twice the distinct
+/// `(class, code)` pairs). Appending is a sequential write where a hash map of pairs would
+/// cost a random probe into a table as large as the pairs.
+#[derive(Debug)]
+struct OverflowLog {
+    groups: Vec<u32>,
+    entries: Vec<u64>,
+    /// entries up to here are compacted
+    sorted: usize,
+    /// compact when `entries` reaches this length
+    limit: usize,
+    /// [`MIN_COMPACTION`], smaller in tests
+    min_compaction: usize,
+}
+
+impl Default for OverflowLog {
+    fn default() -> Self {
+        Self {
+            groups: Vec::new(),
+            entries: Vec::new(),
+            sorted: 0,
+            limit: 0,
+            min_compaction: MIN_COMPACTION,
+        }
+    }
+}
+
+/// Compacted overflow counts: class g's codes and counts are `offsets[g]..offsets[g + 1]`.
+#[derive(Debug, Default)]
+struct OverflowRuns {
+    offsets: Vec<usize>,
+    codes: Vec<u32>,
+    counts: Vec<u64>,
+}
+
+impl OverflowLog {
+    #[inline]
+    fn push(&mut self, group: usize, code: u32, mut count: u64) {
+        // counts of 2^32 or more (merged states only) take several entries
+        while count > u64::from(u32::MAX) {
+            self.groups.push(group as u32);
+            self.entries.push(log_entry(code, u32::MAX));
+            count -= u64::from(u32::MAX);
+        }
+        self.groups.push(group as u32);
+        self.entries.push(log_entry(code, count as u32));
+    }
+
+    fn maybe_compact(&mut self, num_groups: usize) {
+        if self.entries.len() >= self.limit.max(self.min_compaction) {
+            let runs = self.take_runs(num_groups);
+            self.restore(&runs, 0);
+        }
+    }
+
+    /// Empties the log into per-class runs of distinct codes, for classes `0..num_groups`.
+    fn take_runs(&mut self, num_groups: usize) -> OverflowRuns {
+        let mut offsets = vec![0usize; num_groups + 1];
+        for &g in &self.groups {
+            offsets[g as usize + 1] += 1;
+        }
+        for g in 0..num_groups {
+            offsets[g + 1] += offsets[g];
+        }
+        let entries = std::mem::take(&mut self.entries);
+        let grouped = if self.sorted == entries.len() {
+            // already in class order, each code once
+            entries
+        } else {
+            let mut next = offsets.clone();
+            let mut grouped = vec![0u64; entries.len()];
+            for (&g, &entry) in self.groups.iter().zip(&entries) {
+                let slot = &mut next[g as usize];
+                grouped[*slot] = entry;
+                *slot += 1;
+            }
+            grouped
+        };
+        self.groups = Vec::new();
+        self.sorted = 0;
+        let mut runs = OverflowRuns {
+            offsets: Vec::with_capacity(num_groups + 1),
+            codes: Vec::with_capacity(grouped.len()),
+            counts: Vec::with_capacity(grouped.len()),
+        };
+        runs.offsets.push(0);
+        let mut grouped = grouped;
+        for g in 0..num_groups {
+            let class = &mut grouped[offsets[g]..offsets[g + 1]];
+            class.sort_unstable();
+            let mut previous = None;
+            for &entry in class.iter() {
+                let (code, count) = ((entry >> 32) as u32, entry & u64::from(u32::MAX));
+                if previous == Some(code) {
+                    if let Some(last) = runs.counts.last_mut() {
+                        *last += count;
+                    }
+                } else {
+                    runs.codes.push(code);
+                    runs.counts.push(count);
+                    previous = Some(code);
+                }
+            }
+            runs.offsets.push(runs.codes.len());
+        }
+        runs
+    }
+
+    /// Puts compacted runs back into the (empty) log, for the classes from `first` on,
+    /// renumbered from 0.
+    fn restore(&mut self, runs: &OverflowRuns, first: usize) {
+        for (g, w) in runs.offsets[first..].windows(2).enumerate() {
+            for i in w[0]..w[1] {
+                self.push(g, runs.codes[i], runs.counts[i]);
+            }
+        }
+        self.sorted = self.entries.len();
+        self.limit = 2 * self.entries.len();
+    }
+
+    fn size(&self) -> usize {
+        self.groups.capacity() * size_of::<u32>() + self.entries.capacity() * size_of::<u64>()
+    }
 }
 
 /// Per-class histograms over value codes (see module docs). A value code lives in exactly one
 /// place: the class's inline slots, else its dense array (codes below [`DENSE_CODES`]), else
-/// the one map shared by all classes (large domains such as person ids: one table for all
+/// the overflow log shared by all classes (large domains such as person ids: one log for all
 /// classes, no allocation per class).
 #[derive(Debug, Default)]
 struct Histograms {
@@ -176,7 +310,7 @@ struct Histograms {
     dense: Vec<Vec<u64>>,
     /// entries in all dense arrays, so that `size` stays O(1)
     dense_entries: usize,
-    sparse: hashbrown::HashMap<u64, u64>,
+    overflow: OverflowLog,
     nulls: Vec<u64>,
 }
 
@@ -231,7 +365,7 @@ impl Histograms {
             }
             counts[index] += count;
         } else {
-            *self.sparse.entry(sparse_key(group, code)).or_insert(0) += count;
+            self.overflow.push(group, code, count);
         }
     }
 
@@ -243,39 +377,21 @@ impl Histograms {
         let nulls = emit_to.take_needed(&mut self.nulls);
         self.dense_entries -= dense.iter().map(|d| d.len()).sum::<usize>();
         let num_groups = inline.len();
-        let sparse: Vec<(u64, u64)> = match emit_to {
-            EmitTo::All => self.sparse.drain().collect(),
-            EmitTo::First(n) => {
-                let taken = self
-                    .sparse
-                    .extract_if(|k, _| ((k >> 32) as usize) < n)
-                    .collect();
-                let shift = (n as u64) << 32;
-                let rest: Vec<(u64, u64)> = self.sparse.drain().collect();
-                self.sparse
-                    .extend(rest.into_iter().map(|(k, c)| (k - shift, c)));
-                taken
-            }
-        };
-        // sparse entries bucketed by class (counting sort)
-        let mut starts = vec![0usize; num_groups + 1];
-        for (k, _) in &sparse {
-            starts[(k >> 32) as usize + 1] += 1;
+        // all classes' overflow, the emitted ones' taken, the others' put back
+        let runs = self.overflow.take_runs(num_groups + self.nulls.len());
+        if let EmitTo::First(n) = emit_to {
+            self.overflow.restore(&runs, n);
+        } else {
+            self.overflow = OverflowLog {
+                min_compaction: self.overflow.min_compaction,
+                ..OverflowLog::default()
+            };
         }
-        for g in 0..num_groups {
-            starts[g + 1] += starts[g];
-        }
-        let mut next = starts.clone();
-        let mut bucketed = vec![(0u32, 0u64); sparse.len()];
-        for (k, c) in sparse {
-            let g = (k >> 32) as usize;
-            bucketed[next[g]] = (k as u32, c);
-            next[g] += 1;
-        }
+        let overflow_items = runs.offsets[num_groups];
 
         let mut offsets = Vec::with_capacity(num_groups + 1);
-        let mut codes = Vec::with_capacity(num_groups * 2 + bucketed.len());
-        let mut counts = Vec::with_capacity(num_groups * 2 + bucketed.len());
+        let mut codes = Vec::with_capacity(num_groups * 2 + overflow_items);
+        let mut counts = Vec::with_capacity(num_groups * 2 + overflow_items);
         offsets.push(0);
         for (g, (slots, extra)) in inline.iter().zip(&dense).enumerate() {
             for i in 0..INLINE {
@@ -290,10 +406,9 @@ impl Histograms {
                     counts.push(count);
                 }
             }
-            for &(code, count) in &bucketed[starts[g]..starts[g + 1]] {
-                codes.push(code);
-                counts.push(count);
-            }
+            let run = runs.offsets[g]..runs.offsets[g + 1];
+            codes.extend_from_slice(&runs.codes[run.clone()]);
+            counts.extend_from_slice(&runs.counts[run]);
             offsets.push(codes.len());
         }
         GroupedHistograms {
@@ -308,7 +423,7 @@ impl Histograms {
         self.inline.capacity() * size_of::<InlineSlots>()
             + self.dense.capacity() * size_of::<usize>()
             + self.dense_entries * size_of::<u64>()
-            + self.sparse.capacity() * (size_of::<(u64, u64)>() + 1)
+            + self.overflow.size()
             + self.nulls.capacity() * size_of::<u64>()
     }
 }
@@ -344,7 +459,8 @@ impl ClassHistograms {
         })
     }
 
-    fn ensure_groups(&mut self, total_num_groups: usize) -> Result<()> {
+    /// Declares classes up to `total_num_groups` (all empty until values arrive).
+    pub fn ensure_groups(&mut self, total_num_groups: usize) -> Result<()> {
         if total_num_groups > u32::MAX as usize {
             return Err(DataFusionError::Execution(format!(
                 "too many equivalence classes ({total_num_groups}) for one partition"
@@ -388,6 +504,7 @@ impl ClassHistograms {
                 }
             }
         }
+        histograms.overflow.maybe_compact(total_num_groups);
         Ok(())
     }
 
@@ -425,6 +542,7 @@ impl ClassHistograms {
                     self.histograms.add(group, code as u32, count);
                 }
             }
+            self.histograms.overflow.maybe_compact(total_num_groups);
             return Ok(());
         }
         for (row, &group) in group_indices.iter().enumerate() {
@@ -443,6 +561,7 @@ impl ClassHistograms {
                 }
             }
         }
+        self.histograms.overflow.maybe_compact(total_num_groups);
         Ok(())
     }
 
@@ -692,5 +811,72 @@ impl GroupsAccumulator for HistogramGroupsAccumulator {
 
     fn size(&self) -> usize {
         self.inner.size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Class g's (code, count) pairs of a drained histogram, sorted by code.
+    fn class_map(grouped: &GroupedHistograms, g: usize) -> BTreeMap<u32, u64> {
+        let mut map = BTreeMap::new();
+        for i in grouped.offsets[g]..grouped.offsets[g + 1] {
+            // a code appears once per class
+            assert!(map.insert(grouped.codes[i], grouped.counts[i]).is_none());
+        }
+        map
+    }
+
+    #[test]
+    fn inline_dense_and_overflow_agree_with_a_map() {
+        // pseudo-random adds over 50 classes and 300 codes (inline, dense below 32 and the
+        // overflow log, compacted every few hundred adds), against a plain map
+        let mut histograms = Histograms::default();
+        histograms.overflow.min_compaction = 200;
+        let mut expected: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); 50];
+        histograms.resize(50);
+        let mut x: u64 = 12345;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let group = (x >> 33) as usize % 50;
+            let code = ((x >> 20) % 300) as u32;
+            let count = 1 + (x >> 50) % 3;
+            histograms.add(group, code, count);
+            *expected[group].entry(code).or_default() += count;
+            histograms.overflow.maybe_compact(50);
+        }
+        // the first 20 classes, then the rest (renumbered from 0)
+        let first = histograms.drain(EmitTo::First(20));
+        assert_eq!(first.num_groups(), 20);
+        for (g, want) in expected.iter().enumerate().take(20) {
+            assert_eq!(&class_map(&first, g), want, "class {g}");
+        }
+        let rest = histograms.drain(EmitTo::All);
+        assert_eq!(rest.num_groups(), 30);
+        for g in 0..30 {
+            assert_eq!(&class_map(&rest, g), &expected[20 + g], "class {}", 20 + g);
+        }
+    }
+
+    #[test]
+    fn counts_beyond_32_bits() {
+        // 4 inline codes, then code 100 twice with 3 * 2^32 + 5 in all, code 7 dense
+        let mut histograms = Histograms::default();
+        histograms.resize(1);
+        for code in 40..44 {
+            histograms.add(0, code, 1);
+        }
+        histograms.add(0, 100, (1 << 33) + 2);
+        histograms.add(0, 100, (1 << 32) + 3);
+        histograms.add(0, 7, 1 << 40);
+        let grouped = histograms.drain(EmitTo::All);
+        let map = class_map(&grouped, 0);
+        assert_eq!(map[&100], 3 * (1u64 << 32) + 5);
+        assert_eq!(map[&7], 1 << 40);
+        assert_eq!(map.len(), 6);
     }
 }

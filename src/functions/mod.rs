@@ -17,6 +17,7 @@ use datafusion::logical_expr::AggregateUDF;
 
 pub mod class_distribution;
 pub(crate) mod common;
+pub(crate) mod distinct;
 pub mod entropy_l_diversity;
 pub mod entropy_leakage;
 pub mod formulas;

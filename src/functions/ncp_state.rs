@@ -232,6 +232,11 @@ impl NcpAccumulator {
     }
 }
 
+/// Whether every entry of `array` is NULL.
+fn all_null(array: &ArrayRef) -> bool {
+    array.logical_null_count() == array.len()
+}
+
 /// Folds `values` into per-class ranges, skipping NULL and NaN.
 fn update_range(
     min: &mut [f64],
@@ -269,6 +274,12 @@ impl GroupsAccumulator for NcpAccumulator {
         }
         for (attribute, array) in self.attributes.iter_mut().zip(values) {
             match attribute {
+                // NULLs are ignored: nothing to do for an all-NULL batch (such as the constant
+                // NULL the rewrite puts in place of a GROUP BY attribute)
+                AttributeState::Range { .. } if all_null(array) => {}
+                AttributeState::Values(histograms) if all_null(array) => {
+                    histograms.ensure_groups(total_num_groups)?
+                }
                 AttributeState::Range { min, max } => {
                     update_range(min, max, &to_f64(array)?, group_indices, opt_filter)
                 }
@@ -313,12 +324,16 @@ impl GroupsAccumulator for NcpAccumulator {
                     column += 2;
                 }
                 AttributeState::Values(histograms) => {
-                    histograms.merge(
-                        &values[column],
-                        &values[column + 1],
-                        group_indices,
-                        total_num_groups,
-                    )?;
+                    if all_null(values[column].as_list::<i32>().values()) {
+                        histograms.ensure_groups(total_num_groups)?;
+                    } else {
+                        histograms.merge(
+                            &values[column],
+                            &values[column + 1],
+                            group_indices,
+                            total_num_groups,
+                        )?;
+                    }
                     column += 2;
                 }
             }
@@ -339,6 +354,13 @@ impl GroupsAccumulator for NcpAccumulator {
         let mut arrays: Vec<ArrayRef> = Vec::new();
         for (attribute, array) in self.attributes.iter().zip(values) {
             match attribute {
+                AttributeState::Range { .. } if all_null(array) => {
+                    arrays.push(Arc::new(Float64Array::from_value(f64::INFINITY, num_rows)));
+                    arrays.push(Arc::new(Float64Array::from_value(
+                        f64::NEG_INFINITY,
+                        num_rows,
+                    )));
+                }
                 AttributeState::Range { .. } => {
                     // one-row ranges; NULL, NaN and filtered rows become the empty range
                     let as_f64 = to_f64(array)?;

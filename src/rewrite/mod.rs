@@ -33,11 +33,12 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult};
-use datafusion::common::{Column, DataFusionError};
+use datafusion::common::{Column, DataFusionError, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
-    Aggregate, Expr, LogicalPlan, Projection, ScalarUDF, Window, WindowUDF, cast, col, lit,
+    Aggregate, Expr, ExprSchemable, LogicalPlan, Projection, ScalarUDF, Window, WindowUDF, cast,
+    col, lit,
 };
 use datafusion::optimizer::AnalyzerRule;
 
@@ -137,6 +138,32 @@ fn histogram_call(expr: &Expr) -> Option<(HistogramUse, &AggregateFunction)> {
     Some((HistogramUse::Measure(output), call))
 }
 
+/// An `ncp` attribute that is also a `GROUP BY` expression has one value per class, so its
+/// spread is 0 in every class, whatever the table: it is replaced by a NULL of its type, which
+/// `ncp` ignores (spread 0 too) and which costs nothing to aggregate, instead of a histogram of
+/// the attribute. The attribute still counts in the mean over the attributes.
+fn constant_attributes_as_null(args: &mut [Expr], aggregate: &Aggregate) -> Result<()> {
+    let schema = aggregate.input.schema();
+    for arg in args.iter_mut() {
+        let unaliased = match &*arg {
+            Expr::Alias(alias) => alias.expr.as_ref(),
+            other => other,
+        };
+        let is_group_key = aggregate.group_expr.iter().any(|g| {
+            let g = match g {
+                Expr::Alias(alias) => alias.expr.as_ref(),
+                other => other,
+            };
+            g == unaliased
+        });
+        if is_group_key {
+            let null = ScalarValue::try_new_null(&unaliased.get_type(schema)?)?;
+            *arg = lit(null);
+        }
+    }
+    Ok(())
+}
+
 fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Aggregate(aggregate) = &plan else {
         return Ok(Transformed::no(plan));
@@ -180,10 +207,25 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             roles.push(Role::Keep);
         }
     }
-    // a per-class measure alone on its attribute is computed directly by its own accumulator
+    // a per-class measure alone on its attribute is computed directly by its own accumulator,
+    // and so are persons and person risk when nothing else needs the attribute's histogram:
+    // their distinct-value accumulator is much cheaper than a histogram of near-unique ids
+    let mut needs_histogram = vec![false; keys.len()];
+    for role in &roles {
+        if let Role::Histogram(usage, index) = role
+            && !matches!(
+                usage,
+                HistogramUse::Measure(
+                    HistogramOutput::DistinctPersons | HistogramOutput::PersonRisk
+                )
+            )
+        {
+            needs_histogram[*index] = true;
+        }
+    }
     for role in roles.iter_mut() {
         if let Role::Histogram(HistogramUse::Measure(_), index) = role
-            && users[*index] < 2
+            && (users[*index] < 2 || !needs_histogram[*index])
         {
             *role = Role::Keep;
         }
@@ -240,8 +282,12 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 let call = aggregate_call(expr).ok_or_else(|| {
                     DataFusionError::Internal("whole-table call lost its aggregate".into())
                 })?;
+                let mut args = call.params.args.clone();
+                if *kind == WholeTableKind::Ncp {
+                    constant_attributes_as_null(&mut args, aggregate)?;
+                }
                 class_aggregates.push(
-                    kind.class_state(call.params.args.clone(), call.params.filter.clone())
+                    kind.class_state(args, call.params.filter.clone())
                         .alias(&state),
                 );
                 finalizers.push(finalizer_udwf(*kind).call(vec![col(state)]).alias(&result));

@@ -21,7 +21,7 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::execution::FunctionRegistry;
 use datafusion::parquet::arrow::ArrowWriter;
@@ -69,6 +69,10 @@ struct Row {
     c: Option<String>,
     /// high-cardinality numeric SA, 0..250 skewed
     h: Option<i64>,
+    /// near-unique person id (negative and positive, a few repeats and NULLs)
+    u: Option<i64>,
+    /// numeric SA with about as many distinct values as rows
+    w: Option<i64>,
 }
 
 fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
@@ -87,7 +91,7 @@ fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
         }
     };
     (0..count)
-        .map(|_| Row {
+        .map(|i| Row {
             g1: (!r.chance(10)).then(|| r.below(4) as i64),
             g2: strs(
                 &mut r,
@@ -126,6 +130,15 @@ fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
             } else {
                 Some(r.below(250) as i64)
             },
+            u: if r.chance(3) {
+                None
+            } else if r.chance(10) {
+                // a person seen before (or not yet seen)
+                Some((r.below(count as u64) as i64 - count as i64 / 2) * 1_000_003)
+            } else {
+                Some((i as i64 - count as i64 / 2) * 1_000_003)
+            },
+            w: (!r.chance(4)).then(|| r.below(5 * count as u64) as i64 - 100),
         })
         .collect()
 }
@@ -140,6 +153,8 @@ fn schema() -> Arc<Schema> {
         Field::new("f", DataType::Float64, true),
         Field::new("c", DataType::Utf8, true),
         Field::new("h", DataType::Int64, true),
+        Field::new("u", DataType::Int64, true),
+        Field::new("w", DataType::Int64, true),
     ]))
 }
 
@@ -153,6 +168,8 @@ fn to_batch(rows: &[Row]) -> RecordBatch {
         Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.f))),
         Arc::new(StringArray::from_iter(rows.iter().map(|r| r.c.clone()))),
         Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.h))),
+        Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.u))),
+        Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.w))),
     ];
     RecordBatch::try_new(schema(), cols).unwrap()
 }
@@ -189,6 +206,8 @@ fn typed_mem_table(rows: &[Row]) -> MemTable {
         DataType::Float32,
         dict,
         DataType::Date32,
+        DataType::Timestamp(TimeUnit::Microsecond, Some("+01:00".into())),
+        DataType::Float64,
     ];
     let schema = Arc::new(Schema::new(
         schema()
@@ -532,6 +551,15 @@ fn get_f(r: &Row) -> Option<String> {
 fn num_n(r: &Row) -> Option<f64> {
     r.n.map(|x| x as f64)
 }
+fn get_u(r: &Row) -> Option<String> {
+    key_i(r.u)
+}
+fn get_w(r: &Row) -> Option<String> {
+    key_i(r.w)
+}
+fn num_w(r: &Row) -> Option<f64> {
+    r.w.map(|x| x as f64)
+}
 fn num_h(r: &Row) -> Option<f64> {
     r.h.map(|x| x as f64)
 }
@@ -686,6 +714,38 @@ const MEASURES: &[Measure] = &[
         sql: "l_diversity('#' || CAST(h AS VARCHAR))",
         int: true,
         eval: |e, _| l_div(e, get_h),
+    },
+    // near-unique person ids (the distinct-value accumulator: integer keys, timestamps in the
+    // typed table, interned strings), and a numeric SA with about as many values as rows
+    Measure {
+        sql: "k_anonymity(u)",
+        int: true,
+        eval: |e, _| persons(e, get_u) as f64,
+    },
+    Measure {
+        sql: "reidentification_risk(u)",
+        int: false,
+        eval: |e, _| 1.0 / persons(e, get_u) as f64,
+    },
+    Measure {
+        sql: "k_anonymity('#' || CAST(u AS VARCHAR))",
+        int: true,
+        eval: |e, _| persons(e, get_u) as f64,
+    },
+    Measure {
+        sql: "t_closeness_ordered(w)",
+        int: false,
+        eval: |e, t| t_ordered(e, t, num_w),
+    },
+    Measure {
+        sql: "t_closeness(w)",
+        int: false,
+        eval: |e, t| t_equal(e, t, get_w),
+    },
+    Measure {
+        sql: "entropy_l_diversity(w)",
+        int: false,
+        eval: |e, _| entropy_l(e, get_w),
     },
     Measure {
         sql: "ncp(c, n, h, f)",
@@ -1397,6 +1457,7 @@ async fn reference_matches_sql_with_spilling() {
 }
 
 /// Memory pools tried for the spilling test, largest first.
-const SPILL_POOL_BYTES: [usize; 9] = [
-    4_000_000, 2_000_000, 1_000_000, 500_000, 300_000, 200_000, 130_000, 100_000, 70_000,
+const SPILL_POOL_BYTES: [usize; 13] = [
+    4_000_000, 2_000_000, 1_400_000, 1_000_000, 850_000, 700_000, 600_000, 500_000, 300_000,
+    200_000, 130_000, 100_000, 70_000,
 ];
