@@ -25,14 +25,16 @@ pub mod functions;
 pub mod generalize;
 pub mod generate;
 pub mod policy;
+pub mod profile;
 pub mod rewrite;
 pub mod tables;
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-/// Registers every anonymity function (aggregates, their internal helpers) and the
-/// whole-table rewrite rule on `ctx`. Call once per `SessionContext`.
+/// Registers every anonymity function (aggregates, their internal helpers, the recoding
+/// functions, the `anonymity_profile` table function) and the whole-table rewrite rule on
+/// `ctx`. Call once per `SessionContext`.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     for udaf in functions::all_aggregate_functions() {
         ctx.register_udaf(udaf.as_ref().clone());
@@ -45,6 +47,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     }
     ctx.add_analyzer_rule(std::sync::Arc::new(rewrite::WholeTableRewrite::new()));
     generalize::register_functions(ctx)?;
+    profile::register_table_function(ctx);
     Ok(())
 }
 

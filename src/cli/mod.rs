@@ -3,6 +3,7 @@
 
 mod errors;
 mod output;
+mod profile;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -38,6 +39,8 @@ enum Command {
     Generate(GenerateArgs),
     /// Time each function against its plain-SQL floor and print the ratios.
     Bench(bench::BenchArgs),
+    /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
+    Profile(profile::ProfileArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -130,6 +133,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Bench(args) => bench::run(args).await,
+        Command::Profile(args) => profile::run(args).await,
     }
 }
 
