@@ -156,7 +156,9 @@ fn ordered_context(ctx: &SessionContext) -> SessionContext {
     let config = ctx
         .copied_config()
         .with_target_partitions(1)
-        .with_repartition_file_scans(false);
+        .with_repartition_file_scans(false)
+        // keep the catalog (and the tables registered in it)
+        .with_create_default_catalog_and_schema(false);
     let state = SessionStateBuilder::new_from_existing(ctx.state())
         .with_config(config)
         .build();

@@ -1,5 +1,6 @@
 //! Integration tests for `datafusion_anonymity`, written from `docs/functions.md` and
 //! `METRICS.md`: sqllogictest files under `sql/` and a brute-force reference comparison.
 
+mod profile;
 mod reference;
 mod slt;

@@ -250,6 +250,7 @@ slt_files!(
     queries,
     parquet,
     generalize,
+    profile,
 );
 
 /// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.
