@@ -35,6 +35,9 @@ pub struct BenchArgs {
     /// Smoke test: 100,000 rows and one timed run (overrides --rows and --iterations).
     #[arg(long)]
     pub quick: bool,
+    /// Run only the `anon profile` case.
+    #[arg(long)]
+    pub profile_only: bool,
 }
 
 /// One comparison: a query with our functions against the plain SQL that bounds its cost.
@@ -208,7 +211,9 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         "fn_min-max_s"
     );
     let mut over = Vec::new();
-    for case in cases() {
+    let cases = if args.profile_only { Vec::new() } else { cases() };
+    let count = cases.len() + 1;
+    for case in cases {
         // warm-up, untimed
         run_once(&ctx, &case.floor).await?;
         let (_, classes) = run_once(&ctx, &case.query).await?;
@@ -236,13 +241,63 @@ pub async fn run(args: BenchArgs) -> Result<()> {
             format!("{:.3}-{:.3}", secs(query.min()), secs(query.max())),
         );
     }
+    profile_case(&ctx, iterations, &mut over).await?;
     println!();
     println!("load average {} at end", load_average());
     if over.is_empty() {
-        println!("summary: all {} queries within target", cases().len());
+        println!("summary: all {count} queries within target");
     } else {
         println!("summary: over target: {}", over.join(", "));
     }
+    Ok(())
+}
+
+/// The whole `anon profile` (QIs zip, age, sex; sensitive disease; no original) against
+/// `SELECT zip, age, sex, count(*) … GROUP BY zip, age, sex`, interleaved like the SQL cases.
+async fn profile_case(
+    ctx: &SessionContext,
+    iterations: usize,
+    over: &mut Vec<&'static str>,
+) -> Result<()> {
+    const NAME: &str = "anon profile";
+    const TARGET: f64 = 4.0;
+    let floor_sql = format!("SELECT {QIS}, count(*) FROM patients GROUP BY {QIS}");
+    let mut options = crate::profile::ProfileOptions::new(
+        "patients",
+        QIS.split(',').map(|q| q.trim().to_string()).collect(),
+    );
+    options.sensitive = vec!["disease".to_string()];
+    let run_profile = || async {
+        let start = Instant::now();
+        let profile = crate::profile::profile(ctx, &options).await?;
+        Ok::<_, datafusion::error::DataFusionError>((start.elapsed(), profile.anonymity.classes))
+    };
+    // warm-up, untimed
+    run_once(ctx, &floor_sql).await?;
+    let (_, classes) = run_profile().await?;
+    let mut floor = Timings::default();
+    let mut query = Timings::default();
+    for _ in 0..iterations {
+        floor.0.push(run_once(ctx, &floor_sql).await?.0);
+        query.0.push(run_profile().await?.0);
+    }
+    let ratio = secs(query.median()) / secs(floor.median());
+    let pass = ratio <= TARGET;
+    if !pass {
+        over.push(NAME);
+    }
+    println!(
+        "{:<22} {:>9.3} {:>9.3} {:>6.2} {:>6.1}  {:<6} {:>8} {:>17} {:>17}",
+        NAME,
+        secs(floor.median()),
+        secs(query.median()),
+        ratio,
+        TARGET,
+        if pass { "PASS" } else { "over" },
+        classes,
+        format!("{:.3}-{:.3}", secs(floor.min()), secs(floor.max())),
+        format!("{:.3}-{:.3}", secs(query.min()), secs(query.max())),
+    );
     Ok(())
 }
 
