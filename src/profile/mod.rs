@@ -407,7 +407,12 @@ pub async fn profile(ctx: &SessionContext, options: &ProfileOptions) -> Result<P
     let schema = input.schema().inner().clone();
     check_options(options, &schema)?;
 
-    let classes = anonymity::ClassData::compute(ctx, options).await?;
+    // the classes and the other attributes' leakage sums run concurrently: while Rust reads
+    // the frequency set on one core, DataFusion aggregates the attributes on the others
+    let (classes, other_sums) = futures::try_join!(
+        anonymity::ClassData::compute(ctx, options),
+        leakage::other_attribute_sums(ctx, options, &schema)
+    )?;
     let rows = classes.rows();
     if rows == 0 {
         return Err(DataFusionError::Plan(format!(
@@ -420,7 +425,7 @@ pub async fn profile(ctx: &SessionContext, options: &ProfileOptions) -> Result<P
     if let Some(population) = &options.population {
         risk.population = Some(risk::population_risk(ctx, options, population, &classes).await?);
     }
-    let leakage = leakage::ranking(ctx, options, &schema, &classes).await?;
+    let leakage = leakage::ranking(options, &schema, &classes, &other_sums)?;
     let utility = match &options.original {
         Some(original) => Some(utility::utility(ctx, options, original, &classes).await?),
         None => None,
