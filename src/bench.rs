@@ -211,7 +211,11 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         "fn_min-max_s"
     );
     let mut over = Vec::new();
-    let cases = if args.profile_only { Vec::new() } else { cases() };
+    let cases = if args.profile_only {
+        Vec::new()
+    } else {
+        cases()
+    };
     let count = cases.len() + 1;
     for case in cases {
         // warm-up, untimed

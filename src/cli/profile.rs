@@ -33,7 +33,12 @@ pub struct ProfileArgs {
     #[arg(value_name = "INPUT")]
     input: String,
     /// The quasi-identifiers, comma-separated.
-    #[arg(long = "qi", value_delimiter = ',', required = true, value_name = "COLUMNS")]
+    #[arg(
+        long = "qi",
+        value_delimiter = ',',
+        required = true,
+        value_name = "COLUMNS"
+    )]
     quasi_identifiers: Vec<String>,
     /// Sensitive attributes, comma-separated (the first is the class label of the
     /// classification metric).

@@ -7,7 +7,7 @@
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{SortOptions, cast, sort_to_indices};
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
@@ -16,9 +16,7 @@ use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
 use super::keys::KeyInterner;
-use super::{
-    Anonymity, ProfileOptions, RiskyClass, SensitiveFigures, SizeBucket, label, table,
-};
+use super::{Anonymity, ProfileOptions, RiskyClass, SensitiveFigures, SizeBucket, label, table};
 use crate::functions::common::{decode_dictionary, is_ordered};
 use crate::functions::formulas::{OrderedDomain, entropy_l, equal_emd, ordered_emd, recursive_l};
 
@@ -86,7 +84,9 @@ impl ClassData {
             top_counts: None,
         };
         if options.sensitive.is_empty() {
-            let frame = input.clone().aggregate(qi_exprs(options), vec![count_rows()])?;
+            let frame = input
+                .clone()
+                .aggregate(qi_exprs(options), vec![count_rows()])?;
             data.interner = KeyInterner::new(&key_types(&frame, d))?;
             let mut stream = frame.execute_stream().await?;
             let mut ids = Vec::new();
@@ -166,7 +166,7 @@ impl ClassData {
     }
 
     /// The anonymity section of the report.
-    pub fn anonymity(&self, _options: &ProfileOptions) -> Anonymity {
+    pub fn anonymity(&self) -> Anonymity {
         let k = self.sizes.iter().copied().min().unwrap_or(0);
         let k_persons = self
             .persons
@@ -247,8 +247,11 @@ async fn persons(
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         let ids = interner.lookup(&batch.columns()[..d])?;
-        let (distinct, with_person, rows) =
-            (counts(&batch, d)?, counts(&batch, d + 1)?, counts(&batch, d + 2)?);
+        let (distinct, with_person, rows) = (
+            counts(&batch, d)?,
+            counts(&batch, d + 1)?,
+            counts(&batch, d + 2)?,
+        );
         for (i, id) in ids.into_iter().enumerate() {
             let id = id.ok_or_else(|| {
                 DataFusionError::Internal(format!(
@@ -293,22 +296,6 @@ pub(crate) fn size_buckets(sizes: &[u64]) -> Vec<SizeBucket> {
         buckets[index].rows += size;
     }
     buckets
-}
-
-/// The values of `values` as f64 for tuple diversity (numbers, decimals; dates and
-/// timestamps as their integer representation); `None` for NULL and NaN.
-fn numeric_values(values: &ArrayRef) -> Result<Vec<Option<f64>>> {
-    let value_type = decode_dictionary(values.data_type());
-    let values = if value_type.is_numeric() {
-        cast(values, &DataType::Float64)?
-    } else {
-        cast(&cast(values, &DataType::Int64)?, &DataType::Float64)?
-    };
-    Ok(values
-        .as_primitive::<Float64Type>()
-        .iter()
-        .map(|v| v.filter(|v| !v.is_nan()))
-        .collect())
 }
 
 /// The worst-class figures of one sensitive attribute from its frequency set, and the
@@ -365,7 +352,7 @@ fn sensitive_figures(
             positions[v as usize] = position;
             sorted_counts.push(table_counts[v as usize]);
         }
-        let numbers = numeric_values(value_keys)?;
+        let numbers = super::ordered_as_f64(value_keys)?;
         let (min, max) = numbers
             .iter()
             .flatten()
@@ -450,7 +437,9 @@ fn sensitive_figures(
         worst.t = worst.t.max(equal_emd(&emd_pairs, size, n));
         if let Some(domain) = &domain {
             ordered_pairs.sort_unstable_by_key(|&(p, _)| p);
-            worst.t_ordered = worst.t_ordered.max(ordered_emd(domain, &ordered_pairs, size));
+            worst.t_ordered = worst
+                .t_ordered
+                .max(ordered_emd(domain, &ordered_pairs, size));
             let spread = if hi > lo && table_range > 0.0 {
                 (hi - lo) / table_range
             } else {

@@ -141,7 +141,10 @@ pub(crate) fn ranking(
     let qi_sums = quasi_identifier_sums(classes)?;
     let mut ranking = Vec::new();
     for attribute in ranked(options, schema) {
-        let qi = options.quasi_identifiers.iter().position(|q| q == attribute);
+        let qi = options
+            .quasi_identifiers
+            .iter()
+            .position(|q| q == attribute);
         let sums = match qi {
             Some(j) => qi_sums[j],
             None => others

@@ -420,7 +420,7 @@ pub async fn profile(ctx: &SessionContext, options: &ProfileOptions) -> Result<P
             label(options)
         )));
     }
-    let anonymity = classes.anonymity(options);
+    let anonymity = classes.anonymity();
     let mut risk = risk::sample_risk(&classes);
     if let Some(population) = &options.population {
         risk.population = Some(risk::population_risk(ctx, options, population, &classes).await?);
@@ -465,14 +465,19 @@ fn label(options: &ProfileOptions) -> String {
 
 /// The table `name` as a DataFrame; `role` (input, population, original) names it in errors.
 pub(crate) async fn table(ctx: &SessionContext, name: &str, role: &str) -> Result<DataFrame> {
-    ctx.table(name).await.map_err(|_| {
-        DataFusionError::Plan(format!("the {role} table '{name}' is not registered"))
-    })
+    ctx.table(name)
+        .await
+        .map_err(|_| DataFusionError::Plan(format!("the {role} table '{name}' is not registered")))
 }
 
 /// An error unless `column` is a column of `schema`; `what` says what the column is meant to
 /// be, `table` names the table.
-pub(crate) fn check_column(schema: &SchemaRef, column: &str, what: &str, table: &str) -> Result<()> {
+pub(crate) fn check_column(
+    schema: &SchemaRef,
+    column: &str,
+    what: &str,
+    table: &str,
+) -> Result<()> {
     if schema.column_with_name(column).is_some() {
         return Ok(());
     }
@@ -525,10 +530,33 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
             )));
         }
     }
-    if !(options.recursive_c > 0.0) {
+    if options.recursive_c.is_nan() || options.recursive_c <= 0.0 {
         return Err(DataFusionError::Plan(
             "the c of recursive (c,l)-diversity must be a positive number".into(),
         ));
     }
     Ok(())
+}
+
+/// Values of an ordered column as f64 (numbers and decimals by value, dates and timestamps by
+/// their integer representation); `None` for NULL and NaN.
+pub(crate) fn ordered_as_f64(
+    values: &datafusion::arrow::array::ArrayRef,
+) -> Result<Vec<Option<f64>>> {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::compute::cast;
+    use datafusion::arrow::datatypes::{DataType, Float64Type};
+    let value_type = crate::functions::common::decode_dictionary(values.data_type());
+    let as_float = if value_type.is_numeric() {
+        cast(values, &DataType::Float64)?
+    } else {
+        let integers = cast(values, &DataType::Int64)
+            .or_else(|_| cast(&cast(values, &DataType::Int32)?, &DataType::Int64))?;
+        cast(&integers, &DataType::Float64)?
+    };
+    Ok(as_float
+        .as_primitive::<Float64Type>()
+        .iter()
+        .map(|v| v.filter(|v| !v.is_nan()))
+        .collect())
 }

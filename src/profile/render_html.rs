@@ -143,15 +143,27 @@ pub fn render(profile: &Profile) -> String {
         &percent(a.sample_uniques as f64 / n as f64),
         a.sample_uniques > 0,
     );
-    h.card("max prosecutor risk", &ratio(r.prosecutor_max), r.prosecutor_max > 0.2);
-    h.card("average risk", &ratio(r.prosecutor_average), r.prosecutor_average > 0.05);
+    h.card(
+        "max prosecutor risk",
+        &ratio(r.prosecutor_max),
+        r.prosecutor_max > 0.2,
+    );
+    h.card(
+        "average risk",
+        &ratio(r.prosecutor_average),
+        r.prosecutor_average > 0.05,
+    );
     if let Some(s) = a.sensitive.first() {
         h.card(
             &format!("l of {}", s.attribute),
             &group_digits(s.l_distinct),
             s.l_distinct < 2,
         );
-        h.card(&format!("t of {}", s.attribute), &ratio(s.t_equal), s.t_equal > 0.5);
+        h.card(
+            &format!("t of {}", s.attribute),
+            &ratio(s.t_equal),
+            s.t_equal > 0.5,
+        );
     }
     h.push("</div>");
 
@@ -287,7 +299,11 @@ pub fn render(profile: &Profile) -> String {
                     if l.quasi_identifier { " (QI)" } else { "" }
                 ),
                 l.leakage,
-                format!("{} · {} values", ratio(l.leakage), group_digits(l.distinct_values)),
+                format!(
+                    "{} · {} values",
+                    ratio(l.leakage),
+                    group_digits(l.distinct_values)
+                ),
             )
         })
         .collect();
@@ -311,7 +327,11 @@ pub fn render(profile: &Profile) -> String {
         for class in classes {
             let _ = write!(h.0, "<tr><td class=\"v\">{}</td>", class.rows);
             for value in &class.values {
-                let _ = write!(h.0, "<td>{}</td>", escape(value.as_deref().unwrap_or("NULL")));
+                let _ = write!(
+                    h.0,
+                    "<td>{}</td>",
+                    escape(value.as_deref().unwrap_or("NULL"))
+                );
             }
             h.push("</tr>");
         }
@@ -350,7 +370,11 @@ fn sensitive(h: &mut Html, s: &SensitiveFigures) {
         "largest distance of a class's distribution from the table's",
     );
     if let Some(t) = s.t_ordered {
-        h.row("t (ordered distance)", ratio(t), "the same, ordered ground distance");
+        h.row(
+            "t (ordered distance)",
+            ratio(t),
+            "the same, ordered ground distance",
+        );
     }
     h.row("α", ratio(s.alpha), "largest share of one value in a class");
     h.row(
@@ -393,23 +417,67 @@ fn utility(h: &mut Html, u: &Utility) {
         escape(&u.matched_by)
     );
     let opt = |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), ratio);
-    h.row("suppressed rows", group_digits(u.suppressed_rows), "rows whose quasi-identifiers are all *");
-    h.row("NCP", ratio(u.ncp), "mean spread of the original values in a class");
-    h.row("loss", ratio(u.loss_metric), "mean cost per cell (0 unchanged, 1 fully generalized)");
-    h.row("discernibility", format!("{:.0}", u.discernibility), "sum of squared class sizes");
+    h.row(
+        "suppressed rows",
+        group_digits(u.suppressed_rows),
+        "rows whose quasi-identifiers are all *",
+    );
+    h.row(
+        "NCP",
+        ratio(u.ncp),
+        "mean spread of the original values in a class",
+    );
+    h.row(
+        "loss",
+        ratio(u.loss_metric),
+        "mean cost per cell (0 unchanged, 1 fully generalized)",
+    );
+    h.row(
+        "discernibility",
+        format!("{:.0}", u.discernibility),
+        "sum of squared class sizes",
+    );
     h.row("AECS", opt(u.aecs), "average class size relative to k");
     if let Some(cm) = u.classification_metric {
-        h.row("classification metric", ratio(cm), "rows outside their class's majority label");
+        h.row(
+            "classification metric",
+            ratio(cm),
+            "rows outside their class's majority label",
+        );
     }
-    h.row("modification rate", ratio(u.modification_rate), "share of cells changed");
+    h.row(
+        "modification rate",
+        ratio(u.modification_rate),
+        "share of cells changed",
+    );
     if u.whd_uniform.is_some() {
-        h.row("WHD (uniform)", opt(u.whd_uniform), "weighted hierarchical distance");
-        h.row("WHD (β = 1)", opt(u.whd_beta1), "the same, steps near the leaves cheaper");
+        h.row(
+            "WHD (uniform)",
+            opt(u.whd_uniform),
+            "weighted hierarchical distance",
+        );
+        h.row(
+            "WHD (β = 1)",
+            opt(u.whd_beta1),
+            "the same, steps near the leaves cheaper",
+        );
     }
-    h.row("monotone entropy loss", ratio(u.monotone_entropy_loss), "bits of uncertainty added per cell");
-    h.row("mutual-information loss", ratio(u.mutual_information_loss), "bits lost per cell");
+    h.row(
+        "monotone entropy loss",
+        ratio(u.monotone_entropy_loss),
+        "bits of uncertainty added per cell",
+    );
+    h.row(
+        "mutual-information loss",
+        ratio(u.mutual_information_loss),
+        "bits lost per cell",
+    );
     if let Some(pmi) = u.private_mutual_information_utility {
-        h.row("private mutual information", ratio(pmi), "bits per cell about the sensitive attribute");
+        h.row(
+            "private mutual information",
+            ratio(pmi),
+            "bits per cell about the sensitive attribute",
+        );
     }
     h.row(
         "query error (mean)",
@@ -428,6 +496,9 @@ mod tests {
 
     #[test]
     fn escapes_markup() {
-        assert_eq!(escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 }

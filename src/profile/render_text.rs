@@ -40,7 +40,11 @@ impl Out {
     }
 
     fn line(&mut self, label: &str, value: impl AsRef<str>, explanation: &str) {
-        let _ = writeln!(self.0, "  {label:<32} {:>14}  {explanation}", value.as_ref());
+        let _ = writeln!(
+            self.0,
+            "  {label:<32} {:>14}  {explanation}",
+            value.as_ref()
+        );
     }
 }
 

@@ -8,19 +8,13 @@ use futures::StreamExt;
 
 use super::anonymity::{ClassData, count_rows};
 use super::{
-    PopulationRisk, ProfileOptions, RISK_THRESHOLDS, Risk, RiskBucket, RiskThreshold,
-    check_column, table,
+    PopulationRisk, ProfileOptions, RISK_THRESHOLDS, Risk, RiskBucket, RiskThreshold, check_column,
+    table,
 };
 
 /// Risk ranges of the distribution, highest first: (0.5, 1], (0.2, 0.5], (0.1, 0.2],
 /// (0.05, 0.1], [0, 0.05].
-const RISK_RANGES: [(f64, f64); 5] = [
-    (0.5, 1.0),
-    (0.2, 0.5),
-    (0.1, 0.2),
-    (0.05, 0.1),
-    (0.0, 0.05),
-];
+const RISK_RANGES: [(f64, f64); 5] = [(0.5, 1.0), (0.2, 0.5), (0.1, 0.2), (0.05, 0.1), (0.0, 0.05)];
 
 /// Rows whose risk (one per class) exceeds each of [`RISK_THRESHOLDS`].
 fn thresholds(risks: impl Iterator<Item = (f64, u64)> + Clone, n: u64) -> Vec<RiskThreshold> {

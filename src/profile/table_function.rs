@@ -16,8 +16,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{
-    ArrayRef, Float64Builder, ListBuilder, RecordBatch, StringBuilder, StructBuilder,
-    UInt64Builder,
+    ArrayRef, Float64Builder, ListBuilder, RecordBatch, StringBuilder, StructBuilder, UInt64Builder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -89,8 +88,10 @@ impl TableFunctionImpl for AnonymityProfileFunction {
         }
         let table = string_argument(exprs, 0, "table")?
             .ok_or_else(|| DataFusionError::Plan(format!("{NAME}: the table is missing")))?;
-        let mut options =
-            ProfileOptions::new(table, column_list(string_argument(exprs, 1, "quasi_identifiers")?));
+        let mut options = ProfileOptions::new(
+            table,
+            column_list(string_argument(exprs, 1, "quasi_identifiers")?),
+        );
         options.sensitive = column_list(string_argument(exprs, 2, "sensitive")?);
         options.person_id = string_argument(exprs, 3, "person_id")?;
         options.population = string_argument(exprs, 4, "population")?;
@@ -205,10 +206,12 @@ impl Value {
                     Some(ranking) => {
                         for (attribute, leakage) in ranking {
                             let item = b.values();
-                            item.field_builder::<StringBuilder>(0)
-                                .map(|f| f.append_value(attribute));
-                            item.field_builder::<Float64Builder>(1)
-                                .map(|f| f.append_value(*leakage));
+                            if let Some(f) = item.field_builder::<StringBuilder>(0) {
+                                f.append_value(attribute);
+                            }
+                            if let Some(f) = item.field_builder::<Float64Builder>(1) {
+                                f.append_value(*leakage);
+                            }
                             item.append(true);
                         }
                         b.append(true);
@@ -283,7 +286,10 @@ fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Valu
             push(&format!("{attribute}_{figure}"), value);
         }
     }
-    push("prosecutor_risk_max", Value::Number(r.map(|r| r.prosecutor_max)));
+    push(
+        "prosecutor_risk_max",
+        Value::Number(r.map(|r| r.prosecutor_max)),
+    );
     push(
         "prosecutor_risk_average",
         Value::Number(r.map(|r| r.prosecutor_average)),
@@ -300,7 +306,10 @@ fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Valu
         push("population_rows", Value::Count(p.map(|p| p.rows)));
         push("k_map", Value::Count(p.map(|p| p.k_map)));
         push("journalist_risk", Value::Number(p.map(|p| p.journalist)));
-        push("population_marketer_risk", Value::Number(p.map(|p| p.marketer)));
+        push(
+            "population_marketer_risk",
+            Value::Number(p.map(|p| p.marketer)),
+        );
     }
     push(
         "leakage_quasi_identifiers",
@@ -353,7 +362,11 @@ fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Valu
 }
 
 /// The profile as the one-row batch of `schema`.
-fn to_batch(options: &ProfileOptions, profile: &Profile, schema: &SchemaRef) -> Result<RecordBatch> {
+fn to_batch(
+    options: &ProfileOptions,
+    profile: &Profile,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
     let columns = row(options, Some(profile))
         .iter()
         .map(|(_, value)| value.array())

@@ -23,9 +23,7 @@ use datafusion::prelude::SessionContext;
 
 use super::anonymity::{ClassData, count_rows};
 use super::keys::KeyInterner;
-use super::{
-    AttributeUtility, ProfileOptions, QueryAccuracy, Utility, check_column, label, table,
-};
+use super::{AttributeUtility, ProfileOptions, QueryAccuracy, Utility, check_column, label, table};
 use crate::functions::common::{decode_dictionary, is_ordered};
 use crate::generalize::{Hierarchy, TOP_LABEL, format_number};
 
@@ -50,15 +48,8 @@ pub(crate) async fn utility(
     let mut attributes = Vec::with_capacity(d);
     let mut workload = Vec::with_capacity(d);
     for (j, name) in options.quasi_identifiers.iter().enumerate() {
-        let (figures, stats) = attribute_utility(
-            &frame,
-            j,
-            name,
-            options.hierarchies.get(name),
-            has_label,
-            n,
-        )
-        .await?;
+        let (figures, stats) =
+            attribute_utility(&frame, j, name, options.hierarchies.get(name), has_label, n).await?;
         attributes.push(figures);
         workload.push(stats);
     }
@@ -69,7 +60,9 @@ pub(crate) async fn utility(
     let ncp_frame = frame.clone().aggregate(
         a_cols.clone(),
         vec![
-            crate::functions::ncp_udaf().call(o_cols.clone()).alias("ncp"),
+            crate::functions::ncp_udaf()
+                .call(o_cols.clone())
+                .alias("ncp"),
             count_rows(),
         ],
     )?;
@@ -93,7 +86,11 @@ pub(crate) async fn utility(
         .filter(|&(_, &s)| s)
         .map(|(&size, _)| size)
         .sum();
-    let kept = classes.sizes.iter().zip(&suppressed_flags).filter(|&(_, &s)| !s);
+    let kept = classes
+        .sizes
+        .iter()
+        .zip(&suppressed_flags)
+        .filter(|&(_, &s)| !s);
     let discernibility = kept
         .clone()
         .map(|(&size, _)| (size as f64) * (size as f64))
@@ -120,8 +117,10 @@ pub(crate) async fn utility(
         attributes.iter().map(f).sum::<f64>() / attributes.len() as f64
     };
     // WHD: mean over the cells of quasi-identifiers with a hierarchy
-    let with_hierarchy: Vec<&AttributeUtility> =
-        attributes.iter().filter(|a| a.whd_uniform.is_some()).collect();
+    let with_hierarchy: Vec<&AttributeUtility> = attributes
+        .iter()
+        .filter(|a| a.whd_uniform.is_some())
+        .collect();
     let whd = |f: &dyn Fn(&AttributeUtility) -> Option<f64>| {
         (!with_hierarchy.is_empty()).then(|| {
             with_hierarchy.iter().filter_map(|a| f(a)).sum::<f64>() / with_hierarchy.len() as f64
@@ -181,7 +180,11 @@ async fn ordered_rows(
 }
 
 /// The matched pairs: columns `a0..`, `o0..` and, with a sensitive attribute, `y`.
-async fn pairs(ctx: &SessionContext, options: &ProfileOptions, original: &str) -> Result<RecordBatch> {
+async fn pairs(
+    ctx: &SessionContext,
+    options: &ProfileOptions,
+    original: &str,
+) -> Result<RecordBatch> {
     let ordered = ordered_context(ctx);
     let input = table(&ordered, &options.table, "input").await?;
     let source = table(&ordered, original, "original").await?;
@@ -214,24 +217,39 @@ async fn pairs(ctx: &SessionContext, options: &ProfileOptions, original: &str) -
         )));
     }
     if let Some(key) = key {
-        check_keys(a.column(a.num_columns() - 1), o.column(o.num_columns() - 1), key)?;
+        check_keys(
+            a.column(a.num_columns() - 1),
+            o.column(o.num_columns() - 1),
+            key,
+        )?;
     }
     let d = options.quasi_identifiers.len();
     let mut fields = Vec::new();
     let mut columns: Vec<ArrayRef> = Vec::new();
     for j in 0..d {
-        fields.push(Field::new(format!("a{j}"), a.column(j).data_type().clone(), true));
+        fields.push(Field::new(
+            format!("a{j}"),
+            a.column(j).data_type().clone(),
+            true,
+        ));
         columns.push(a.column(j).clone());
     }
     for j in 0..d {
-        fields.push(Field::new(format!("o{j}"), o.column(j).data_type().clone(), true));
+        fields.push(Field::new(
+            format!("o{j}"),
+            o.column(j).data_type().clone(),
+            true,
+        ));
         columns.push(o.column(j).clone());
     }
     if !options.sensitive.is_empty() {
         fields.push(Field::new("y", a.column(d).data_type().clone(), true));
         columns.push(a.column(d).clone());
     }
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// Both key columns, sorted, must be equal row for row and free of duplicates and NULLs.
@@ -313,7 +331,8 @@ async fn attribute_utility(
     let mut originals = KeyInterner::new(&[schema.field(0).data_type().clone()])?;
     let mut generalized = KeyInterner::new(&[schema.field(1).data_type().clone()])?;
     let mut labels = KeyInterner::new(&[schema.field(width - 1).data_type().clone()])?;
-    let (mut v_ids, mut g_ids, mut y_ids, mut counts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut v_ids, mut g_ids, mut y_ids, mut counts) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for batch in &batches {
         originals.intern(&batch.columns()[0..1], &mut v_ids)?;
         generalized.intern(&batch.columns()[1..2], &mut g_ids)?;
@@ -364,7 +383,15 @@ async fn attribute_utility(
         .collect();
 
     // per-cell cost: level in the hierarchy (if any) and loss
-    let cost = CellCost::new(name, hierarchy, &values, &g_values, &stands, &whole, &pair_counts)?;
+    let cost = CellCost::new(
+        name,
+        hierarchy,
+        &values,
+        &g_values,
+        &stands,
+        &whole,
+        &pair_counts,
+    )?;
 
     let nf = n as f64;
     let (mut loss, mut modified, mut whd_u, mut whd_b, mut me, mut mi) =
@@ -471,10 +498,20 @@ struct Cell {
     whd_beta1: f64,
 }
 
+/// What a hierarchy says about the cells of a column.
+struct Levels {
+    /// (original value, generalized value) → level of the generalization
+    of_pair: HashMap<(u32, u32), usize>,
+    /// loss of each original value at each level
+    loss: Vec<Vec<f64>>,
+    /// levels of the hierarchy
+    height: usize,
+}
+
 /// Cell costs of one quasi-identifier, from its hierarchy or from the data.
 struct CellCost {
-    /// With a hierarchy: (v, g) → level; the loss of each level per original value; height.
-    levels: Option<(HashMap<(u32, u32), usize>, Vec<Vec<f64>>, usize)>,
+    /// With a hierarchy.
+    levels: Option<Levels>,
     /// Without: the data-driven loss of each generalized value, and whether (v, g) changed.
     data_loss: Vec<f64>,
     changed: HashMap<(u32, u32), bool>,
@@ -537,7 +574,11 @@ impl CellCost {
                 )));
             }
             return Ok(Self {
-                levels: Some((found, losses, height)),
+                levels: Some(Levels {
+                    of_pair: found,
+                    loss: losses,
+                    height,
+                }),
                 data_loss: Vec::new(),
                 changed: HashMap::new(),
             });
@@ -545,12 +586,14 @@ impl CellCost {
         // Iyengar's LM from the data: over the original values each generalized value stands for
         let value_type = decode_dictionary(values.data_type());
         let numbers = if is_ordered(&value_type) {
-            Some(super_numeric(values)?)
+            Some(super::ordered_as_f64(values)?)
         } else {
             None
         };
         let m = values.len() - usize::from(values.null_count() > 0);
-        let (lo, hi) = numbers.as_ref().map_or((0.0, 0.0), |x| range(x.iter().flatten()));
+        let (lo, hi) = numbers
+            .as_ref()
+            .map_or((0.0, 0.0), |x| range(x.iter().flatten()));
         let data_loss = stands
             .iter()
             .zip(whole)
@@ -574,7 +617,10 @@ impl CellCost {
             .collect();
         let text = cast(values, &DataType::Utf8)?;
         let text = text.as_string::<i32>();
-        let floats = matches!(value_type, DataType::Float16 | DataType::Float32 | DataType::Float64);
+        let floats = matches!(
+            value_type,
+            DataType::Float16 | DataType::Float32 | DataType::Float64
+        );
         let float_values = if floats {
             Some(cast(values, &DataType::Float64)?)
         } else {
@@ -606,13 +652,14 @@ impl CellCost {
     }
 
     fn cell(&self, v: u32, g: u32) -> Result<Cell> {
-        if let Some((found, losses, height)) = &self.levels {
-            let level = *found
+        if let Some(levels) = &self.levels {
+            let level = *levels
+                .of_pair
                 .get(&(v, g))
                 .ok_or_else(|| DataFusionError::Internal("a cell without a level".into()))?;
-            let (uniform, beta1) = whd(*height, level);
+            let (uniform, beta1) = whd(levels.height, level);
             return Ok(Cell {
-                loss: losses[level][v as usize],
+                loss: levels.loss[level][v as usize],
                 modified: level > 0,
                 whd_uniform: uniform,
                 whd_beta1: beta1,
@@ -633,24 +680,6 @@ fn range<'a>(values: impl Iterator<Item = &'a f64>) -> (f64, f64) {
         (lo.min(x), hi.max(x))
     });
     if lo > hi { (0.0, 0.0) } else { (lo, hi) }
-}
-
-/// Values of an ordered column as f64 (dates and timestamps by their integer
-/// representation), `None` for NULL and NaN.
-fn super_numeric(values: &ArrayRef) -> Result<Vec<Option<f64>>> {
-    let value_type = decode_dictionary(values.data_type());
-    let as_float = if value_type.is_numeric() {
-        cast(values, &DataType::Float64)?
-    } else {
-        let integers = cast(values, &DataType::Int64)
-            .or_else(|_| cast(&cast(values, &DataType::Int32)?, &DataType::Int64))?;
-        cast(&integers, &DataType::Float64)?
-    };
-    Ok(as_float
-        .as_primitive::<Float64Type>()
-        .iter()
-        .map(|v| v.filter(|v| !v.is_nan()))
-        .collect())
 }
 
 /// Weighted hierarchical distance of a cell generalized from the leaves to `level` (0 = the
@@ -700,7 +729,11 @@ async fn tuples(
 ) -> Result<(Vec<Vec<u32>>, Vec<u64>)> {
     let d = workload.len();
     let group = (0..d).map(|j| col(format!("{prefix}{j}"))).collect();
-    let batches = frame.clone().aggregate(group, vec![count_rows()])?.collect().await?;
+    let batches = frame
+        .clone()
+        .aggregate(group, vec![count_rows()])?
+        .collect()
+        .await?;
     let mut ids = vec![Vec::new(); d];
     let mut counts = Vec::new();
     for batch in &batches {

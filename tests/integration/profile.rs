@@ -103,7 +103,11 @@ fn worked_example() -> RecordBatch {
 #[tokio::test]
 async fn worked_example_of_metrics_md() {
     let ctx = context(vec![("patients", worked_example())]);
-    let p = run(&ctx, &options("patients", &["zip", "age"], &["disease", "salary"])).await;
+    let p = run(
+        &ctx,
+        &options("patients", &["zip", "age"], &["disease", "salary"]),
+    )
+    .await;
     assert_eq!(p.rows, 9);
     let a = &p.anonymity;
     assert_eq!((a.classes, a.k, a.sample_uniques), (3, 3, 0));
@@ -188,7 +192,12 @@ async fn iab_leakage_example() {
     close(ranking[1].leakage, 0.168, 5e-4, "sex");
     assert_eq!(ranking[1].distinct_values, 2);
     // the classes are the sex values
-    close(p.leakage.quasi_identifiers, ranking[1].leakage, 1e-12, "classes");
+    close(
+        p.leakage.quasi_identifiers,
+        ranking[1].leakage,
+        1e-12,
+        "classes",
+    );
     // no sensitive attribute: no such figures
     assert!(p.anonymity.sensitive.is_empty());
     assert_eq!(p.anonymity.k, 27);
@@ -203,7 +212,13 @@ async fn person_id_counts_persons_and_raises_risk() {
             ("zip", strings(&["A", "A", "A", "B", "B"])),
             (
                 "pid",
-                Arc::new(Int64Array::from(vec![Some(1), Some(1), Some(2), Some(3), None])),
+                Arc::new(Int64Array::from(vec![
+                    Some(1),
+                    Some(1),
+                    Some(2),
+                    Some(3),
+                    None,
+                ])),
             ),
         ]),
     )]);
@@ -224,13 +239,22 @@ async fn person_id_counts_persons_and_raises_risk() {
 async fn population_k_map_journalist_and_marketer_risk() {
     // sample classes (zip, sex): A/F ×2, A/M ×1, B/F ×1 (n = 4)
     let sample = batch(vec![
-        ("zip", Arc::new(Int32Array::from(vec![1, 1, 1, 2])) as ArrayRef),
+        (
+            "zip",
+            Arc::new(Int32Array::from(vec![1, 1, 1, 2])) as ArrayRef,
+        ),
         ("sex", strings(&["F", "F", "M", "F"])),
     ]);
     // population: A/F ×10, A/M ×4, B/F ×2, B/M ×5, C/F ×7 (28 rows; zip as Int64 elsewhere)
     let mut zips = Vec::new();
     let mut sexes = Vec::new();
-    for (zip, sex, count) in [(1, "F", 10), (1, "M", 4), (2, "F", 2), (2, "M", 5), (3, "F", 7)] {
+    for (zip, sex, count) in [
+        (1, "F", 10),
+        (1, "M", 4),
+        (2, "F", 2),
+        (2, "M", 5),
+        (3, "F", 7),
+    ] {
         for _ in 0..count {
             zips.push(zip as i64);
             sexes.push(sex);
@@ -254,7 +278,12 @@ async fn population_k_map_journalist_and_marketer_risk() {
     assert_eq!(over, vec![2, 2, 4]);
     // against the sample itself: k = 1 (A/M, B/F)
     assert_eq!(p.anonymity.k, 1);
-    close(p.risk.prosecutor_average, 3.0 / 4.0, 1e-12, "sample average risk");
+    close(
+        p.risk.prosecutor_average,
+        3.0 / 4.0,
+        1e-12,
+        "sample average risk",
+    );
 }
 
 #[tokio::test]
@@ -323,7 +352,12 @@ async fn weighted_hierarchical_distance_examples() {
     close(sex.whd_beta1.unwrap(), 1.0, 1e-12, "sex beta1");
     // table: mean over the cells of both
     close(u.whd_uniform.unwrap(), 0.8, 1e-12, "uniform");
-    close(u.whd_beta1.unwrap(), (0.78333333333 / 2.28333333333 + 1.0) / 2.0, 1e-9, "beta1");
+    close(
+        u.whd_beta1.unwrap(),
+        (0.78333333333 / 2.28333333333 + 1.0) / 2.0,
+        1e-9,
+        "beta1",
+    );
     // loss: a decade covers 2 of the 4 leaves: (2 − 1)/(4 − 1) = 1/3; * costs 1
     close(born.loss, 1.0 / 3.0, 1e-12, "born loss");
     close(sex.loss, 1.0, 1e-12, "sex loss");
@@ -358,7 +392,10 @@ fn utility_example() -> (RecordBatch, RecordBatch) {
         ("disease", strings(&["flu", "flu", "hiv", "flu"])),
     ]);
     let anonymized = batch(vec![
-        ("age", strings(&["[20, 30)", "[20, 30)", "[30, 40)", "[30, 40)"])),
+        (
+            "age",
+            strings(&["[20, 30)", "[20, 30)", "[30, 40)", "[30, 40)"]),
+        ),
         ("zip", strings(&["130**", "130**", "130**", "130**"])),
         ("disease", strings(&["flu", "flu", "hiv", "flu"])),
     ]);
@@ -452,7 +489,12 @@ async fn query_accuracy_uniform_spread() {
     let anonymized = batch(vec![("age", strings(&["*"; 4]))]);
     let ctx = context(vec![("anon", anonymized), ("orig", original)]);
     let u = run(&ctx, &o).await.utility.unwrap();
-    close(u.query_accuracy.median_relative_error, 1.0 / 3.0, 1e-12, "median");
+    close(
+        u.query_accuracy.median_relative_error,
+        1.0 / 3.0,
+        1e-12,
+        "median",
+    );
     // expected mean 3/4 · 1/3 + 1/4 · 1 = 0.5; 1000 draws: standard deviation 0.009
     close(u.query_accuracy.mean_relative_error, 0.5, 0.05, "mean");
 }
@@ -531,8 +573,11 @@ impl Rng {
 
 async fn sql_f64(ctx: &SessionContext, sql: &str) -> f64 {
     let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-    let column = datafusion::arrow::compute::cast(batches[0].column(0), &DataType::Float64).unwrap();
-    column.as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0)
+    let column =
+        datafusion::arrow::compute::cast(batches[0].column(0), &DataType::Float64).unwrap();
+    column
+        .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+        .value(0)
 }
 
 #[tokio::test]
@@ -577,22 +622,42 @@ async fn random_tables_match_sql_functions_and_brute_force() {
 
         // the SQL functions (an independent implementation of the per-class figures)
         let inner = "FROM t GROUP BY g1, g2";
-        let q = |select: &str| format!("SELECT {select} FROM (SELECT k_anonymity() AS k, \
+        let q = |select: &str| {
+            format!(
+                "SELECT {select} FROM (SELECT k_anonymity() AS k, \
             k_anonymity(pid) AS kp, l_diversity(s) AS l, entropy_l_diversity(s) AS el, \
             recursive_cl_diversity(s, 2) AS rl, t_closeness(s) AS t, \
-            t_closeness(x) AS tx, t_closeness_ordered(x) AS tox, l_diversity(x) AS lx {inner})");
+            t_closeness(x) AS tx, t_closeness_ordered(x) AS tox, l_diversity(x) AS lx {inner})"
+            )
+        };
         let a = &p.anonymity;
         assert_eq!(a.k as f64, sql_f64(&ctx, &q("min(k)")).await, "k");
         assert_eq!(a.classes as f64, sql_f64(&ctx, &q("count(*)")).await);
-        assert_eq!(a.k_persons.unwrap() as f64, sql_f64(&ctx, &q("min(kp)")).await);
+        assert_eq!(
+            a.k_persons.unwrap() as f64,
+            sql_f64(&ctx, &q("min(kp)")).await
+        );
         let (sf, xf) = (&a.sensitive[0], &a.sensitive[1]);
         assert_eq!(sf.l_distinct as f64, sql_f64(&ctx, &q("min(l)")).await, "l");
         close(sf.l_entropy, sql_f64(&ctx, &q("min(el)")).await, TOL, "el");
-        assert_eq!(sf.l_recursive as f64, sql_f64(&ctx, &q("min(rl)")).await, "rl");
+        assert_eq!(
+            sf.l_recursive as f64,
+            sql_f64(&ctx, &q("min(rl)")).await,
+            "rl"
+        );
         close(sf.t_equal, sql_f64(&ctx, &q("max(t)")).await, TOL, "t");
         close(xf.t_equal, sql_f64(&ctx, &q("max(tx)")).await, TOL, "t x");
-        close(xf.t_ordered.unwrap(), sql_f64(&ctx, &q("max(tox)")).await, TOL, "t ordered");
-        assert_eq!(xf.l_distinct as f64, sql_f64(&ctx, &q("min(lx)")).await, "l x");
+        close(
+            xf.t_ordered.unwrap(),
+            sql_f64(&ctx, &q("max(tox)")).await,
+            TOL,
+            "t ordered",
+        );
+        assert_eq!(
+            xf.l_distinct as f64,
+            sql_f64(&ctx, &q("min(lx)")).await,
+            "l x"
+        );
         let leak = sql_f64(
             &ctx,
             &format!("SELECT sum(e) FROM (SELECT entropy_leakage() AS e {inner})"),
@@ -625,7 +690,11 @@ async fn random_tables_match_sql_functions_and_brute_force() {
                 .filter(|(v, _)| v.is_some())
                 .map(|(_, &c)| c)
                 .fold(0.0, f64::max);
-            alpha = alpha.max(if top == 0.0 { 1.0 } else { (top + nulls) / size });
+            alpha = alpha.max(if top == 0.0 {
+                1.0
+            } else {
+                (top + nulls) / size
+            });
             let mut class_over = false;
             for (v, &c) in &counts {
                 let (pe, pt) = (c / size, table_s[v]);
@@ -690,7 +759,10 @@ async fn bad_options_are_clear_errors() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("both as a quasi-identifier and as a sensitive"), "{e}");
+    assert!(
+        e.contains("both as a quasi-identifier and as a sensitive"),
+        "{e}"
+    );
     let e = profile(&ctx, &options("nowhere", &["zip"], &[]))
         .await
         .unwrap_err()
@@ -712,7 +784,10 @@ fn anon() -> Command {
 }
 
 fn adult() -> String {
-    format!("{}/examples/adult/adult.parquet", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/examples/adult/adult.parquet",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 /// Runs `anon` with `args`: (exit code, stdout, stderr).
@@ -790,7 +865,14 @@ fn cli_json_keys_are_stable() {
     let anonymity = &json["anonymity"];
     assert_eq!(
         keys(anonymity),
-        set(&["classes", "k", "k_persons", "sample_uniques", "class_sizes", "sensitive"])
+        set(&[
+            "classes",
+            "k",
+            "k_persons",
+            "sample_uniques",
+            "class_sizes",
+            "sensitive"
+        ])
     );
     assert_eq!(
         keys(&anonymity["class_sizes"][0]),
@@ -829,7 +911,10 @@ fn cli_json_keys_are_stable() {
             "population",
         ])
     );
-    assert_eq!(keys(&risk["thresholds"][0]), set(&["threshold", "rows", "share"]));
+    assert_eq!(
+        keys(&risk["thresholds"][0]),
+        set(&["threshold", "rows", "share"])
+    );
     assert_eq!(
         keys(&risk["distribution"][0]),
         set(&["min", "max", "classes", "rows", "share"])
@@ -854,7 +939,12 @@ fn cli_json_keys_are_stable() {
     );
     assert_eq!(
         keys(&json["leakage"]["attributes"][0]),
-        set(&["attribute", "quasi_identifier", "distinct_values", "leakage"])
+        set(&[
+            "attribute",
+            "quasi_identifier",
+            "distinct_values",
+            "leakage"
+        ])
     );
     let utility = &json["utility"];
     assert_eq!(
@@ -880,7 +970,12 @@ fn cli_json_keys_are_stable() {
     );
     assert_eq!(
         keys(&utility["query_accuracy"]),
-        set(&["queries", "seed", "mean_relative_error", "median_relative_error"])
+        set(&[
+            "queries",
+            "seed",
+            "mean_relative_error",
+            "median_relative_error"
+        ])
     );
     assert_eq!(
         keys(&utility["attributes"][0]),
@@ -914,7 +1009,10 @@ fn cli_json_keys_are_stable() {
     assert_eq!(code, 0, "{err}");
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(written["quasi_identifiers"], serde_json::json!(["sex", "age"]));
+    assert_eq!(
+        written["quasi_identifiers"],
+        serde_json::json!(["sex", "age"])
+    );
 }
 
 /// Every `src="…"` and `href="…"` value of `html`.
@@ -971,7 +1069,10 @@ fn cli_html_is_self_contained_and_hides_values() {
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     for link in links(&html) {
-        assert!(!link.to_ascii_lowercase().contains("http"), "external link {link}");
+        assert!(
+            !link.to_ascii_lowercase().contains("http"),
+            "external link {link}"
+        );
     }
     assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("@import"));
     assert!(!html.contains("url("), "no fetched resource in CSS");
@@ -989,7 +1090,10 @@ fn cli_html_is_self_contained_and_hides_values() {
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.contains("99876"), "values shown on request");
     for link in links(&html) {
-        assert!(!link.to_ascii_lowercase().contains("http"), "external link {link}");
+        assert!(
+            !link.to_ascii_lowercase().contains("http"),
+            "external link {link}"
+        );
     }
 }
 
