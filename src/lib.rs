@@ -26,7 +26,11 @@ pub mod generalize;
 pub mod generate;
 pub mod policy;
 pub mod profile;
+pub mod provider;
+pub mod publish;
 pub mod rewrite;
+pub mod search;
+pub mod session;
 pub mod tables;
 
 use datafusion::error::Result;

@@ -31,6 +31,11 @@ pub fn parse_name_path(option: &str, arg: &str) -> Result<(String, String)> {
     }
 }
 
+/// Whether `path` is a glob pattern (`*`, `?` or `[`).
+pub fn is_glob(path: &str) -> bool {
+    path.contains(['*', '?', '['])
+}
+
 /// How a path is read, decided from what it is and its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableFormat {
@@ -43,6 +48,16 @@ pub enum TableFormat {
 /// The format `path` is read as, or an error naming the path when it is missing or of an
 /// unknown kind.
 pub fn table_format(path: &str) -> Result<TableFormat> {
+    if is_glob(path) {
+        // e.g. data/*.parquet: DataFusion lists the matching files itself
+        return if path.to_ascii_lowercase().ends_with(".parquet") {
+            Ok(TableFormat::Parquet)
+        } else {
+            Err(DataFusionError::Plan(format!(
+                "{path}: a glob must match Parquet files (end in .parquet); CSV is read one file at a time"
+            )))
+        };
+    }
     let location = Path::new(path);
     let metadata = std::fs::metadata(location)
         .map_err(|e| DataFusionError::Plan(format!("cannot open {path}: {e}")))?;

@@ -1,6 +1,8 @@
 //! Subcommands of `anon`. Every error ends as one `error: ...` line on stderr and a non-zero
 //! exit code (1, or 2 for a malformed command line).
 
+mod anonymize;
+mod apply;
 mod errors;
 mod output;
 mod profile;
@@ -17,8 +19,9 @@ use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
+use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::tables::{self, TableFormat};
-use datafusion_anonymity::{bench, generate, register};
+use datafusion_anonymity::{bench, generate, session};
 
 use output::Format;
 
@@ -37,6 +40,12 @@ enum Command {
     Sql(SqlArgs),
     /// Write a deterministic synthetic patients table to Parquet.
     Generate(GenerateArgs),
+    /// Write the input of a policy generalized at its fixed transformation, suppressed and
+    /// verified, as Parquet.
+    Apply(apply::ApplyArgs),
+    /// Search the transformation with the least information loss that satisfies a policy,
+    /// publish it as Parquet, verify it and report.
+    Anonymize(anonymize::AnonymizeArgs),
     /// Time each function against its plain-SQL floor and print the ratios.
     Bench(bench::BenchArgs),
     /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
@@ -53,6 +62,13 @@ struct SqlArgs {
     /// PATH an ARX hierarchy CSV file (one row per value, `;`-separated levels ending in `*`).
     #[arg(long = "hierarchy", value_name = "NAME=PATH")]
     hierarchies: Vec<String>,
+    /// A policy file: registers its input table, its quasi-identifiers' hierarchies (under the
+    /// column names) and, when it fixes a transformation, `<name>_anon`.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Memory limit for queries (e.g. 2GiB); sorts and aggregations spill beyond it.
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -132,6 +148,8 @@ async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Apply(args) => apply::run(args).await,
+        Command::Anonymize(args) => anonymize::run(args).await,
         Command::Bench(args) => bench::run(args).await,
         Command::Profile(args) => profile::run(args).await,
     }
@@ -144,8 +162,16 @@ struct CsvTable {
 }
 
 async fn sql(args: SqlArgs) -> Result<()> {
-    let ctx = SessionContext::new();
-    register(&ctx)?;
+    let memory_limit = args
+        .memory_limit
+        .as_deref()
+        .map(session::parse_size)
+        .transpose()?;
+    let ctx = session::context(memory_limit)?;
+    if let Some(path) = &args.policy {
+        let mut policy = Policy::from_file(path)?;
+        policy.register(&ctx).await?;
+    }
     let mut csv_tables = Vec::new();
     for table in &args.tables {
         let (name, path) = tables::parse_table_arg(table)?;

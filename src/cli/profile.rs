@@ -1,5 +1,6 @@
 //! `anon profile`: the risk and utility report of a table (see `datafusion_anonymity::profile`).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use datafusion_anonymity::generalize::Hierarchy;
+use datafusion_anonymity::policy::{Policy, Role};
 use datafusion_anonymity::profile::{
     self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, ProfileOptions, render_html,
     render_text,
@@ -32,16 +34,16 @@ pub struct ProfileArgs {
     /// The table to profile: a Parquet file, a directory of Parquet files, or a CSV file.
     #[arg(value_name = "INPUT")]
     input: String,
-    /// The quasi-identifiers, comma-separated.
+    /// The quasi-identifiers, comma-separated (default with --policy: the policy's).
     #[arg(
         long = "qi",
         value_delimiter = ',',
-        required = true,
+        required_unless_present = "policy",
         value_name = "COLUMNS"
     )]
     quasi_identifiers: Vec<String>,
     /// Sensitive attributes, comma-separated (the first is the class label of the
-    /// classification metric).
+    /// classification metric; default with --policy: the policy's).
     #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
     sensitive: Vec<String>,
     /// A column identifying persons, when a person may have several rows.
@@ -56,8 +58,13 @@ pub struct ProfileArgs {
     /// The column matching rows of INPUT and --original (by position without it).
     #[arg(long, value_name = "COLUMN", requires = "original")]
     key: Option<String>,
+    /// A policy file: the hierarchies of its quasi-identifiers for loss and WHD (checked
+    /// against --original, which stands in for the policy's input), its quasi-identifiers and
+    /// sensitive attributes unless --qi / --sensitive are given.
+    #[arg(long, value_name = "P.toml")]
+    policy: Option<PathBuf>,
     /// A generalization hierarchy of a quasi-identifier for loss and WHD, repeatable:
-    /// COLUMN=PATH, PATH an ARX hierarchy CSV file.
+    /// COLUMN=PATH, PATH an ARX hierarchy CSV file (overrides the policy's).
     #[arg(long = "hierarchy", value_name = "COLUMN=PATH")]
     hierarchies: Vec<String>,
     /// Output format.
@@ -100,9 +107,54 @@ async fn register(
 pub async fn run(args: ProfileArgs) -> Result<()> {
     let ctx = SessionContext::new();
     datafusion_anonymity::register(&ctx)?;
-    let mut options = ProfileOptions::new("input", args.quasi_identifiers.clone());
+    let mut quasi_identifiers = args.quasi_identifiers.clone();
+    let mut sensitive = args.sensitive.clone();
+    let mut hierarchies = HashMap::new();
+    if let Some(path) = &args.policy {
+        let mut policy = Policy::from_file(path)?;
+        if quasi_identifiers.is_empty() {
+            quasi_identifiers = policy
+                .columns()
+                .iter()
+                .filter(|c| c.role == Role::QuasiIdentifier)
+                .map(|c| c.name.clone())
+                .collect();
+        }
+        if sensitive.is_empty() {
+            sensitive = policy
+                .columns()
+                .iter()
+                .filter(|c| c.role == Role::Sensitive)
+                .map(|c| c.name.clone())
+                .collect();
+        }
+        // the hierarchies describe the original data: check them there (in a session of
+        // their own, so the policy's table name cannot clash) and size masks from it
+        if let Some(original) = &args.original {
+            policy.set_input(original);
+            let policy_ctx = SessionContext::new();
+            policy.register(&policy_ctx).await?;
+            for (column, hierarchy) in policy.quasi_identifiers() {
+                if quasi_identifiers.contains(&column) {
+                    hierarchies.insert(column, hierarchy);
+                }
+            }
+        }
+    }
+    let mut options = ProfileOptions::new("input", Vec::new());
+    options.hierarchies = hierarchies;
     let mut csv = Vec::new();
     register(&ctx, &mut options, &mut csv, "input", &args.input).await?;
+    // attributes from the policy: in the input's column order, not the file's
+    let schema = ctx.table_provider("input").await?.schema();
+    let position = |name: &String| schema.index_of(name).unwrap_or(usize::MAX);
+    if args.quasi_identifiers.is_empty() {
+        quasi_identifiers.sort_by_key(position);
+    }
+    if args.sensitive.is_empty() {
+        sensitive.sort_by_key(position);
+    }
+    options.quasi_identifiers = quasi_identifiers;
     if let Some(path) = &args.population {
         register(&ctx, &mut options, &mut csv, "population", path).await?;
         options.population = Some("population".into());
@@ -116,7 +168,7 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         let tree = Hierarchy::tree_from_csv_file(column.as_str(), &path)?;
         options.hierarchies.insert(column, Arc::new(tree));
     }
-    options.sensitive = args.sensitive;
+    options.sensitive = sensitive;
     options.person_id = args.person_id;
     options.key = args.key;
     options.recursive_c = args.recursive_c;

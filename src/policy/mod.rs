@@ -1,9 +1,673 @@
 //! Policies: which columns are identifiers, quasi-identifiers (with their hierarchies),
-//! sensitive or insensitive, and the privacy requirements a published table must meet.
+//! sensitive or insensitive, the privacy requirements a published table must meet, and
+//! optionally a fixed transformation (a level per quasi-identifier).
+//!
+//! A policy is read from TOML in two steps, so that every mistake is reported before any
+//! data is written:
+//! 1. [`Policy::from_file`] parses the file and loads the hierarchies it names (errors name
+//!    the policy file, the attribute and, for hierarchy files, the file and line);
+//! 2. [`Policy::register`] registers the input on a session and checks the policy against
+//!    the data: every column has a role, every attribute exists, hierarchies fit the column
+//!    types, value trees cover every value (counted, never quoted), levels exist.
+//!
+//! ```toml
+//! [input]
+//! path = "adult.parquet"
+//!
+//! [privacy]
+//! k = 5
+//! max_suppression = 0.02
+//!
+//! [attributes]
+//! age = { role = "quasi_identifier", hierarchy = { kind = "interval", widths = [5, 10, 20] } }
+//! sex = { role = "quasi_identifier", hierarchy = { kind = "tree", file = "sex.csv" } }
+//! salary-class = { role = "sensitive", l_diversity = { l = 2 } }
+//! ```
 
+pub mod file;
 pub mod requirements;
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+
+use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
+
+pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
-    LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, SuppressionMode,
-    TCloseness, TClosenessKind,
+    LDiversity, LDiversityKind, PrivacyRequirements, RELATIVE_TOLERANCE, SensitiveRequirement,
+    SuppressionMode, TCloseness, TClosenessKind,
 };
+
+/// A hierarchy as far as it is known before the data are seen.
+#[derive(Debug, Clone)]
+enum PendingHierarchy {
+    Ready(Arc<Hierarchy>),
+    /// A mask without `length`: the longest value of the data decides.
+    MaskFromData,
+}
+
+/// One column of the policy.
+#[derive(Debug, Clone)]
+pub struct PolicyColumn {
+    /// The column's name.
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    hierarchy: Option<PendingHierarchy>,
+}
+
+impl PolicyColumn {
+    /// The hierarchy of a quasi-identifier (after [`Policy::register`] for masks sized from
+    /// the data).
+    pub fn hierarchy(&self) -> Option<&Arc<Hierarchy>> {
+        match &self.hierarchy {
+            Some(PendingHierarchy::Ready(h)) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// A parsed policy; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    source: String,
+    directory: PathBuf,
+    name: String,
+    input: PathBuf,
+    output: Option<PathBuf>,
+    columns: Vec<PolicyColumn>,
+    requirements: PrivacyRequirements,
+    suppression: SuppressionMode,
+    transformation: Option<BTreeMap<String, usize>>,
+    schema: Option<SchemaRef>,
+}
+
+fn policy_error(source: &str, message: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Plan(format!("policy {source}: {message}"))
+}
+
+impl Policy {
+    /// Reads and checks a policy file, loading the hierarchy files it names (relative to the
+    /// policy's directory).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            DataFusionError::Plan(format!("cannot read policy {}: {e}", path.display()))
+        })?;
+        let directory = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::from_toml(&path.display().to_string(), &directory, &text)
+    }
+
+    /// A policy from TOML text; `source` names it in errors and `directory` anchors its
+    /// relative paths.
+    pub fn from_toml(source: &str, directory: &Path, text: &str) -> Result<Self> {
+        let file: PolicyFile = toml::from_str(text).map_err(|e| {
+            // toml's message spans several lines (with a snippet of the policy, never data)
+            let message = e.message().to_string();
+            match e.span().map(|span| line_of(text, span.start)) {
+                Some(line) => policy_error(source, format!("line {line}: {message}")),
+                None => policy_error(source, message),
+            }
+        })?;
+        Self::from_parsed(source, directory, file)
+    }
+
+    fn from_parsed(source: &str, directory: &Path, file: PolicyFile) -> Result<Self> {
+        let err = |message: String| policy_error(source, message);
+        let resolve = |p: &Path| {
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                directory.join(p)
+            }
+        };
+        let input = resolve(&file.input.path);
+        let name = match &file.name {
+            Some(name) if !name.trim().is_empty() => name.trim().to_string(),
+            Some(_) => return Err(err("name must not be empty".into())),
+            None => default_table_name(&input),
+        };
+        let privacy = &file.privacy;
+        if privacy.k == 0 {
+            return Err(err("privacy.k must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&privacy.max_suppression) {
+            return Err(err(format!(
+                "privacy.max_suppression is a share of rows between 0 and 1, got {}",
+                privacy.max_suppression
+            )));
+        }
+        let mut columns = Vec::new();
+        let mut sensitive = Vec::new();
+        for (column, spec) in &file.attributes {
+            let hierarchy = match (spec.role, &spec.hierarchy) {
+                (Role::QuasiIdentifier, Some(h)) => Some(load_hierarchy(column, h, &resolve)?),
+                (Role::QuasiIdentifier, None) => {
+                    return Err(err(format!(
+                        "quasi-identifier '{column}' needs a hierarchy \
+                         (hierarchy = {{ kind = \"mask\" | \"interval\" | \"date\" | \"tree\", ... }})"
+                    )));
+                }
+                (role, Some(_)) => {
+                    return Err(err(format!(
+                        "attribute '{column}' is {} but has a hierarchy; only quasi-identifiers are generalized",
+                        role.name()
+                    )));
+                }
+                (_, None) => None,
+            };
+            if spec.role != Role::Sensitive
+                && (spec.l_diversity.is_some() || spec.t_closeness.is_some())
+            {
+                return Err(err(format!(
+                    "attribute '{column}' is {}: l_diversity and t_closeness apply to sensitive attributes only",
+                    spec.role.name()
+                )));
+            }
+            if spec.role == Role::Sensitive {
+                let l = spec.l_diversity.or(privacy.l_diversity);
+                let t = spec.t_closeness.or(privacy.t_closeness);
+                check_l(source, column, l.as_ref())?;
+                check_t(source, column, t.as_ref())?;
+                sensitive.push(SensitiveRequirement {
+                    attribute: column.clone(),
+                    l,
+                    t,
+                });
+            }
+            columns.push(PolicyColumn {
+                name: column.clone(),
+                role: spec.role,
+                hierarchy,
+            });
+        }
+        if !columns.iter().any(|c| c.role == Role::QuasiIdentifier) {
+            return Err(err(
+                "no quasi-identifier: give at least one attribute role = \"quasi_identifier\" with a hierarchy"
+                    .into(),
+            ));
+        }
+        if sensitive.is_empty() && (privacy.l_diversity.is_some() || privacy.t_closeness.is_some())
+        {
+            return Err(err(
+                "privacy.l_diversity / t_closeness need a sensitive attribute (role = \"sensitive\")"
+                    .into(),
+            ));
+        }
+        if let Some(levels) = &file.transformation {
+            for (column, level) in levels {
+                let Some(qi) = columns.iter().find(|c| &c.name == column) else {
+                    return Err(err(format!(
+                        "transformation names '{column}', which is not an attribute of the policy"
+                    )));
+                };
+                if qi.role != Role::QuasiIdentifier {
+                    return Err(err(format!(
+                        "transformation names '{column}', which is {}, not a quasi-identifier",
+                        qi.role.name()
+                    )));
+                }
+                if let Some(h) = qi.hierarchy() {
+                    h.check_level(*level)
+                        .map_err(|e| err(e.message().to_string()))?;
+                }
+            }
+        }
+        Ok(Self {
+            source: source.to_string(),
+            directory: directory.to_path_buf(),
+            name,
+            input,
+            output: file.output.as_ref().map(|o| resolve(&o.path)),
+            columns,
+            requirements: PrivacyRequirements {
+                k: privacy.k,
+                max_suppression: privacy.max_suppression,
+                sensitive,
+            },
+            suppression: privacy.suppression,
+            transformation: file.transformation,
+            schema: None,
+        })
+    }
+
+    /// The policy file, as named in errors.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The directory relative paths are resolved against.
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+
+    /// The table's name in SQL (the generalized table is `<name>_anon`).
+    pub fn table_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The input path.
+    pub fn input(&self) -> &Path {
+        &self.input
+    }
+
+    /// Reads the data from `path` instead of `[input] path` (before [`Policy::register`]).
+    pub fn set_input(&mut self, path: impl Into<PathBuf>) {
+        self.input = path.into();
+    }
+
+    /// The default output path (`[output] path`), if any.
+    pub fn output(&self) -> Option<&Path> {
+        self.output.as_deref()
+    }
+
+    /// Every column with a role: in the data's column order after [`Policy::register`].
+    pub fn columns(&self) -> &[PolicyColumn] {
+        &self.columns
+    }
+
+    /// The quasi-identifiers and their hierarchies, in column order.
+    pub fn quasi_identifiers(&self) -> Vec<(String, Arc<Hierarchy>)> {
+        self.columns
+            .iter()
+            .filter_map(|c| c.hierarchy().map(|h| (c.name.clone(), Arc::clone(h))))
+            .collect()
+    }
+
+    /// The privacy requirements.
+    pub fn requirements(&self) -> &PrivacyRequirements {
+        &self.requirements
+    }
+
+    /// Whether suppressed rows are dropped or masked.
+    pub fn suppression(&self) -> SuppressionMode {
+        self.suppression
+    }
+
+    /// The fixed transformation, if the policy has one: a level per quasi-identifier, in
+    /// [`Policy::quasi_identifiers`] order (quasi-identifiers it does not name stay at 0).
+    /// That order is the data's column order only after [`Policy::register`].
+    pub fn transformation(&self) -> Option<Vec<usize>> {
+        let levels = self.transformation.as_ref()?;
+        Some(
+            self.columns
+                .iter()
+                .filter(|c| c.role == Role::QuasiIdentifier)
+                .map(|c| levels.get(&c.name).copied().unwrap_or(0))
+                .collect(),
+        )
+    }
+
+    /// The input's schema, once registered.
+    pub fn schema(&self) -> Option<&SchemaRef> {
+        self.schema.as_ref()
+    }
+
+    /// Registers the input as [`Policy::table_name`] on `ctx` (with the crate's functions,
+    /// if not yet there), checks the policy against its schema and data, and registers each
+    /// quasi-identifier's hierarchy under the column's name for `generalize(col, 'col',
+    /// level)`. With a fixed transformation, also registers `<name>_anon`, the
+    /// [`GeneralizedTable`](crate::provider::GeneralizedTable) serving the published data.
+    pub async fn register(&mut self, ctx: &SessionContext) -> Result<()> {
+        if crate::generalize::hierarchy_registry(ctx).is_none() {
+            crate::register(ctx)?;
+        }
+        let input = self.input.display().to_string();
+        crate::tables::register_path(ctx, &self.name, &input).await?;
+        let schema = ctx.table_provider(self.name.as_str()).await?.schema();
+        self.bind_schema(&schema)?;
+        self.check_data(ctx).await?;
+        for (column, hierarchy) in self.quasi_identifiers() {
+            crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
+        }
+        if let Some(levels) = self.transformation() {
+            let table = self.generalized_table(ctx, &levels).await?;
+            ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
+        }
+        self.schema = Some(schema);
+        Ok(())
+    }
+
+    /// Orders the columns as the schema does and checks every column has a role, every
+    /// attribute exists and every hierarchy fits its column's type.
+    fn bind_schema(&mut self, schema: &SchemaRef) -> Result<()> {
+        let err = |message: String| policy_error(&self.source, message);
+        for column in &self.columns {
+            if schema.field_with_name(&column.name).is_err() {
+                return Err(err(format!(
+                    "attribute '{}' is not a column of {} (its columns: {})",
+                    column.name,
+                    self.input.display(),
+                    column_list(schema)
+                )));
+            }
+        }
+        let without_role: Vec<&str> = schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .filter(|name| !self.columns.iter().any(|c| c.name == *name))
+            .collect();
+        if !without_role.is_empty() {
+            return Err(err(format!(
+                "column(s) {} of {} have no role; give each one under [attributes] \
+                 (identifier, quasi_identifier, sensitive or insensitive)",
+                quoted(&without_role),
+                self.input.display()
+            )));
+        }
+        let mut ordered = Vec::with_capacity(self.columns.len());
+        for field in schema.fields() {
+            if let Some(i) = self.columns.iter().position(|c| c.name == *field.name()) {
+                let column = self.columns.swap_remove(i);
+                if let Some(h) = column.hierarchy() {
+                    h.check_column(&column.name, field.data_type())
+                        .map_err(|e| err(e.message().to_string()))?;
+                }
+                ordered.push(column);
+            }
+        }
+        self.columns = ordered;
+        let mut sensitive = std::mem::take(&mut self.requirements.sensitive);
+        sensitive.sort_by_key(|s| schema.index_of(&s.attribute).unwrap_or(usize::MAX));
+        self.requirements.sensitive = sensitive;
+        for s in &self.requirements.sensitive {
+            let data_type = schema.field_with_name(&s.attribute)?.data_type();
+            if matches!(s.t, Some(t) if t.kind == TClosenessKind::Ordered)
+                && !is_orderable(data_type)
+            {
+                return Err(err(format!(
+                    "sensitive attribute '{}' has type {data_type}: ordered t-closeness needs a \
+                     numeric, decimal or temporal column (use kind = \"equal\")",
+                    s.attribute
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// One scan of the quasi-identifiers: the longest value of masks sized from the data,
+    /// and the distinct values of value trees (each must be a leaf).
+    async fn check_data(&mut self, ctx: &SessionContext) -> Result<()> {
+        let mut selects = Vec::new();
+        let mut wanted = Vec::new();
+        for (i, column) in self.columns.iter().enumerate() {
+            let ident = quote_ident(&column.name);
+            match &column.hierarchy {
+                Some(PendingHierarchy::MaskFromData) => {
+                    selects.push(format!("max(character_length(CAST({ident} AS VARCHAR)))"));
+                    wanted.push(i);
+                }
+                Some(PendingHierarchy::Ready(h)) if h.leaf_count().is_some() => {
+                    selects.push(format!("array_agg(DISTINCT {ident})"));
+                    wanted.push(i);
+                }
+                _ => {}
+            }
+        }
+        if selects.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "SELECT {} FROM {}",
+            selects.join(", "),
+            quote_ident(&self.name)
+        );
+        let batches = ctx.sql(&sql).await?.collect().await?;
+        let Some(batch) = batches.first() else {
+            return Ok(());
+        };
+        for (slot, &i) in wanted.iter().enumerate() {
+            let values = batch.column(slot);
+            let column = &mut self.columns[i];
+            match &column.hierarchy {
+                Some(PendingHierarchy::MaskFromData) => {
+                    let length = values
+                        .as_primitive_opt::<datafusion::arrow::datatypes::Int32Type>()
+                        .and_then(|a| a.is_valid(0).then(|| a.value(0)))
+                        .unwrap_or(0)
+                        .max(0) as usize;
+                    let hierarchy = Hierarchy::mask(column.name.clone(), length);
+                    column.hierarchy = Some(PendingHierarchy::Ready(Arc::new(hierarchy)));
+                }
+                Some(PendingHierarchy::Ready(h)) => {
+                    let list = values.as_list::<i32>();
+                    if list.is_valid(0) {
+                        let distinct = list.value(0);
+                        h.validate_values(&column.name, &distinct)
+                            .map_err(|e| policy_error(&self.source, e.message()))?;
+                    }
+                }
+                None => {}
+            }
+        }
+        if let Some(levels) = &self.transformation {
+            for column in &self.columns {
+                if let (Some(level), Some(h)) = (levels.get(&column.name), column.hierarchy()) {
+                    h.check_level(*level)
+                        .map_err(|e| policy_error(&self.source, e.message()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The [`GeneralizedTable`](crate::provider::GeneralizedTable) of the registered input
+    /// at `levels` (one per quasi-identifier), suppressing per the policy.
+    pub async fn generalized_table(
+        &self,
+        ctx: &SessionContext,
+        levels: &[usize],
+    ) -> Result<crate::provider::GeneralizedTable> {
+        let inner = ctx.table_provider(self.name.as_str()).await?;
+        let generalization = self.generalization(levels)?;
+        crate::provider::GeneralizedTable::try_new(&self.name, inner, generalization)
+    }
+
+    /// What the generalized table does with each column at `levels`.
+    pub fn generalization(&self, levels: &[usize]) -> Result<crate::provider::Generalization> {
+        use crate::provider::{ColumnTreatment, Generalization};
+        let qis = self.quasi_identifiers();
+        if levels.len() != qis.len() {
+            return Err(DataFusionError::Plan(format!(
+                "{} levels given for {} quasi-identifiers",
+                levels.len(),
+                qis.len()
+            )));
+        }
+        let mut next_level = levels.iter();
+        let mut columns = Vec::with_capacity(self.columns.len());
+        for column in &self.columns {
+            let treatment = match column.role {
+                Role::Identifier => ColumnTreatment::Drop,
+                Role::QuasiIdentifier => {
+                    let hierarchy = column.hierarchy().cloned().ok_or_else(|| {
+                        DataFusionError::Plan(format!(
+                            "the hierarchy of '{}' is sized from the data: register the policy first",
+                            column.name
+                        ))
+                    })?;
+                    let level = *next_level.next().unwrap_or(&0);
+                    hierarchy.check_level(level)?;
+                    ColumnTreatment::Recode { hierarchy, level }
+                }
+                Role::Sensitive | Role::Insensitive => ColumnTreatment::Keep,
+            };
+            columns.push((column.name.clone(), treatment));
+        }
+        Ok(Generalization {
+            columns,
+            requirements: self.requirements.clone(),
+            suppression: self.suppression,
+        })
+    }
+}
+
+fn check_l(source: &str, column: &str, l: Option<&LDiversity>) -> Result<()> {
+    let Some(l) = l else { return Ok(()) };
+    if l.l.is_nan() || l.l < 1.0 {
+        return Err(policy_error(
+            source,
+            format!(
+                "l_diversity of '{column}': l must be at least 1, got {}",
+                l.l
+            ),
+        ));
+    }
+    if l.kind != LDiversityKind::Entropy && l.l.fract() != 0.0 {
+        return Err(policy_error(
+            source,
+            format!(
+                "l_diversity of '{column}': {} l must be a whole number, got {}",
+                l.kind.name(),
+                l.l
+            ),
+        ));
+    }
+    match (l.kind, l.c) {
+        (LDiversityKind::Recursive, None) => Err(policy_error(
+            source,
+            format!("l_diversity of '{column}': kind = \"recursive\" needs c"),
+        )),
+        (LDiversityKind::Recursive, Some(c)) if c.is_nan() || c <= 0.0 => Err(policy_error(
+            source,
+            format!("l_diversity of '{column}': c must be positive, got {c}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_t(source: &str, column: &str, t: Option<&TCloseness>) -> Result<()> {
+    match t {
+        Some(t) if !(0.0..=1.0).contains(&t.t) => Err(policy_error(
+            source,
+            format!(
+                "t_closeness of '{column}': t is a distance between 0 and 1, got {}",
+                t.t
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Builds a hierarchy from its policy description; errors name the attribute.
+fn load_hierarchy(
+    column: &str,
+    spec: &HierarchySpec,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<PendingHierarchy> {
+    let in_attribute = |e: DataFusionError| {
+        DataFusionError::Plan(format!("attribute '{column}': {}", e.message()))
+    };
+    let hierarchy = match spec {
+        HierarchySpec::Mask { length: None } => return Ok(PendingHierarchy::MaskFromData),
+        HierarchySpec::Mask {
+            length: Some(length),
+        } => Hierarchy::mask(column, *length),
+        HierarchySpec::Interval {
+            widths,
+            origin,
+            breaks,
+            bottom,
+            top,
+        } => {
+            let levels = match (widths, breaks) {
+                (Some(widths), None) => widths
+                    .iter()
+                    .map(|&width| IntervalLevel::Width {
+                        width,
+                        origin: origin.unwrap_or(0.0),
+                    })
+                    .collect(),
+                (None, Some(breaks)) if origin.is_none() => {
+                    breaks.iter().cloned().map(IntervalLevel::Breaks).collect()
+                }
+                _ => {
+                    return Err(in_attribute(DataFusionError::Plan(
+                        "an interval hierarchy takes either widths (with an optional origin) or breaks"
+                            .into(),
+                    )));
+                }
+            };
+            let interval = IntervalHierarchy::new(levels, *bottom, *top).map_err(in_attribute)?;
+            Hierarchy::interval(column, interval)
+        }
+        HierarchySpec::Date { units } => {
+            let date = DateHierarchy::from_names(units).map_err(in_attribute)?;
+            Hierarchy::new(column, crate::generalize::HierarchyKind::Date(date))
+        }
+        HierarchySpec::Tree {
+            file: Some(file),
+            rows: None,
+        } => Hierarchy::tree_from_csv_file(column, resolve(file)).map_err(in_attribute)?,
+        HierarchySpec::Tree {
+            file: None,
+            rows: Some(rows),
+        } => Hierarchy::tree_from_rows(column, rows).map_err(in_attribute)?,
+        HierarchySpec::Tree { .. } => {
+            return Err(in_attribute(DataFusionError::Plan(
+                "a tree hierarchy takes either file (an ARX hierarchy CSV) or rows".into(),
+            )));
+        }
+    };
+    Ok(PendingHierarchy::Ready(Arc::new(hierarchy)))
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The table name a path suggests: its file stem (`adult.parquet` → `adult`), else `input`.
+fn default_table_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let cleaned: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if cleaned.is_empty()
+        || cleaned.contains('*')
+        || cleaned.starts_with(|c: char| c.is_ascii_digit())
+    {
+        "input".to_string()
+    } else {
+        cleaned
+    }
+}
+
+fn is_orderable(data_type: &DataType) -> bool {
+    data_type.is_numeric()
+        || data_type.is_temporal()
+        || matches!(data_type, DataType::Dictionary(_, v) if is_orderable(v))
+}
+
+fn column_list(schema: &SchemaRef) -> String {
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    names.join(", ")
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `name` as a SQL identifier (double-quoted, quotes doubled).
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

@@ -125,3 +125,33 @@ impl PrivacyRequirements {
         (exact + 1e-9).floor().max(0.0) as u64
     }
 }
+
+/// Relative tolerance for comparing a measured l or t with the policy's bound: only
+/// floating-point rounding is absorbed (`exp(ln 3)` evaluates to 3.0000000000000004, an EMD of
+/// exactly 0.2 may come out as 0.20000000000000004). Search, suppression and verification all
+/// compare through the methods below so they agree on every class.
+pub const RELATIVE_TOLERANCE: f64 = 1e-12;
+
+impl LDiversity {
+    /// The smallest measured l that meets the requirement.
+    pub fn threshold(&self) -> f64 {
+        self.l * (1.0 - RELATIVE_TOLERANCE)
+    }
+
+    /// Whether a class whose l-diversity of this kind is `measured` meets the requirement.
+    pub fn is_met_by(&self, measured: f64) -> bool {
+        measured >= self.threshold()
+    }
+}
+
+impl TCloseness {
+    /// The largest measured distance that meets the requirement.
+    pub fn threshold(&self) -> f64 {
+        self.t * (1.0 + RELATIVE_TOLERANCE)
+    }
+
+    /// Whether a class at distance `measured` meets the requirement.
+    pub fn is_met_by(&self, measured: f64) -> bool {
+        measured <= self.threshold()
+    }
+}

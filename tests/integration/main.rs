@@ -1,6 +1,9 @@
 //! Integration tests for `datafusion_anonymity`, written from `docs/functions.md` and
 //! `METRICS.md`: sqllogictest files under `sql/` and a brute-force reference comparison.
 
+mod anonymize;
 mod profile;
+mod publish;
 mod reference;
+mod search;
 mod slt;

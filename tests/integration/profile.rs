@@ -1184,3 +1184,103 @@ fn cli_bad_input_is_one_clear_line() {
     let (code, _, _) = run_anon(&["profile", &adult, "--qi", "sex", "--key", "id"]);
     assert_eq!(code, 2);
 }
+
+#[test]
+fn cli_policy_gives_qis_sensitive_and_hierarchies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let original = format!("{root}/sql/data/li2007.csv");
+    // sql/policies/li2007_mask.toml with the id kept (anon apply does not keep the row order,
+    // so rows are matched by key)
+    let text = std::fs::read_to_string(format!("{root}/sql/policies/li2007_mask.toml"))
+        .unwrap()
+        .replace("../data/li2007.csv", &original)
+        .replace(
+            "id = { role = \"identifier\" }",
+            "id = { role = \"insensitive\" }",
+        );
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, text).unwrap();
+    let policy = policy.to_string_lossy().into_owned();
+    let anonymized = dir.path().join("anon.parquet");
+    let (code, _, err) = run_anon(&[
+        "apply",
+        "--policy",
+        &policy,
+        "--out",
+        anonymized.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run_anon(&[
+        "profile",
+        anonymized.to_str().unwrap(),
+        "--policy",
+        &policy,
+        "--original",
+        &original,
+        "--key",
+        "id",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // from the policy: QIs zip (mask, from the data: 5 characters, height 6) and age
+    // (interval widths 10, 20: height 4); sensitive disease
+    assert_eq!(json["quasi_identifiers"], serde_json::json!(["zip", "age"]));
+    assert_eq!(json["sensitive_attributes"], serde_json::json!(["disease"]));
+    // zip masked 2, age in decades: classes 476**/[20,30) and 476**/[30,40) of 3 rows keep
+    // their values; 479** (ages 43, 52, 47) falls below k = 3 and is masked to *
+    let u = &json["utility"];
+    assert_eq!(u["matched_by"], "key id");
+    assert_eq!(u["suppressed_rows"], 3);
+    let f = |v: &serde_json::Value| v.as_f64().unwrap();
+    let zip = &u["attributes"][0];
+    let age = &u["attributes"][1];
+    // WHD zip: 6 cells at level 2 of 6 (uniform 2/5; β = 1: (1/4 + 1/5)/(1 + 1/2 + 1/3 + 1/4
+    // + 1/5)), 3 at the top (1)
+    let beta1 = (0.25 + 0.2) / (1.0 + 0.5 + 1.0 / 3.0 + 0.25 + 0.2);
+    close(
+        f(&zip["whd_uniform"]),
+        (6.0 * 0.4 + 3.0) / 9.0,
+        1e-12,
+        "whd zip",
+    );
+    close(
+        f(&zip["whd_beta1"]),
+        (6.0 * beta1 + 3.0) / 9.0,
+        1e-12,
+        "whd zip b1",
+    );
+    // age: 6 cells at level 1 of 4 (1/3; β = 1: (1/3)/(1 + 1/2 + 1/3)), 3 at the top
+    let beta1 = (1.0 / 3.0) / (1.0 + 0.5 + 1.0 / 3.0);
+    close(
+        f(&age["whd_uniform"]),
+        (6.0 / 3.0 + 3.0) / 9.0,
+        1e-12,
+        "whd age",
+    );
+    close(
+        f(&age["whd_beta1"]),
+        (6.0 * beta1 + 3.0) / 9.0,
+        1e-12,
+        "whd age b1",
+    );
+    // loss: 476** covers 6 of the 9 zips: 5/8; each decade 3 of the 9 ages: 2/8; * costs 1
+    close(
+        f(&zip["loss"]),
+        (6.0 * 5.0 / 8.0 + 3.0) / 9.0,
+        1e-12,
+        "loss zip",
+    );
+    close(
+        f(&age["loss"]),
+        (6.0 * 2.0 / 8.0 + 3.0) / 9.0,
+        1e-12,
+        "loss age",
+    );
+    close(f(&u["loss_metric"]), (0.75 + 0.5) / 2.0, 1e-12, "loss");
+    // DM: two classes of 3 and 3 suppressed rows costing n = 9 each
+    close(f(&u["discernibility"]), 9.0 + 9.0 + 27.0, 1e-12, "dm");
+    assert_eq!(zip["hierarchy"], "zip");
+}

@@ -178,6 +178,12 @@ impl AsyncDB for AnonDb {
     type ColumnType = ColType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<ColType>, DataFusionError> {
+        if let Some(path) = policy_directive(sql) {
+            // test-harness directive, the equivalent of `anon sql --policy FILE`
+            let mut policy = datafusion_anonymity::policy::Policy::from_file(sql_dir().join(path))?;
+            policy.register(&self.ctx).await?;
+            return Ok(DBOutput::StatementComplete(0));
+        }
         let df = self.ctx.sql(sql).await?;
         let schema = df.schema().as_arrow().clone();
         let batches = df.collect().await?;
@@ -204,6 +210,18 @@ impl AsyncDB for AnonDb {
     async fn sleep(dur: std::time::Duration) {
         tokio::time::sleep(dur).await;
     }
+}
+
+/// The path of a `REGISTER POLICY 'file.toml'` statement (relative to `sql/`), which registers
+/// the policy's input, hierarchies and `<name>_anon` as `anon sql --policy` does.
+fn policy_directive(sql: &str) -> Option<&str> {
+    let rest = sql.trim();
+    let head = rest.get(..15)?;
+    if !head.eq_ignore_ascii_case("REGISTER POLICY") {
+        return None;
+    }
+    let quoted = rest[15..].trim().trim_end_matches(';').trim();
+    quoted.strip_prefix('\'')?.strip_suffix('\'')
 }
 
 fn sql_dir() -> PathBuf {
@@ -251,6 +269,7 @@ slt_files!(
     parquet,
     generalize,
     profile,
+    generalized_table,
 );
 
 /// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.

@@ -1,0 +1,237 @@
+//! `anon anonymize`: search the best transformation for a policy, publish it, verify it,
+//! report it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use datafusion::error::{DataFusionError, Result};
+use serde::Serialize;
+
+use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
+use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Metric};
+use datafusion_anonymity::session;
+
+use super::apply::{output_path, print_summary};
+
+#[derive(clap::Args, Debug)]
+pub struct AnonymizeArgs {
+    /// The policy file (its `[transformation]`, if any, is ignored: the search chooses).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// Output: a `.parquet` file, or a directory of Parquet files (default: the policy's
+    /// `[output] path`).
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Also write a JSON report (levels, metric, k/l/t achieved, suppressed rows, classes,
+    /// nodes checked, timings per phase).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// The search: `optimal` (least information loss among all satisfying transformations)
+    /// or `iab` (the IAB best-first heuristic).
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Optimal)]
+    algorithm: AlgorithmArg,
+    /// What the optimal search minimizes.
+    #[arg(long, value_enum, default_value_t = MetricArg::Loss)]
+    metric: MetricArg,
+    /// Replace an existing output (only once the new one is complete and verified).
+    #[arg(long)]
+    overwrite: bool,
+    /// Memory limit (e.g. 2GiB); sorts and aggregations spill beyond it.
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<String>,
+    /// No progress on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum AlgorithmArg {
+    Optimal,
+    Iab,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum MetricArg {
+    /// Hierarchy NCP ("Loss" in ARX): mean cell cost, suppressed cells cost 1.
+    Loss,
+    /// Σ|E|² + n·suppressed.
+    Discernibility,
+    /// Most equivalence classes.
+    Classes,
+    /// Mean generalization height (level / top) over the quasi-identifiers.
+    Precision,
+}
+
+/// The JSON report.
+#[derive(Serialize)]
+struct Report<'a> {
+    policy: &'a str,
+    input: String,
+    algorithm: &'static str,
+    metric: &'static str,
+    metric_value: f64,
+    levels: Vec<QiLevel>,
+    lattice_size: usize,
+    nodes_checked: usize,
+    frequency_set_rows: usize,
+    publish: &'a PublishReport,
+    seconds: Timings,
+}
+
+#[derive(Serialize, Default)]
+struct Timings {
+    frequency_set: f64,
+    search: f64,
+    suppression_count: f64,
+    write: f64,
+    verify: f64,
+    total: f64,
+}
+
+pub async fn run(args: AnonymizeArgs) -> Result<()> {
+    let started = Instant::now();
+    let memory_limit = args
+        .memory_limit
+        .as_deref()
+        .map(session::parse_size)
+        .transpose()?;
+    let mut policy = Policy::from_file(&args.policy)?;
+    let out = output_path(args.out.clone(), &policy)?;
+    publish::check_output(&out, policy.input(), args.overwrite)?;
+    if let Some(report) = &args.report {
+        publish::check_output(report, policy.input(), true)?;
+    }
+    let ctx = session::context(memory_limit)?;
+    policy.register(&ctx).await?;
+
+    // 1. the frequency set: one scan
+    let phase = Instant::now();
+    let qis = policy.quasi_identifiers();
+    let sensitive: Vec<String> = policy
+        .requirements()
+        .sensitive
+        .iter()
+        .filter(|s| s.l.is_some() || s.t.is_some())
+        .map(|s| s.attribute.clone())
+        .collect();
+    let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive).await?;
+    let frequency_seconds = phase.elapsed().as_secs_f64();
+    if !args.quiet {
+        eprintln!(
+            "frequency set: {} rows in {} combinations ({:.2} s)",
+            freq.rows(),
+            freq.combinations(),
+            frequency_seconds
+        );
+    }
+
+    // 2. the search, in memory
+    let phase = Instant::now();
+    let algorithm = match args.algorithm {
+        AlgorithmArg::Optimal => Algorithm::Optimal,
+        AlgorithmArg::Iab => Algorithm::Iab,
+    };
+    let metric = match args.metric {
+        MetricArg::Loss => Metric::Loss,
+        MetricArg::Discernibility => Metric::Discernibility,
+        MetricArg::Classes => Metric::Classes,
+        MetricArg::Precision => Metric::Precision,
+    };
+    let mut last = Instant::now();
+    let quiet = args.quiet;
+    let mut progress = |checked: usize, size: usize| {
+        if !quiet && last.elapsed() >= Duration::from_millis(200) {
+            last = Instant::now();
+            eprint!(
+                "\rsearch: {checked} / {size} nodes checked, {:.1} s",
+                phase.elapsed().as_secs_f64()
+            );
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let outcome = search::search(
+        &freq,
+        policy.requirements(),
+        algorithm,
+        metric,
+        &mut progress,
+    )?;
+    let search_seconds = phase.elapsed().as_secs_f64();
+    if !args.quiet {
+        eprintln!(
+            "\rsearch: {} / {} nodes checked ({}), {:.3} s",
+            outcome.nodes_checked,
+            outcome.lattice_size,
+            algorithm.name(),
+            search_seconds
+        );
+    }
+    let (nodes_checked, lattice_size) = (outcome.nodes_checked, outcome.lattice_size);
+    let solution = outcome
+        .into_solution()
+        .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
+    if !args.quiet {
+        let levels: Vec<String> = solution
+            .qis
+            .iter()
+            .zip(&solution.levels)
+            .map(|(q, l)| format!("{q}={l}"))
+            .collect();
+        eprintln!(
+            "chosen: {} ({} {:.4})",
+            levels.join(", "),
+            metric.name(),
+            solution.metric_value
+        );
+    }
+
+    // 3. publish: write, verify, move into place
+    let report = publish::publish(&ctx, &policy, &solution.levels, &out, args.overwrite).await?;
+    print_summary(&report);
+    println!("{}: {:.4}", metric.name(), solution.metric_value);
+    if let Some(path) = &args.report {
+        let json = Report {
+            policy: policy.source(),
+            input: policy.input().display().to_string(),
+            algorithm: algorithm.name(),
+            metric: metric.name(),
+            metric_value: solution.metric_value,
+            levels: report.levels.clone(),
+            lattice_size,
+            nodes_checked,
+            frequency_set_rows: freq.combinations(),
+            publish: &report,
+            seconds: Timings {
+                frequency_set: frequency_seconds,
+                search: search_seconds,
+                suppression_count: report.seconds.classes,
+                write: report.seconds.write,
+                verify: report.seconds.verify,
+                total: started.elapsed().as_secs_f64(),
+            },
+        };
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        write_atomically(path, &text)?;
+    }
+    Ok(())
+}
+
+/// Writes `text` to a temporary sibling of `path`, then renames it into place.
+fn write_atomically(path: &std::path::Path, text: &str) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "report.json".into());
+    let temporary = path.with_file_name(format!(".{name}.anon-tmp-{}", std::process::id()));
+    let io = |e: std::io::Error| {
+        DataFusionError::Execution(format!("cannot write the report {}: {e}", path.display()))
+    };
+    std::fs::write(&temporary, text).map_err(io)?;
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        io(e)
+    })
+}

@@ -1,0 +1,96 @@
+//! `anon apply`: publish a policy's input at the policy's fixed transformation.
+
+use std::path::PathBuf;
+
+use datafusion::error::{DataFusionError, Result};
+
+use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::publish::{self, PublishReport};
+use datafusion_anonymity::session;
+
+#[derive(clap::Args, Debug)]
+pub struct ApplyArgs {
+    /// The policy file; it must fix a transformation (`[transformation]`, a level per
+    /// quasi-identifier).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// Output: a `.parquet` file, or a directory of Parquet files (default: the policy's
+    /// `[output] path`).
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Replace an existing output (only once the new one is complete and verified).
+    #[arg(long)]
+    overwrite: bool,
+    /// Memory limit (e.g. 2GiB); sorts and aggregations spill beyond it.
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<String>,
+}
+
+pub async fn run(args: ApplyArgs) -> Result<()> {
+    let memory_limit = args
+        .memory_limit
+        .as_deref()
+        .map(session::parse_size)
+        .transpose()?;
+    let mut policy = Policy::from_file(&args.policy)?;
+    if policy.transformation().is_none() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {} has no [transformation] (a level per quasi-identifier); \
+             add one, or let `anon anonymize` search for the best",
+            policy.source()
+        )));
+    }
+    let out = output_path(args.out, &policy)?;
+    let ctx = session::context(memory_limit)?;
+    policy.register(&ctx).await?;
+    // in the data's column order, known once registered
+    let levels = policy.transformation().unwrap_or_default();
+    let report = publish::publish(&ctx, &policy, &levels, &out, args.overwrite).await?;
+    print_summary(&report);
+    Ok(())
+}
+
+/// `--out`, or the policy's `[output] path`.
+pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<PathBuf> {
+    out.or_else(|| policy.output().map(PathBuf::from))
+        .ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "no output: give --out, or [output] path in policy {}",
+                policy.source()
+            ))
+        })
+}
+
+/// The figures of a publication, one per line, on stdout.
+pub fn print_summary(report: &PublishReport) {
+    let v = &report.verification;
+    let levels: Vec<String> = report
+        .levels
+        .iter()
+        .map(|l| format!("{}={}", l.quasi_identifier, l.level))
+        .collect();
+    println!("output: {}", report.output.display());
+    println!("levels: {}", levels.join(", "));
+    println!("rows: {} of {} input rows", v.rows, report.input_rows);
+    println!("classes: {}", v.classes);
+    println!("k: {}", v.k);
+    for s in &v.sensitive {
+        if let Some(l) = s.l {
+            println!("l({}): {}", s.attribute, trim(l));
+        }
+        if let Some(t) = s.t {
+            println!("t({}): {}", s.attribute, trim(t));
+        }
+    }
+    let share = if report.input_rows == 0 {
+        0.0
+    } else {
+        100.0 * report.suppressed_rows as f64 / report.input_rows as f64
+    };
+    println!("suppressed rows: {} ({share:.2}%)", report.suppressed_rows);
+}
+
+fn trim(value: f64) -> String {
+    let text = format!("{value:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}

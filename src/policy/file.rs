@@ -1,0 +1,140 @@
+//! The TOML policy file, as written by a user (before hierarchies are loaded and checked
+//! against the data). See the README's "Policy files" section for the format.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::requirements::{LDiversity, SuppressionMode, TCloseness};
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// The table name in SQL (default: the input's file stem).
+    pub name: Option<String>,
+    /// Where the data are.
+    pub input: InputSpec,
+    /// Where `anon anonymize` writes by default.
+    pub output: Option<OutputSpec>,
+    /// What the published table must satisfy.
+    pub privacy: PrivacySpec,
+    /// The role of every column, by column name.
+    pub attributes: BTreeMap<String, AttributeSpec>,
+    /// An optional fixed transformation: a level per quasi-identifier.
+    pub transformation: Option<BTreeMap<String, usize>>,
+}
+
+/// `[input]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// A Parquet file, a directory of Parquet files, a glob of Parquet files, or a CSV file;
+    /// relative paths are relative to the policy file.
+    pub path: PathBuf,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// A `.parquet` file or a directory; relative to the policy file.
+    pub path: PathBuf,
+}
+
+/// `[privacy]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacySpec {
+    /// Every class has at least k rows.
+    pub k: u64,
+    /// The largest share of rows that may be suppressed (0 by default).
+    #[serde(default)]
+    pub max_suppression: f64,
+    /// `drop` (default) or `mask` suppressed rows.
+    #[serde(default)]
+    pub suppression: SuppressionMode,
+    /// l-diversity for every sensitive attribute that does not set its own.
+    pub l_diversity: Option<LDiversity>,
+    /// t-closeness for every sensitive attribute that does not set its own.
+    pub t_closeness: Option<TCloseness>,
+}
+
+/// The role of a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A direct identifier (name, SSN): dropped from the output.
+    Identifier,
+    /// A quasi-identifier: generalized with its hierarchy.
+    QuasiIdentifier,
+    /// A sensitive attribute: kept, protected by l-diversity / t-closeness.
+    Sensitive,
+    /// Kept as it is.
+    Insensitive,
+}
+
+impl Role {
+    /// The name used in policy files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Identifier => "identifier",
+            Role::QuasiIdentifier => "quasi_identifier",
+            Role::Sensitive => "sensitive",
+            Role::Insensitive => "insensitive",
+        }
+    }
+}
+
+/// `[attributes.<column>]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttributeSpec {
+    /// identifier, quasi_identifier, sensitive or insensitive.
+    pub role: Role,
+    /// The hierarchy of a quasi-identifier.
+    pub hierarchy: Option<HierarchySpec>,
+    /// This sensitive attribute's own l-diversity (overrides `[privacy]`).
+    pub l_diversity: Option<LDiversity>,
+    /// This sensitive attribute's own t-closeness (overrides `[privacy]`).
+    pub t_closeness: Option<TCloseness>,
+}
+
+/// A hierarchy, by kind.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum HierarchySpec {
+    /// Masking trailing characters; `length` defaults to the longest value in the data.
+    Mask {
+        /// The longest value's length in characters (the hierarchy has length + 1 levels).
+        length: Option<usize>,
+    },
+    /// Numeric buckets: `widths` (from `origin`, default 0) or explicit `breaks` per level.
+    Interval {
+        /// Bucket widths per level, finest first.
+        widths: Option<Vec<f64>>,
+        /// Where width buckets start (0 by default).
+        origin: Option<f64>,
+        /// Strictly increasing breakpoints per level, finest first.
+        breaks: Option<Vec<Vec<f64>>>,
+        /// Values below this are coded `< bottom`.
+        bottom: Option<f64>,
+        /// Values at or above this are coded `>= top`.
+        top: Option<f64>,
+    },
+    /// Calendar units per level, finest first (`day`, `week`, `month`, `quarter`, `year`,
+    /// `decade`).
+    Date {
+        /// The units.
+        units: Vec<String>,
+    },
+    /// A value tree: an ARX hierarchy CSV `file` (relative to the policy), or inline `rows`
+    /// (leaf first, `*` last).
+    Tree {
+        /// The CSV file.
+        file: Option<PathBuf>,
+        /// Inline rows.
+        rows: Option<Vec<Vec<String>>>,
+    },
+}

@@ -1,0 +1,410 @@
+//! [`GeneralizedTable`]: any table, served generalized and suppressed.
+//!
+//! The table wraps another [`TableProvider`] (a Parquet listing table, CSV, a `MemTable`, a
+//! user's own) with a [`Generalization`]: identifiers are dropped, each quasi-identifier is
+//! recoded with its hierarchy at its level (always as Utf8, so a level-0 column and a `*`
+//! have the same type), sensitive and insensitive columns are kept, and the rows of every
+//! class that fails the privacy requirements (fewer than k rows; l or t not met) are
+//! suppressed: left out, or kept with every quasi-identifier replaced by `*`.
+//!
+//! It is a view: its rows are defined by a logical plan over the inner table, which
+//! DataFusion inlines into the query and optimizes as a whole. So projections reach the inner
+//! scan, filters on kept columns are pushed to the inner provider, and a filter on a recoded
+//! column is evaluated on the recoded values — never pushed below the recoding in a way that
+//! would change its meaning, and never before the class sizes are counted (suppression is
+//! decided on the whole table, then the query filters).
+//!
+//! The class sizes come from an aggregate over the recoded quasi-identifiers; the rows of
+//! failing classes are found by a hash join against that (small) list of classes. When the
+//! failing classes are already known (e.g. `anon apply` counted them to check the suppression
+//! limit), [`GeneralizedTable::with_failing_classes`] joins against that list instead of
+//! aggregating again. l and t are measured with this crate's functions, so a session
+//! querying a table with l or t requirements needs [`crate::register`].
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::{Column, NullEquality};
+use datafusion::datasource::{MemTable, ViewTable, provider_as_source};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::functions_aggregate::expr_fn::count;
+use datafusion::logical_expr::{
+    Expr, JoinType, LogicalPlan, LogicalPlanBuilder, ScalarUDF, TableProviderFilterPushDown,
+    TableType, when,
+};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{lit, not};
+
+use crate::functions::{
+    entropy_l_diversity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
+    t_closeness_ordered_udaf, t_closeness_udaf,
+};
+use crate::generalize::udf::generalize::GeneralizeFunction;
+use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
+use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
+
+/// What happens to one column.
+#[derive(Debug, Clone)]
+pub enum ColumnTreatment {
+    /// Left out (direct identifiers).
+    Drop,
+    /// Recoded with `hierarchy` at `level` (quasi-identifiers), as Utf8.
+    Recode {
+        /// The hierarchy.
+        hierarchy: Arc<Hierarchy>,
+        /// The level, 0 ..= top.
+        level: usize,
+    },
+    /// Kept as it is (sensitive and insensitive attributes).
+    Keep,
+}
+
+/// A transformation of a table: a treatment per column (columns not listed are dropped), the
+/// requirements deciding which classes are suppressed, and how.
+#[derive(Debug, Clone)]
+pub struct Generalization {
+    /// Column name and treatment, in output order.
+    pub columns: Vec<(String, ColumnTreatment)>,
+    /// k and the l/t requirements of each sensitive attribute; the suppression limit is not
+    /// enforced here (the table serves whatever the requirements imply; `anon apply` refuses
+    /// to publish beyond the limit).
+    pub requirements: PrivacyRequirements,
+    /// Drop or mask the rows of failing classes.
+    pub suppression: SuppressionMode,
+}
+
+impl Generalization {
+    /// The recoded columns' names, in output order.
+    pub fn quasi_identifiers(&self) -> Vec<&str> {
+        self.columns
+            .iter()
+            .filter(|(_, t)| matches!(t, ColumnTreatment::Recode { .. }))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// Whether any class can fail: k > 1 or some l / t requirement.
+    pub fn suppresses(&self) -> bool {
+        self.requirements.k > 1
+            || self
+                .requirements
+                .sensitive
+                .iter()
+                .any(|s| s.l.is_some() || s.t.is_some())
+    }
+}
+
+/// Names of the helper columns of the plans; chosen not to collide with user columns.
+const ROWS: &str = "__anon_class_rows";
+const PASSES: &str = "__anon_class_passes";
+const SUPPRESSED: &str = "__anon_suppressed";
+const CLASSES_ALIAS: &str = "__anon_failing_classes";
+
+fn key_name(i: usize) -> String {
+    format!("__anon_key_{i}")
+}
+
+/// A table served generalized and suppressed; see the module documentation.
+#[derive(Debug)]
+pub struct GeneralizedTable {
+    view: ViewTable,
+    generalization: Generalization,
+    recoded: LogicalPlan,
+}
+
+impl GeneralizedTable {
+    /// `inner` (registered or referred to as `table_name` in plans and `EXPLAIN`) generalized
+    /// by `generalization`; failing classes are found when the table is queried.
+    pub fn try_new(
+        table_name: &str,
+        inner: Arc<dyn TableProvider>,
+        generalization: Generalization,
+    ) -> Result<Self> {
+        let recoded = recoded_plan(table_name, inner, &generalization)?;
+        let plan = if generalization.suppresses() {
+            let failing = failing_classes_plan(&recoded, &generalization)?;
+            suppress(&recoded, failing, &generalization)?
+        } else {
+            recoded.clone()
+        };
+        Ok(Self {
+            view: ViewTable::new(plan, None),
+            generalization,
+            recoded,
+        })
+    }
+
+    /// The same table with the failing classes given (as computed by
+    /// [`GeneralizedTable::class_summary_plan`]'s input, i.e. batches of the recoded
+    /// quasi-identifiers of each failing class, in [`Generalization::quasi_identifiers`]
+    /// order): the rows are joined against them instead of aggregating again.
+    pub fn with_failing_classes(&self, failing: Vec<RecordBatch>) -> Result<Self> {
+        let plan = if failing.iter().all(|b| b.num_rows() == 0) {
+            self.recoded.clone()
+        } else {
+            let schema = failing[0].schema();
+            let table = MemTable::try_new(schema, vec![failing])?;
+            let scan =
+                LogicalPlanBuilder::scan(CLASSES_ALIAS, provider_as_source(Arc::new(table)), None)?
+                    .project(
+                        (0..self.generalization.quasi_identifiers().len())
+                            .map(|i| Expr::Column(Column::from_name(key_name(i))))
+                            .chain(std::iter::once(lit(true).alias(SUPPRESSED))),
+                    )?
+                    .build()?;
+            suppress(&self.recoded, scan, &self.generalization)?
+        };
+        Ok(Self {
+            view: ViewTable::new(plan, None),
+            generalization: self.generalization.clone(),
+            recoded: self.recoded.clone(),
+        })
+    }
+
+    /// The transformation served.
+    pub fn generalization(&self) -> &Generalization {
+        &self.generalization
+    }
+
+    /// The plan serving the table's rows (what `SELECT *` runs).
+    pub fn plan(&self) -> &LogicalPlan {
+        self.view.logical_plan()
+    }
+
+    /// The recoded rows before suppression.
+    pub fn recoded_plan(&self) -> &LogicalPlan {
+        &self.recoded
+    }
+
+    /// The classes that fail the requirements: their recoded quasi-identifiers as
+    /// `__anon_key_<i>`, their size as `__anon_class_rows`. One scan of the inner table's
+    /// quasi-identifiers (and sensitive attributes with l/t requirements).
+    pub fn failing_classes_plan(&self) -> Result<LogicalPlan> {
+        failing_classes_with_rows(&self.recoded, &self.generalization)
+    }
+
+    /// The view as DataFusion's own [`ViewTable`] (for engines that serialize plans, such as
+    /// Ballista, which know views but not this type).
+    pub fn into_view(self) -> ViewTable {
+        self.view
+    }
+}
+
+#[async_trait]
+impl TableProvider for GeneralizedTable {
+    fn schema(&self) -> SchemaRef {
+        self.view.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    fn get_logical_plan(&'_ self) -> Option<Cow<'_, LogicalPlan>> {
+        self.view.get_logical_plan()
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        self.view.supports_filters_pushdown(filters)
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.view.scan(state, projection, filters, limit).await
+    }
+}
+
+/// The inner table with identifiers dropped and quasi-identifiers recoded.
+fn recoded_plan(
+    table_name: &str,
+    inner: Arc<dyn TableProvider>,
+    generalization: &Generalization,
+) -> Result<LogicalPlan> {
+    let schema = inner.schema();
+    // the hierarchies travel with the plan in a registry of this table's own, so the
+    // session's registry (if any) is neither needed nor changed
+    let registry = Arc::new(HierarchyRegistry::new());
+    let generalize = ScalarUDF::new_from_impl(GeneralizeFunction::new(Arc::clone(&registry)));
+    let mut exprs = Vec::with_capacity(generalization.columns.len());
+    for (name, treatment) in &generalization.columns {
+        let field = schema.field_with_name(name).map_err(|_| {
+            DataFusionError::Plan(format!(
+                "column '{name}' of the generalization is not a column of table '{table_name}'"
+            ))
+        })?;
+        let column = Expr::Column(Column::new(Some(table_name), name));
+        match treatment {
+            ColumnTreatment::Drop => {}
+            ColumnTreatment::Keep => exprs.push(column),
+            ColumnTreatment::Recode { hierarchy, level } => {
+                hierarchy.check_level(*level)?;
+                hierarchy.check_column(name, field.data_type())?;
+                let key = format!("{name}#{}", registry.names().len());
+                registry.insert(&key, Arc::clone(hierarchy));
+                exprs.push(
+                    generalize
+                        .call(vec![column, lit(key), lit(*level as i64)])
+                        .alias(name),
+                );
+            }
+        }
+    }
+    if exprs.is_empty() {
+        return Err(DataFusionError::Plan(format!(
+            "the generalization of table '{table_name}' keeps no column"
+        )));
+    }
+    LogicalPlanBuilder::scan(table_name, provider_as_source(inner), None)?
+        .project(exprs)?
+        .build()
+}
+
+/// Per class of the recoded rows: its keys, its size and whether it meets every requirement.
+fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<LogicalPlan> {
+    let qis = generalization.quasi_identifiers();
+    let keys: Vec<Expr> = qis
+        .iter()
+        .map(|name| Expr::Column(Column::from_name(*name)))
+        .collect();
+    let mut aggregates = vec![count(lit(1)).alias(ROWS)];
+    let mut conditions = vec![
+        Expr::Column(Column::from_name(ROWS)).gt_eq(lit(generalization.requirements.k as i64)),
+    ];
+    for (i, s) in generalization.requirements.sensitive.iter().enumerate() {
+        let value = Expr::Column(Column::from_name(&s.attribute));
+        if let Some(l) = s.l {
+            let name = format!("__anon_l_{i}");
+            let measure = match l.kind {
+                LDiversityKind::Distinct => l_diversity_udaf().call(vec![value.clone()]),
+                LDiversityKind::Entropy => entropy_l_diversity_udaf().call(vec![value.clone()]),
+                LDiversityKind::Recursive => {
+                    recursive_cl_diversity_udaf().call(vec![value.clone(), lit(l.c.unwrap_or(1.0))])
+                }
+            };
+            aggregates.push(measure.alias(&name));
+            conditions.push(
+                datafusion::prelude::cast(
+                    Expr::Column(Column::from_name(name)),
+                    datafusion::arrow::datatypes::DataType::Float64,
+                )
+                .gt_eq(lit(l.threshold())),
+            );
+        }
+        if let Some(t) = s.t {
+            let name = format!("__anon_t_{i}");
+            let measure = match t.kind {
+                TClosenessKind::Equal => t_closeness_udaf().call(vec![value.clone()]),
+                TClosenessKind::Ordered => t_closeness_ordered_udaf().call(vec![value.clone()]),
+            };
+            aggregates.push(measure.alias(&name));
+            conditions.push(Expr::Column(Column::from_name(name)).lt_eq(lit(t.threshold())));
+        }
+    }
+    let passes = conditions
+        .into_iter()
+        .reduce(Expr::and)
+        .unwrap_or_else(|| lit(true));
+    let mut projection: Vec<Expr> = qis
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Expr::Column(Column::from_name(*name)).alias(key_name(i)))
+        .collect();
+    projection.push(Expr::Column(Column::from_name(ROWS)));
+    // a NULL measure (no sensitive value in the class) fails: never assume privacy
+    projection.push(passes.is_true().alias(PASSES));
+    LogicalPlanBuilder::from(recoded.clone())
+        .aggregate(keys, aggregates)?
+        .project(projection)?
+        .build()
+}
+
+fn failing_classes_with_rows(
+    recoded: &LogicalPlan,
+    generalization: &Generalization,
+) -> Result<LogicalPlan> {
+    let qis = generalization.quasi_identifiers();
+    let mut projection: Vec<Expr> = (0..qis.len())
+        .map(|i| Expr::Column(Column::from_name(key_name(i))))
+        .collect();
+    projection.push(Expr::Column(Column::from_name(ROWS)));
+    LogicalPlanBuilder::from(class_plan(recoded, generalization)?)
+        .filter(not(Expr::Column(Column::from_name(PASSES))))?
+        .project(projection)?
+        .build()
+}
+
+/// The failing classes' keys with a `__anon_suppressed = true` marker column.
+fn failing_classes_plan(
+    recoded: &LogicalPlan,
+    generalization: &Generalization,
+) -> Result<LogicalPlan> {
+    let qis = generalization.quasi_identifiers();
+    let projection: Vec<Expr> = (0..qis.len())
+        .map(|i| Expr::Column(Column::from_name(key_name(i))))
+        .chain(std::iter::once(lit(true).alias(SUPPRESSED)))
+        .collect();
+    LogicalPlanBuilder::from(failing_classes_with_rows(recoded, generalization)?)
+        .project(projection)?
+        .alias(CLASSES_ALIAS)?
+        .build()
+}
+
+/// The recoded rows with the rows of `failing` classes dropped or masked.
+fn suppress(
+    recoded: &LogicalPlan,
+    failing: LogicalPlan,
+    generalization: &Generalization,
+) -> Result<LogicalPlan> {
+    let qis = generalization.quasi_identifiers();
+    let left_keys: Vec<Column> = qis.iter().map(|n| Column::from_name(*n)).collect();
+    let right_keys: Vec<Column> = (0..qis.len())
+        .map(|i| Column::from_name(key_name(i)))
+        .collect();
+    let output: Vec<String> = recoded
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let joined = LogicalPlanBuilder::from(recoded.clone()).join_detailed(
+        failing,
+        JoinType::Left,
+        (left_keys, right_keys),
+        None,
+        // a NULL quasi-identifier is a value of its class, as in GROUP BY
+        NullEquality::NullEqualsNull,
+    )?;
+    let suppressed = Expr::Column(Column::from_name(SUPPRESSED)).is_not_null();
+    let plan = match generalization.suppression {
+        SuppressionMode::Drop => joined
+            .filter(not(suppressed))?
+            .project(output.iter().map(|n| Expr::Column(Column::from_name(n))))?,
+        SuppressionMode::Mask => {
+            let mut exprs = Vec::with_capacity(output.len());
+            for name in &output {
+                let column = Expr::Column(Column::from_name(name));
+                exprs.push(if qis.contains(&name.as_str()) {
+                    when(suppressed.clone(), lit(TOP_LABEL))
+                        .otherwise(column)?
+                        .alias(name)
+                } else {
+                    column
+                });
+            }
+            joined.project(exprs)?
+        }
+    };
+    plan.build()
+}

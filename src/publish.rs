@@ -1,0 +1,571 @@
+//! Publishing: write the generalized table to a temporary location next to the output, verify
+//! what was written with the measurement functions, and only then move it into place.
+//!
+//! Either the whole, verified output appears at the output path, or nothing does: a failed
+//! write or verification removes the temporary copy, and a process killed midway leaves at
+//! most a hidden `.<name>.anon-tmp-<pid>[.parquet]` sibling, never a partial file at the output path.
+//! The input is never written: an output that is, contains or lies inside a directory input
+//! is refused.
+
+use std::path::{Path, PathBuf};
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use serde::Serialize;
+
+use crate::generalize::TOP_LABEL;
+use crate::policy::{
+    LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind, quote_ident,
+};
+
+/// Refuses an output path that exists (unless `overwrite`), equals the input, lies inside a
+/// directory input, or contains the input (overwriting it would delete the input).
+pub fn check_output(out: &Path, input: &Path, overwrite: bool) -> Result<()> {
+    let refuse = |why: String| DataFusionError::Plan(format!("output {}: {why}", out.display()));
+    if out.as_os_str().is_empty() {
+        return Err(refuse("empty path".into()));
+    }
+    let out_abs = absolute(out);
+    // a glob input is judged by the directory it lists
+    let input_base = glob_base(input);
+    let input_abs = absolute(&input_base);
+    if out_abs == input_abs {
+        return Err(refuse("is the input; choose another path".into()));
+    }
+    if input_base.is_dir() && out_abs.starts_with(&input_abs) {
+        return Err(refuse(format!(
+            "lies inside the input directory {}; it would be read as input next time",
+            input_base.display()
+        )));
+    }
+    if input_abs.starts_with(&out_abs) {
+        return Err(refuse(format!(
+            "contains the input {}; writing it would destroy the input",
+            input.display()
+        )));
+    }
+    if out.exists() && !overwrite {
+        return Err(refuse("exists; pass --overwrite to replace it".into()));
+    }
+    match out_abs.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => Err(refuse(format!(
+            "its directory {} does not exist",
+            parent.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `path` made absolute and, where it exists, canonical (symlinks resolved).
+fn absolute(path: &Path) -> PathBuf {
+    if let Ok(canonical) = path.canonicalize() {
+        return canonical;
+    }
+    // not there yet: canonicalize the nearest existing ancestor, keep the rest
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+    let mut result = existing
+        .canonicalize()
+        .unwrap_or_else(|_| existing.to_path_buf());
+    for name in rest.into_iter().rev() {
+        result.push(name);
+    }
+    result
+}
+
+/// The directory part of a glob path (`data/*.parquet` → `data`), or the path itself.
+fn glob_base(path: &Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    match text.find(['*', '?', '[']) {
+        Some(i) => {
+            let prefix = &text[..i];
+            let cut = prefix.rfind('/').map(|j| &prefix[..j]).unwrap_or(".");
+            PathBuf::from(if cut.is_empty() { "/" } else { cut })
+        }
+        None => path.to_path_buf(),
+    }
+}
+
+/// An output written to a temporary sibling of its final path; see the module docs.
+/// Dropping it without [`StagedOutput::commit`] removes the temporary copy.
+#[derive(Debug)]
+pub struct StagedOutput {
+    temporary: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+impl StagedOutput {
+    /// Writes `data` as Parquet to a temporary sibling of `target`: one file when `target`
+    /// ends in `.parquet`, else a directory of files (one per output partition).
+    pub async fn write(data: DataFrame, target: &Path) -> Result<Self> {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!("output {}: not a file name", target.display()))
+            })?;
+        let parent = target.parent().unwrap_or(Path::new(""));
+        let single_file = is_parquet_file(target);
+        // a file keeps its extension so that it can be read back for verification
+        let suffix = if single_file { ".parquet" } else { "" };
+        let temporary = parent.join(format!(".{name}.anon-tmp-{}{suffix}", std::process::id()));
+        remove_path(&temporary)?;
+        let staged = Self {
+            temporary,
+            target: target.to_path_buf(),
+            committed: false,
+        };
+        let mut location = staged.temporary.display().to_string();
+        if !single_file {
+            std::fs::create_dir_all(&staged.temporary).map_err(|e| {
+                DataFusionError::Execution(format!("cannot create {location}: {e}"))
+            })?;
+            location.push('/');
+        }
+        data.write_parquet(
+            &location,
+            DataFrameWriteOptions::new().with_single_file_output(single_file),
+            None,
+        )
+        .await?;
+        Ok(staged)
+    }
+
+    /// Where the data are until committed.
+    pub fn temporary_path(&self) -> &Path {
+        &self.temporary
+    }
+
+    /// Moves the output into place (replacing what is there, which
+    /// [`check_output`] allowed only with `--overwrite`).
+    pub fn commit(mut self) -> Result<PathBuf> {
+        let io = |what: &str, e: std::io::Error| {
+            DataFusionError::Execution(format!("cannot {what} {}: {e}", self.target.display()))
+        };
+        let mut old = None;
+        if self.target.exists() {
+            let name = self
+                .target
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy();
+            let aside = self
+                .target
+                .with_file_name(format!(".{name}.anon-old-{}", std::process::id()));
+            remove_path(&aside)?;
+            std::fs::rename(&self.target, &aside).map_err(|e| io("move aside", e))?;
+            old = Some(aside);
+        }
+        if let Err(e) = std::fs::rename(&self.temporary, &self.target) {
+            if let Some(aside) = &old {
+                // put the previous output back rather than leave nothing
+                let _ = std::fs::rename(aside, &self.target);
+            }
+            return Err(io("move the output into", e));
+        }
+        self.committed = true;
+        if let Some(aside) = old {
+            remove_path(&aside)?;
+        }
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for StagedOutput {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = remove_path(&self.temporary);
+        }
+    }
+}
+
+fn is_parquet_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+fn remove_path(path: &Path) -> Result<()> {
+    let result = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else if path.exists() {
+        std::fs::remove_file(path)
+    } else {
+        Ok(())
+    };
+    result.map_err(|e| DataFusionError::Execution(format!("cannot remove {}: {e}", path.display())))
+}
+
+/// What the published data achieve, measured on the written files.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verification {
+    /// Rows written.
+    pub rows: u64,
+    /// Equivalence classes among the rows (the all-`*` class of masked rows excluded when it
+    /// does not meet the requirements on its own).
+    pub classes: u64,
+    /// The smallest class (0 when no rows).
+    pub k: u64,
+    /// Rows suppressed as far as the output shows: input rows not written (drop), or the
+    /// rows of the all-`*` class when it is excluded (mask; masked rows in an all-`*` class
+    /// that meets the requirements on its own are indistinguishable from generalized ones).
+    pub suppressed_rows: u64,
+    /// Per sensitive attribute with requirements: the worst l and t over the classes.
+    pub sensitive: Vec<SensitiveMeasure>,
+    /// Why the output fails the policy; empty when it passes.
+    pub failures: Vec<String>,
+}
+
+/// The worst l and t of one sensitive attribute.
+#[derive(Debug, Clone, Serialize)]
+pub struct SensitiveMeasure {
+    /// The attribute.
+    pub attribute: String,
+    /// The smallest l of the required kind (`None` without an l requirement or rows).
+    pub l: Option<f64>,
+    /// The largest t of the required kind (`None` without a t requirement or rows).
+    pub t: Option<f64>,
+}
+
+impl Verification {
+    /// Whether the output meets the policy.
+    pub fn passes(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Measures the Parquet output at `path` (file or directory) with the crate's functions and
+/// checks it against `requirements`: every class at least k rows and meeting each l and t
+/// (measured against the output's own distribution, as a reader of the published data
+/// would), and at most the allowed share of the `input_rows` suppressed.
+pub async fn verify(
+    ctx: &SessionContext,
+    path: &Path,
+    quasi_identifiers: &[String],
+    requirements: &PrivacyRequirements,
+    suppression: SuppressionMode,
+    input_rows: u64,
+) -> Result<Verification> {
+    let table = format!("__anon_verify_{}", std::process::id());
+    let location = if path.is_dir() {
+        format!("{}/", path.display())
+    } else {
+        path.display().to_string()
+    };
+    ctx.register_parquet(&table, &location, ParquetReadOptions::default())
+        .await?;
+    let result = measure(
+        ctx,
+        &table,
+        quasi_identifiers,
+        requirements,
+        suppression,
+        input_rows,
+    )
+    .await;
+    ctx.deregister_table(table.as_str())?;
+    result
+}
+
+async fn measure(
+    ctx: &SessionContext,
+    table: &str,
+    quasi_identifiers: &[String],
+    requirements: &PrivacyRequirements,
+    suppression: SuppressionMode,
+    input_rows: u64,
+) -> Result<Verification> {
+    let keys: Vec<String> = quasi_identifiers.iter().map(|q| quote_ident(q)).collect();
+    let mut per_class = vec!["count(*) AS k".to_string()];
+    let mut passes = vec![format!("k >= {}", requirements.k)];
+    for (i, s) in requirements.sensitive.iter().enumerate() {
+        let column = quote_ident(&s.attribute);
+        if let Some(l) = s.l {
+            let function = match l.kind {
+                LDiversityKind::Distinct => format!("l_diversity({column})"),
+                LDiversityKind::Entropy => format!("entropy_l_diversity({column})"),
+                LDiversityKind::Recursive => {
+                    format!("recursive_cl_diversity({column}, {})", l.c.unwrap_or(1.0))
+                }
+            };
+            per_class.push(format!("CAST({function} AS DOUBLE) AS l{i}"));
+            passes.push(format!("coalesce(l{i} >= {}, false)", l.threshold()));
+        }
+        if let Some(t) = s.t {
+            let function = match t.kind {
+                TClosenessKind::Equal => format!("t_closeness({column})"),
+                TClosenessKind::Ordered => format!("t_closeness_ordered({column})"),
+            };
+            per_class.push(format!("{function} AS t{i}"));
+            passes.push(format!("coalesce(t{i} <= {}, false)", t.threshold()));
+        }
+    }
+    let all_top = keys
+        .iter()
+        .map(|k| format!("coalesce({k} = '{TOP_LABEL}', false)"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let group_by = if keys.is_empty() {
+        String::new()
+    } else {
+        format!("GROUP BY {}", keys.join(", "))
+    };
+    // per class: its measures, whether it passes, whether it is the all-`*` class
+    let classes = format!(
+        "SELECT *, {} AS passes, {all_top} AS all_top FROM (SELECT {}{} FROM {} {group_by})",
+        passes.join(" AND "),
+        if keys.is_empty() {
+            String::new()
+        } else {
+            format!("{}, ", keys.join(", "))
+        },
+        per_class.join(", "),
+        quote_ident(table),
+    );
+    let batches = ctx.sql(&classes).await?.collect().await?;
+    // Summarize in Rust (#classes rows): the masked class is excluded only when it fails
+    let mut rows = 0u64;
+    let mut class_count = 0u64;
+    let mut min_k: Option<u64> = None;
+    let mut excluded = 0u64;
+    let mut failing_classes = 0u64;
+    let mut l_min: Vec<Option<f64>> = vec![None; requirements.sensitive.len()];
+    let mut t_max: Vec<Option<f64>> = vec![None; requirements.sensitive.len()];
+    for batch in &batches {
+        let schema = batch.schema();
+        let k = batch
+            .column(schema.index_of("k")?)
+            .as_primitive::<Int64Type>();
+        let pass = batch.column(schema.index_of("passes")?).as_boolean();
+        let top = batch.column(schema.index_of("all_top")?).as_boolean();
+        for row in 0..batch.num_rows() {
+            let size = k.value(row) as u64;
+            let passes = pass.is_valid(row) && pass.value(row);
+            let is_top = top.is_valid(row) && top.value(row);
+            if suppression == SuppressionMode::Mask && is_top && !passes {
+                excluded += size;
+                continue;
+            }
+            rows += size;
+            class_count += 1;
+            min_k = Some(min_k.map_or(size, |m| m.min(size)));
+            if !passes {
+                failing_classes += 1;
+            }
+            for (i, _) in requirements.sensitive.iter().enumerate() {
+                if let Ok(index) = schema.index_of(&format!("l{i}")) {
+                    let l = batch.column(index).as_primitive::<Float64Type>();
+                    let value = if l.is_valid(row) { l.value(row) } else { 0.0 };
+                    l_min[i] = Some(l_min[i].map_or(value, |m: f64| m.min(value)));
+                }
+                if let Ok(index) = schema.index_of(&format!("t{i}")) {
+                    let column = batch.column(index);
+                    let t = if column.data_type() == &DataType::Float64 {
+                        let t = column.as_primitive::<Float64Type>();
+                        if t.is_valid(row) { t.value(row) } else { 1.0 }
+                    } else {
+                        1.0
+                    };
+                    t_max[i] = Some(t_max[i].map_or(t, |m: f64| m.max(t)));
+                }
+            }
+        }
+    }
+    let suppressed_rows = match suppression {
+        SuppressionMode::Drop => input_rows.saturating_sub(rows),
+        SuppressionMode::Mask => excluded,
+    };
+    let mut failures = Vec::new();
+    if failing_classes > 0 {
+        failures.push(format!(
+            "{failing_classes} class(es) of the output fail the requirements (smallest class {} rows)",
+            min_k.unwrap_or(0)
+        ));
+    }
+    let allowed = requirements.max_suppressed_rows(input_rows);
+    if suppressed_rows > allowed {
+        failures.push(format!(
+            "{suppressed_rows} rows suppressed, above the limit of {allowed} ({} of {input_rows})",
+            requirements.max_suppression
+        ));
+    }
+    if rows == 0 && input_rows > 0 {
+        failures.push("no rows left to publish".to_string());
+    }
+    Ok(Verification {
+        rows,
+        classes: class_count,
+        k: min_k.unwrap_or(0),
+        suppressed_rows,
+        sensitive: requirements
+            .sensitive
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.l.is_some() || s.t.is_some())
+            .map(|(i, s)| SensitiveMeasure {
+                attribute: s.attribute.clone(),
+                l: l_min[i],
+                t: t_max[i],
+            })
+            .collect(),
+        failures,
+    })
+}
+
+/// What [`publish`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishReport {
+    /// Where the output is.
+    pub output: PathBuf,
+    /// Rows of the input.
+    pub input_rows: u64,
+    /// The level of each quasi-identifier, in column order.
+    pub levels: Vec<QiLevel>,
+    /// Rows of the classes that fail the requirements, dropped or masked.
+    pub suppressed_rows: u64,
+    /// What the written output achieves.
+    pub verification: Verification,
+    /// Seconds spent counting failing classes, writing and verifying.
+    pub seconds: PublishTimings,
+}
+
+/// The level a quasi-identifier is generalized to.
+#[derive(Debug, Clone, Serialize)]
+pub struct QiLevel {
+    /// The column.
+    pub quasi_identifier: String,
+    /// Its level (0 = as is).
+    pub level: usize,
+}
+
+/// Time per phase of [`publish`], in seconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PublishTimings {
+    /// Counting the input and finding the classes to suppress.
+    pub classes: f64,
+    /// Writing the generalized table.
+    pub write: f64,
+    /// Measuring the written output.
+    pub verify: f64,
+}
+
+/// Publishes the registered input of `policy` (see [`crate::policy::Policy::register`])
+/// generalized at `levels` to `out`: refuses a transformation that suppresses more rows than
+/// the policy allows (before writing anything), writes through the
+/// [`GeneralizedTable`](crate::provider::GeneralizedTable) to a temporary sibling, verifies
+/// the written data, and moves it into place only if it passes.
+pub async fn publish(
+    ctx: &SessionContext,
+    policy: &crate::policy::Policy,
+    levels: &[usize],
+    out: &Path,
+    overwrite: bool,
+) -> Result<PublishReport> {
+    check_output(out, policy.input(), overwrite)?;
+    let started = std::time::Instant::now();
+    let table = policy.generalized_table(ctx, levels).await?;
+    let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
+    let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
+    let generalization = table.generalization().clone();
+    let (failing, suppressed) = if generalization.suppresses() {
+        let batches = ctx
+            .execute_logical_plan(table.failing_classes_plan()?)
+            .await?
+            .collect()
+            .await?;
+        let suppressed: u64 = batches
+            .iter()
+            .map(|b| {
+                let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
+                rows.iter().flatten().map(|r| r as u64).sum::<u64>()
+            })
+            .sum();
+        (batches, suppressed)
+    } else {
+        (Vec::new(), 0)
+    };
+    let allowed = policy.requirements().max_suppressed_rows(input_rows);
+    if suppressed > allowed {
+        return Err(DataFusionError::Plan(format!(
+            "this transformation suppresses {suppressed} of {input_rows} rows, above the \
+             policy's limit of {allowed} (max_suppression = {}); nothing written",
+            policy.requirements().max_suppression
+        )));
+    }
+    if input_rows > 0 && suppressed == input_rows {
+        return Err(DataFusionError::Plan(format!(
+            "this transformation suppresses all {input_rows} rows; nothing written"
+        )));
+    }
+    let table = table.with_failing_classes(failing)?;
+    let classes_seconds = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let staged = StagedOutput::write(ctx.read_table(std::sync::Arc::new(table))?, out).await?;
+    let write_seconds = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let quasi_identifiers: Vec<String> = generalization
+        .quasi_identifiers()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let verification = verify(
+        ctx,
+        staged.temporary_path(),
+        &quasi_identifiers,
+        policy.requirements(),
+        policy.suppression(),
+        input_rows,
+    )
+    .await?;
+    let verify_seconds = started.elapsed().as_secs_f64();
+    if !verification.passes() {
+        return Err(DataFusionError::Execution(format!(
+            "the written output fails the policy, so it was not published: {}",
+            verification.failures.join("; ")
+        )));
+    }
+    let output = staged.commit()?;
+    Ok(PublishReport {
+        output,
+        input_rows,
+        levels: quasi_identifiers
+            .into_iter()
+            .zip(levels.iter().copied())
+            .map(|(quasi_identifier, level)| QiLevel {
+                quasi_identifier,
+                level,
+            })
+            .collect(),
+        suppressed_rows: suppressed,
+        verification,
+        seconds: PublishTimings {
+            classes: classes_seconds,
+            write: write_seconds,
+            verify: verify_seconds,
+        },
+    })
+}
+
+fn first_i64(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> i64 {
+    batches
+        .iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| {
+            let column = b.column(0).as_primitive_opt::<Int64Type>()?;
+            column.is_valid(0).then(|| column.value(0))
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,668 @@
+//! Evaluating a lattice node in memory: roll the frequency set (or the classes of an already
+//! evaluated finer node) up to the node's levels, then judge each class.
+//!
+//! ## Rolling up
+//! A node's classes are the groups of its per-QI level codes. They are computed from a
+//! *source*: the leaf classes of the [`FrequencySet`], or the classes of a cached node `m ≤ n`
+//! when every hierarchy maps `m`'s levels functionally to `n`'s (nested hierarchies) — the
+//! source with the fewest classes wins. Grouping uses a dense table when the product of the
+//! level cardinalities is small, a hash map on a packed `u64` key otherwise (see
+//! `group.rs`); per-class sensitive histograms are merged from the source's. Nothing is
+//! allocated per row and the data is never scanned again.
+//!
+//! ## Judging
+//! A class *fails* when it has fewer than `k` rows or misses an l or t requirement of any
+//! sensitive attribute; failing classes are suppressed. The node **satisfies** the
+//! requirements iff the suppressed rows are at most
+//! [`PrivacyRequirements::max_suppressed_rows`]`(n)` **and at least one row is kept**: an
+//! empty release is not a solution (so a k larger than the table has no solution even with
+//! 100% suppression allowed).
+//!
+//! Per sensitive attribute, with the SQL functions' NULL rules: distinct l counts non-NULL
+//! values (an all-NULL class counts 1); entropy and recursive (c,l) add the NULLs to the most
+//! frequent value; t-closeness treats NULL as a category, with `p_T` the distribution of the
+//! whole input table (before suppression). Entropy l passes when `exp(H) ≥ l` and t when
+//! `EMD ≤ t`, both with a relative tolerance of 1e-12 that only absorbs floating-point
+//! rounding (a class of two equally frequent values has entropy l exactly 2).
+//!
+//! ## Metrics (all over the n input rows; suppressed rows count as fully generalized)
+//! - **Loss** (METRICS.md): mean over rows × QIs of the hierarchy cost of each cell, 1 for
+//!   each QI of a suppressed row.
+//! - **Discernibility**: Σ_E |E|² over kept classes + n · suppressed rows.
+//! - **Precision** (height-based, Sweeney's Prec loss): mean over rows × QIs of
+//!   `level / top level`, 1 for each QI of a suppressed row.
+//! - **Classes**: the number of kept classes (more is better).
+
+use std::rc::Rc;
+
+use datafusion::error::{DataFusionError, Result};
+
+use super::frequency::FrequencySet;
+use super::group::{Column, Grouper, HistogramMerger, Histograms};
+use super::lattice::Lattice;
+use crate::functions::formulas::{self, OrderedDomain};
+use crate::policy::{LDiversity, LDiversityKind, PrivacyRequirements, TCloseness, TClosenessKind};
+
+/// Relative tolerance of the entropy-l and t comparisons (floating-point rounding only).
+const TOLERANCE: f64 = 1e-12;
+
+/// How many evaluated nodes' classes are kept as roll-up sources.
+const CACHE_CAPACITY: usize = 32;
+
+/// What one sensitive attribute achieves on the kept classes of a node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SensitiveAchieved {
+    /// The sensitive column.
+    pub attribute: String,
+    /// The smallest l (of the required kind) over the kept classes; `None` without an l
+    /// requirement or without kept classes.
+    pub l: Option<f64>,
+    /// The largest t (of the required kind) over the kept classes; `None` without a t
+    /// requirement or without kept classes.
+    pub t: Option<f64>,
+}
+
+/// The evaluation of one lattice node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeEvaluation {
+    /// The level of each QI.
+    pub levels: Vec<usize>,
+    /// Whether the node meets every requirement (see the module documentation).
+    pub satisfies: bool,
+    /// Rows of the input table (n).
+    pub rows: u64,
+    /// Rows of the classes that fail a requirement.
+    pub suppressed_rows: u64,
+    /// The most rows the requirements allow to suppress.
+    pub max_suppressed_rows: u64,
+    /// Equivalence classes kept (after suppression).
+    pub classes: u64,
+    /// Equivalence classes before suppression (distinct generalized QI tuples).
+    pub classes_before_suppression: u64,
+    /// The k achieved: the smallest kept class; `None` when every row is suppressed.
+    pub min_class_size: Option<u64>,
+    /// Per sensitive attribute with a requirement, the worst l and t over kept classes.
+    pub sensitive: Vec<SensitiveAchieved>,
+    /// Loss (hierarchy NCP, METRICS.md), suppressed rows costing 1 per QI.
+    pub loss: f64,
+    /// Discernibility: Σ |E|² over kept classes + n · suppressed rows.
+    pub discernibility: f64,
+    /// Height-based precision loss: mean of level/top over rows × QIs, suppressed rows 1.
+    pub precision: f64,
+}
+
+/// One sensitive attribute's requirement, prepared for evaluation.
+#[derive(Debug)]
+pub(crate) struct SensitiveCriterion {
+    /// index in the frequency set's sensitive attributes
+    pub index: usize,
+    pub name: String,
+    pub l: Option<LDiversity>,
+    pub t: Option<TCloseness>,
+    null_code: Option<u32>,
+    cardinality: usize,
+    table_counts: Vec<u64>,
+    ordered: Option<OrderedDomain>,
+}
+
+/// The requirements, validated against a frequency set.
+#[derive(Debug)]
+pub(crate) struct Criteria {
+    pub k: u64,
+    /// the most rows that may be suppressed
+    pub budget: u64,
+    pub rows: u64,
+    pub sensitive: Vec<SensitiveCriterion>,
+}
+
+impl Criteria {
+    /// Validates `requirements` (ranges, attributes present, ordered types) for `freq`.
+    pub fn new(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
+        let plan = |m: String| Err(DataFusionError::Plan(m));
+        if requirements.k == 0 {
+            return plan("k must be at least 1".to_string());
+        }
+        let rate = requirements.max_suppression;
+        if !(rate.is_finite() && (0.0..=1.0).contains(&rate)) {
+            return plan("max_suppression must be between 0 and 1".to_string());
+        }
+        let mut sensitive = Vec::new();
+        for (i, req) in requirements.sensitive.iter().enumerate() {
+            if req.l.is_none() && req.t.is_none() {
+                continue;
+            }
+            let name = &req.attribute;
+            if requirements.sensitive[..i]
+                .iter()
+                .any(|r| &r.attribute == name)
+            {
+                return plan(format!("sensitive attribute '{name}' is listed twice"));
+            }
+            let Some(index) = freq.sensitive_index(name) else {
+                return plan(format!(
+                    "sensitive attribute '{name}' is not in the frequency set"
+                ));
+            };
+            let domain = &freq.sensitive()[index];
+            if let Some(l) = &req.l {
+                if !(l.l.is_finite() && l.l >= 1.0) {
+                    return plan(format!("'{name}': l must be a number of at least 1"));
+                }
+                if l.kind == LDiversityKind::Recursive
+                    && !l.c.is_some_and(|c| c.is_finite() && c > 0.0)
+                {
+                    return plan(format!(
+                        "'{name}': recursive (c,l)-diversity needs a positive c"
+                    ));
+                }
+            }
+            let mut ordered = None;
+            if let Some(t) = &req.t {
+                if !(t.t.is_finite() && (0.0..=1.0).contains(&t.t)) {
+                    return plan(format!("'{name}': t must be between 0 and 1"));
+                }
+                if t.kind == TClosenessKind::Ordered {
+                    if !domain.is_ordered() {
+                        return plan(format!(
+                            "'{name}': ordered t-closeness needs an ordered attribute \
+                             (numeric, decimal, date or time); use equal t-closeness"
+                        ));
+                    }
+                    ordered = Some(OrderedDomain::new(domain.table_counts()));
+                }
+            }
+            sensitive.push(SensitiveCriterion {
+                index,
+                name: name.clone(),
+                l: req.l,
+                t: req.t,
+                null_code: domain.null_code(),
+                cardinality: domain.cardinality(),
+                table_counts: domain.table_counts().to_vec(),
+                ordered,
+            });
+        }
+        Ok(Self {
+            k: requirements.k,
+            budget: requirements.max_suppressed_rows(freq.rows()),
+            rows: freq.rows(),
+            sensitive,
+        })
+    }
+
+    /// Whether "satisfies" is monotone over the lattice (a node satisfying ⇒ all its
+    /// generalizations satisfy; failing ⇒ all its specializations fail), given nested
+    /// hierarchies.
+    ///
+    /// - Nothing may be suppressed: every criterion is monotone, because a class of a
+    ///   generalization is a union of classes of the finer node, and a union of classes that
+    ///   pass still passes: sizes add (k), distinct values only grow (distinct l), entropy is
+    ///   concave (entropy l), recursive (c,l) is closed under union (Machanavajjhala et al.
+    ///   2007), and the EMD is convex in the class distribution (t). The worst-case NULL rule
+    ///   of entropy and recursive l is not covered by those proofs, so an attribute with NULLs
+    ///   and such a requirement turns pruning off.
+    /// - Suppression allowed: the suppressed-row count is monotone only when failing is
+    ///   inherited by every part of a class, i.e. for k and distinct l: a class that is too
+    ///   small or has too few distinct values consists of parts that are too. For entropy,
+    ///   recursive l and t a failing class can contain passing parts; only the *monotone
+    ///   part* of the requirements (k and distinct l, [`NodeStats::monotone_satisfies`]) can
+    ///   then be used for pruning.
+    pub fn monotone(&self) -> bool {
+        if self.budget == 0 {
+            self.sensitive.iter().all(|s| {
+                s.null_code.is_none() || s.l.is_none_or(|l| l.kind == LDiversityKind::Distinct)
+            })
+        } else {
+            self.sensitive
+                .iter()
+                .all(|s| s.t.is_none() && s.l.is_none_or(|l| l.kind == LDiversityKind::Distinct))
+        }
+    }
+}
+
+/// The classes of a node (or the leaf classes), as a roll-up source.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// the node's index; `None` for the leaf classes
+    node: Option<usize>,
+    levels: Vec<usize>,
+    /// per QI, the level code of each class
+    codes: Vec<Vec<u32>>,
+    sizes: Vec<u64>,
+    /// per criterion (aligned with `Criteria::sensitive`)
+    histograms: Vec<Histograms>,
+}
+
+impl State {
+    fn classes(&self) -> usize {
+        self.sizes.len()
+    }
+}
+
+/// The figures of a node the search needs (no strings).
+#[derive(Debug, Clone)]
+pub(crate) struct NodeStats {
+    pub satisfies: bool,
+    /// Whether the node satisfies the monotone part of the requirements: k and distinct l,
+    /// with the same suppression limit. Implied by `satisfies`; monotone over the lattice
+    /// for nested hierarchies even with suppression (see [`Criteria::monotone`]).
+    pub monotone_satisfies: bool,
+    pub classes: u64,
+    pub kept_classes: u64,
+    pub suppressed_rows: u64,
+    pub min_kept_size: Option<u64>,
+    pub worst_l: Vec<Option<f64>>,
+    pub worst_t: Vec<Option<f64>>,
+    pub loss: f64,
+    pub discernibility: f64,
+    pub precision: f64,
+}
+
+/// Evaluates nodes by rolling up, keeping recent nodes' classes as sources.
+pub(crate) struct Evaluator<'a> {
+    pub freq: &'a FrequencySet,
+    pub criteria: Criteria,
+    pub lattice: Lattice,
+    leaf: Rc<State>,
+    cache: Vec<Rc<State>>,
+    grouper: Grouper,
+    merger: HistogramMerger,
+    class_of: Vec<u32>,
+    representative: Vec<u32>,
+    entry_class: Vec<u32>,
+    counts: Vec<u64>,
+    pairs: Vec<(u64, u64)>,
+    positions: Vec<(usize, u64)>,
+    /// nodes rolled up so far
+    pub evaluated: usize,
+}
+
+impl<'a> Evaluator<'a> {
+    pub fn new(freq: &'a FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
+        let criteria = Criteria::new(freq, requirements)?;
+        let lattice = Lattice::new(&freq.heights())?;
+        let leaf = State {
+            node: None,
+            levels: Vec::new(),
+            codes: freq.leaf_codes().to_vec(),
+            sizes: freq.sizes().to_vec(),
+            histograms: criteria
+                .sensitive
+                .iter()
+                .map(|s| freq.histograms(s.index).clone())
+                .collect(),
+        };
+        Ok(Self {
+            freq,
+            criteria,
+            lattice,
+            leaf: Rc::new(leaf),
+            cache: Vec::with_capacity(CACHE_CAPACITY),
+            grouper: Grouper::default(),
+            merger: HistogramMerger::default(),
+            class_of: Vec::new(),
+            representative: Vec::new(),
+            entry_class: Vec::new(),
+            counts: Vec::new(),
+            pairs: Vec::new(),
+            positions: Vec::new(),
+            evaluated: 0,
+        })
+    }
+
+    /// Evaluates node `node` (a lattice index).
+    pub fn evaluate(&mut self, node: usize) -> NodeStats {
+        let state = self.state(node);
+        self.judge(&state)
+    }
+
+    /// Makes sure the classes of `node` are cached (as a roll-up source for its
+    /// generalizations).
+    pub fn prepare(&mut self, node: usize) {
+        self.state(node);
+    }
+
+    /// The classes of `node`, from the cache or rolled up from the best source.
+    fn state(&mut self, node: usize) -> Rc<State> {
+        if let Some(i) = self.cache.iter().position(|s| s.node == Some(node)) {
+            // most recently used last
+            let state = self.cache.remove(i);
+            self.cache.push(Rc::clone(&state));
+            return state;
+        }
+        let levels = self.lattice.levels(node);
+        let qis = self.freq.qis();
+        let mut source = Rc::clone(&self.leaf);
+        for s in &self.cache {
+            if s.classes() < source.classes()
+                && (0..qis.len()).all(|j| {
+                    s.levels[j] <= levels[j] && qis[j].between(s.levels[j], levels[j]).is_some()
+                })
+            {
+                source = Rc::clone(s);
+            }
+        }
+        let state = Rc::new(self.rollup(&source, node, levels));
+        self.evaluated += 1;
+        if self.cache.len() == CACHE_CAPACITY {
+            self.cache.remove(0);
+        }
+        self.cache.push(Rc::clone(&state));
+        state
+    }
+
+    /// Groups `source`'s classes by their codes at `levels`.
+    fn rollup(&mut self, source: &State, node: usize, levels: Vec<usize>) -> State {
+        let qis = self.freq.qis();
+        let columns: Vec<Column<'_>> = qis
+            .iter()
+            .enumerate()
+            .map(|(j, qi)| {
+                let map = match source.node {
+                    None => Some(qi.leaf_map(levels[j])),
+                    Some(_) if source.levels[j] == levels[j] => None,
+                    // the caller picked a source whose maps exist
+                    Some(_) => qi.between(source.levels[j], levels[j]),
+                };
+                Column {
+                    codes: &source.codes[j],
+                    map,
+                    cardinality: qi.cardinality(levels[j]),
+                }
+            })
+            .collect();
+        let classes = self.grouper.group(
+            source.classes(),
+            &columns,
+            &mut self.class_of,
+            &mut self.representative,
+        );
+        let codes = columns
+            .iter()
+            .map(|c| {
+                self.representative
+                    .iter()
+                    .map(|&r| {
+                        let code = c.codes[r as usize];
+                        c.map.map_or(code, |m| m[code as usize])
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut sizes = vec![0u64; classes];
+        for (&c, &n) in self.class_of.iter().zip(&source.sizes) {
+            sizes[c as usize] += n;
+        }
+        let histograms = if classes == source.classes() {
+            // every source class is a class of its own, in the same order (ids follow
+            // first appearance): the histograms carry over unchanged
+            source.histograms.clone()
+        } else {
+            let mut out = Vec::with_capacity(source.histograms.len());
+            for (h, criterion) in source.histograms.iter().zip(&self.criteria.sensitive) {
+                self.entry_class.clear();
+                for (c, w) in h.offsets.windows(2).enumerate() {
+                    let class = self.class_of[c];
+                    self.entry_class
+                        .extend(std::iter::repeat_n(class, (w[1] - w[0]) as usize));
+                }
+                out.push(self.merger.merge(
+                    classes,
+                    &self.entry_class,
+                    &h.codes,
+                    &h.counts,
+                    criterion.cardinality,
+                ));
+            }
+            out
+        };
+        State {
+            node: Some(node),
+            levels,
+            codes,
+            sizes,
+            histograms,
+        }
+    }
+
+    /// Judges every class of `state` and computes the metrics.
+    fn judge(&mut self, state: &State) -> NodeStats {
+        let criteria = &self.criteria;
+        let qis = self.freq.qis();
+        let d = qis.len();
+        let n = criteria.rows;
+        let sensitive = criteria.sensitive.len();
+        let mut worst_l: Vec<Option<f64>> = vec![None; sensitive];
+        let mut worst_t: Vec<Option<f64>> = vec![None; sensitive];
+        let mut measures: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); sensitive];
+        let costs: Vec<&[f64]> = (0..d).map(|j| qis[j].costs(state.levels[j])).collect();
+        let (mut suppressed, mut kept_classes, mut min_kept) = (0u64, 0u64, None::<u64>);
+        let mut monotone_suppressed = 0u64;
+        let mut squares: u128 = 0;
+        // Σ over suppressed rows and QIs of (1 − the cell's cost)
+        let mut extra_loss = 0.0;
+        for (c, &size) in state.sizes.iter().enumerate() {
+            // `monotone_pass`: k and distinct l only (see `Criteria::monotone`)
+            let mut monotone_pass = size >= criteria.k;
+            let mut pass = monotone_pass;
+            if pass {
+                for (s, criterion) in criteria.sensitive.iter().enumerate() {
+                    let (codes, counts) = state.histograms[s].class(c);
+                    let m = class_measures(
+                        criterion,
+                        codes,
+                        counts,
+                        size,
+                        n,
+                        &mut self.counts,
+                        &mut self.pairs,
+                        &mut self.positions,
+                    );
+                    measures[s] = (m.l, m.t);
+                    pass &= m.l_pass && m.t_pass;
+                    if criterion
+                        .l
+                        .is_some_and(|l| l.kind == LDiversityKind::Distinct)
+                    {
+                        monotone_pass &= m.l_pass;
+                    }
+                    if !monotone_pass {
+                        break;
+                    }
+                }
+            }
+            if !monotone_pass {
+                monotone_suppressed += size;
+            }
+            if pass {
+                kept_classes += 1;
+                min_kept = Some(min_kept.map_or(size, |m| m.min(size)));
+                squares += size as u128 * size as u128;
+                for s in 0..sensitive {
+                    if let Some(l) = measures[s].0 {
+                        worst_l[s] = Some(worst_l[s].map_or(l, |w: f64| w.min(l)));
+                    }
+                    if let Some(t) = measures[s].1 {
+                        worst_t[s] = Some(worst_t[s].map_or(t, |w: f64| w.max(t)));
+                    }
+                }
+            } else {
+                suppressed += size;
+                let kept_cost: f64 = (0..d).map(|j| costs[j][state.codes[j][c] as usize]).sum();
+                extra_loss += size as f64 * (d as f64 - kept_cost);
+            }
+        }
+        let (nd, top_share) = (
+            n as f64 * d as f64,
+            self.precision_without_suppression(&state.levels),
+        );
+        let (loss, precision) = if n == 0 {
+            (0.0, 0.0)
+        } else {
+            (
+                self.freq.loss_without_suppression(&state.levels) + extra_loss / nd,
+                top_share + suppressed as f64 * d as f64 * (1.0 - top_share) / nd,
+            )
+        };
+        NodeStats {
+            satisfies: suppressed <= criteria.budget && suppressed < n,
+            monotone_satisfies: monotone_suppressed <= criteria.budget && monotone_suppressed < n,
+            classes: state.classes() as u64,
+            kept_classes,
+            suppressed_rows: suppressed,
+            min_kept_size: min_kept,
+            worst_l,
+            worst_t,
+            loss,
+            discernibility: (squares + n as u128 * suppressed as u128) as f64,
+            precision,
+        }
+    }
+
+    /// Mean over QIs of level/top: the precision loss when nothing is suppressed.
+    pub fn precision_without_suppression(&self, levels: &[usize]) -> f64 {
+        precision_without_suppression(&self.freq.heights(), levels)
+    }
+
+    /// The public evaluation of `node`.
+    pub fn describe(&mut self, node: usize) -> NodeEvaluation {
+        let stats = self.evaluate(node);
+        self.to_evaluation(node, &stats)
+    }
+
+    /// Turns `stats` of `node` into the public evaluation.
+    pub fn to_evaluation(&self, node: usize, stats: &NodeStats) -> NodeEvaluation {
+        NodeEvaluation {
+            levels: self.lattice.levels(node),
+            satisfies: stats.satisfies,
+            rows: self.criteria.rows,
+            suppressed_rows: stats.suppressed_rows,
+            max_suppressed_rows: self.criteria.budget,
+            classes: stats.kept_classes,
+            classes_before_suppression: stats.classes,
+            min_class_size: stats.min_kept_size,
+            sensitive: self
+                .criteria
+                .sensitive
+                .iter()
+                .enumerate()
+                .map(|(s, c)| SensitiveAchieved {
+                    attribute: c.name.clone(),
+                    l: stats.worst_l[s],
+                    t: stats.worst_t[s],
+                })
+                .collect(),
+            loss: stats.loss,
+            discernibility: stats.discernibility,
+            precision: stats.precision,
+        }
+    }
+}
+
+/// Mean over QIs of level/top (0 for a QI whose only level is its top).
+pub(crate) fn precision_without_suppression(heights: &[usize], levels: &[usize]) -> f64 {
+    let d = heights.len() as f64;
+    heights
+        .iter()
+        .zip(levels)
+        .map(|(&h, &l)| {
+            if h <= 1 {
+                0.0
+            } else {
+                l as f64 / (h - 1) as f64
+            }
+        })
+        .sum::<f64>()
+        / d
+}
+
+/// One class's l and t (of the required kinds) and whether each passes.
+struct ClassMeasures {
+    l: Option<f64>,
+    t: Option<f64>,
+    l_pass: bool,
+    t_pass: bool,
+}
+
+/// The measures of one class for one sensitive attribute.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn class_measures(
+    criterion: &SensitiveCriterion,
+    codes: &[u32],
+    counts: &[u64],
+    size: u64,
+    table_rows: u64,
+    scratch: &mut Vec<u64>,
+    pairs: &mut Vec<(u64, u64)>,
+    positions: &mut Vec<(usize, u64)>,
+) -> ClassMeasures {
+    let (mut l_pass, mut t_pass) = (true, true);
+    let l = criterion.l.map(|req| {
+        // NULL has the smallest code, so it can only be the first entry
+        let has_nulls =
+            criterion.null_code.is_some() && codes.first() == criterion.null_code.as_ref();
+        let nulls = if has_nulls { counts[0] } else { 0 };
+        let values = &counts[usize::from(has_nulls)..];
+        let l = match req.kind {
+            LDiversityKind::Distinct => {
+                if values.is_empty() && nulls > 0 {
+                    1.0
+                } else {
+                    values.len() as f64
+                }
+            }
+            LDiversityKind::Entropy | LDiversityKind::Recursive => {
+                // NULLs join the most frequent value: the least diverse completion
+                scratch.clear();
+                scratch.extend_from_slice(values);
+                if nulls > 0 {
+                    match scratch.iter_mut().max() {
+                        Some(max) => *max += nulls,
+                        None => scratch.push(nulls),
+                    }
+                }
+                if req.kind == LDiversityKind::Entropy {
+                    formulas::entropy_l(scratch)
+                } else {
+                    formulas::recursive_l(scratch, req.c.unwrap_or(1.0)) as f64
+                }
+            }
+        };
+        l_pass = match req.kind {
+            LDiversityKind::Entropy => l >= req.l * (1.0 - TOLERANCE),
+            _ => l >= req.l,
+        };
+        l
+    });
+    let t = criterion.t.map(|req| {
+        let t = match req.kind {
+            TClosenessKind::Equal => {
+                pairs.clear();
+                pairs.extend(
+                    codes
+                        .iter()
+                        .zip(counts)
+                        .map(|(&c, &n)| (criterion.table_counts[c as usize], n)),
+                );
+                formulas::equal_emd(pairs, size, table_rows)
+            }
+            TClosenessKind::Ordered => {
+                positions.clear();
+                positions.extend(codes.iter().zip(counts).map(|(&c, &n)| (c as usize, n)));
+                match &criterion.ordered {
+                    Some(domain) => formulas::ordered_emd(domain, positions, size),
+                    None => 0.0,
+                }
+            }
+        };
+        t_pass = t <= req.t + TOLERANCE;
+        t
+    });
+    ClassMeasures {
+        l,
+        t,
+        l_pass,
+        t_pass,
+    }
+}

@@ -1,0 +1,675 @@
+//! [`FrequencySet`]: the counts of each distinct raw combination of (quasi-identifiers…,
+//! sensitive attributes…), integer-encoded once so that every lattice node can be evaluated in
+//! memory.
+//!
+//! Built with one DataFusion query (`SELECT qi…, sa…, count(*) FROM t GROUP BY qi…, sa…`,
+//! through the DataFrame API so any column name works), or from in-memory codes
+//! ([`FrequencySet::from_codes`]).
+//!
+//! ## Encoding
+//! - **Quasi-identifiers.** The distinct values of a QI get dense *leaf codes*. Per hierarchy
+//!   level, [`Hierarchy::generalize_column`] recodes the distinct values once and the Utf8
+//!   labels are interned into dense *level codes*: two leaves share a level code exactly when
+//!   they are published as the same text, so the classes of a node are the groups of the
+//!   published table. Each level code carries its Loss cost from [`Hierarchy::coverage`]
+//!   (METRICS.md "Loss": `(leaves(u) − 1)/(|D| − 1)`, a leaf 0, `*` 1).
+//! - **NULL quasi-identifiers.** `generalize` keeps NULL as NULL at every level, the top
+//!   included, so NULL rows form a class value of their own at every level (distinct from
+//!   every label, `*` included). A NULL cell is published unchanged and costs 0 Loss at every
+//!   level.
+//! - **Sensitive attributes.** Dense codes in ascending value order, with NULL (if present)
+//!   first, as `t_closeness_ordered` orders it; the ordered ground distance can then use code
+//!   order. Ordered t-closeness is only accepted for numeric, decimal and temporal attributes,
+//!   like the SQL function. NULL sensitive values are kept as a code of their own; the
+//!   evaluation applies the SQL functions' rules to it (distinct l: NULLs add nothing, an
+//!   all-NULL class counts 1; entropy and recursive l: NULLs are added to the most frequent
+//!   value; t-closeness: NULL is a category of its own, in the class and in the table).
+//!
+//! The rows are then grouped by their QI leaf codes into *leaf classes*, each with its size and
+//! one histogram per sensitive attribute: the finest state from which every node is rolled up.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::compute::kernels::sort::SortOptions;
+use datafusion::arrow::compute::{cast, concat_batches, sort_to_indices};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::functions_aggregate::count::count_all;
+use datafusion::logical_expr::EmitTo;
+use datafusion::prelude::{SessionContext, ident};
+use hashbrown::HashMap;
+
+use super::group::{Column, Grouper, HistogramMerger, Histograms};
+use crate::functions::common::is_ordered;
+use crate::functions::histogram::new_dictionary;
+use crate::generalize::Hierarchy;
+
+/// One quasi-identifier of a [`FrequencySet`]: its levels as code maps and Loss costs.
+#[derive(Debug, Clone)]
+pub struct QiDomain {
+    name: String,
+    hierarchy: Option<Arc<Hierarchy>>,
+    /// per level: leaf code → level code
+    leaf_to_code: Vec<Vec<u32>>,
+    /// per level: number of level codes
+    cardinality: Vec<usize>,
+    /// per level, per level code: the Loss cost of a cell with that value
+    cost: Vec<Vec<f64>>,
+    /// per level: mean cost over the table's rows (no suppression)
+    mean_cost: Vec<f64>,
+    /// `between[a][b - a]`: level-a code → level-b code, when level b is a function of
+    /// level a on the leaves present (always for nested hierarchies)
+    between: Vec<Vec<Option<Vec<u32>>>>,
+}
+
+impl QiDomain {
+    /// The column name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The hierarchy the domain was built from (`None` for [`FrequencySet::from_codes`]).
+    pub fn hierarchy(&self) -> Option<&Arc<Hierarchy>> {
+        self.hierarchy.as_ref()
+    }
+
+    /// Number of levels (the top is `height() − 1`).
+    pub fn height(&self) -> usize {
+        self.leaf_to_code.len()
+    }
+
+    /// Number of distinct leaves (raw values, NULL included) in the data.
+    pub fn leaves(&self) -> usize {
+        self.leaf_to_code[0].len()
+    }
+
+    /// Number of distinct published values at `level`.
+    pub fn cardinality(&self, level: usize) -> usize {
+        self.cardinality[level]
+    }
+
+    /// Mean Loss of this QI's cells at `level` over all rows, without suppression.
+    pub fn mean_loss(&self, level: usize) -> f64 {
+        self.mean_cost[level]
+    }
+
+    /// Leaf code → code at `level`.
+    pub(crate) fn leaf_map(&self, level: usize) -> &[u32] {
+        &self.leaf_to_code[level]
+    }
+
+    /// Cost of each code at `level`.
+    pub(crate) fn costs(&self, level: usize) -> &[f64] {
+        &self.cost[level]
+    }
+
+    /// Level-`a` code → level-`b` code (`a ≤ b`), if level b is a function of level a.
+    pub(crate) fn between(&self, a: usize, b: usize) -> Option<&[u32]> {
+        self.between[a][b - a].as_deref()
+    }
+
+    /// Whether every level is a coarsening of every lower level on the data's leaves: what
+    /// monotonicity-based pruning needs.
+    pub fn is_nested(&self) -> bool {
+        self.between.iter().flatten().all(Option::is_some)
+    }
+}
+
+/// One sensitive attribute of a [`FrequencySet`].
+#[derive(Debug, Clone)]
+pub struct SensitiveDomain {
+    name: String,
+    cardinality: usize,
+    null_code: Option<u32>,
+    ordered: bool,
+    /// the table's count of each code (before any suppression)
+    table_counts: Vec<u64>,
+}
+
+impl SensitiveDomain {
+    /// The column name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of distinct values (NULL included).
+    pub fn cardinality(&self) -> usize {
+        self.cardinality
+    }
+
+    /// The code of NULL, if the attribute has NULLs (always 0).
+    pub fn null_code(&self) -> Option<u32> {
+        self.null_code
+    }
+
+    /// Whether codes follow the values' order and the type has a distance (numeric, decimal,
+    /// temporal), as ordered t-closeness needs.
+    pub fn is_ordered(&self) -> bool {
+        self.ordered
+    }
+
+    /// The table's count of each code.
+    pub fn table_counts(&self) -> &[u64] {
+        &self.table_counts
+    }
+}
+
+/// A quasi-identifier for [`FrequencySet::from_codes`]: `levels[l][leaf]` is the generalized
+/// code of `leaf` at level `l` (any `u32`s; equal codes are the same published value). The
+/// number of leaves |D| is `levels[0].len()`; Loss costs follow METRICS.md for a value tree
+/// with those leaves: `(leaves under the code − 1)/(|D| − 1)`, and 1 at the last level.
+#[derive(Debug, Clone)]
+pub struct QiCodes {
+    pub name: String,
+    pub levels: Vec<Vec<u32>>,
+}
+
+/// A sensitive attribute for [`FrequencySet::from_codes`]: values are `u32`s compared as
+/// numbers; `ordered` allows ordered t-closeness on it.
+#[derive(Debug, Clone)]
+pub struct SensitiveCodes {
+    pub name: String,
+    pub ordered: bool,
+}
+
+/// A row of [`FrequencySet::from_codes`]: one leaf per QI, one value (`None` = NULL) per
+/// sensitive attribute, and how many rows have them. Equal rows are merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrequencyRow {
+    pub qi: Vec<u32>,
+    pub sensitive: Vec<Option<u32>>,
+    pub count: u64,
+}
+
+/// The counts of each distinct raw combination of quasi-identifiers and sensitive attributes,
+/// integer-encoded (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct FrequencySet {
+    qis: Vec<QiDomain>,
+    sensitive: Vec<SensitiveDomain>,
+    rows: u64,
+    /// distinct (QI, sensitive) combinations read
+    combinations: usize,
+    /// leaf classes: per QI, the leaf code of each class
+    leaf_codes: Vec<Vec<u32>>,
+    sizes: Vec<u64>,
+    /// per sensitive attribute, the histograms of the leaf classes
+    histograms: Vec<Histograms>,
+}
+
+impl FrequencySet {
+    /// Builds the frequency set of `table` (registered on `ctx`) with one aggregate query.
+    /// `qis` pairs each quasi-identifier column with its hierarchy; `sensitive` lists the
+    /// sensitive columns (those with l or t requirements; more are allowed).
+    ///
+    /// Errors (one line, naming the column; never a data value): a missing column, a column
+    /// listed twice, a hierarchy that does not fit the column's type, a tree hierarchy that
+    /// lacks some of the column's values (with their count).
+    pub async fn build(
+        ctx: &SessionContext,
+        table: &str,
+        qis: &[(String, Arc<Hierarchy>)],
+        sensitive: &[String],
+    ) -> Result<Self> {
+        if qis.is_empty() {
+            return Err(DataFusionError::Plan(
+                "the search needs at least one quasi-identifier".to_string(),
+            ));
+        }
+        let df = ctx.table(table).await?;
+        let names: Vec<&str> = qis
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(sensitive.iter().map(String::as_str))
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(DataFusionError::Plan(format!(
+                    "column '{name}' is listed twice among the quasi-identifiers and \
+                     sensitive attributes"
+                )));
+            }
+            let field = df.schema().field_with_unqualified_name(name).map_err(|_| {
+                DataFusionError::Plan(format!("table '{table}' has no column '{name}'"))
+            })?;
+            if let Some((_, hierarchy)) = qis.get(i) {
+                hierarchy.check_column(name, field.data_type())?;
+            }
+        }
+        let counted = "__anon_frequency";
+        let df = df.aggregate(
+            names.iter().map(|n| ident(*n)).collect(),
+            vec![count_all().alias(counted)],
+        )?;
+        let schema = df.schema().inner().clone();
+        let batches = df.collect().await?;
+        let batch = concat_batches(&schema, &batches)?;
+        let combinations = batch.num_rows();
+
+        let mut domains = Vec::with_capacity(qis.len());
+        let mut leaf_codes = Vec::with_capacity(qis.len());
+        for (i, (name, hierarchy)) in qis.iter().enumerate() {
+            let (codes, distinct) = intern(batch.column(i))?;
+            hierarchy.validate_values(name, &distinct)?;
+            domains.push(qi_domain_from_hierarchy(name, hierarchy, &distinct)?);
+            leaf_codes.push(codes);
+        }
+        let mut sensitive_domains = Vec::with_capacity(sensitive.len());
+        let mut sensitive_codes = Vec::with_capacity(sensitive.len());
+        for (i, name) in sensitive.iter().enumerate() {
+            let (codes, domain) = sensitive_domain(name, batch.column(qis.len() + i))?;
+            sensitive_codes.push(codes);
+            sensitive_domains.push(domain);
+        }
+        let counts = batch.column(names.len()).as_primitive::<Int64Type>();
+        let counts: Vec<u64> = counts.values().iter().map(|&c| c.max(0) as u64).collect();
+        Self::assemble(
+            domains,
+            sensitive_domains,
+            leaf_codes,
+            sensitive_codes,
+            counts,
+            combinations,
+        )
+    }
+
+    /// A frequency set from in-memory codes (for tests and callers that encode data
+    /// themselves); see [`QiCodes`], [`SensitiveCodes`], [`FrequencyRow`].
+    pub fn from_codes(
+        qis: Vec<QiCodes>,
+        sensitive: Vec<SensitiveCodes>,
+        rows: &[FrequencyRow],
+    ) -> Result<Self> {
+        if qis.is_empty() {
+            return Err(DataFusionError::Plan(
+                "the search needs at least one quasi-identifier".to_string(),
+            ));
+        }
+        let mut domains = Vec::with_capacity(qis.len());
+        for qi in &qis {
+            let leaves = qi.levels.first().map_or(0, Vec::len);
+            if leaves == 0 || qi.levels.iter().any(|l| l.len() != leaves) {
+                return Err(DataFusionError::Plan(format!(
+                    "quasi-identifier '{}': every level must map the same, non-empty set of \
+                     leaves",
+                    qi.name
+                )));
+            }
+            domains.push(qi_domain_from_codes(qi));
+        }
+        for row in rows {
+            if row.qi.len() != qis.len() || row.sensitive.len() != sensitive.len() {
+                return Err(DataFusionError::Plan(
+                    "a frequency row has the wrong number of values".to_string(),
+                ));
+            }
+            if let Some(j) = (0..qis.len()).find(|&j| row.qi[j] as usize >= domains[j].leaves()) {
+                return Err(DataFusionError::Plan(format!(
+                    "a frequency row has a leaf of '{}' beyond its hierarchy",
+                    qis[j].name
+                )));
+            }
+        }
+        let leaf_codes: Vec<Vec<u32>> = (0..qis.len())
+            .map(|j| rows.iter().map(|r| r.qi[j]).collect())
+            .collect();
+        let mut sensitive_domains = Vec::with_capacity(sensitive.len());
+        let mut sensitive_codes = Vec::with_capacity(sensitive.len());
+        for (s, spec) in sensitive.iter().enumerate() {
+            let has_null = rows.iter().any(|r| r.sensitive[s].is_none());
+            let mut values: Vec<u32> = rows.iter().filter_map(|r| r.sensitive[s]).collect();
+            values.sort_unstable();
+            values.dedup();
+            let offset = u32::from(has_null);
+            let codes = rows
+                .iter()
+                .map(|r| match r.sensitive[s] {
+                    None => 0,
+                    Some(v) => offset + values.binary_search(&v).unwrap_or(0) as u32,
+                })
+                .collect();
+            sensitive_codes.push(codes);
+            sensitive_domains.push(SensitiveDomain {
+                name: spec.name.clone(),
+                cardinality: values.len() + offset as usize,
+                null_code: has_null.then_some(0),
+                ordered: spec.ordered,
+                table_counts: Vec::new(),
+            });
+        }
+        let counts = rows.iter().map(|r| r.count).collect();
+        Self::assemble(
+            domains,
+            sensitive_domains,
+            leaf_codes,
+            sensitive_codes,
+            counts,
+            rows.len(),
+        )
+    }
+
+    /// Groups the rows into leaf classes; fills the table counts and mean costs.
+    fn assemble(
+        mut qis: Vec<QiDomain>,
+        mut sensitive: Vec<SensitiveDomain>,
+        row_leaf_codes: Vec<Vec<u32>>,
+        row_sensitive_codes: Vec<Vec<u32>>,
+        counts: Vec<u64>,
+        combinations: usize,
+    ) -> Result<Self> {
+        let rows = counts.len();
+        let columns: Vec<Column<'_>> = row_leaf_codes
+            .iter()
+            .zip(&qis)
+            .map(|(codes, qi)| Column {
+                codes,
+                map: None,
+                cardinality: qi.leaves(),
+            })
+            .collect();
+        let (mut class_of, mut representative) = (Vec::new(), Vec::new());
+        let classes = Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
+        let leaf_codes: Vec<Vec<u32>> = row_leaf_codes
+            .iter()
+            .map(|codes| representative.iter().map(|&r| codes[r as usize]).collect())
+            .collect();
+        let mut sizes = vec![0u64; classes];
+        for (&c, &n) in class_of.iter().zip(&counts) {
+            sizes[c as usize] += n;
+        }
+        let total: u64 = counts.iter().sum();
+        let mut merger = HistogramMerger::default();
+        let mut histograms = Vec::with_capacity(sensitive.len());
+        for (domain, codes) in sensitive.iter_mut().zip(&row_sensitive_codes) {
+            let mut table_counts = vec![0u64; domain.cardinality];
+            for (&code, &n) in codes.iter().zip(&counts) {
+                table_counts[code as usize] += n;
+            }
+            domain.table_counts = table_counts;
+            histograms.push(merger.merge(classes, &class_of, codes, &counts, domain.cardinality));
+        }
+        for (qi, codes) in qis.iter_mut().zip(&leaf_codes) {
+            qi.mean_cost = (0..qi.height())
+                .map(|level| {
+                    if total == 0 {
+                        return 0.0;
+                    }
+                    let (map, cost) = (&qi.leaf_to_code[level], &qi.cost[level]);
+                    let sum: f64 = codes
+                        .iter()
+                        .zip(&sizes)
+                        .map(|(&leaf, &n)| n as f64 * cost[map[leaf as usize] as usize])
+                        .sum();
+                    sum / total as f64
+                })
+                .collect();
+        }
+        Ok(Self {
+            qis,
+            sensitive,
+            rows: total,
+            combinations,
+            leaf_codes,
+            sizes,
+            histograms,
+        })
+    }
+
+    /// The quasi-identifiers, in the order given.
+    pub fn qis(&self) -> &[QiDomain] {
+        &self.qis
+    }
+
+    /// The sensitive attributes, in the order given.
+    pub fn sensitive(&self) -> &[SensitiveDomain] {
+        &self.sensitive
+    }
+
+    /// Position of the sensitive attribute `name`.
+    pub fn sensitive_index(&self, name: &str) -> Option<usize> {
+        self.sensitive.iter().position(|s| s.name == name)
+    }
+
+    /// The QI names.
+    pub fn qi_names(&self) -> Vec<String> {
+        self.qis.iter().map(|q| q.name.clone()).collect()
+    }
+
+    /// Levels per QI.
+    pub fn heights(&self) -> Vec<usize> {
+        self.qis.iter().map(QiDomain::height).collect()
+    }
+
+    /// Rows of the table (n).
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Distinct (QI…, sensitive…) combinations read from the table.
+    pub fn combinations(&self) -> usize {
+        self.combinations
+    }
+
+    /// Distinct raw QI combinations (the classes of a table without any generalization of
+    /// the raw values).
+    pub fn leaf_classes(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// Loss of the node `levels` when no row is suppressed: the mean over QIs of their mean
+    /// cell cost, a lower bound of the node's Loss with suppression.
+    pub fn loss_without_suppression(&self, levels: &[usize]) -> f64 {
+        let d = self.qis.len() as f64;
+        self.qis
+            .iter()
+            .zip(levels)
+            .map(|(q, &l)| q.mean_cost[l])
+            .sum::<f64>()
+            / d
+    }
+
+    pub(crate) fn leaf_codes(&self) -> &[Vec<u32>] {
+        &self.leaf_codes
+    }
+
+    pub(crate) fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
+    pub(crate) fn histograms(&self, sensitive: usize) -> &Histograms {
+        &self.histograms[sensitive]
+    }
+
+    /// Whether every hierarchy is nested (see [`QiDomain::is_nested`]).
+    pub fn is_nested(&self) -> bool {
+        self.qis.iter().all(QiDomain::is_nested)
+    }
+}
+
+/// Dense codes of `values` (first appearance order) and the distinct values (dictionaries
+/// decoded first, NULL one value of its own).
+fn intern(values: &ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
+    let values = match values.data_type() {
+        DataType::Dictionary(_, value) => cast(values, value)?,
+        _ => Arc::clone(values),
+    };
+    let mut dictionary = new_dictionary(values.data_type())?;
+    let mut codes = Vec::with_capacity(values.len());
+    dictionary.intern(std::slice::from_ref(&values), &mut codes)?;
+    let distinct = dictionary.emit(EmitTo::All)?.swap_remove(0);
+    Ok((codes.into_iter().map(|c| c as u32).collect(), distinct))
+}
+
+/// The level maps and costs of a QI from its hierarchy and distinct values.
+fn qi_domain_from_hierarchy(
+    name: &str,
+    hierarchy: &Arc<Hierarchy>,
+    distinct: &ArrayRef,
+) -> Result<QiDomain> {
+    let height = hierarchy.height();
+    let mut leaf_to_code = Vec::with_capacity(height);
+    let mut cardinality = Vec::with_capacity(height);
+    let mut cost = Vec::with_capacity(height);
+    for level in 0..height {
+        let labels = hierarchy.generalize_column(name, distinct, level)?;
+        let labels = cast(&labels, &DataType::Utf8)?;
+        let labels = labels.as_string::<i32>();
+        let loss = hierarchy.coverage(name, distinct, level)?.loss();
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut null_id = None;
+        let mut level_cost: Vec<f64> = Vec::new();
+        let mut map = Vec::with_capacity(labels.len());
+        for i in 0..labels.len() {
+            let id = if labels.is_null(i) {
+                *null_id.get_or_insert_with(|| {
+                    // NULL is published as NULL at every level: it costs nothing
+                    level_cost.push(0.0);
+                    (level_cost.len() - 1) as u32
+                })
+            } else {
+                let next = level_cost.len() as u32;
+                let id = *ids.entry(labels.value(i)).or_insert(next);
+                if id == next {
+                    level_cost.push(if loss.is_valid(i) { loss.value(i) } else { 0.0 });
+                }
+                id
+            };
+            map.push(id);
+        }
+        cardinality.push(level_cost.len());
+        cost.push(level_cost);
+        leaf_to_code.push(map);
+    }
+    Ok(finish_domain(
+        name,
+        Some(Arc::clone(hierarchy)),
+        leaf_to_code,
+        cardinality,
+        cost,
+    ))
+}
+
+/// The level maps and tree-rule costs of a QI given as codes.
+fn qi_domain_from_codes(qi: &QiCodes) -> QiDomain {
+    let leaves = qi.levels[0].len();
+    let top = qi.levels.len() - 1;
+    let mut leaf_to_code = Vec::with_capacity(qi.levels.len());
+    let mut cardinality = Vec::with_capacity(qi.levels.len());
+    let mut cost = Vec::with_capacity(qi.levels.len());
+    for (level, codes) in qi.levels.iter().enumerate() {
+        let mut ids: HashMap<u32, u32> = HashMap::new();
+        let mut under: Vec<u64> = Vec::new();
+        let map: Vec<u32> = codes
+            .iter()
+            .map(|&c| {
+                let next = under.len() as u32;
+                let id = *ids.entry(c).or_insert(next);
+                if id == next {
+                    under.push(0);
+                }
+                under[id as usize] += 1;
+                id
+            })
+            .collect();
+        let level_cost = under
+            .iter()
+            .map(|&u| {
+                if level == top {
+                    1.0
+                } else if leaves <= 1 {
+                    0.0
+                } else {
+                    (u - 1) as f64 / (leaves - 1) as f64
+                }
+            })
+            .collect();
+        cardinality.push(under.len());
+        cost.push(level_cost);
+        leaf_to_code.push(map);
+    }
+    finish_domain(&qi.name, None, leaf_to_code, cardinality, cost)
+}
+
+/// Adds the level-to-level maps (mean costs are filled in by `assemble`).
+fn finish_domain(
+    name: &str,
+    hierarchy: Option<Arc<Hierarchy>>,
+    leaf_to_code: Vec<Vec<u32>>,
+    cardinality: Vec<usize>,
+    cost: Vec<Vec<f64>>,
+) -> QiDomain {
+    let height = leaf_to_code.len();
+    let between = (0..height)
+        .map(|a| {
+            (a..height)
+                .map(|b| {
+                    let mut map = vec![u32::MAX; cardinality[a]];
+                    for (&ca, &cb) in leaf_to_code[a].iter().zip(&leaf_to_code[b]) {
+                        let slot = &mut map[ca as usize];
+                        if *slot == u32::MAX {
+                            *slot = cb;
+                        } else if *slot != cb {
+                            // two leaves published alike at level a differ at level b
+                            return None;
+                        }
+                    }
+                    Some(map)
+                })
+                .collect()
+        })
+        .collect();
+    QiDomain {
+        name: name.to_string(),
+        hierarchy,
+        leaf_to_code,
+        cardinality,
+        cost,
+        mean_cost: Vec::new(),
+        between,
+    }
+}
+
+/// Codes (ascending value order, NULL first) of a sensitive column.
+fn sensitive_domain(name: &str, values: &ArrayRef) -> Result<(Vec<u32>, SensitiveDomain)> {
+    let (codes, distinct) = intern(values)?;
+    let ordered = is_ordered(distinct.data_type());
+    let options = SortOptions {
+        descending: false,
+        nulls_first: true,
+    };
+    // types without an order keep the order of first appearance (t ordered refuses them)
+    let rank: Vec<u32> = match sort_to_indices(distinct.as_ref(), Some(options), None) {
+        Ok(order) => {
+            let mut rank = vec![0u32; distinct.len()];
+            for (r, &code) in order.values().iter().enumerate() {
+                rank[code as usize] = r as u32;
+            }
+            rank
+        }
+        Err(_) if !ordered => {
+            // NULL first, the others in order of first appearance
+            let null = (0..distinct.len()).find(|&i| distinct.is_null(i));
+            (0..distinct.len())
+                .map(|i| match null {
+                    Some(n) if i == n => 0,
+                    Some(n) if i < n => i as u32 + 1,
+                    _ => i as u32,
+                })
+                .collect()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let codes = codes.into_iter().map(|c| rank[c as usize]).collect();
+    let null_code = (distinct.null_count() > 0).then_some(0);
+    Ok((
+        codes,
+        SensitiveDomain {
+            name: name.to_string(),
+            cardinality: distinct.len(),
+            null_code,
+            ordered,
+            table_counts: Vec::new(),
+        },
+    ))
+}

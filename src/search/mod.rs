@@ -1,0 +1,286 @@
+//! Full-domain generalization search: choose one hierarchy level per quasi-identifier so that
+//! the recoded table meets the privacy requirements with the least information loss.
+//!
+//! 1. [`FrequencySet::build`] reads the table once (`GROUP BY` every QI and sensitive
+//!    attribute) and integer-encodes it ([`frequency`]).
+//! 2. [`search`] walks the [`Lattice`] of level vectors. Each node is evaluated in memory by
+//!    rolling up the frequency set or a finer node's classes ([`evaluate`]); classes that fail
+//!    a requirement are suppressed, within the policy's suppression limit.
+//!    - [`Algorithm::Optimal`] ([`optimal`]): the satisfying node with the smallest
+//!      [`Metric`], exactly, with bound-based pruning and monotonicity tagging.
+//!    - [`Algorithm::Iab`] ([`iab`]): the IAB best-first heuristic (most distinct tuples).
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! use std::sync::Arc;
+//! use datafusion::prelude::*;
+//! use datafusion_anonymity::generalize::Hierarchy;
+//! use datafusion_anonymity::policy::PrivacyRequirements;
+//! use datafusion_anonymity::search::{search, Algorithm, FrequencySet, Metric};
+//! let ctx = SessionContext::new();
+//! ctx.register_parquet("adult", "examples/adult/adult.parquet", ParquetReadOptions::default()).await?;
+//! let education = Arc::new(Hierarchy::tree_from_csv_file(
+//!     "education", "examples/adult/hierarchies/adult_hierarchy_education.csv")?);
+//! let freq = FrequencySet::build(&ctx, "adult", &[("education".into(), education)], &[]).await?;
+//! let requirements = PrivacyRequirements { k: 5, max_suppression: 0.02, sensitive: vec![] };
+//! let outcome = search(&freq, &requirements, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})?;
+//! let solution = outcome.into_solution()?;
+//! println!("{:?} with Loss {}", solution.levels, solution.evaluation.loss);
+//! # Ok(()) }
+//! ```
+
+pub mod evaluate;
+pub mod frequency;
+mod group;
+pub mod iab;
+pub mod lattice;
+pub mod optimal;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use datafusion::error::{DataFusionError, Result};
+
+pub use evaluate::{NodeEvaluation, SensitiveAchieved};
+pub use frequency::{
+    FrequencyRow, FrequencySet, QiCodes, QiDomain, SensitiveCodes, SensitiveDomain,
+};
+pub use lattice::Lattice;
+
+use crate::policy::PrivacyRequirements;
+use evaluate::{Evaluator, NodeStats};
+
+/// Which search to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// The exact optimum of the metric over all satisfying nodes ([`optimal`]).
+    #[default]
+    Optimal,
+    /// The IAB best-first heuristic ([`iab`]); the metric is only reported.
+    Iab,
+}
+
+impl Algorithm {
+    /// `optimal` or `iab`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Optimal => "optimal",
+            Algorithm::Iab => "iab",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "optimal" => Ok(Algorithm::Optimal),
+            "iab" => Ok(Algorithm::Iab),
+            other => Err(DataFusionError::Plan(format!(
+                "unknown search algorithm '{other}': expected optimal or iab"
+            ))),
+        }
+    }
+}
+
+/// What the optimal search minimizes (see [`evaluate`] for the definitions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Metric {
+    /// Loss (hierarchy NCP, METRICS.md): the default.
+    #[default]
+    Loss,
+    /// Discernibility: Σ |E|² + n · suppressed rows.
+    Discernibility,
+    /// Height-based precision loss: mean of level/top over rows × QIs.
+    Precision,
+    /// The number of kept classes, maximized.
+    Classes,
+}
+
+impl Metric {
+    /// `loss`, `discernibility`, `precision` or `classes`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Loss => "loss",
+            Metric::Discernibility => "discernibility",
+            Metric::Precision => "precision",
+            Metric::Classes => "classes",
+        }
+    }
+
+    /// The metric's value for an evaluated node.
+    pub fn value(self, evaluation: &NodeEvaluation) -> f64 {
+        match self {
+            Metric::Loss => evaluation.loss,
+            Metric::Discernibility => evaluation.discernibility,
+            Metric::Precision => evaluation.precision,
+            Metric::Classes => evaluation.classes as f64,
+        }
+    }
+
+    /// What the search minimizes (Classes is maximized, so its cost is negated).
+    pub(crate) fn cost(self, stats: &NodeStats) -> f64 {
+        match self {
+            Metric::Loss => stats.loss,
+            Metric::Discernibility => stats.discernibility,
+            Metric::Precision => stats.precision,
+            Metric::Classes => -(stats.kept_classes as f64),
+        }
+    }
+
+    /// Costs closer than this are a tie: rounding of the fractional metrics.
+    pub(crate) fn tolerance(self) -> f64 {
+        match self {
+            Metric::Loss | Metric::Precision => 1e-12,
+            Metric::Discernibility | Metric::Classes => 0.0,
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Metric {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "loss" => Ok(Metric::Loss),
+            "discernibility" => Ok(Metric::Discernibility),
+            "precision" => Ok(Metric::Precision),
+            "classes" => Ok(Metric::Classes),
+            other => Err(DataFusionError::Plan(format!(
+                "unknown metric '{other}': expected loss, discernibility, precision or classes"
+            ))),
+        }
+    }
+}
+
+/// The node a search chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solution {
+    /// The QI names, in the frequency set's order.
+    pub qis: Vec<String>,
+    /// The chosen level of each QI.
+    pub levels: Vec<usize>,
+    /// The value of the search's metric.
+    pub metric_value: f64,
+    /// Everything about the chosen node: k, l and t achieved, suppression, all metrics.
+    pub evaluation: NodeEvaluation,
+}
+
+/// The result of [`search`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    pub algorithm: Algorithm,
+    pub metric: Metric,
+    /// The chosen node; `None` when no node satisfies the requirements.
+    pub solution: Option<Solution>,
+    /// Why there is no solution (one line, counts only), when there is none.
+    pub failure: Option<String>,
+    /// Nodes evaluated (rolled up), a measure of the search's work.
+    pub nodes_checked: usize,
+    /// Nodes in the lattice.
+    pub lattice_size: usize,
+    /// Time of the search (the frequency set's build excluded).
+    pub elapsed: Duration,
+}
+
+impl SearchOutcome {
+    /// The solution, or an error saying that no node satisfies the requirements.
+    pub fn into_solution(self) -> Result<Solution> {
+        match self.solution {
+            Some(s) => Ok(s),
+            None => Err(DataFusionError::Execution(self.failure.unwrap_or_else(
+                || "no generalization satisfies the privacy requirements".to_string(),
+            ))),
+        }
+    }
+}
+
+/// Searches the lattice of `freq`'s hierarchies for a node meeting `requirements`.
+/// `progress(nodes evaluated, lattice size)` is called after each evaluation.
+///
+/// Errors: invalid requirements (k = 0, rates outside [0, 1], an l below 1, a recursive l
+/// without a positive c, an attribute missing from the frequency set, ordered t on an
+/// unordered attribute) or a lattice too large. No satisfying node is not an error: the
+/// outcome's `solution` is `None` (see [`SearchOutcome::into_solution`]).
+pub fn search(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    algorithm: Algorithm,
+    metric: Metric,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<SearchOutcome> {
+    let start = Instant::now();
+    let mut ev = Evaluator::new(freq, requirements)?;
+    let found = match algorithm {
+        Algorithm::Optimal => {
+            optimal::optimal(&mut ev, metric, progress).map(|best| (best.node, best.stats))
+        }
+        Algorithm::Iab => iab::iab(&mut ev, progress),
+    };
+    let nodes_checked = ev.evaluated;
+    let (solution, failure) = match found {
+        Some((node, stats)) => {
+            let evaluation = ev.to_evaluation(node, &stats);
+            let solution = Solution {
+                qis: freq.qi_names(),
+                levels: evaluation.levels.clone(),
+                metric_value: metric.value(&evaluation),
+                evaluation,
+            };
+            (Some(solution), None)
+        }
+        None => {
+            let top = ev.describe(ev.lattice.top());
+            let message = format!(
+                "no generalization of the {} quasi-identifiers satisfies the privacy \
+                 requirements (k = {}, at most {} of {} rows suppressed): even with every \
+                 quasi-identifier at its top level, {} rows fail",
+                freq.qis().len(),
+                requirements.k,
+                top.max_suppressed_rows,
+                top.rows,
+                top.suppressed_rows
+            );
+            (None, Some(message))
+        }
+    };
+    Ok(SearchOutcome {
+        algorithm,
+        metric,
+        solution,
+        failure,
+        nodes_checked,
+        lattice_size: ev.lattice.size(),
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Evaluates one node (`levels`, one per QI) against `requirements`, e.g. levels chosen by
+/// hand.
+pub fn evaluate_levels(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    levels: &[usize],
+) -> Result<NodeEvaluation> {
+    let mut ev = Evaluator::new(freq, requirements)?;
+    ev.lattice.check(levels)?;
+    let node = ev.lattice.index(levels);
+    Ok(ev.describe(node))
+}

@@ -1,0 +1,71 @@
+//! Sessions for the CLI: the crate's functions registered, and optionally a memory limit
+//! under which sorts and aggregations spill to disk instead of failing.
+
+use std::sync::Arc;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+/// A session with the crate's functions registered; with `memory_limit` (bytes), a fair
+/// spilling memory pool of that size.
+pub fn context(memory_limit: Option<usize>) -> Result<SessionContext> {
+    let ctx = match memory_limit {
+        None => SessionContext::new(),
+        Some(bytes) => {
+            let runtime = RuntimeEnvBuilder::new()
+                .with_memory_pool(Arc::new(FairSpillPool::new(bytes)))
+                .build_arc()?;
+            SessionContext::new_with_config_rt(SessionConfig::new(), runtime)
+        }
+    };
+    crate::register(&ctx)?;
+    Ok(ctx)
+}
+
+/// Parses a size such as `2GiB`, `512M`, `1.5G` or `1000000` (bytes); K, M, G, T are powers
+/// of 1024, with or without `iB`/`B`.
+pub fn parse_size(text: &str) -> Result<usize> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(size_error(text)),
+    };
+    let value: f64 = number.parse().map_err(|_| size_error(text))?;
+    let bytes = value * scale;
+    if !(bytes >= 1.0 && bytes < usize::MAX as f64) {
+        return Err(size_error(text));
+    }
+    Ok(bytes as usize)
+}
+
+fn size_error(text: &str) -> DataFusionError {
+    DataFusionError::Plan(format!(
+        "'{text}' is not a memory size (examples: 2GiB, 512M, 1000000)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("2GiB").unwrap(), 2 * 1024 * 1024 * 1024);
+        assert_eq!(parse_size("512M").unwrap(), 512 * 1024 * 1024);
+        assert_eq!(parse_size("1.5k").unwrap(), 1536);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("2PB").is_err());
+    }
+}

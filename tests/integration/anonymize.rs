@@ -1,0 +1,179 @@
+//! `anon anonymize` end to end on the bundled Adult data: search, publish, verify, report.
+//! Each published file is checked again here, independently of the command's own verification,
+//! by counting classes with plain SQL (no function of this crate).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::Int64Type;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+
+const QIS: [&str; 8] = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+];
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The Adult policy of issue 4 (8 QIs with the ARX hierarchies, salary-class sensitive) with
+/// `privacy` as its `[privacy]` section.
+fn adult_policy(dir: &Path, privacy: &str) -> String {
+    let mut text = format!(
+        "[input]\npath = \"{}\"\n[privacy]\n{privacy}\n[attributes]\n",
+        repo("examples/adult/adult.parquet").display()
+    );
+    for qi in QIS {
+        text.push_str(&format!(
+            "\"{qi}\" = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"tree\", file = \"{}\" }} }}\n",
+            repo(&format!("examples/adult/hierarchies/adult_hierarchy_{qi}.csv")).display()
+        ));
+    }
+    text.push_str("\"salary-class\" = { role = \"sensitive\" }\n");
+    let path = dir.join("policy.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn anonymize(policy: &str, out: &Path, report: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(["anonymize", "--quiet", "--policy", policy])
+        .args(["--out", &out.display().to_string()])
+        .args(["--report", &report.display().to_string()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// (classes, smallest class, rows, distinct salary classes in the least diverse class) of a
+/// published file, by plain SQL.
+async fn recount(path: &Path) -> (i64, i64, i64, i64) {
+    let ctx = SessionContext::new();
+    ctx.register_parquet(
+        "out",
+        &path.display().to_string(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
+    let keys: Vec<String> = QIS.iter().map(|q| format!("\"{q}\"")).collect();
+    let sql = format!(
+        "SELECT count(*), min(n), sum(n), min(l) FROM (SELECT count(*) AS n, \
+         count(DISTINCT \"salary-class\") AS l FROM out GROUP BY {})",
+        keys.join(", ")
+    );
+    let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+    let value = |i: usize| batches[0].column(i).as_primitive::<Int64Type>().value(0);
+    (value(0), value(1), value(2), value(3))
+}
+
+fn report_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn adult_policies_publish_verified_output() {
+    let dir = tempfile::tempdir().unwrap();
+    // (privacy section, allowed suppressed rows = ⌊rate · 30162⌋, l required)
+    let cases = [
+        ("k = 5\nmax_suppression = 0.0", 0, 1),
+        ("k = 5\nmax_suppression = 0.02", 603, 1),
+        (
+            "k = 5\nmax_suppression = 0.0\nl_diversity = { kind = \"distinct\", l = 2 }",
+            0,
+            2,
+        ),
+        (
+            "k = 5\nmax_suppression = 0.0\nt_closeness = { kind = \"equal\", t = 0.2 }",
+            0,
+            1,
+        ),
+    ];
+    for (i, (privacy, allowed, l)) in cases.iter().enumerate() {
+        let policy = adult_policy(dir.path(), privacy);
+        let out = dir.path().join(format!("out-{i}.parquet"));
+        let report = dir.path().join(format!("report-{i}.json"));
+        let output = anonymize(&policy, &out, &report, &[]);
+        assert!(
+            output.status.success(),
+            "{privacy}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let (classes, k, rows, min_l) = recount(&out).await;
+        assert!(k >= 5, "{privacy}: smallest class {k}");
+        assert!(min_l >= *l, "{privacy}: l {min_l}");
+        let suppressed = 30_162 - rows;
+        assert!(suppressed <= *allowed, "{privacy}: {suppressed} suppressed");
+        let json = report_json(&report);
+        assert_eq!(json["publish"]["verification"]["classes"], classes);
+        assert_eq!(json["publish"]["input_rows"], 30_162);
+        assert_eq!(json["publish"]["suppressed_rows"], suppressed);
+        assert_eq!(json["publish"]["levels"].as_array().unwrap().len(), 8);
+        for key in [
+            "frequency_set",
+            "search",
+            "suppression_count",
+            "write",
+            "verify",
+            "total",
+        ] {
+            assert!(json["seconds"][key].as_f64().unwrap() >= 0.0, "{key}");
+        }
+        assert!(json["nodes_checked"].as_u64().unwrap() >= 1);
+        assert_eq!(json["lattice_size"], 2 * 5 * 2 * 3 * 4 * 3 * 3 * 3);
+        if privacy.contains("t_closeness") {
+            let t = json["publish"]["verification"]["sensitive"][0]["t"]
+                .as_f64()
+                .unwrap();
+            assert!(t <= 0.2 + 1e-9, "t {t}");
+        }
+        // the chosen loss is no worse than the IAB heuristic's (optimal is optimal)
+        if i == 1 {
+            let iab_out = dir.path().join("iab.parquet");
+            let iab_report = dir.path().join("iab.json");
+            let output = anonymize(&policy, &iab_out, &iab_report, &["--algorithm", "iab"]);
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let iab = report_json(&iab_report)["metric_value"].as_f64().unwrap();
+            let optimal = json["metric_value"].as_f64().unwrap();
+            assert!(optimal <= iab + 1e-12, "optimal {optimal} > iab {iab}");
+        }
+    }
+}
+
+#[test]
+fn an_impossible_policy_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // k beyond the table's 30,162 rows: not even the all-`*` node has a class that large
+    let policy = adult_policy(dir.path(), "k = 40000\nmax_suppression = 0.5");
+    let out = dir.path().join("out.parquet");
+    let report = dir.path().join("report.json");
+    let output = anonymize(&policy, &out, &report, &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("no generalization") && stderr.contains("nothing written"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(!out.exists() && !report.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().to_string();
+            name.starts_with('.').then_some(name)
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -1,0 +1,734 @@
+//! Transform and publish: the GeneralizedTable against a brute-force recoding and
+//! suppression, `anon apply` end to end, every bad input of the policy/apply path (one clear
+//! error, nothing written), and output atomicity under `kill -9`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::publish;
+
+/// splitmix64
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One input row: an identifier, two quasi-identifiers (a 5-digit zip string, an age), a
+/// sensitive disease and an insensitive value.
+#[derive(Clone, Debug)]
+struct Row {
+    id: i64,
+    zip: String,
+    age: i64,
+    disease: String,
+    value: i64,
+}
+
+fn gen_rows(seed: u64, n: usize) -> Vec<Row> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|i| {
+            // a few zip prefixes, skewed ages: some classes are rare at every level
+            let prefix = ["476", "479", "130", "131"][rng.below(4) as usize];
+            let spread = if rng.below(3) == 0 { 40 } else { 6 };
+            let zip = format!("{prefix}{:02}", rng.below(spread));
+            let age = 18 + (rng.below(30) + rng.below(40)) as i64;
+            let disease = ["flu", "cold", "ulcer", "cancer", "asthma"][rng.below(5) as usize];
+            Row {
+                id: i as i64,
+                zip,
+                age,
+                disease: disease.to_string(),
+                value: rng.below(1000) as i64,
+            }
+        })
+        .collect()
+}
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("zip", DataType::Utf8, false),
+        Field::new("age", DataType::Int64, false),
+        Field::new("disease", DataType::Utf8, false),
+        Field::new("value", DataType::Int64, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.id))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.zip.as_str()),
+            )),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.age))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.disease.as_str()),
+            )),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.value))),
+        ],
+    )
+    .unwrap()
+}
+
+/// Writes `rows` as `files` Parquet files under `dir`.
+fn write_parquet_dir(dir: &Path, rows: &[Row], files: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let chunk = rows.len().div_ceil(files);
+    for (i, part) in rows.chunks(chunk.max(1)).enumerate() {
+        let file = std::fs::File::create(dir.join(format!("part-{i}.parquet"))).unwrap();
+        let batch = batch(part);
+        let mut writer = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+    }
+}
+
+// ---------------------------------------------------------------- brute force
+
+/// zip with its last `level` characters masked (zips have 5 characters).
+fn mask(zip: &str, level: usize) -> String {
+    let keep = zip.chars().count().saturating_sub(level);
+    zip.chars()
+        .take(keep)
+        .chain(std::iter::repeat_n('*', level.min(5)))
+        .collect()
+}
+
+/// age at level 0..=3 of interval widths [5, 20] (level 3 = `*`): `[lo, hi)` labels.
+fn age_label(age: i64, level: usize) -> String {
+    match level {
+        0 => age.to_string(),
+        1 | 2 => {
+            let width = if level == 1 { 5 } else { 20 };
+            let lo = age.div_euclid(width) * width;
+            format!("[{lo}, {})", lo + width)
+        }
+        _ => "*".to_string(),
+    }
+}
+
+/// The rows the policy should publish: (zip, age, disease, value) per kept row, and how many
+/// rows are suppressed. Classes below k are dropped (or masked).
+fn expected(
+    rows: &[Row],
+    zip_level: usize,
+    age_level: usize,
+    k: usize,
+    masked: bool,
+) -> (Vec<(String, String, String, i64)>, usize) {
+    let recoded: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (mask(&r.zip, zip_level), age_label(r.age, age_level)))
+        .collect();
+    let mut sizes: HashMap<&(String, String), usize> = HashMap::new();
+    for key in &recoded {
+        *sizes.entry(key).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    let mut suppressed = 0;
+    for (row, key) in rows.iter().zip(&recoded) {
+        if sizes[key] >= k {
+            out.push((key.0.clone(), key.1.clone(), row.disease.clone(), row.value));
+        } else {
+            suppressed += 1;
+            if masked {
+                out.push(("*".into(), "*".into(), row.disease.clone(), row.value));
+            }
+        }
+    }
+    out.sort();
+    (out, suppressed)
+}
+
+fn policy_text(
+    input: &str,
+    k: usize,
+    suppression: &str,
+    zip_level: usize,
+    age_level: usize,
+    max_suppression: f64,
+) -> String {
+    format!(
+        r#"name = "patients"
+[input]
+path = "{input}"
+[privacy]
+k = {k}
+max_suppression = {max_suppression}
+suppression = "{suppression}"
+[attributes]
+id = {{ role = "identifier" }}
+zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 5 }} }}
+age = {{ role = "quasi_identifier", hierarchy = {{ kind = "interval", widths = [5, 20] }} }}
+disease = {{ role = "sensitive" }}
+value = {{ role = "insensitive" }}
+[transformation]
+zip = {zip_level}
+age = {age_level}
+"#
+    )
+}
+
+/// (zip, age, disease, value) rows of a table or file, sorted.
+async fn published_rows(ctx: &SessionContext, sql: &str) -> Vec<(String, String, String, i64)> {
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let mut out = Vec::new();
+    for b in &batches {
+        // Parquet reads strings back as Utf8View
+        let utf8 =
+            |i: usize| datafusion::arrow::compute::cast(b.column(i), &DataType::Utf8).unwrap();
+        let (zip, age, disease) = (utf8(0), utf8(1), utf8(2));
+        let (zip, age, disease) = (
+            zip.as_string::<i32>(),
+            age.as_string::<i32>(),
+            disease.as_string::<i32>(),
+        );
+        let value = b.column(3).as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            out.push((
+                zip.value(i).to_string(),
+                age.value(i).to_string(),
+                disease.value(i).to_string(),
+                value.value(i),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The GeneralizedTable over several Parquet files, with 1 and 4 partitions, drop and mask,
+/// equals the brute-force recoding and suppression, and leaves no class below k; `publish`
+/// writes the same rows to Parquet (round trip) and counts the same suppressed rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generalized_table_matches_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = 0;
+    for seed in 1..=4u64 {
+        let rows = gen_rows(seed, 300 + 97 * seed as usize);
+        let input = dir.path().join(format!("input-{seed}"));
+        write_parquet_dir(&input, &rows, 3);
+        let mut rng = Rng(seed * 7919);
+        for (partitions, masked) in [(1, false), (4, false), (4, true)] {
+            let k = 2 + rng.below(5) as usize;
+            let zip_level = rng.below(4) as usize;
+            let age_level = rng.below(4) as usize;
+            let suppression = if masked { "mask" } else { "drop" };
+            let text = policy_text(
+                &input.display().to_string(),
+                k,
+                suppression,
+                zip_level,
+                age_level,
+                1.0,
+            );
+            let mut policy = Policy::from_toml("test.toml", dir.path(), &text).unwrap();
+            let ctx = SessionContext::new_with_config(
+                SessionConfig::new()
+                    .with_target_partitions(partitions)
+                    .with_batch_size(64),
+            );
+            datafusion_anonymity::register(&ctx).unwrap();
+            policy.register(&ctx).await.unwrap();
+            let (want, want_suppressed) = expected(&rows, zip_level, age_level, k, masked);
+            let got =
+                published_rows(&ctx, "SELECT zip, age, disease, value FROM patients_anon").await;
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "seed {seed} k {k} levels {zip_level},{age_level} {suppression}"
+            );
+            assert_eq!(
+                got, want,
+                "seed {seed} k {k} levels {zip_level},{age_level} {suppression}"
+            );
+            // property: no published class (masked rows aside) is below k
+            let mut sizes: HashMap<(&str, &str), usize> = HashMap::new();
+            for r in &got {
+                if !(masked && r.0 == "*" && r.1 == "*") {
+                    *sizes.entry((&r.0, &r.1)).or_default() += 1;
+                }
+            }
+            assert!(sizes.values().all(|&s| s >= k), "a class below k = {k}");
+
+            // round trip through publish: Parquet directory out, same rows, same count
+            let out = dir
+                .path()
+                .join(format!("out-{seed}-{partitions}-{suppression}"));
+            let levels = policy.transformation().unwrap();
+            let published = publish::publish(&ctx, &policy, &levels, &out, false).await;
+            if want_suppressed == rows.len() && !masked {
+                // nothing would be left: refused, nothing written
+                let err = published.unwrap_err().to_string();
+                assert!(err.contains("suppresses all"), "{err}");
+                assert!(!out.exists());
+                cases += 1;
+                continue;
+            }
+            let report = published.unwrap();
+            assert_eq!(report.suppressed_rows as usize, want_suppressed);
+            if !masked {
+                assert_eq!(
+                    report.verification.suppressed_rows as usize,
+                    want_suppressed
+                );
+            }
+            assert_eq!(report.input_rows as usize, rows.len());
+            let written = SessionContext::new();
+            written
+                .register_parquet(
+                    "w",
+                    &format!("{}/", out.display()),
+                    ParquetReadOptions::default(),
+                )
+                .await
+                .unwrap();
+            let back = published_rows(&written, "SELECT zip, age, disease, value FROM w").await;
+            assert_eq!(back, want);
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 12);
+}
+
+/// The inner scan reads only what the query needs: selecting the insensitive column of a
+/// table without suppression (k = 1) reads neither the identifier nor the sensitive column;
+/// a filter on a kept column reaches the Parquet scan.
+#[tokio::test]
+async fn projection_and_filters_reach_the_inner_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    write_parquet_dir(&input, &gen_rows(3, 200), 2);
+    let text = policy_text(&input.display().to_string(), 1, "drop", 2, 1, 0.0);
+    let mut policy = Policy::from_toml("test.toml", dir.path(), &text).unwrap();
+    let ctx = SessionContext::new();
+    policy.register(&ctx).await.unwrap();
+    let explain = |sql: &str| {
+        let ctx = ctx.clone();
+        let sql = sql.to_string();
+        async move {
+            let batches = ctx
+                .sql(&format!("EXPLAIN {sql}"))
+                .await
+                .unwrap()
+                .collect()
+                .await
+                .unwrap();
+            datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    let plan = explain("SELECT value FROM patients_anon").await;
+    let scan = plan.lines().find(|l| l.contains("DataSourceExec")).unwrap();
+    assert!(scan.contains("projection=[value]"), "{scan}");
+    let plan = explain("SELECT zip FROM patients_anon WHERE value > 500").await;
+    let scan = plan.lines().find(|l| l.contains("DataSourceExec")).unwrap();
+    assert!(
+        scan.contains("predicate=value@") && !scan.contains("disease"),
+        "{scan}"
+    );
+}
+
+// ---------------------------------------------------------------- the CLI
+
+fn anon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+/// A scratch directory with the 9-row Li et al. table as CSV and a policy writer.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+const LI2007: &str = "id,zip,age,salary,disease
+1,47677,29,3,gastric ulcer
+2,47602,22,4,gastritis
+3,47678,27,5,stomach cancer
+4,47905,43,6,gastritis
+5,47909,52,11,flu
+6,47906,47,8,bronchitis
+7,47605,30,7,bronchitis
+8,47673,36,9,pneumonia
+9,47607,32,10,stomach cancer
+";
+
+const ATTRIBUTES: &str = r#"id = { role = "identifier" }
+zip = { role = "quasi_identifier", hierarchy = { kind = "mask" } }
+age = { role = "quasi_identifier", hierarchy = { kind = "interval", widths = [10, 20] } }
+salary = { role = "insensitive" }
+disease = { role = "sensitive" }
+"#;
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("li2007.csv"), LI2007).unwrap();
+        Self { dir }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn write(&self, name: &str, text: &str) -> String {
+        std::fs::write(self.path(name), text).unwrap();
+        self.path(name).display().to_string()
+    }
+    /// A policy over li2007.csv with these attributes and transformation.
+    fn policy(&self, attributes: &str, transformation: &str) -> String {
+        self.write(
+            "policy.toml",
+            &format!(
+                "[input]\npath = \"li2007.csv\"\n[privacy]\nk = 3\nmax_suppression = 0.5\n\
+                 [attributes]\n{attributes}[transformation]\n{transformation}"
+            ),
+        )
+    }
+    /// Files in the directory whose names start with a dot (temporary outputs).
+    fn hidden(&self) -> Vec<String> {
+        std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with('.'))
+            .collect()
+    }
+}
+
+/// Runs `anon apply` expecting a one-line error containing every one of `words`, nothing at
+/// the output path, no temporary left over, and no raw data value in the message.
+fn assert_refused(scratch: &Scratch, args: &[&str], out: &Path, words: &[&str]) {
+    let output = anon(args);
+    let err = stderr(&output);
+    assert!(!output.status.success(), "succeeded: {args:?}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    for word in words {
+        assert!(err.contains(word), "'{word}' missing from: {err}");
+    }
+    for value in ["47677", "47909", "gastritis", "flu"] {
+        assert!(!err.contains(value), "raw value {value} in: {err}");
+    }
+    assert!(
+        !out.exists() || out.is_file() && std::fs::read(out).unwrap() == b"keep",
+        "output written"
+    );
+    assert!(
+        scratch.hidden().is_empty(),
+        "temporary left: {:?}",
+        scratch.hidden()
+    );
+}
+
+#[test]
+fn apply_writes_verified_output_and_refuses_to_overwrite() {
+    let s = Scratch::new();
+    let policy = s.policy(ATTRIBUTES, "zip = 2\nage = 1\n");
+    let out = s.path("out.parquet");
+    let out_arg = out.display().to_string();
+    let output = anon(&["apply", "--policy", &policy, "--out", &out_arg]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // by hand (sql/generalized_table.slt): classes of 3, 3, 2, 1 rows at zip 2 / age 1; k = 3
+    // drops the last two: 6 rows, 2 classes, k = 3, 3 rows suppressed
+    assert!(stdout.contains("rows: 6 of 9 input rows"), "{stdout}");
+    assert!(stdout.contains("classes: 2\n"), "{stdout}");
+    assert!(stdout.contains("k: 3\n"), "{stdout}");
+    assert!(stdout.contains("suppressed rows: 3 (33.33%)"), "{stdout}");
+    assert!(out.is_file());
+    // exists: refused without --overwrite, replaced with it
+    std::fs::write(&out, b"keep").unwrap();
+    assert_refused(
+        &s,
+        &["apply", "--policy", &policy, "--out", &out_arg],
+        &out,
+        &["exists", "--overwrite"],
+    );
+    let output = anon(&[
+        "apply",
+        "--policy",
+        &policy,
+        "--out",
+        &out_arg,
+        "--overwrite",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(std::fs::read(&out).unwrap().starts_with(b"PAR1"));
+    assert!(s.hidden().is_empty());
+}
+
+#[test]
+fn apply_refuses_more_suppression_than_allowed() {
+    let s = Scratch::new();
+    let policy = s.write(
+        "policy.toml",
+        &format!(
+            "[input]\npath = \"li2007.csv\"\n[privacy]\nk = 3\nmax_suppression = 0.3\n\
+             [attributes]\n{ATTRIBUTES}[transformation]\nzip = 2\nage = 1\n"
+        ),
+    );
+    // 3 of 9 rows suppressed > ⌊0.3 · 9⌋ = 2
+    let out = s.path("out.parquet");
+    assert_refused(
+        &s,
+        &[
+            "apply",
+            "--policy",
+            &policy,
+            "--out",
+            &out.display().to_string(),
+        ],
+        &out,
+        &["suppresses 3 of 9 rows", "limit of 2"],
+    );
+}
+
+#[test]
+fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
+    let s = Scratch::new();
+    let out = s.path("out.parquet");
+    let out_arg = out.display().to_string();
+    let apply = |policy: &str| {
+        vec![
+            "apply".to_string(),
+            "--policy".into(),
+            policy.to_string(),
+            "--out".into(),
+            out_arg.clone(),
+        ]
+    };
+    let run = |args: Vec<String>, words: &[&str]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_refused(&s, &args, &out, words);
+    };
+
+    // a value of the data missing from its tree hierarchy: 2 of the 9 zips have no leaf
+    s.write("zip.csv", "47677;476**;*\n47602;476**;*\n47678;476**;*\n47905;479**;*\n47906;479**;*\n47605;476**;*\n47673;476**;*\n");
+    let policy = s.policy(
+        &ATTRIBUTES.replace(
+            r#"{ kind = "mask" }"#,
+            r#"{ kind = "tree", file = "zip.csv" }"#,
+        ),
+        "zip = 1\nage = 1\n",
+    );
+    run(apply(&policy), &["zip", "2 distinct value"]);
+
+    // a ragged hierarchy file (line 2 has one level fewer)
+    s.write("zip.csv", "47677;476**;*\n47602;*\n");
+    let policy = s.policy(
+        &ATTRIBUTES.replace(
+            r#"{ kind = "mask" }"#,
+            r#"{ kind = "tree", file = "zip.csv" }"#,
+        ),
+        "zip = 1\nage = 1\n",
+    );
+    run(apply(&policy), &["zip.csv", "line 2"]);
+
+    // an inconsistent one: 476** has two parents at level 2 (lines 1 and 2)
+    s.write("zip.csv", "47677;476**;47***;*\n47602;476**;4****;*\n");
+    run(apply(&policy), &["zip.csv", "line 2"]);
+
+    // a level above the hierarchy's height (mask of length 5: levels 0 to 5)
+    let policy = s.policy(ATTRIBUTES, "zip = 9\nage = 1\n");
+    run(apply(&policy), &["level 9", "zip"]);
+
+    // a hierarchy kind that does not fit the column type
+    let policy = s.policy(
+        &ATTRIBUTES.replace(
+            r#"disease = { role = "sensitive" }"#,
+            r#"disease = { role = "quasi_identifier", hierarchy = { kind = "interval", widths = [10] } }"#,
+        ),
+        "zip = 2\nage = 1\n",
+    );
+    run(apply(&policy), &["disease", "interval", "numeric"]);
+
+    // an unknown column
+    let policy = s.policy(
+        &format!("{ATTRIBUTES}nationality = {{ role = \"insensitive\" }}\n"),
+        "zip = 2\n",
+    );
+    run(apply(&policy), &["nationality", "not a column"]);
+
+    // a column without a role
+    let policy = s.policy(
+        &ATTRIBUTES.replace("salary = { role = \"insensitive\" }\n", ""),
+        "zip = 2\n",
+    );
+    run(apply(&policy), &["salary", "no role"]);
+
+    // no quasi-identifier
+    let policy = s.policy(
+        "id = { role = \"identifier\" }\nzip = { role = \"insensitive\" }\nage = { role = \"insensitive\" }\n\
+         salary = { role = \"insensitive\" }\ndisease = { role = \"sensitive\" }\n",
+        "",
+    );
+    run(apply(&policy), &["no quasi-identifier"]);
+
+    // a malformed policy: the line is named
+    let policy = s.write(
+        "policy.toml",
+        "[input]\npath = \"li2007.csv\"\n[privacy]\nk = \"five\"\n",
+    );
+    run(apply(&policy), &["policy.toml", "line 4"]);
+
+    // the output is the input, or inside a directory input
+    let policy = s.policy(ATTRIBUTES, "zip = 2\nage = 1\n");
+    let input = s.path("li2007.csv").display().to_string();
+    let output = anon(&["apply", "--policy", &policy, "--out", &input, "--overwrite"]);
+    assert!(
+        !output.status.success() && stderr(&output).contains("is the input"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.path("li2007.csv")).unwrap(),
+        LI2007
+    );
+
+    let data_dir = s.path("data");
+    write_parquet_dir(&data_dir, &gen_rows(5, 50), 2);
+    let policy = s.write(
+        "dir_policy.toml",
+        &policy_text(&data_dir.display().to_string(), 2, "drop", 2, 2, 1.0),
+    );
+    let inside = data_dir.join("out").display().to_string();
+    let output = anon(&["apply", "--policy", &policy, "--out", &inside]);
+    assert!(
+        !output.status.success() && stderr(&output).contains("inside the input directory"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!data_dir.join("out").exists());
+    // and an output that contains the input would delete it
+    let parent = s.path("").display().to_string();
+    let output = anon(&[
+        "apply",
+        "--policy",
+        &policy,
+        "--out",
+        &parent,
+        "--overwrite",
+    ]);
+    assert!(
+        !output.status.success() && stderr(&output).contains("contains the input"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(data_dir.join("part-0.parquet").exists());
+}
+
+/// `kill -9` at any moment leaves no output or the complete one, never a partial file.
+#[test]
+fn killing_apply_leaves_no_partial_output() {
+    let s = Scratch::new();
+    let data = s.path("patients.parquet");
+    let generated = anon(&[
+        "generate",
+        "--rows",
+        "200000",
+        "--out",
+        &data.display().to_string(),
+        "--seed",
+        "7",
+    ]);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let policy = s.write(
+        "policy.toml",
+        r#"[input]
+path = "patients.parquet"
+[privacy]
+k = 2
+max_suppression = 1.0
+[attributes]
+patient_id = { role = "identifier" }
+zip = { role = "quasi_identifier", hierarchy = { kind = "mask", length = 5 } }
+age = { role = "quasi_identifier", hierarchy = { kind = "interval", widths = [5, 10] } }
+sex = { role = "quasi_identifier", hierarchy = { kind = "tree", rows = [["F", "*"], ["M", "*"]] } }
+race = { role = "insensitive" }
+marital_status = { role = "insensitive" }
+education = { role = "insensitive" }
+disease = { role = "sensitive" }
+income = { role = "insensitive" }
+[transformation]
+zip = 2
+age = 1
+"#,
+    );
+    // the complete output's row count, from an undisturbed run
+    let full = s.path("full.parquet");
+    let output = anon(&[
+        "apply",
+        "--policy",
+        &policy,
+        "--out",
+        &full.display().to_string(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let complete_rows = rows_of(&full);
+    assert!(complete_rows > 0);
+    let out = s.path("out.parquet");
+    for delay_ms in [5u64, 40, 120, 250, 400, 700] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_anon"))
+            .args([
+                "apply",
+                "--policy",
+                &policy,
+                "--out",
+                &out.display().to_string(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL: no chance to clean up
+        let _ = child.wait();
+        if out.exists() {
+            assert_eq!(
+                rows_of(&out),
+                complete_rows,
+                "partial output after {delay_ms} ms"
+            );
+            std::fs::remove_file(&out).unwrap();
+        }
+        // whatever a killed run left is hidden and never at the output path
+        for name in s.hidden() {
+            assert!(name.contains(".anon-tmp-"), "{name}");
+            let path = s.path(&name);
+            if path.is_dir() {
+                std::fs::remove_dir_all(path).unwrap();
+            } else {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    }
+}
+
+fn rows_of(path: &Path) -> usize {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = datafusion::parquet::file::reader::SerializedFileReader::new(file).unwrap();
+    use datafusion::parquet::file::reader::FileReader;
+    reader.metadata().file_metadata().num_rows() as usize
+}
