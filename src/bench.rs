@@ -50,6 +50,8 @@ pub enum Suite {
     /// `anon apply` (recode, suppress, write, verify) and `anon anonymize` (scan, search,
     /// apply, write, verify) against a plain COPY to Parquet.
     Publish,
+    /// `anon profile` against `GROUP BY` the quasi-identifiers.
+    Profile,
 }
 
 /// The policy of the publish case: examples/patients/policy.toml (5 quasi-identifiers at its
@@ -227,7 +229,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         "fn_min-max_s"
     );
     let mut over = Vec::new();
-    let measure = args.suite != Suite::Publish;
+    let measure = matches!(args.suite, Suite::All | Suite::Measure);
     let mut case_count = 0;
     for case in cases().into_iter().filter(|_| measure) {
         case_count += 1;
@@ -245,7 +247,11 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         }
         print_row(case.name, &floor, &query, case.target, &classes.to_string());
     }
-    if args.suite != Suite::Measure {
+    if matches!(args.suite, Suite::All | Suite::Measure | Suite::Profile) {
+        case_count += 1;
+        profile_case(&ctx, iterations, &mut over).await?;
+    }
+    if matches!(args.suite, Suite::All | Suite::Publish) {
         case_count += 1;
         if !publish_case(&ctx, &path, iterations).await? {
             over.push("anon apply");
@@ -447,6 +453,55 @@ fn peak_rss_mib() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024)
+}
+
+/// The whole `anon profile` (QIs zip, age, sex; sensitive disease; no original) against
+/// `SELECT zip, age, sex, count(*) … GROUP BY zip, age, sex`, interleaved like the SQL cases.
+async fn profile_case(
+    ctx: &SessionContext,
+    iterations: usize,
+    over: &mut Vec<&'static str>,
+) -> Result<()> {
+    const NAME: &str = "anon profile";
+    const TARGET: f64 = 4.0;
+    let floor_sql = format!("SELECT {QIS}, count(*) FROM patients GROUP BY {QIS}");
+    let mut options = crate::profile::ProfileOptions::new(
+        "patients",
+        QIS.split(',').map(|q| q.trim().to_string()).collect(),
+    );
+    options.sensitive = vec!["disease".to_string()];
+    let run_profile = || async {
+        let start = Instant::now();
+        let profile = crate::profile::profile(ctx, &options).await?;
+        Ok::<_, datafusion::error::DataFusionError>((start.elapsed(), profile.anonymity.classes))
+    };
+    // warm-up, untimed
+    run_once(ctx, &floor_sql).await?;
+    let (_, classes) = run_profile().await?;
+    let mut floor = Timings::default();
+    let mut query = Timings::default();
+    for _ in 0..iterations {
+        floor.0.push(run_once(ctx, &floor_sql).await?.0);
+        query.0.push(run_profile().await?.0);
+    }
+    let ratio = secs(query.median()) / secs(floor.median());
+    let pass = ratio <= TARGET;
+    if !pass {
+        over.push(NAME);
+    }
+    println!(
+        "{:<22} {:>9.3} {:>9.3} {:>6.2} {:>6.1}  {:<6} {:>8} {:>17} {:>17}",
+        NAME,
+        secs(floor.median()),
+        secs(query.median()),
+        ratio,
+        TARGET,
+        if pass { "PASS" } else { "over" },
+        classes,
+        format!("{:.3}-{:.3}", secs(floor.min()), secs(floor.max())),
+        format!("{:.3}-{:.3}", secs(query.min()), secs(query.max())),
+    );
+    Ok(())
 }
 
 async fn register_data(ctx: &SessionContext, path: &Path) -> Result<()> {

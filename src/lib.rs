@@ -25,6 +25,7 @@ pub mod functions;
 pub mod generalize;
 pub mod generate;
 pub mod policy;
+pub mod profile;
 pub mod provider;
 pub mod publish;
 pub mod rewrite;
@@ -35,8 +36,9 @@ pub mod tables;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-/// Registers every anonymity function (aggregates, their internal helpers) and the
-/// whole-table rewrite rule on `ctx`. Call once per `SessionContext`.
+/// Registers every anonymity function (aggregates, their internal helpers, the recoding
+/// functions, the `anonymity_profile` table function) and the whole-table rewrite rule on
+/// `ctx`. Call once per `SessionContext`.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     for udaf in functions::all_aggregate_functions() {
         ctx.register_udaf(udaf.as_ref().clone());
@@ -49,6 +51,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     }
     ctx.add_analyzer_rule(std::sync::Arc::new(rewrite::WholeTableRewrite::new()));
     generalize::register_functions(ctx)?;
+    profile::register_table_function(ctx);
     Ok(())
 }
 

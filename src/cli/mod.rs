@@ -5,6 +5,7 @@ mod anonymize;
 mod apply;
 mod errors;
 mod output;
+mod profile;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -47,6 +48,8 @@ enum Command {
     Anonymize(anonymize::AnonymizeArgs),
     /// Time each function against its plain-SQL floor and print the ratios.
     Bench(bench::BenchArgs),
+    /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
+    Profile(profile::ProfileArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -148,6 +151,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Apply(args) => apply::run(args).await,
         Command::Anonymize(args) => anonymize::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::Profile(args) => profile::run(args).await,
     }
 }
 

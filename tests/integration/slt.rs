@@ -268,6 +268,7 @@ slt_files!(
     queries,
     parquet,
     generalize,
+    profile,
     generalized_table,
 );
 

@@ -1,0 +1,217 @@
+//! `anon profile`: the risk and utility report of a table (see `datafusion_anonymity::profile`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+
+use datafusion_anonymity::generalize::Hierarchy;
+use datafusion_anonymity::policy::{Policy, Role};
+use datafusion_anonymity::profile::{
+    self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, ProfileOptions, render_html,
+    render_text,
+};
+use datafusion_anonymity::tables::{self, TableFormat};
+
+/// How `anon profile` writes its report.
+#[derive(ValueEnum, Clone, Copy, Debug, Default)]
+pub enum ProfileFormat {
+    /// Aligned text for a terminal.
+    #[default]
+    Text,
+    /// Every figure, with the keys documented in the README.
+    Json,
+    /// One self-contained HTML file with charts.
+    Html,
+}
+
+/// Options of `anon profile`.
+#[derive(clap::Args, Debug)]
+pub struct ProfileArgs {
+    /// The table to profile: a Parquet file, a directory of Parquet files, or a CSV file.
+    #[arg(value_name = "INPUT")]
+    input: String,
+    /// The quasi-identifiers, comma-separated (default with --policy: the policy's).
+    #[arg(
+        long = "qi",
+        value_delimiter = ',',
+        required_unless_present = "policy",
+        value_name = "COLUMNS"
+    )]
+    quasi_identifiers: Vec<String>,
+    /// Sensitive attributes, comma-separated (the first is the class label of the
+    /// classification metric; default with --policy: the policy's).
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    sensitive: Vec<String>,
+    /// A column identifying persons, when a person may have several rows.
+    #[arg(long, value_name = "COLUMN")]
+    person_id: Option<String>,
+    /// A population table with the same quasi-identifiers: k-map, journalist and marketer risk.
+    #[arg(long, value_name = "PATH")]
+    population: Option<String>,
+    /// The same table before anonymization: utility figures.
+    #[arg(long, value_name = "PATH")]
+    original: Option<String>,
+    /// The column matching rows of INPUT and --original (by position without it).
+    #[arg(long, value_name = "COLUMN", requires = "original")]
+    key: Option<String>,
+    /// A policy file: the hierarchies of its quasi-identifiers for loss and WHD (checked
+    /// against --original, which stands in for the policy's input), its quasi-identifiers and
+    /// sensitive attributes unless --qi / --sensitive are given.
+    #[arg(long, value_name = "P.toml")]
+    policy: Option<PathBuf>,
+    /// A generalization hierarchy of a quasi-identifier for loss and WHD, repeatable:
+    /// COLUMN=PATH, PATH an ARX hierarchy CSV file (overrides the policy's).
+    #[arg(long = "hierarchy", value_name = "COLUMN=PATH")]
+    hierarchies: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ProfileFormat::Text)]
+    format: ProfileFormat,
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Show the quasi-identifier values of the riskiest classes (hidden by default).
+    #[arg(long)]
+    show_values: bool,
+    /// The c of recursive (c,l)-diversity.
+    #[arg(long, default_value_t = DEFAULT_RECURSIVE_C)]
+    recursive_c: f64,
+    /// Random COUNT(*) range queries of the query-accuracy figure.
+    #[arg(long, default_value_t = DEFAULT_QUERIES)]
+    queries: usize,
+    /// Seed of the query workload.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+}
+
+/// Registers `path` as `name`, remembering it for the report and for locating CSV errors.
+async fn register(
+    ctx: &SessionContext,
+    options: &mut ProfileOptions,
+    csv: &mut Vec<(String, String)>,
+    name: &str,
+    path: &str,
+) -> Result<()> {
+    tables::register_path(ctx, name, path).await?;
+    options.labels.insert(name.to_string(), path.to_string());
+    if tables::table_format(path)? == TableFormat::Csv {
+        csv.push((name.to_string(), path.to_string()));
+    }
+    Ok(())
+}
+
+/// Runs `anon profile`.
+pub async fn run(args: ProfileArgs) -> Result<()> {
+    let ctx = SessionContext::new();
+    datafusion_anonymity::register(&ctx)?;
+    let mut quasi_identifiers = args.quasi_identifiers.clone();
+    let mut sensitive = args.sensitive.clone();
+    let mut hierarchies = HashMap::new();
+    if let Some(path) = &args.policy {
+        let mut policy = Policy::from_file(path)?;
+        if quasi_identifiers.is_empty() {
+            quasi_identifiers = policy
+                .columns()
+                .iter()
+                .filter(|c| c.role == Role::QuasiIdentifier)
+                .map(|c| c.name.clone())
+                .collect();
+        }
+        if sensitive.is_empty() {
+            sensitive = policy
+                .columns()
+                .iter()
+                .filter(|c| c.role == Role::Sensitive)
+                .map(|c| c.name.clone())
+                .collect();
+        }
+        // the hierarchies describe the original data: check them there (in a session of
+        // their own, so the policy's table name cannot clash) and size masks from it
+        if let Some(original) = &args.original {
+            policy.set_input(original);
+            let policy_ctx = SessionContext::new();
+            policy.register(&policy_ctx).await?;
+            for (column, hierarchy) in policy.quasi_identifiers() {
+                if quasi_identifiers.contains(&column) {
+                    hierarchies.insert(column, hierarchy);
+                }
+            }
+        }
+    }
+    let mut options = ProfileOptions::new("input", Vec::new());
+    options.hierarchies = hierarchies;
+    let mut csv = Vec::new();
+    register(&ctx, &mut options, &mut csv, "input", &args.input).await?;
+    // attributes from the policy: in the input's column order, not the file's
+    let schema = ctx.table_provider("input").await?.schema();
+    let position = |name: &String| schema.index_of(name).unwrap_or(usize::MAX);
+    if args.quasi_identifiers.is_empty() {
+        quasi_identifiers.sort_by_key(position);
+    }
+    if args.sensitive.is_empty() {
+        sensitive.sort_by_key(position);
+    }
+    options.quasi_identifiers = quasi_identifiers;
+    if let Some(path) = &args.population {
+        register(&ctx, &mut options, &mut csv, "population", path).await?;
+        options.population = Some("population".into());
+    }
+    if let Some(path) = &args.original {
+        register(&ctx, &mut options, &mut csv, "original", path).await?;
+        options.original = Some("original".into());
+    }
+    for hierarchy in &args.hierarchies {
+        let (column, path) = tables::parse_name_path("--hierarchy", hierarchy)?;
+        let tree = Hierarchy::tree_from_csv_file(column.as_str(), &path)?;
+        options.hierarchies.insert(column, Arc::new(tree));
+    }
+    options.sensitive = sensitive;
+    options.person_id = args.person_id;
+    options.key = args.key;
+    options.recursive_c = args.recursive_c;
+    options.queries = args.queries;
+    options.seed = args.seed;
+    options.show_values = args.show_values;
+
+    let report = match profile::profile(&ctx, &options).await {
+        Ok(report) => report,
+        Err(e) if matches!(e.find_root(), DataFusionError::ArrowError(..)) => {
+            // a CSV record that does not fit its inferred schema: name the file and line
+            for (name, path) in &csv {
+                let provider = ctx.table_provider(name.as_str()).await?;
+                tables::check_csv(path, provider.schema())?;
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    let text = match args.format {
+        ProfileFormat::Text => render_text::render(&report),
+        ProfileFormat::Json => {
+            let mut json = serde_json::to_string_pretty(&report).map_err(|e| {
+                DataFusionError::Execution(format!("cannot write the report as JSON: {e}"))
+            })?;
+            json.push('\n');
+            json
+        }
+        ProfileFormat::Html => render_html::render(&report),
+    };
+    match &args.out {
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            DataFusionError::Execution(format!("cannot write {}: {e}", path.display()))
+        }),
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(
+                    DataFusionError::Execution(format!("cannot print the report: {e}")),
+                ),
+                _ => Ok(()),
+            }
+        }
+    }
+}

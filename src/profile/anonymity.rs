@@ -1,0 +1,511 @@
+//! The equivalence classes of the input and their anonymity figures.
+//!
+//! One aggregation `SELECT q1..qd, s, count(*) GROUP BY q1..qd, s` per sensitive attribute s
+//! (the frequency set, #classes × #values rows) gives every per-class figure: the classes are
+//! numbered in Rust and each class's histogram of s is read off the frequency set. Without a
+//! sensitive attribute, `GROUP BY q1..qd` gives the class sizes.
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::{SortOptions, cast, sort_to_indices};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::dataframe::DataFrame;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
+use datafusion::logical_expr::{Expr, ident};
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+
+use super::keys::KeyInterner;
+use super::{Anonymity, ProfileOptions, RiskyClass, SensitiveFigures, SizeBucket, label, table};
+use crate::functions::common::{decode_dictionary, is_ordered};
+use crate::functions::formulas::{OrderedDomain, entropy_l, equal_emd, ordered_emd, recursive_l};
+
+/// Name of the row count column of the aggregations.
+const COUNT: &str = "__anon_rows";
+
+/// `count(*)` (as `count(1)`, which DataFusion plans the same way).
+pub(crate) fn count_rows() -> Expr {
+    count(datafusion::prelude::lit(1i64)).alias(COUNT)
+}
+
+/// The equivalence classes of the input: ids in the order the aggregation returned them.
+pub(crate) struct ClassData {
+    /// The classes' quasi-identifier values.
+    pub interner: KeyInterner,
+    /// Rows per class.
+    pub sizes: Vec<u64>,
+    /// Distinct persons per class (with a person id).
+    pub persons: Option<Vec<u64>>,
+    /// Figures per sensitive attribute.
+    pub sensitive: Vec<SensitiveFigures>,
+    /// max_v c_E(v) of the first sensitive attribute per class (NULL a label of its own).
+    pub top_counts: Option<Vec<u64>>,
+}
+
+/// The rows of a frequency set `(class, value, count)`.
+#[derive(Default)]
+struct Entries {
+    class: Vec<u32>,
+    value: Vec<u32>,
+    count: Vec<u64>,
+}
+
+/// The counts of a result column of `count(...)`.
+fn counts(batch: &RecordBatch, index: usize) -> Result<&[i64]> {
+    batch
+        .column(index)
+        .as_primitive_opt::<Int64Type>()
+        .map(|a| a.values().as_ref())
+        .ok_or_else(|| DataFusionError::Internal("a count is not Int64".into()))
+}
+
+fn qi_exprs(options: &ProfileOptions) -> Vec<Expr> {
+    options.quasi_identifiers.iter().map(ident).collect()
+}
+
+/// Data types of the first `d` columns of `frame`'s output.
+fn key_types(frame: &DataFrame, d: usize) -> Vec<DataType> {
+    frame.schema().fields()[..d]
+        .iter()
+        .map(|f| f.data_type().clone())
+        .collect()
+}
+
+impl ClassData {
+    /// Runs the aggregations of the input's classes.
+    pub async fn compute(ctx: &SessionContext, options: &ProfileOptions) -> Result<Self> {
+        let input = table(ctx, &options.table, "input").await?;
+        let d = options.quasi_identifiers.len();
+        let mut data = Self {
+            interner: KeyInterner::new(&[])?,
+            sizes: Vec::new(),
+            persons: None,
+            sensitive: Vec::new(),
+            top_counts: None,
+        };
+        if options.sensitive.is_empty() {
+            let frame = input
+                .clone()
+                .aggregate(qi_exprs(options), vec![count_rows()])?;
+            data.interner = KeyInterner::new(&key_types(&frame, d))?;
+            let mut stream = frame.execute_stream().await?;
+            let mut ids = Vec::new();
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                ids.clear();
+                data.interner.intern(&batch.columns()[..d], &mut ids)?;
+                data.sizes.resize(data.interner.len(), 0);
+                for (&id, &c) in ids.iter().zip(counts(&batch, d)?) {
+                    data.sizes[id as usize] += c as u64;
+                }
+            }
+        }
+        for (index, attribute) in options.sensitive.iter().enumerate() {
+            let mut group = qi_exprs(options);
+            group.push(ident(attribute));
+            let frame = input.clone().aggregate(group, vec![count_rows()])?;
+            if index == 0 {
+                data.interner = KeyInterner::new(&key_types(&frame, d))?;
+            }
+            let value_type = frame.schema().field(d).data_type().clone();
+            let mut values = KeyInterner::new(std::slice::from_ref(&value_type))?;
+            let mut entries = Entries::default();
+            let mut stream = frame.execute_stream().await?;
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                data.interner
+                    .intern(&batch.columns()[..d], &mut entries.class)?;
+                values.intern(&batch.columns()[d..d + 1], &mut entries.value)?;
+                entries
+                    .count
+                    .extend(counts(&batch, d + 1)?.iter().map(|&c| c as u64));
+            }
+            let classes = data.interner.len();
+            if index == 0 {
+                data.sizes = vec![0; classes];
+                for (&class, &c) in entries.class.iter().zip(&entries.count) {
+                    data.sizes[class as usize] += c;
+                }
+            } else if classes != data.sizes.len() {
+                return Err(DataFusionError::Internal(
+                    "the classes changed between two aggregations of the input".into(),
+                ));
+            }
+            let value_keys = values.all_arrays()?.remove(0);
+            let (figures, top) = sensitive_figures(
+                attribute,
+                &entries,
+                &value_keys,
+                classes,
+                options.recursive_c,
+            )?;
+            data.sensitive.push(figures);
+            if index == 0 {
+                data.top_counts = Some(top);
+            }
+        }
+        if let Some(person) = &options.person_id {
+            data.persons = Some(persons(&input, options, person, &data.interner).await?);
+        }
+        Ok(data)
+    }
+
+    /// Rows of the input.
+    pub fn rows(&self) -> u64 {
+        self.sizes.iter().sum()
+    }
+
+    /// Number of classes.
+    pub fn classes(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The size used for risk: persons with a person id (fewer, hence riskier), else rows.
+    pub fn risk_sizes(&self) -> &[u64] {
+        self.persons.as_deref().unwrap_or(&self.sizes)
+    }
+
+    /// The anonymity section of the report.
+    pub fn anonymity(&self) -> Anonymity {
+        let k = self.sizes.iter().copied().min().unwrap_or(0);
+        let k_persons = self
+            .persons
+            .as_ref()
+            .map(|p| p.iter().copied().min().unwrap_or(0));
+        let sample_uniques = self.sizes.iter().filter(|&&s| s == 1).count() as u64;
+        Anonymity {
+            classes: self.classes() as u64,
+            k,
+            k_persons,
+            sample_uniques,
+            class_sizes: size_buckets(&self.sizes),
+            sensitive: self.sensitive.clone(),
+        }
+    }
+
+    /// Whether each class is the suppressed one: every quasi-identifier is `*`.
+    pub fn suppressed(&self) -> Result<Vec<bool>> {
+        let keys = self.interner.all_arrays()?;
+        let mut suppressed = vec![true; self.classes()];
+        for column in keys {
+            let text = cast(&column, &DataType::Utf8)?;
+            let text = text.as_string::<i32>();
+            for (class, flag) in suppressed.iter_mut().enumerate() {
+                *flag &= text.is_valid(class) && text.value(class) == crate::generalize::TOP_LABEL;
+            }
+        }
+        Ok(suppressed)
+    }
+
+    /// The `limit` riskiest classes (smallest first; ties in class order) with their values.
+    pub fn risky_classes(&self, limit: usize) -> Result<Vec<RiskyClass>> {
+        let sizes = self.risk_sizes();
+        let mut ids: Vec<u32> = (0..self.classes() as u32).collect();
+        ids.sort_by_key(|&id| (sizes[id as usize], id));
+        ids.truncate(limit);
+        let keys = self.interner.arrays(&ids)?;
+        let text = keys
+            .iter()
+            .map(|column| cast(column, &DataType::Utf8))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(ids
+            .iter()
+            .enumerate()
+            .map(|(row, &id)| RiskyClass {
+                rows: self.sizes[id as usize],
+                values: text
+                    .iter()
+                    .map(|column| {
+                        let column = column.as_string::<i32>();
+                        column.is_valid(row).then(|| column.value(row).to_string())
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+}
+
+/// Distinct persons per class: `count(DISTINCT person)`, plus one when the class has rows
+/// with a NULL person id (they may all be one person).
+async fn persons(
+    input: &DataFrame,
+    options: &ProfileOptions,
+    person: &str,
+    interner: &KeyInterner,
+) -> Result<Vec<u64>> {
+    let d = options.quasi_identifiers.len();
+    let frame = input.clone().aggregate(
+        qi_exprs(options),
+        vec![
+            count_distinct(ident(person)).alias("__anon_persons"),
+            count(ident(person)).alias("__anon_with_person"),
+            count_rows(),
+        ],
+    )?;
+    let mut persons = vec![0u64; interner.len()];
+    let mut stream = frame.execute_stream().await?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        let ids = interner.lookup(&batch.columns()[..d])?;
+        let (distinct, with_person, rows) = (
+            counts(&batch, d)?,
+            counts(&batch, d + 1)?,
+            counts(&batch, d + 2)?,
+        );
+        for (i, id) in ids.into_iter().enumerate() {
+            let id = id.ok_or_else(|| {
+                DataFusionError::Internal(format!(
+                    "a class of '{}' appeared between two aggregations",
+                    label(options)
+                ))
+            })?;
+            persons[id as usize] = distinct[i] as u64 + u64::from(rows[i] > with_person[i]);
+        }
+    }
+    Ok(persons)
+}
+
+/// Classes and rows by class size 1, 2, 3–4, 5–9, 10+.
+pub(crate) fn size_buckets(sizes: &[u64]) -> Vec<SizeBucket> {
+    const RANGES: [(u64, Option<u64>, &str); 5] = [
+        (1, Some(1), "1"),
+        (2, Some(2), "2"),
+        (3, Some(4), "3-4"),
+        (5, Some(9), "5-9"),
+        (10, None, "10+"),
+    ];
+    let mut buckets: Vec<SizeBucket> = RANGES
+        .iter()
+        .map(|&(min, max, size)| SizeBucket {
+            size: size.to_string(),
+            min,
+            max,
+            classes: 0,
+            rows: 0,
+        })
+        .collect();
+    for &size in sizes {
+        let index = match size {
+            0 | 1 => 0,
+            2 => 1,
+            3..=4 => 2,
+            5..=9 => 3,
+            _ => 4,
+        };
+        buckets[index].classes += 1;
+        buckets[index].rows += size;
+    }
+    buckets
+}
+
+/// The worst-class figures of one sensitive attribute from its frequency set, and the
+/// per-class count of the most frequent value (NULL a value of its own; for the
+/// classification metric).
+fn sensitive_figures(
+    attribute: &str,
+    entries: &Entries,
+    value_keys: &ArrayRef,
+    classes: usize,
+    recursive_c: f64,
+) -> Result<(SensitiveFigures, Vec<u64>)> {
+    let values = value_keys.len();
+    let null_value = (0..values).find(|&v| value_keys.is_null(v));
+
+    // the table's distribution of s
+    let mut table_counts = vec![0u64; values];
+    for (&v, &c) in entries.value.iter().zip(&entries.count) {
+        table_counts[v as usize] += c;
+    }
+    let n: u64 = table_counts.iter().sum();
+    let nf = n as f64;
+
+    // rows of the frequency set grouped by class (a counting sort)
+    let mut starts = vec![0usize; classes + 1];
+    for &class in &entries.class {
+        starts[class as usize + 1] += 1;
+    }
+    for i in 0..classes {
+        starts[i + 1] += starts[i];
+    }
+    let mut fill = starts.clone();
+    let mut by_class = vec![(0u32, 0u64); entries.class.len()];
+    for ((&class, &v), &c) in entries.class.iter().zip(&entries.value).zip(&entries.count) {
+        let slot = &mut fill[class as usize];
+        by_class[*slot] = (v, c);
+        *slot += 1;
+    }
+
+    let ordered = is_ordered(&decode_dictionary(value_keys.data_type()));
+    // ordered domain: NULL first, NaN after every number (as `t_closeness_ordered`)
+    let (positions, domain, numbers, table_range) = if ordered {
+        let order = sort_to_indices(
+            value_keys,
+            Some(SortOptions {
+                descending: false,
+                nulls_first: true,
+            }),
+            None,
+        )?;
+        let mut positions = vec![0usize; values];
+        let mut sorted_counts = Vec::with_capacity(values);
+        for (position, &v) in order.values().iter().enumerate() {
+            positions[v as usize] = position;
+            sorted_counts.push(table_counts[v as usize]);
+        }
+        let numbers = super::ordered_as_f64(value_keys)?;
+        let (min, max) = numbers
+            .iter()
+            .flatten()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+        let range = if max > min { max - min } else { 0.0 };
+        (
+            positions,
+            Some(OrderedDomain::new(&sorted_counts)),
+            numbers,
+            range,
+        )
+    } else {
+        (Vec::new(), None, Vec::new(), 0.0)
+    };
+
+    let mut worst = Worst::new();
+    let mut top_counts = vec![0u64; classes];
+    let (mut non_null, mut emd_pairs, mut ordered_pairs) = (Vec::new(), Vec::new(), Vec::new());
+    for class in 0..classes {
+        let slice = &by_class[starts[class]..starts[class + 1]];
+        let size: u64 = slice.iter().map(|&(_, c)| c).sum();
+        if size == 0 {
+            continue;
+        }
+        let size_f = size as f64;
+        non_null.clear();
+        emd_pairs.clear();
+        ordered_pairs.clear();
+        let mut nulls = 0;
+        let mut top = 0;
+        let mut beta: f64 = 0.0;
+        let mut over_cap = false;
+        let mut delta: f64 = 0.0;
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &(v, c) in slice {
+            top = top.max(c);
+            if Some(v as usize) == null_value {
+                nulls = c;
+            } else {
+                non_null.push(c);
+            }
+            let tc = table_counts[v as usize];
+            emd_pairs.push((tc, c));
+            let (pe, pt) = (c as f64 / size_f, tc as f64 / nf);
+            if pe > pt {
+                let d = (pe - pt) / pt;
+                beta = beta.max(d);
+                over_cap |= d > -pt.ln();
+            }
+            delta = delta.max((pe / pt).ln().abs());
+            if ordered {
+                ordered_pairs.push((positions[v as usize], c));
+                if let Some(x) = numbers[v as usize] {
+                    lo = lo.min(x);
+                    hi = hi.max(x);
+                }
+            }
+        }
+        top_counts[class] = top;
+        // NULLs join the most frequent value (the worst case for l and α)
+        let (l, el, rl, alpha) = if non_null.is_empty() {
+            (1, 1.0, 1, 1.0)
+        } else {
+            let (index, &max) = non_null
+                .iter()
+                .enumerate()
+                .max_by_key(|&(_, c)| *c)
+                .unwrap_or((0, &0));
+            let alpha = (max + nulls) as f64 / size_f;
+            non_null[index] += nulls;
+            let distinct = non_null.len() as u64;
+            let el = entropy_l(&non_null);
+            let rl = recursive_l(&mut non_null, recursive_c) as u64;
+            (distinct, el, rl, alpha)
+        };
+        worst.l = worst.l.min(l);
+        worst.el = worst.el.min(el);
+        worst.rl = worst.rl.min(rl);
+        worst.alpha = worst.alpha.max(alpha);
+        worst.t = worst.t.max(equal_emd(&emd_pairs, size, n));
+        if let Some(domain) = &domain {
+            ordered_pairs.sort_unstable_by_key(|&(p, _)| p);
+            worst.t_ordered = worst
+                .t_ordered
+                .max(ordered_emd(domain, &ordered_pairs, size));
+            let spread = if hi > lo && table_range > 0.0 {
+                (hi - lo) / table_range
+            } else {
+                0.0
+            };
+            worst.tuple = worst.tuple.min(spread);
+        }
+        worst.beta = worst.beta.max(beta);
+        worst.over_cap += u64::from(over_cap);
+        worst.delta = worst.delta.max(delta);
+        worst.missing += u64::from(slice.len() < values);
+    }
+    let figures = SensitiveFigures {
+        attribute: attribute.to_string(),
+        ordered,
+        distinct_values: values as u64,
+        l_distinct: worst.l,
+        l_entropy: worst.el,
+        l_recursive: worst.rl,
+        recursive_c,
+        t_equal: worst.t,
+        t_ordered: ordered.then_some(worst.t_ordered),
+        alpha: worst.alpha,
+        beta: worst.beta,
+        beta_enhanced: (worst.over_cap == 0).then_some(worst.beta),
+        beta_enhanced_classes_over_cap: worst.over_cap,
+        delta: worst.delta,
+        delta_classes_missing_values: worst.missing,
+        tuple_diversity: ordered.then_some(if worst.tuple.is_finite() {
+            worst.tuple
+        } else {
+            0.0
+        }),
+    };
+    Ok((figures, top_counts))
+}
+
+/// Running worst values over the classes.
+struct Worst {
+    l: u64,
+    el: f64,
+    rl: u64,
+    t: f64,
+    t_ordered: f64,
+    alpha: f64,
+    beta: f64,
+    over_cap: u64,
+    delta: f64,
+    missing: u64,
+    tuple: f64,
+}
+
+impl Worst {
+    fn new() -> Self {
+        Self {
+            l: u64::MAX,
+            el: f64::INFINITY,
+            rl: u64::MAX,
+            t: 0.0,
+            t_ordered: 0.0,
+            alpha: 0.0,
+            beta: 0.0,
+            over_cap: 0,
+            delta: 0.0,
+            missing: 0,
+            tuple: f64::INFINITY,
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! `anonymity_profile(table, qis [, sensitive [, person_id [, population [, original [, key]]]]])`:
+//! the profile as one row, from SQL.
+//!
+//! ```sql
+//! SELECT k, classes, disease_l_distinct, disease_t_equal, prosecutor_risk_max
+//! FROM anonymity_profile('patients', 'zip,age,sex', 'disease');
+//! ```
+//!
+//! Arguments are string literals: table names as registered, column lists comma-separated;
+//! `''` or NULL leaves an optional argument out. The columns of the row depend only on the
+//! arguments (one group of columns per sensitive attribute, the population and utility
+//! columns when those tables are given); a figure that does not apply (ordered t of a
+//! categorical attribute) is NULL. The profile is computed when the query is planned.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    ArrayRef, Float64Builder, ListBuilder, RecordBatch, StringBuilder, StructBuilder, UInt64Builder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::datasource::TableType;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+
+use super::{Profile, ProfileOptions, profile};
+
+/// The name of the table function.
+pub const NAME: &str = "anonymity_profile";
+
+/// Registers `anonymity_profile` on `ctx`.
+pub fn register_table_function(ctx: &SessionContext) {
+    ctx.register_udtf(NAME, Arc::new(AnonymityProfileFunction));
+}
+
+/// The table function `anonymity_profile`.
+#[derive(Debug, Default)]
+pub struct AnonymityProfileFunction;
+
+/// A string argument: `None` for NULL or `''`.
+fn string_argument(args: &[Expr], index: usize, name: &str) -> Result<Option<String>> {
+    let Some(expr) = args.get(index) else {
+        return Ok(None);
+    };
+    match expr {
+        Expr::Literal(value, _) => match value {
+            ScalarValue::Utf8(v) | ScalarValue::LargeUtf8(v) | ScalarValue::Utf8View(v) => {
+                Ok(v.clone().filter(|s| !s.trim().is_empty()))
+            }
+            ScalarValue::Null => Ok(None),
+            _ => Err(DataFusionError::Plan(format!(
+                "{NAME}: argument {} ({name}) must be a string",
+                index + 1
+            ))),
+        },
+        _ => Err(DataFusionError::Plan(format!(
+            "{NAME}: argument {} ({name}) must be a string literal",
+            index + 1
+        ))),
+    }
+}
+
+fn column_list(text: Option<String>) -> Vec<String> {
+    text.map(|t| {
+        t.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+impl TableFunctionImpl for AnonymityProfileFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        if exprs.len() < 2 || exprs.len() > 7 {
+            return Err(DataFusionError::Plan(format!(
+                "{NAME} takes 2 to 7 arguments: (table, quasi_identifiers [, sensitive \
+                 [, person_id [, population [, original [, key]]]]]), got {}",
+                exprs.len()
+            )));
+        }
+        let table = string_argument(exprs, 0, "table")?
+            .ok_or_else(|| DataFusionError::Plan(format!("{NAME}: the table is missing")))?;
+        let mut options = ProfileOptions::new(
+            table,
+            column_list(string_argument(exprs, 1, "quasi_identifiers")?),
+        );
+        options.sensitive = column_list(string_argument(exprs, 2, "sensitive")?);
+        options.person_id = string_argument(exprs, 3, "person_id")?;
+        options.population = string_argument(exprs, 4, "population")?;
+        options.original = string_argument(exprs, 5, "original")?;
+        options.key = string_argument(exprs, 6, "key")?;
+        let schema = Arc::new(Schema::new(
+            row(&options, None)
+                .into_iter()
+                .map(|(name, value)| Field::new(name, value.data_type(), true))
+                .collect::<Vec<_>>(),
+        ));
+        Ok(Arc::new(ProfileTable { options, schema }))
+    }
+}
+
+/// The one-row table of a profile.
+#[derive(Debug)]
+struct ProfileTable {
+    options: ProfileOptions,
+    schema: SchemaRef,
+}
+
+#[async_trait]
+impl TableProvider for ProfileTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let state = state
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!("{NAME} needs a DataFusion SessionState"))
+            })?;
+        let ctx = SessionContext::new_with_state(state.clone());
+        let profile = profile(&ctx, &self.options).await?;
+        let batch = to_batch(&self.options, &profile, &self.schema)?;
+        Ok(MemorySourceConfig::try_new_exec(
+            &[vec![batch]],
+            Arc::clone(&self.schema),
+            projection.cloned(),
+        )?)
+    }
+}
+
+/// A value of the row: its type and, with a profile, its content.
+enum Value {
+    Count(Option<u64>),
+    Number(Option<f64>),
+    Text(Option<String>),
+    /// The leakage ranking as a list of {attribute, leakage}.
+    Ranking(Option<Vec<(String, f64)>>),
+}
+
+fn ranking_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("attribute", DataType::Utf8, true),
+        Field::new("leakage", DataType::Float64, true),
+    ])
+}
+
+impl Value {
+    fn data_type(&self) -> DataType {
+        match self {
+            Value::Count(_) => DataType::UInt64,
+            Value::Number(_) => DataType::Float64,
+            Value::Text(_) => DataType::Utf8,
+            Value::Ranking(_) => DataType::List(Arc::new(Field::new(
+                "item",
+                DataType::Struct(ranking_fields()),
+                true,
+            ))),
+        }
+    }
+
+    fn array(&self) -> ArrayRef {
+        match self {
+            Value::Count(v) => {
+                let mut b = UInt64Builder::new();
+                b.append_option(*v);
+                Arc::new(b.finish())
+            }
+            Value::Number(v) => {
+                let mut b = Float64Builder::new();
+                b.append_option(*v);
+                Arc::new(b.finish())
+            }
+            Value::Text(v) => {
+                let mut b = StringBuilder::new();
+                b.append_option(v.as_deref());
+                Arc::new(b.finish())
+            }
+            Value::Ranking(v) => {
+                let item = StructBuilder::from_fields(ranking_fields(), 0);
+                let mut b = ListBuilder::new(item).with_field(Arc::new(Field::new(
+                    "item",
+                    DataType::Struct(ranking_fields()),
+                    true,
+                )));
+                match v {
+                    Some(ranking) => {
+                        for (attribute, leakage) in ranking {
+                            let item = b.values();
+                            if let Some(f) = item.field_builder::<StringBuilder>(0) {
+                                f.append_value(attribute);
+                            }
+                            if let Some(f) = item.field_builder::<Float64Builder>(1) {
+                                f.append_value(*leakage);
+                            }
+                            item.append(true);
+                        }
+                        b.append(true);
+                    }
+                    None => b.append(false),
+                }
+                Arc::new(b.finish())
+            }
+        }
+    }
+}
+
+/// Column names of a sensitive attribute's figures: `<attribute>_<figure>`.
+const SENSITIVE_FIGURES: [&str; 11] = [
+    "l_distinct",
+    "l_entropy",
+    "l_recursive",
+    "t_equal",
+    "t_ordered",
+    "alpha",
+    "beta",
+    "beta_enhanced",
+    "delta",
+    "delta_classes_missing_values",
+    "tuple_diversity",
+];
+
+/// The columns of the row, named, with their values when `profile` is given. The schema and
+/// the values come from this one function so they cannot disagree.
+fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Value)> {
+    let mut columns = Vec::new();
+    let mut push = |name: &str, value: Value| columns.push((name.to_string(), value));
+    let a = profile.map(|p| &p.anonymity);
+    let r = profile.map(|p| &p.risk);
+    push("input", Value::Text(profile.map(|p| p.input.clone())));
+    push("rows", Value::Count(profile.map(|p| p.rows)));
+    push("classes", Value::Count(a.map(|a| a.classes)));
+    push("k", Value::Count(a.map(|a| a.k)));
+    if options.person_id.is_some() {
+        push("k_persons", Value::Count(a.and_then(|a| a.k_persons)));
+    }
+    push("sample_uniques", Value::Count(a.map(|a| a.sample_uniques)));
+    for (index, size) in ["1", "2", "3_4", "5_9", "10_plus"].iter().enumerate() {
+        let bucket = a.map(|a| &a.class_sizes[index]);
+        push(
+            &format!("classes_size_{size}"),
+            Value::Count(bucket.map(|b| b.classes)),
+        );
+        push(
+            &format!("rows_size_{size}"),
+            Value::Count(bucket.map(|b| b.rows)),
+        );
+    }
+    for (index, attribute) in options.sensitive.iter().enumerate() {
+        let s = a.map(|a| &a.sensitive[index]);
+        for figure in SENSITIVE_FIGURES {
+            let value = match figure {
+                "l_distinct" => Value::Count(s.map(|s| s.l_distinct)),
+                "l_entropy" => Value::Number(s.map(|s| s.l_entropy)),
+                "l_recursive" => Value::Count(s.map(|s| s.l_recursive)),
+                "t_equal" => Value::Number(s.map(|s| s.t_equal)),
+                "t_ordered" => Value::Number(s.and_then(|s| s.t_ordered)),
+                "alpha" => Value::Number(s.map(|s| s.alpha)),
+                "beta" => Value::Number(s.map(|s| s.beta)),
+                "beta_enhanced" => Value::Number(s.and_then(|s| s.beta_enhanced)),
+                "delta" => Value::Number(s.map(|s| s.delta)),
+                "delta_classes_missing_values" => {
+                    Value::Count(s.map(|s| s.delta_classes_missing_values))
+                }
+                _ => Value::Number(s.and_then(|s| s.tuple_diversity)),
+            };
+            push(&format!("{attribute}_{figure}"), value);
+        }
+    }
+    push(
+        "prosecutor_risk_max",
+        Value::Number(r.map(|r| r.prosecutor_max)),
+    );
+    push(
+        "prosecutor_risk_average",
+        Value::Number(r.map(|r| r.prosecutor_average)),
+    );
+    push("marketer_risk", Value::Number(r.map(|r| r.marketer)));
+    for (index, name) in ["0_2", "0_1", "0_05"].iter().enumerate() {
+        push(
+            &format!("rows_risk_over_{name}"),
+            Value::Count(r.map(|r| r.thresholds[index].rows)),
+        );
+    }
+    if options.population.is_some() {
+        let p = r.and_then(|r| r.population.as_ref());
+        push("population_rows", Value::Count(p.map(|p| p.rows)));
+        push("k_map", Value::Count(p.map(|p| p.k_map)));
+        push("journalist_risk", Value::Number(p.map(|p| p.journalist)));
+        push(
+            "population_marketer_risk",
+            Value::Number(p.map(|p| p.marketer)),
+        );
+    }
+    push(
+        "leakage_quasi_identifiers",
+        Value::Number(profile.map(|p| p.leakage.quasi_identifiers)),
+    );
+    push(
+        "leakage",
+        Value::Ranking(profile.map(|p| {
+            p.leakage
+                .attributes
+                .iter()
+                .map(|l| (l.attribute.clone(), l.leakage))
+                .collect()
+        })),
+    );
+    if options.original.is_some() {
+        let u = profile.and_then(|p| p.utility.as_ref());
+        push("ncp", Value::Number(u.map(|u| u.ncp)));
+        push("loss_metric", Value::Number(u.map(|u| u.loss_metric)));
+        push("discernibility", Value::Number(u.map(|u| u.discernibility)));
+        push("aecs", Value::Number(u.and_then(|u| u.aecs)));
+        push(
+            "classification_metric",
+            Value::Number(u.and_then(|u| u.classification_metric)),
+        );
+        push(
+            "modification_rate",
+            Value::Number(u.map(|u| u.modification_rate)),
+        );
+        push("whd_uniform", Value::Number(u.and_then(|u| u.whd_uniform)));
+        push("whd_beta1", Value::Number(u.and_then(|u| u.whd_beta1)));
+        push(
+            "monotone_entropy_loss",
+            Value::Number(u.map(|u| u.monotone_entropy_loss)),
+        );
+        push(
+            "mutual_information_loss",
+            Value::Number(u.map(|u| u.mutual_information_loss)),
+        );
+        push(
+            "private_mutual_information_utility",
+            Value::Number(u.and_then(|u| u.private_mutual_information_utility)),
+        );
+        push(
+            "query_mean_relative_error",
+            Value::Number(u.map(|u| u.query_accuracy.mean_relative_error)),
+        );
+    }
+    columns
+}
+
+/// The profile as the one-row batch of `schema`.
+fn to_batch(
+    options: &ProfileOptions,
+    profile: &Profile,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let columns = row(options, Some(profile))
+        .iter()
+        .map(|(_, value)| value.array())
+        .collect();
+    Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+}
