@@ -64,7 +64,7 @@ impl Grouper {
         for c in columns {
             product = product.saturating_mul(c.cardinality.max(1) as u128);
         }
-        let dense_limit = (4 * rows as u128).max(1 << 12).min(DENSE_CAP);
+        let dense_limit = (4 * rows as u128).clamp(1 << 12, DENSE_CAP);
         if product <= u64::MAX as u128 {
             self.mixed_radix_keys(rows, columns);
             if product <= dense_limit {
@@ -301,7 +301,7 @@ mod tests {
                 Column {
                     codes: &a,
                     map: None,
-                    cardinality: card.min(1 << 35).max(5),
+                    cardinality: card.clamp(5, 1 << 35),
                 },
                 Column {
                     codes: &b,

@@ -131,10 +131,10 @@ pub(crate) fn optimal(
     };
     for &node in &order {
         let node = node as usize;
-        if let (Some(best), Some(bound)) = (&search.best, &search.bound) {
-            if bound[node] > best.cost + metric.tolerance() {
-                break;
-            }
+        if let (Some(best), Some(bound)) = (&search.best, &search.bound)
+            && bound[node] > best.cost + metric.tolerance()
+        {
+            break;
         }
         if search.tags[node] != UNKNOWN && search.tags[node] != PASS {
             continue;
