@@ -1,14 +1,19 @@
 //! Per-class value histograms: the shared engine of every function that looks at the
-//! distribution of one attribute inside a class (l-diversity in its three forms, persons,
-//! t-closeness state).
+//! distribution of one attribute inside a class (l-diversity in its three forms, t-closeness
+//! state, and persons when read off a shared histogram).
 //!
 //! Values of any Arrow type are interned once into dense codes with DataFusion's own
 //! vectorized [`GroupValues`] (the structure its hash aggregation uses for group keys). Each
-//! class then keeps its first few distinct codes inline in one cache line ([`InlineSlots`],
-//! indexed by class like DataFusion's own accumulators), and only a class with more distinct
-//! values than that gets a hash map of its own for the rest. Most equivalence classes are
-//! small, so an update is usually one cache line touched, no hashing, no allocation; emitting
-//! classes in order is a sequential walk.
+//! row then appends a `(class, code)` entry to one log shared by all classes: no lookup, no
+//! allocation per class, a sequential write. The log is *compacted* — bucketed by class with a
+//! counting sort over the dense class indices, each class's codes sorted and their counts
+//! summed (or, for a class with many entries for the domain, counted in a dense array) — when
+//! the result or state is read, and whenever it has doubled since its last compaction, which
+//! bounds memory to about twice the distinct `(class, value)` pairs. With hundreds of
+//! thousands of classes, per-class structures (inline slots, small maps) cost a cache miss per
+//! row and a hash map of pairs a random probe into a table as large as the data; the log's
+//! passes stream through memory instead, and measured faster for a 16-value disease code as
+//! well as for 2,000 incomes or millions of persons (BENCHMARKS.md).
 //!
 //! Intermediate state (for multi-phase aggregation and for the whole-table window) is two list
 //! columns per class: the distinct values (`List<T>`, a NULL item standing for the NULL
@@ -132,53 +137,32 @@ impl GroupedHistograms {
     }
 }
 
-/// Marks a free inline slot.
-const EMPTY: u32 = u32::MAX;
-/// Marks an inline slot whose value moved to the overflow map (its count outgrew 32 bits).
-const MOVED: u32 = u32::MAX - 1;
-/// Distinct values kept inline per class.
-const INLINE: usize = 4;
-
-/// The first [`INLINE`] distinct values of a class and their counts: 32 bytes.
-#[derive(Debug, Clone, Copy)]
-struct InlineSlots {
-    codes: [u32; INLINE],
-    counts: [u32; INLINE],
-}
-
-impl Default for InlineSlots {
-    fn default() -> Self {
-        Self {
-            codes: [EMPTY; INLINE],
-            counts: [0; INLINE],
-        }
-    }
-}
-
-/// Codes below this get a dense counter array when their class overflows its inline slots:
-/// big classes of a low-cardinality attribute (a disease code) then cost an index, not a hash.
-const DENSE_CODES: u32 = 32;
-
-/// An overflow log entry: the code in the high half, a count below 2^32 in the low half (so
-/// that sorting entries sorts by code).
+/// A log entry: the code in the high half, a count below 2^32 in the low half (so that
+/// sorting entries sorts by code).
 #[inline]
 fn log_entry(code: u32, count: u32) -> u64 {
     (u64::from(code) << 32) | u64::from(count)
 }
 
-/// The overflow log compacts itself when it reaches at least this many entries (and twice its
-/// size after the last compaction).
+#[inline]
+fn entry_code(entry: u64) -> u32 {
+    (entry >> 32) as u32
+}
+
+#[inline]
+fn entry_count(entry: u64) -> u64 {
+    entry & u64::from(u32::MAX)
+}
+
+/// The log compacts itself when it reaches at least this many entries (and twice its size
+/// after the last compaction).
 const MIN_COMPACTION: usize = 1 << 22;
 
-/// Counts of the codes that fit neither inline nor dense (large domains: person ids, incomes),
-/// for all classes together: `(class, code, count)` entries appended as they come, with no
-/// lookup, and *compacted* — sorted by class (a counting sort over the dense class indices),
-/// each class's entries sorted by code and equal codes summed — when read, and whenever the
-/// log has doubled since its last compaction (memory stays within about twice the distinct
-/// `(class, code)` pairs). Appending is a sequential write where a hash map of pairs would
-/// cost a random probe into a table as large as the pairs.
+/// Per-class histograms over value codes (see module docs): `(class, code, count)` entries
+/// appended as rows come, compacted when read and whenever the log has doubled since its last
+/// compaction, so memory stays within about twice the distinct `(class, code)` pairs.
 #[derive(Debug)]
-struct OverflowLog {
+struct Histograms {
     groups: Vec<u32>,
     entries: Vec<u64>,
     /// entries up to here are compacted
@@ -187,9 +171,13 @@ struct OverflowLog {
     limit: usize,
     /// [`MIN_COMPACTION`], smaller in tests
     min_compaction: usize,
+    /// NULL count per class (kept out of the log); its length is the number of classes
+    nulls: Vec<u64>,
+    /// scratch counters by code for compacting large classes
+    dense: Vec<u64>,
 }
 
-impl Default for OverflowLog {
+impl Default for Histograms {
     fn default() -> Self {
         Self {
             groups: Vec::new(),
@@ -197,21 +185,25 @@ impl Default for OverflowLog {
             sorted: 0,
             limit: 0,
             min_compaction: MIN_COMPACTION,
+            nulls: Vec::new(),
+            dense: Vec::new(),
         }
     }
 }
 
-/// Compacted overflow counts: class g's codes and counts are `offsets[g]..offsets[g + 1]`.
-#[derive(Debug, Default)]
-struct OverflowRuns {
-    offsets: Vec<usize>,
-    codes: Vec<u32>,
-    counts: Vec<u64>,
-}
+impl Histograms {
+    fn len(&self) -> usize {
+        self.nulls.len()
+    }
 
-impl OverflowLog {
+    fn resize(&mut self, groups: usize) {
+        if self.nulls.len() < groups {
+            self.nulls.resize(groups, 0);
+        }
+    }
+
     #[inline]
-    fn push(&mut self, group: usize, code: u32, mut count: u64) {
+    fn add(&mut self, group: usize, code: u32, mut count: u64) {
         // counts of 2^32 or more (merged states only) take several entries
         while count > u64::from(u32::MAX) {
             self.groups.push(group as u32);
@@ -222,15 +214,21 @@ impl OverflowLog {
         self.entries.push(log_entry(code, count as u32));
     }
 
-    fn maybe_compact(&mut self, num_groups: usize) {
+    /// Compacts the log if it has grown enough; `domain` bounds the codes.
+    fn maybe_compact(&mut self, domain: usize) {
         if self.entries.len() >= self.limit.max(self.min_compaction) {
-            let runs = self.take_runs(num_groups);
+            let runs = self.take_runs(domain);
             self.restore(&runs, 0);
         }
     }
 
-    /// Empties the log into per-class runs of distinct codes, for classes `0..num_groups`.
-    fn take_runs(&mut self, num_groups: usize) -> OverflowRuns {
+    /// Empties the log into per-class runs of distinct codes with their summed counts, for
+    /// every class (codes below `domain`). Classes are bucketed with a counting sort over the
+    /// dense class indices; a class's entries are then sorted by code, or, for a class with
+    /// many entries for the domain (few large classes of a small domain), counted in a dense
+    /// array, so that compaction stays linear there.
+    fn take_runs(&mut self, domain: usize) -> GroupedHistograms {
+        let num_groups = self.nulls.len();
         let mut offsets = vec![0usize; num_groups + 1];
         for &g in &self.groups {
             offsets[g as usize + 1] += 1;
@@ -239,8 +237,8 @@ impl OverflowLog {
             offsets[g + 1] += offsets[g];
         }
         let entries = std::mem::take(&mut self.entries);
-        let grouped = if self.sorted == entries.len() {
-            // already in class order, each code once
+        let mut grouped = if self.sorted == entries.len() {
+            // already in class order, each code once per class
             entries
         } else {
             let mut next = offsets.clone();
@@ -254,27 +252,43 @@ impl OverflowLog {
         };
         self.groups = Vec::new();
         self.sorted = 0;
-        let mut runs = OverflowRuns {
+        let mut runs = GroupedHistograms {
             offsets: Vec::with_capacity(num_groups + 1),
             codes: Vec::with_capacity(grouped.len()),
             counts: Vec::with_capacity(grouped.len()),
+            nulls: Vec::new(),
         };
         runs.offsets.push(0);
-        let mut grouped = grouped;
         for g in 0..num_groups {
             let class = &mut grouped[offsets[g]..offsets[g + 1]];
-            class.sort_unstable();
-            let mut previous = None;
-            for &entry in class.iter() {
-                let (code, count) = ((entry >> 32) as u32, entry & u64::from(u32::MAX));
-                if previous == Some(code) {
-                    if let Some(last) = runs.counts.last_mut() {
-                        *last += count;
+            if class.len() >= 64 && class.len() >= domain / 4 {
+                if self.dense.len() < domain {
+                    self.dense.resize(domain, 0);
+                }
+                for &entry in class.iter() {
+                    self.dense[entry_code(entry) as usize] += entry_count(entry);
+                }
+                for (code, count) in self.dense[..domain].iter_mut().enumerate() {
+                    if *count > 0 {
+                        runs.codes.push(code as u32);
+                        runs.counts.push(*count);
+                        *count = 0;
                     }
-                } else {
-                    runs.codes.push(code);
-                    runs.counts.push(count);
-                    previous = Some(code);
+                }
+            } else {
+                class.sort_unstable();
+                let mut previous = None;
+                for &entry in class.iter() {
+                    let (code, count) = (entry_code(entry), entry_count(entry));
+                    if previous == Some(code) {
+                        if let Some(last) = runs.counts.last_mut() {
+                            *last += count;
+                        }
+                    } else {
+                        runs.codes.push(code);
+                        runs.counts.push(count);
+                        previous = Some(code);
+                    }
                 }
             }
             runs.offsets.push(runs.codes.len());
@@ -284,147 +298,40 @@ impl OverflowLog {
 
     /// Puts compacted runs back into the (empty) log, for the classes from `first` on,
     /// renumbered from 0.
-    fn restore(&mut self, runs: &OverflowRuns, first: usize) {
+    fn restore(&mut self, runs: &GroupedHistograms, first: usize) {
         for (g, w) in runs.offsets[first..].windows(2).enumerate() {
             for i in w[0]..w[1] {
-                self.push(g, runs.codes[i], runs.counts[i]);
+                self.add(g, runs.codes[i], runs.counts[i]);
             }
         }
         self.sorted = self.entries.len();
         self.limit = 2 * self.entries.len();
     }
 
-    fn size(&self) -> usize {
-        self.groups.capacity() * size_of::<u32>() + self.entries.capacity() * size_of::<u64>()
-    }
-}
-
-/// Per-class histograms over value codes (see module docs). A value code lives in exactly one
-/// place: the class's inline slots, else its dense array (codes below [`DENSE_CODES`]), else
-/// the overflow log shared by all classes (large domains such as person ids: one log for all
-/// classes, no allocation per class).
-#[derive(Debug, Default)]
-struct Histograms {
-    inline: Vec<InlineSlots>,
-    /// counts by code for classes that outgrew their inline slots
-    dense: Vec<Vec<u64>>,
-    /// entries in all dense arrays, so that `size` stays O(1)
-    dense_entries: usize,
-    overflow: OverflowLog,
-    nulls: Vec<u64>,
-}
-
-impl Histograms {
-    fn len(&self) -> usize {
-        self.nulls.len()
-    }
-
-    fn resize(&mut self, groups: usize) {
-        if self.nulls.len() < groups {
-            self.inline.resize(groups, InlineSlots::default());
-            self.dense.resize_with(groups, Vec::new);
-            self.nulls.resize(groups, 0);
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, group: usize, code: u32, count: u64) {
-        let slots = &mut self.inline[group];
-        for i in 0..INLINE {
-            if slots.codes[i] == code {
-                match u32::try_from(u64::from(slots.counts[i]) + count) {
-                    Ok(total) => slots.counts[i] = total,
-                    Err(_) => {
-                        let total = u64::from(slots.counts[i]) + count;
-                        slots.codes[i] = MOVED;
-                        slots.counts[i] = 0;
-                        self.add_overflow(group, code, total);
-                    }
-                }
-                return;
-            }
-            if slots.codes[i] == EMPTY {
-                if let Ok(count) = u32::try_from(count) {
-                    slots.codes[i] = code;
-                    slots.counts[i] = count;
-                    return;
-                }
-                break;
-            }
-        }
-        self.add_overflow(group, code, count);
-    }
-
-    fn add_overflow(&mut self, group: usize, code: u32, count: u64) {
-        if code < DENSE_CODES {
-            let counts = &mut self.dense[group];
-            let index = code as usize;
-            if index >= counts.len() {
-                self.dense_entries += index + 1 - counts.len();
-                counts.resize(index + 1, 0);
-            }
-            counts[index] += count;
-        } else {
-            self.overflow.push(group, code, count);
-        }
-    }
-
     /// Takes the selected classes out, grouped in class order; the others are renumbered
-    /// from 0, as `EmitTo::First` requires.
-    fn drain(&mut self, emit_to: EmitTo) -> GroupedHistograms {
-        let inline = emit_to.take_needed(&mut self.inline);
-        let dense = emit_to.take_needed(&mut self.dense);
-        let nulls = emit_to.take_needed(&mut self.nulls);
-        self.dense_entries -= dense.iter().map(|d| d.len()).sum::<usize>();
-        let num_groups = inline.len();
-        // all classes' overflow, the emitted ones' taken, the others' put back
-        let runs = self.overflow.take_runs(num_groups + self.nulls.len());
+    /// from 0, as `EmitTo::First` requires. `domain` bounds the codes.
+    fn drain(&mut self, emit_to: EmitTo, domain: usize) -> GroupedHistograms {
+        let mut runs = self.take_runs(domain);
+        runs.nulls = emit_to.take_needed(&mut self.nulls);
         if let EmitTo::First(n) = emit_to {
-            self.overflow.restore(&runs, n);
+            self.restore(&runs, n);
+            runs.offsets.truncate(n + 1);
+            runs.codes.truncate(runs.offsets[n]);
+            runs.counts.truncate(runs.offsets[n]);
         } else {
-            self.overflow = OverflowLog {
-                min_compaction: self.overflow.min_compaction,
-                ..OverflowLog::default()
+            // release the memory too: DataFusion expects `size` to drop once the state is out
+            *self = Self {
+                min_compaction: self.min_compaction,
+                ..Self::default()
             };
         }
-        let overflow_items = runs.offsets[num_groups];
-
-        let mut offsets = Vec::with_capacity(num_groups + 1);
-        let mut codes = Vec::with_capacity(num_groups * 2 + overflow_items);
-        let mut counts = Vec::with_capacity(num_groups * 2 + overflow_items);
-        offsets.push(0);
-        for (g, (slots, extra)) in inline.iter().zip(&dense).enumerate() {
-            for i in 0..INLINE {
-                if slots.codes[i] < MOVED {
-                    codes.push(slots.codes[i]);
-                    counts.push(u64::from(slots.counts[i]));
-                }
-            }
-            for (code, &count) in extra.iter().enumerate() {
-                if count > 0 {
-                    codes.push(code as u32);
-                    counts.push(count);
-                }
-            }
-            let run = runs.offsets[g]..runs.offsets[g + 1];
-            codes.extend_from_slice(&runs.codes[run.clone()]);
-            counts.extend_from_slice(&runs.counts[run]);
-            offsets.push(codes.len());
-        }
-        GroupedHistograms {
-            offsets,
-            codes,
-            counts,
-            nulls,
-        }
+        runs
     }
 
     fn size(&self) -> usize {
-        self.inline.capacity() * size_of::<InlineSlots>()
-            + self.dense.capacity() * size_of::<usize>()
-            + self.dense_entries * size_of::<u64>()
-            + self.overflow.size()
-            + self.nulls.capacity() * size_of::<u64>()
+        self.groups.capacity() * size_of::<u32>()
+            + (self.entries.capacity() + self.dense.capacity() + self.nulls.capacity())
+                * size_of::<u64>()
     }
 }
 
@@ -504,7 +411,7 @@ impl ClassHistograms {
                 }
             }
         }
-        histograms.overflow.maybe_compact(total_num_groups);
+        histograms.maybe_compact(self.dictionary.len());
         Ok(())
     }
 
@@ -542,7 +449,7 @@ impl ClassHistograms {
                     self.histograms.add(group, code as u32, count);
                 }
             }
-            self.histograms.overflow.maybe_compact(total_num_groups);
+            self.histograms.maybe_compact(self.dictionary.len());
             return Ok(());
         }
         for (row, &group) in group_indices.iter().enumerate() {
@@ -561,7 +468,7 @@ impl ClassHistograms {
                 }
             }
         }
-        self.histograms.overflow.maybe_compact(total_num_groups);
+        self.histograms.maybe_compact(self.dictionary.len());
         Ok(())
     }
 
@@ -586,7 +493,7 @@ impl ClassHistograms {
     /// Drains the classes selected by `emit_to` (grouped, in class order); the remaining
     /// classes are renumbered from 0, as `EmitTo::First` requires.
     pub fn drain(&mut self, emit_to: EmitTo) -> GroupedHistograms {
-        self.histograms.drain(emit_to)
+        self.histograms.drain(emit_to, self.dictionary.len())
     }
 
     /// The interned values, in code order, leaving the dictionary intact unless everything
@@ -829,42 +736,61 @@ mod tests {
         map
     }
 
-    #[test]
-    fn inline_dense_and_overflow_agree_with_a_map() {
-        // pseudo-random adds over 50 classes and 300 codes (inline, dense below 32 and the
-        // overflow log, compacted every few hundred adds), against a plain map
-        let mut histograms = Histograms::default();
-        histograms.overflow.min_compaction = 200;
-        let mut expected: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); 50];
-        histograms.resize(50);
+    /// Pseudo-random adds into `classes` classes over `codes` codes, compacted along the way,
+    /// drained in two parts, against a plain map.
+    fn check_against_map(classes: usize, codes: u32, min_compaction: usize) {
+        let mut histograms = Histograms {
+            min_compaction,
+            ..Histograms::default()
+        };
+        let mut expected: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); classes];
+        histograms.resize(classes);
         let mut x: u64 = 12345;
         for _ in 0..20_000 {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let group = (x >> 33) as usize % 50;
-            let code = ((x >> 20) % 300) as u32;
+            let group = (x >> 33) as usize % classes;
+            let code = ((x >> 20) % u64::from(codes)) as u32;
             let count = 1 + (x >> 50) % 3;
             histograms.add(group, code, count);
             *expected[group].entry(code).or_default() += count;
-            histograms.overflow.maybe_compact(50);
+            histograms.maybe_compact(codes as usize);
         }
-        // the first 20 classes, then the rest (renumbered from 0)
-        let first = histograms.drain(EmitTo::First(20));
-        assert_eq!(first.num_groups(), 20);
-        for (g, want) in expected.iter().enumerate().take(20) {
+        // the first classes, then the rest (renumbered from 0)
+        let split = classes / 2;
+        let first = histograms.drain(EmitTo::First(split), codes as usize);
+        assert_eq!(first.num_groups(), split);
+        for (g, want) in expected.iter().enumerate().take(split) {
             assert_eq!(&class_map(&first, g), want, "class {g}");
         }
-        let rest = histograms.drain(EmitTo::All);
-        assert_eq!(rest.num_groups(), 30);
-        for g in 0..30 {
-            assert_eq!(&class_map(&rest, g), &expected[20 + g], "class {}", 20 + g);
+        let rest = histograms.drain(EmitTo::All, codes as usize);
+        assert_eq!(rest.num_groups(), classes - split);
+        for g in 0..classes - split {
+            assert_eq!(
+                &class_map(&rest, g),
+                &expected[split + g],
+                "class {}",
+                split + g
+            );
         }
     }
 
     #[test]
+    fn many_small_classes_agree_with_a_map() {
+        // classes of a few entries per compaction: sorted
+        check_against_map(50, 300, 200);
+    }
+
+    #[test]
+    fn few_large_classes_agree_with_a_map() {
+        // thousands of entries per class for 40 codes: counted densely
+        check_against_map(3, 40, 5000);
+    }
+
+    #[test]
     fn counts_beyond_32_bits() {
-        // 4 inline codes, then code 100 twice with 3 * 2^32 + 5 in all, code 7 dense
+        // code 100 twice with 3 * 2^32 + 5 in all, code 7 with 2^40, four codes once
         let mut histograms = Histograms::default();
         histograms.resize(1);
         for code in 40..44 {
@@ -873,7 +799,7 @@ mod tests {
         histograms.add(0, 100, (1 << 33) + 2);
         histograms.add(0, 100, (1 << 32) + 3);
         histograms.add(0, 7, 1 << 40);
-        let grouped = histograms.drain(EmitTo::All);
+        let grouped = histograms.drain(EmitTo::All, 101);
         let map = class_map(&grouped, 0);
         assert_eq!(map[&100], 3 * (1u64 << 32) + 5);
         assert_eq!(map[&7], 1 << 40);
