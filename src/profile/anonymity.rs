@@ -1,17 +1,22 @@
 //! The equivalence classes of the input and their anonymity figures.
 //!
-//! One aggregation `SELECT q1..qd, s, count(*) GROUP BY q1..qd, s` per sensitive attribute s
-//! (the frequency set, #classes × #values rows) gives every per-class figure: the classes are
-//! numbered in Rust and each class's histogram of s is read off the frequency set. Without a
-//! sensitive attribute, `GROUP BY q1..qd` gives the class sizes.
+//! One aggregation `GROUP BY q1..qd` gives the class sizes, the persons and, for each
+//! sensitive attribute s with few values (found first by `GROUP BY s`, one column), the
+//! class's histogram of s as `count(*) FILTER (WHERE s = v)` per value: one scan for all of
+//! them, #classes rows out. An attribute with many values (or floating point) takes a
+//! frequency set `GROUP BY q1..qd, s` of its own, whose rows are matched to the classes in
+//! Rust. The per-class figures are then computed from the histograms.
+
+use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::{SortOptions, cast, sort_to_indices};
+use datafusion::arrow::compute::{SortOptions, cast, concat_batches, sort_to_indices};
+use datafusion::common::ScalarValue;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
-use datafusion::logical_expr::{Expr, ident};
+use datafusion::logical_expr::{Expr, ExprFunctionExt, ident, lit};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
@@ -71,71 +76,162 @@ fn key_types(frame: &DataFrame, d: usize) -> Vec<DataType> {
         .collect()
 }
 
+/// Sensitive attributes with at most this many distinct values (and not floating point,
+/// whose NaN does not equal itself) get their per-class histogram as filtered counts of the
+/// class aggregation: one scan for every such attribute. The others get a `GROUP BY qi, s`
+/// of their own.
+const FILTERED_VALUES: usize = 64;
+
+/// The distinct values of a sensitive attribute (NULL included) and the table's counts.
+struct Domain {
+    values: ArrayRef,
+    /// Whether the histogram comes from filtered counts of the class aggregation.
+    filtered: bool,
+}
+
 impl ClassData {
     /// Runs the aggregations of the input's classes.
     pub async fn compute(ctx: &SessionContext, options: &ProfileOptions) -> Result<Self> {
         let input = table(ctx, &options.table, "input").await?;
         let d = options.quasi_identifiers.len();
+
+        // each sensitive attribute's distinct values (reads one column each)
+        let domains = futures::future::try_join_all(options.sensitive.iter().map(|s| {
+            let frame = input.clone().aggregate(vec![ident(s)], vec![count_rows()]);
+            async move {
+                let frame = frame?;
+                let schema = Arc::new(frame.schema().as_arrow().clone());
+                let batches = frame.collect().await?;
+                let values = concat_batches(&schema, &batches)?.column(0).clone();
+                let value_type = decode_dictionary(values.data_type());
+                let filtered = values.len() <= FILTERED_VALUES && !value_type.is_floating();
+                Ok::<_, DataFusionError>(Domain { values, filtered })
+            }
+        }))
+        .await?;
+
+        // the class aggregation: rows, persons, filtered histograms
+        let mut aggregates = vec![count_rows()];
+        if let Some(person) = &options.person_id {
+            aggregates.push(count_distinct(ident(person)).alias("__anon_persons"));
+            aggregates.push(count(ident(person)).alias("__anon_with_person"));
+        }
+        let histograms_at = aggregates.len();
+        for (attribute, domain) in options.sensitive.iter().zip(&domains) {
+            if !domain.filtered {
+                continue;
+            }
+            for v in 0..domain.values.len() {
+                let value = ScalarValue::try_from_array(&domain.values, v)?;
+                let predicate = if value.is_null() {
+                    ident(attribute).is_null()
+                } else {
+                    ident(attribute).eq(lit(value))
+                };
+                aggregates.push(
+                    count(lit(1i64))
+                        .filter(predicate)
+                        .build()?
+                        .alias(format!("__anon_h{}", aggregates.len())),
+                );
+            }
+        }
+        let frame = input.clone().aggregate(qi_exprs(options), aggregates)?;
         let mut data = Self {
-            interner: KeyInterner::new(&[])?,
+            interner: KeyInterner::new(&key_types(&frame, d))?,
             sizes: Vec::new(),
-            persons: None,
+            persons: options.person_id.as_ref().map(|_| Vec::new()),
             sensitive: Vec::new(),
             top_counts: None,
         };
-        if options.sensitive.is_empty() {
-            let frame = input
-                .clone()
-                .aggregate(qi_exprs(options), vec![count_rows()])?;
-            data.interner = KeyInterner::new(&key_types(&frame, d))?;
-            let mut stream = frame.execute_stream().await?;
-            let mut ids = Vec::new();
-            while let Some(batch) = stream.next().await {
-                let batch = batch?;
-                ids.clear();
-                data.interner.intern(&batch.columns()[..d], &mut ids)?;
-                data.sizes.resize(data.interner.len(), 0);
-                for (&id, &c) in ids.iter().zip(counts(&batch, d)?) {
-                    data.sizes[id as usize] += c as u64;
+        let mut entries: Vec<Entries> = domains.iter().map(|_| Entries::default()).collect();
+        let mut ids = Vec::new();
+        let mut stream = frame.execute_stream().await?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            ids.clear();
+            data.interner.intern(&batch.columns()[..d], &mut ids)?;
+            data.sizes.resize(data.interner.len(), 0);
+            for (&id, &c) in ids.iter().zip(counts(&batch, d)?) {
+                data.sizes[id as usize] += c as u64;
+            }
+            if let Some(persons) = &mut data.persons {
+                persons.resize(data.interner.len(), 0);
+                let (distinct, with_person, rows) =
+                    (counts(&batch, d + 1)?, counts(&batch, d + 2)?, counts(&batch, d)?);
+                for (i, &id) in ids.iter().enumerate() {
+                    // rows with a NULL person id may all be one person: they count as one
+                    persons[id as usize] =
+                        distinct[i] as u64 + u64::from(rows[i] > with_person[i]);
+                }
+            }
+            let mut column = d + histograms_at;
+            for (domain, entries) in domains.iter().zip(&mut entries) {
+                if !domain.filtered {
+                    continue;
+                }
+                for v in 0..domain.values.len() {
+                    for (&id, &c) in ids.iter().zip(counts(&batch, column)?) {
+                        if c > 0 {
+                            entries.class.push(id);
+                            entries.value.push(v as u32);
+                            entries.count.push(c as u64);
+                        }
+                    }
+                    column += 1;
                 }
             }
         }
-        for (index, attribute) in options.sensitive.iter().enumerate() {
+
+        // the other sensitive attributes: a frequency set each
+        for ((attribute, domain), entries) in
+            options.sensitive.iter().zip(&domains).zip(&mut entries)
+        {
+            if domain.filtered {
+                continue;
+            }
             let mut group = qi_exprs(options);
             group.push(ident(attribute));
             let frame = input.clone().aggregate(group, vec![count_rows()])?;
-            if index == 0 {
-                data.interner = KeyInterner::new(&key_types(&frame, d))?;
-            }
-            let value_type = frame.schema().field(d).data_type().clone();
-            let mut values = KeyInterner::new(std::slice::from_ref(&value_type))?;
-            let mut entries = Entries::default();
+            let mut values = KeyInterner::new(std::slice::from_ref(domain.values.data_type()))?;
+            let mut value_ids = Vec::new();
+            values.intern(std::slice::from_ref(&domain.values), &mut value_ids)?;
             let mut stream = frame.execute_stream().await?;
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
-                data.interner
-                    .intern(&batch.columns()[..d], &mut entries.class)?;
-                values.intern(&batch.columns()[d..d + 1], &mut entries.value)?;
+                for id in data.interner.lookup(&batch.columns()[..d])? {
+                    entries.class.push(id.ok_or_else(|| {
+                        DataFusionError::Internal(format!(
+                            "a class of '{}' appeared between two aggregations",
+                            label(options)
+                        ))
+                    })?);
+                }
+                for id in values.lookup(&batch.columns()[d..d + 1])? {
+                    entries.value.push(id.ok_or_else(|| {
+                        DataFusionError::Internal(format!(
+                            "a value of '{attribute}' appeared between two aggregations"
+                        ))
+                    })?);
+                }
                 entries
                     .count
                     .extend(counts(&batch, d + 1)?.iter().map(|&c| c as u64));
             }
-            let classes = data.interner.len();
-            if index == 0 {
-                data.sizes = vec![0; classes];
-                for (&class, &c) in entries.class.iter().zip(&entries.count) {
-                    data.sizes[class as usize] += c;
-                }
-            } else if classes != data.sizes.len() {
-                return Err(DataFusionError::Internal(
-                    "the classes changed between two aggregations of the input".into(),
-                ));
-            }
-            let value_keys = values.all_arrays()?.remove(0);
+        }
+
+        let classes = data.classes();
+        for (index, ((attribute, domain), entries)) in options
+            .sensitive
+            .iter()
+            .zip(&domains)
+            .zip(&entries)
+            .enumerate()
+        {
             let (figures, top) = sensitive_figures(
                 attribute,
-                &entries,
-                &value_keys,
+                entries,
+                &domain.values,
                 classes,
                 options.recursive_c,
             )?;
@@ -143,9 +239,6 @@ impl ClassData {
             if index == 0 {
                 data.top_counts = Some(top);
             }
-        }
-        if let Some(person) = &options.person_id {
-            data.persons = Some(persons(&input, options, person, &data.interner).await?);
         }
         Ok(data)
     }
@@ -223,46 +316,6 @@ impl ClassData {
             })
             .collect())
     }
-}
-
-/// Distinct persons per class: `count(DISTINCT person)`, plus one when the class has rows
-/// with a NULL person id (they may all be one person).
-async fn persons(
-    input: &DataFrame,
-    options: &ProfileOptions,
-    person: &str,
-    interner: &KeyInterner,
-) -> Result<Vec<u64>> {
-    let d = options.quasi_identifiers.len();
-    let frame = input.clone().aggregate(
-        qi_exprs(options),
-        vec![
-            count_distinct(ident(person)).alias("__anon_persons"),
-            count(ident(person)).alias("__anon_with_person"),
-            count_rows(),
-        ],
-    )?;
-    let mut persons = vec![0u64; interner.len()];
-    let mut stream = frame.execute_stream().await?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        let ids = interner.lookup(&batch.columns()[..d])?;
-        let (distinct, with_person, rows) = (
-            counts(&batch, d)?,
-            counts(&batch, d + 1)?,
-            counts(&batch, d + 2)?,
-        );
-        for (i, id) in ids.into_iter().enumerate() {
-            let id = id.ok_or_else(|| {
-                DataFusionError::Internal(format!(
-                    "a class of '{}' appeared between two aggregations",
-                    label(options)
-                ))
-            })?;
-            persons[id as usize] = distinct[i] as u64 + u64::from(rows[i] > with_person[i]);
-        }
-    }
-    Ok(persons)
 }
 
 /// Classes and rows by class size 1, 2, 3–4, 5–9, 10+.

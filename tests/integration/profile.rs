@@ -590,6 +590,8 @@ async fn random_tables_match_sql_functions_and_brute_force() {
         let mut s = Vec::new();
         let mut x = Vec::new();
         let mut pid = Vec::new();
+        // more values than the filtered-count path takes: a frequency set of its own
+        let mut h = Vec::new();
         let diseases = ["a", "b", "c", "d", "e"];
         for _ in 0..rows {
             g1.push(rng.below(5) as i64);
@@ -607,6 +609,7 @@ async fn random_tables_match_sql_functions_and_brute_force() {
                 Some((rng.below(40) as f64) / 4.0)
             });
             pid.push(rng.below(300) as i64);
+            h.push(rng.below(150) as i64);
         }
         let table = batch(vec![
             ("g1", ints(&g1)),
@@ -614,9 +617,10 @@ async fn random_tables_match_sql_functions_and_brute_force() {
             ("s", opt_strings(&s)),
             ("x", Arc::new(Float64Array::from(x.clone())) as ArrayRef),
             ("pid", ints(&pid)),
+            ("h", ints(&h)),
         ]);
         let ctx = context(vec![("t", table)]);
-        let mut o = options("t", &["g1", "g2"], &["s", "x"]);
+        let mut o = options("t", &["g1", "g2"], &["s", "x", "h"]);
         o.person_id = Some("pid".into());
         let p = run(&ctx, &o).await;
 
