@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{SortOptions, cast, concat_batches, sort_to_indices};
-use datafusion::common::ScalarValue;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::common::ScalarValue;
 use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
@@ -157,12 +157,14 @@ impl ClassData {
             }
             if let Some(persons) = &mut data.persons {
                 persons.resize(data.interner.len(), 0);
-                let (distinct, with_person, rows) =
-                    (counts(&batch, d + 1)?, counts(&batch, d + 2)?, counts(&batch, d)?);
+                let (distinct, with_person, rows) = (
+                    counts(&batch, d + 1)?,
+                    counts(&batch, d + 2)?,
+                    counts(&batch, d)?,
+                );
                 for (i, &id) in ids.iter().enumerate() {
                     // rows with a NULL person id may all be one person: they count as one
-                    persons[id as usize] =
-                        distinct[i] as u64 + u64::from(rows[i] > with_person[i]);
+                    persons[id as usize] = distinct[i] as u64 + u64::from(rows[i] > with_person[i]);
                 }
             }
             let mut column = d + histograms_at;
