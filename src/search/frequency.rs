@@ -40,7 +40,7 @@ use datafusion::logical_expr::EmitTo;
 use datafusion::prelude::{SessionContext, ident};
 use hashbrown::HashMap;
 
-use super::group::{Column, Grouper, HistogramMerger, Histograms};
+use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
 use crate::generalize::Hierarchy;
@@ -195,7 +195,7 @@ pub struct FrequencySet {
     leaf_codes: Vec<Vec<u32>>,
     sizes: Vec<u64>,
     /// per sensitive attribute, the histograms of the leaf classes
-    histograms: Vec<Histograms>,
+    histograms: Vec<ClassHistograms>,
 }
 
 impl FrequencySet {
@@ -230,12 +230,9 @@ impl FrequencySet {
                      sensitive attributes"
                 )));
             }
-            let field = df
-                .schema()
-                .field_with_unqualified_name(name)
-                .map_err(|_| {
-                    DataFusionError::Plan(format!("table '{table}' has no column '{name}'"))
-                })?;
+            let field = df.schema().field_with_unqualified_name(name).map_err(|_| {
+                DataFusionError::Plan(format!("table '{table}' has no column '{name}'"))
+            })?;
             if let Some((_, hierarchy)) = qis.get(i) {
                 hierarchy.check_column(name, field.data_type())?;
             }
@@ -307,8 +304,7 @@ impl FrequencySet {
                     "a frequency row has the wrong number of values".to_string(),
                 ));
             }
-            if let Some(j) = (0..qis.len()).find(|&j| row.qi[j] as usize >= domains[j].leaves())
-            {
+            if let Some(j) = (0..qis.len()).find(|&j| row.qi[j] as usize >= domains[j].leaves()) {
                 return Err(DataFusionError::Plan(format!(
                     "a frequency row has a leaf of '{}' beyond its hierarchy",
                     qis[j].name
@@ -373,8 +369,7 @@ impl FrequencySet {
             })
             .collect();
         let (mut class_of, mut representative) = (Vec::new(), Vec::new());
-        let classes =
-            Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
+        let classes = Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
         let leaf_codes: Vec<Vec<u32>> = row_leaf_codes
             .iter()
             .map(|codes| representative.iter().map(|&r| codes[r as usize]).collect())
@@ -392,7 +387,14 @@ impl FrequencySet {
                 table_counts[code as usize] += n;
             }
             domain.table_counts = table_counts;
-            histograms.push(merger.merge(classes, &class_of, codes, &counts, domain.cardinality));
+            histograms.push(ClassHistograms::build(
+                &mut merger,
+                classes,
+                &class_of,
+                codes,
+                &counts,
+                domain.cardinality,
+            ));
         }
         for (qi, codes) in qis.iter_mut().zip(&leaf_codes) {
             qi.mean_cost = (0..qi.height())
@@ -482,7 +484,7 @@ impl FrequencySet {
         &self.sizes
     }
 
-    pub(crate) fn histograms(&self, sensitive: usize) -> &Histograms {
+    pub(crate) fn histograms(&self, sensitive: usize) -> &ClassHistograms {
         &self.histograms[sensitive]
     }
 

@@ -43,7 +43,11 @@ fn hierarchies() -> Vec<Vec<Vec<u32>>> {
         // 3 leaves: value or *
         vec![vec![0, 1, 2], vec![0, 0, 0]],
         // 5 leaves, uneven: {0,1,2} {3} {4}, then *
-        vec![vec![0, 1, 2, 3, 4], vec![0, 0, 0, 1, 2], vec![0, 0, 0, 0, 0]],
+        vec![
+            vec![0, 1, 2, 3, 4],
+            vec![0, 0, 0, 1, 2],
+            vec![0, 0, 0, 0, 0],
+        ],
     ]
 }
 
@@ -161,11 +165,7 @@ fn recursive_l(counts: &[u64], c: f64) -> usize {
 }
 
 /// Whether one class (its sensitive values) passes requirement `req` of attribute `s`.
-fn class_passes(
-    req: &SensitiveRequirement,
-    class: &[Option<u32>],
-    table: &[Option<u32>],
-) -> bool {
+fn class_passes(req: &SensitiveRequirement, class: &[Option<u32>], table: &[Option<u32>]) -> bool {
     let mut ok = true;
     if let Some(l) = req.l {
         let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
@@ -178,7 +178,11 @@ fn class_passes(
         }
         let achieved = match l.kind {
             LDiversityKind::Distinct => {
-                if counts.is_empty() { 1.0 } else { counts.len() as f64 }
+                if counts.is_empty() {
+                    1.0
+                } else {
+                    counts.len() as f64
+                }
             }
             _ => {
                 let mut c: Vec<u64> = counts.values().copied().collect();
@@ -242,7 +246,9 @@ fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
         // classes by generalized codes
         let mut classes: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
         for (r, (qi, _)) in table.rows.iter().enumerate() {
-            let key = (0..d).map(|j| table.qis[j][levels[j]][qi[j] as usize]).collect();
+            let key = (0..d)
+                .map(|j| table.qis[j][levels[j]][qi[j] as usize])
+                .collect();
             classes.entry(key).or_default().push(r);
         }
         let mut suppressed = 0u64;
@@ -254,8 +260,7 @@ fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
             let mut pass = members.len() as u64 >= req.k;
             for req_s in &req.sensitive {
                 let s = if req_s.attribute == "s1" { 0 } else { 1 };
-                let class: Vec<Option<u32>> =
-                    members.iter().map(|&r| table.rows[r].1[s]).collect();
+                let class: Vec<Option<u32>> = members.iter().map(|&r| table.rows[r].1[s]).collect();
                 let all: Vec<Option<u32>> = table.rows.iter().map(|r| r.1[s]).collect();
                 pass &= class_passes(req_s, &class, &all);
             }
@@ -337,7 +342,11 @@ fn brute_best(nodes: &[Brute], metric: Metric) -> Option<&Brute> {
     best
 }
 
-fn sensitive(attribute: &str, l: Option<LDiversity>, t: Option<TCloseness>) -> SensitiveRequirement {
+fn sensitive(
+    attribute: &str,
+    l: Option<LDiversity>,
+    t: Option<TCloseness>,
+) -> SensitiveRequirement {
     SensitiveRequirement {
         attribute: attribute.into(),
         l,
@@ -358,27 +367,55 @@ fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
         out.push(("k", req(3, rate, vec![])));
         out.push((
             "k + distinct l",
-            req(2, rate, vec![sensitive("s1", Some(l(LDiversityKind::Distinct, 2.0, None)), None)]),
+            req(
+                2,
+                rate,
+                vec![sensitive(
+                    "s1",
+                    Some(l(LDiversityKind::Distinct, 2.0, None)),
+                    None,
+                )],
+            ),
         ));
         out.push((
             "k + entropy l",
-            req(2, rate, vec![sensitive("s1", Some(l(LDiversityKind::Entropy, 1.8, None)), None)]),
+            req(
+                2,
+                rate,
+                vec![sensitive(
+                    "s1",
+                    Some(l(LDiversityKind::Entropy, 1.8, None)),
+                    None,
+                )],
+            ),
         ));
         out.push((
             "k + recursive l",
             req(
                 2,
                 rate,
-                vec![sensitive("s1", Some(l(LDiversityKind::Recursive, 2.0, Some(2.0))), None)],
+                vec![sensitive(
+                    "s1",
+                    Some(l(LDiversityKind::Recursive, 2.0, Some(2.0))),
+                    None,
+                )],
             ),
         ));
         out.push((
             "k + t equal",
-            req(2, rate, vec![sensitive("s1", None, Some(t(TClosenessKind::Equal, 0.3)))]),
+            req(
+                2,
+                rate,
+                vec![sensitive("s1", None, Some(t(TClosenessKind::Equal, 0.3)))],
+            ),
         ));
         out.push((
             "k + t ordered",
-            req(2, rate, vec![sensitive("s1", None, Some(t(TClosenessKind::Ordered, 0.2)))]),
+            req(
+                2,
+                rate,
+                vec![sensitive("s1", None, Some(t(TClosenessKind::Ordered, 0.2)))],
+            ),
         ));
         out.push((
             "two sensitive attributes",
@@ -411,10 +448,13 @@ fn optimal_equals_brute_force() {
         for (name, req) in policies() {
             let nodes = brute_force(&table, &req);
             for metric in metrics {
-                let outcome = search(&freq, &req, Algorithm::Optimal, metric, &mut |_, _| {})
-                    .unwrap();
+                let outcome =
+                    search(&freq, &req, Algorithm::Optimal, metric, &mut |_, _| {}).unwrap();
                 let expected = brute_best(&nodes, metric);
-                let context = format!("seed {seed}, {name}, {metric}, rate {}", req.max_suppression);
+                let context = format!(
+                    "seed {seed}, {name}, {metric}, rate {}",
+                    req.max_suppression
+                );
                 match (expected, &outcome.solution) {
                     (None, None) => {}
                     (Some(b), Some(s)) => {
@@ -476,8 +516,14 @@ fn iab_satisfies_and_is_not_better_than_optimal() {
         let freq = frequency_set(&table);
         for (name, req) in policies() {
             let nodes = brute_force(&table, &req);
-            let optimal = search(&freq, &req, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})
-                .unwrap();
+            let optimal = search(
+                &freq,
+                &req,
+                Algorithm::Optimal,
+                Metric::Loss,
+                &mut |_, _| {},
+            )
+            .unwrap();
             let iab = search(&freq, &req, Algorithm::Iab, Metric::Loss, &mut |_, _| {}).unwrap();
             let context = format!("seed {seed}, {name}");
             match (&optimal.solution, &iab.solution) {
@@ -573,10 +619,16 @@ fn hand_checked_loss() {
     // suppressed); [1, 0] costs 7/12; [1, 1] has two classes of 2, nothing suppressed:
     // (4·(1/3) + 4·1)/8 = 2/3; [2, 0] keeps (*, 0) of 2 rows and suppresses 2:
     // (2·1 + 2·2)/8 = 3/4; [2, 1] costs 1. Best: [1, 0].
-    let s = search(&freq, &req, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})
-        .unwrap()
-        .into_solution()
-        .unwrap();
+    let s = search(
+        &freq,
+        &req,
+        Algorithm::Optimal,
+        Metric::Loss,
+        &mut |_, _| {},
+    )
+    .unwrap()
+    .into_solution()
+    .unwrap();
     assert_eq!(s.levels, vec![1, 0]);
 }
 
@@ -603,9 +655,15 @@ fn k_larger_than_the_table_has_no_solution() {
 fn invalid_requirements() {
     let freq = frequency_set(&random_table(3, false));
     let check = |req: PrivacyRequirements, expected: &str| {
-        let err = search(&freq, &req, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})
-            .unwrap_err()
-            .to_string();
+        let err = search(
+            &freq,
+            &req,
+            Algorithm::Optimal,
+            Metric::Loss,
+            &mut |_, _| {},
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains(expected), "{err}");
     };
     let base = |sensitive| PrivacyRequirements {
@@ -629,15 +687,27 @@ fn invalid_requirements() {
     );
     let l = |kind, l, c| Some(LDiversity { kind, l, c });
     check(
-        base(vec![sensitive("nope", l(LDiversityKind::Distinct, 2.0, None), None)]),
+        base(vec![sensitive(
+            "nope",
+            l(LDiversityKind::Distinct, 2.0, None),
+            None,
+        )]),
         "'nope' is not in the frequency set",
     );
     check(
-        base(vec![sensitive("s1", l(LDiversityKind::Recursive, 2.0, None), None)]),
+        base(vec![sensitive(
+            "s1",
+            l(LDiversityKind::Recursive, 2.0, None),
+            None,
+        )]),
         "positive c",
     );
     check(
-        base(vec![sensitive("s1", l(LDiversityKind::Distinct, 0.5, None), None)]),
+        base(vec![sensitive(
+            "s1",
+            l(LDiversityKind::Distinct, 0.5, None),
+            None,
+        )]),
         "at least 1",
     );
     // ordered t on an attribute declared unordered
@@ -677,8 +747,17 @@ fn invalid_requirements() {
             t: 0.2,
         }),
     )]);
-    let err = search(&unordered, &req, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("ordered t-closeness needs an ordered attribute"), "{err}");
+    let err = search(
+        &unordered,
+        &req,
+        Algorithm::Optimal,
+        Metric::Loss,
+        &mut |_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("ordered t-closeness needs an ordered attribute"),
+        "{err}"
+    );
 }
