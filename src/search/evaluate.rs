@@ -33,12 +33,15 @@
 //!   `level / top level`, 1 for each QI of a suppressed row.
 //! - **Classes**: the number of kept classes (more is better).
 
+use std::borrow::Cow;
 use std::rc::Rc;
+
+use hashbrown::HashMap;
 
 use datafusion::error::{DataFusionError, Result};
 
 use super::frequency::FrequencySet;
-use super::group::{Column, Grouper, HistogramMerger, Histograms};
+use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::lattice::Lattice;
 use crate::functions::formulas::{self, OrderedDomain};
 use crate::policy::{LDiversity, LDiversityKind, PrivacyRequirements, TCloseness, TClosenessKind};
@@ -46,8 +49,12 @@ use crate::policy::{LDiversity, LDiversityKind, PrivacyRequirements, TCloseness,
 /// Relative tolerance of the entropy-l and t comparisons (floating-point rounding only).
 const TOLERANCE: f64 = 1e-12;
 
-/// How many evaluated nodes' classes are kept as roll-up sources.
-const CACHE_CAPACITY: usize = 32;
+/// At most this many classes (over all cached nodes) are kept as roll-up sources: about
+/// 50 MB with 8 QIs and a small sensitive domain.
+const CACHE_CLASSES: usize = 1 << 20;
+
+/// At most this many nodes are kept as roll-up sources (bounds the scan for a source).
+const CACHE_NODES: usize = 2048;
 
 /// What one sensitive attribute achieves on the kept classes of a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,18 +229,36 @@ impl Criteria {
 
 /// The classes of a node (or the leaf classes), as a roll-up source.
 #[derive(Debug)]
-pub(crate) struct State {
+pub(crate) struct State<'a> {
     /// the node's index; `None` for the leaf classes
     node: Option<usize>,
     levels: Vec<usize>,
     /// per QI, the level code of each class
-    codes: Vec<Vec<u32>>,
-    sizes: Vec<u64>,
+    codes: Cow<'a, [Vec<u32>]>,
+    sizes: Cow<'a, [u64]>,
     /// per criterion (aligned with `Criteria::sensitive`)
-    histograms: Vec<Histograms>,
+    histograms: Vec<SharedHistograms<'a>>,
 }
 
-impl State {
+/// Histograms borrowed from the frequency set or shared between nodes with the same classes.
+#[derive(Debug, Clone)]
+enum SharedHistograms<'a> {
+    Borrowed(&'a ClassHistograms),
+    Shared(Rc<ClassHistograms>),
+}
+
+impl std::ops::Deref for SharedHistograms<'_> {
+    type Target = ClassHistograms;
+
+    fn deref(&self) -> &ClassHistograms {
+        match self {
+            SharedHistograms::Borrowed(h) => h,
+            SharedHistograms::Shared(h) => h,
+        }
+    }
+}
+
+impl State<'_> {
     fn classes(&self) -> usize {
         self.sizes.len()
     }
@@ -258,18 +283,70 @@ pub(crate) struct NodeStats {
     pub precision: f64,
 }
 
+/// Recently evaluated nodes' classes, least recently used evicted first.
+#[derive(Default)]
+struct Cache<'a> {
+    /// node → (classes, last use)
+    entries: HashMap<usize, (Rc<State<'a>>, u64)>,
+    clock: u64,
+    classes: usize,
+}
+
+impl<'a> Cache<'a> {
+    /// The classes of `node`, marked as used.
+    fn get(&mut self, node: usize) -> Option<Rc<State<'a>>> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.entries.get_mut(&node).map(|(s, used)| {
+            *used = clock;
+            Rc::clone(s)
+        })
+    }
+
+    /// The classes of `node`, without marking them.
+    fn peek(&self, node: usize) -> Option<&Rc<State<'a>>> {
+        self.entries.get(&node).map(|(s, _)| s)
+    }
+
+    fn states(&self) -> impl Iterator<Item = &Rc<State<'a>>> {
+        self.entries.values().map(|(s, _)| s)
+    }
+
+    fn insert(&mut self, node: usize, state: Rc<State<'a>>) {
+        let size = state.classes();
+        while !self.entries.is_empty()
+            && (self.classes + size > CACHE_CLASSES || self.entries.len() >= CACHE_NODES)
+        {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(&n, _)| n);
+            if let Some((s, _)) = oldest.and_then(|n| self.entries.remove(&n)) {
+                self.classes -= s.classes();
+            }
+        }
+        self.clock += 1;
+        self.classes += size;
+        self.entries.insert(node, (state, self.clock));
+    }
+}
+
 /// Evaluates nodes by rolling up, keeping recent nodes' classes as sources.
 pub(crate) struct Evaluator<'a> {
     pub freq: &'a FrequencySet,
     pub criteria: Criteria,
     pub lattice: Lattice,
-    leaf: Rc<State>,
-    cache: Vec<Rc<State>>,
+    /// the frequency set's leaf classes, borrowed
+    leaf: Rc<State<'a>>,
+    cache: Cache<'a>,
     grouper: Grouper,
     merger: HistogramMerger,
     class_of: Vec<u32>,
     representative: Vec<u32>,
     entry_class: Vec<u32>,
+    class_codes: Vec<u32>,
+    class_counts: Vec<u64>,
     counts: Vec<u64>,
     pairs: Vec<(u64, u64)>,
     positions: Vec<(usize, u64)>,
@@ -284,12 +361,12 @@ impl<'a> Evaluator<'a> {
         let leaf = State {
             node: None,
             levels: Vec::new(),
-            codes: freq.leaf_codes().to_vec(),
-            sizes: freq.sizes().to_vec(),
+            codes: Cow::Borrowed(freq.leaf_codes()),
+            sizes: Cow::Borrowed(freq.sizes()),
             histograms: criteria
                 .sensitive
                 .iter()
-                .map(|s| freq.histograms(s.index).clone())
+                .map(|s| SharedHistograms::Borrowed(freq.histograms(s.index)))
                 .collect(),
         };
         Ok(Self {
@@ -297,12 +374,14 @@ impl<'a> Evaluator<'a> {
             criteria,
             lattice,
             leaf: Rc::new(leaf),
-            cache: Vec::with_capacity(CACHE_CAPACITY),
+            cache: Cache::default(),
             grouper: Grouper::default(),
             merger: HistogramMerger::default(),
             class_of: Vec::new(),
             representative: Vec::new(),
             entry_class: Vec::new(),
+            class_codes: Vec::new(),
+            class_counts: Vec::new(),
             counts: Vec::new(),
             pairs: Vec::new(),
             positions: Vec::new(),
@@ -322,37 +401,45 @@ impl<'a> Evaluator<'a> {
         self.state(node);
     }
 
-    /// The classes of `node`, from the cache or rolled up from the best source.
-    fn state(&mut self, node: usize) -> Rc<State> {
-        if let Some(i) = self.cache.iter().position(|s| s.node == Some(node)) {
-            // most recently used last
-            let state = self.cache.remove(i);
-            self.cache.push(Rc::clone(&state));
+    /// The classes of `node`, from the cache or rolled up from the best source: a cached
+    /// immediate specialization with the fewest classes, else any cached specialization with
+    /// the fewest classes, else the leaf classes.
+    fn state(&mut self, node: usize) -> Rc<State<'a>> {
+        if let Some(state) = self.cache.get(node) {
             return state;
         }
         let levels = self.lattice.levels(node);
         let qis = self.freq.qis();
-        let mut source = Rc::clone(&self.leaf);
-        for s in &self.cache {
-            if s.classes() < source.classes()
-                && (0..qis.len()).all(|j| {
-                    s.levels[j] <= levels[j] && qis[j].between(s.levels[j], levels[j]).is_some()
-                })
-            {
-                source = Rc::clone(s);
+        let fits = |s: &State<'_>| {
+            (0..qis.len()).all(|j| {
+                s.levels[j] <= levels[j] && qis[j].between(s.levels[j], levels[j]).is_some()
+            })
+        };
+        let mut source: Option<Rc<State<'a>>> = None;
+        for p in self.lattice.predecessors(node) {
+            if let Some(s) = self.cache.peek(p) {
+                if fits(s) && source.as_ref().is_none_or(|b| s.classes() < b.classes()) {
+                    source = Some(Rc::clone(s));
+                }
             }
         }
+        if source.is_none() {
+            source = self
+                .cache
+                .states()
+                .filter(|s| fits(s))
+                .min_by_key(|s| (s.classes(), s.node))
+                .cloned();
+        }
+        let source = source.unwrap_or_else(|| Rc::clone(&self.leaf));
         let state = Rc::new(self.rollup(&source, node, levels));
         self.evaluated += 1;
-        if self.cache.len() == CACHE_CAPACITY {
-            self.cache.remove(0);
-        }
-        self.cache.push(Rc::clone(&state));
+        self.cache.insert(node, Rc::clone(&state));
         state
     }
 
     /// Groups `source`'s classes by their codes at `levels`.
-    fn rollup(&mut self, source: &State, node: usize, levels: Vec<usize>) -> State {
+    fn rollup(&mut self, source: &State<'a>, node: usize, levels: Vec<usize>) -> State<'a> {
         let qis = self.freq.qis();
         let columns: Vec<Column<'_>> = qis
             .iter()
@@ -390,7 +477,7 @@ impl<'a> Evaluator<'a> {
             })
             .collect();
         let mut sizes = vec![0u64; classes];
-        for (&c, &n) in self.class_of.iter().zip(&source.sizes) {
+        for (&c, &n) in self.class_of.iter().zip(source.sizes.iter()) {
             sizes[c as usize] += n;
         }
         let histograms = if classes == source.classes() {
@@ -400,33 +487,27 @@ impl<'a> Evaluator<'a> {
         } else {
             let mut out = Vec::with_capacity(source.histograms.len());
             for (h, criterion) in source.histograms.iter().zip(&self.criteria.sensitive) {
-                self.entry_class.clear();
-                for (c, w) in h.offsets.windows(2).enumerate() {
-                    let class = self.class_of[c];
-                    self.entry_class
-                        .extend(std::iter::repeat_n(class, (w[1] - w[0]) as usize));
-                }
-                out.push(self.merger.merge(
+                out.push(SharedHistograms::Shared(Rc::new(h.roll_up(
+                    &mut self.merger,
                     classes,
-                    &self.entry_class,
-                    &h.codes,
-                    &h.counts,
+                    &self.class_of,
+                    &mut self.entry_class,
                     criterion.cardinality,
-                ));
+                ))));
             }
             out
         };
         State {
             node: Some(node),
             levels,
-            codes,
-            sizes,
+            codes: Cow::Owned(codes),
+            sizes: Cow::Owned(sizes),
             histograms,
         }
     }
 
     /// Judges every class of `state` and computes the metrics.
-    fn judge(&mut self, state: &State) -> NodeStats {
+    fn judge(&mut self, state: &State<'_>) -> NodeStats {
         let criteria = &self.criteria;
         let qis = self.freq.qis();
         let d = qis.len();
@@ -447,7 +528,8 @@ impl<'a> Evaluator<'a> {
             let mut pass = monotone_pass;
             if pass {
                 for (s, criterion) in criteria.sensitive.iter().enumerate() {
-                    let (codes, counts) = state.histograms[s].class(c);
+                    let (codes, counts) =
+                        state.histograms[s].class(c, &mut self.class_codes, &mut self.class_counts);
                     let m = class_measures(
                         criterion,
                         codes,

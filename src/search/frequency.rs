@@ -40,7 +40,7 @@ use datafusion::logical_expr::EmitTo;
 use datafusion::prelude::{SessionContext, ident};
 use hashbrown::HashMap;
 
-use super::group::{Column, Grouper, HistogramMerger, Histograms};
+use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
 use crate::generalize::Hierarchy;
@@ -195,7 +195,7 @@ pub struct FrequencySet {
     leaf_codes: Vec<Vec<u32>>,
     sizes: Vec<u64>,
     /// per sensitive attribute, the histograms of the leaf classes
-    histograms: Vec<Histograms>,
+    histograms: Vec<ClassHistograms>,
 }
 
 impl FrequencySet {
@@ -387,7 +387,14 @@ impl FrequencySet {
                 table_counts[code as usize] += n;
             }
             domain.table_counts = table_counts;
-            histograms.push(merger.merge(classes, &class_of, codes, &counts, domain.cardinality));
+            histograms.push(ClassHistograms::build(
+                &mut merger,
+                classes,
+                &class_of,
+                codes,
+                &counts,
+                domain.cardinality,
+            ));
         }
         for (qi, codes) in qis.iter_mut().zip(&leaf_codes) {
             qi.mean_cost = (0..qi.height())
@@ -477,7 +484,7 @@ impl FrequencySet {
         &self.sizes
     }
 
-    pub(crate) fn histograms(&self, sensitive: usize) -> &Histograms {
+    pub(crate) fn histograms(&self, sensitive: usize) -> &ClassHistograms {
         &self.histograms[sensitive]
     }
 

@@ -195,6 +195,125 @@ impl Histograms {
     }
 }
 
+/// Sensitive domains up to this many values keep per-class histograms as dense rows of
+/// counts: rolling them up is a plain vectorizable sum, no sorting or merging.
+pub(crate) const DENSE_DOMAIN: usize = 16;
+
+/// Per-class histograms of one sensitive attribute: dense rows for small domains, compressed
+/// rows otherwise.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ClassHistograms {
+    /// `counts[c * cardinality + code]`
+    Dense {
+        cardinality: usize,
+        counts: Vec<u64>,
+    },
+    Sparse(Histograms),
+}
+
+impl ClassHistograms {
+    /// Histograms of `classes` classes from entries `(class_of_entry[e], codes[e], counts[e])`.
+    pub fn build(
+        merger: &mut HistogramMerger,
+        classes: usize,
+        class_of_entry: &[u32],
+        codes: &[u32],
+        counts: &[u64],
+        cardinality: usize,
+    ) -> Self {
+        if cardinality <= DENSE_DOMAIN {
+            let mut dense = vec![0u64; classes * cardinality];
+            for ((&c, &code), &n) in class_of_entry.iter().zip(codes).zip(counts) {
+                dense[c as usize * cardinality + code as usize] += n;
+            }
+            ClassHistograms::Dense {
+                cardinality,
+                counts: dense,
+            }
+        } else {
+            ClassHistograms::Sparse(merger.merge(
+                classes,
+                class_of_entry,
+                codes,
+                counts,
+                cardinality,
+            ))
+        }
+    }
+
+    /// The histograms of the classes `class_of[c]` that the classes `c` roll up into.
+    pub fn roll_up(
+        &self,
+        merger: &mut HistogramMerger,
+        classes: usize,
+        class_of: &[u32],
+        entry_class: &mut Vec<u32>,
+        cardinality: usize,
+    ) -> Self {
+        match self {
+            ClassHistograms::Dense {
+                cardinality,
+                counts,
+            } => {
+                let k = *cardinality;
+                let mut out = vec![0u64; classes * k];
+                for (row, &t) in counts.chunks_exact(k.max(1)).zip(class_of) {
+                    let target = &mut out[t as usize * k..(t as usize + 1) * k];
+                    for (o, &n) in target.iter_mut().zip(row) {
+                        *o += n;
+                    }
+                }
+                ClassHistograms::Dense {
+                    cardinality: k,
+                    counts: out,
+                }
+            }
+            ClassHistograms::Sparse(h) => {
+                entry_class.clear();
+                for (c, w) in h.offsets.windows(2).enumerate() {
+                    entry_class.extend(std::iter::repeat_n(class_of[c], (w[1] - w[0]) as usize));
+                }
+                ClassHistograms::Sparse(merger.merge(
+                    classes,
+                    entry_class,
+                    &h.codes,
+                    &h.counts,
+                    cardinality,
+                ))
+            }
+        }
+    }
+
+    /// Class `c`'s `(codes, counts)` with codes ascending and counts > 0; dense rows are
+    /// compacted into the buffers.
+    #[inline]
+    pub fn class<'s>(
+        &'s self,
+        c: usize,
+        codes: &'s mut Vec<u32>,
+        counts: &'s mut Vec<u64>,
+    ) -> (&'s [u32], &'s [u64]) {
+        match self {
+            ClassHistograms::Dense {
+                cardinality,
+                counts: dense,
+            } => {
+                codes.clear();
+                counts.clear();
+                let row = &dense[c * cardinality..(c + 1) * cardinality];
+                for (code, &n) in row.iter().enumerate() {
+                    if n > 0 {
+                        codes.push(code as u32);
+                        counts.push(n);
+                    }
+                }
+                (codes, counts)
+            }
+            ClassHistograms::Sparse(h) => h.class(c),
+        }
+    }
+}
+
 /// Merges entries `(class_of_entry[e], codes[e], counts[e])` into per-class histograms with
 /// codes ascending, reusing its buffers between calls.
 #[derive(Default)]
@@ -326,6 +445,38 @@ mod tests {
                     assert_eq!(class_of[r] as usize, expected[&(a[r], map[b[r] as usize])]);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn dense_and_sparse_agree() {
+        // entries of 3 classes over a domain of 5 (dense) or 40 (sparse) codes, rolled up
+        // into 2 classes (0, 1 → 0; 2 → 1)
+        let classes = [0u32, 1, 0, 2, 2, 1];
+        let codes = [4u32, 0, 4, 1, 3, 2];
+        let counts = [1u64, 2, 3, 4, 5, 6];
+        let mut merger = HistogramMerger::default();
+        let (mut entry, mut b1, mut b2) = (Vec::new(), Vec::new(), Vec::new());
+        for card in [5usize, 40] {
+            let h = ClassHistograms::build(&mut merger, 3, &classes, &codes, &counts, card);
+            assert_eq!(
+                card <= DENSE_DOMAIN,
+                matches!(h, ClassHistograms::Dense { .. })
+            );
+            assert_eq!(h.class(0, &mut b1, &mut b2), (&[4u32][..], &[4u64][..]));
+            assert_eq!(
+                h.class(1, &mut b1, &mut b2),
+                (&[0u32, 2][..], &[2u64, 6][..])
+            );
+            let up = h.roll_up(&mut merger, 2, &[0, 0, 1], &mut entry, card);
+            assert_eq!(
+                up.class(0, &mut b1, &mut b2),
+                (&[0u32, 2, 4][..], &[2u64, 6, 4][..])
+            );
+            assert_eq!(
+                up.class(1, &mut b1, &mut b2),
+                (&[1u32, 3][..], &[4u64, 5][..])
+            );
         }
     }
 

@@ -248,16 +248,21 @@ pub fn search(
         }
         None => {
             let top = ev.describe(ev.lattice.top());
-            let message = format!(
-                "no generalization of the {} quasi-identifiers satisfies the privacy \
+            let message = if top.rows == 0 {
+                "no generalization satisfies the privacy requirements: the table has no rows"
+                    .to_string()
+            } else {
+                format!(
+                    "no generalization of the {} quasi-identifiers satisfies the privacy \
                  requirements (k = {}, at most {} of {} rows suppressed): even with every \
                  quasi-identifier at its top level, {} rows fail",
-                freq.qis().len(),
-                requirements.k,
-                top.max_suppressed_rows,
-                top.rows,
-                top.suppressed_rows
-            );
+                    freq.qis().len(),
+                    requirements.k,
+                    top.max_suppressed_rows,
+                    top.rows,
+                    top.suppressed_rows
+                )
+            };
             (None, Some(message))
         }
     };
