@@ -151,3 +151,64 @@ impl<G: GroupsAccumulator + std::fmt::Debug> Accumulator for SingleClass<G> {
         self.inner().merge_batch(states, &vec![0; rows], 1)
     }
 }
+
+/// Classes below this many are finalized on the calling thread.
+const PARALLEL_CLASSES: usize = 1 << 15;
+
+/// `value(class, scratch)` for every class of `0..num_classes`, in order. The whole-table
+/// finalizers run in a window over all classes, a single partition: with many classes the
+/// classes are split over the machine's cores (the aggregation before it has finished, so
+/// they are otherwise idle). Each thread has its own `scratch`.
+pub(crate) fn map_classes<S, F>(num_classes: usize, value: F) -> Vec<Option<f64>>
+where
+    S: Default,
+    F: Fn(usize, &mut S) -> Option<f64> + Sync,
+{
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(num_classes / PARALLEL_CLASSES)
+        .max(1);
+    let run = |range: std::ops::Range<usize>| {
+        let mut scratch = S::default();
+        range.map(|c| value(c, &mut scratch)).collect::<Vec<_>>()
+    };
+    if threads == 1 {
+        return run(0..num_classes);
+    }
+    let chunk = num_classes.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let range = t * chunk..((t + 1) * chunk).min(num_classes);
+                scope.spawn(move || run(range))
+            })
+            .collect();
+        let mut values = Vec::with_capacity(num_classes);
+        for handle in handles {
+            // a panic in a worker is a bug: re-raise it on this thread
+            values.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            );
+        }
+        values
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_classes_keeps_the_order_across_threads() {
+        // enough classes for several threads on a multi-core machine; class c gives c / 2
+        let n = 5 * PARALLEL_CLASSES + 7;
+        let values = map_classes(n, |c, seen: &mut usize| {
+            *seen += 1;
+            Some(c as f64 / 2.0)
+        });
+        assert_eq!(values.len(), n);
+        assert!(values.iter().enumerate().all(|(c, v)| *v == Some(c as f64 / 2.0)));
+    }
+}

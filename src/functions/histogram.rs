@@ -173,6 +173,8 @@ struct Histograms {
     min_compaction: usize,
     /// NULL count per class (kept out of the log); its length is the number of classes
     nulls: Vec<u64>,
+    /// reused buffer of the counting sort
+    spare: Vec<u64>,
     /// scratch counters by code for compacting large classes
     dense: Vec<u64>,
 }
@@ -186,6 +188,7 @@ impl Default for Histograms {
             limit: 0,
             min_compaction: MIN_COMPACTION,
             nulls: Vec::new(),
+            spare: Vec::new(),
             dense: Vec::new(),
         }
     }
@@ -218,7 +221,7 @@ impl Histograms {
     fn maybe_compact(&mut self, domain: usize) {
         if self.entries.len() >= self.limit.max(self.min_compaction) {
             let runs = self.take_runs(domain);
-            self.restore(&runs, 0);
+            self.restore_all(runs);
         }
     }
 
@@ -236,31 +239,30 @@ impl Histograms {
         for g in 0..num_groups {
             offsets[g + 1] += offsets[g];
         }
-        let entries = std::mem::take(&mut self.entries);
-        let mut grouped = if self.sorted == entries.len() {
-            // already in class order, each code once per class
-            entries
-        } else {
+        if self.sorted != self.entries.len() {
+            // counting sort by class into the spare buffer (reused: fresh pages are expensive)
             let mut next = offsets.clone();
-            let mut grouped = vec![0u64; entries.len()];
-            for (&g, &entry) in self.groups.iter().zip(&entries) {
+            let mut grouped = std::mem::take(&mut self.spare);
+            grouped.clear();
+            grouped.resize(self.entries.len(), 0);
+            for (&g, &entry) in self.groups.iter().zip(&self.entries) {
                 let slot = &mut next[g as usize];
                 grouped[*slot] = entry;
                 *slot += 1;
             }
-            grouped
-        };
-        self.groups = Vec::new();
+            self.spare = std::mem::replace(&mut self.entries, grouped);
+        }
+        // `groups` keeps its capacity for the entries to come
+        self.groups.clear();
         self.sorted = 0;
-        let mut runs = GroupedHistograms {
-            offsets: Vec::with_capacity(num_groups + 1),
-            codes: Vec::with_capacity(grouped.len()),
-            counts: Vec::with_capacity(grouped.len()),
-            nulls: Vec::new(),
-        };
-        runs.offsets.push(0);
+        // each class's distinct codes and summed counts, the counts written over the entries
+        // already read (a class never has more runs than entries)
+        let mut entries = std::mem::take(&mut self.entries);
+        let mut codes = Vec::with_capacity(entries.len());
+        let (mut read, mut write) = (0, 0);
         for g in 0..num_groups {
-            let class = &mut grouped[offsets[g]..offsets[g + 1]];
+            let end = offsets[g + 1];
+            let class = &mut entries[read..end];
             if class.len() >= 64 && class.len() >= domain / 4 {
                 if self.dense.len() < domain {
                     self.dense.resize(domain, 0);
@@ -270,40 +272,74 @@ impl Histograms {
                 }
                 for (code, count) in self.dense[..domain].iter_mut().enumerate() {
                     if *count > 0 {
-                        runs.codes.push(code as u32);
-                        runs.counts.push(*count);
+                        codes.push(code as u32);
+                        entries[write] = *count;
+                        write += 1;
                         *count = 0;
                     }
                 }
             } else {
                 class.sort_unstable();
                 let mut previous = None;
-                for &entry in class.iter() {
-                    let (code, count) = (entry_code(entry), entry_count(entry));
+                for i in read..end {
+                    let (code, count) = (entry_code(entries[i]), entry_count(entries[i]));
                     if previous == Some(code) {
-                        if let Some(last) = runs.counts.last_mut() {
-                            *last += count;
-                        }
+                        entries[write - 1] += count;
                     } else {
-                        runs.codes.push(code);
-                        runs.counts.push(count);
+                        codes.push(code);
+                        entries[write] = count;
+                        write += 1;
                         previous = Some(code);
                     }
                 }
             }
-            runs.offsets.push(runs.codes.len());
+            offsets[g + 1] = write;
+            read = end;
         }
-        runs
+        entries.truncate(write);
+        GroupedHistograms {
+            offsets,
+            codes,
+            counts: entries,
+            nulls: Vec::new(),
+        }
     }
 
     /// Puts compacted runs back into the (empty) log, for the classes from `first` on,
     /// renumbered from 0.
     fn restore(&mut self, runs: &GroupedHistograms, first: usize) {
+        self.entries.reserve(runs.codes.len() - runs.offsets[first]);
+        self.groups.reserve(runs.codes.len() - runs.offsets[first]);
         for (g, w) in runs.offsets[first..].windows(2).enumerate() {
             for i in w[0]..w[1] {
                 self.add(g, runs.codes[i], runs.counts[i]);
             }
         }
+        self.sorted = self.entries.len();
+        self.limit = 2 * self.entries.len();
+    }
+
+    /// [`Self::restore`] of all classes, reusing the runs' count buffer for the entries.
+    fn restore_all(&mut self, runs: GroupedHistograms) {
+        if runs.counts.iter().any(|&c| c > u64::from(u32::MAX)) {
+            // a count needing several entries: the general path
+            self.restore(&runs, 0);
+            return;
+        }
+        let GroupedHistograms {
+            offsets,
+            codes,
+            mut counts,
+            ..
+        } = runs;
+        for (entry, &code) in counts.iter_mut().zip(&codes) {
+            *entry = log_entry(code, *entry as u32);
+        }
+        for (g, w) in offsets.windows(2).enumerate() {
+            self.groups
+                .extend(std::iter::repeat_n(g as u32, w[1] - w[0]));
+        }
+        self.entries = counts;
         self.sorted = self.entries.len();
         self.limit = 2 * self.entries.len();
     }
@@ -330,7 +366,10 @@ impl Histograms {
 
     fn size(&self) -> usize {
         self.groups.capacity() * size_of::<u32>()
-            + (self.entries.capacity() + self.dense.capacity() + self.nulls.capacity())
+            + (self.entries.capacity()
+                + self.spare.capacity()
+                + self.dense.capacity()
+                + self.nulls.capacity())
                 * size_of::<u64>()
     }
 }

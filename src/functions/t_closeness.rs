@@ -8,7 +8,7 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::error::Result;
 use datafusion::logical_expr::{AggregateUDF, Documentation};
 
-use super::common::doc;
+use super::common::{doc, map_classes};
 use super::formulas;
 use super::histogram::new_dictionary;
 use super::whole_table::{WholeTableFunction, WholeTableKind};
@@ -99,20 +99,18 @@ impl TableHistograms {
 /// Finalizes every class (see [`super::whole_table`]).
 pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let table = TableHistograms::try_new(states)?;
-    let mut pairs = Vec::new();
-    let result: Float64Array = (0..table.num_classes())
-        .map(|class| {
-            pairs.clear();
-            let range = table.class_range(class);
-            pairs.extend(
-                table.codes[range.clone()]
-                    .iter()
-                    .zip(&table.counts[range])
-                    .map(|(&code, &count)| (table.table_counts[code], count)),
-            );
-            let class_rows: u64 = pairs.iter().map(|&(_, c)| c).sum();
-            (class_rows > 0).then(|| formulas::equal_emd(&pairs, class_rows, table.table_rows))
-        })
-        .collect();
+    let result: Float64Array = map_classes(table.num_classes(), |class, pairs: &mut Vec<_>| {
+        pairs.clear();
+        let range = table.class_range(class);
+        pairs.extend(
+            table.codes[range.clone()]
+                .iter()
+                .zip(&table.counts[range])
+                .map(|(&code, &count)| (table.table_counts[code], count)),
+        );
+        let class_rows: u64 = pairs.iter().map(|&(_, c)| c).sum();
+        (class_rows > 0).then(|| formulas::equal_emd(pairs, class_rows, table.table_rows))
+    })
+    .into();
     Ok(Arc::new(result))
 }

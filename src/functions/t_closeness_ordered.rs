@@ -8,7 +8,7 @@ use datafusion::arrow::compute::{SortOptions, sort_to_indices};
 use datafusion::error::Result;
 use datafusion::logical_expr::{AggregateUDF, Documentation};
 
-use super::common::doc;
+use super::common::{doc, map_classes};
 use super::formulas::{self, OrderedDomain};
 use super::t_closeness::TableHistograms;
 use super::whole_table::{WholeTableFunction, WholeTableKind};
@@ -65,21 +65,19 @@ pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
         ordered_counts[rank] = table.table_counts[code as usize];
     }
     let domain = OrderedDomain::new(&ordered_counts);
-    let mut class = Vec::new();
-    let result: Float64Array = (0..table.num_classes())
-        .map(|c| {
-            class.clear();
-            let range = table.class_range(c);
-            class.extend(
-                table.codes[range.clone()]
-                    .iter()
-                    .zip(&table.counts[range])
-                    .map(|(&code, &count)| (position[code], count)),
-            );
-            class.sort_unstable();
-            let class_rows: u64 = class.iter().map(|&(_, n)| n).sum();
-            (class_rows > 0).then(|| formulas::ordered_emd(&domain, &class, class_rows))
-        })
-        .collect();
+    let result: Float64Array = map_classes(table.num_classes(), |c, class: &mut Vec<_>| {
+        class.clear();
+        let range = table.class_range(c);
+        class.extend(
+            table.codes[range.clone()]
+                .iter()
+                .zip(&table.counts[range])
+                .map(|(&code, &count)| (position[code], count)),
+        );
+        class.sort_unstable();
+        let class_rows: u64 = class.iter().map(|&(_, n)| n).sum();
+        (class_rows > 0).then(|| formulas::ordered_emd(&domain, class, class_rows))
+    })
+    .into();
     Ok(Arc::new(result))
 }
