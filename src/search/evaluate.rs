@@ -417,10 +417,11 @@ impl<'a> Evaluator<'a> {
         };
         let mut source: Option<Rc<State<'a>>> = None;
         for p in self.lattice.predecessors(node) {
-            if let Some(s) = self.cache.peek(p) {
-                if fits(s) && source.as_ref().is_none_or(|b| s.classes() < b.classes()) {
-                    source = Some(Rc::clone(s));
-                }
+            if let Some(s) = self.cache.peek(p)
+                && fits(s)
+                && source.as_ref().is_none_or(|b| s.classes() < b.classes())
+            {
+                source = Some(Rc::clone(s));
             }
         }
         if source.is_none() {

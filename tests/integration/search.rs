@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
@@ -247,10 +247,10 @@ async fn raw_rows(ctx: &SessionContext, csv: &[Csv]) -> Rows {
         for row in 0..batch.num_rows() {
             for (j, c) in csv.iter().enumerate() {
                 let value = text[j].as_string::<i32>().value(row);
-                for l in 0..c.label.len() {
+                for (l, ids) in ids[j].iter_mut().enumerate().take(c.label.len()) {
                     let label = &c.label[l][value];
-                    let next = ids[j][l].len() as u8;
-                    let id = *ids[j][l].entry(label.clone()).or_insert(next);
+                    let next = ids.len() as u8;
+                    let id = *ids.entry(label.clone()).or_insert(next);
                     if id == next {
                         rows.cost[j][l].push(c.cost[l][label]);
                     }
