@@ -13,7 +13,6 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{SortOptions, cast, concat_batches, sort_to_indices};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::ScalarValue;
-use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
 use datafusion::logical_expr::{Expr, ExprFunctionExt, ident, lit};
@@ -35,8 +34,8 @@ pub(crate) fn count_rows() -> Expr {
 
 /// The equivalence classes of the input: ids in the order the aggregation returned them.
 pub(crate) struct ClassData {
-    /// The classes' quasi-identifier values.
-    pub interner: KeyInterner,
+    /// The classes' quasi-identifier values, one array per quasi-identifier (class id = row).
+    pub keys: Vec<ArrayRef>,
     /// Rows per class.
     pub sizes: Vec<u64>,
     /// Distinct persons per class (with a person id).
@@ -69,12 +68,6 @@ fn qi_exprs(options: &ProfileOptions) -> Vec<Expr> {
 }
 
 /// Data types of the first `d` columns of `frame`'s output.
-fn key_types(frame: &DataFrame, d: usize) -> Vec<DataType> {
-    frame.schema().fields()[..d]
-        .iter()
-        .map(|f| f.data_type().clone())
-        .collect()
-}
 
 /// Sensitive attributes with at most this many distinct values (and not floating point,
 /// whose NaN does not equal itself) get their per-class histogram as filtered counts of the
@@ -137,61 +130,77 @@ impl ClassData {
             }
         }
         let frame = input.clone().aggregate(qi_exprs(options), aggregates)?;
+        let key_schema = Arc::new(
+            frame
+                .schema()
+                .as_arrow()
+                .project(&(0..d).collect::<Vec<_>>())?,
+        );
         let mut data = Self {
-            interner: KeyInterner::new(&key_types(&frame, d))?,
+            keys: Vec::new(),
             sizes: Vec::new(),
             persons: options.person_id.as_ref().map(|_| Vec::new()),
             sensitive: Vec::new(),
             top_counts: None,
         };
         let mut entries: Vec<Entries> = domains.iter().map(|_| Entries::default()).collect();
-        let mut ids = Vec::new();
+        let mut key_batches = Vec::new();
         let mut stream = frame.execute_stream().await?;
+        // the groups of the aggregation are the classes: class id = row number, no hashing
         while let Some(batch) = stream.next().await {
             let batch = batch?;
-            ids.clear();
-            data.interner.intern(&batch.columns()[..d], &mut ids)?;
-            data.sizes.resize(data.interner.len(), 0);
-            for (&id, &c) in ids.iter().zip(counts(&batch, d)?) {
-                data.sizes[id as usize] += c as u64;
-            }
+            let first = data.sizes.len() as u32;
+            let rows = counts(&batch, d)?;
+            data.sizes.extend(rows.iter().map(|&c| c as u64));
             if let Some(persons) = &mut data.persons {
-                persons.resize(data.interner.len(), 0);
-                let (distinct, with_person, rows) = (
-                    counts(&batch, d + 1)?,
-                    counts(&batch, d + 2)?,
-                    counts(&batch, d)?,
+                let (distinct, with_person) = (counts(&batch, d + 1)?, counts(&batch, d + 2)?);
+                // rows with a NULL person id may all be one person: they count as one
+                persons.extend(
+                    (0..batch.num_rows())
+                        .map(|i| distinct[i] as u64 + u64::from(rows[i] > with_person[i])),
                 );
-                for (i, &id) in ids.iter().enumerate() {
-                    // rows with a NULL person id may all be one person: they count as one
-                    persons[id as usize] = distinct[i] as u64 + u64::from(rows[i] > with_person[i]);
-                }
             }
             let mut column = d + histograms_at;
             for (domain, entries) in domains.iter().zip(&mut entries) {
                 if !domain.filtered {
                     continue;
                 }
-                for v in 0..domain.values.len() {
-                    for (&id, &c) in ids.iter().zip(counts(&batch, column)?) {
-                        if c > 0 {
-                            entries.class.push(id);
+                let m = domain.values.len();
+                let columns = (column..column + m)
+                    .map(|c| counts(&batch, c))
+                    .collect::<Result<Vec<_>>>()?;
+                // class by class, so the entries come grouped by class
+                for i in 0..batch.num_rows() {
+                    for (v, values) in columns.iter().enumerate() {
+                        if values[i] > 0 {
+                            entries.class.push(first + i as u32);
                             entries.value.push(v as u32);
-                            entries.count.push(c as u64);
+                            entries.count.push(values[i] as u64);
                         }
                     }
-                    column += 1;
                 }
+                column += m;
             }
+            key_batches.push(batch.project(&(0..d).collect::<Vec<_>>())?);
         }
+        let keys = concat_batches(&key_schema, &key_batches)?;
+        drop(key_batches);
+        data.keys = keys.columns().to_vec();
 
         // the other sensitive attributes: a frequency set each
+        let mut interner = None;
         for ((attribute, domain), entries) in
             options.sensitive.iter().zip(&domains).zip(&mut entries)
         {
             if domain.filtered {
                 continue;
             }
+            if interner.is_none() {
+                interner = Some(data.interner()?);
+            }
+            let classes = interner
+                .as_ref()
+                .ok_or_else(|| DataFusionError::Internal("no class interner".into()))?;
             let mut group = qi_exprs(options);
             group.push(ident(attribute));
             let frame = input.clone().aggregate(group, vec![count_rows()])?;
@@ -201,7 +210,7 @@ impl ClassData {
             let mut stream = frame.execute_stream().await?;
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
-                for id in data.interner.lookup(&batch.columns()[..d])? {
+                for id in classes.lookup(&batch.columns()[..d])? {
                     entries.class.push(id.ok_or_else(|| {
                         DataFusionError::Internal(format!(
                             "a class of '{}' appeared between two aggregations",
@@ -245,6 +254,20 @@ impl ClassData {
         Ok(data)
     }
 
+    /// An interner of the classes' keys (ids = class ids), to find classes by value.
+    pub fn interner(&self) -> Result<KeyInterner> {
+        let types: Vec<DataType> = self.keys.iter().map(|k| k.data_type().clone()).collect();
+        let mut interner = KeyInterner::new(&types)?;
+        let mut ids = Vec::with_capacity(self.classes());
+        interner.intern(&self.keys, &mut ids)?;
+        if interner.len() != self.classes() {
+            return Err(DataFusionError::Internal(
+                "two groups of the class aggregation have the same key".into(),
+            ));
+        }
+        Ok(interner)
+    }
+
     /// Rows of the input.
     pub fn rows(&self) -> u64 {
         self.sizes.iter().sum()
@@ -280,10 +303,10 @@ impl ClassData {
 
     /// Whether each class is the suppressed one: every quasi-identifier is `*`.
     pub fn suppressed(&self) -> Result<Vec<bool>> {
-        let keys = self.interner.all_arrays()?;
+        let keys = &self.keys;
         let mut suppressed = vec![true; self.classes()];
         for column in keys {
-            let text = cast(&column, &DataType::Utf8)?;
+            let text = cast(column, &DataType::Utf8)?;
             let text = text.as_string::<i32>();
             for (class, flag) in suppressed.iter_mut().enumerate() {
                 *flag &= text.is_valid(class) && text.value(class) == crate::generalize::TOP_LABEL;
@@ -298,7 +321,12 @@ impl ClassData {
         let mut ids: Vec<u32> = (0..self.classes() as u32).collect();
         ids.sort_by_key(|&id| (sizes[id as usize], id));
         ids.truncate(limit);
-        let keys = self.interner.arrays(&ids)?;
+        let indices = datafusion::arrow::array::UInt32Array::from(ids.clone());
+        let keys = self
+            .keys
+            .iter()
+            .map(|k| datafusion::arrow::compute::take(k, &indices, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         let text = keys
             .iter()
             .map(|column| cast(column, &DataType::Utf8))

@@ -105,8 +105,9 @@ pub(crate) async fn other_attribute_sums(
 /// [`Sums`] of each quasi-identifier, from the classes: a value's count is the sum of the
 /// sizes of the classes holding it (#classes rows, not n).
 fn quasi_identifier_sums(classes: &ClassData) -> Result<Vec<Sums>> {
-    let keys = classes.interner.all_arrays()?;
-    keys.iter()
+    classes
+        .keys
+        .iter()
         .map(|column| {
             let mut interner = KeyInterner::new(std::slice::from_ref(column.data_type()))?;
             let mut ids = Vec::with_capacity(column.len());

@@ -103,28 +103,25 @@ pub(crate) async fn population_risk(
         options.quasi_identifiers.iter().map(ident).collect(),
         vec![count_rows()],
     )?;
+    let interner = classes.interner()?;
     let mut matches = vec![0u64; classes.classes()];
     let mut rows = 0u64;
     let mut stream = frame.execute_stream().await?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
-        let ids = classes
-            .interner
-            .lookup(&batch.columns()[..d])
-            .map_err(|e| {
-                DataFusionError::Plan(format!(
-                    "the quasi-identifiers of {what} cannot be compared with the input's \
+        let ids = interner.lookup(&batch.columns()[..d]).map_err(|e| {
+            DataFusionError::Plan(format!(
+                "the quasi-identifiers of {what} cannot be compared with the input's \
                      (types {}): {}",
-                    classes
-                        .interner
-                        .types()
-                        .iter()
-                        .map(|t| t.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    crate::tables::redact(&e.message())
-                ))
-            })?;
+                interner
+                    .types()
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::tables::redact(&e.message())
+            ))
+        })?;
         let counts = batch
             .column(d)
             .as_any()
