@@ -67,8 +67,6 @@ fn qi_exprs(options: &ProfileOptions) -> Vec<Expr> {
     options.quasi_identifiers.iter().map(ident).collect()
 }
 
-/// Data types of the first `d` columns of `frame`'s output.
-
 /// Sensitive attributes with at most this many distinct values (and not floating point,
 /// whose NaN does not equal itself) get their per-class histogram as filtered counts of the
 /// class aggregation: one scan for every such attribute. The others get a `GROUP BY qi, s`
