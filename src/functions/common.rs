@@ -209,6 +209,11 @@ mod tests {
             Some(c as f64 / 2.0)
         });
         assert_eq!(values.len(), n);
-        assert!(values.iter().enumerate().all(|(c, v)| *v == Some(c as f64 / 2.0)));
+        assert!(
+            values
+                .iter()
+                .enumerate()
+                .all(|(c, v)| *v == Some(c as f64 / 2.0))
+        );
     }
 }
