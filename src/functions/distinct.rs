@@ -38,6 +38,7 @@ use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_plan::aggregates::group_values::GroupValues;
 
+use super::class_log::ClassLog;
 use super::histogram::new_dictionary;
 
 /// What a [`DistinctGroupsAccumulator`] returns from `evaluate`.
@@ -267,16 +268,12 @@ impl std::fmt::Debug for ValueKeys {
 /// attribute is not sorted again and again.
 const MIN_COMPACTION: usize = 1 << 22;
 
-/// `(class, key)` pairs, sorted by class and deduplicated up to `sorted`, appended after.
+/// `(class, key)` pairs, deduplicated per class when compacted.
 #[derive(Debug)]
 struct PairLog {
-    groups: Vec<u32>,
-    keys: Vec<u64>,
-    sorted: usize,
-    /// compact when `keys` reaches this length
+    log: ClassLog,
+    /// compact when the log reaches this length
     limit: usize,
-    /// reused buffer of a compaction's output (avoids fresh pages for every compaction)
-    spare: Vec<u64>,
     /// [`MIN_COMPACTION`], smaller in tests
     min_compaction: usize,
 }
@@ -284,65 +281,36 @@ struct PairLog {
 impl Default for PairLog {
     fn default() -> Self {
         Self {
-            groups: Vec::new(),
-            keys: Vec::new(),
-            sorted: 0,
+            log: ClassLog::default(),
             limit: 0,
-            spare: Vec::new(),
             min_compaction: MIN_COMPACTION,
         }
     }
 }
 
 impl PairLog {
-    #[inline]
-    fn push(&mut self, group: usize, key: u64) {
-        self.groups.push(group as u32);
-        self.keys.push(key);
-    }
-
     fn maybe_compact(&mut self, num_groups: usize) {
-        if self.keys.len() >= self.limit.max(self.min_compaction) {
-            let offsets = self.compact(num_groups);
-            self.regroup(&offsets, 0);
+        if self.log.len() >= self.limit.max(self.min_compaction) {
+            let (offsets, keys) = self.compact(num_groups);
+            self.limit = 2 * keys.len();
+            self.log.put_grouped(&offsets, keys);
         }
     }
 
-    /// Sorts the log by class and deduplicates each class; returns each class's range
-    /// (`offsets[g]..offsets[g + 1]` of `keys`). `groups` is left stale: call
-    /// [`Self::regroup`] before appending again.
-    fn compact(&mut self, num_groups: usize) -> Vec<usize> {
-        let mut offsets = vec![0usize; num_groups + 1];
-        for &g in &self.groups {
-            offsets[g as usize + 1] += 1;
-        }
-        for g in 0..num_groups {
-            offsets[g + 1] += offsets[g];
-        }
-        if self.sorted == self.keys.len() {
-            return offsets;
-        }
-        // counting sort by class
-        let mut next = offsets.clone();
-        let mut grouped = std::mem::take(&mut self.spare);
-        grouped.clear();
-        grouped.resize(self.keys.len(), 0);
-        for (&g, &key) in self.groups.iter().zip(&self.keys) {
-            let slot = &mut next[g as usize];
-            grouped[*slot] = key;
-            *slot += 1;
-        }
+    /// Empties the log into each class's distinct keys: class g's are
+    /// `keys[offsets[g]..offsets[g + 1]]`, ascending.
+    fn compact(&mut self, num_groups: usize) -> (Vec<usize>, Vec<u64>) {
+        let (mut offsets, mut keys) = self.log.take_grouped(num_groups);
         // each class sorted and deduplicated, packed towards the front
         let (mut read, mut write) = (0, 0);
         for g in 0..num_groups {
             let end = offsets[g + 1];
-            let class = &mut grouped[read..end];
-            class.sort_unstable();
+            keys[read..end].sort_unstable();
             let mut last = None;
             for i in read..end {
-                let key = grouped[i];
+                let key = keys[i];
                 if last != Some(key) {
-                    grouped[write] = key;
+                    keys[write] = key;
                     write += 1;
                     last = Some(key);
                 }
@@ -350,32 +318,8 @@ impl PairLog {
             offsets[g + 1] = write;
             read = end;
         }
-        grouped.truncate(write);
-        self.spare = std::mem::replace(&mut self.keys, grouped);
-        self.sorted = self.keys.len();
-        self.limit = 2 * self.keys.len();
-        offsets
-    }
-
-    /// Rebuilds `groups` after a compaction, for the classes from `first` on (renumbered from
-    /// 0), dropping the keys of the classes before.
-    fn regroup(&mut self, offsets: &[usize], first: usize) {
-        let start = offsets[first];
-        if start > 0 {
-            self.keys.drain(..start);
-        }
-        self.groups.clear();
-        for (g, w) in offsets[first..].windows(2).enumerate() {
-            self.groups
-                .extend(std::iter::repeat_n(g as u32, w[1] - w[0]));
-        }
-        self.sorted = self.keys.len();
-        self.limit = 2 * self.keys.len();
-    }
-
-    fn size(&self) -> usize {
-        self.groups.capacity() * size_of::<u32>()
-            + (self.keys.capacity() + self.spare.capacity()) * size_of::<u64>()
+        keys.truncate(write);
+        (offsets, keys)
     }
 }
 
@@ -424,13 +368,12 @@ impl DistinctGroupsAccumulator {
     /// Takes the classes selected by `emit_to` out; the others are renumbered from 0.
     fn drain(&mut self, emit_to: EmitTo) -> Drained {
         let num_groups = self.has_null.len();
-        let mut offsets = self.log.compact(num_groups);
+        let (mut offsets, mut keys) = self.log.compact(num_groups);
         let has_null = emit_to.take_needed(&mut self.has_null);
         match emit_to {
             EmitTo::All => {
                 // release the memory too: DataFusion expects `size` to drop once the state
                 // is out (when it spills)
-                let keys = std::mem::take(&mut self.log.keys);
                 self.log = PairLog {
                     min_compaction: self.log.min_compaction,
                     ..PairLog::default()
@@ -442,8 +385,9 @@ impl DistinctGroupsAccumulator {
                 }
             }
             EmitTo::First(n) => {
-                let keys = self.log.keys[..offsets[n]].to_vec();
-                self.log.regroup(&offsets, n);
+                let rest = keys.split_off(offsets[n]);
+                self.log.limit = 2 * rest.len();
+                self.log.log.put_grouped(&offsets[n..], rest);
                 offsets.truncate(n + 1);
                 Drained {
                     offsets,
@@ -469,10 +413,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
         let nulls = values.logical_nulls();
         match (nulls.as_ref(), opt_filter) {
             (None, None) => {
-                self.log
-                    .groups
-                    .extend(group_indices.iter().map(|&g| g as u32));
-                self.log.keys.extend_from_slice(&self.batch_keys);
+                self.log.log.extend(group_indices, &self.batch_keys);
             }
             _ => {
                 for (row, (&group, &key)) in group_indices.iter().zip(&self.batch_keys).enumerate()
@@ -485,7 +426,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
                     if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
                         self.has_null[group] = true;
                     } else {
-                        self.log.push(group, key);
+                        self.log.log.push(group, key);
                     }
                 }
             }
@@ -585,10 +526,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
         {
             // one item per row, as `convert_to_state` makes when partial aggregation is
             // skipped (the common case for many small classes)
-            self.log
-                .groups
-                .extend(group_indices.iter().map(|&g| g as u32));
-            self.log.keys.extend_from_slice(&self.batch_keys);
+            self.log.log.extend(group_indices, &self.batch_keys);
         } else {
             for (row, &group) in group_indices.iter().enumerate() {
                 if list_nulls.as_ref().is_some_and(|n| n.is_null(row)) {
@@ -599,7 +537,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
                     if item_nulls.as_ref().is_some_and(|n| n.is_null(local)) {
                         self.has_null[group] = true;
                     } else {
-                        self.log.push(group, self.batch_keys[local]);
+                        self.log.log.push(group, self.batch_keys[local]);
                     }
                 }
             }
@@ -635,7 +573,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
     }
 
     fn size(&self) -> usize {
-        self.log.size()
+        self.log.log.size()
             + self.has_null.capacity()
             + self.batch_keys.capacity() * size_of::<u64>()
             + self.keys.size()

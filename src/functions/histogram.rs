@@ -34,6 +34,7 @@ use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
 use datafusion::physical_plan::aggregates::order::GroupOrdering;
 
+use super::class_log::ClassLog;
 use super::formulas;
 
 /// What a [`ClassHistograms`] accumulator returns from `evaluate`.
@@ -158,38 +159,44 @@ fn entry_count(entry: u64) -> u64 {
 /// after the last compaction).
 const MIN_COMPACTION: usize = 1 << 22;
 
+/// Appends the log entries of `count` rows of `code`: counts of 2^32 or more (merged states
+/// only) take several entries.
+#[inline]
+fn push_entries(entries: &mut Vec<u64>, code: u32, mut count: u64) {
+    while count > u64::from(u32::MAX) {
+        entries.push(log_entry(code, u32::MAX));
+        count -= u64::from(u32::MAX);
+    }
+    entries.push(log_entry(code, count as u32));
+}
+
 /// Per-class histograms over value codes (see module docs): `(class, code, count)` entries
 /// appended as rows come, compacted when read and whenever the log has doubled since its last
 /// compaction, so memory stays within about twice the distinct `(class, code)` pairs.
 #[derive(Debug)]
 struct Histograms {
-    groups: Vec<u32>,
-    entries: Vec<u64>,
-    /// entries up to here are compacted
-    sorted: usize,
-    /// compact when `entries` reaches this length
+    log: ClassLog,
+    /// compact when the log reaches this length
     limit: usize,
     /// [`MIN_COMPACTION`], smaller in tests
     min_compaction: usize,
     /// NULL count per class (kept out of the log); its length is the number of classes
     nulls: Vec<u64>,
-    /// reused buffer of the counting sort
-    spare: Vec<u64>,
     /// scratch counters by code for compacting large classes
     dense: Vec<u64>,
+    /// scratch for the entries of one batch
+    batch: Vec<u64>,
 }
 
 impl Default for Histograms {
     fn default() -> Self {
         Self {
-            groups: Vec::new(),
-            entries: Vec::new(),
-            sorted: 0,
+            log: ClassLog::default(),
             limit: 0,
             min_compaction: MIN_COMPACTION,
             nulls: Vec::new(),
-            spare: Vec::new(),
             dense: Vec::new(),
+            batch: Vec::new(),
         }
     }
 }
@@ -207,57 +214,38 @@ impl Histograms {
 
     #[inline]
     fn add(&mut self, group: usize, code: u32, mut count: u64) {
-        // counts of 2^32 or more (merged states only) take several entries
         while count > u64::from(u32::MAX) {
-            self.groups.push(group as u32);
-            self.entries.push(log_entry(code, u32::MAX));
+            self.log.push(group, log_entry(code, u32::MAX));
             count -= u64::from(u32::MAX);
         }
-        self.groups.push(group as u32);
-        self.entries.push(log_entry(code, count as u32));
+        self.log.push(group, log_entry(code, count as u32));
+    }
+
+    /// One row of count 1 for each `(groups[i], codes[i])`.
+    fn add_rows(&mut self, groups: &[usize], codes: &[usize]) {
+        self.batch.clear();
+        self.batch
+            .extend(codes.iter().map(|&c| log_entry(c as u32, 1)));
+        self.log.extend(groups, &self.batch);
     }
 
     /// Compacts the log if it has grown enough; `domain` bounds the codes.
     fn maybe_compact(&mut self, domain: usize) {
-        if self.entries.len() >= self.limit.max(self.min_compaction) {
+        if self.log.len() >= self.limit.max(self.min_compaction) {
             let runs = self.take_runs(domain);
             self.restore_all(runs);
         }
     }
 
     /// Empties the log into per-class runs of distinct codes with their summed counts, for
-    /// every class (codes below `domain`). Classes are bucketed with a counting sort over the
-    /// dense class indices; a class's entries are then sorted by code, or, for a class with
-    /// many entries for the domain (few large classes of a small domain), counted in a dense
-    /// array, so that compaction stays linear there.
+    /// every class (codes below `domain`). A class's entries are sorted by code, or, for a
+    /// class with many entries for the domain (few large classes of a small domain), counted
+    /// in a dense array, so that compaction stays linear there.
     fn take_runs(&mut self, domain: usize) -> GroupedHistograms {
         let num_groups = self.nulls.len();
-        let mut offsets = vec![0usize; num_groups + 1];
-        for &g in &self.groups {
-            offsets[g as usize + 1] += 1;
-        }
-        for g in 0..num_groups {
-            offsets[g + 1] += offsets[g];
-        }
-        if self.sorted != self.entries.len() {
-            // counting sort by class into the spare buffer (reused: fresh pages are expensive)
-            let mut next = offsets.clone();
-            let mut grouped = std::mem::take(&mut self.spare);
-            grouped.clear();
-            grouped.resize(self.entries.len(), 0);
-            for (&g, &entry) in self.groups.iter().zip(&self.entries) {
-                let slot = &mut next[g as usize];
-                grouped[*slot] = entry;
-                *slot += 1;
-            }
-            self.spare = std::mem::replace(&mut self.entries, grouped);
-        }
-        // `groups` keeps its capacity for the entries to come
-        self.groups.clear();
-        self.sorted = 0;
+        let (mut offsets, mut entries) = self.log.take_grouped(num_groups);
         // each class's distinct codes and summed counts, the counts written over the entries
         // already read (a class never has more runs than entries)
-        let mut entries = std::mem::take(&mut self.entries);
         let mut codes = Vec::with_capacity(entries.len());
         let (mut read, mut write) = (0, 0);
         for g in 0..num_groups {
@@ -308,15 +296,17 @@ impl Histograms {
     /// Puts compacted runs back into the (empty) log, for the classes from `first` on,
     /// renumbered from 0.
     fn restore(&mut self, runs: &GroupedHistograms, first: usize) {
-        self.entries.reserve(runs.codes.len() - runs.offsets[first]);
-        self.groups.reserve(runs.codes.len() - runs.offsets[first]);
-        for (g, w) in runs.offsets[first..].windows(2).enumerate() {
+        let mut offsets = Vec::with_capacity(runs.offsets.len() - first);
+        let mut entries = Vec::with_capacity(runs.codes.len() - runs.offsets[first]);
+        offsets.push(0);
+        for w in runs.offsets[first..].windows(2) {
             for i in w[0]..w[1] {
-                self.add(g, runs.codes[i], runs.counts[i]);
+                push_entries(&mut entries, runs.codes[i], runs.counts[i]);
             }
+            offsets.push(entries.len());
         }
-        self.sorted = self.entries.len();
-        self.limit = 2 * self.entries.len();
+        self.limit = 2 * entries.len();
+        self.log.put_grouped(&offsets, entries);
     }
 
     /// [`Self::restore`] of all classes, reusing the runs' count buffer for the entries.
@@ -335,13 +325,8 @@ impl Histograms {
         for (entry, &code) in counts.iter_mut().zip(&codes) {
             *entry = log_entry(code, *entry as u32);
         }
-        for (g, w) in offsets.windows(2).enumerate() {
-            self.groups
-                .extend(std::iter::repeat_n(g as u32, w[1] - w[0]));
-        }
-        self.entries = counts;
-        self.sorted = self.entries.len();
-        self.limit = 2 * self.entries.len();
+        self.limit = 2 * counts.len();
+        self.log.put_grouped(&offsets, counts);
     }
 
     /// Takes the selected classes out, grouped in class order; the others are renumbered
@@ -365,11 +350,8 @@ impl Histograms {
     }
 
     fn size(&self) -> usize {
-        self.groups.capacity() * size_of::<u32>()
-            + (self.entries.capacity()
-                + self.spare.capacity()
-                + self.dense.capacity()
-                + self.nulls.capacity())
+        self.log.size()
+            + (self.dense.capacity() + self.nulls.capacity() + self.batch.capacity())
                 * size_of::<u64>()
     }
 }
@@ -430,11 +412,7 @@ impl ClassHistograms {
         let nulls = values.logical_nulls();
         let histograms = &mut self.histograms;
         match (nulls.as_ref(), opt_filter) {
-            (None, None) => {
-                for (&group, &code) in group_indices.iter().zip(&self.codes) {
-                    histograms.add(group, code as u32, 1);
-                }
-            }
+            (None, None) => histograms.add_rows(group_indices, &self.codes),
             _ => {
                 for (row, (&group, &code)) in group_indices.iter().zip(&self.codes).enumerate() {
                     if let Some(filter) = opt_filter

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::AggregateUDF;
 
 pub mod class_distribution;
+pub(crate) mod class_log;
 pub(crate) mod common;
 pub(crate) mod distinct;
 pub mod entropy_l_diversity;

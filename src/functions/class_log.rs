@@ -1,0 +1,181 @@
+//! [`ClassLog`]: `(class, value)` entries appended as rows come and bucketed by class when
+//! read — the storage under the per-class histograms and distinct-value sets.
+//!
+//! Entries are appended to fixed-size chunks: a growing `Vec` would copy everything it holds
+//! at every doubling into freshly allocated memory, and fresh pages (faulted in and zeroed by
+//! the kernel) are the largest single cost of these aggregates on millions of rows. Reading
+//! buckets the entries with a counting sort over the dense class indices into one contiguous
+//! buffer, which the caller compacts in place (sorting and merging each class) and may put
+//! back as the log's new contents.
+
+/// Entries of the first chunk; each next chunk is twice as large, up to [`CHUNK`] (small
+/// inputs stay small: memory pools can be tight).
+const FIRST_CHUNK: usize = 1 << 8;
+/// Entries of a full-size chunk.
+const CHUNK: usize = 1 << 16;
+
+/// `(class, value)` entries (see module docs).
+#[derive(Debug, Default)]
+pub(crate) struct ClassLog {
+    /// classes and values of the entries, chunk by chunk
+    chunks: Vec<(Vec<u32>, Vec<u64>)>,
+    len: usize,
+    /// the log is one chunk already grouped by class (put back after a compaction, nothing
+    /// appended since)
+    grouped: bool,
+    /// reused destination of the counting sort
+    spare: Vec<u64>,
+}
+
+impl ClassLog {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The chunk to append to, with room for at least one entry.
+    fn tail(&mut self) -> &mut (Vec<u32>, Vec<u64>) {
+        let full = self
+            .chunks
+            .last()
+            .is_none_or(|(groups, _)| groups.len() == groups.capacity());
+        if full {
+            let size = self.chunks.last().map_or(FIRST_CHUNK, |(g, _)| {
+                (2 * g.capacity()).clamp(FIRST_CHUNK, CHUNK)
+            });
+            self.chunks
+                .push((Vec::with_capacity(size), Vec::with_capacity(size)));
+        }
+        self.grouped = false;
+        let last = self.chunks.len() - 1;
+        &mut self.chunks[last]
+    }
+
+    #[inline]
+    pub fn push(&mut self, group: usize, value: u64) {
+        let (groups, values) = self.tail();
+        groups.push(group as u32);
+        values.push(value);
+        self.len += 1;
+    }
+
+    /// Appends one entry per row: `groups[i]` with `values[i]`.
+    pub fn extend(&mut self, groups: &[usize], values: &[u64]) {
+        let (mut groups, mut values) = (groups, &values[..groups.len().min(values.len())]);
+        while !values.is_empty() {
+            let (chunk_groups, chunk_values) = self.tail();
+            let room = chunk_groups.capacity() - chunk_groups.len();
+            let n = room.min(values.len());
+            chunk_groups.extend(groups[..n].iter().map(|&g| g as u32));
+            chunk_values.extend_from_slice(&values[..n]);
+            self.len += n;
+            (groups, values) = (&groups[n..], &values[n..]);
+        }
+    }
+
+    /// Empties the log into its values bucketed by class, for classes `0..num_groups`: class
+    /// g's values are `values[offsets[g]..offsets[g + 1]]`, in append order.
+    pub fn take_grouped(&mut self, num_groups: usize) -> (Vec<usize>, Vec<u64>) {
+        let mut offsets = vec![0usize; num_groups + 1];
+        for (groups, _) in &self.chunks {
+            for &g in groups {
+                offsets[g as usize + 1] += 1;
+            }
+        }
+        for g in 0..num_groups {
+            offsets[g + 1] += offsets[g];
+        }
+        let chunks = std::mem::take(&mut self.chunks);
+        let values = if self.grouped && chunks.len() == 1 {
+            chunks
+                .into_iter()
+                .next()
+                .map(|(_, v)| v)
+                .unwrap_or_default()
+        } else {
+            let mut grouped = std::mem::take(&mut self.spare);
+            if grouped.capacity() < self.len {
+                // growing would copy the old contents first: start afresh
+                grouped = Vec::new();
+            }
+            grouped.clear();
+            grouped.resize(self.len, 0);
+            let mut next = offsets.clone();
+            for (groups, values) in &chunks {
+                for (&g, &value) in groups.iter().zip(values) {
+                    let slot = &mut next[g as usize];
+                    grouped[*slot] = value;
+                    *slot += 1;
+                }
+            }
+            // the largest chunk's buffer serves the next counting sort
+            self.spare = chunks
+                .into_iter()
+                .map(|(_, v)| v)
+                .max_by_key(|v| v.capacity())
+                .unwrap_or_default();
+            grouped
+        };
+        self.len = 0;
+        self.grouped = false;
+        (offsets, values)
+    }
+
+    /// Refills the (empty) log with values grouped by class: class g gets
+    /// `values[offsets[g] - offsets[0]..offsets[g + 1] - offsets[0]]`.
+    pub fn put_grouped(&mut self, offsets: &[usize], values: Vec<u64>) {
+        let base = offsets.first().copied().unwrap_or(0);
+        let mut groups = Vec::with_capacity(values.len());
+        for (g, w) in offsets.windows(2).enumerate() {
+            groups.extend(std::iter::repeat_n(g as u32, w[1] - w[0]));
+        }
+        debug_assert_eq!(groups.len(), values.len());
+        debug_assert!(offsets.last().is_none_or(|&end| end - base == values.len()));
+        self.len = values.len();
+        self.chunks = vec![(groups, values)];
+        self.grouped = true;
+    }
+
+    pub fn size(&self) -> usize {
+        self.chunks
+            .iter()
+            .map(|(g, v)| g.capacity() * size_of::<u32>() + v.capacity() * size_of::<u64>())
+            .sum::<usize>()
+            + self.chunks.capacity() * size_of::<(Vec<u32>, Vec<u64>)>()
+            + self.spare.capacity() * size_of::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_by_class_in_append_order() {
+        // more entries than a chunk: class g gets the values v with v % 3 == g, in order
+        let mut log = ClassLog::default();
+        let n = CHUNK as u64 * 2 + 5;
+        let groups: Vec<usize> = (0..n).map(|v| (v % 3) as usize).collect();
+        let values: Vec<u64> = (0..n).collect();
+        log.extend(&groups[..10], &values[..10]);
+        for i in 10..20 {
+            log.push(groups[i], values[i]);
+        }
+        log.extend(&groups[20..], &values[20..]);
+        assert_eq!(log.len(), n as usize);
+        let (offsets, grouped) = log.take_grouped(3);
+        assert_eq!(log.len(), 0);
+        for g in 0..3 {
+            let class = &grouped[offsets[g]..offsets[g + 1]];
+            let want: Vec<u64> = (0..n).filter(|v| v % 3 == g as u64).collect();
+            assert_eq!(class, &want[..], "class {g}");
+        }
+        // put back the last two classes only, renumbered, then append to class 0
+        log.put_grouped(&offsets[1..], grouped[offsets[1]..].to_vec());
+        log.push(0, 7);
+        let (offsets, grouped) = log.take_grouped(2);
+        let class0 = &grouped[offsets[0]..offsets[1]];
+        assert_eq!(class0.last(), Some(&7));
+        assert_eq!(class0.len(), (n as usize - 2) / 3 + 1 + 1);
+        assert_eq!(offsets[2] - offsets[1], (n as usize) / 3);
+    }
+}
