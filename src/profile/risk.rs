@@ -109,21 +109,19 @@ pub(crate) async fn population_risk(
     let mut stream = frame.execute_stream().await?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
-        let ids = interner
-            .lookup(&batch.columns()[..d])
-            .map_err(|e| {
-                DataFusionError::Plan(format!(
-                    "the quasi-identifiers of {what} cannot be compared with the input's \
+        let ids = interner.lookup(&batch.columns()[..d]).map_err(|e| {
+            DataFusionError::Plan(format!(
+                "the quasi-identifiers of {what} cannot be compared with the input's \
                      (types {}): {}",
-                    interner
-                        .types()
-                        .iter()
-                        .map(|t| t.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    crate::tables::redact(&e.message())
-                ))
-            })?;
+                interner
+                    .types()
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::tables::redact(&e.message())
+            ))
+        })?;
         let counts = batch
             .column(d)
             .as_any()
