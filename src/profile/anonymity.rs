@@ -2,8 +2,8 @@
 //!
 //! One aggregation `GROUP BY q1..qd` gives the class sizes, the persons and, for each
 //! sensitive attribute s with few values (found first by `GROUP BY s`, one column), the
-//! class's histogram of s as `count(*) FILTER (WHERE s = v)` per value: one scan for all of
-//! them, #classes rows out. An attribute with many values (or floating point) takes a
+//! class's histogram of s over those values (an internal aggregate, [`super::histogram`]):
+//! one scan for all of them, #classes rows out. An attribute with many values (or floating point) takes a
 //! frequency set `GROUP BY q1..qd, s` of its own, whose rows are matched to the classes in
 //! Rust. The per-class figures are then computed from the histograms.
 
@@ -15,10 +15,11 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
-use datafusion::logical_expr::{Expr, ExprFunctionExt, ident, lit};
+use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
+use super::histogram::histogram_udaf;
 use super::keys::KeyInterner;
 use super::{Anonymity, ProfileOptions, RiskyClass, SensitiveFigures, SizeBucket, label, table};
 use crate::functions::common::{decode_dictionary, is_ordered};
@@ -68,9 +69,10 @@ fn qi_exprs(options: &ProfileOptions) -> Vec<Expr> {
 }
 
 /// Sensitive attributes with at most this many distinct values (and not floating point,
-/// whose NaN does not equal itself) get their per-class histogram as filtered counts of the
-/// class aggregation: one scan for every such attribute. The others get a `GROUP BY qi, s`
-/// of their own.
+/// whose NaN and -0.0 make value equality delicate) get their per-class histogram as one
+/// aggregate of the class aggregation (a dense array of counts per class, so the limit bounds
+/// its memory): one scan for every such attribute. The others get a `GROUP BY qi, s` of their
+/// own.
 const FILTERED_VALUES: usize = 64;
 
 /// The distinct values of a sensitive attribute (NULL included) and the table's counts.
@@ -108,22 +110,12 @@ impl ClassData {
             aggregates.push(count(ident(person)).alias("__anon_with_person"));
         }
         let histograms_at = aggregates.len();
-        for (attribute, domain) in options.sensitive.iter().zip(&domains) {
-            if !domain.filtered {
-                continue;
-            }
-            for v in 0..domain.values.len() {
-                let value = ScalarValue::try_from_array(&domain.values, v)?;
-                let predicate = if value.is_null() {
-                    ident(attribute).is_null()
-                } else {
-                    ident(attribute).eq(lit(value))
-                };
+        for (index, (attribute, domain)) in options.sensitive.iter().zip(&domains).enumerate() {
+            if domain.filtered {
                 aggregates.push(
-                    count(lit(1i64))
-                        .filter(predicate)
-                        .build()?
-                        .alias(format!("__anon_h{}", aggregates.len())),
+                    histogram_udaf(Arc::clone(&domain.values))
+                        .call(vec![ident(attribute)])
+                        .alias(format!("__anon_histogram_{index}")),
                 );
             }
         }
@@ -164,20 +156,24 @@ impl ClassData {
                     continue;
                 }
                 let m = domain.values.len();
-                let columns = (column..column + m)
-                    .map(|c| counts(&batch, c))
-                    .collect::<Result<Vec<_>>>()?;
+                let lists = batch.column(column).as_list::<i32>();
+                let offsets = lists.value_offsets();
+                let values = lists
+                    .values()
+                    .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+                    .values();
                 // class by class, so the entries come grouped by class
                 for i in 0..batch.num_rows() {
-                    for (v, values) in columns.iter().enumerate() {
-                        if values[i] > 0 {
+                    let start = offsets[i] as usize;
+                    for (v, &c) in values[start..start + m].iter().enumerate() {
+                        if c > 0 {
                             entries.class.push(first + i as u32);
                             entries.value.push(v as u32);
-                            entries.count.push(values[i] as u64);
+                            entries.count.push(c);
                         }
                     }
                 }
-                column += m;
+                column += 1;
             }
             key_batches.push(batch.project(&(0..d).collect::<Vec<_>>())?);
         }
