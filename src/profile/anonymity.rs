@@ -12,7 +12,6 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{SortOptions, cast, concat_batches, sort_to_indices};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
 use datafusion::logical_expr::{Expr, ident};
