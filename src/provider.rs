@@ -2,8 +2,8 @@
 //!
 //! The table wraps another [`TableProvider`] (a Parquet listing table, CSV, a `MemTable`, a
 //! user's own) with a [`Generalization`]: identifiers are dropped, each quasi-identifier is
-//! recoded with its hierarchy at its level (always as Utf8, so a level-0 column and a `*`
-//! have the same type), sensitive and insensitive columns are kept, and the rows of every
+//! recoded with its hierarchy at its level (always as Utf8View, so a level-0 column and a
+//! `*` have the same type), sensitive and insensitive columns are kept, and the rows of every
 //! class that fails the privacy requirements (fewer than k rows; l or t not met) are
 //! suppressed: left out, or kept with every quasi-identifier replaced by `*`.
 //!
@@ -25,10 +25,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{Column, NullEquality};
+use datafusion::common::{Column, NullEquality, ScalarValue};
 use datafusion::datasource::{MemTable, ViewTable, provider_as_source};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::count;
@@ -43,6 +44,7 @@ use crate::functions::{
     entropy_l_diversity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
     t_closeness_ordered_udaf, t_closeness_udaf,
 };
+use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
 use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
@@ -52,7 +54,7 @@ use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClose
 pub enum ColumnTreatment {
     /// Left out (direct identifiers).
     Drop,
-    /// Recoded with `hierarchy` at `level` (quasi-identifiers), as Utf8.
+    /// Recoded with `hierarchy` at `level` (quasi-identifiers), as Utf8View.
     Recode {
         /// The hierarchy.
         hierarchy: Arc<Hierarchy>,
@@ -146,6 +148,12 @@ impl GeneralizedTable {
         let plan = if failing.iter().all(|b| b.num_rows() == 0) {
             self.recoded.clone()
         } else {
+            // the keys as the recoded columns' type, so the join compares like with like and
+            // casts nothing on the (large) side of the rows
+            let failing = failing
+                .iter()
+                .map(|batch| as_label_keys(batch, self.generalization.quasi_identifiers().len()))
+                .collect::<Result<Vec<_>>>()?;
             let schema = failing[0].schema();
             let table = MemTable::try_new(schema, vec![failing])?;
             let scan =
@@ -361,6 +369,32 @@ fn failing_classes_plan(
         .build()
 }
 
+/// `batch` with its first `keys` columns cast to [`LABEL_TYPE`] (the type of the recoded
+/// columns they are joined with).
+fn as_label_keys(batch: &RecordBatch, keys: usize) -> Result<RecordBatch> {
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (i, (field, column)) in batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .enumerate()
+    {
+        if i < keys && field.data_type() != &LABEL_TYPE {
+            fields.push(Arc::new(field.as_ref().clone().with_data_type(LABEL_TYPE)));
+            columns.push(cast(column, &LABEL_TYPE)?);
+        } else {
+            fields.push(Arc::clone(field));
+            columns.push(Arc::clone(column));
+        }
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
 /// The recoded rows with the rows of `failing` classes dropped or masked.
 fn suppress(
     recoded: &LogicalPlan,
@@ -396,9 +430,12 @@ fn suppress(
             for name in &output {
                 let column = Expr::Column(Column::from_name(name));
                 exprs.push(if qis.contains(&name.as_str()) {
-                    when(suppressed.clone(), lit(TOP_LABEL))
-                        .otherwise(column)?
-                        .alias(name)
+                    when(
+                        suppressed.clone(),
+                        lit(ScalarValue::Utf8View(Some(TOP_LABEL.to_string()))),
+                    )
+                    .otherwise(column)?
+                    .alias(name)
                 } else {
                     column
                 });

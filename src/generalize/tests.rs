@@ -561,7 +561,7 @@ async fn expressions_from_rust() {
         .unwrap();
     let schema = df.schema().clone();
     for field in schema.fields() {
-        assert_eq!(field.data_type(), &DataType::Utf8);
+        assert_eq!(field.data_type(), &DataType::Utf8View);
     }
     let batches = df.collect().await.unwrap();
     let b = &batches[0];
@@ -569,7 +569,7 @@ async fn expressions_from_rust() {
     let got: Vec<Vec<Option<&str>>> = b
         .columns()
         .iter()
-        .map(|c| c.as_string::<i32>().iter().collect())
+        .map(|c| c.as_string_view().iter().collect())
         .collect();
     assert_eq!(
         got,

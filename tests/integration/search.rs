@@ -181,7 +181,7 @@ async fn check_with_sql(
                 min_size = min_size.min(size);
                 worst_t = worst_t.max(ts.value(row));
                 for (j, csv) in csv.iter().enumerate() {
-                    let label = batch.column(j).as_string::<i32>().value(row);
+                    let label = batch.column(j).as_string_view().value(row);
                     cost += size as f64 * csv.cost[solution.levels[j]][label];
                 }
             } else {

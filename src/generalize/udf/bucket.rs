@@ -10,7 +10,8 @@ use datafusion::logical_expr::{
 };
 
 use super::{
-    check_arity, check_constant_type, doc, executed, number_arg, planned, recode_first, utf8_field,
+    LABEL_TYPE, check_arity, check_constant_type, doc, executed, label_field, number_arg, planned,
+    recode_first,
 };
 use crate::generalize::interval::{accepts, bucket_values};
 
@@ -25,7 +26,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          integral, otherwise in their shortest decimal form, computed to the decimals of the \
          width (width 0.1: 0.3 is in `[0.3, 0.4)`). NaN gives \
          `NaN`, infinities `inf` / `-inf`. Labels are stable (they depend only on the value \
-         and the width) and sort by the number after `[`. Returns Utf8; NULL stays NULL. For \
+         and the width) and sort by the number after `[`. Returns Utf8View; NULL stays NULL. For \
          levels of growing widths, top/bottom coding (`>= 90`, `< 18`) or explicit breakpoints, \
          register an interval hierarchy and use `generalize`.",
         SYNTAX,
@@ -92,12 +93,12 @@ impl ScalarUDFImpl for BucketFunction {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
+        Ok(LABEL_TYPE)
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         width(planned(args.scalar_arguments, 1))?;
-        Ok(utf8_field(self.name(), args.arg_fields))
+        Ok(label_field(self.name(), args.arg_fields))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -11,8 +11,8 @@ use datafusion::logical_expr::{
 };
 
 use super::{
-    check_arity, check_constant_type, doc, executed, level_arg, planned, recode_first, string_arg,
-    utf8_field,
+    LABEL_TYPE, check_arity, check_constant_type, doc, executed, label_field, level_arg, planned,
+    recode_first, string_arg,
 };
 use crate::generalize::Hierarchy;
 use crate::generalize::common::is_string;
@@ -28,7 +28,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          (ARX CSV) hierarchies; see each kind for its labels. Planning fails for an unknown \
          hierarchy, a level above its top, or a column type the hierarchy does not fit; a value \
          missing from a tree hierarchy fails the query with the number of such distinct values \
-         (never the values). Returns Utf8; NULL stays NULL.",
+         (never the values). Returns Utf8View; NULL stays NULL.",
         SYNTAX,
     )
     .with_argument(
@@ -132,7 +132,7 @@ impl ScalarUDFImpl for GeneralizeFunction {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
+        Ok(LABEL_TYPE)
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
@@ -143,7 +143,7 @@ impl ScalarUDFImpl for GeneralizeFunction {
             planned(args.scalar_arguments, 1),
             planned(args.scalar_arguments, 2),
         )?;
-        Ok(utf8_field(self.name(), args.arg_fields))
+        Ok(label_field(self.name(), args.arg_fields))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -10,7 +10,8 @@ use datafusion::logical_expr::{
 };
 
 use super::{
-    check_arity, check_constant_type, doc, executed, planned, recode_first, string_arg, utf8_field,
+    LABEL_TYPE, check_arity, check_constant_type, doc, executed, label_field, planned,
+    recode_first, string_arg,
 };
 use crate::generalize::common::is_string;
 use crate::generalize::date::{DateUnit, accepts, truncate_dates};
@@ -23,7 +24,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          'week' `2024-W11` (ISO 8601 week and week-numbering year: 2024-12-30 is `2025-W01`), \
          'month' `2024-03`, 'quarter' `2024-Q1`, 'year' `2024`, 'decade' `2020s`. The day of \
          a timestamp with a time zone is the day in that zone. Labels sort as the periods \
-         they name. Returns Utf8; NULL stays NULL.",
+         they name. Returns Utf8View; NULL stays NULL.",
         SYNTAX,
     )
     .with_argument("col", "Date32, Date64 or Timestamp column.")
@@ -91,12 +92,12 @@ impl ScalarUDFImpl for GeneralizeDateFunction {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
+        Ok(LABEL_TYPE)
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         unit(planned(args.scalar_arguments, 1))?;
-        Ok(utf8_field(self.name(), args.arg_fields))
+        Ok(label_field(self.name(), args.arg_fields))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -10,7 +10,8 @@ use datafusion::logical_expr::{
 };
 
 use super::{
-    check_arity, check_constant_type, doc, executed, level_arg, planned, recode_first, utf8_field,
+    LABEL_TYPE, check_arity, check_constant_type, doc, executed, label_field, level_arg, planned,
+    recode_first,
 };
 use crate::generalize::mask::{accepts, mask_values};
 
@@ -22,7 +23,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          value keeps its length (`mask('12345', 2)` is `123**`). Characters are Unicode \
          characters, not bytes. A level at or above a value's length masks all of it \
          (`mask('123', 5)` is `***`); level 0 returns the value unchanged. Integers are masked \
-         in their decimal form. Returns Utf8; NULL stays NULL. A registered mask hierarchy \
+         in their decimal form. Returns Utf8View; NULL stays NULL. A registered mask hierarchy \
          (`generalize(col, 'name', level)`) recodes the same way below its top level, and maps \
          every value to one string of stars at its top level.",
         SYNTAX,
@@ -91,12 +92,12 @@ impl ScalarUDFImpl for MaskFunction {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
+        Ok(LABEL_TYPE)
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         level_arg("mask", "level", planned(args.scalar_arguments, 1))?;
-        Ok(utf8_field(self.name(), args.arg_fields))
+        Ok(label_field(self.name(), args.arg_fields))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
