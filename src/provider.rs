@@ -99,12 +99,12 @@ impl Generalization {
 }
 
 /// Names of the helper columns of the plans; chosen not to collide with user columns.
-const ROWS: &str = "__anon_class_rows";
+pub(crate) const ROWS: &str = "__anon_class_rows";
 const PASSES: &str = "__anon_class_passes";
 const SUPPRESSED: &str = "__anon_suppressed";
 const CLASSES_ALIAS: &str = "__anon_failing_classes";
 
-fn key_name(i: usize) -> String {
+pub(crate) fn key_name(i: usize) -> String {
     format!("__anon_key_{i}")
 }
 
