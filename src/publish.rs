@@ -494,19 +494,15 @@ pub async fn publish_with_failing_classes(
     let started = std::time::Instant::now();
     let table = policy.generalized_table(ctx, levels).await?;
     let generalization = table.generalization().clone();
+    let given = failing.is_some();
     let (failing, suppressed, input_rows) = match failing {
         Some(known) => {
-            let expected = generalization.quasi_identifiers();
-            if known.quasi_identifiers.len() != expected.len()
-                || known
-                    .quasi_identifiers
-                    .iter()
-                    .zip(&expected)
-                    .any(|(a, b)| a != b)
+            if known.quasi_identifiers != generalization.quasi_identifiers()
+                || known.levels != levels
             {
                 return Err(DataFusionError::Plan(
-                    "the failing classes given do not list the policy's quasi-identifiers in \
-                     its order"
+                    "the failing classes given are not those of this policy's \
+                     quasi-identifiers at these levels"
                         .to_string(),
                 ));
             }
@@ -572,6 +568,19 @@ pub async fn publish_with_failing_classes(
         return Err(DataFusionError::Execution(format!(
             "the written output fails the policy, so it was not published: {}",
             verification.failures.join("; ")
+        )));
+    }
+    // classes derived elsewhere must account for every input row: a wrongly suppressed class
+    // that passes would otherwise go unnoticed (its rows are simply missing)
+    let written_as_expected = match policy.suppression() {
+        SuppressionMode::Drop => verification.rows + suppressed == input_rows,
+        SuppressionMode::Mask => verification.rows + verification.suppressed_rows == input_rows,
+    };
+    if given && !written_as_expected {
+        return Err(DataFusionError::Execution(format!(
+            "the written output has {} rows where {input_rows} input rows minus {suppressed} \
+             suppressed were expected, so it was not published",
+            verification.rows
         )));
     }
     let output = staged.commit()?;

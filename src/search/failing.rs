@@ -28,6 +28,8 @@ use crate::provider::{ROWS, key_name};
 pub struct FailingClasses {
     /// The QI names, in key order (the frequency set's order).
     pub quasi_identifiers: Vec<String>,
+    /// The node's level of each QI.
+    pub levels: Vec<usize>,
     /// One class per row (one batch, possibly empty).
     pub batches: Vec<RecordBatch>,
     /// Rows of all failing classes: the rows to suppress.
@@ -88,6 +90,7 @@ pub fn failing_classes(
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
     Ok(FailingClasses {
         quasi_identifiers: freq.qi_names(),
+        levels: levels.to_vec(),
         batches: vec![batch],
         suppressed_rows: sizes.iter().sum(),
         input_rows: freq.rows(),

@@ -823,53 +823,13 @@ async fn failing_classes_from_the_search_match_the_provider() {
         "k = 3\nl_diversity = { kind = \"entropy\", l = 1.8 }",
         "k = 2\nt_closeness = { kind = \"equal\", t = 0.35 }",
     ];
-    // random table: zip (mask), age (interval), disease (sensitive), some NULLs in each
-    let mut rng = Rng(20261123);
-    let n = 2000;
-    let (mut zips, mut ages, mut diseases) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..n {
-        let prefix = ["476", "479", "130"][rng.below(3) as usize];
-        let spread = if rng.below(3) == 0 { 30 } else { 5 };
-        let zip = format!("{prefix}{:02}", rng.below(spread));
-        zips.push((rng.below(40) != 0).then_some(zip));
-        ages.push((rng.below(50) != 0).then(|| 18 + (rng.below(30) + rng.below(40)) as i64));
-        let disease = ["flu", "cold", "ulcer", "cancer", "asthma"][rng.below(5) as usize];
-        // one disease far more frequent, so t and entropy l fail some classes
-        let disease = if rng.below(3) == 0 { "flu" } else { disease };
-        diseases.push((rng.below(30) != 0).then_some(disease));
-    }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("zip", DataType::Utf8, true),
-        Field::new("age", DataType::Int64, true),
-        Field::new("disease", DataType::Utf8, true),
-    ]));
-    let batch = RecordBatch::try_new(
-        Arc::clone(&schema),
-        vec![
-            Arc::new(StringArray::from(zips)),
-            Arc::new(Int64Array::from(ages)),
-            Arc::new(StringArray::from(diseases)),
-        ],
-    )
-    .unwrap();
-    let input = dir.path().join("random.parquet");
-    let mut writer =
-        ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
+    let input = random_input(dir.path());
     let nodes: Vec<Vec<usize>> = (0..=5)
         .flat_map(|z| (0..=3).map(move |a| vec![z, a]))
         .collect();
     let mut with_failures = 0;
     for privacy in privacies {
-        let text = format!(
-            "name = \"random\"\n[input]\npath = \"{}\"\n[privacy]\n{privacy}\nmax_suppression = 1.0\n\
-             [attributes]\n\
-             zip = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"mask\", length = 5 }} }}\n\
-             age = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"interval\", widths = [5, 20] }} }}\n\
-             disease = {{ role = \"sensitive\" }}\n",
-            input.display()
-        );
+        let text = random_policy(&input, privacy, "drop");
         let mut policy = Policy::from_toml("random.toml", dir.path(), &text).unwrap();
         let ctx = SessionContext::new_with_config(
             SessionConfig::new()
@@ -911,6 +871,150 @@ async fn failing_classes_from_the_search_match_the_provider() {
         with_failures += check_failing_classes(&ctx, &policy, &nodes).await;
     }
     assert!(with_failures >= 8, "{with_failures}");
+}
+
+/// A random table (2,000 rows) as `random.parquet` under `dir`: zip (mask), age (interval),
+/// disease (sensitive), some NULLs in each.
+fn random_input(dir: &Path) -> PathBuf {
+    let mut rng = Rng(20261123);
+    let n = 2000;
+    let (mut zips, mut ages, mut diseases) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        let prefix = ["476", "479", "130"][rng.below(3) as usize];
+        let spread = if rng.below(3) == 0 { 30 } else { 5 };
+        let zip = format!("{prefix}{:02}", rng.below(spread));
+        zips.push((rng.below(40) != 0).then_some(zip));
+        ages.push((rng.below(50) != 0).then(|| 18 + (rng.below(30) + rng.below(40)) as i64));
+        let disease = ["flu", "cold", "ulcer", "cancer", "asthma"][rng.below(5) as usize];
+        // one disease far more frequent, so t and entropy l fail some classes
+        let disease = if rng.below(3) == 0 { "flu" } else { disease };
+        diseases.push((rng.below(30) != 0).then_some(disease));
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("zip", DataType::Utf8, true),
+        Field::new("age", DataType::Int64, true),
+        Field::new("disease", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from(zips)),
+            Arc::new(Int64Array::from(ages)),
+            Arc::new(StringArray::from(diseases)),
+        ],
+    )
+    .unwrap();
+    let input = dir.join("random.parquet");
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    input
+}
+
+/// The policy of [`random_input`] with `privacy` (k, l, t lines), any suppression allowed.
+fn random_policy(input: &Path, privacy: &str, suppression: &str) -> String {
+    format!(
+        "name = \"random\"\n[input]\npath = \"{}\"\n[privacy]\n{privacy}\nmax_suppression = 1.0\n\
+         suppression = \"{suppression}\"\n[attributes]\n\
+         zip = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"mask\", length = 5 }} }}\n\
+         age = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"interval\", widths = [5, 20] }} }}\n\
+         disease = {{ role = \"sensitive\" }}\n",
+        input.display()
+    )
+}
+
+/// `publish_with_failing_classes` with the classes derived from the search publishes what
+/// `publish` does (drop and mask: same suppressed rows, same output rows), and refuses
+/// classes of other levels, classes that miss a failing class (verification) and a wrong
+/// suppressed count (rows unaccounted for); nothing is written when it refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_with_derived_failing_classes_matches_publish() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = random_input(dir.path());
+    for suppression in ["drop", "mask"] {
+        let text = random_policy(
+            &input,
+            "k = 2\nl_diversity = { kind = \"distinct\", l = 2 }",
+            suppression,
+        );
+        let mut policy = Policy::from_toml("random.toml", dir.path(), &text).unwrap();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+        datafusion_anonymity::register(&ctx).unwrap();
+        policy.register(&ctx).await.unwrap();
+        let freq = datafusion_anonymity::search::FrequencySet::build(
+            &ctx,
+            policy.table_name(),
+            &policy.quasi_identifiers(),
+            &policy.requirements().constrained_attributes(),
+        )
+        .await
+        .unwrap();
+        let levels = vec![2, 1];
+        let derive = |levels: &[usize]| {
+            datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+                .unwrap()
+        };
+        let plain_out = dir.path().join(format!("plain-{suppression}.parquet"));
+        let plain = publish::publish(&ctx, &policy, &levels, &plain_out, false)
+            .await
+            .unwrap();
+        let out = dir.path().join(format!("derived-{suppression}.parquet"));
+        let derived = publish::publish_with_failing_classes(
+            &ctx,
+            &policy,
+            &levels,
+            Some(derive(&levels)),
+            &out,
+            false,
+        )
+        .await
+        .unwrap();
+        assert!(plain.suppressed_rows > 0);
+        assert_eq!(derived.suppressed_rows, plain.suppressed_rows);
+        assert_eq!(derived.input_rows, plain.input_rows);
+        assert_eq!(derived.verification.rows, plain.verification.rows);
+        let read = SessionContext::new();
+        for (name, path) in [("plain", &plain_out), ("derived", &out)] {
+            read.register_parquet(
+                name,
+                &path.display().to_string(),
+                ParquetReadOptions::default(),
+            )
+            .await
+            .unwrap();
+        }
+        let sql = |table: &str| format!("SELECT zip, age, disease, CAST(0 AS BIGINT) FROM {table}");
+        assert_eq!(
+            published_rows(&read, &sql("derived")).await,
+            published_rows(&read, &sql("plain")).await
+        );
+
+        let refused = dir.path().join(format!("refused-{suppression}.parquet"));
+        let attempt = |failing| {
+            publish::publish_with_failing_classes(
+                &ctx,
+                &policy,
+                &levels,
+                Some(failing),
+                &refused,
+                false,
+            )
+        };
+        let err = attempt(derive(&[2, 2])).await.unwrap_err().to_string();
+        assert!(err.contains("not those of this policy"), "{err}");
+        let mut missing = derive(&levels);
+        missing.batches = vec![missing.batches[0].slice(0, 0)];
+        let err = attempt(missing).await.unwrap_err().to_string();
+        assert!(err.contains("fails the policy"), "{err}");
+        if suppression == "drop" {
+            let mut miscounted = derive(&levels);
+            miscounted.suppressed_rows -= 1;
+            let err = attempt(miscounted).await.unwrap_err().to_string();
+            assert!(err.contains("were expected"), "{err}");
+        }
+        assert!(!refused.exists());
+    }
 }
 
 fn repo_path(path: &str) -> PathBuf {
