@@ -101,12 +101,12 @@ impl Generalization {
 }
 
 /// Names of the helper columns of the plans; chosen not to collide with user columns.
-const ROWS: &str = "__anon_class_rows";
+pub(crate) const ROWS: &str = "__anon_class_rows";
 const PASSES: &str = "__anon_class_passes";
 const SUPPRESSED: &str = "__anon_suppressed";
 const CLASSES_ALIAS: &str = "__anon_failing_classes";
 
-fn key_name(i: usize) -> String {
+pub(crate) fn key_name(i: usize) -> String {
     format!("__anon_key_{i}")
 }
 
@@ -141,9 +141,10 @@ impl GeneralizedTable {
     }
 
     /// The same table with the failing classes given (as computed by
-    /// [`GeneralizedTable::class_summary_plan`]'s input, i.e. batches of the recoded
-    /// quasi-identifiers of each failing class, in [`Generalization::quasi_identifiers`]
-    /// order): the rows are joined against them instead of aggregating again.
+    /// [`GeneralizedTable::failing_classes_plan`] or [`crate::search::failing_classes`], i.e.
+    /// batches of the recoded quasi-identifiers of each failing class as `__anon_key_<i>`, in
+    /// [`Generalization::quasi_identifiers`] order): the rows are joined against them instead
+    /// of aggregating again.
     pub fn with_failing_classes(&self, failing: Vec<RecordBatch>) -> Result<Self> {
         let plan = if failing.iter().all(|b| b.num_rows() == 0) {
             self.recoded.clone()

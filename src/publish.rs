@@ -474,28 +474,61 @@ pub async fn publish(
     out: &Path,
     overwrite: bool,
 ) -> Result<PublishReport> {
+    publish_with_failing_classes(ctx, policy, levels, None, out, overwrite).await
+}
+
+/// [`publish`], with the failing classes already known (e.g. derived from the search's
+/// frequency set by [`crate::search::failing_classes`] at the same `levels`): the input is
+/// neither aggregated nor counted again. `failing` must list the policy's quasi-identifiers
+/// in [`crate::policy::Policy::quasi_identifiers`] order. The written output is still verified
+/// in full, which catches any disagreement with the data.
+pub async fn publish_with_failing_classes(
+    ctx: &SessionContext,
+    policy: &crate::policy::Policy,
+    levels: &[usize],
+    failing: Option<crate::search::FailingClasses>,
+    out: &Path,
+    overwrite: bool,
+) -> Result<PublishReport> {
     check_output(out, policy.input(), overwrite)?;
     let started = std::time::Instant::now();
     let table = policy.generalized_table(ctx, levels).await?;
-    let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
-    let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
     let generalization = table.generalization().clone();
-    let (failing, suppressed) = if generalization.suppresses() {
-        let batches = ctx
-            .execute_logical_plan(table.failing_classes_plan()?)
-            .await?
-            .collect()
-            .await?;
-        let suppressed: u64 = batches
-            .iter()
-            .map(|b| {
-                let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
-                rows.iter().flatten().map(|r| r as u64).sum::<u64>()
-            })
-            .sum();
-        (batches, suppressed)
-    } else {
-        (Vec::new(), 0)
+    let given = failing.is_some();
+    let (failing, suppressed, input_rows) = match failing {
+        Some(known) => {
+            if known.quasi_identifiers != generalization.quasi_identifiers()
+                || known.levels != levels
+            {
+                return Err(DataFusionError::Plan(
+                    "the failing classes given are not those of this policy's \
+                     quasi-identifiers at these levels"
+                        .to_string(),
+                ));
+            }
+            (known.batches, known.suppressed_rows, known.input_rows)
+        }
+        None => {
+            let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
+            let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
+            if generalization.suppresses() {
+                let batches = ctx
+                    .execute_logical_plan(table.failing_classes_plan()?)
+                    .await?
+                    .collect()
+                    .await?;
+                let suppressed: u64 = batches
+                    .iter()
+                    .map(|b| {
+                        let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
+                        rows.iter().flatten().map(|r| r as u64).sum::<u64>()
+                    })
+                    .sum();
+                (batches, suppressed, input_rows)
+            } else {
+                (Vec::new(), 0, input_rows)
+            }
+        }
     };
     let allowed = policy.requirements().max_suppressed_rows(input_rows);
     if suppressed > allowed {
@@ -535,6 +568,19 @@ pub async fn publish(
         return Err(DataFusionError::Execution(format!(
             "the written output fails the policy, so it was not published: {}",
             verification.failures.join("; ")
+        )));
+    }
+    // classes derived elsewhere must account for every input row: a wrongly suppressed class
+    // that passes would otherwise go unnoticed (its rows are simply missing)
+    let written_as_expected = match policy.suppression() {
+        SuppressionMode::Drop => verification.rows + suppressed == input_rows,
+        SuppressionMode::Mask => verification.rows + verification.suppressed_rows == input_rows,
+    };
+    if given && !written_as_expected {
+        return Err(DataFusionError::Execution(format!(
+            "the written output has {} rows where {input_rows} input rows minus {suppressed} \
+             suppressed were expected, so it was not published",
+            verification.rows
         )));
     }
     let output = staged.commit()?;

@@ -177,8 +177,22 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         );
     }
 
-    // 3. publish: write, verify, move into place
-    let report = publish::publish(&ctx, &policy, &solution.levels, &out, args.overwrite).await?;
+    // 3. the chosen node's failing classes, from the frequency set: publishing then need not
+    // aggregate the input again to find them
+    let phase = Instant::now();
+    let failing = search::failing_classes(&freq, policy.requirements(), &solution.levels)?;
+    let failing_seconds = phase.elapsed().as_secs_f64();
+
+    // 4. publish: write, verify, move into place
+    let report = publish::publish_with_failing_classes(
+        &ctx,
+        &policy,
+        &solution.levels,
+        Some(failing),
+        &out,
+        args.overwrite,
+    )
+    .await?;
     print_summary(&report);
     println!("{}: {:.4}", metric.name(), solution.metric_value);
     if let Some(path) = &args.report {
@@ -196,7 +210,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             seconds: Timings {
                 frequency_set: frequency_seconds,
                 search: search_seconds,
-                suppression_count: report.seconds.classes,
+                suppression_count: failing_seconds + report.seconds.classes,
                 write: report.seconds.write,
                 verify: report.seconds.verify,
                 total: started.elapsed().as_secs_f64(),

@@ -162,8 +162,8 @@ impl ClassData {
                     .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
                     .values();
                 // class by class, so the entries come grouped by class
-                for i in 0..batch.num_rows() {
-                    let start = offsets[i] as usize;
+                for (i, &offset) in offsets[..batch.num_rows()].iter().enumerate() {
+                    let start = offset as usize;
                     for (v, &c) in values[start..start + m].iter().enumerate() {
                         if c > 0 {
                             entries.class.push(first + i as u32);

@@ -399,7 +399,7 @@ mod tests {
             None,
             Some("b"),
         ]));
-        acc.update_batch(&[values.clone()], &[0, 1, 1, 0], None, 2)
+        acc.update_batch(std::slice::from_ref(&values), &[0, 1, 1, 0], None, 2)
             .unwrap();
         let state = acc.state(EmitTo::All).unwrap();
         assert_eq!(lists(&state[0]), vec![vec![0, 0, 2], vec![1, 1, 0]]);

@@ -46,9 +46,6 @@ use super::lattice::Lattice;
 use crate::functions::formulas::{self, OrderedDomain};
 use crate::policy::{LDiversity, LDiversityKind, PrivacyRequirements, TCloseness, TClosenessKind};
 
-/// Relative tolerance of the entropy-l and t comparisons (floating-point rounding only).
-const TOLERANCE: f64 = 1e-12;
-
 /// At most this many classes (over all cached nodes) are kept as roll-up sources: about
 /// 50 MB with 8 QIs and a small sensitive domain.
 const CACHE_CLASSES: usize = 1 << 20;
@@ -392,7 +389,23 @@ impl<'a> Evaluator<'a> {
     /// Evaluates node `node` (a lattice index).
     pub fn evaluate(&mut self, node: usize) -> NodeStats {
         let state = self.state(node);
-        self.judge(&state)
+        self.judge(&state, None)
+    }
+
+    /// The failing classes of `node`: per QI, the level code of each failing class (in the
+    /// node's level code spaces, see [`QiDomain::leaf_map`](super::QiDomain)), and each
+    /// failing class's size. Judged exactly as [`Evaluator::evaluate`] judges.
+    pub fn failing_classes(&mut self, node: usize) -> (Vec<Vec<u32>>, Vec<u64>) {
+        let state = self.state(node);
+        let mut failing = Vec::new();
+        self.judge(&state, Some(&mut failing));
+        let codes = state
+            .codes
+            .iter()
+            .map(|codes| failing.iter().map(|&c| codes[c as usize]).collect())
+            .collect();
+        let sizes = failing.iter().map(|&c| state.sizes[c as usize]).collect();
+        (codes, sizes)
     }
 
     /// Makes sure the classes of `node` are cached (as a roll-up source for its
@@ -507,8 +520,9 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Judges every class of `state` and computes the metrics.
-    fn judge(&mut self, state: &State<'_>) -> NodeStats {
+    /// Judges every class of `state` and computes the metrics; `failing`, if given, receives
+    /// the index of every failing class.
+    fn judge(&mut self, state: &State<'_>, mut failing: Option<&mut Vec<u32>>) -> NodeStats {
         let criteria = &self.criteria;
         let qis = self.freq.qis();
         let d = qis.len();
@@ -570,6 +584,9 @@ impl<'a> Evaluator<'a> {
                     }
                 }
             } else {
+                if let Some(failing) = failing.as_deref_mut() {
+                    failing.push(c as u32);
+                }
                 suppressed += size;
                 let kept_cost: f64 = (0..d).map(|j| costs[j][state.codes[j][c] as usize]).sum();
                 extra_loss += size as f64 * (d as f64 - kept_cost);
@@ -712,10 +729,8 @@ fn class_measures(
                 }
             }
         };
-        l_pass = match req.kind {
-            LDiversityKind::Entropy => l >= req.l * (1.0 - TOLERANCE),
-            _ => l >= req.l,
-        };
+        // the provider's and the verification's comparison, so that all judge alike
+        l_pass = req.is_met_by(l);
         l
     });
     let t = criterion.t.map(|req| {
@@ -739,7 +754,7 @@ fn class_measures(
                 }
             }
         };
-        t_pass = t <= req.t + TOLERANCE;
+        t_pass = req.is_met_by(t);
         t
     });
     ClassMeasures {

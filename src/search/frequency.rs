@@ -50,6 +50,8 @@ use crate::generalize::Hierarchy;
 pub struct QiDomain {
     name: String,
     hierarchy: Option<Arc<Hierarchy>>,
+    /// the distinct raw values, indexed by leaf code (`None` for [`FrequencySet::from_codes`])
+    leaf_values: Option<ArrayRef>,
     /// per level: leaf code → level code
     leaf_to_code: Vec<Vec<u32>>,
     /// per level: number of level codes
@@ -72,6 +74,12 @@ impl QiDomain {
     /// The hierarchy the domain was built from (`None` for [`FrequencySet::from_codes`]).
     pub fn hierarchy(&self) -> Option<&Arc<Hierarchy>> {
         self.hierarchy.as_ref()
+    }
+
+    /// The distinct raw values (NULL included), indexed by leaf code; `None` for
+    /// [`FrequencySet::from_codes`].
+    pub fn leaf_values(&self) -> Option<&ArrayRef> {
+        self.leaf_values.as_ref()
     }
 
     /// Number of levels (the top is `height() − 1`).
@@ -550,7 +558,7 @@ fn qi_domain_from_hierarchy(
     }
     Ok(finish_domain(
         name,
-        Some(Arc::clone(hierarchy)),
+        Some((Arc::clone(hierarchy), Arc::clone(distinct))),
         leaf_to_code,
         cardinality,
         cost,
@@ -601,7 +609,7 @@ fn qi_domain_from_codes(qi: &QiCodes) -> QiDomain {
 /// Adds the level-to-level maps (mean costs are filled in by `assemble`).
 fn finish_domain(
     name: &str,
-    hierarchy: Option<Arc<Hierarchy>>,
+    source: Option<(Arc<Hierarchy>, ArrayRef)>,
     leaf_to_code: Vec<Vec<u32>>,
     cardinality: Vec<usize>,
     cost: Vec<Vec<f64>>,
@@ -626,9 +634,11 @@ fn finish_domain(
                 .collect()
         })
         .collect();
+    let (hierarchy, leaf_values) = source.unzip();
     QiDomain {
         name: name.to_string(),
         hierarchy,
+        leaf_values,
         leaf_to_code,
         cardinality,
         cost,

@@ -9,6 +9,8 @@
 //!    - [`Algorithm::Optimal`] ([`optimal`]): the satisfying node with the smallest
 //!      [`Metric`], exactly, with bound-based pruning and monotonicity tagging.
 //!    - [`Algorithm::Iab`] ([`iab`]): the IAB best-first heuristic (most distinct tuples).
+//! 3. [`failing_classes`] labels the chosen node's failing classes for publishing
+//!    ([`failing`]), so the input need not be aggregated again to suppress them.
 //!
 //! ```no_run
 //! # async fn demo() -> datafusion::error::Result<()> {
@@ -30,6 +32,7 @@
 //! ```
 
 pub mod evaluate;
+pub mod failing;
 pub mod frequency;
 mod group;
 pub mod iab;
@@ -46,6 +49,7 @@ use std::time::{Duration, Instant};
 use datafusion::error::{DataFusionError, Result};
 
 pub use evaluate::{NodeEvaluation, SensitiveAchieved};
+pub use failing::{FailingClasses, failing_classes};
 pub use frequency::{
     FrequencyRow, FrequencySet, QiCodes, QiDomain, SensitiveCodes, SensitiveDomain,
 };

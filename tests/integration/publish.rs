@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
@@ -717,4 +717,306 @@ fn rows_of(path: &Path) -> usize {
     let reader = datafusion::parquet::file::reader::SerializedFileReader::new(file).unwrap();
     use datafusion::parquet::file::reader::FileReader;
     reader.metadata().file_metadata().num_rows() as usize
+}
+
+// ------------------------------------------------- failing classes from the frequency set
+
+/// Sorted (labels, rows) of failing-class batches: `__anon_key_<i>` as text (NULL = None),
+/// then `__anon_class_rows`.
+fn class_rows(batches: &[RecordBatch], qis: usize) -> Vec<(Vec<Option<String>>, i64)> {
+    let mut out = Vec::new();
+    for b in batches {
+        let keys: Vec<_> = (0..qis)
+            .map(|i| {
+                let column = b.column_by_name(&format!("__anon_key_{i}")).unwrap();
+                datafusion::arrow::compute::cast(column, &DataType::Utf8).unwrap()
+            })
+            .collect();
+        let rows = b.column_by_name("__anon_class_rows").unwrap();
+        let rows = rows.as_primitive::<Int64Type>();
+        for r in 0..b.num_rows() {
+            let labels = keys
+                .iter()
+                .map(|k| {
+                    let k = k.as_string::<i32>();
+                    k.is_valid(r).then(|| k.value(r).to_string())
+                })
+                .collect();
+            out.push((labels, rows.value(r)));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// For `policy` (registered on `ctx`) and each node of `nodes`: the failing classes derived
+/// from the frequency set equal those DataFusion finds with the provider's plan (same label
+/// tuples, same sizes), with the same total and input rows. Returns how many nodes have
+/// failing classes.
+async fn check_failing_classes(
+    ctx: &SessionContext,
+    policy: &Policy,
+    nodes: &[Vec<usize>],
+) -> usize {
+    let freq = datafusion_anonymity::search::FrequencySet::build(
+        ctx,
+        policy.table_name(),
+        &policy.quasi_identifiers(),
+        &policy.requirements().constrained_attributes(),
+    )
+    .await
+    .unwrap();
+    let count = ctx
+        .sql(&format!("SELECT count(*) FROM {}", policy.table_name()))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let input_rows = count[0].column(0).as_primitive::<Int64Type>().value(0) as u64;
+    let qis = policy.quasi_identifiers().len();
+    let mut with_failures = 0;
+    for levels in nodes {
+        let derived =
+            datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+                .unwrap();
+        let table = policy.generalized_table(ctx, levels).await.unwrap();
+        let plan = table.failing_classes_plan().unwrap();
+        let want = ctx
+            .execute_logical_plan(plan)
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let want = class_rows(&want, qis);
+        let got = class_rows(&derived.batches, qis);
+        assert_eq!(got, want, "levels {levels:?}");
+        let total: i64 = want.iter().map(|(_, n)| n).sum();
+        assert_eq!(derived.suppressed_rows, total as u64, "levels {levels:?}");
+        assert_eq!(derived.input_rows, input_rows);
+        assert_eq!(
+            derived.quasi_identifiers,
+            table
+                .generalization()
+                .quasi_identifiers()
+                .iter()
+                .map(|q| q.to_string())
+                .collect::<Vec<_>>()
+        );
+        with_failures += usize::from(!want.is_empty());
+    }
+    with_failures
+}
+
+/// The failing classes the search derives for publishing (`search::failing_classes`) are
+/// those of the provider's failing-classes plan run by DataFusion, on random data with NULL
+/// quasi-identifiers and sensitive values (k only; k and distinct, entropy l; k and t) and
+/// on the Adult data (k only; k and distinct l; k and t), at every node of the random
+/// table's lattice and at some of Adult's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_classes_from_the_search_match_the_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let privacies = [
+        "k = 4",
+        "k = 2\nl_diversity = { kind = \"distinct\", l = 2 }",
+        "k = 3\nl_diversity = { kind = \"entropy\", l = 1.8 }",
+        "k = 2\nt_closeness = { kind = \"equal\", t = 0.35 }",
+    ];
+    let input = random_input(dir.path());
+    let nodes: Vec<Vec<usize>> = (0..=5)
+        .flat_map(|z| (0..=3).map(move |a| vec![z, a]))
+        .collect();
+    let mut with_failures = 0;
+    for privacy in privacies {
+        let text = random_policy(&input, privacy, "drop");
+        let mut policy = Policy::from_toml("random.toml", dir.path(), &text).unwrap();
+        let ctx = SessionContext::new_with_config(
+            SessionConfig::new()
+                .with_target_partitions(4)
+                .with_batch_size(64),
+        );
+        datafusion_anonymity::register(&ctx).unwrap();
+        policy.register(&ctx).await.unwrap();
+        with_failures += check_failing_classes(&ctx, &policy, &nodes).await;
+    }
+    // most nodes fail some class, so the comparison is not between empty lists
+    assert!(with_failures >= 40, "{with_failures}");
+
+    // Adult: 8 tree hierarchies, salary-class sensitive
+    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    let adult = adult
+        .split("\n[transformation]")
+        .next()
+        .unwrap()
+        .replace("max_suppression = 0.02", "max_suppression = 1.0");
+    let nodes = [
+        vec![0, 0, 0, 0, 0, 0, 0, 0],
+        vec![0, 2, 1, 1, 3, 1, 1, 1],
+        vec![1, 1, 0, 2, 2, 0, 2, 1],
+        vec![1, 4, 1, 2, 3, 2, 2, 2],
+    ];
+    let mut with_failures = 0;
+    for privacy in [
+        "k = 5",
+        "k = 3\nl_diversity = { kind = \"distinct\", l = 2 }",
+        "k = 2\nt_closeness = { kind = \"equal\", t = 0.15 }",
+    ] {
+        let text = adult.replace("k = 5 ", &format!("{privacy}\n# "));
+        let mut policy =
+            Policy::from_toml("adult.toml", &repo_path("examples/adult"), &text).unwrap();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+        datafusion_anonymity::register(&ctx).unwrap();
+        policy.register(&ctx).await.unwrap();
+        with_failures += check_failing_classes(&ctx, &policy, &nodes).await;
+    }
+    assert!(with_failures >= 8, "{with_failures}");
+}
+
+/// A random table (2,000 rows) as `random.parquet` under `dir`: zip (mask), age (interval),
+/// disease (sensitive), some NULLs in each.
+fn random_input(dir: &Path) -> PathBuf {
+    let mut rng = Rng(20261123);
+    let n = 2000;
+    let (mut zips, mut ages, mut diseases) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        let prefix = ["476", "479", "130"][rng.below(3) as usize];
+        let spread = if rng.below(3) == 0 { 30 } else { 5 };
+        let zip = format!("{prefix}{:02}", rng.below(spread));
+        zips.push((rng.below(40) != 0).then_some(zip));
+        ages.push((rng.below(50) != 0).then(|| 18 + (rng.below(30) + rng.below(40)) as i64));
+        let disease = ["flu", "cold", "ulcer", "cancer", "asthma"][rng.below(5) as usize];
+        // one disease far more frequent, so t and entropy l fail some classes
+        let disease = if rng.below(3) == 0 { "flu" } else { disease };
+        diseases.push((rng.below(30) != 0).then_some(disease));
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("zip", DataType::Utf8, true),
+        Field::new("age", DataType::Int64, true),
+        Field::new("disease", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from(zips)),
+            Arc::new(Int64Array::from(ages)),
+            Arc::new(StringArray::from(diseases)),
+        ],
+    )
+    .unwrap();
+    let input = dir.join("random.parquet");
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    input
+}
+
+/// The policy of [`random_input`] with `privacy` (k, l, t lines), any suppression allowed.
+fn random_policy(input: &Path, privacy: &str, suppression: &str) -> String {
+    format!(
+        "name = \"random\"\n[input]\npath = \"{}\"\n[privacy]\n{privacy}\nmax_suppression = 1.0\n\
+         suppression = \"{suppression}\"\n[attributes]\n\
+         zip = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"mask\", length = 5 }} }}\n\
+         age = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"interval\", widths = [5, 20] }} }}\n\
+         disease = {{ role = \"sensitive\" }}\n",
+        input.display()
+    )
+}
+
+/// `publish_with_failing_classes` with the classes derived from the search publishes what
+/// `publish` does (drop and mask: same suppressed rows, same output rows), and refuses
+/// classes of other levels, classes that miss a failing class (verification) and a wrong
+/// suppressed count (rows unaccounted for); nothing is written when it refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_with_derived_failing_classes_matches_publish() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = random_input(dir.path());
+    for suppression in ["drop", "mask"] {
+        let text = random_policy(
+            &input,
+            "k = 2\nl_diversity = { kind = \"distinct\", l = 2 }",
+            suppression,
+        );
+        let mut policy = Policy::from_toml("random.toml", dir.path(), &text).unwrap();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+        datafusion_anonymity::register(&ctx).unwrap();
+        policy.register(&ctx).await.unwrap();
+        let freq = datafusion_anonymity::search::FrequencySet::build(
+            &ctx,
+            policy.table_name(),
+            &policy.quasi_identifiers(),
+            &policy.requirements().constrained_attributes(),
+        )
+        .await
+        .unwrap();
+        let levels = vec![2, 1];
+        let derive = |levels: &[usize]| {
+            datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+                .unwrap()
+        };
+        let plain_out = dir.path().join(format!("plain-{suppression}.parquet"));
+        let plain = publish::publish(&ctx, &policy, &levels, &plain_out, false)
+            .await
+            .unwrap();
+        let out = dir.path().join(format!("derived-{suppression}.parquet"));
+        let derived = publish::publish_with_failing_classes(
+            &ctx,
+            &policy,
+            &levels,
+            Some(derive(&levels)),
+            &out,
+            false,
+        )
+        .await
+        .unwrap();
+        assert!(plain.suppressed_rows > 0);
+        assert_eq!(derived.suppressed_rows, plain.suppressed_rows);
+        assert_eq!(derived.input_rows, plain.input_rows);
+        assert_eq!(derived.verification.rows, plain.verification.rows);
+        let read = SessionContext::new();
+        for (name, path) in [("plain", &plain_out), ("derived", &out)] {
+            read.register_parquet(
+                name,
+                &path.display().to_string(),
+                ParquetReadOptions::default(),
+            )
+            .await
+            .unwrap();
+        }
+        let sql = |table: &str| format!("SELECT zip, age, disease, CAST(0 AS BIGINT) FROM {table}");
+        assert_eq!(
+            published_rows(&read, &sql("derived")).await,
+            published_rows(&read, &sql("plain")).await
+        );
+
+        let refused = dir.path().join(format!("refused-{suppression}.parquet"));
+        let attempt = |failing| {
+            publish::publish_with_failing_classes(
+                &ctx,
+                &policy,
+                &levels,
+                Some(failing),
+                &refused,
+                false,
+            )
+        };
+        let err = attempt(derive(&[2, 2])).await.unwrap_err().to_string();
+        assert!(err.contains("not those of this policy"), "{err}");
+        let mut missing = derive(&levels);
+        missing.batches = vec![missing.batches[0].slice(0, 0)];
+        let err = attempt(missing).await.unwrap_err().to_string();
+        assert!(err.contains("fails the policy"), "{err}");
+        if suppression == "drop" {
+            let mut miscounted = derive(&levels);
+            miscounted.suppressed_rows -= 1;
+            let err = attempt(miscounted).await.unwrap_err().to_string();
+            assert!(err.contains("were expected"), "{err}");
+        }
+        assert!(!refused.exists());
+    }
+}
+
+fn repo_path(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }

@@ -1,0 +1,98 @@
+//! The failing classes of a chosen node, derived from the frequency set: what publishing
+//! needs to suppress them without aggregating the input again.
+//!
+//! The classes are judged by the same [`Evaluator`] as the search, which follows the
+//! provider's rules (k, l and t compared through [`crate::policy::LDiversity::is_met_by`] and
+//! [`crate::policy::TCloseness::is_met_by`], the SQL functions' NULL rules). Their labels are
+//! recoded with each QI's [`Hierarchy`](crate::generalize::Hierarchy) from one leaf value of
+//! the class, as the provider recodes every row.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{cast, take};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::error::{DataFusionError, Result};
+
+use super::evaluate::Evaluator;
+use super::frequency::FrequencySet;
+use crate::policy::PrivacyRequirements;
+use crate::provider::{ROWS, key_name};
+
+/// The classes of a node that fail the requirements, in the format of
+/// [`GeneralizedTable::failing_classes_plan`](crate::provider::GeneralizedTable::failing_classes_plan)'s
+/// output (what [`GeneralizedTable::with_failing_classes`](crate::provider::GeneralizedTable::with_failing_classes)
+/// takes): per QI `i`, its recoded label as Utf8 `__anon_key_<i>`, then the class size as
+/// Int64 `__anon_class_rows`.
+#[derive(Debug, Clone)]
+pub struct FailingClasses {
+    /// The QI names, in key order (the frequency set's order).
+    pub quasi_identifiers: Vec<String>,
+    /// The node's level of each QI.
+    pub levels: Vec<usize>,
+    /// One class per row (one batch, possibly empty).
+    pub batches: Vec<RecordBatch>,
+    /// Rows of all failing classes: the rows to suppress.
+    pub suppressed_rows: u64,
+    /// Rows of the input table.
+    pub input_rows: u64,
+}
+
+/// The failing classes of the node `levels` (one level per QI, in the frequency set's
+/// order) under `requirements`, judged as the search judges them; see [`FailingClasses`].
+///
+/// Errors: invalid requirements or levels (as [`super::evaluate_levels`]), a frequency set
+/// built from codes (it has no values to label the classes with), or a hierarchy failing to
+/// recode.
+pub fn failing_classes(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    levels: &[usize],
+) -> Result<FailingClasses> {
+    let mut ev = Evaluator::new(freq, requirements)?;
+    ev.lattice.check(levels)?;
+    let node = ev.lattice.index(levels);
+    let (codes, sizes) = ev.failing_classes(node);
+    let qis = freq.qis();
+    let mut fields = Vec::with_capacity(qis.len() + 1);
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(qis.len() + 1);
+    for (j, qi) in qis.iter().enumerate() {
+        let (Some(hierarchy), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
+            return Err(DataFusionError::Plan(format!(
+                "quasi-identifier '{}' has no values (a frequency set built from codes): the \
+                 failing classes cannot be labelled",
+                qi.name()
+            )));
+        };
+        let level = levels[j];
+        // every leaf of a level code has the same label: any one represents the class
+        let mut leaf_of_code = vec![u32::MAX; qi.cardinality(level)];
+        for (leaf, &code) in qi.leaf_map(level).iter().enumerate() {
+            let slot = &mut leaf_of_code[code as usize];
+            if *slot == u32::MAX {
+                *slot = leaf as u32;
+            }
+        }
+        let leaves =
+            UInt32Array::from_iter_values(codes[j].iter().map(|&c| leaf_of_code[c as usize]));
+        let representatives = take(values.as_ref(), &leaves, None)?;
+        let labels = hierarchy.generalize_column(qi.name(), &representatives, level)?;
+        columns.push(cast(&labels, &DataType::Utf8)?);
+        fields.push(Field::new(key_name(j), DataType::Utf8, true));
+    }
+    let rows = sizes
+        .iter()
+        .map(|&n| i64::try_from(n))
+        .collect::<std::result::Result<Int64Array, _>>()
+        .map_err(|_| DataFusionError::Execution("a class size overflows Int64".to_string()))?;
+    columns.push(Arc::new(rows));
+    fields.push(Field::new(ROWS, DataType::Int64, false));
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+    Ok(FailingClasses {
+        quasi_identifiers: freq.qi_names(),
+        levels: levels.to_vec(),
+        batches: vec![batch],
+        suppressed_rows: sizes.iter().sum(),
+        input_rows: freq.rows(),
+    })
+}
