@@ -413,20 +413,22 @@ fn suppress(
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let joined = LogicalPlanBuilder::from(recoded.clone()).join_detailed(
-        failing,
-        JoinType::Left,
-        (left_keys, right_keys),
-        None,
-        // a NULL quasi-identifier is a value of its class, as in GROUP BY
-        NullEquality::NullEqualsNull,
-    )?;
-    let suppressed = Expr::Column(Column::from_name(SUPPRESSED)).is_not_null();
+    let join = |join_type: JoinType| {
+        LogicalPlanBuilder::from(recoded.clone()).join_detailed(
+            failing.clone(),
+            join_type,
+            (left_keys.clone(), right_keys.clone()),
+            None,
+            // a NULL quasi-identifier is a value of its class, as in GROUP BY
+            NullEquality::NullEqualsNull,
+        )
+    };
     let plan = match generalization.suppression {
-        SuppressionMode::Drop => joined
-            .filter(not(suppressed))?
-            .project(output.iter().map(|n| Expr::Column(Column::from_name(n))))?,
+        // an anti join passes the other rows through as they are: no marker column to add,
+        // filter on and project away over every row
+        SuppressionMode::Drop => join(JoinType::LeftAnti)?,
         SuppressionMode::Mask => {
+            let suppressed = Expr::Column(Column::from_name(SUPPRESSED)).is_not_null();
             let mut exprs = Vec::with_capacity(output.len());
             for name in &output {
                 let column = Expr::Column(Column::from_name(name));
@@ -441,7 +443,7 @@ fn suppress(
                     column
                 });
             }
-            joined.project(exprs)?
+            join(JoinType::Left)?.project(exprs)?
         }
     };
     plan.build()
