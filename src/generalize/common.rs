@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, StringArray, StringBuilder, UInt32Array, new_null_array,
+    Array, ArrayRef, AsArray, StringViewArray, StringViewBuilder, UInt32Array, new_null_array,
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::{cast, take};
@@ -48,6 +48,21 @@ pub(crate) fn is_temporal(data_type: &DataType) -> bool {
     )
 }
 
+/// The type of every recoded column. Labels are short (`1234*`, `[20, 30)`, `*`), so as
+/// Utf8View they are stored inline in the 16-byte views: grouping, joining and comparing
+/// recoded columns compares two integers per value instead of calling `memcmp` on bytes
+/// (measured: the largest single cost of counting the classes of recoded Utf8 columns).
+pub const LABEL_TYPE: DataType = DataType::Utf8View;
+
+/// The values as labels of level 0 (themselves, as text): [`LABEL_TYPE`] through Arrow's
+/// standard cast (the text of `CAST(x AS VARCHAR)`).
+pub(crate) fn to_labels(values: &ArrayRef) -> Result<ArrayRef> {
+    if values.data_type() == &LABEL_TYPE {
+        return Ok(Arc::clone(values));
+    }
+    Ok(cast(values, &LABEL_TYPE)?)
+}
+
 /// The values as Utf8, through Arrow's standard cast (the text of `CAST(x AS VARCHAR)`).
 pub(crate) fn to_utf8(values: &ArrayRef) -> Result<ArrayRef> {
     if values.data_type() == &DataType::Utf8 {
@@ -62,9 +77,9 @@ pub(crate) fn constant_label(values: &ArrayRef, label: &str) -> Result<ArrayRef>
     let len = values.len();
     let nulls = values.logical_nulls();
     if nulls.as_ref().is_some_and(|n| n.null_count() == len) {
-        return Ok(new_null_array(&DataType::Utf8, len));
+        return Ok(new_null_array(&LABEL_TYPE, len));
     }
-    let labels = StringArray::from(vec![label]);
+    let labels = StringViewArray::from(vec![label]);
     let indices = UInt32Array::new(vec![0u32; len].into(), nulls);
     Ok(take(&labels, &indices, None)?)
 }
@@ -111,9 +126,9 @@ pub(crate) fn label_codes(
         }
     }
     if min > max {
-        return Ok(new_null_array(&DataType::Utf8, len));
+        return Ok(new_null_array(&LABEL_TYPE, len));
     }
-    let mut labels = StringBuilder::new();
+    let mut labels = StringViewBuilder::new();
     let mut next = 0u32;
     let span = (max as i128 - min as i128) as u128;
     let ids: Vec<u32> = if span < (2 * len as u128) + 1024 {
@@ -194,7 +209,7 @@ mod tests {
     use datafusion::arrow::array::Int32Array;
 
     fn strings(a: &ArrayRef) -> Vec<Option<String>> {
-        a.as_string::<i32>()
+        a.as_string_view()
             .iter()
             .map(|v| v.map(str::to_string))
             .collect()

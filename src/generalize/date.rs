@@ -17,7 +17,7 @@
 //! (2024-12-30 is in 2025-W01), so a week level can only be followed by the top level.
 //!
 //! Input: Date32, Date64, timestamps of any unit (the calendar day of a timestamp with a time
-//! zone is the day in that zone), and dictionaries of them. Output: Utf8. NULL stays NULL.
+//! zone is the day in that zone), and dictionaries of them. Output: Utf8View. NULL stays NULL.
 
 use std::fmt;
 
@@ -30,7 +30,7 @@ use datafusion::arrow::datatypes::{
 use datafusion::error::{DataFusionError, Result};
 
 use super::common::{
-    TOP_LABEL, constant_label, is_temporal, label_codes, through_dictionary, to_utf8,
+    TOP_LABEL, constant_label, is_temporal, label_codes, through_dictionary, to_labels,
 };
 
 /// A calendar unit a date is truncated to.
@@ -221,7 +221,7 @@ impl DateHierarchy {
     /// Recodes `values` at `level` (checked by the caller).
     pub(crate) fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         if level == 0 {
-            return to_utf8(values);
+            return to_labels(values);
         }
         match self.units.get(level - 1) {
             Some(&unit) => truncate_dates(values, unit),
@@ -236,7 +236,7 @@ pub(crate) fn accepts(data_type: &DataType) -> bool {
 }
 
 /// Each date or timestamp as the label of its `unit` period (the SQL function
-/// `generalize_date`). Output Utf8, NULL stays NULL.
+/// `generalize_date`). Output Utf8View, NULL stays NULL.
 pub fn truncate_dates(values: &ArrayRef, unit: DateUnit) -> Result<ArrayRef> {
     if let Some(out) = through_dictionary(values, |v| truncate_dates(v, unit))? {
         return Ok(out);
@@ -306,8 +306,8 @@ mod tests {
     use std::sync::Arc;
 
     fn strings(a: &ArrayRef) -> Vec<Option<&str>> {
-        assert_eq!(a.data_type(), &DataType::Utf8);
-        a.as_string::<i32>().iter().collect()
+        assert_eq!(a.data_type(), &DataType::Utf8View);
+        a.as_string_view().iter().collect()
     }
 
     fn day(y: i64, m: i64, d: i64) -> i32 {

@@ -31,7 +31,7 @@
 //! hierarchy whose bounds have the same number of digits, plain string order is that order.
 //!
 //! Input: integers, floats and decimals (and dictionaries of them), computed in f64 (integers
-//! beyond ±2^53 lose precision). Output: Utf8. NULL stays NULL.
+//! beyond ±2^53 lose precision). Output: Utf8View. NULL stays NULL.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
@@ -39,7 +39,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::{DataFusionError, Result};
 
 use super::common::{
-    TOP_LABEL, constant_label, format_number, is_number, label_codes, through_dictionary, to_utf8,
+    TOP_LABEL, constant_label, format_number, is_number, label_codes, through_dictionary, to_labels,
 };
 
 /// One bucket level of an [`IntervalHierarchy`].
@@ -398,7 +398,7 @@ impl IntervalHierarchy {
     /// Recodes `values` at `level` (checked by the caller).
     pub(crate) fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         if level == 0 {
-            return to_utf8(values);
+            return to_labels(values);
         }
         if level > self.levels.len() {
             return constant_label(values, TOP_LABEL);
@@ -483,7 +483,7 @@ pub(crate) fn accepts(data_type: &DataType) -> bool {
 }
 
 /// `[lo, lo + width)` with `lo` the multiple of `width` at or below each value (the SQL
-/// function `bucket`). Numeric input, Utf8 output, NULL stays NULL.
+/// function `bucket`). Numeric input, Utf8View output, NULL stays NULL.
 pub fn bucket_values(values: &ArrayRef, width: f64) -> Result<ArrayRef> {
     IntervalHierarchy::widths(&[width])?.generalize(values, 1)
 }
@@ -495,8 +495,8 @@ mod tests {
     use std::sync::Arc;
 
     fn strings(a: &ArrayRef) -> Vec<Option<&str>> {
-        assert_eq!(a.data_type(), &DataType::Utf8);
-        a.as_string::<i32>().iter().collect()
+        assert_eq!(a.data_type(), &DataType::Utf8View);
+        a.as_string_view().iter().collect()
     }
 
     #[test]

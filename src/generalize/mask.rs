@@ -13,16 +13,17 @@
 //! that top-level rule.
 //!
 //! Input: Utf8, LargeUtf8, Utf8View, dictionaries of them, or integers (masked in their decimal
-//! form). Output: Utf8. NULL stays NULL.
+//! form). Output: Utf8View. NULL stays NULL.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArrayType, StringBuilder};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArrayType, StringViewBuilder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 
-use super::common::{constant_label, is_integer, is_string, through_dictionary, to_utf8};
+use super::common::{
+    constant_label, is_integer, is_string, through_dictionary, to_labels, to_utf8,
+};
 
 /// A masking hierarchy of maximum length `max_len` (height `max_len + 1`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -69,7 +70,7 @@ impl MaskHierarchy {
     /// Recodes `values` at `level` (checked by the caller).
     pub(crate) fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         if level == 0 {
-            return to_utf8(values);
+            return to_labels(values);
         }
         if level >= self.max_len {
             return constant_label(values, &"*".repeat(self.max_len));
@@ -84,7 +85,7 @@ pub(crate) fn accepts(data_type: &DataType) -> bool {
 }
 
 /// Replaces the last `level` characters of each value by `*` (the SQL function `mask`).
-/// Strings, dictionaries of strings, integers; output Utf8; NULL stays NULL.
+/// Strings, dictionaries of strings, integers; output Utf8View; NULL stays NULL.
 pub fn mask_values(values: &ArrayRef, level: usize) -> Result<ArrayRef> {
     if !accepts(values.data_type()) {
         return Err(DataFusionError::Plan(format!(
@@ -93,7 +94,7 @@ pub fn mask_values(values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         )));
     }
     if level == 0 {
-        return to_utf8(values);
+        return to_labels(values);
     }
     if let Some(out) = through_dictionary(values, |v| mask_values(v, level))? {
         return Ok(out);
@@ -109,26 +110,28 @@ pub fn mask_values(values: &ArrayRef, level: usize) -> Result<ArrayRef> {
 const STARS: &str = "********************************";
 
 fn mask_strings<'a, S: StringArrayType<'a>>(strings: S, level: usize) -> ArrayRef {
-    let mut out = StringBuilder::with_capacity(strings.len(), strings.len() * 8);
+    let mut out = StringViewBuilder::with_capacity(strings.len());
+    // one buffer for every row's label (no allocation per row)
+    let mut label = String::new();
     for value in strings.iter() {
         let Some(s) = value else {
             out.append_null();
             continue;
         };
+        label.clear();
         // the byte where the masked tail starts, and how many characters it has
         let (mut cut, mut masked) = (s.len(), 0);
         for (i, _) in s.char_indices().rev().take(level) {
             cut = i;
             masked += 1;
         }
-        // writing into the builder's buffer cannot fail; the row ends with `append_value("")`
-        let _ = out.write_str(&s[..cut]);
+        label.push_str(&s[..cut]);
         while masked > 0 {
             let n = masked.min(STARS.len());
-            let _ = out.write_str(&STARS[..n]);
+            label.push_str(&STARS[..n]);
             masked -= n;
         }
-        out.append_value("");
+        out.append_value(&label);
     }
     Arc::new(out.finish())
 }
@@ -140,8 +143,8 @@ mod tests {
     use datafusion::arrow::datatypes::Int32Type;
 
     fn strings(a: &ArrayRef) -> Vec<Option<&str>> {
-        assert_eq!(a.data_type(), &DataType::Utf8);
-        a.as_string::<i32>().iter().collect()
+        assert_eq!(a.data_type(), &DataType::Utf8View);
+        a.as_string_view().iter().collect()
     }
 
     #[test]

@@ -268,13 +268,13 @@ impl Hierarchy {
         common::check_level(&self.name, level, self.height())
     }
 
-    /// Recodes `values` at `level`: Utf8 output, NULL stays NULL. Errors name the column as
+    /// Recodes `values` at `level`: Utf8View output, NULL stays NULL. Errors name the column as
     /// `<unnamed>`; see [`Hierarchy::generalize_column`].
     pub fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         self.generalize_column("<unnamed>", values, level)
     }
 
-    /// Recodes `values`, the data of `column`, at `level`: Utf8 output, NULL stays NULL.
+    /// Recodes `values`, the data of `column`, at `level`: Utf8View output, NULL stays NULL.
     /// Checks the level and the type; for a tree, errors on values that are not leaves
     /// (counting them, naming `column`).
     pub fn generalize_column(
@@ -326,7 +326,7 @@ impl Hierarchy {
         }
         let generalized = self.generalize_column(column, distinct, level)?;
         let raw = self.generalize_column(column, distinct, 0)?;
-        let (raw, generalized) = (raw.as_string::<i32>(), generalized.as_string::<i32>());
+        let (raw, generalized) = (raw.as_string_view(), generalized.as_string_view());
         let mut unique: HashSet<&str> = HashSet::new();
         let mut per_label: HashMap<&str, u64> = HashMap::new();
         for i in 0..raw.len() {

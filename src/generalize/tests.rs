@@ -24,8 +24,8 @@ fn adult(column: &str) -> Hierarchy {
 }
 
 fn strings(a: &ArrayRef) -> Vec<Option<&str>> {
-    assert_eq!(a.data_type(), &DataType::Utf8);
-    a.as_string::<i32>().iter().collect()
+    assert_eq!(a.data_type(), &DataType::Utf8View);
+    a.as_string_view().iter().collect()
 }
 
 /// The labels of one value at every level.
@@ -33,7 +33,7 @@ fn chain(h: &Hierarchy, value: ArrayRef) -> Vec<String> {
     (0..h.height())
         .map(|level| {
             let out = h.generalize(&value, level).unwrap();
-            out.as_string::<i32>().value(0).to_string()
+            out.as_string_view().value(0).to_string()
         })
         .collect()
 }

@@ -23,7 +23,7 @@
 //!
 //! Input: strings (Utf8, LargeUtf8, Utf8View), integers (matched by their decimal form, so
 //! the ARX age hierarchy fits an Int64 age column), booleans (`true`/`false`), and dictionaries
-//! of them. Output: Utf8 (the labels of the file). NULL stays NULL. A non-null value that is
+//! of them. Output: Utf8View (the labels of the file). NULL stays NULL. A non-null value that is
 //! not a leaf is an error that says how many distinct values are missing, never which.
 
 use std::path::Path;
@@ -36,7 +36,7 @@ use datafusion::arrow::datatypes::{DataType, Int64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 use hashbrown::{HashMap, HashSet};
 
-use super::common::{is_integer, is_string, value_type};
+use super::common::{LABEL_TYPE, is_integer, is_string, value_type};
 
 const MISSING: u32 = u32::MAX;
 
@@ -45,6 +45,8 @@ const MISSING: u32 = u32::MAX;
 struct TreeLevel {
     /// The distinct labels of the level, in order of first appearance in the rows.
     labels: StringArray,
+    /// The same labels as [`LABEL_TYPE`], gathered by the recoding.
+    label_views: ArrayRef,
     /// Leaf id → label id.
     of_leaf: Vec<u32>,
     /// Label id → number of leaves under it.
@@ -234,8 +236,11 @@ impl TreeHierarchy {
                 leaves[id as usize] += 1;
                 of_leaf.push(id);
             }
+            let labels = StringArray::from(labels);
+            let label_views = cast(&labels, &LABEL_TYPE)?;
             levels.push(TreeLevel {
-                labels: StringArray::from(labels),
+                labels,
+                label_views,
                 of_leaf,
                 leaves,
             });
@@ -380,10 +385,10 @@ impl TreeHierarchy {
         level: usize,
     ) -> Result<ArrayRef> {
         if values.logical_null_count() == values.len() {
-            return Ok(new_null_array(&DataType::Utf8, values.len()));
+            return Ok(new_null_array(&LABEL_TYPE, values.len()));
         }
         let ids = self.label_ids_of(hierarchy, column, values, level)?;
-        Ok(take(&self.levels[level].labels, &ids, None)?)
+        Ok(take(&self.levels[level].label_views, &ids, None)?)
     }
 
     fn lookup(
@@ -549,8 +554,8 @@ mod tests {
     const SEX: &str = "Male;*\r\nFemale;*";
 
     fn strings(a: &ArrayRef) -> Vec<Option<&str>> {
-        assert_eq!(a.data_type(), &DataType::Utf8);
-        a.as_string::<i32>().iter().collect()
+        assert_eq!(a.data_type(), &DataType::Utf8View);
+        a.as_string_view().iter().collect()
     }
 
     #[test]

@@ -534,7 +534,10 @@ impl CellCost {
             let mut labels = Vec::with_capacity(height);
             let mut losses = Vec::with_capacity(height);
             for level in 0..height {
-                labels.push(hierarchy.generalize_column(name, values, level)?);
+                labels.push(cast(
+                    &hierarchy.generalize_column(name, values, level)?,
+                    &DataType::Utf8,
+                )?);
                 losses.push(
                     hierarchy
                         .coverage(name, values, level)?

@@ -184,11 +184,7 @@ pub(crate) fn check_constant_type(
     )))
 }
 
-/// The type of every recoded column. Labels are short (`1234*`, `[20, 30)`, `*`), so as
-/// Utf8View they are stored inline in the 16-byte views: grouping, joining and comparing
-/// recoded columns compares two integers per value instead of calling `memcmp` on bytes
-/// (measured: the largest single cost of counting the classes of recoded Utf8 columns).
-pub const LABEL_TYPE: DataType = DataType::Utf8View;
+pub use super::common::LABEL_TYPE;
 
 /// The result field: [`LABEL_TYPE`], nullable as the recoded column.
 pub(crate) fn label_field(name: &str, arg_fields: &[FieldRef]) -> FieldRef {
