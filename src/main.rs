@@ -6,8 +6,8 @@ mod cli;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` of mimalloc's `mi_option_e` (mimalloc.h; the Rust bindings do not
-/// name it).
+/// `mi_option_purge_delay` of mimalloc's `mi_option_e` (mimalloc.h of mimalloc v3, which
+/// libmimalloc-sys builds unless its `v2` feature is on; the Rust bindings do not name it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> std::process::ExitCode {
