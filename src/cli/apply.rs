@@ -42,6 +42,11 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let levels = policy.transformation().unwrap_or_default();
     let report = publish::publish(&ctx, &policy, &levels, &out, args.overwrite).await?;
     print_summary(&report);
+    let t = report.seconds;
+    eprintln!(
+        "time: classes {:.2} s, write {:.2} s, verify {:.2} s",
+        t.classes, t.write, t.verify
+    );
     Ok(())
 }
 
