@@ -10,20 +10,21 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::{cast, take};
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::error::{DataFusionError, Result};
 
 use super::evaluate::Evaluator;
 use super::frequency::FrequencySet;
+use crate::generalize::udf::LABEL_TYPE;
 use crate::policy::PrivacyRequirements;
 use crate::provider::{ROWS, key_name};
 
 /// The classes of a node that fail the requirements, in the format of
 /// [`GeneralizedTable::failing_classes_plan`](crate::provider::GeneralizedTable::failing_classes_plan)'s
 /// output (what [`GeneralizedTable::with_failing_classes`](crate::provider::GeneralizedTable::with_failing_classes)
-/// takes): per QI `i`, its recoded label as Utf8 `__anon_key_<i>`, then the class size as
-/// Int64 `__anon_class_rows`.
+/// takes): per QI `i`, its recoded label `__anon_key_<i>` (Utf8View, as the recoded columns),
+/// then the class size as Int64 `__anon_class_rows`.
 #[derive(Debug, Clone)]
 pub struct FailingClasses {
     /// The QI names, in key order (the frequency set's order).
@@ -76,9 +77,8 @@ pub fn failing_classes(
         let leaves =
             UInt32Array::from_iter_values(codes[j].iter().map(|&c| leaf_of_code[c as usize]));
         let representatives = take(values.as_ref(), &leaves, None)?;
-        let labels = hierarchy.generalize_column(qi.name(), &representatives, level)?;
-        columns.push(cast(&labels, &DataType::Utf8)?);
-        fields.push(Field::new(key_name(j), DataType::Utf8, true));
+        columns.push(hierarchy.generalize_column(qi.name(), &representatives, level)?);
+        fields.push(Field::new(key_name(j), LABEL_TYPE, true));
     }
     let rows = sizes
         .iter()
