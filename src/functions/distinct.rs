@@ -5,8 +5,10 @@
 //! Each row appends a `(class, key)` pair to a log; nothing is looked up per row. The log is
 //! *compacted* — sorted by class with a counting sort over the dense class indices, then each
 //! class's keys sorted and deduplicated — when the result or the state is read, and whenever
-//! it has doubled since the last compaction, so memory stays within about twice the distinct
-//! `(class, value)` pairs even for a low-cardinality attribute over many rows. Appends are
+//! it has doubled since the last compaction (quadrupled when that one found the values
+//! near-unique; never below [`MIN_COMPACTION`] entries), so memory stays within a small
+//! multiple of the distinct `(class, value)` pairs even for a low-cardinality attribute over
+//! many rows. Appends are
 //! sequential writes and a compaction streams through memory a few times, where a hash set of
 //! pairs (DataFusion's `count(DISTINCT)`, or a value dictionary plus per-class histograms) pays
 //! a random probe per row into a table as large as the pairs: with millions of persons the log
@@ -38,7 +40,7 @@ use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_plan::aggregates::group_values::GroupValues;
 
-use super::class_log::ClassLog;
+use super::class_log::{ClassLog, MIN_COMPACTION, next_compaction};
 use super::histogram::new_dictionary;
 
 /// What a [`DistinctGroupsAccumulator`] returns from `evaluate`.
@@ -263,11 +265,6 @@ impl std::fmt::Debug for ValueKeys {
     }
 }
 
-/// The log compacts itself when it reaches at least this many pairs (and twice its size after
-/// the last compaction): small enough to bound memory, large enough that a near-unique
-/// attribute is not sorted again and again.
-const MIN_COMPACTION: usize = 1 << 22;
-
 /// `(class, key)` pairs, deduplicated per class when compacted.
 #[derive(Debug)]
 struct PairLog {
@@ -291,8 +288,9 @@ impl Default for PairLog {
 impl PairLog {
     fn maybe_compact(&mut self, num_groups: usize) {
         if self.log.len() >= self.limit.max(self.min_compaction) {
+            let before = self.log.len();
             let (offsets, keys) = self.compact(num_groups);
-            self.limit = 2 * keys.len();
+            self.limit = next_compaction(before, keys.len());
             self.log.put_grouped(&offsets, keys);
         }
     }

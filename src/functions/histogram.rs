@@ -8,8 +8,10 @@
 //! allocation per class, a sequential write. The log is *compacted* — bucketed by class with a
 //! counting sort over the dense class indices, each class's codes sorted and their counts
 //! summed (or, for a class with many entries for the domain, counted in a dense array) — when
-//! the result or state is read, and whenever it has doubled since its last compaction, which
-//! bounds memory to about twice the distinct `(class, value)` pairs. With hundreds of
+//! the result or state is read, and whenever it has doubled since its last compaction
+//! (quadrupled after a compaction that found the values near-unique; never below
+//! [`MIN_COMPACTION`] entries), which bounds memory to a small multiple of the distinct
+//! `(class, value)` pairs. With hundreds of
 //! thousands of classes, per-class structures (inline slots, small maps) cost a cache miss per
 //! row and a hash map of pairs a random probe into a table as large as the data; the log's
 //! passes stream through memory instead, and measured faster for a 16-value disease code as
@@ -34,7 +36,7 @@ use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
 use datafusion::physical_plan::aggregates::order::GroupOrdering;
 
-use super::class_log::ClassLog;
+use super::class_log::{ClassLog, MIN_COMPACTION, next_compaction};
 use super::formulas;
 
 /// What a [`ClassHistograms`] accumulator returns from `evaluate`.
@@ -155,10 +157,6 @@ fn entry_count(entry: u64) -> u64 {
     entry & u64::from(u32::MAX)
 }
 
-/// The log compacts itself when it reaches at least this many entries (and twice its size
-/// after the last compaction).
-const MIN_COMPACTION: usize = 1 << 22;
-
 /// Appends the log entries of `count` rows of `code`: counts of 2^32 or more (merged states
 /// only) take several entries.
 #[inline]
@@ -171,8 +169,9 @@ fn push_entries(entries: &mut Vec<u64>, code: u32, mut count: u64) {
 }
 
 /// Per-class histograms over value codes (see module docs): `(class, code, count)` entries
-/// appended as rows come, compacted when read and whenever the log has doubled since its last
-/// compaction, so memory stays within about twice the distinct `(class, code)` pairs.
+/// appended as rows come, compacted when read and whenever the log has grown enough since its
+/// last compaction (see [`next_compaction`]), so memory stays within a small multiple of the
+/// distinct `(class, code)` pairs.
 #[derive(Debug)]
 struct Histograms {
     log: ClassLog,
@@ -232,8 +231,10 @@ impl Histograms {
     /// Compacts the log if it has grown enough; `domain` bounds the codes.
     fn maybe_compact(&mut self, domain: usize) {
         if self.log.len() >= self.limit.max(self.min_compaction) {
+            let before = self.log.len();
             let runs = self.take_runs(domain);
             self.restore_all(runs);
+            self.limit = next_compaction(before, self.log.len());
         }
     }
 
