@@ -17,6 +17,8 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 
+use crate::rng::SplitMix64;
+
 /// Rows per generated batch.
 const BATCH_ROWS: usize = 131_072;
 /// Rows per Parquet row group: large enough for good compression, small enough that a
@@ -80,24 +82,6 @@ fn gcd(a: u64, b: u64) -> u64 {
 const AGE_DECADES: [f64; 10] = [
     0.120, 0.128, 0.138, 0.135, 0.125, 0.130, 0.115, 0.070, 0.032, 0.007,
 ];
-
-/// splitmix64: tiny, portable and deterministic, so a seed means the same table everywhere.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// A categorical column: its labels and the cumulative distribution to draw from.
 struct Categorical {

@@ -29,6 +29,7 @@ pub mod profile;
 pub mod provider;
 pub mod publish;
 pub mod rewrite;
+mod rng;
 pub mod search;
 pub mod session;
 pub mod tables;

@@ -26,6 +26,7 @@ use super::keys::KeyInterner;
 use super::{AttributeUtility, ProfileOptions, QueryAccuracy, Utility, check_column, label, table};
 use crate::functions::common::{decode_dictionary, is_ordered};
 use crate::generalize::{Hierarchy, TOP_LABEL, format_number};
+use crate::rng::SplitMix64;
 
 /// Computes the utility section: `original` is the original table's registered name.
 pub(crate) async fn utility(
@@ -702,24 +703,6 @@ pub fn whd(height: usize, level: usize) -> (f64, f64) {
     let numerator: f64 = (q + 1..=h).map(weight).sum();
     let denominator: f64 = (2..=h).map(weight).sum();
     (uniform, numerator / denominator)
-}
-
-/// splitmix64: a tiny deterministic generator, so a seed gives the same queries everywhere.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..bound (bound > 0).
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
 }
 
 /// Distinct tuples of `columns` of the pairs with their counts, as ids of each attribute's

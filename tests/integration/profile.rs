@@ -555,21 +555,7 @@ async fn rows_matched_by_key() {
 
 // ------------------------------------------------- comparison with SQL and brute force
 
-/// splitmix64
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::reference::Rng;
 
 async fn sql_f64(ctx: &SessionContext, sql: &str) -> f64 {
     let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
