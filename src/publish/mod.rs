@@ -7,19 +7,29 @@
 //! The input is never written: an output that is, contains or lies inside a directory input
 //! is refused.
 
+mod classes;
+mod suppress;
+
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::Column;
 use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::physical_plan::execute_stream_partitioned;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use futures::StreamExt;
 use serde::Serialize;
 
 use crate::generalize::TOP_LABEL;
 use crate::policy::{
     LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind, quote_ident,
 };
+use classes::ClassCounter;
 
 /// Refuses an output path that exists (unless `overwrite`), equals the input, lies inside a
 /// directory input, or contains the input (overwriting it would delete the input).
@@ -106,6 +116,8 @@ pub struct StagedOutput {
     temporary: PathBuf,
     target: PathBuf,
     committed: bool,
+    /// Rows the Parquet writer reports written.
+    pub rows_written: u64,
 }
 
 impl StagedOutput {
@@ -128,6 +140,7 @@ impl StagedOutput {
             temporary,
             target: target.to_path_buf(),
             committed: false,
+            rows_written: 0,
         };
         let mut location = staged.temporary.display().to_string();
         if !single_file {
@@ -136,12 +149,19 @@ impl StagedOutput {
             })?;
             location.push('/');
         }
-        data.write_parquet(
-            &location,
-            DataFrameWriteOptions::new().with_single_file_output(single_file),
-            None,
-        )
-        .await?;
+        let mut staged = staged;
+        let counts = data
+            .write_parquet(
+                &location,
+                DataFrameWriteOptions::new().with_single_file_output(single_file),
+                None,
+            )
+            .await?;
+        staged.rows_written = counts
+            .iter()
+            .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
+            .flat_map(|c| c.iter().flatten())
+            .sum();
         Ok(staged)
     }
 
@@ -336,14 +356,7 @@ async fn measure(
         quote_ident(table),
     );
     let batches = ctx.sql(&classes).await?.collect().await?;
-    // Summarize in Rust (#classes rows): the masked class is excluded only when it fails
-    let mut rows = 0u64;
-    let mut class_count = 0u64;
-    let mut min_k: Option<u64> = None;
-    let mut excluded = 0u64;
-    let mut failing_classes = 0u64;
-    let mut l_min: Vec<Option<f64>> = vec![None; requirements.sensitive.len()];
-    let mut t_max: Vec<Option<f64>> = vec![None; requirements.sensitive.len()];
+    let mut summary = ClassSummary::new(requirements);
     for batch in &batches {
         let schema = batch.schema();
         let k = batch
@@ -355,21 +368,14 @@ async fn measure(
             let size = k.value(row) as u64;
             let passes = pass.is_valid(row) && pass.value(row);
             let is_top = top.is_valid(row) && top.value(row);
-            if suppression == SuppressionMode::Mask && is_top && !passes {
-                excluded += size;
+            if !summary.add_class(size, passes, is_top, suppression) {
                 continue;
             }
-            rows += size;
-            class_count += 1;
-            min_k = Some(min_k.map_or(size, |m| m.min(size)));
-            if !passes {
-                failing_classes += 1;
-            }
-            for (i, _) in requirements.sensitive.iter().enumerate() {
+            for i in 0..requirements.sensitive.len() {
                 if let Ok(index) = schema.index_of(&format!("l{i}")) {
                     let l = batch.column(index).as_primitive::<Float64Type>();
                     let value = if l.is_valid(row) { l.value(row) } else { 0.0 };
-                    l_min[i] = Some(l_min[i].map_or(value, |m: f64| m.min(value)));
+                    summary.l_min[i] = Some(summary.l_min[i].map_or(value, |m: f64| m.min(value)));
                 }
                 if let Ok(index) = schema.index_of(&format!("t{i}")) {
                     let column = batch.column(index);
@@ -379,50 +385,108 @@ async fn measure(
                     } else {
                         1.0
                     };
-                    t_max[i] = Some(t_max[i].map_or(t, |m: f64| m.max(t)));
+                    summary.t_max[i] = Some(summary.t_max[i].map_or(t, |m: f64| m.max(t)));
                 }
             }
         }
     }
-    let suppressed_rows = match suppression {
-        SuppressionMode::Drop => input_rows.saturating_sub(rows),
-        SuppressionMode::Mask => excluded,
-    };
-    let mut failures = Vec::new();
-    if failing_classes > 0 {
-        failures.push(format!(
-            "{failing_classes} class(es) of the output fail the requirements (smallest class {} rows)",
-            min_k.unwrap_or(0)
-        ));
+    Ok(summary.finish(requirements, suppression, input_rows))
+}
+
+/// The output's classes summed up into a [`Verification`].
+struct ClassSummary {
+    rows: u64,
+    classes: u64,
+    min_k: Option<u64>,
+    /// rows of the all-`*` class when it is excluded (mask mode)
+    excluded: u64,
+    failing_classes: u64,
+    l_min: Vec<Option<f64>>,
+    t_max: Vec<Option<f64>>,
+}
+
+impl ClassSummary {
+    fn new(requirements: &PrivacyRequirements) -> Self {
+        Self {
+            rows: 0,
+            classes: 0,
+            min_k: None,
+            excluded: 0,
+            failing_classes: 0,
+            l_min: vec![None; requirements.sensitive.len()],
+            t_max: vec![None; requirements.sensitive.len()],
+        }
     }
-    let allowed = requirements.max_suppressed_rows(input_rows);
-    if suppressed_rows > allowed {
-        failures.push(format!(
-            "{suppressed_rows} rows suppressed, above the limit of {allowed} ({} of {input_rows})",
-            requirements.max_suppression
-        ));
+
+    /// Adds a class of `size` rows; `false` when it is the masked rows' all-`*` class that
+    /// fails on its own, which is excluded (its l and t are then not to be added).
+    fn add_class(
+        &mut self,
+        size: u64,
+        passes: bool,
+        is_top: bool,
+        suppression: SuppressionMode,
+    ) -> bool {
+        if suppression == SuppressionMode::Mask && is_top && !passes {
+            self.excluded += size;
+            return false;
+        }
+        self.rows += size;
+        self.classes += 1;
+        self.min_k = Some(self.min_k.map_or(size, |m| m.min(size)));
+        if !passes {
+            self.failing_classes += 1;
+        }
+        true
     }
-    if rows == 0 && input_rows > 0 {
-        failures.push("no rows left to publish".to_string());
+
+    fn finish(
+        self,
+        requirements: &PrivacyRequirements,
+        suppression: SuppressionMode,
+        input_rows: u64,
+    ) -> Verification {
+        let suppressed_rows = match suppression {
+            SuppressionMode::Drop => input_rows.saturating_sub(self.rows),
+            SuppressionMode::Mask => self.excluded,
+        };
+        let mut failures = Vec::new();
+        if self.failing_classes > 0 {
+            failures.push(format!(
+                "{} class(es) of the output fail the requirements (smallest class {} rows)",
+                self.failing_classes,
+                self.min_k.unwrap_or(0)
+            ));
+        }
+        let allowed = requirements.max_suppressed_rows(input_rows);
+        if suppressed_rows > allowed {
+            failures.push(format!(
+                "{suppressed_rows} rows suppressed, above the limit of {allowed} ({} of {input_rows})",
+                requirements.max_suppression
+            ));
+        }
+        if self.rows == 0 && input_rows > 0 {
+            failures.push("no rows left to publish".to_string());
+        }
+        Verification {
+            rows: self.rows,
+            classes: self.classes,
+            k: self.min_k.unwrap_or(0),
+            suppressed_rows,
+            sensitive: requirements
+                .sensitive
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.l.is_some() || s.t.is_some())
+                .map(|(i, s)| SensitiveMeasure {
+                    attribute: s.attribute.clone(),
+                    l: self.l_min[i],
+                    t: self.t_max[i],
+                })
+                .collect(),
+            failures,
+        }
     }
-    Ok(Verification {
-        rows,
-        classes: class_count,
-        k: min_k.unwrap_or(0),
-        suppressed_rows,
-        sensitive: requirements
-            .sensitive
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.l.is_some() || s.t.is_some())
-            .map(|(i, s)| SensitiveMeasure {
-                attribute: s.attribute.clone(),
-                l: l_min[i],
-                t: t_max[i],
-            })
-            .collect(),
-        failures,
-    })
 }
 
 /// What [`publish`] did.
@@ -480,8 +544,21 @@ pub async fn publish(
 /// [`publish`], with the failing classes already known (e.g. derived from the search's
 /// frequency set by [`crate::search::failing_classes`] at the same `levels`): the input is
 /// neither aggregated nor counted again. `failing` must list the policy's quasi-identifiers
-/// in [`crate::policy::Policy::quasi_identifiers`] order. The written output is still verified
-/// in full, which catches any disagreement with the data.
+/// in [`crate::policy::Policy::quasi_identifiers`] order. The written output is still
+/// measured in full, which catches any disagreement with the data.
+///
+/// How the rows are counted and measured:
+/// - **Failing classes.** Given, or counted: with k the only requirement, each partition
+///   groups its recoded quasi-identifiers with an exact label-tuple counter
+///   ([`classes`](self) module); with l or t requirements, by the crate's aggregate functions
+///   over the recoded table ([`GeneralizedTable::failing_classes_plan`](crate::provider::GeneralizedTable::failing_classes_plan)).
+/// - **Writing.** Each recoded row is classified once on its way to the Parquet writer; the
+///   rows of failing classes are dropped or masked there (no join), and the rows passed on are
+///   counted per class.
+/// - **Verification.** With k the only requirement, the classes of the rows passed on are the
+///   output's classes: k is measured on them, and their total must equal the rows the Parquet
+///   writer reports. With l or t requirements, the written files are read back and measured
+///   with the SQL functions ([`verify`]).
 pub async fn publish_with_failing_classes(
     ctx: &SessionContext,
     policy: &crate::policy::Policy,
@@ -494,47 +571,80 @@ pub async fn publish_with_failing_classes(
     let started = std::time::Instant::now();
     let table = policy.generalized_table(ctx, levels).await?;
     let generalization = table.generalization().clone();
+    let requirements = policy.requirements();
+    let quasi_identifiers: Vec<String> = generalization
+        .quasi_identifiers()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let width = quasi_identifiers.len();
+    let recoded = table.recoded_plan().clone();
+    let k_only = requirements
+        .sensitive
+        .iter()
+        .all(|s| s.l.is_none() && s.t.is_none());
     let (failing, suppressed, input_rows) = match failing {
         Some(known) => {
-            if known.quasi_identifiers != generalization.quasi_identifiers()
-                || known.levels != levels
-            {
+            if known.quasi_identifiers != quasi_identifiers || known.levels != levels {
                 return Err(DataFusionError::Plan(
                     "the failing classes given are not those of this policy's \
                      quasi-identifiers at these levels"
                         .to_string(),
                 ));
             }
-            (known.batches, known.suppressed_rows, known.input_rows)
+            let failing = failing_from_batches(&known.batches, width)?;
+            (failing, known.suppressed_rows, known.input_rows)
+        }
+        None if !generalization.suppresses() => {
+            let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
+            let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
+            (ClassCounter::new(width), 0, input_rows)
+        }
+        None if k_only => {
+            let classes = count_classes(ctx, &recoded, &quasi_identifiers).await?;
+            let mut failing = ClassCounter::new(width);
+            let (mut suppressed, mut input_rows) = (0, 0);
+            let mut labels = Vec::with_capacity(width);
+            for class in 0..classes.classes() as u32 {
+                let size = classes.size(class);
+                input_rows += size;
+                if size > 0 && size < requirements.k {
+                    suppressed += size;
+                    labels.clear();
+                    labels.extend(classes.labels(class));
+                    failing.intern(&labels);
+                }
+            }
+            (failing, suppressed, input_rows)
         }
         None => {
             let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
             let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
-            if generalization.suppresses() {
-                let batches = ctx
-                    .execute_logical_plan(table.failing_classes_plan()?)
-                    .await?
-                    .collect()
-                    .await?;
-                let suppressed: u64 = batches
-                    .iter()
-                    .map(|b| {
-                        let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
-                        rows.iter().flatten().map(|r| r as u64).sum::<u64>()
-                    })
-                    .sum();
-                (batches, suppressed, input_rows)
-            } else {
-                (Vec::new(), 0, input_rows)
-            }
+            let batches = ctx
+                .execute_logical_plan(table.failing_classes_plan()?)
+                .await?
+                .collect()
+                .await?;
+            let suppressed: u64 = batches
+                .iter()
+                .map(|b| {
+                    let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
+                    rows.iter().flatten().map(|r| r as u64).sum::<u64>()
+                })
+                .sum();
+            (
+                failing_from_batches(&batches, width)?,
+                suppressed,
+                input_rows,
+            )
         }
     };
-    let allowed = policy.requirements().max_suppressed_rows(input_rows);
+    let allowed = requirements.max_suppressed_rows(input_rows);
     if suppressed > allowed {
         return Err(DataFusionError::Plan(format!(
             "this transformation suppresses {suppressed} of {input_rows} rows, above the \
              policy's limit of {allowed} (max_suppression = {}); nothing written",
-            policy.requirements().max_suppression
+            requirements.max_suppression
         )));
     }
     if input_rows > 0 && suppressed == input_rows {
@@ -542,26 +652,59 @@ pub async fn publish_with_failing_classes(
             "this transformation suppresses all {input_rows} rows; nothing written"
         )));
     }
-    let table = table.with_failing_classes(failing)?;
     let classes_seconds = started.elapsed().as_secs_f64();
+
     let started = std::time::Instant::now();
-    let staged = StagedOutput::write(ctx.read_table(std::sync::Arc::new(table))?, out).await?;
+    let recoded_schema = recoded.schema();
+    let positions = quasi_identifiers
+        .iter()
+        .map(|q| {
+            recoded_schema
+                .index_of_column_by_name(None, q)
+                .ok_or_else(|| {
+                    DataFusionError::Internal(format!(
+                        "quasi-identifier '{q}' is not a column of the recoded table"
+                    ))
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let written_classes = Arc::new(Mutex::new(Vec::new()));
+    let rows_plan = ctx.state().create_physical_plan(&recoded).await?;
+    let rows = suppress::suppressed_table(
+        rows_plan,
+        suppress::Suppression {
+            quasi_identifiers: positions,
+            failing: Arc::new(failing),
+            mode: policy.suppression(),
+            written: Arc::clone(&written_classes),
+        },
+    )?;
+    let staged = StagedOutput::write(ctx.read_table(Arc::new(rows))?, out).await?;
     let write_seconds = started.elapsed().as_secs_f64();
+
     let started = std::time::Instant::now();
-    let quasi_identifiers: Vec<String> = generalization
-        .quasi_identifiers()
-        .into_iter()
-        .map(String::from)
-        .collect();
-    let verification = verify(
-        ctx,
-        staged.temporary_path(),
-        &quasi_identifiers,
-        policy.requirements(),
-        policy.suppression(),
-        input_rows,
-    )
-    .await?;
+    let written = merge_counters(&written_classes, width)?;
+    let passed_on: u64 = (0..written.classes() as u32).map(|c| written.size(c)).sum();
+    if passed_on != staged.rows_written {
+        return Err(DataFusionError::Execution(format!(
+            "the Parquet writer reports {} rows where {passed_on} were passed on to it, so the \
+             output was not published",
+            staged.rows_written
+        )));
+    }
+    let verification = if k_only {
+        measure_classes(&written, requirements, policy.suppression(), input_rows)
+    } else {
+        verify(
+            ctx,
+            staged.temporary_path(),
+            &quasi_identifiers,
+            requirements,
+            policy.suppression(),
+            input_rows,
+        )
+        .await?
+    };
     let verify_seconds = started.elapsed().as_secs_f64();
     if !verification.passes() {
         return Err(DataFusionError::Execution(format!(
@@ -602,6 +745,96 @@ pub async fn publish_with_failing_classes(
             verify: verify_seconds,
         },
     })
+}
+
+/// The failing classes of `batches` (the first `width` columns are the labels) as a counter.
+fn failing_from_batches(batches: &[RecordBatch], width: usize) -> Result<ClassCounter> {
+    let mut failing = ClassCounter::new(width);
+    let mut classes = Vec::new();
+    for batch in batches {
+        if batch.num_columns() < width {
+            return Err(DataFusionError::Internal(format!(
+                "failing classes with {} columns for {width} quasi-identifiers",
+                batch.num_columns()
+            )));
+        }
+        failing.classify(&batch.columns()[..width], batch.num_rows(), &mut classes)?;
+    }
+    Ok(failing)
+}
+
+/// The classes of the recoded rows and their sizes: one scan of the quasi-identifiers, each
+/// partition counted in its own task, the counters merged.
+async fn count_classes(
+    ctx: &SessionContext,
+    recoded: &LogicalPlan,
+    quasi_identifiers: &[String],
+) -> Result<ClassCounter> {
+    let keys: Vec<Expr> = quasi_identifiers
+        .iter()
+        .map(|q| Expr::Column(Column::from_name(q)))
+        .collect();
+    let plan = LogicalPlanBuilder::from(recoded.clone())
+        .project(keys)?
+        .build()?;
+    let plan = ctx.state().create_physical_plan(&plan).await?;
+    let streams = execute_stream_partitioned(plan, ctx.task_ctx())?;
+    let width = quasi_identifiers.len();
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut stream in streams {
+        tasks.spawn(async move {
+            let mut counter = ClassCounter::new(width);
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                counter.count(batch.columns(), batch.num_rows())?;
+            }
+            Ok::<_, DataFusionError>(counter)
+        });
+    }
+    let mut total: Option<ClassCounter> = None;
+    while let Some(counted) = tasks.join_next().await {
+        let counted = counted
+            .map_err(|e| DataFusionError::Execution(format!("class count failed: {e}")))??;
+        match total.as_mut() {
+            None => total = Some(counted),
+            Some(total) => total.merge(&counted),
+        }
+    }
+    Ok(total.unwrap_or_else(|| ClassCounter::new(width)))
+}
+
+/// The partitions' counters of written classes, merged.
+fn merge_counters(counters: &Mutex<Vec<ClassCounter>>, width: usize) -> Result<ClassCounter> {
+    let mut counters = counters.lock().map_err(|_| {
+        DataFusionError::Execution("the counts of the written classes were lost".to_string())
+    })?;
+    let mut merged = counters.pop().unwrap_or_else(|| ClassCounter::new(width));
+    for counter in counters.iter() {
+        merged.merge(counter);
+    }
+    Ok(merged)
+}
+
+/// [`Verification`] of a k-only policy from the classes of the written rows.
+fn measure_classes(
+    written: &ClassCounter,
+    requirements: &PrivacyRequirements,
+    suppression: SuppressionMode,
+    input_rows: u64,
+) -> Verification {
+    let mut summary = ClassSummary::new(requirements);
+    for class in 0..written.classes() as u32 {
+        let size = written.size(class);
+        if size == 0 {
+            // a failing class whose rows were all dropped or masked
+            continue;
+        }
+        let is_top = written
+            .labels(class)
+            .all(|label| label == Some(TOP_LABEL.as_bytes()));
+        summary.add_class(size, size >= requirements.k, is_top, suppression);
+    }
+    summary.finish(requirements, suppression, input_rows)
 }
 
 fn first_i64(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> i64 {

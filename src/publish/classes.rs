@@ -1,0 +1,465 @@
+//! [`ClassCounter`]: exact grouping of rows by their recoded quasi-identifiers, for
+//! publishing.
+//!
+//! Publishing groups every row twice (once to find the classes to suppress, once to measure
+//! what is written), always on the same few short labels. DataFusion's general `GROUP BY`
+//! compares each row's strings with the stored group's (`memcmp` per column per row); here
+//! each column's labels get dense codes first — a short label is inline in its 16-byte
+//! Utf8View view, so the view itself (its unused bytes cleared) is the key of a small map —
+//! and the class is then found from the row's codes, a few integers hashed together.
+//!
+//! Grouping is exact: two rows share a class exactly when every column holds the same bytes
+//! or both hold NULL (NULL is a value of its own, as in `GROUP BY`). Nothing is hashed
+//! without its equality checked.
+
+use std::borrow::Cow;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringViewArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::error::{DataFusionError, Result};
+use hashbrown::{HashMap, HashTable};
+
+/// Dense codes for the labels of one column.
+#[derive(Debug, Default, Clone)]
+struct LabelCodes {
+    /// labels of at most 12 bytes, keyed by their canonical view (length + bytes, rest zero)
+    inline: HashMap<u128, u32>,
+    /// longer labels, keyed by their bytes
+    long: HashMap<Box<[u8]>, u32>,
+    null: Option<u32>,
+    /// the label of each code (`None` for NULL)
+    labels: Vec<Option<Box<[u8]>>>,
+}
+
+/// The longest label stored inline in a view.
+const INLINE_MAX: usize = 12;
+
+/// The view of an inline label with the bytes after the label cleared (the Arrow format asks
+/// for zero padding; clearing it makes the key independent of the writer).
+fn canonical_inline(view: u128) -> u128 {
+    let len = (view as u32) as usize;
+    if len >= INLINE_MAX {
+        view
+    } else {
+        view & ((1u128 << (32 + 8 * len)) - 1)
+    }
+}
+
+/// The canonical view of a label of at most [`INLINE_MAX`] bytes.
+fn inline_key(label: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    bytes[..4].copy_from_slice(&(label.len() as u32).to_le_bytes());
+    bytes[4..4 + label.len()].copy_from_slice(label);
+    u128::from_le_bytes(bytes)
+}
+
+impl LabelCodes {
+    fn next_code(&mut self, label: Option<&[u8]>) -> u32 {
+        let code = self.labels.len() as u32;
+        self.labels.push(label.map(Box::from));
+        code
+    }
+
+    /// The code of `label`, given one if new.
+    fn intern(&mut self, label: Option<&[u8]>) -> u32 {
+        if let Some(code) = self.get(label) {
+            return code;
+        }
+        let code = self.next_code(label);
+        match label {
+            None => self.null = Some(code),
+            Some(bytes) if bytes.len() <= INLINE_MAX => {
+                self.inline.insert(inline_key(bytes), code);
+            }
+            Some(bytes) => {
+                self.long.insert(Box::from(bytes), code);
+            }
+        }
+        code
+    }
+
+    /// The code of `label`, if it has one.
+    fn get(&self, label: Option<&[u8]>) -> Option<u32> {
+        match label {
+            None => self.null,
+            Some(bytes) if bytes.len() <= INLINE_MAX => {
+                self.inline.get(&inline_key(bytes)).copied()
+            }
+            Some(bytes) => self.long.get(bytes).copied(),
+        }
+    }
+
+    /// The codes of `array`'s rows into `codes`, interning new labels.
+    fn encode(&mut self, array: &StringViewArray, codes: &mut Vec<u32>) {
+        codes.clear();
+        codes.reserve(array.len());
+        let views = array.views();
+        for (row, &view) in views.iter().enumerate() {
+            let code = if array.is_null(row) {
+                self.intern(None)
+            } else if (view as u32) as usize <= INLINE_MAX {
+                let key = canonical_inline(view);
+                match self.inline.get(&key) {
+                    Some(&code) => code,
+                    None => {
+                        let code = self.next_code(Some(array.value(row).as_bytes()));
+                        self.inline.insert(key, code);
+                        code
+                    }
+                }
+            } else {
+                let bytes = array.value(row).as_bytes();
+                match self.long.get(bytes) {
+                    Some(&code) => code,
+                    None => {
+                        let code = self.next_code(Some(bytes));
+                        self.long.insert(Box::from(bytes), code);
+                        code
+                    }
+                }
+            };
+            codes.push(code);
+        }
+    }
+}
+
+/// Rows grouped into classes by the exact values of some label columns, with a row count
+/// per class; see the module documentation.
+#[derive(Debug, Clone)]
+pub(crate) struct ClassCounter {
+    columns: Vec<LabelCodes>,
+    /// class ids, hashed by their codes
+    table: HashTable<u32>,
+    /// the codes of class `c` at `codes[c * n .. (c + 1) * n]`
+    codes: Vec<u32>,
+    sizes: Vec<u64>,
+    /// per column, the codes of the batch being classified
+    scratch: Vec<Vec<u32>>,
+}
+
+fn mix(hash: u64, code: u32) -> u64 {
+    (hash ^ u64::from(code)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+fn finish(hash: u64) -> u64 {
+    let hash = hash ^ (hash >> 32);
+    let hash = hash.wrapping_mul(0xd6e8_feb8_6659_fd93);
+    hash ^ (hash >> 29)
+}
+
+fn hash_codes(codes: &[u32]) -> u64 {
+    finish(codes.iter().fold(0x243f_6a88_85a3_08d3, |h, &c| mix(h, c)))
+}
+
+/// A label column as Utf8View (the recoded columns already are; others are cast).
+fn as_views(column: &ArrayRef) -> Result<Cow<'_, StringViewArray>> {
+    match column.data_type() {
+        DataType::Utf8View => Ok(Cow::Borrowed(column.as_string_view())),
+        _ => {
+            let cast = cast(column, &DataType::Utf8View).map_err(|e| {
+                DataFusionError::Internal(format!(
+                    "a class key of type {} cannot be compared as text: {e}",
+                    column.data_type()
+                ))
+            })?;
+            Ok(Cow::Owned(cast.as_string_view().clone()))
+        }
+    }
+}
+
+impl ClassCounter {
+    /// A counter of classes over `columns` label columns.
+    pub(crate) fn new(columns: usize) -> Self {
+        Self {
+            columns: vec![LabelCodes::default(); columns],
+            table: HashTable::new(),
+            codes: Vec::new(),
+            sizes: Vec::new(),
+            scratch: vec![Vec::new(); columns],
+        }
+    }
+
+    /// Number of label columns.
+    pub(crate) fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Number of classes seen (some may have size 0: see [`ClassCounter::classify`]).
+    pub(crate) fn classes(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The rows counted in class `class`.
+    pub(crate) fn size(&self, class: u32) -> u64 {
+        self.sizes[class as usize]
+    }
+
+    /// Adds `rows` to class `class`'s count.
+    pub(crate) fn add_rows(&mut self, class: u32, rows: u64) {
+        self.sizes[class as usize] += rows;
+    }
+
+    /// The labels of class `class`, one per column (`None` for NULL).
+    pub(crate) fn labels(&self, class: u32) -> impl Iterator<Item = Option<&[u8]>> + '_ {
+        let n = self.width();
+        self.codes[class as usize * n..(class as usize + 1) * n]
+            .iter()
+            .zip(&self.columns)
+            .map(|(&code, column)| column.labels[code as usize].as_deref())
+    }
+
+    /// The class of each of `rows` rows of `columns` (one array per label column) into
+    /// `classes`, new classes interned with size 0; nothing is counted.
+    pub(crate) fn classify(
+        &mut self,
+        columns: &[ArrayRef],
+        rows: usize,
+        classes: &mut Vec<u32>,
+    ) -> Result<()> {
+        let n = self.width();
+        if columns.len() != n {
+            return Err(DataFusionError::Internal(format!(
+                "{} class key columns given, {n} expected",
+                columns.len()
+            )));
+        }
+        for ((column, codes), array) in self.columns.iter_mut().zip(&mut self.scratch).zip(columns)
+        {
+            let views = as_views(array)?;
+            column.encode(views.as_ref(), codes);
+        }
+        classes.clear();
+        classes.reserve(rows);
+        let mut row = vec![0u32; n];
+        let Self {
+            table,
+            codes,
+            sizes,
+            scratch,
+            ..
+        } = self;
+        for r in 0..rows {
+            let mut hash = 0x243f_6a88_85a3_08d3;
+            for (slot, column) in row.iter_mut().zip(scratch.iter()) {
+                *slot = column[r];
+                hash = mix(hash, *slot);
+            }
+            let hash = finish(hash);
+            let class = match table.find(hash, |&c| codes[c as usize * n..][..n] == row[..]) {
+                Some(&class) => class,
+                None => {
+                    let class = sizes.len() as u32;
+                    codes.extend_from_slice(&row);
+                    sizes.push(0);
+                    table
+                        .insert_unique(hash, class, |&c| hash_codes(&codes[c as usize * n..][..n]));
+                    class
+                }
+            };
+            classes.push(class);
+        }
+        Ok(())
+    }
+
+    /// Counts `rows` rows of `columns` into their classes.
+    pub(crate) fn count(&mut self, columns: &[ArrayRef], rows: usize) -> Result<()> {
+        let mut classes = Vec::new();
+        self.classify(columns, rows, &mut classes)?;
+        for class in classes {
+            self.sizes[class as usize] += 1;
+        }
+        Ok(())
+    }
+
+    /// The class with these labels (one per column), interned with size 0 if new.
+    pub(crate) fn intern(&mut self, labels: &[Option<&[u8]>]) -> u32 {
+        let row: Vec<u32> = self
+            .columns
+            .iter_mut()
+            .zip(labels)
+            .map(|(column, label)| column.intern(*label))
+            .collect();
+        let n = self.width();
+        let hash = hash_codes(&row);
+        let Self {
+            table,
+            codes,
+            sizes,
+            ..
+        } = self;
+        if let Some(&class) = table.find(hash, |&c| codes[c as usize * n..][..n] == row[..]) {
+            return class;
+        }
+        let class = sizes.len() as u32;
+        codes.extend_from_slice(&row);
+        sizes.push(0);
+        table.insert_unique(hash, class, |&c| hash_codes(&codes[c as usize * n..][..n]));
+        class
+    }
+
+    /// The class of this counter with the labels of `other`'s class `class`, if any.
+    pub(crate) fn find(&self, other: &ClassCounter, class: u32) -> Option<u32> {
+        let n = self.width();
+        let row = self
+            .columns
+            .iter()
+            .zip(other.labels(class))
+            .map(|(column, label)| column.get(label))
+            .collect::<Option<Vec<u32>>>()?;
+        self.table
+            .find(hash_codes(&row), |&c| {
+                self.codes[c as usize * n..][..n] == row[..]
+            })
+            .copied()
+    }
+
+    /// Adds `other`'s classes and sizes to this counter's (the two may have coded their
+    /// labels differently: they are matched by label).
+    pub(crate) fn merge(&mut self, other: &ClassCounter) {
+        let mut labels: Vec<Option<&[u8]>> = Vec::with_capacity(self.width());
+        for class in 0..other.classes() as u32 {
+            labels.clear();
+            labels.extend(other.labels(class));
+            let mine = self.intern(&labels);
+            self.sizes[mine as usize] += other.size(class);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap as StdHashMap;
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{DictionaryArray, StringArray};
+    use datafusion::arrow::datatypes::Int32Type;
+
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    fn views(values: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringViewArray::from(values.to_vec()))
+    }
+
+    /// Brute force: the classes as label tuples with their counts.
+    fn reference(rows: &[Vec<Option<String>>]) -> StdHashMap<Vec<Option<String>>, u64> {
+        let mut counts = StdHashMap::new();
+        for row in rows {
+            *counts.entry(row.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    fn as_map(counter: &ClassCounter) -> StdHashMap<Vec<Option<String>>, u64> {
+        (0..counter.classes() as u32)
+            .filter(|&c| counter.size(c) > 0)
+            .map(|c| {
+                let labels = counter
+                    .labels(c)
+                    .map(|l| l.map(|b| String::from_utf8(b.to_vec()).unwrap()))
+                    .collect();
+                (labels, counter.size(c))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counts_match_a_brute_force_grouping() {
+        // short and long labels (inline and not), NULLs, labels that differ only after the
+        // 4-byte prefix or only in length
+        let pool = [
+            None,
+            Some(""),
+            Some("*"),
+            Some("1234*"),
+            Some("1234**"),
+            Some("[20, 30)"),
+            Some("exactly12byt"),
+            Some("exactly12byz"),
+            Some("thirteen-byte"),
+            Some("thirteen-byte-and-more"),
+            Some("thirteen-bytf"),
+        ];
+        let mut rng = SplitMix64(7);
+        let mut rows = Vec::new();
+        let mut counter = ClassCounter::new(3);
+        let mut other = ClassCounter::new(3);
+        for batch in 0..6 {
+            let len = 1 + rng.below(300) as usize;
+            let cols: Vec<Vec<Option<&str>>> = (0..3)
+                .map(|_| {
+                    (0..len)
+                        .map(|_| pool[rng.below(pool.len() as u64) as usize])
+                        .collect()
+                })
+                .collect();
+            for r in 0..len {
+                rows.push(cols.iter().map(|c| c[r].map(String::from)).collect());
+            }
+            let arrays: Vec<ArrayRef> = cols.iter().map(|c| views(c)).collect();
+            // half the batches go to a second counter, merged at the end
+            if batch % 2 == 0 {
+                counter.count(&arrays, len).unwrap();
+            } else {
+                other.count(&arrays, len).unwrap();
+            }
+        }
+        counter.merge(&other);
+        assert_eq!(as_map(&counter), reference(&rows));
+    }
+
+    #[test]
+    fn padding_after_an_inline_label_is_ignored() {
+        // "ab" written with garbage after its two bytes (which Arrow's checked constructor
+        // refuses, but unchecked writers can produce): the same class as a clean "ab"
+        let clean = inline_key(b"ab");
+        let dirty = clean | (0xffu128 << 64);
+        // SAFETY: both views are inline (length 2), so no buffer is referenced
+        let array =
+            unsafe { StringViewArray::new_unchecked(vec![clean, dirty].into(), vec![], None) };
+        let mut counter = ClassCounter::new(1);
+        counter.count(&[Arc::new(array) as ArrayRef], 2).unwrap();
+        assert_eq!(counter.classes(), 1);
+        assert_eq!(counter.size(0), 2);
+    }
+
+    #[test]
+    fn other_text_types_group_like_views() {
+        let utf8: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None, Some("a")]));
+        let dictionary: ArrayRef = Arc::new(
+            vec![Some("a"), None, Some("b")]
+                .into_iter()
+                .collect::<DictionaryArray<Int32Type>>(),
+        );
+        let mut counter = ClassCounter::new(1);
+        counter.count(&[utf8], 3).unwrap();
+        counter.count(&[dictionary], 3).unwrap();
+        let counts = as_map(&counter);
+        assert_eq!(counts[&vec![Some("a".to_string())]], 3);
+        assert_eq!(counts[&vec![None]], 2);
+        assert_eq!(counts[&vec![Some("b".to_string())]], 1);
+    }
+
+    #[test]
+    fn find_matches_by_label_across_counters() {
+        let mut a = ClassCounter::new(2);
+        let mut b = ClassCounter::new(2);
+        a.intern(&[Some(b"x"), None]);
+        let in_a = a.intern(&[Some(b"y"), Some(b"long label of many bytes")]);
+        // b codes the same labels in another order
+        let in_b = b.intern(&[Some(b"y"), Some(b"long label of many bytes")]);
+        let absent = b.intern(&[Some(b"y"), None]);
+        assert_eq!(a.find(&b, in_b), Some(in_a));
+        assert_eq!(a.find(&b, absent), None);
+    }
+
+    #[test]
+    fn no_columns_is_one_class() {
+        let mut counter = ClassCounter::new(0);
+        counter.count(&[], 4).unwrap();
+        counter.count(&[], 3).unwrap();
+        assert_eq!(counter.classes(), 1);
+        assert_eq!(counter.size(0), 7);
+    }
+}

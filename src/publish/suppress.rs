@@ -1,0 +1,223 @@
+//! The rows to publish: the recoded rows with the failing classes dropped or masked, and the
+//! classes of the rows actually handed to the writer counted on the way.
+//!
+//! [`GeneralizedTable`](crate::provider::GeneralizedTable) finds the rows of failing classes
+//! with a hash join, which a view needs (DataFusion must be able to plan, push down and
+//! serialize it). Publishing writes every row once and must then measure what it wrote, so
+//! it classifies each row once with a [`ClassCounter`] instead: the class decides
+//! suppression (a lookup per class, not per row) and the same class ids count the output.
+//! The partitions stay parallel up to the Parquet writer.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Scalar, StringViewArray};
+use datafusion::arrow::compute::kernels::zip::zip;
+use datafusion::arrow::compute::{cast, filter_record_batch};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::streaming::StreamingTable;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use futures::{Stream, StreamExt};
+
+use super::classes::ClassCounter;
+use crate::generalize::TOP_LABEL;
+use crate::policy::SuppressionMode;
+
+/// What to suppress and where the counts of the written classes go.
+#[derive(Debug, Clone)]
+pub(crate) struct Suppression {
+    /// Positions of the quasi-identifiers in the rows.
+    pub quasi_identifiers: Vec<usize>,
+    /// The failing classes (their labels; sizes unused).
+    pub failing: Arc<ClassCounter>,
+    /// Drop or mask their rows.
+    pub mode: SuppressionMode,
+    /// One counter per finished partition: the classes of the rows passed on.
+    pub written: Arc<Mutex<Vec<ClassCounter>>>,
+}
+
+/// `plan`'s rows (every partition) suppressed by `suppression`, as a table to write from.
+pub(crate) fn suppressed_table(
+    plan: Arc<dyn ExecutionPlan>,
+    suppression: Suppression,
+) -> Result<StreamingTable> {
+    let schema = plan.schema();
+    let partitions = (0..plan.output_partitioning().partition_count())
+        .map(|partition| {
+            Arc::new(SuppressedPartition {
+                plan: Arc::clone(&plan),
+                partition,
+                schema: Arc::clone(&schema),
+                suppression: suppression.clone(),
+            }) as Arc<dyn PartitionStream>
+        })
+        .collect();
+    StreamingTable::try_new(schema, partitions)
+}
+
+#[derive(Debug)]
+struct SuppressedPartition {
+    plan: Arc<dyn ExecutionPlan>,
+    partition: usize,
+    schema: SchemaRef,
+    suppression: Suppression,
+}
+
+impl PartitionStream for SuppressedPartition {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let schema = Arc::clone(&self.schema);
+        match self.plan.execute(self.partition, ctx) {
+            Ok(input) => Box::pin(RecordBatchStreamAdapter::new(
+                schema,
+                SuppressStream {
+                    input,
+                    state: Some(PartitionState::new(self.suppression.clone())),
+                },
+            )),
+            Err(e) => Box::pin(RecordBatchStreamAdapter::new(
+                schema,
+                futures::stream::once(async { Err(e) }),
+            )),
+        }
+    }
+}
+
+/// One partition's classification state.
+struct PartitionState {
+    suppression: Suppression,
+    /// the classes of this partition's rows; sizes count the rows passed on
+    output: ClassCounter,
+    /// per class of `output`: whether it is a failing class
+    failing: Vec<bool>,
+    /// the all-`*` class of `output` (mask mode, once needed)
+    top: Option<u32>,
+    classes: Vec<u32>,
+}
+
+impl PartitionState {
+    fn new(suppression: Suppression) -> Self {
+        let output = ClassCounter::new(suppression.quasi_identifiers.len());
+        Self {
+            suppression,
+            output,
+            failing: Vec::new(),
+            top: None,
+            classes: Vec::new(),
+        }
+    }
+
+    /// Looks up the classes interned since the last call among the failing classes.
+    fn flag_new_classes(&mut self) {
+        for class in self.failing.len() as u32..self.output.classes() as u32 {
+            let failing = self.suppression.failing.find(&self.output, class).is_some();
+            self.failing.push(failing);
+        }
+    }
+
+    fn process(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let keys: Vec<ArrayRef> = self
+            .suppression
+            .quasi_identifiers
+            .iter()
+            .map(|&i| Arc::clone(batch.column(i)))
+            .collect();
+        self.output.classify(&keys, rows, &mut self.classes)?;
+        self.flag_new_classes();
+        let failing = &self.failing;
+        if !self.classes.iter().any(|&c| failing[c as usize]) {
+            for &class in &self.classes {
+                self.output.add_rows(class, 1);
+            }
+            return Ok(batch);
+        }
+        let suppressed: BooleanArray = self
+            .classes
+            .iter()
+            .map(|&c| Some(failing[c as usize]))
+            .collect();
+        match self.suppression.mode {
+            SuppressionMode::Drop => {
+                for &class in &self.classes {
+                    if !self.failing[class as usize] {
+                        self.output.add_rows(class, 1);
+                    }
+                }
+                let kept = datafusion::arrow::compute::not(&suppressed)?;
+                Ok(filter_record_batch(&batch, &kept)?)
+            }
+            SuppressionMode::Mask => {
+                let top = match self.top {
+                    Some(top) => top,
+                    None => {
+                        let labels = vec![Some(TOP_LABEL.as_bytes()); self.output.width()];
+                        let top = self.output.intern(&labels);
+                        self.flag_new_classes();
+                        self.top = Some(top);
+                        top
+                    }
+                };
+                for &class in &self.classes {
+                    let counted = if self.failing[class as usize] {
+                        top
+                    } else {
+                        class
+                    };
+                    self.output.add_rows(counted, 1);
+                }
+                let mut columns = batch.columns().to_vec();
+                for &i in &self.suppression.quasi_identifiers {
+                    let column = &columns[i];
+                    let star: ArrayRef = Arc::new(StringViewArray::from(vec![TOP_LABEL]));
+                    let star = cast(&star, column.data_type())?;
+                    columns[i] = zip(&suppressed, &Scalar::new(star), column)?;
+                }
+                Ok(RecordBatch::try_new(batch.schema(), columns)?)
+            }
+        }
+    }
+}
+
+/// The input stream, suppressed; hands its counter over when the input ends.
+struct SuppressStream {
+    input: SendableRecordBatchStream,
+    state: Option<PartitionState>,
+}
+
+impl Stream for SuppressStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match this.input.poll_next_unpin(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(batch))) => Poll::Ready(Some(match this.state.as_mut() {
+                Some(state) => state.process(batch),
+                None => Err(DataFusionError::Internal(
+                    "suppression stream polled after its end".to_string(),
+                )),
+            })),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => {
+                if let Some(state) = this.state.take() {
+                    // a poisoned lock loses this partition's counts, which the check of the
+                    // written rows against the counted rows then reports
+                    if let Ok(mut written) = state.suppression.written.lock() {
+                        written.push(state.output);
+                    }
+                }
+                Poll::Ready(None)
+            }
+        }
+    }
+}
