@@ -136,6 +136,53 @@ pub(crate) struct ClassCounter {
     sizes: Vec<u64>,
     /// per column, the codes of the batch being classified
     scratch: Vec<Vec<u32>>,
+    /// direct index by packed codes, while every column's codes fit its bits
+    dense: Option<DenseIndex>,
+    /// the codes outgrew [`DENSE_BITS`]: classes are found by hashing from then on
+    dense_given_up: bool,
+    /// the packed keys of the batch being classified
+    keys: Vec<u32>,
+}
+
+/// At most 2^22 slots (16 MiB) of direct index per counter.
+const DENSE_BITS: u32 = 22;
+const EMPTY: u32 = u32::MAX;
+
+/// Classes indexed directly by their codes packed into `bits` bits per column: one load per
+/// row, and independent loads, so the processor overlaps their cache misses (a hash probe
+/// followed by a check of the class's codes is two dependent misses per row).
+#[derive(Debug, Clone)]
+struct DenseIndex {
+    bits: Vec<u32>,
+    shifts: Vec<u32>,
+    slots: Vec<u32>,
+}
+
+impl DenseIndex {
+    fn key(&self, codes: &[u32]) -> usize {
+        codes
+            .iter()
+            .zip(&self.shifts)
+            .fold(0usize, |key, (&code, &shift)| {
+                key | ((code as usize) << shift)
+            })
+    }
+
+    fn fits(&self, codes: &[u32]) -> bool {
+        codes
+            .iter()
+            .zip(&self.bits)
+            .all(|(&code, &bits)| (code as u64) < (1u64 << bits))
+    }
+}
+
+/// Bits to hold codes `0..count`.
+fn bits_for(count: usize) -> u32 {
+    if count <= 1 {
+        0
+    } else {
+        usize::BITS - (count - 1).leading_zeros()
+    }
 }
 
 fn mix(hash: u64, code: u32) -> u64 {
@@ -146,6 +193,13 @@ fn finish(hash: u64) -> u64 {
     let hash = hash ^ (hash >> 32);
     let hash = hash.wrapping_mul(0xd6e8_feb8_6659_fd93);
     hash ^ (hash >> 29)
+}
+
+/// Whether two rows of codes are equal; a plain loop, as slice equality calls `memcmp` (a
+/// function call per probe for a handful of integers: measured at a quarter of the cycles).
+#[inline]
+fn same_codes(a: &[u32], b: &[u32]) -> bool {
+    a.iter().zip(b).fold(true, |same, (x, y)| same & (x == y))
 }
 
 fn hash_codes(codes: &[u32]) -> u64 {
@@ -177,7 +231,81 @@ impl ClassCounter {
             codes: Vec::new(),
             sizes: Vec::new(),
             scratch: vec![Vec::new(); columns],
+            dense: None,
+            dense_given_up: false,
+            keys: Vec::new(),
         }
+    }
+
+    /// Sets up (or rebuilds, when a column has outgrown its bits) the direct index, if the
+    /// columns' codes fit [`DENSE_BITS`].
+    fn ensure_dense(&mut self) {
+        if self.dense_given_up {
+            return;
+        }
+        let counts: Vec<usize> = self.columns.iter().map(|c| c.labels.len()).collect();
+        if let Some(dense) = &self.dense
+            && counts
+                .iter()
+                .zip(&dense.bits)
+                .all(|(&count, &bits)| count as u64 <= 1u64 << bits)
+        {
+            return;
+        }
+        let mut bits: Vec<u32> = counts.iter().map(|&c| bits_for(c)).collect();
+        let mut total: u32 = bits.iter().sum();
+        if total > DENSE_BITS {
+            self.dense = None;
+            self.dense_given_up = true;
+            return;
+        }
+        // a bit of room per column while it fits, so that a few new labels need no rebuild
+        for b in bits.iter_mut() {
+            if total < DENSE_BITS {
+                *b += 1;
+                total += 1;
+            }
+        }
+        let shifts = bits
+            .iter()
+            .scan(0u32, |shift, &b| {
+                let this = *shift;
+                *shift += b;
+                Some(this)
+            })
+            .collect();
+        let mut dense = DenseIndex {
+            bits,
+            shifts,
+            slots: vec![EMPTY; 1usize << total],
+        };
+        let n = self.width();
+        for class in 0..self.sizes.len() {
+            let key = dense.key(&self.codes[class * n..(class + 1) * n]);
+            dense.slots[key] = class as u32;
+        }
+        self.dense = Some(dense);
+    }
+
+    /// A new class with these codes, in the hash table and the direct index.
+    fn new_class(&mut self, row: &[u32], hash: u64) -> u32 {
+        let n = self.width();
+        let class = self.sizes.len() as u32;
+        self.codes.extend_from_slice(row);
+        self.sizes.push(0);
+        let codes = &self.codes;
+        self.table
+            .insert_unique(hash, class, |&c| hash_codes(&codes[c as usize * n..][..n]));
+        match &mut self.dense {
+            Some(dense) if dense.fits(row) => {
+                let key = dense.key(row);
+                dense.slots[key] = class;
+            }
+            // a label new since the index was built: rebuilt at the next batch
+            Some(_) => self.dense = None,
+            None => {}
+        }
+        class
     }
 
     /// Number of label columns.
@@ -231,31 +359,55 @@ impl ClassCounter {
         }
         classes.clear();
         classes.reserve(rows);
+        self.ensure_dense();
         let mut row = vec![0u32; n];
-        let Self {
-            table,
-            codes,
-            sizes,
-            scratch,
-            ..
-        } = self;
+        if let Some(dense) = &self.dense {
+            let mut keys = std::mem::take(&mut self.keys);
+            keys.clear();
+            keys.resize(rows, 0);
+            for (codes, &shift) in self.scratch.iter().zip(&dense.shifts) {
+                for (key, &code) in keys.iter_mut().zip(codes) {
+                    *key |= code << shift;
+                }
+            }
+            for (r, &key) in keys.iter().enumerate() {
+                let slot = self.dense.as_ref().map_or(EMPTY, |d| d.slots[key as usize]);
+                let class = if slot != EMPTY {
+                    slot
+                } else {
+                    for (value, codes) in row.iter_mut().zip(&self.scratch) {
+                        *value = codes[r];
+                    }
+                    // new in the index, but maybe not new (the index may have been dropped)
+                    let hash = hash_codes(&row);
+                    let codes = &self.codes;
+                    match self
+                        .table
+                        .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
+                    {
+                        Some(&class) => class,
+                        None => self.new_class(&row, hash),
+                    }
+                };
+                classes.push(class);
+            }
+            self.keys = keys;
+            return Ok(());
+        }
         for r in 0..rows {
             let mut hash = 0x243f_6a88_85a3_08d3;
-            for (slot, column) in row.iter_mut().zip(scratch.iter()) {
+            for (slot, column) in row.iter_mut().zip(self.scratch.iter()) {
                 *slot = column[r];
                 hash = mix(hash, *slot);
             }
             let hash = finish(hash);
-            let class = match table.find(hash, |&c| codes[c as usize * n..][..n] == row[..]) {
+            let codes = &self.codes;
+            let class = match self
+                .table
+                .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
+            {
                 Some(&class) => class,
-                None => {
-                    let class = sizes.len() as u32;
-                    codes.extend_from_slice(&row);
-                    sizes.push(0);
-                    table
-                        .insert_unique(hash, class, |&c| hash_codes(&codes[c as usize * n..][..n]));
-                    class
-                }
+                None => self.new_class(&row, hash),
             };
             classes.push(class);
         }
@@ -282,20 +434,14 @@ impl ClassCounter {
             .collect();
         let n = self.width();
         let hash = hash_codes(&row);
-        let Self {
-            table,
-            codes,
-            sizes,
-            ..
-        } = self;
-        if let Some(&class) = table.find(hash, |&c| codes[c as usize * n..][..n] == row[..]) {
+        let codes = &self.codes;
+        if let Some(&class) = self
+            .table
+            .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
+        {
             return class;
         }
-        let class = sizes.len() as u32;
-        codes.extend_from_slice(&row);
-        sizes.push(0);
-        table.insert_unique(hash, class, |&c| hash_codes(&codes[c as usize * n..][..n]));
-        class
+        self.new_class(&row, hash)
     }
 
     /// The class of this counter with the labels of `other`'s class `class`, if any.
@@ -309,7 +455,7 @@ impl ClassCounter {
             .collect::<Option<Vec<u32>>>()?;
         self.table
             .find(hash_codes(&row), |&c| {
-                self.codes[c as usize * n..][..n] == row[..]
+                same_codes(&self.codes[c as usize * n..][..n], &row)
             })
             .copied()
     }
@@ -364,11 +510,41 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn counts_match_a_brute_force_grouping() {
-        // short and long labels (inline and not), NULLs, labels that differ only after the
-        // 4-byte prefix or only in length
-        let pool = [
+    /// Counts random batches drawn from `pool(batch)` with two counters (merged at the end)
+    /// and checks them against the brute-force grouping.
+    fn check_against_brute_force(seed: u64, pool: impl Fn(usize) -> Vec<Option<String>>) {
+        let mut rng = SplitMix64(seed);
+        let mut rows = Vec::new();
+        let mut counter = ClassCounter::new(3);
+        let mut other = ClassCounter::new(3);
+        for batch in 0..6 {
+            let pool = pool(batch);
+            let len = 1 + rng.below(3000) as usize;
+            let cols: Vec<Vec<Option<&str>>> = (0..3)
+                .map(|_| {
+                    (0..len)
+                        .map(|_| pool[rng.below(pool.len() as u64) as usize].as_deref())
+                        .collect()
+                })
+                .collect();
+            for r in 0..len {
+                rows.push(cols.iter().map(|c| c[r].map(String::from)).collect());
+            }
+            let arrays: Vec<ArrayRef> = cols.iter().map(|c| views(c)).collect();
+            if batch % 2 == 0 {
+                counter.count(&arrays, len).unwrap();
+            } else {
+                other.count(&arrays, len).unwrap();
+            }
+        }
+        counter.merge(&other);
+        assert_eq!(as_map(&counter), reference(&rows));
+    }
+
+    /// Short and long labels (inline and not), NULLs, labels that differ only after the
+    /// 4-byte prefix or only in length.
+    fn tricky_labels() -> Vec<Option<String>> {
+        [
             None,
             Some(""),
             Some("*"),
@@ -380,33 +556,36 @@ mod tests {
             Some("thirteen-byte"),
             Some("thirteen-byte-and-more"),
             Some("thirteen-bytf"),
-        ];
-        let mut rng = SplitMix64(7);
-        let mut rows = Vec::new();
-        let mut counter = ClassCounter::new(3);
-        let mut other = ClassCounter::new(3);
-        for batch in 0..6 {
-            let len = 1 + rng.below(300) as usize;
-            let cols: Vec<Vec<Option<&str>>> = (0..3)
-                .map(|_| {
-                    (0..len)
-                        .map(|_| pool[rng.below(pool.len() as u64) as usize])
-                        .collect()
-                })
-                .collect();
-            for r in 0..len {
-                rows.push(cols.iter().map(|c| c[r].map(String::from)).collect());
-            }
-            let arrays: Vec<ArrayRef> = cols.iter().map(|c| views(c)).collect();
-            // half the batches go to a second counter, merged at the end
-            if batch % 2 == 0 {
-                counter.count(&arrays, len).unwrap();
-            } else {
-                other.count(&arrays, len).unwrap();
-            }
-        }
-        counter.merge(&other);
-        assert_eq!(as_map(&counter), reference(&rows));
+        ]
+        .into_iter()
+        .map(|l| l.map(String::from))
+        .collect()
+    }
+
+    #[test]
+    fn few_labels_match_a_brute_force_grouping() {
+        // 11 labels per column: the direct index
+        check_against_brute_force(7, |_| tricky_labels());
+    }
+
+    #[test]
+    fn many_labels_match_a_brute_force_grouping() {
+        // 3 × 1000 labels need 30 bits: hashed from the start
+        check_against_brute_force(8, |_| {
+            let mut pool = tricky_labels();
+            pool.extend((0..1000).map(|i| Some(format!("{i:05}"))));
+            pool
+        });
+    }
+
+    #[test]
+    fn growing_labels_match_a_brute_force_grouping() {
+        // the direct index is rebuilt as labels arrive, then given up for hashing
+        check_against_brute_force(9, |batch| {
+            let mut pool = tricky_labels();
+            pool.extend((0..[2, 30, 90, 400, 3000, 10][batch]).map(|i| Some(format!("v{i}"))));
+            pool
+        });
     }
 
     #[test]
