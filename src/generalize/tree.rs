@@ -36,7 +36,9 @@ use datafusion::arrow::datatypes::{DataType, Int64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 use hashbrown::{HashMap, HashSet};
 
-use super::common::{LABEL_TYPE, is_integer, is_string, value_type};
+use super::common::{
+    LABEL_TYPE, inline_bytes_key, inline_view_key, is_integer, is_string, value_type,
+};
 
 const MISSING: u32 = u32::MAX;
 
@@ -66,6 +68,9 @@ enum IntegerLeaves {
 pub struct TreeHierarchy {
     source: String,
     leaf_ids: HashMap<String, u32>,
+    /// the leaves of at most 12 bytes by [`inline_bytes_key`]: Utf8View rows are looked up
+    /// by their view, without reading or comparing bytes
+    inline_leaf_ids: HashMap<u128, u32>,
     integer_leaves: IntegerLeaves,
     levels: Vec<TreeLevel>,
 }
@@ -304,10 +309,15 @@ impl TreeHierarchy {
             .enumerate()
             .map(|(i, r)| (r[0].clone(), i as u32))
             .collect();
+        let inline_leaf_ids = leaf_ids
+            .iter()
+            .filter_map(|(leaf, &id)| Some((inline_bytes_key(leaf.as_bytes())?, id)))
+            .collect();
         let integer_leaves = integer_leaves(rows);
         Ok(Self {
             source: origin.whole(),
             leaf_ids,
+            inline_leaf_ids,
             integer_leaves,
             levels,
         })
@@ -447,7 +457,24 @@ impl TreeHierarchy {
         let ids: Vec<u32> = match values.data_type() {
             DataType::Utf8 => self.string_ids(values.as_string::<i32>(), map),
             DataType::LargeUtf8 => self.string_ids(values.as_string::<i64>(), map),
-            DataType::Utf8View => self.string_ids(values.as_string_view(), map),
+            DataType::Utf8View => {
+                let strings = values.as_string_view();
+                strings
+                    .views()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &view)| {
+                        if strings.is_null(i) {
+                            return 0;
+                        }
+                        let leaf = match inline_view_key(view) {
+                            Some(key) => self.inline_leaf_ids.get(&key),
+                            None => self.leaf_ids.get(strings.value(i)),
+                        };
+                        leaf.map_or(MISSING, |&leaf| map(leaf))
+                    })
+                    .collect()
+            }
             DataType::Null => vec![0; values.len()],
             DataType::Int64 => self.integer_ids(values.as_primitive::<Int64Type>().values(), map),
             dt if dt.is_integer() => {

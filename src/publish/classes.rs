@@ -20,6 +20,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 use hashbrown::{HashMap, HashTable};
 
+use crate::generalize::common::{inline_bytes_key, inline_view_key};
+
 /// Dense codes for the labels of one column.
 #[derive(Debug, Default, Clone)]
 struct LabelCodes {
@@ -30,28 +32,6 @@ struct LabelCodes {
     null: Option<u32>,
     /// the label of each code (`None` for NULL)
     labels: Vec<Option<Box<[u8]>>>,
-}
-
-/// The longest label stored inline in a view.
-const INLINE_MAX: usize = 12;
-
-/// The view of an inline label with the bytes after the label cleared (the Arrow format asks
-/// for zero padding; clearing it makes the key independent of the writer).
-fn canonical_inline(view: u128) -> u128 {
-    let len = (view as u32) as usize;
-    if len >= INLINE_MAX {
-        view
-    } else {
-        view & ((1u128 << (32 + 8 * len)) - 1)
-    }
-}
-
-/// The canonical view of a label of at most [`INLINE_MAX`] bytes.
-fn inline_key(label: &[u8]) -> u128 {
-    let mut bytes = [0u8; 16];
-    bytes[..4].copy_from_slice(&(label.len() as u32).to_le_bytes());
-    bytes[4..4 + label.len()].copy_from_slice(label);
-    u128::from_le_bytes(bytes)
 }
 
 impl LabelCodes {
@@ -69,12 +49,14 @@ impl LabelCodes {
         let code = self.next_code(label);
         match label {
             None => self.null = Some(code),
-            Some(bytes) if bytes.len() <= INLINE_MAX => {
-                self.inline.insert(inline_key(bytes), code);
-            }
-            Some(bytes) => {
-                self.long.insert(Box::from(bytes), code);
-            }
+            Some(bytes) => match inline_bytes_key(bytes) {
+                Some(key) => {
+                    self.inline.insert(key, code);
+                }
+                None => {
+                    self.long.insert(Box::from(bytes), code);
+                }
+            },
         }
         code
     }
@@ -83,10 +65,10 @@ impl LabelCodes {
     fn get(&self, label: Option<&[u8]>) -> Option<u32> {
         match label {
             None => self.null,
-            Some(bytes) if bytes.len() <= INLINE_MAX => {
-                self.inline.get(&inline_key(bytes)).copied()
-            }
-            Some(bytes) => self.long.get(bytes).copied(),
+            Some(bytes) => match inline_bytes_key(bytes) {
+                Some(key) => self.inline.get(&key).copied(),
+                None => self.long.get(bytes).copied(),
+            },
         }
     }
 
@@ -98,8 +80,7 @@ impl LabelCodes {
         for (row, &view) in views.iter().enumerate() {
             let code = if array.is_null(row) {
                 self.intern(None)
-            } else if (view as u32) as usize <= INLINE_MAX {
-                let key = canonical_inline(view);
+            } else if let Some(key) = inline_view_key(view) {
                 match self.inline.get(&key) {
                     Some(&code) => code,
                     None => {
@@ -592,7 +573,7 @@ mod tests {
     fn padding_after_an_inline_label_is_ignored() {
         // "ab" written with garbage after its two bytes (which Arrow's checked constructor
         // refuses, but unchecked writers can produce): the same class as a clean "ab"
-        let clean = inline_key(b"ab");
+        let clean = inline_bytes_key(b"ab").unwrap();
         let dirty = clean | (0xffu128 << 64);
         // SAFETY: both views are inline (length 2), so no buffer is referenced
         let array =
