@@ -564,9 +564,7 @@ mod tests {
         ];
         for (span, len) in [(130i64, 500usize), (1 << 40, 50)] {
             let values: Vec<Option<i64>> = (0..len)
-                .map(|_| {
-                    (rng.below(10) > 0).then(|| rng.below(span as u64 + 1) as i64 - span / 3)
-                })
+                .map(|_| (rng.below(10) > 0).then(|| rng.below(span as u64 + 1) as i64 - span / 3))
                 .collect();
             let ints: ArrayRef = Arc::new(Int64Array::from(values.clone()));
             let small: ArrayRef = Arc::new(Int32Array::from(

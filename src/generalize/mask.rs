@@ -17,12 +17,14 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArrayType, StringViewBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, StringArrayType, StringViewArray, StringViewBuilder,
+};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 
 use super::common::{
-    constant_label, is_integer, is_string, through_dictionary, to_labels, to_utf8,
+    constant_label, inline_view_key, is_integer, is_string, through_dictionary, to_labels, to_utf8,
 };
 
 /// A masking hierarchy of maximum length `max_len` (height `max_len + 1`).
@@ -102,12 +104,48 @@ pub fn mask_values(values: &ArrayRef, level: usize) -> Result<ArrayRef> {
     match values.data_type() {
         DataType::Utf8 => Ok(mask_strings(values.as_string::<i32>(), level)),
         DataType::LargeUtf8 => Ok(mask_strings(values.as_string::<i64>(), level)),
-        DataType::Utf8View => Ok(mask_strings(values.as_string_view(), level)),
+        DataType::Utf8View => {
+            let strings = values.as_string_view();
+            Ok(mask_inline_ascii(strings, level).unwrap_or_else(|| mask_strings(strings, level)))
+        }
         _ => mask_values(&to_utf8(values)?, level),
     }
 }
 
 const STARS: &str = "********************************";
+
+/// The masks of a Utf8View array whose strings are all ASCII and inline (at most 12 bytes,
+/// as zip codes and most codes are), computed on the views themselves: the last `level`
+/// bytes of each become `*`, with no string built per row. `None` for any other array.
+fn mask_inline_ascii(strings: &StringViewArray, level: usize) -> Option<ArrayRef> {
+    const ASCII_HIGH_BITS: u128 = 0x8080_8080_8080_8080_8080_8080 << 32;
+    const STAR_BYTES: u128 = u128::from_le_bytes([b'*'; 16]);
+    let mut views = Vec::with_capacity(strings.len());
+    for (row, &view) in strings.views().iter().enumerate() {
+        if strings.is_null(row) {
+            views.push(0);
+            continue;
+        }
+        let view = inline_view_key(view)?;
+        if view & ASCII_HIGH_BITS != 0 {
+            return None;
+        }
+        let len = (view as u32) as usize;
+        let kept = len.saturating_sub(level);
+        if kept == len {
+            views.push(view);
+            continue;
+        }
+        // bytes kept..len of the string are bytes 4+kept..4+len of the view
+        let tail = ((1u128 << (8 * (len - kept))) - 1) << (8 * (4 + kept));
+        views.push((view & !tail) | (tail & STAR_BYTES));
+    }
+    // SAFETY: every view is inline (length ≤ 12, so no buffer is referenced), zero padded,
+    // and holds ASCII bytes (the input's, or `*`), hence valid UTF-8; null rows' views are 0
+    let masked =
+        unsafe { StringViewArray::new_unchecked(views.into(), vec![], strings.nulls().cloned()) };
+    Some(Arc::new(masked))
+}
 
 fn mask_strings<'a, S: StringArrayType<'a>>(strings: S, level: usize) -> ArrayRef {
     let mut out = StringViewBuilder::with_capacity(strings.len());
@@ -195,6 +233,39 @@ mod tests {
             strings(&mask_values(&long, 39).unwrap()),
             vec![Some(format!("a{}", "*".repeat(39)).as_str())]
         );
+    }
+
+    #[test]
+    fn inline_views_mask_like_strings() {
+        // the view path (inline ASCII Utf8View) against the string path (Utf8), on random
+        // strings of 0 to 12 bytes with NULLs, at levels below, at and beyond their lengths
+        let mut rng = crate::rng::SplitMix64(5);
+        let values: Vec<Option<String>> = (0..400)
+            .map(|_| {
+                (rng.below(8) > 0).then(|| {
+                    let len = rng.below(13) as usize;
+                    (0..len)
+                        .map(|_| (b' ' + rng.below(95) as u8) as char)
+                        .collect()
+                })
+            })
+            .collect();
+        let view: ArrayRef = Arc::new(StringViewArray::from(values.clone()));
+        let utf8: ArrayRef = Arc::new(StringArray::from(values));
+        for level in 0..15 {
+            let fast = view.as_string_view();
+            let got = mask_inline_ascii(fast, level).unwrap();
+            assert_eq!(
+                strings(&got),
+                strings(&mask_values(&utf8, level).unwrap()),
+                "level {level}"
+            );
+        }
+        // a long or non-ASCII string leaves the whole array to the string path
+        let long: ArrayRef = Arc::new(StringViewArray::from(vec!["12345", "1234567890123"]));
+        assert!(mask_inline_ascii(long.as_string_view(), 2).is_none());
+        let accents: ArrayRef = Arc::new(StringViewArray::from(vec!["12345", "éàü"]));
+        assert!(mask_inline_ascii(accents.as_string_view(), 2).is_none());
     }
 
     #[test]
