@@ -32,6 +32,23 @@ struct LabelCodes {
     null: Option<u32>,
     /// the label of each code (`None` for NULL)
     labels: Vec<Option<Box<[u8]>>>,
+    /// a direct-mapped cache in front of `inline`: one load per row on a hit
+    cache: Vec<CacheEntry>,
+}
+
+/// One entry of [`LabelCodes::cache`]; `code == EMPTY` when unused.
+#[derive(Debug, Clone, Copy)]
+struct CacheEntry {
+    key: u128,
+    code: u32,
+}
+
+const CACHE_BITS: u32 = 12;
+
+#[inline]
+fn cache_slot(key: u128) -> usize {
+    let folded = (key as u64) ^ ((key >> 64) as u64);
+    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_BITS)) as usize
 }
 
 impl LabelCodes {
@@ -76,18 +93,33 @@ impl LabelCodes {
     fn encode(&mut self, array: &StringViewArray, codes: &mut Vec<u32>) {
         codes.clear();
         codes.reserve(array.len());
+        if self.cache.is_empty() {
+            let unused = CacheEntry {
+                key: 0,
+                code: EMPTY,
+            };
+            self.cache = vec![unused; 1 << CACHE_BITS];
+        }
         let views = array.views();
         for (row, &view) in views.iter().enumerate() {
             let code = if array.is_null(row) {
                 self.intern(None)
             } else if let Some(key) = inline_view_key(view) {
-                match self.inline.get(&key) {
-                    Some(&code) => code,
-                    None => {
-                        let code = self.next_code(Some(array.value(row).as_bytes()));
-                        self.inline.insert(key, code);
-                        code
-                    }
+                let slot = cache_slot(key);
+                let entry = self.cache[slot];
+                if entry.code != EMPTY && entry.key == key {
+                    entry.code
+                } else {
+                    let code = match self.inline.get(&key) {
+                        Some(&code) => code,
+                        None => {
+                            let code = self.next_code(Some(array.value(row).as_bytes()));
+                            self.inline.insert(key, code);
+                            code
+                        }
+                    };
+                    self.cache[slot] = CacheEntry { key, code };
+                    code
                 }
             } else {
                 let bytes = array.value(row).as_bytes();
@@ -119,23 +151,24 @@ pub(crate) struct ClassCounter {
     scratch: Vec<Vec<u32>>,
     /// direct index by packed codes, while every column's codes fit its bits
     dense: Option<DenseIndex>,
-    /// the codes outgrew [`DENSE_BITS`]: classes are found by hashing from then on
+    /// the codes outgrew [`DENSE_SLOTS`]: classes are found by hashing from then on
     dense_given_up: bool,
     /// the packed keys of the batch being classified
     keys: Vec<u32>,
 }
 
 /// At most 2^22 slots (16 MiB) of direct index per counter.
-const DENSE_BITS: u32 = 22;
+const DENSE_SLOTS: u64 = 1 << 22;
 const EMPTY: u32 = u32::MAX;
 
-/// Classes indexed directly by their codes packed into `bits` bits per column: one load per
-/// row, and independent loads, so the processor overlaps their cache misses (a hash probe
+/// Classes indexed directly by their codes combined in mixed radix: one load per row, and independent loads, so the processor overlaps their cache misses (a hash probe
 /// followed by a check of the class's codes is two dependent misses per row).
 #[derive(Debug, Clone)]
 struct DenseIndex {
-    bits: Vec<u32>,
-    shifts: Vec<u32>,
+    /// per column, the number of codes the index has room for
+    capacity: Vec<u32>,
+    /// per column, the multiplier of its code in a key (mixed radix)
+    strides: Vec<u32>,
     slots: Vec<u32>,
 }
 
@@ -143,26 +176,16 @@ impl DenseIndex {
     fn key(&self, codes: &[u32]) -> usize {
         codes
             .iter()
-            .zip(&self.shifts)
-            .fold(0usize, |key, (&code, &shift)| {
-                key | ((code as usize) << shift)
-            })
+            .zip(&self.strides)
+            .map(|(&code, &stride)| code as usize * stride as usize)
+            .sum()
     }
 
     fn fits(&self, codes: &[u32]) -> bool {
         codes
             .iter()
-            .zip(&self.bits)
-            .all(|(&code, &bits)| (code as u64) < (1u64 << bits))
-    }
-}
-
-/// Bits to hold codes `0..count`.
-fn bits_for(count: usize) -> u32 {
-    if count <= 1 {
-        0
-    } else {
-        usize::BITS - (count - 1).leading_zeros()
+            .zip(&self.capacity)
+            .all(|(&code, &cap)| code < cap)
     }
 }
 
@@ -218,47 +241,55 @@ impl ClassCounter {
         }
     }
 
-    /// Sets up (or rebuilds, when a column has outgrown its bits) the direct index, if the
-    /// columns' codes fit [`DENSE_BITS`].
+    /// Sets up (or rebuilds, when a column has outgrown its room) the direct index, if the
+    /// product of the columns' code counts fits [`DENSE_SLOTS`]. A column's room is its code
+    /// count when first built and doubles when outgrown, so labels arriving one batch at a
+    /// time cost a few rebuilds, while the index stays as small as the data allow (a smaller
+    /// index is more often in cache).
     fn ensure_dense(&mut self) {
         if self.dense_given_up {
             return;
         }
-        let counts: Vec<usize> = self.columns.iter().map(|c| c.labels.len()).collect();
-        if let Some(dense) = &self.dense
-            && counts
+        let counts: Vec<u32> = self
+            .columns
+            .iter()
+            .map(|c| c.labels.len().max(1) as u32)
+            .collect();
+        let capacity: Vec<u32> = match &self.dense {
+            Some(dense) if counts.iter().zip(&dense.capacity).all(|(n, cap)| n <= cap) => return,
+            Some(dense) => counts
                 .iter()
-                .zip(&dense.bits)
-                .all(|(&count, &bits)| count as u64 <= 1u64 << bits)
-        {
-            return;
-        }
-        let mut bits: Vec<u32> = counts.iter().map(|&c| bits_for(c)).collect();
-        let mut total: u32 = bits.iter().sum();
-        if total > DENSE_BITS {
+                .zip(&dense.capacity)
+                .map(|(&n, &cap)| {
+                    if n <= cap {
+                        cap
+                    } else {
+                        n.max(cap.saturating_mul(2))
+                    }
+                })
+                .collect(),
+            None => counts,
+        };
+        let slots = capacity
+            .iter()
+            .try_fold(1u64, |product, &cap| product.checked_mul(u64::from(cap)));
+        let Some(slots) = slots.filter(|&s| s <= DENSE_SLOTS) else {
             self.dense = None;
             self.dense_given_up = true;
             return;
-        }
-        // a bit of room per column while it fits, so that a few new labels need no rebuild
-        for b in bits.iter_mut() {
-            if total < DENSE_BITS {
-                *b += 1;
-                total += 1;
-            }
-        }
-        let shifts = bits
+        };
+        let strides = capacity
             .iter()
-            .scan(0u32, |shift, &b| {
-                let this = *shift;
-                *shift += b;
+            .scan(1u32, |stride, &cap| {
+                let this = *stride;
+                *stride = stride.saturating_mul(cap);
                 Some(this)
             })
             .collect();
         let mut dense = DenseIndex {
-            bits,
-            shifts,
-            slots: vec![EMPTY; 1usize << total],
+            capacity,
+            strides,
+            slots: vec![EMPTY; slots as usize],
         };
         let n = self.width();
         for class in 0..self.sizes.len() {
@@ -346,9 +377,9 @@ impl ClassCounter {
             let mut keys = std::mem::take(&mut self.keys);
             keys.clear();
             keys.resize(rows, 0);
-            for (codes, &shift) in self.scratch.iter().zip(&dense.shifts) {
+            for (codes, &stride) in self.scratch.iter().zip(&dense.strides) {
                 for (key, &code) in keys.iter_mut().zip(codes) {
-                    *key |= code << shift;
+                    *key += code * stride;
                 }
             }
             for (r, &key) in keys.iter().enumerate() {
