@@ -320,6 +320,28 @@ impl ClassCounter {
         class
     }
 
+    /// Bytes held, about (for the memory pool).
+    pub(crate) fn memory_size(&self) -> usize {
+        let columns: usize = self
+            .columns
+            .iter()
+            .map(|c| {
+                c.inline.capacity() * (size_of::<(u128, u32)>() + 1)
+                    + c.long.capacity() * (size_of::<(Box<[u8]>, u32)>() + 1)
+                    + c.labels.iter().flatten().map(|l| l.len()).sum::<usize>()
+                    + c.labels.capacity() * size_of::<Option<Box<[u8]>>>()
+                    + c.cache.capacity() * size_of::<CacheEntry>()
+            })
+            .sum();
+        columns
+            + self.table.capacity() * (size_of::<u32>() + 1)
+            + self.codes.capacity() * size_of::<u32>()
+            + self.sizes.capacity() * size_of::<u64>()
+            + self.scratch.iter().map(|s| s.capacity() * 4).sum::<usize>()
+            + self.keys.capacity() * size_of::<u32>()
+            + self.dense.as_ref().map_or(0, |d| d.slots.capacity() * 4)
+    }
+
     /// Number of label columns.
     pub(crate) fn width(&self) -> usize {
         self.columns.len()

@@ -19,6 +19,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::Column;
 use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::physical_plan::execute_stream_partitioned;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
@@ -600,43 +601,24 @@ pub async fn publish_with_failing_classes(
             let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
             (ClassCounter::new(width), 0, input_rows)
         }
-        None if k_only => {
-            let classes = count_classes(ctx, &recoded, &quasi_identifiers).await?;
-            let mut failing = ClassCounter::new(width);
-            let (mut suppressed, mut input_rows) = (0, 0);
-            let mut labels = Vec::with_capacity(width);
-            for class in 0..classes.classes() as u32 {
-                let size = classes.size(class);
-                input_rows += size;
-                if size > 0 && size < requirements.k {
-                    suppressed += size;
-                    labels.clear();
-                    labels.extend(classes.labels(class));
-                    failing.intern(&labels);
-                }
-            }
-            (failing, suppressed, input_rows)
-        }
         None => {
-            let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
-            let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
-            let batches = ctx
-                .execute_logical_plan(table.failing_classes_plan()?)
-                .await?
-                .collect()
-                .await?;
-            let suppressed: u64 = batches
-                .iter()
-                .map(|b| {
-                    let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
-                    rows.iter().flatten().map(|r| r as u64).sum::<u64>()
-                })
-                .sum();
-            (
-                failing_from_batches(&batches, width)?,
-                suppressed,
-                input_rows,
-            )
+            // k alone: counted exactly in memory; with l or t, or when the counts do not fit
+            // the memory pool, by the aggregate functions (which spill)
+            let counted = if k_only {
+                match count_classes(ctx, &recoded, &quasi_identifiers).await {
+                    Ok(classes) => Some(classes),
+                    Err(e) if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) => {
+                        None
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                None
+            };
+            match counted {
+                Some(classes) => failing_by_size(&classes, requirements.k),
+                None => failing_by_sql(ctx, policy, &table, width).await?,
+            }
         }
     };
     let allowed = requirements.max_suppressed_rows(input_rows);
@@ -747,6 +729,54 @@ pub async fn publish_with_failing_classes(
     })
 }
 
+/// The classes of fewer than `k` rows, their rows, and all rows.
+fn failing_by_size(classes: &ClassCounter, k: u64) -> (ClassCounter, u64, u64) {
+    let width = classes.width();
+    let mut failing = ClassCounter::new(width);
+    let (mut suppressed, mut input_rows) = (0, 0);
+    let mut labels = Vec::with_capacity(width);
+    for class in 0..classes.classes() as u32 {
+        let size = classes.size(class);
+        input_rows += size;
+        if size > 0 && size < k {
+            suppressed += size;
+            labels.clear();
+            labels.extend(classes.labels(class));
+            failing.intern(&labels);
+        }
+    }
+    (failing, suppressed, input_rows)
+}
+
+/// The failing classes, their rows and all rows, by the table's own plan (the crate's
+/// aggregate functions for l and t; DataFusion's aggregation, which spills).
+async fn failing_by_sql(
+    ctx: &SessionContext,
+    policy: &crate::policy::Policy,
+    table: &crate::provider::GeneralizedTable,
+    width: usize,
+) -> Result<(ClassCounter, u64, u64)> {
+    let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
+    let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
+    let batches = ctx
+        .execute_logical_plan(table.failing_classes_plan()?)
+        .await?
+        .collect()
+        .await?;
+    let suppressed: u64 = batches
+        .iter()
+        .map(|b| {
+            let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
+            rows.iter().flatten().map(|r| r as u64).sum::<u64>()
+        })
+        .sum();
+    Ok((
+        failing_from_batches(&batches, width)?,
+        suppressed,
+        input_rows,
+    ))
+}
+
 /// The failing classes of `batches` (the first `width` columns are the labels) as a counter.
 fn failing_from_batches(batches: &[RecordBatch], width: usize) -> Result<ClassCounter> {
     let mut failing = ClassCounter::new(width);
@@ -780,27 +810,35 @@ async fn count_classes(
     let plan = ctx.state().create_physical_plan(&plan).await?;
     let streams = execute_stream_partitioned(plan, ctx.task_ctx())?;
     let width = quasi_identifiers.len();
+    let pool = Arc::clone(&ctx.runtime_env().memory_pool);
     let mut tasks = tokio::task::JoinSet::new();
     for mut stream in streams {
+        let reservation = MemoryConsumer::new("anon class count").register(&pool);
         tasks.spawn(async move {
             let mut counter = ClassCounter::new(width);
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
                 counter.count(batch.columns(), batch.num_rows())?;
+                reservation.try_resize(counter.memory_size())?;
             }
-            Ok::<_, DataFusionError>(counter)
+            Ok::<_, DataFusionError>((counter, reservation))
         });
     }
-    let mut total: Option<ClassCounter> = None;
+    // each partition's memory stays reserved until it is merged
+    let mut total: Option<(ClassCounter, MemoryReservation)> = None;
     while let Some(counted) = tasks.join_next().await {
-        let counted = counted
+        let (counted, reservation) = counted
             .map_err(|e| DataFusionError::Execution(format!("class count failed: {e}")))??;
         match total.as_mut() {
-            None => total = Some(counted),
-            Some(total) => total.merge(&counted),
+            None => total = Some((counted, reservation)),
+            Some((total, total_reservation)) => {
+                total.merge(&counted);
+                drop(reservation);
+                total_reservation.try_resize(total.memory_size())?;
+            }
         }
     }
-    Ok(total.unwrap_or_else(|| ClassCounter::new(width)))
+    Ok(total.map_or_else(|| ClassCounter::new(width), |(counter, _)| counter))
 }
 
 /// The partitions' counters of written classes, merged.

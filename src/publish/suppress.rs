@@ -19,6 +19,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
@@ -76,12 +77,14 @@ impl PartitionStream for SuppressedPartition {
 
     fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let schema = Arc::clone(&self.schema);
+        let reservation = MemoryConsumer::new(format!("anon written classes[{}]", self.partition))
+            .register(ctx.memory_pool());
         match self.plan.execute(self.partition, ctx) {
             Ok(input) => Box::pin(RecordBatchStreamAdapter::new(
                 schema,
                 SuppressStream {
                     input,
-                    state: Some(PartitionState::new(self.suppression.clone())),
+                    state: Some(PartitionState::new(self.suppression.clone(), reservation)),
                 },
             )),
             Err(e) => Box::pin(RecordBatchStreamAdapter::new(
@@ -102,14 +105,17 @@ struct PartitionState {
     /// the all-`*` class of `output` (mask mode, once needed)
     top: Option<u32>,
     classes: Vec<u32>,
+    /// the memory of `output`, in the session's pool
+    reservation: MemoryReservation,
 }
 
 impl PartitionState {
-    fn new(suppression: Suppression) -> Self {
+    fn new(suppression: Suppression, reservation: MemoryReservation) -> Self {
         let output = ClassCounter::new(suppression.quasi_identifiers.len());
         Self {
             suppression,
             output,
+            reservation,
             failing: Vec::new(),
             top: None,
             classes: Vec::new(),
@@ -133,6 +139,15 @@ impl PartitionState {
             .map(|&i| Arc::clone(batch.column(i)))
             .collect();
         self.output.classify(&keys, rows, &mut self.classes)?;
+        self.reservation
+            .try_resize(self.output.memory_size())
+            .map_err(|e| {
+                DataFusionError::ResourcesExhausted(format!(
+                    "counting the {} classes of the rows being written needs more memory than \
+                     the limit allows; raise --memory-limit ({e})",
+                    self.output.classes()
+                ))
+            })?;
         self.flag_new_classes();
         let failing = &self.failing;
         if !self.classes.iter().any(|&c| failing[c as usize]) {
