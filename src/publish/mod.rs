@@ -1,5 +1,10 @@
 //! Publishing: write the generalized table to a temporary location next to the output, verify
-//! what was written with the measurement functions, and only then move it into place.
+//! what was written, and only then move it into place.
+//!
+//! The rows are recoded once per pass and grouped by an exact label-tuple counter
+//! (`publish/classes.rs`); suppression and the measurement of the written rows happen on the way
+//! to the Parquet writer (`publish/suppress.rs`). See [`publish_with_failing_classes`] for the
+//! passes.
 //!
 //! Either the whole, verified output appears at the output path, or nothing does: a failed
 //! write or verification removes the temporary copy, and a process killed midway leaves at
@@ -551,7 +556,7 @@ pub async fn publish(
 /// How the rows are counted and measured:
 /// - **Failing classes.** Given, or counted: with k the only requirement, each partition
 ///   groups its recoded quasi-identifiers with an exact label-tuple counter
-///   ([`classes`](self) module); with l or t requirements, by the crate's aggregate functions
+///   (`publish/classes.rs`); with l or t requirements, by the crate's aggregate functions
 ///   over the recoded table ([`GeneralizedTable::failing_classes_plan`](crate::provider::GeneralizedTable::failing_classes_plan)).
 /// - **Writing.** Each recoded row is classified once on its way to the Parquet writer; the
 ///   rows of failing classes are dropped or masked there (no join), and the rows passed on are
