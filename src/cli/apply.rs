@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use datafusion::error::{DataFusionError, Result};
 
+use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::{self, PublishReport};
 use datafusion_anonymity::session;
@@ -37,10 +38,19 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     }
     let out = output_path(args.out, &policy)?;
     let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
-    policy.register(&ctx).await?;
+    // the recoding refuses values missing from a value tree itself: no scan to check first
+    policy.register_with(&ctx, false).await?;
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
-    let report = publish::publish(&ctx, &policy, &levels, &out, args.overwrite).await?;
+    let report = match publish::publish(&ctx, &policy, &levels, &out, args.overwrite).await {
+        Ok(report) => report,
+        Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
+            // the refusal counted one batch's values: count them over the whole column
+            policy.check_tree_values(&ctx).await?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     print_summary(&report);
     let t = report.seconds;
     eprintln!(

@@ -63,6 +63,9 @@ enum IntegerLeaves {
     Sparse(HashMap<i64, u32>),
 }
 
+/// The words of the error for values missing from a value tree.
+pub const MISSING_FROM_TREE: &str = "missing from hierarchy";
+
 /// A value-tree hierarchy encoded as dictionaries (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct TreeHierarchy {
@@ -413,7 +416,7 @@ impl TreeHierarchy {
             let missing = self.count_missing(values, &ids)?;
             if missing > 0 {
                 return Err(DataFusionError::Execution(format!(
-                    "column '{column}': {missing} distinct value{} missing from hierarchy \
+                    "column '{column}': {missing} distinct value{} {MISSING_FROM_TREE} \
                      '{hierarchy}' ({}, {} leaves); add {} to the hierarchy (values are not \
                      shown, to keep the data private)",
                     if missing == 1 { " is" } else { "s are" },

@@ -399,6 +399,14 @@ impl Policy {
         Ok(())
     }
 
+    /// The scan [`Policy::register_with`] skips without `check_trees`: every value of a value
+    /// tree's column must be a leaf, counted over the whole column. Recoding refuses a value
+    /// missing from its tree by itself, but counts only the batch it met; `anon apply`
+    /// registers without the check and runs it only after such a refusal, for the whole count.
+    pub async fn check_tree_values(&mut self, ctx: &SessionContext) -> Result<()> {
+        self.check_data(ctx, true).await
+    }
+
     /// One scan of the quasi-identifiers: the longest value of masks sized from the data,
     /// and the distinct values of value trees (each must be a leaf).
     async fn check_data(&mut self, ctx: &SessionContext, check_trees: bool) -> Result<()> {

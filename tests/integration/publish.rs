@@ -403,6 +403,53 @@ impl Scratch {
     }
 }
 
+#[tokio::test]
+async fn values_missing_from_a_tree_are_counted_over_the_whole_column() {
+    // `anon apply` registers without the tree scan: the recoding refuses a missing value with
+    // its batch's count, then the check counts the whole column
+    let s = Scratch::new();
+    // rows 5 (47909) and 9 (47607) of li2007.csv have no leaf
+    s.write(
+        "zip.csv",
+        "47677;476**;*\n47602;476**;*\n47678;476**;*\n47905;479**;*\n47906;479**;*\n47605;476**;*\n47673;476**;*\n",
+    );
+    let path = s.policy(
+        &ATTRIBUTES.replace(
+            r#"{ kind = "mask" }"#,
+            r#"{ kind = "tree", file = "zip.csv" }"#,
+        ),
+        "zip = 1\nage = 1\n",
+    );
+    let config = SessionConfig::new()
+        .with_batch_size(4)
+        .with_target_partitions(1);
+    let ctx = SessionContext::new_with_config(config);
+    let mut policy = Policy::from_file(Path::new(&path)).unwrap();
+    policy.register_with(&ctx, false).await.unwrap();
+    let levels = policy.transformation().unwrap();
+    let out = s.path("out.parquet");
+    let err = publish::publish(&ctx, &policy, &levels, &out, false)
+        .await
+        .unwrap_err()
+        .to_string();
+    // batches of 4 rows: rows 5–8 hold one of the two
+    assert!(
+        err.contains("1 distinct value is missing from hierarchy"),
+        "{err}"
+    );
+    let err = policy
+        .check_tree_values(&ctx)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("2 distinct values are missing from hierarchy"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    assert!(s.hidden().is_empty(), "{:?}", s.hidden());
+}
+
 /// Runs `anon apply` expecting a one-line error containing every one of `words`, nothing at
 /// the output path, no temporary left over, and no raw data value in the message.
 fn assert_refused(scratch: &Scratch, args: &[&str], out: &Path, words: &[&str]) {
