@@ -952,7 +952,10 @@ async fn publish_writes_the_rows_of_the_generalized_table() {
     for (privacy, suppression) in [
         ("k = 4", "drop"),
         ("k = 6", "mask"),
-        ("k = 2\nl_diversity = { kind = \"distinct\", l = 2 }", "mask"),
+        (
+            "k = 2\nl_diversity = { kind = \"distinct\", l = 2 }",
+            "mask",
+        ),
     ] {
         let text = random_policy(&input, privacy, suppression);
         let mut policy = Policy::from_toml("random.toml", dir.path(), &text).unwrap();
@@ -995,7 +998,10 @@ async fn publish_writes_the_rows_of_the_generalized_table() {
                 .map(|(_, &size)| size)
                 .min()
                 .unwrap();
-            assert_eq!(report.verification.k, smallest, "{privacy} {suppression} {levels:?}");
+            assert_eq!(
+                report.verification.k, smallest,
+                "{privacy} {suppression} {levels:?}"
+            );
             compared += 1;
         }
     }
