@@ -6,7 +6,8 @@
 //! compares each row's strings with the stored group's (`memcmp` per column per row); here
 //! each column's labels get dense codes first — a short label is inline in its 16-byte
 //! Utf8View view, so the view itself (its unused bytes cleared) is the key of a small map —
-//! and the class is then found from the row's codes, a few integers hashed together.
+//! and the class is then found from the row's codes: by a direct index over the codes while
+//! the label counts allow one, else by hashing the few integers.
 //!
 //! Grouping is exact: two rows share a class exactly when every column holds the same bytes
 //! or both hold NULL (NULL is a value of its own, as in `GROUP BY`). Nothing is hashed
