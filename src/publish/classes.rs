@@ -150,20 +150,23 @@ pub(crate) struct ClassCounter {
     sizes: Vec<u64>,
     /// per column, the codes of the batch being classified
     scratch: Vec<Vec<u32>>,
-    /// direct index by packed codes, while every column's codes fit its bits
+    /// direct index by the codes in mixed radix, while the label counts allow one
     dense: Option<DenseIndex>,
     /// the codes outgrew [`DENSE_SLOTS`]: classes are found by hashing from then on
     dense_given_up: bool,
-    /// the packed keys of the batch being classified
+    /// the direct-index keys of the batch being classified
     keys: Vec<u32>,
+    /// the classes of the batch being counted
+    batch_classes: Vec<u32>,
 }
 
 /// At most 2^22 slots (16 MiB) of direct index per counter.
 const DENSE_SLOTS: u64 = 1 << 22;
 const EMPTY: u32 = u32::MAX;
 
-/// Classes indexed directly by their codes combined in mixed radix: one load per row, and independent loads, so the processor overlaps their cache misses (a hash probe
-/// followed by a check of the class's codes is two dependent misses per row).
+/// Classes indexed directly by their codes combined in mixed radix: one load per row, and
+/// independent loads, so the processor overlaps their cache misses (a hash probe followed by a
+/// check of the class's codes is two dependent misses per row).
 #[derive(Debug, Clone)]
 struct DenseIndex {
     /// per column, the number of codes the index has room for
@@ -239,6 +242,7 @@ impl ClassCounter {
             dense: None,
             dense_given_up: false,
             keys: Vec::new(),
+            batch_classes: Vec::new(),
         }
     }
 
@@ -339,7 +343,7 @@ impl ClassCounter {
             + self.codes.capacity() * size_of::<u32>()
             + self.sizes.capacity() * size_of::<u64>()
             + self.scratch.iter().map(|s| s.capacity() * 4).sum::<usize>()
-            + self.keys.capacity() * size_of::<u32>()
+            + (self.keys.capacity() + self.batch_classes.capacity()) * size_of::<u32>()
             + self.dense.as_ref().map_or(0, |d| d.slots.capacity() * 4)
     }
 
@@ -430,12 +434,10 @@ impl ClassCounter {
             return Ok(());
         }
         for r in 0..rows {
-            let mut hash = 0x243f_6a88_85a3_08d3;
-            for (slot, column) in row.iter_mut().zip(self.scratch.iter()) {
-                *slot = column[r];
-                hash = mix(hash, *slot);
+            for (value, codes) in row.iter_mut().zip(&self.scratch) {
+                *value = codes[r];
             }
-            let hash = finish(hash);
+            let hash = hash_codes(&row);
             let codes = &self.codes;
             let class = match self
                 .table
@@ -451,11 +453,12 @@ impl ClassCounter {
 
     /// Counts `rows` rows of `columns` into their classes.
     pub(crate) fn count(&mut self, columns: &[ArrayRef], rows: usize) -> Result<()> {
-        let mut classes = Vec::new();
+        let mut classes = std::mem::take(&mut self.batch_classes);
         self.classify(columns, rows, &mut classes)?;
-        for class in classes {
+        for &class in &classes {
             self.sizes[class as usize] += 1;
         }
+        self.batch_classes = classes;
         Ok(())
     }
 

@@ -191,10 +191,15 @@ impl PartitionState {
                     self.output.add_rows(counted, 1);
                 }
                 let mut columns = batch.columns().to_vec();
+                let star: ArrayRef = Arc::new(StringViewArray::from(vec![TOP_LABEL]));
                 for &i in &self.suppression.quasi_identifiers {
                     let column = &columns[i];
-                    let star: ArrayRef = Arc::new(StringViewArray::from(vec![TOP_LABEL]));
-                    let star = cast(&star, column.data_type())?;
+                    // the recoded columns are Utf8View; anything else gets `*` in its type
+                    let star = if column.data_type() == star.data_type() {
+                        Arc::clone(&star)
+                    } else {
+                        cast(&star, column.data_type())?
+                    };
                     columns[i] = zip(&suppressed, &Scalar::new(star), column)?;
                 }
                 Ok(RecordBatch::try_new(batch.schema(), columns)?)
