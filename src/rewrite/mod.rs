@@ -27,6 +27,7 @@
 
 mod finalizer;
 mod histogram_measure;
+mod single_phase;
 
 use std::sync::Arc;
 
@@ -47,6 +48,7 @@ use crate::functions::histogram::HistogramOutput;
 use crate::functions::whole_table::{WholeTableFunction, WholeTableKind};
 pub use finalizer::finalizer_udwf;
 pub use histogram_measure::histogram_measure_udf;
+pub use single_phase::SinglePhaseAggregation;
 
 /// The window functions that finalize whole-table aggregates.
 pub fn all_window_functions() -> Vec<Arc<WindowUDF>> {

@@ -1,8 +1,9 @@
 //! Brute-force reference implementation of every function, straight from the formulas of
 //! `METRICS.md` and the NULL rules of `docs/functions.md`, compared with SQL on seeded random
 //! data:
-//! - written as several Parquet files (so partial/final state merging runs), with
-//!   target_partitions 1 and 4 and batch size 7 (many update/merge calls);
+//! - written as several Parquet files, with target_partitions 1 and 4 and batch size 7 (many
+//!   update calls), in the default single-phase plan and in DataFusion's two-phase plan (so
+//!   partial/final state merging runs);
 //! - once with the skip-partial-aggregation probe forced on (the `convert_to_state` path), and a
 //!   check that rows really were skipped;
 //! - as a multi-partition in-memory table whose columns have other types (Int16, Int32,
@@ -26,6 +27,7 @@ use datafusion::datasource::MemTable;
 use datafusion::execution::FunctionRegistry;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext, col, lit};
+use datafusion_anonymity::options::AnonymityOptions;
 
 const TOL: f64 = 1e-9;
 
@@ -915,20 +917,36 @@ async fn sql_values(
     collect_results(&batches, group_by.len(), &names, &ints)
 }
 
-fn config(target_partitions: usize, skip_partial: bool) -> SessionConfig {
+/// How a `GROUP BY` with the crate's functions is executed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phases {
+    /// The default: rows hash-repartitioned by the keys and aggregated once per partition
+    /// (`rewrite::SinglePhaseAggregation`); with one partition, DataFusion's single mode.
+    Single,
+    /// DataFusion's partial and final aggregation (`anonymity.single_phase_aggregation` off):
+    /// states emitted, repartitioned and merged.
+    Two,
+    /// Two phases with the skip-partial-aggregation probe forced on: every row converted to a
+    /// state (`convert_to_state`), then merged.
+    SkipPartial,
+}
+
+fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
     let mut config = SessionConfig::new()
         .with_target_partitions(target_partitions)
         .with_batch_size(7);
-    if skip_partial {
+    if phases == Phases::SkipPartial {
         let exec = &mut config.options_mut().execution;
         exec.skip_partial_aggregation_probe_rows_threshold = 1;
         exec.skip_partial_aggregation_probe_ratio_threshold = 0.0;
     }
-    config
+    let mut options = AnonymityOptions::default();
+    options.single_phase_aggregation = phases == Phases::Single;
+    config.with_option_extension(options)
 }
 
-fn make_ctx(target_partitions: usize, skip_partial: bool) -> SessionContext {
-    let ctx = SessionContext::new_with_config(config(target_partitions, skip_partial));
+fn make_ctx(target_partitions: usize, phases: Phases) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config(target_partitions, phases));
     datafusion_anonymity::register(&ctx).unwrap();
     ctx
 }
@@ -1059,7 +1077,7 @@ fn report(failures: Vec<String>, checked: usize) {
 
 const SEEDS: [(u64, usize); 3] = [(1, 161), (42, 192), (7, 1500)];
 
-async fn compare_parquet(skip_partial: bool, partitions: &[usize]) {
+async fn compare_parquet(phases: Phases, partitions: &[usize]) {
     let mut failures = Vec::new();
     let mut checked = 0usize;
     for (seed, count) in SEEDS {
@@ -1068,7 +1086,7 @@ async fn compare_parquet(skip_partial: bool, partitions: &[usize]) {
         let dir = tempfile::tempdir().unwrap();
         write_parquet(dir.path(), &rows);
         for &tp in partitions {
-            let ctx = make_ctx(tp, skip_partial);
+            let ctx = make_ctx(tp, phases);
             ctx.register_parquet(
                 "t",
                 dir.path().to_str().unwrap(),
@@ -1076,9 +1094,7 @@ async fn compare_parquet(skip_partial: bool, partitions: &[usize]) {
             )
             .await
             .unwrap();
-            let desc = format!(
-                "parquet, seed {seed}, target_partitions {tp}, skip_partial {skip_partial}"
-            );
+            let desc = format!("parquet, seed {seed}, target_partitions {tp}, {phases:?}");
             let (f, c) = compare_table(&ctx, "t", &wants, &desc).await;
             failures.extend(f);
             checked += c;
@@ -1089,12 +1105,17 @@ async fn compare_parquet(skip_partial: bool, partitions: &[usize]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_matches_sql() {
-    compare_parquet(false, &[1, 4]).await;
+    compare_parquet(Phases::Single, &[1, 4]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_matches_sql_two_phases() {
+    compare_parquet(Phases::Two, &[4]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_matches_sql_skip_partial_aggregation() {
-    compare_parquet(true, &[4]).await;
+    compare_parquet(Phases::SkipPartial, &[4]).await;
 }
 
 /// Other column types, from a 4-partition in-memory table (no Parquet).
@@ -1105,12 +1126,16 @@ async fn reference_matches_sql_other_types() {
     for (seed, count) in SEEDS {
         let rows = gen_rows(seed, count);
         let wants = all_references(&rows);
-        for (tp, skip) in [(4, false), (3, true)] {
-            let ctx = make_ctx(tp, skip);
+        for (tp, phases) in [
+            (4, Phases::Single),
+            (4, Phases::Two),
+            (3, Phases::SkipPartial),
+        ] {
+            let ctx = make_ctx(tp, phases);
             ctx.register_table("tt", Arc::new(typed_mem_table(&rows)))
                 .unwrap();
             let desc =
-                format!("typed memory table, seed {seed}, target_partitions {tp}, skip {skip}");
+                format!("typed memory table, seed {seed}, target_partitions {tp}, {phases:?}");
             let (f, c) = compare_table(&ctx, "tt", &wants, &desc).await;
             failures.extend(f);
             checked += c;
@@ -1156,7 +1181,7 @@ async fn skip_partial_aggregation_is_exercised() {
     let rows = gen_rows(11, 300);
     let dir = tempfile::tempdir().unwrap();
     write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, true);
+    let ctx = make_ctx(4, Phases::SkipPartial);
     ctx.register_parquet(
         "t",
         dir.path().to_str().unwrap(),
@@ -1191,7 +1216,7 @@ async fn t_closeness_plan_scans_once() {
     let rows = gen_rows(7, 50);
     let dir = tempfile::tempdir().unwrap();
     write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, false);
+    let ctx = make_ctx(4, Phases::Single);
     ctx.register_parquet(
         "t",
         dir.path().to_str().unwrap(),
@@ -1215,13 +1240,61 @@ async fn t_closeness_plan_scans_once() {
     }
 }
 
+/// The plan's shape: one aggregation over rows hash-partitioned by the keys when a function
+/// keeps a row log; DataFusion's partial and final aggregation when the option is off, for
+/// plain counts, and for boolean keys (few classes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_phase_aggregation_plan() {
+    let rows = gen_rows(7, 50);
+    let dir = tempfile::tempdir().unwrap();
+    write_parquet(dir.path(), &rows);
+    let ctx = make_ctx(4, Phases::Single);
+    ctx.register_parquet(
+        "t",
+        dir.path().to_str().unwrap(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
+    let single = "SELECT g1, g2, k_anonymity(pid), l_diversity(s), t_closeness(s) FROM t \
+                  GROUP BY g1, g2";
+    let modes = |plan: &str| -> Vec<String> {
+        plan.lines()
+            .filter_map(|l| l.split("AggregateExec: mode=").nth(1))
+            .map(|rest| rest.split(',').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    let plan = physical_plan(&ctx, &format!("EXPLAIN {single}")).await;
+    assert_eq!(modes(&plan), ["SinglePartitioned"], "{plan}");
+    assert!(
+        plan.contains("RepartitionExec: partitioning=Hash([g1@"),
+        "{plan}"
+    );
+    for sql in [
+        "EXPLAIN SELECT g1, g2, k_anonymity() FROM t GROUP BY g1, g2",
+        "EXPLAIN SELECT g1 > 0, l_diversity(s) FROM t GROUP BY g1 > 0",
+    ] {
+        let plan = physical_plan(&ctx, sql).await;
+        assert_eq!(
+            modes(&plan),
+            ["FinalPartitioned", "Partial"],
+            "{sql}:\n{plan}"
+        );
+    }
+    ctx.sql("SET anonymity.single_phase_aggregation = false")
+        .await
+        .unwrap();
+    let plan = physical_plan(&ctx, &format!("EXPLAIN {single}")).await;
+    assert_eq!(modes(&plan), ["FinalPartitioned", "Partial"], "{plan}");
+}
+
 /// The functions through the DataFrame API (the analyzer rule applies to any logical plan).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dataframe_api_matches_reference() {
     let rows = gen_rows(99, 230);
     let dir = tempfile::tempdir().unwrap();
     write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, false);
+    let ctx = make_ctx(4, Phases::Single);
     ctx.register_parquet(
         "t",
         dir.path().to_str().unwrap(),
@@ -1340,7 +1413,7 @@ async fn reference_matches_sql_sorted_input() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for tp in [1, 4] {
-        let ctx = make_ctx(tp, false);
+        let ctx = make_ctx(tp, Phases::Single);
         let order = vec![vec![col("g1").sort(true, true), col("g2").sort(true, true)]];
         ctx.register_parquet(
             "t",
@@ -1410,8 +1483,10 @@ async fn reference_matches_sql_with_spilling() {
                 .with_memory_pool(Arc::new(FairSpillPool::new(pool)))
                 .build_arc()
                 .unwrap();
-            let ctx =
-                SessionContext::new_with_config_rt(config(1, false).with_batch_size(64), runtime);
+            let ctx = SessionContext::new_with_config_rt(
+                config(2, Phases::Single).with_batch_size(64),
+                runtime,
+            );
             datafusion_anonymity::register(&ctx).unwrap();
             ctx.register_parquet(
                 "t",
