@@ -222,6 +222,15 @@ impl ClassLog {
         self.grouped = true;
     }
 
+    /// Rewrites every value in place (the classes stay as they are).
+    pub fn map_values(&mut self, f: impl Fn(u64) -> u64) {
+        for (_, values) in &mut self.chunks {
+            for value in values.iter_mut() {
+                *value = f(*value);
+            }
+        }
+    }
+
     pub fn size(&self) -> usize {
         self.chunks
             .iter()

@@ -28,7 +28,7 @@ use datafusion::arrow::array::{
     UInt32Array, UInt64Array,
 };
 use datafusion::arrow::buffer::{OffsetBuffer, ScalarBuffer};
-use datafusion::arrow::compute::take;
+use datafusion::arrow::compute::{SortOptions, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::utils::format_state_name;
@@ -150,6 +150,11 @@ fn log_entry(code: u32, count: u32) -> u64 {
 #[inline]
 fn entry_code(entry: u64) -> u32 {
     (entry >> 32) as u32
+}
+
+#[inline]
+fn entry_code_count(entry: u64) -> u32 {
+    entry as u32
 }
 
 #[inline]
@@ -292,6 +297,13 @@ impl Histograms {
             counts: entries,
             nulls: Vec::new(),
         }
+    }
+
+    /// Renames every code `c` of the log to `renamed[c]`.
+    fn rename_codes(&mut self, renamed: &[u32]) {
+        self.log.map_values(|entry| {
+            log_entry(renamed[entry_code(entry) as usize], entry_code_count(entry))
+        });
     }
 
     /// Puts compacted runs back into the (empty) log, for the classes from `first` on,
@@ -538,6 +550,33 @@ impl ClassHistograms {
         histogram_lists(&grouped, &dictionary)
     }
 
+    /// Drains every class as the `(values, counts)` list pair with each class's values in
+    /// ascending order (the order `t_closeness_ordered` walks them in; NULL, when present,
+    /// last): the codes are renamed to the ranks of their values before the classes are
+    /// compacted, which sorts each class by code anyway. `None` (nothing drained) for a
+    /// value type Arrow cannot sort.
+    fn sorted_state_arrays(&mut self) -> Result<Option<Vec<ArrayRef>>> {
+        let values = self.dictionary_values(EmitTo::All)?;
+        let sort = SortOptions {
+            descending: false,
+            nulls_first: true,
+        };
+        let Ok(order) = sort_to_indices(values.as_ref(), Some(sort), None) else {
+            // put the codes back as they were
+            self.dictionary
+                .intern(std::slice::from_ref(&values), &mut self.codes)?;
+            return Ok(None);
+        };
+        let mut rank = vec![0u32; order.len()];
+        for (r, &code) in order.values().iter().enumerate() {
+            rank[code as usize] = r as u32;
+        }
+        self.histograms.rename_codes(&rank);
+        let grouped = self.histograms.drain(EmitTo::All, rank.len());
+        let sorted = take(values.as_ref(), &order, None)?;
+        histogram_lists(&grouped, &sorted).map(Some)
+    }
+
     /// The final value per class, according to [`HistogramOutput`].
     pub fn evaluate_output(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         if self.output == HistogramOutput::Histogram {
@@ -545,7 +584,14 @@ impl ClassHistograms {
                 DataType::Struct(fields) => fields,
                 _ => unreachable!("histogram_struct_type returns a struct"),
             };
-            let arrays = self.state_arrays(emit_to)?;
+            let sorted = match emit_to {
+                EmitTo::All => self.sorted_state_arrays()?,
+                EmitTo::First(_) => None,
+            };
+            let arrays = match sorted {
+                Some(arrays) => arrays,
+                None => self.state_arrays(emit_to)?,
+            };
             return Ok(Arc::new(StructArray::try_new(fields, arrays, None)?));
         }
         let grouped = self.drain(emit_to);
@@ -804,6 +850,64 @@ mod tests {
     fn few_large_classes_agree_with_a_map() {
         // thousands of entries per class for 40 codes: counted densely
         check_against_map(3, 40, 5000);
+    }
+
+    #[test]
+    fn histogram_output_lists_each_class_in_value_order() {
+        // Int64 values arriving in no order, in 3 classes over 5 batches, with NULLs and a
+        // compaction along the way; expected: each class's distinct values ascending with
+        // their counts, then its NULL count
+        let mut acc =
+            ClassHistograms::try_new(&DataType::Int64, HistogramOutput::Histogram).unwrap();
+        acc.histograms.min_compaction = 8;
+        let mut expected: Vec<BTreeMap<i64, u64>> = vec![BTreeMap::new(); 3];
+        let mut nulls = [0u64; 3];
+        let mut x: u64 = 99;
+        for _ in 0..5 {
+            let mut values = Vec::new();
+            let mut groups = Vec::new();
+            for _ in 0..40 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let group = (x >> 33) as usize % 3;
+                let value = ((x >> 40) % 23) as i64 * 7 - 50;
+                let value = (value % 11 != 0).then_some(value);
+                match value {
+                    Some(v) => *expected[group].entry(v).or_default() += 1,
+                    None => nulls[group] += 1,
+                }
+                values.push(value);
+                groups.push(group);
+            }
+            let array: ArrayRef = Arc::new(Int64Array::from(values));
+            acc.update(&array, &groups, None, 3).unwrap();
+        }
+        let output = acc.evaluate_output(EmitTo::All).unwrap();
+        let output = output.as_struct();
+        let (values, counts) = (
+            output.column(0).as_list::<i32>(),
+            output.column(1).as_list::<i32>(),
+        );
+        for g in 0..3 {
+            let class_values = values.value(g);
+            let class_values =
+                class_values.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            let class_counts = counts.value(g);
+            let class_counts = class_counts.as_primitive::<UInt64Type>();
+            let mut want: Vec<(Option<i64>, u64)> =
+                expected[g].iter().map(|(&v, &c)| (Some(v), c)).collect();
+            if nulls[g] > 0 {
+                want.push((None, nulls[g]));
+            }
+            let got: Vec<(Option<i64>, u64)> = (0..class_values.len())
+                .map(|i| {
+                    let v = class_values.is_valid(i).then(|| class_values.value(i));
+                    (v, class_counts.value(i))
+                })
+                .collect();
+            assert_eq!(got, want, "class {g}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array};
+use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::error::Result;
 use datafusion::logical_expr::{AggregateUDF, Documentation};
@@ -43,14 +44,20 @@ pub fn t_closeness_udaf() -> Arc<AggregateUDF> {
 pub(crate) struct TableHistograms {
     /// per class: `entries[offsets[c]..offsets[c + 1]]`
     pub offsets: Vec<usize>,
-    pub codes: Vec<usize>,
-    pub counts: Vec<u64>,
+    pub codes: Vec<u32>,
+    /// the states' own count buffer (not copied)
+    pub counts: ScalarBuffer<u64>,
     /// the table's count of each code
     pub table_counts: Vec<u64>,
     pub table_rows: u64,
     /// the distinct values, in code order (a NULL value is a code of its own)
     pub values: ArrayRef,
 }
+
+/// Items interned per call: the interner writes `usize` codes, kept as `u32` (half the memory
+/// for the millions of items of near-unique attributes; the list's `i32` offsets bound the
+/// items, hence the codes, below 2^31).
+const INTERN_CHUNK: usize = 1 << 16;
 
 impl TableHistograms {
     /// Reads the `{values, counts}` struct column of `__anon_sa_histogram`.
@@ -63,15 +70,21 @@ impl TableHistograms {
         let items = values.values().slice(start, end - start);
         let mut dictionary = new_dictionary(items.data_type())?;
         let mut codes = Vec::with_capacity(items.len());
-        dictionary.intern(std::slice::from_ref(&items), &mut codes)?;
+        let mut chunk_codes = Vec::with_capacity(INTERN_CHUNK.min(items.len()));
+        for chunk_start in (0..items.len()).step_by(INTERN_CHUNK) {
+            let chunk = items.slice(chunk_start, INTERN_CHUNK.min(items.len() - chunk_start));
+            dictionary.intern(std::slice::from_ref(&chunk), &mut chunk_codes)?;
+            codes.extend(chunk_codes.iter().map(|&c| c as u32));
+        }
         let count_offset = counts.value_offsets()[0] as usize;
-        let counts_values = counts.values().as_primitive::<UInt64Type>();
-        let counts: Vec<u64> = (0..items.len())
-            .map(|i| counts_values.value(count_offset + i))
-            .collect();
+        let counts = counts
+            .values()
+            .as_primitive::<UInt64Type>()
+            .values()
+            .slice(count_offset, items.len());
         let mut table_counts = vec![0u64; dictionary.len()];
-        for (&code, &count) in codes.iter().zip(&counts) {
-            table_counts[code] += count;
+        for (&code, &count) in codes.iter().zip(counts.iter()) {
+            table_counts[code as usize] += count;
         }
         let table_rows = table_counts.iter().sum();
         let values = dictionary
@@ -106,7 +119,7 @@ pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
             table.codes[range.clone()]
                 .iter()
                 .zip(&table.counts[range])
-                .map(|(&code, &count)| (table.table_counts[code], count)),
+                .map(|(&code, &count)| (table.table_counts[code as usize], count)),
         );
         let class_rows: u64 = pairs.iter().map(|&(_, c)| c).sum();
         (class_rows > 0).then(|| formulas::equal_emd(pairs, class_rows, table.table_rows))
