@@ -100,8 +100,9 @@ impl PhysicalOptimizerRule for SinglePhaseAggregation {
 
 /// `FinalPartitioned ← Repartition(Hash) ← Partial ← input` as
 /// `SinglePartitioned ← Repartition(Hash of the keys over input) ← input`, when the partial
-/// aggregation keeps a row log — unless it streams over input sorted by the keys (which a
-/// repartition would shuffle) or the keys allow only a few classes.
+/// aggregation keeps a row log — unless it streams over input sorted by the keys or has an
+/// ordered aggregate (a repartition would shuffle the order either needs) or the keys allow
+/// only a few classes.
 fn single_phase(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let Some(last) = plan.downcast_ref::<AggregateExec>() else {
         return Ok(None);
@@ -124,6 +125,9 @@ fn single_phase(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn Executio
         || *first.input_order_mode() != InputOrderMode::Linear
         || group_by.has_grouping_set()
         || group_by.is_empty()
+        // an ordered aggregate (`array_agg(x ORDER BY y)`) needs its input sorted, which the
+        // partial aggregation's input already is and a repartition of it would not be
+        || first.aggr_expr().iter().any(|a| !a.order_bys().is_empty())
         || !first
             .aggr_expr()
             .iter()

@@ -1288,6 +1288,57 @@ async fn single_phase_aggregation_plan() {
     assert_eq!(modes(&plan), ["FinalPartitioned", "Partial"], "{plan}");
 }
 
+/// The single-phase plan and DataFusion's two phases give the same rows for a query mixing the
+/// crate's functions with DataFusion's own aggregates (DISTINCT, FILTER), HAVING and ORDER BY —
+/// the two-phase plan being DataFusion's standard one. An ordered aggregate (`array_agg(c ORDER
+/// BY c)`) keeps the two phases: its sorted input would not survive the repartition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_and_two_phase_plans_agree() {
+    let rows = gen_rows(5, 1200);
+    let dir = tempfile::tempdir().unwrap();
+    write_parquet(dir.path(), &rows);
+    let sql = "SELECT g1, g2, k_anonymity(pid) AS persons, l_diversity(s) AS l, \
+               t_closeness_ordered(h) AS t, count(DISTINCT n) AS distinct_n, \
+               count(*) FILTER (WHERE f > 0) AS positive_f, \
+               array_to_string(array_sort(array_agg(c)), ',') AS cs \
+               FROM t WHERE pid IS DISTINCT FROM 3 GROUP BY g1, g2 \
+               HAVING k_anonymity() > 1 ORDER BY g1, g2";
+    let mut results = Vec::new();
+    for phases in [Phases::Single, Phases::Two] {
+        let ctx = make_ctx(3, phases);
+        ctx.register_parquet(
+            "t",
+            dir.path().to_str().unwrap(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+        let plan = physical_plan(&ctx, &format!("EXPLAIN {sql}")).await;
+        let single = plan.contains("mode=SinglePartitioned");
+        assert_eq!(single, phases == Phases::Single, "{phases:?}:\n{plan}");
+        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        let text = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string();
+        assert!(text.lines().count() > 8, "too few classes:\n{text}");
+        results.push(text);
+    }
+    assert_eq!(results[0], results[1]);
+    let ctx = make_ctx(3, Phases::Single);
+    ctx.register_parquet(
+        "t",
+        dir.path().to_str().unwrap(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
+    let ordered = "SELECT g1, k_anonymity(pid), array_agg(c ORDER BY c) FROM t GROUP BY g1";
+    let plan = physical_plan(&ctx, &format!("EXPLAIN {ordered}")).await;
+    assert!(!plan.contains("SinglePartitioned"), "{plan}");
+    let batches = ctx.sql(ordered).await.unwrap().collect().await.unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+}
+
 /// The functions through the DataFrame API (the analyzer rule applies to any logical plan).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dataframe_api_matches_reference() {
