@@ -13,9 +13,11 @@
 //! partitioned by the keys. On 10M rows in 523,269 classes, all functions together took 1.02 s
 //! instead of 1.37 s (BENCHMARKS.md).
 //!
-//! Off with `SET anonymity.single_phase_aggregation = false`; not applied when the key types
+//! Off with `SET anonymity.single_phase_aggregation = false`. Not applied when the key types
 //! alone allow only a few classes (booleans, bytes), where partial aggregation keeps every core
-//! busy.
+//! busy, nor when the aggregation needs its input in an order (an ordered aggregate such as
+//! `array_agg(x ORDER BY y)`, or streaming over input sorted by the keys) that repartitioning
+//! would lose.
 
 use std::sync::Arc;
 
