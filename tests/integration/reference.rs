@@ -1087,13 +1087,7 @@ async fn compare_parquet(phases: Phases, partitions: &[usize]) {
         write_parquet(dir.path(), &rows);
         for &tp in partitions {
             let ctx = make_ctx(tp, phases);
-            ctx.register_parquet(
-                "t",
-                dir.path().to_str().unwrap(),
-                ParquetReadOptions::default(),
-            )
-            .await
-            .unwrap();
+            register_t(&ctx, dir.path()).await;
             let desc = format!("parquet, seed {seed}, target_partitions {tp}, {phases:?}");
             let (f, c) = compare_table(&ctx, "t", &wants, &desc).await;
             failures.extend(f);
@@ -1144,6 +1138,29 @@ async fn reference_matches_sql_other_types() {
     report(failures, checked);
 }
 
+/// `gen_rows(seed, count)` written as Parquet files (the directory lives as long as the
+/// returned guard) and registered as `t` on a context of `make_ctx(target_partitions, phases)`.
+async fn parquet_ctx(
+    seed: u64,
+    count: usize,
+    target_partitions: usize,
+    phases: Phases,
+) -> (tempfile::TempDir, SessionContext) {
+    let rows = gen_rows(seed, count);
+    let dir = tempfile::tempdir().unwrap();
+    write_parquet(dir.path(), &rows);
+    let ctx = make_ctx(target_partitions, phases);
+    register_t(&ctx, dir.path()).await;
+    (dir, ctx)
+}
+
+/// Registers the Parquet files of `dir` as `t`.
+async fn register_t(ctx: &SessionContext, dir: &std::path::Path) {
+    ctx.register_parquet("t", dir.to_str().unwrap(), ParquetReadOptions::default())
+        .await
+        .unwrap();
+}
+
 async fn physical_plan(ctx: &SessionContext, sql: &str) -> String {
     let batches = ctx
         .sql(sql)
@@ -1178,17 +1195,7 @@ fn plan_text(batches: &[RecordBatch]) -> String {
 /// every function; otherwise the skip test above would silently test the ordinary path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skip_partial_aggregation_is_exercised() {
-    let rows = gen_rows(11, 300);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, Phases::SkipPartial);
-    ctx.register_parquet(
-        "t",
-        dir.path().to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
+    let (_dir, ctx) = parquet_ctx(11, 300, 4, Phases::SkipPartial).await;
     let mut not_skipped = Vec::new();
     for m in MEASURES {
         let plan = physical_plan(
@@ -1213,17 +1220,7 @@ async fn skip_partial_aggregation_is_exercised() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t_closeness_plan_scans_once() {
-    let rows = gen_rows(7, 50);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, Phases::Single);
-    ctx.register_parquet(
-        "t",
-        dir.path().to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
+    let (_dir, ctx) = parquet_ctx(7, 50, 4, Phases::Single).await;
     for sql in [
         "EXPLAIN SELECT g1, t_closeness(s) FROM t GROUP BY g1",
         "EXPLAIN SELECT g1, t_closeness(s), t_closeness_ordered(n), ncp(f, c), entropy_leakage() \
@@ -1245,17 +1242,7 @@ async fn t_closeness_plan_scans_once() {
 /// plain counts, and for boolean keys (few classes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_phase_aggregation_plan() {
-    let rows = gen_rows(7, 50);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, Phases::Single);
-    ctx.register_parquet(
-        "t",
-        dir.path().to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
+    let (_dir, ctx) = parquet_ctx(7, 50, 4, Phases::Single).await;
     let single = "SELECT g1, g2, k_anonymity(pid), l_diversity(s), t_closeness(s) FROM t \
                   GROUP BY g1, g2";
     let modes = |plan: &str| -> Vec<String> {
@@ -1294,9 +1281,6 @@ async fn single_phase_aggregation_plan() {
 /// BY c)`) keeps the two phases: its sorted input would not survive the repartition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_and_two_phase_plans_agree() {
-    let rows = gen_rows(5, 1200);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
     let sql = "SELECT g1, g2, k_anonymity(pid) AS persons, l_diversity(s) AS l, \
                t_closeness_ordered(h) AS t, count(DISTINCT n) AS distinct_n, \
                count(*) FILTER (WHERE f > 0) AS positive_f, \
@@ -1305,14 +1289,7 @@ async fn single_and_two_phase_plans_agree() {
                HAVING k_anonymity() > 1 ORDER BY g1, g2";
     let mut results = Vec::new();
     for phases in [Phases::Single, Phases::Two] {
-        let ctx = make_ctx(3, phases);
-        ctx.register_parquet(
-            "t",
-            dir.path().to_str().unwrap(),
-            ParquetReadOptions::default(),
-        )
-        .await
-        .unwrap();
+        let (_dir, ctx) = parquet_ctx(5, 1200, 3, phases).await;
         let plan = physical_plan(&ctx, &format!("EXPLAIN {sql}")).await;
         let single = plan.contains("mode=SinglePartitioned");
         assert_eq!(single, phases == Phases::Single, "{phases:?}:\n{plan}");
@@ -1322,37 +1299,24 @@ async fn single_and_two_phase_plans_agree() {
             .to_string();
         assert!(text.lines().count() > 8, "too few classes:\n{text}");
         results.push(text);
+        if phases == Phases::Single {
+            let ordered = "SELECT g1, k_anonymity(pid), array_agg(c ORDER BY c) FROM t GROUP BY g1";
+            let plan = physical_plan(&ctx, &format!("EXPLAIN {ordered}")).await;
+            assert!(!plan.contains("SinglePartitioned"), "{plan}");
+            let batches = ctx.sql(ordered).await.unwrap().collect().await.unwrap();
+            // g1: 4 values and NULL
+            assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+        }
     }
     assert_eq!(results[0], results[1]);
-    let ctx = make_ctx(3, Phases::Single);
-    ctx.register_parquet(
-        "t",
-        dir.path().to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
-    let ordered = "SELECT g1, k_anonymity(pid), array_agg(c ORDER BY c) FROM t GROUP BY g1";
-    let plan = physical_plan(&ctx, &format!("EXPLAIN {ordered}")).await;
-    assert!(!plan.contains("SinglePartitioned"), "{plan}");
-    let batches = ctx.sql(ordered).await.unwrap().collect().await.unwrap();
-    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
 }
 
 /// The functions through the DataFrame API (the analyzer rule applies to any logical plan).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dataframe_api_matches_reference() {
+    let (_dir, ctx) = parquet_ctx(99, 230, 4, Phases::Single).await;
+    // the same rows, for the reference (gen_rows is deterministic)
     let rows = gen_rows(99, 230);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(4, Phases::Single);
-    ctx.register_parquet(
-        "t",
-        dir.path().to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
     let f = |name: &str| ctx.udaf(name).unwrap();
     let aggs = vec![
         f("k_anonymity").call(vec![]),
