@@ -156,9 +156,10 @@ impl ClassLog {
     /// The counting sort of [`Self::take_grouped`] in two stable passes, for logs too large
     /// for one: scattering millions of entries straight to their classes writes each to a
     /// random cache line of a buffer far larger than the caches. The first pass scatters to at
-    /// most [`BUCKETS`] buckets of neighbouring classes (a few sequential write streams), the
-    /// second orders each bucket — a few thousand entries, in cache — by class, in place. Each
-    /// chunk is freed once read, so the peak memory is no higher than the one-pass sort's.
+    /// most [`BUCKETS`] buckets of neighbouring classes (a few hundred sequential write
+    /// streams), the second orders each bucket — tens of thousands of entries, in cache — by
+    /// class, in place. Costs 4 bytes per entry more than one pass while it runs (each entry's
+    /// class between the passes); each chunk is freed once read.
     fn scatter_two_pass(
         &mut self,
         chunks: Vec<(Vec<u32>, Vec<u64>)>,

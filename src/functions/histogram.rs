@@ -153,11 +153,6 @@ fn entry_code(entry: u64) -> u32 {
 }
 
 #[inline]
-fn entry_code_count(entry: u64) -> u32 {
-    entry as u32
-}
-
-#[inline]
 fn entry_count(entry: u64) -> u64 {
     entry & u64::from(u32::MAX)
 }
@@ -302,7 +297,10 @@ impl Histograms {
     /// Renames every code `c` of the log to `renamed[c]`.
     fn rename_codes(&mut self, renamed: &[u32]) {
         self.log.map_values(|entry| {
-            log_entry(renamed[entry_code(entry) as usize], entry_code_count(entry))
+            log_entry(
+                renamed[entry_code(entry) as usize],
+                entry_count(entry) as u32,
+            )
         });
     }
 
