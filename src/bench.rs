@@ -299,7 +299,14 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
     let mut apply_once = async || -> Result<Duration> {
         let start = Instant::now();
         let report =
-            crate::publish::publish(&publish_ctx, &policy, &levels, &apply_dir, true).await?;
+            crate::publish::publish(
+                &publish_ctx,
+                &policy,
+                &crate::release::Release::FullDomain(levels.clone()),
+                &apply_dir,
+                true,
+            )
+            .await?;
         suppressed = report.suppressed_rows;
         phases = report.seconds;
         Ok(start.elapsed())
@@ -395,7 +402,7 @@ async fn anonymize_case(ctx: &SessionContext, path: &Path, iterations: usize) ->
         let report = crate::publish::publish_with_failing_classes(
             &ctx,
             &policy,
-            &solution.levels,
+            &crate::release::Release::FullDomain(solution.levels.clone()),
             Some(failing),
             &out_dir,
             true,

@@ -29,6 +29,7 @@ pub mod policy;
 pub mod profile;
 pub mod provider;
 pub mod publish;
+pub mod release;
 pub mod rewrite;
 mod rng;
 pub mod search;

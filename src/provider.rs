@@ -47,6 +47,7 @@ use crate::functions::{
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
+use crate::release::{Release, label_key, raw_key};
 use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
 
 /// What happens to one column.
@@ -54,23 +55,23 @@ use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClose
 pub enum ColumnTreatment {
     /// Left out (direct identifiers).
     Drop,
-    /// Recoded with `hierarchy` at `level` (quasi-identifiers), as Utf8View.
-    Recode {
-        /// The hierarchy.
-        hierarchy: Arc<Hierarchy>,
-        /// The level, 0 ..= top.
-        level: usize,
-    },
+    /// Recoded as the release says (quasi-identifiers), as Utf8View; the hierarchy is the
+    /// one a full-domain release's levels refer to.
+    QuasiIdentifier(Arc<Hierarchy>),
     /// Kept as it is (sensitive and insensitive attributes).
     Keep,
 }
 
 /// A transformation of a table: a treatment per column (columns not listed are dropped), the
-/// requirements deciding which classes are suppressed, and how.
+/// release recoding the quasi-identifiers, the requirements deciding which classes are
+/// suppressed, and how.
 #[derive(Debug, Clone)]
 pub struct Generalization {
     /// Column name and treatment, in output order.
     pub columns: Vec<(String, ColumnTreatment)>,
+    /// How the quasi-identifiers are recoded: a level each, or a label tuple per raw
+    /// combination ([`Release`]), in [`Generalization::quasi_identifiers`] order.
+    pub release: Release,
     /// k and the l/t requirements of each sensitive attribute; the suppression limit is not
     /// enforced here (the table serves whatever the requirements imply; `anon apply` refuses
     /// to publish beyond the limit).
@@ -84,7 +85,7 @@ impl Generalization {
     pub fn quasi_identifiers(&self) -> Vec<&str> {
         self.columns
             .iter()
-            .filter(|(_, t)| matches!(t, ColumnTreatment::Recode { .. }))
+            .filter(|(_, t)| matches!(t, ColumnTreatment::QuasiIdentifier(_)))
             .map(|(name, _)| name.as_str())
             .collect()
     }
@@ -105,6 +106,7 @@ pub(crate) const ROWS: &str = "__anon_class_rows";
 const PASSES: &str = "__anon_class_passes";
 const SUPPRESSED: &str = "__anon_suppressed";
 const CLASSES_ALIAS: &str = "__anon_failing_classes";
+const LOCAL_ALIAS: &str = "__anon_local_release";
 
 pub(crate) fn key_name(i: usize) -> String {
     format!("__anon_key_{i}")
@@ -242,31 +244,96 @@ fn recoded_plan(
     generalization: &Generalization,
 ) -> Result<LogicalPlan> {
     let schema = inner.schema();
-    // the hierarchies travel with the plan in a registry of this table's own, so the
-    // session's registry (if any) is neither needed nor changed
-    let registry = Arc::new(HierarchyRegistry::new());
-    let generalize = ScalarUDF::new_from_impl(GeneralizeFunction::new(Arc::clone(&registry)));
-    let mut exprs = Vec::with_capacity(generalization.columns.len());
+    let qis = generalization.quasi_identifiers();
+    let mut qi_types = Vec::with_capacity(qis.len());
     for (name, treatment) in &generalization.columns {
         let field = schema.field_with_name(name).map_err(|_| {
             DataFusionError::Plan(format!(
                 "column '{name}' of the generalization is not a column of table '{table_name}'"
             ))
         })?;
-        let column = Expr::Column(Column::new(Some(table_name), name));
-        match treatment {
-            ColumnTreatment::Drop => {}
-            ColumnTreatment::Keep => exprs.push(column),
-            ColumnTreatment::Recode { hierarchy, level } => {
-                hierarchy.check_level(*level)?;
-                hierarchy.check_column(name, field.data_type())?;
+        if let ColumnTreatment::QuasiIdentifier(hierarchy) = treatment {
+            hierarchy.check_column(name, field.data_type())?;
+            qi_types.push(field.data_type().clone());
+        }
+    }
+    let scan = LogicalPlanBuilder::scan(table_name, provider_as_source(inner), None)?;
+    // each QI's recoded expression, in QI order
+    let (input, recoded): (LogicalPlanBuilder, Vec<Expr>) = match &generalization.release {
+        Release::FullDomain(levels) => {
+            if levels.len() != qis.len() {
+                return Err(DataFusionError::Plan(format!(
+                    "{} levels given for {} quasi-identifiers",
+                    levels.len(),
+                    qis.len()
+                )));
+            }
+            // the hierarchies travel with the plan in a registry of this table's own, so the
+            // session's registry (if any) is neither needed nor changed
+            let registry = Arc::new(HierarchyRegistry::new());
+            let generalize =
+                ScalarUDF::new_from_impl(GeneralizeFunction::new(Arc::clone(&registry)));
+            let hierarchies = generalization.columns.iter().filter_map(|(name, t)| match t {
+                ColumnTreatment::QuasiIdentifier(h) => Some((name, h)),
+                _ => None,
+            });
+            let mut exprs = Vec::with_capacity(qis.len());
+            for ((name, hierarchy), &level) in hierarchies.zip(levels) {
+                hierarchy.check_level(level)?;
                 let key = format!("{name}#{}", registry.names().len());
                 registry.insert(&key, Arc::clone(hierarchy));
-                exprs.push(
-                    generalize
-                        .call(vec![column, lit(key), lit(*level as i64)])
-                        .alias(name),
-                );
+                let column = Expr::Column(Column::new(Some(table_name), name));
+                exprs.push(generalize.call(vec![column, lit(key), lit(level as i64)]));
+            }
+            (scan, exprs)
+        }
+        Release::Local(local) => {
+            if local.quasi_identifiers() != qis.as_slice() {
+                return Err(DataFusionError::Plan(format!(
+                    "the local release recodes {} where table '{table_name}' has the \
+                     quasi-identifiers {}",
+                    local.quasi_identifiers().join(", "),
+                    qis.join(", ")
+                )));
+            }
+            let lookup = local.lookup_batch(&qi_types, generalization.suppression)?;
+            let table = MemTable::try_new(lookup.schema(), vec![vec![lookup]])?;
+            let lookup =
+                LogicalPlanBuilder::scan(LOCAL_ALIAS, provider_as_source(Arc::new(table)), None)?
+                    .build()?;
+            let left: Vec<Column> = qis
+                .iter()
+                .map(|q| Column::new(Some(table_name), *q))
+                .collect();
+            let right: Vec<Column> = (0..qis.len())
+                .map(|i| Column::new(Some(LOCAL_ALIAS), raw_key(i)))
+                .collect();
+            // an inner join: every input row has its combination's labels (rows of
+            // combinations suppressed by a drop release have none and are left out)
+            let joined = scan.join_detailed(
+                lookup,
+                JoinType::Inner,
+                (left, right),
+                None,
+                NullEquality::NullEqualsNull,
+            )?;
+            let exprs = (0..qis.len())
+                .map(|i| Expr::Column(Column::new(Some(LOCAL_ALIAS), label_key(i))))
+                .collect();
+            (joined, exprs)
+        }
+    };
+    let mut recoded = recoded.into_iter();
+    let mut exprs = Vec::with_capacity(generalization.columns.len());
+    for (name, treatment) in &generalization.columns {
+        match treatment {
+            ColumnTreatment::Drop => {}
+            ColumnTreatment::Keep => exprs.push(Expr::Column(Column::new(Some(table_name), name))),
+            ColumnTreatment::QuasiIdentifier(_) => {
+                let expr = recoded.next().ok_or_else(|| {
+                    DataFusionError::Internal("a quasi-identifier without a recoding".into())
+                })?;
+                exprs.push(expr.alias(name));
             }
         }
     }
@@ -275,9 +342,7 @@ fn recoded_plan(
             "the generalization of table '{table_name}' keeps no column"
         )));
     }
-    LogicalPlanBuilder::scan(table_name, provider_as_source(inner), None)?
-        .project(exprs)?
-        .build()
+    input.project(exprs)?.build()
 }
 
 /// Per class of the recoded rows: its keys, its size and whether it meets every requirement.

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::error::{DataFusionError, Result};
@@ -10,7 +11,9 @@ use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
-use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Metric};
+use datafusion_anonymity::release::{LocalRecoding, Release};
+use datafusion_anonymity::search::local::{self, LocalAlgorithm, LocalOptions};
+use datafusion_anonymity::search::{self, Algorithm, FailingClasses, FrequencySet, Metric};
 use datafusion_anonymity::session;
 
 use super::apply::{output_path, print_summary};
@@ -28,10 +31,18 @@ pub struct AnonymizeArgs {
     /// nodes checked, timings per phase).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// The search: `optimal` (least information loss among all satisfying transformations)
-    /// or `iab` (the IAB best-first heuristic).
+    /// The algorithm. Full-domain (one level per quasi-identifier for the whole table):
+    /// `optimal` (least information loss, exact) or `iab-full-domain` (the IAB best-first
+    /// heuristic over whole columns). Local recoding (each class generalized on its own):
+    /// `mondrian` (strict top-down partitioning), `kaca` (clustering by least weighted
+    /// hierarchical distance) or `iab` (IAB generalizing only violating values and their
+    /// siblings).
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Optimal)]
     algorithm: AlgorithmArg,
+    /// Seed of the algorithms' random choices (KACA's next class): the same input, policy
+    /// and seed give byte-identical output.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
     /// What the optimal search minimizes.
     #[arg(long, value_enum, default_value_t = MetricArg::Loss)]
     metric: MetricArg,
@@ -49,6 +60,9 @@ pub struct AnonymizeArgs {
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum AlgorithmArg {
     Optimal,
+    IabFullDomain,
+    Mondrian,
+    Kaca,
     Iab,
 }
 
@@ -70,11 +84,17 @@ struct Report<'a> {
     policy: &'a str,
     input: String,
     algorithm: &'static str,
+    /// `full-domain` or `local`
+    recoding: &'static str,
     metric: &'static str,
     metric_value: f64,
+    /// the chosen levels (full-domain); empty for local recoding
     levels: Vec<QiLevel>,
-    lattice_size: usize,
-    nodes_checked: usize,
+    /// lattice nodes (full-domain searches)
+    lattice_size: Option<usize>,
+    nodes_checked: Option<usize>,
+    /// classes of the release as the algorithm built them (local recoding)
+    local_classes: Option<usize>,
     frequency_set_rows: usize,
     publish: &'a PublishReport,
     seconds: Timings,
@@ -90,6 +110,16 @@ struct Timings {
     total: f64,
 }
 
+/// What the chosen algorithm decided: the release, its failing classes and its figures.
+struct Decision {
+    release: Release,
+    failing: FailingClasses,
+    metric_value: f64,
+    lattice_size: Option<usize>,
+    nodes_checked: Option<usize>,
+    local_classes: Option<usize>,
+}
+
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&args.policy)?;
@@ -97,6 +127,25 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     publish::check_output(&out, policy.input(), args.overwrite)?;
     if let Some(report) = &args.report {
         publish::check_output(report, policy.input(), true)?;
+    }
+    let metric = match args.metric {
+        MetricArg::Loss => Metric::Loss,
+        MetricArg::Discernibility => Metric::Discernibility,
+        MetricArg::Classes => Metric::Classes,
+        MetricArg::Precision => Metric::Precision,
+    };
+    let local = match args.algorithm {
+        AlgorithmArg::Optimal | AlgorithmArg::IabFullDomain => None,
+        AlgorithmArg::Mondrian => Some(LocalAlgorithm::Mondrian),
+        AlgorithmArg::Kaca => Some(LocalAlgorithm::Kaca),
+        AlgorithmArg::Iab => Some(LocalAlgorithm::Iab),
+    };
+    if local.is_some() && metric != Metric::Loss {
+        return Err(DataFusionError::Plan(format!(
+            "--metric {} applies to the full-domain searches (optimal, iab-full-domain); \
+             local recoding reports loss",
+            metric.name()
+        )));
     }
     let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
     // the frequency set checks every value against its tree in its own scan
@@ -117,18 +166,107 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         );
     }
 
-    // 2. the search, in memory
+    // 2. the decision, in memory
     let phase = Instant::now();
-    let algorithm = match args.algorithm {
-        AlgorithmArg::Optimal => Algorithm::Optimal,
-        AlgorithmArg::Iab => Algorithm::Iab,
+    let decision = match local {
+        None => full_domain(&args, &freq, &policy, metric)?,
+        Some(algorithm) => {
+            let options = LocalOptions {
+                seed: args.seed,
+                ..LocalOptions::default()
+            };
+            let (release, evaluation) =
+                local::anonymize(&freq, policy.requirements(), algorithm, options)
+                    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
+            let recoding = LocalRecoding::new(&freq, &release)?;
+            if !args.quiet {
+                eprintln!(
+                    "{algorithm}: {} classes, {} rows suppressed, loss {:.4} ({:.3} s)",
+                    release.classes(),
+                    evaluation.suppressed_rows,
+                    evaluation.loss,
+                    phase.elapsed().as_secs_f64()
+                );
+            }
+            Decision {
+                failing: FailingClasses::none(
+                    freq.qi_names(),
+                    recoding.suppressed_rows(),
+                    freq.rows(),
+                ),
+                release: Release::Local(Arc::new(recoding)),
+                metric_value: evaluation.loss,
+                lattice_size: None,
+                nodes_checked: None,
+                local_classes: Some(release.classes()),
+            }
+        }
     };
-    let metric = match args.metric {
-        MetricArg::Loss => Metric::Loss,
-        MetricArg::Discernibility => Metric::Discernibility,
-        MetricArg::Classes => Metric::Classes,
-        MetricArg::Precision => Metric::Precision,
-    };
+    let search_seconds = phase.elapsed().as_secs_f64();
+
+    // 3. publish: write, verify, move into place
+    let report = publish::publish_with_failing_classes(
+        &ctx,
+        &policy,
+        &decision.release,
+        Some(decision.failing),
+        &out,
+        args.overwrite,
+    )
+    .await?;
+    print_summary(&report);
+    println!("{}: {:.4}", metric.name(), decision.metric_value);
+    if let Some(path) = &args.report {
+        let algorithm = match local {
+            Some(a) => a.name(),
+            None => algorithm_of(args.algorithm).name(),
+        };
+        let json = Report {
+            policy: policy.source(),
+            input: policy.input().display().to_string(),
+            algorithm,
+            recoding: decision.release.kind(),
+            metric: metric.name(),
+            metric_value: decision.metric_value,
+            levels: report.levels.clone(),
+            lattice_size: decision.lattice_size,
+            nodes_checked: decision.nodes_checked,
+            local_classes: decision.local_classes,
+            frequency_set_rows: freq.combinations(),
+            publish: &report,
+            seconds: Timings {
+                frequency_set: frequency_seconds,
+                search: search_seconds,
+                suppression_count: report.seconds.classes,
+                write: report.seconds.write,
+                verify: report.seconds.verify,
+                total: started.elapsed().as_secs_f64(),
+            },
+        };
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        write_atomically(path, &text)?;
+    }
+    Ok(())
+}
+
+fn algorithm_of(arg: AlgorithmArg) -> Algorithm {
+    match arg {
+        AlgorithmArg::IabFullDomain => Algorithm::IabFullDomain,
+        _ => Algorithm::Optimal,
+    }
+}
+
+/// The full-domain searches: the lattice node, then its failing classes from the frequency
+/// set (so publishing need not aggregate the input again to find them).
+fn full_domain(
+    args: &AnonymizeArgs,
+    freq: &FrequencySet,
+    policy: &Policy,
+    metric: Metric,
+) -> Result<Decision> {
+    let phase = Instant::now();
+    let algorithm = algorithm_of(args.algorithm);
     let mut last = Instant::now();
     let quiet = args.quiet;
     let mut progress = |checked: usize, size: usize| {
@@ -141,21 +279,14 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let outcome = search::search(
-        &freq,
-        policy.requirements(),
-        algorithm,
-        metric,
-        &mut progress,
-    )?;
-    let search_seconds = phase.elapsed().as_secs_f64();
+    let outcome = search::search(freq, policy.requirements(), algorithm, metric, &mut progress)?;
     if !args.quiet {
         eprintln!(
             "\rsearch: {} / {} nodes checked ({}), {:.3} s",
             outcome.nodes_checked,
             outcome.lattice_size,
             algorithm.name(),
-            search_seconds
+            phase.elapsed().as_secs_f64()
         );
     }
     let (nodes_checked, lattice_size) = (outcome.nodes_checked, outcome.lattice_size);
@@ -176,51 +307,15 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             solution.metric_value
         );
     }
-
-    // 3. the chosen node's failing classes, from the frequency set: publishing then need not
-    // aggregate the input again to find them
-    let phase = Instant::now();
-    let failing = search::failing_classes(&freq, policy.requirements(), &solution.levels)?;
-    let failing_seconds = phase.elapsed().as_secs_f64();
-
-    // 4. publish: write, verify, move into place
-    let report = publish::publish_with_failing_classes(
-        &ctx,
-        &policy,
-        &solution.levels,
-        Some(failing),
-        &out,
-        args.overwrite,
-    )
-    .await?;
-    print_summary(&report);
-    println!("{}: {:.4}", metric.name(), solution.metric_value);
-    if let Some(path) = &args.report {
-        let json = Report {
-            policy: policy.source(),
-            input: policy.input().display().to_string(),
-            algorithm: algorithm.name(),
-            metric: metric.name(),
-            metric_value: solution.metric_value,
-            levels: report.levels.clone(),
-            lattice_size,
-            nodes_checked,
-            frequency_set_rows: freq.combinations(),
-            publish: &report,
-            seconds: Timings {
-                frequency_set: frequency_seconds,
-                search: search_seconds,
-                suppression_count: failing_seconds + report.seconds.classes,
-                write: report.seconds.write,
-                verify: report.seconds.verify,
-                total: started.elapsed().as_secs_f64(),
-            },
-        };
-        let text = serde_json::to_string_pretty(&json)
-            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        write_atomically(path, &text)?;
-    }
-    Ok(())
+    let failing = search::failing_classes(freq, policy.requirements(), &solution.levels)?;
+    Ok(Decision {
+        release: Release::FullDomain(solution.levels),
+        failing,
+        metric_value: solution.metric_value,
+        lattice_size: Some(lattice_size),
+        nodes_checked: Some(nodes_checked),
+        local_classes: None,
+    })
 }
 
 /// Writes `text` to a temporary sibling of `path`, then renames it into place.

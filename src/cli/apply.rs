@@ -7,6 +7,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::{self, PublishReport};
+use datafusion_anonymity::release::Release;
 use datafusion_anonymity::session;
 
 #[derive(clap::Args, Debug)]
@@ -42,7 +43,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     policy.register_with(&ctx, false).await?;
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
-    let report = match publish::publish(&ctx, &policy, &levels, &out, args.overwrite).await {
+    let report = match publish::publish(&ctx, &policy, &Release::FullDomain(levels), &out, args.overwrite).await {
         Ok(report) => report,
         Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
             // the refusal counted one batch's values: count them over the whole column
@@ -80,7 +81,11 @@ pub fn print_summary(report: &PublishReport) {
         .map(|l| format!("{}={}", l.quasi_identifier, l.level))
         .collect();
     println!("output: {}", report.output.display());
-    println!("levels: {}", levels.join(", "));
+    if report.recoding == "local" {
+        println!("recoding: local");
+    } else {
+        println!("levels: {}", levels.join(", "));
+    }
     println!("rows: {} of {} input rows", v.rows, report.input_rows);
     println!("classes: {}", v.classes);
     println!("k: {}", v.k);

@@ -36,6 +36,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
+use crate::release::Release;
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 
 pub use file::{HierarchySpec, PolicyFile, Role};
@@ -334,7 +335,7 @@ impl Policy {
             crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
         }
         if let Some(levels) = self.transformation() {
-            let table = self.generalized_table(ctx, &levels).await?;
+            let table = self.generalized_table(ctx, Release::FullDomain(levels)).await?;
             ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
         }
         self.schema = Some(schema);
@@ -474,29 +475,34 @@ impl Policy {
     }
 
     /// The [`GeneralizedTable`](crate::provider::GeneralizedTable) of the registered input
-    /// at `levels` (one per quasi-identifier), suppressing per the policy.
+    /// under `release` (full-domain levels, one per quasi-identifier, or a local recoding),
+    /// suppressing per the policy.
     pub async fn generalized_table(
         &self,
         ctx: &SessionContext,
-        levels: &[usize],
+        release: Release,
     ) -> Result<crate::provider::GeneralizedTable> {
         let inner = ctx.table_provider(self.name.as_str()).await?;
-        let generalization = self.generalization(levels)?;
+        let generalization = self.generalization(release)?;
         crate::provider::GeneralizedTable::try_new(&self.name, inner, generalization)
     }
 
-    /// What the generalized table does with each column at `levels`.
-    pub fn generalization(&self, levels: &[usize]) -> Result<crate::provider::Generalization> {
+    /// What the generalized table does with each column under `release`.
+    pub fn generalization(&self, release: Release) -> Result<crate::provider::Generalization> {
         use crate::provider::{ColumnTreatment, Generalization};
         let qis = self.quasi_identifiers();
-        if levels.len() != qis.len() {
-            return Err(DataFusionError::Plan(format!(
-                "{} levels given for {} quasi-identifiers",
-                levels.len(),
-                qis.len()
-            )));
+        if let Some(levels) = release.levels() {
+            if levels.len() != qis.len() {
+                return Err(DataFusionError::Plan(format!(
+                    "{} levels given for {} quasi-identifiers",
+                    levels.len(),
+                    qis.len()
+                )));
+            }
+            for ((_, hierarchy), &level) in qis.iter().zip(levels) {
+                hierarchy.check_level(level)?;
+            }
         }
-        let mut next_level = levels.iter();
         let mut columns = Vec::with_capacity(self.columns.len());
         for column in &self.columns {
             let treatment = match column.role {
@@ -508,9 +514,7 @@ impl Policy {
                             column.name
                         ))
                     })?;
-                    let level = *next_level.next().unwrap_or(&0);
-                    hierarchy.check_level(level)?;
-                    ColumnTreatment::Recode { hierarchy, level }
+                    ColumnTreatment::QuasiIdentifier(hierarchy)
                 }
                 Role::Sensitive | Role::Insensitive => ColumnTreatment::Keep,
             };
@@ -518,6 +522,7 @@ impl Policy {
         }
         Ok(Generalization {
             columns,
+            release,
             requirements: self.requirements.clone(),
             suppression: self.suppression,
         })

@@ -32,6 +32,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::generalize::TOP_LABEL;
+use crate::release::Release;
 use crate::policy::{
     LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind, quote_ident,
 };
@@ -502,7 +503,10 @@ pub struct PublishReport {
     pub output: PathBuf,
     /// Rows of the input.
     pub input_rows: u64,
-    /// The level of each quasi-identifier, in column order.
+    /// `full-domain` or `local`.
+    pub recoding: &'static str,
+    /// The level of each quasi-identifier, in column order (full-domain releases; empty for
+    /// local ones, whose classes carry their own labels).
     pub levels: Vec<QiLevel>,
     /// Rows of the classes that fail the requirements, dropped or masked.
     pub suppressed_rows: u64,
@@ -540,16 +544,17 @@ pub struct PublishTimings {
 pub async fn publish(
     ctx: &SessionContext,
     policy: &crate::policy::Policy,
-    levels: &[usize],
+    release: &Release,
     out: &Path,
     overwrite: bool,
 ) -> Result<PublishReport> {
-    publish_with_failing_classes(ctx, policy, levels, None, out, overwrite).await
+    publish_with_failing_classes(ctx, policy, release, None, out, overwrite).await
 }
 
 /// [`publish`], with the failing classes already known (e.g. derived from the search's
-/// frequency set by [`crate::search::failing_classes`] at the same `levels`): the input is
-/// neither aggregated nor counted again. `failing` must list the policy's quasi-identifiers
+/// frequency set by [`crate::search::failing_classes`] at the same levels, or
+/// [`crate::search::FailingClasses::none`] for a local release whose every class the
+/// algorithm judged): the input is neither aggregated nor counted again. `failing` must list the policy's quasi-identifiers
 /// in [`crate::policy::Policy::quasi_identifiers`] order. The written output is still
 /// measured in full, which catches any disagreement with the data.
 ///
@@ -568,14 +573,14 @@ pub async fn publish(
 pub async fn publish_with_failing_classes(
     ctx: &SessionContext,
     policy: &crate::policy::Policy,
-    levels: &[usize],
+    release: &Release,
     failing: Option<crate::search::FailingClasses>,
     out: &Path,
     overwrite: bool,
 ) -> Result<PublishReport> {
     check_output(out, policy.input(), overwrite)?;
     let started = std::time::Instant::now();
-    let table = policy.generalized_table(ctx, levels).await?;
+    let table = policy.generalized_table(ctx, release.clone()).await?;
     let generalization = table.generalization().clone();
     let requirements = policy.requirements();
     let quasi_identifiers: Vec<String> = generalization
@@ -589,12 +594,21 @@ pub async fn publish_with_failing_classes(
         .sensitive
         .iter()
         .all(|s| s.l.is_none() && s.t.is_none());
-    let (failing, suppressed, input_rows) = match failing {
+    // rows a local release suppressed itself: left out of (drop) or masked in (mask) the
+    // recoded rows already, so they never reach the class counts
+    let locally_suppressed = match release {
+        Release::Local(local) => local.suppressed_rows(),
+        Release::FullDomain(_) => 0,
+    };
+    let counted_here = failing.is_none();
+    let (failing, mut suppressed, mut input_rows) = match failing {
         Some(known) => {
-            if known.quasi_identifiers != quasi_identifiers || known.levels != levels {
+            if known.quasi_identifiers != quasi_identifiers
+                || known.levels.as_deref() != release.levels()
+            {
                 return Err(DataFusionError::Plan(
                     "the failing classes given are not those of this policy's \
-                     quasi-identifiers at these levels"
+                     quasi-identifiers under this release"
                         .to_string(),
                 ));
             }
@@ -626,6 +640,11 @@ pub async fn publish_with_failing_classes(
             }
         }
     };
+    if counted_here && policy.suppression() == SuppressionMode::Drop {
+        // the rows a drop release left out were not there to be counted
+        suppressed += locally_suppressed;
+        input_rows += locally_suppressed;
+    }
     let allowed = requirements.max_suppressed_rows(input_rows);
     if suppressed > allowed {
         return Err(DataFusionError::Plan(format!(
@@ -716,9 +735,10 @@ pub async fn publish_with_failing_classes(
     Ok(PublishReport {
         output,
         input_rows,
+        recoding: release.kind(),
         levels: quasi_identifiers
             .into_iter()
-            .zip(levels.iter().copied())
+            .zip(release.levels().unwrap_or_default().iter().copied())
             .map(|(quasi_identifier, level)| QiLevel {
                 quasi_identifier,
                 level,

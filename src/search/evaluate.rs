@@ -109,6 +109,13 @@ pub(crate) struct SensitiveCriterion {
     ordered: Option<OrderedDomain>,
 }
 
+impl SensitiveCriterion {
+    /// Distinct values of the attribute (its codes are `0..cardinality`).
+    pub fn cardinality(&self) -> usize {
+        self.cardinality
+    }
+}
+
 /// The requirements, validated against a frequency set.
 #[derive(Debug)]
 pub(crate) struct Criteria {
@@ -677,17 +684,17 @@ pub(crate) fn precision_without_suppression(heights: &[usize], levels: &[usize])
 }
 
 /// One class's l and t (of the required kinds) and whether each passes.
-struct ClassMeasures {
-    l: Option<f64>,
-    t: Option<f64>,
-    l_pass: bool,
-    t_pass: bool,
+pub(crate) struct ClassMeasures {
+    pub l: Option<f64>,
+    pub t: Option<f64>,
+    pub l_pass: bool,
+    pub t_pass: bool,
 }
 
 /// The measures of one class for one sensitive attribute.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn class_measures(
+pub(crate) fn class_measures(
     criterion: &SensitiveCriterion,
     codes: &[u32],
     counts: &[u64],

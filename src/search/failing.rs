@@ -29,14 +29,28 @@ use crate::provider::{ROWS, key_name};
 pub struct FailingClasses {
     /// The QI names, in key order (the frequency set's order).
     pub quasi_identifiers: Vec<String>,
-    /// The node's level of each QI.
-    pub levels: Vec<usize>,
+    /// The node's level of each QI (`None` for a local release).
+    pub levels: Option<Vec<usize>>,
     /// One class per row (one batch, possibly empty).
     pub batches: Vec<RecordBatch>,
     /// Rows of all failing classes: the rows to suppress.
     pub suppressed_rows: u64,
     /// Rows of the input table.
     pub input_rows: u64,
+}
+
+impl FailingClasses {
+    /// No failing class: a local release whose every class its algorithm judged, with
+    /// `suppressed_rows` of its `input_rows` suppressed by the release itself.
+    pub fn none(quasi_identifiers: Vec<String>, suppressed_rows: u64, input_rows: u64) -> Self {
+        Self {
+            quasi_identifiers,
+            levels: None,
+            batches: Vec::new(),
+            suppressed_rows,
+            input_rows,
+        }
+    }
 }
 
 /// The failing classes of the node `levels` (one level per QI, in the frequency set's
@@ -90,7 +104,7 @@ pub fn failing_classes(
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
     Ok(FailingClasses {
         quasi_identifiers: freq.qi_names(),
-        levels: levels.to_vec(),
+        levels: Some(levels.to_vec()),
         batches: vec![batch],
         suppressed_rows: sizes.iter().sum(),
         input_rows: freq.rows(),

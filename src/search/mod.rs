@@ -8,7 +8,10 @@
 //!    a requirement are suppressed, within the policy's suppression limit.
 //!    - [`Algorithm::Optimal`] ([`optimal`]): the satisfying node with the smallest
 //!      [`Metric`], exactly, with bound-based pruning and monotonicity tagging.
-//!    - [`Algorithm::Iab`] ([`iab`]): the IAB best-first heuristic (most distinct tuples).
+//!    - [`Algorithm::IabFullDomain`] ([`iab`]): the IAB best-first heuristic (most distinct
+//!      tuples) over whole-column levels.
+//! 4. Local recoding ([`local`]: Mondrian, KACA, sibling-scoped IAB) works on the same
+//!    frequency set but publishes a label tuple per class instead of one level per QI.
 //! 3. [`failing_classes`] labels the chosen node's failing classes for publishing
 //!    ([`failing`]), so the input need not be aggregated again to suppress them.
 //!
@@ -37,6 +40,7 @@ pub mod frequency;
 mod group;
 pub mod iab;
 pub mod lattice;
+pub mod local;
 pub mod optimal;
 
 #[cfg(test)]
@@ -64,16 +68,17 @@ pub enum Algorithm {
     /// The exact optimum of the metric over all satisfying nodes ([`optimal`]).
     #[default]
     Optimal,
-    /// The IAB best-first heuristic ([`iab`]); the metric is only reported.
-    Iab,
+    /// The IAB best-first heuristic over whole-column levels ([`iab`]); the metric is only
+    /// reported. The faithful, sibling-scoped IAB is [`local::iab`].
+    IabFullDomain,
 }
 
 impl Algorithm {
-    /// `optimal` or `iab`.
+    /// `optimal` or `iab-full-domain`.
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Optimal => "optimal",
-            Algorithm::Iab => "iab",
+            Algorithm::IabFullDomain => "iab-full-domain",
         }
     }
 }
@@ -90,9 +95,9 @@ impl FromStr for Algorithm {
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "optimal" => Ok(Algorithm::Optimal),
-            "iab" => Ok(Algorithm::Iab),
+            "iab-full-domain" => Ok(Algorithm::IabFullDomain),
             other => Err(DataFusionError::Plan(format!(
-                "unknown search algorithm '{other}': expected optimal or iab"
+                "unknown search algorithm '{other}': expected optimal or iab-full-domain"
             ))),
         }
     }
@@ -236,7 +241,7 @@ pub fn search(
         Algorithm::Optimal => {
             optimal::optimal(&mut ev, metric, progress).map(|best| (best.node, best.stats))
         }
-        Algorithm::Iab => iab::iab(&mut ev, progress),
+        Algorithm::IabFullDomain => iab::iab(&mut ev, progress),
     };
     let nodes_checked = ev.evaluated;
     let (solution, failure) = match found {

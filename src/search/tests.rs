@@ -510,7 +510,7 @@ fn iab_satisfies_and_is_not_better_than_optimal() {
                 &mut |_, _| {},
             )
             .unwrap();
-            let iab = search(&freq, &req, Algorithm::Iab, Metric::Loss, &mut |_, _| {}).unwrap();
+            let iab = search(&freq, &req, Algorithm::IabFullDomain, Metric::Loss, &mut |_, _| {}).unwrap();
             let context = format!("seed {seed}, {name}");
             match (&optimal.solution, &iab.solution) {
                 (None, None) => {}
@@ -628,7 +628,7 @@ fn k_larger_than_the_table_has_no_solution() {
             max_suppression: rate,
             sensitive: vec![],
         };
-        for algorithm in [Algorithm::Optimal, Algorithm::Iab] {
+        for algorithm in [Algorithm::Optimal, Algorithm::IabFullDomain] {
             let outcome = search(&freq, &req, algorithm, Metric::Loss, &mut |_, _| {}).unwrap();
             assert!(outcome.solution.is_none());
             let message = outcome.into_solution().unwrap_err().to_string();

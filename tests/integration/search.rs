@@ -516,7 +516,7 @@ async fn adult_iab() {
     .unwrap()
     .into_solution()
     .unwrap();
-    let iab = search(&a.freq, &req, Algorithm::Iab, Metric::Loss, &mut |_, _| {})
+    let iab = search(&a.freq, &req, Algorithm::IabFullDomain, Metric::Loss, &mut |_, _| {})
         .unwrap()
         .into_solution()
         .unwrap();

@@ -1,0 +1,276 @@
+//! What a release does to the quasi-identifiers: [`Release::FullDomain`] (one hierarchy level
+//! per QI, the same for every row) or [`Release::Local`] (each raw QI combination gets its
+//! class's labels: local recoding).
+//!
+//! Both are served by the same [`GeneralizedTable`](crate::provider::GeneralizedTable) and
+//! published, suppressed and verified by the same code: only the recoding step differs.
+//!
+//! ## Local labels
+//! A [`LocalRecoding`] is a lookup table from each distinct raw QI combination of the input
+//! to its published labels (Utf8View, like full-domain labels):
+//!
+//! | cell | label | example |
+//! |---|---|---|
+//! | hierarchy node | the hierarchy's label at that level | `Higher education`, `123**`, `[30, 40)` |
+//! | one raw value | the value as text (level 0) | `37`, `2024-03-01`, `Bachelors` |
+//! | interval of an ordered QI | `[lo, hi]`, both inclusive, the class's smallest and largest raw values | `[35, 41]` |
+//! | whole domain | `*` | `*` |
+//! | only NULLs | NULL | |
+//!
+//! Labels of different classes may overlap (`37` in one class, `[35, 41]` in another); k, l and
+//! t are counted over the published label tuples. The GeneralizedTable joins the input with
+//! the lookup table on the raw QI values (NULL equal to NULL); with `suppression = "drop"`
+//! suppressed combinations are left out of the lookup table, with `"mask"` their labels are
+//! all `*`.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, BooleanArray, RecordBatch, StringArray, StringViewBuilder, UInt32Array,
+};
+use datafusion::arrow::compute::{cast, filter_record_batch, take};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::error::{DataFusionError, Result};
+
+use crate::generalize::TOP_LABEL;
+use crate::generalize::udf::LABEL_TYPE;
+use crate::policy::SuppressionMode;
+use crate::search::FrequencySet;
+use crate::search::local::{Cell, LocalRelease, QiAxis, SUPPRESSED, axes};
+
+/// How the quasi-identifiers of a release are recoded.
+#[derive(Debug, Clone)]
+pub enum Release {
+    /// One level per quasi-identifier, in the generalization's QI order.
+    FullDomain(Vec<usize>),
+    /// A label tuple per raw QI combination.
+    Local(Arc<LocalRecoding>),
+}
+
+impl Release {
+    /// `full-domain` or `local`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Release::FullDomain(_) => "full-domain",
+            Release::Local(_) => "local",
+        }
+    }
+
+    /// The levels of a full-domain release.
+    pub fn levels(&self) -> Option<&[usize]> {
+        match self {
+            Release::FullDomain(levels) => Some(levels),
+            Release::Local(_) => None,
+        }
+    }
+}
+
+/// Column names of the lookup table; chosen not to collide with user columns.
+pub(crate) fn raw_key(i: usize) -> String {
+    format!("__anon_raw_{i}")
+}
+
+pub(crate) fn label_key(i: usize) -> String {
+    format!("__anon_label_{i}")
+}
+
+/// The labels of every raw QI combination of a local release (see the module docs).
+#[derive(Debug, Clone)]
+pub struct LocalRecoding {
+    quasi_identifiers: Vec<String>,
+    /// per QI, the raw value of each combination
+    raw: Vec<ArrayRef>,
+    /// per QI, the label of each combination (`*` for suppressed ones)
+    labels: Vec<ArrayRef>,
+    suppressed: BooleanArray,
+    classes: usize,
+    rows: u64,
+    suppressed_rows: u64,
+}
+
+impl LocalRecoding {
+    /// The lookup table of `release`, computed on `freq` (built from data, so that each QI
+    /// has its hierarchy and raw values).
+    pub fn new(freq: &FrequencySet, release: &LocalRelease) -> Result<Self> {
+        let qis = freq.qis();
+        let axes = axes(freq)?;
+        let combinations = freq.leaf_classes();
+        if release.class_of.len() != combinations || release.width != qis.len() {
+            return Err(DataFusionError::Internal(
+                "the local release does not fit the frequency set".to_string(),
+            ));
+        }
+        let classes = release.classes();
+        let mut raw = Vec::with_capacity(qis.len());
+        let mut labels = Vec::with_capacity(qis.len());
+        for (q, qi) in qis.iter().enumerate() {
+            let (Some(hierarchy), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
+                return Err(DataFusionError::Plan(format!(
+                    "quasi-identifier '{}' has no values (a frequency set built from codes): \
+                     a local release of it cannot be labelled",
+                    qi.name()
+                )));
+            };
+            let class_labels = class_labels(qi, &axes[q], hierarchy, values, release, q)?;
+            let leaf_codes = UInt32Array::from(freq.leaf_codes()[q].clone());
+            raw.push(take(values.as_ref(), &leaf_codes, None)?);
+            let mut builder = StringViewBuilder::with_capacity(combinations);
+            for &c in &release.class_of {
+                if c == SUPPRESSED {
+                    builder.append_value(TOP_LABEL);
+                } else {
+                    match &class_labels[c as usize] {
+                        Some(text) => builder.append_value(text),
+                        None => builder.append_null(),
+                    }
+                }
+            }
+            labels.push(Arc::new(builder.finish()) as ArrayRef);
+        }
+        let suppressed: BooleanArray = release
+            .class_of
+            .iter()
+            .map(|&c| Some(c == SUPPRESSED))
+            .collect();
+        let suppressed_rows = release
+            .class_of
+            .iter()
+            .zip(freq.sizes())
+            .filter(|(c, _)| **c == SUPPRESSED)
+            .map(|(_, &n)| n)
+            .sum();
+        Ok(Self {
+            quasi_identifiers: freq.qi_names(),
+            raw,
+            labels,
+            suppressed,
+            classes,
+            rows: freq.rows(),
+            suppressed_rows,
+        })
+    }
+
+    /// The quasi-identifiers, in lookup-table order.
+    pub fn quasi_identifiers(&self) -> &[String] {
+        &self.quasi_identifiers
+    }
+
+    /// Classes of the release.
+    pub fn classes(&self) -> usize {
+        self.classes
+    }
+
+    /// Rows of the input the release was computed on.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Rows of the suppressed combinations.
+    pub fn suppressed_rows(&self) -> u64 {
+        self.suppressed_rows
+    }
+
+    /// Distinct raw QI combinations.
+    pub fn combinations(&self) -> usize {
+        self.suppressed.len()
+    }
+
+    /// The lookup table: `__anon_raw_<i>` (the raw values, cast to `raw_types[i]`) and
+    /// `__anon_label_<i>` per QI; suppressed combinations left out (`Drop`) or kept with
+    /// `*` labels (`Mask`).
+    pub fn lookup_batch(
+        &self,
+        raw_types: &[DataType],
+        mode: SuppressionMode,
+    ) -> Result<RecordBatch> {
+        let mut fields = Vec::with_capacity(2 * self.raw.len());
+        let mut columns = Vec::with_capacity(2 * self.raw.len());
+        for (i, (raw, ty)) in self.raw.iter().zip(raw_types).enumerate() {
+            let raw = if raw.data_type() == ty {
+                Arc::clone(raw)
+            } else {
+                cast(raw, ty)?
+            };
+            fields.push(Field::new(raw_key(i), ty.clone(), true));
+            columns.push(raw);
+        }
+        for (i, labels) in self.labels.iter().enumerate() {
+            fields.push(Field::new(label_key(i), LABEL_TYPE, true));
+            columns.push(Arc::clone(labels));
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+        match mode {
+            SuppressionMode::Mask => Ok(batch),
+            SuppressionMode::Drop => {
+                let kept = datafusion::arrow::compute::not(&self.suppressed)?;
+                Ok(filter_record_batch(&batch, &kept)?)
+            }
+        }
+    }
+}
+
+/// The label of QI `q` for every class of `release` (`None`: NULL).
+fn class_labels(
+    qi: &crate::search::QiDomain,
+    axis: &QiAxis,
+    hierarchy: &crate::generalize::Hierarchy,
+    values: &ArrayRef,
+    release: &LocalRelease,
+    q: usize,
+) -> Result<Vec<Option<String>>> {
+    let classes = release.classes();
+    let level0 = hierarchy.generalize_column(qi.name(), values, 0)?;
+    let level0 = cast(&level0, &DataType::Utf8)?;
+    let level0 = level0
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .ok_or_else(|| DataFusionError::Internal("labels are not Utf8".to_string()))?;
+    let text = |leaf: u32| -> Option<String> {
+        level0
+            .is_valid(leaf as usize)
+            .then(|| level0.value(leaf as usize).to_string())
+    };
+    let mut out: Vec<Option<String>> = vec![None; classes];
+    // nodes above level 0 are labelled by the hierarchy, one call per level
+    let mut by_level: Vec<Vec<(usize, u32)>> = vec![Vec::new(); qi.height()];
+    for (c, slot) in out.iter_mut().enumerate() {
+        match release.cells_of(c)[q] {
+            Cell::Top => *slot = Some(TOP_LABEL.to_string()),
+            Cell::Interval { lo, hi } => {
+                let (lo, hi) = (axis.leaf_of_rank()[lo as usize], axis.leaf_of_rank()[hi as usize]);
+                *slot = Some(format!(
+                    "[{}, {}]",
+                    text(lo).unwrap_or_default(),
+                    text(hi).unwrap_or_default()
+                ));
+            }
+            Cell::Node { level, code } => by_level[level as usize].push((c, code)),
+        }
+    }
+    for (level, wanted) in by_level.iter().enumerate() {
+        if wanted.is_empty() {
+            continue;
+        }
+        // one leaf per code represents it: all its leaves have the same label
+        let mut leaf_of_code = vec![u32::MAX; qi.cardinality(level)];
+        for (leaf, &code) in qi.leaf_map(level).iter().enumerate() {
+            let slot = &mut leaf_of_code[code as usize];
+            if *slot == u32::MAX {
+                *slot = leaf as u32;
+            }
+        }
+        let leaves =
+            UInt32Array::from_iter_values(wanted.iter().map(|&(_, code)| leaf_of_code[code as usize]));
+        let representatives = take(values.as_ref(), &leaves, None)?;
+        let labels = hierarchy.generalize_column(qi.name(), &representatives, level)?;
+        let labels = cast(&labels, &DataType::Utf8)?;
+        let labels = labels
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| DataFusionError::Internal("labels are not Utf8".to_string()))?;
+        for (i, &(c, _)) in wanted.iter().enumerate() {
+            out[c] = labels.is_valid(i).then(|| labels.value(i).to_string());
+        }
+    }
+    Ok(out)
+}

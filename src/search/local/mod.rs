@@ -1,0 +1,685 @@
+//! Local recoding: releases that generalize each *class* on its own instead of one level per
+//! column. All three algorithms work on the [`FrequencySet`] (distinct raw QI combinations
+//! with their counts and sensitive histograms), never on the rows:
+//!
+//! - [`mondrian`]: strict multidimensional top-down partitioning (LeFevre, DeWitt,
+//!   Ramakrishnan, ICDE 2006), hierarchy-aware;
+//! - [`kaca`]: K-Anonymization by Clustering in Attribute hierarchies (Li, Wong, Fu, Pei;
+//!   seed 004 §4.1), merging classes by the least weighted hierarchical distance;
+//! - [`iab`]: the IAB search of seed 000 §3.3 with sibling-scoped (cell-level)
+//!   generalization.
+//!
+//! ## The release model
+//! A [`LocalRelease`] maps every *leaf class* of the frequency set (a distinct raw QI
+//! combination) to one published class, or to [`SUPPRESSED`]. A class gives each QI one
+//! [`Cell`]:
+//! - a hierarchy node ([`Cell::Node`], a level code of the frequency set's domain): the
+//!   label the hierarchy prints for it (`Higher education`, `123**`, `[30, 40)`, or the raw
+//!   value at level 0);
+//! - for *ordered* QIs (numbers and dates whose hierarchy is an interval, date or value tree;
+//!   [`QiAxis::is_ordered`]), an inclusive interval of the class's smallest and largest raw
+//!   values ([`Cell::Interval`]), published as `[lo, hi]`; a class with a single value
+//!   publishes the value itself;
+//! - `*` ([`Cell::Top`]): the whole domain, e.g. a class mixing NULL with values.
+//!
+//! Every raw row is published in exactly one class whose cells cover its values. Two classes'
+//! labels may overlap (a value can be itself in one class and inside an interval in another),
+//! which is why k, l and t are counted over the *published label tuples*, exactly as for a
+//! full-domain release ([`crate::release::Release`]).
+//!
+//! ## NULLs
+//! A NULL quasi-identifier is a value of its own (as in `GROUP BY`): sorted first on ordered
+//! QIs, its own code at every level of a hierarchy. A class holding only NULLs publishes NULL
+//! (cost 0, as full-domain publishing does); a class mixing NULL with values publishes `*`
+//! (cost 1), the only label covering both.
+//!
+//! ## Loss
+//! The full-domain search's Loss (METRICS.md, ARX's Loss), per cell `(values covered − 1) /
+//! (|D| − 1)`: a node covers its hierarchy's leaves; an interval covers the domain's values
+//! inside it (a value tree's leaves, as ARX counts them, else the column's distinct values);
+//! `*` and suppressed cells cost 1. [`LocalEvaluation::loss`] averages over the n × d cells.
+
+pub mod iab;
+pub mod kaca;
+pub mod mondrian;
+
+use std::fmt;
+use std::str::FromStr;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::compute::kernels::sort::SortOptions;
+use datafusion::arrow::compute::{cast, sort_to_indices};
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::error::{DataFusionError, Result};
+
+use super::evaluate::{Criteria, SensitiveAchieved, class_measures};
+use super::frequency::{FrequencySet, QiDomain};
+use crate::functions::common::is_ordered;
+use crate::generalize::HierarchyKind;
+use crate::policy::PrivacyRequirements;
+
+/// The class of a suppressed leaf class in [`LocalRelease::class_of`].
+pub const SUPPRESSED: u32 = u32::MAX;
+
+/// Which local-recoding algorithm to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalAlgorithm {
+    /// Strict top-down Mondrian ([`mondrian`]).
+    Mondrian,
+    /// KACA clustering ([`kaca`]).
+    Kaca,
+    /// IAB with sibling-scoped generalization ([`iab`]).
+    Iab,
+}
+
+impl LocalAlgorithm {
+    /// `mondrian`, `kaca` or `iab`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalAlgorithm::Mondrian => "mondrian",
+            LocalAlgorithm::Kaca => "kaca",
+            LocalAlgorithm::Iab => "iab",
+        }
+    }
+}
+
+impl fmt::Display for LocalAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LocalAlgorithm {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "mondrian" => Ok(LocalAlgorithm::Mondrian),
+            "kaca" => Ok(LocalAlgorithm::Kaca),
+            "iab" => Ok(LocalAlgorithm::Iab),
+            other => Err(DataFusionError::Plan(format!(
+                "unknown local-recoding algorithm '{other}': expected mondrian, kaca or iab"
+            ))),
+        }
+    }
+}
+
+/// What one class publishes for one quasi-identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cell {
+    /// Level code `code` of the QI's domain at `level` (level 0: the raw value, or NULL).
+    Node { level: u32, code: u32 },
+    /// The raw values of ranks `lo ..= hi` of an ordered QI ([`QiAxis::rank_of_leaf`]),
+    /// `lo < hi`, NULL not included.
+    Interval { lo: u32, hi: u32 },
+    /// `*`.
+    Top,
+}
+
+/// One quasi-identifier as the local algorithms see it: its order (if ordered), its
+/// hierarchy levels, and the Loss of any [`Cell`].
+#[derive(Debug, Clone)]
+pub struct QiAxis {
+    ordered: bool,
+    /// leaf → rank in ascending value order, NULL first (ordered QIs only)
+    rank_of_leaf: Vec<u32>,
+    leaf_of_rank: Vec<u32>,
+    /// whether rank 0 is NULL
+    null_first: bool,
+    /// per rank: domain values at or below that rank's value (ordered QIs)
+    covered_up_to: Vec<u64>,
+    /// |D| for intervals
+    domain_size: u64,
+}
+
+impl QiAxis {
+    /// The axis of `qi`. Ordered: numeric and temporal columns whose hierarchy is an
+    /// interval, date or value tree (masks stay hierarchical: their nodes are prefixes).
+    pub fn new(qi: &QiDomain) -> Result<Self> {
+        let values = qi.leaf_values();
+        let ordered = match (qi.hierarchy(), values) {
+            (Some(h), Some(v)) => {
+                is_ordered(v.data_type())
+                    && matches!(
+                        h.kind(),
+                        HierarchyKind::Interval(_) | HierarchyKind::Date(_) | HierarchyKind::Tree(_)
+                    )
+            }
+            _ => false,
+        };
+        let leaves = qi.leaves();
+        if !ordered {
+            return Ok(Self {
+                ordered,
+                rank_of_leaf: Vec::new(),
+                leaf_of_rank: Vec::new(),
+                null_first: false,
+                covered_up_to: Vec::new(),
+                domain_size: leaves as u64,
+            });
+        }
+        let values = values.ok_or_else(|| DataFusionError::Internal("no leaf values".into()))?;
+        let options = SortOptions {
+            descending: false,
+            nulls_first: true,
+        };
+        let order = sort_to_indices(values.as_ref(), Some(options), None)?;
+        let leaf_of_rank: Vec<u32> = order.values().to_vec();
+        let mut rank_of_leaf = vec![0u32; leaves];
+        for (r, &leaf) in leaf_of_rank.iter().enumerate() {
+            rank_of_leaf[leaf as usize] = r as u32;
+        }
+        let null_first = values.null_count() > 0;
+        // the domain an interval's values are counted in
+        let tree_leaves = match qi.hierarchy().map(|h| h.kind()) {
+            Some(HierarchyKind::Tree(tree)) => tree.labels(0).map(|labels| {
+                let mut parsed: Vec<f64> = labels
+                    .iter()
+                    .flatten()
+                    .filter_map(|s| s.trim().parse::<f64>().ok())
+                    .collect();
+                parsed.sort_by(f64::total_cmp);
+                (parsed, tree.leaf_count() as u64)
+            }),
+            _ => None,
+        };
+        let (covered_up_to, domain_size) = match tree_leaves {
+            Some((sorted, count)) => {
+                let as_f64 = cast(values, &DataType::Float64)?;
+                let as_f64 = as_f64.as_primitive::<Float64Type>();
+                let covered = leaf_of_rank
+                    .iter()
+                    .map(|&leaf| {
+                        if as_f64.is_null(leaf as usize) {
+                            0
+                        } else {
+                            let v = as_f64.value(leaf as usize);
+                            sorted.partition_point(|&x| x <= v) as u64
+                        }
+                    })
+                    .collect();
+                (covered, count)
+            }
+            None => {
+                let offset = u64::from(null_first);
+                let covered = (0..leaves as u64).map(|r| (r + 1).saturating_sub(offset)).collect();
+                (covered, leaves as u64 - offset)
+            }
+        };
+        Ok(Self {
+            ordered,
+            rank_of_leaf,
+            leaf_of_rank,
+            null_first,
+            covered_up_to,
+            domain_size,
+        })
+    }
+
+    /// Whether classes publish intervals of this QI.
+    pub fn is_ordered(&self) -> bool {
+        self.ordered
+    }
+
+    /// Leaf → rank (ordered QIs).
+    pub fn rank_of_leaf(&self) -> &[u32] {
+        &self.rank_of_leaf
+    }
+
+    /// Rank → leaf (ordered QIs).
+    pub fn leaf_of_rank(&self) -> &[u32] {
+        &self.leaf_of_rank
+    }
+
+    /// Whether rank 0 is the NULL leaf.
+    pub fn null_first(&self) -> bool {
+        self.null_first
+    }
+
+    /// The cell of an ordered QI's class with raw values of ranks `lo ..= hi`.
+    pub fn interval_cell(&self, qi: &QiDomain, lo: u32, hi: u32) -> Cell {
+        if lo == hi {
+            let leaf = self.leaf_of_rank[lo as usize];
+            Cell::Node {
+                level: 0,
+                code: qi.leaf_map(0)[leaf as usize],
+            }
+        } else if self.null_first && lo == 0 {
+            Cell::Top
+        } else {
+            Cell::Interval { lo, hi }
+        }
+    }
+
+    /// The Loss of one cell (METRICS.md; see the module documentation).
+    pub fn cost(&self, qi: &QiDomain, cell: Cell) -> f64 {
+        match cell {
+            Cell::Top => 1.0,
+            Cell::Node { level, code } => qi.costs(level as usize)[code as usize],
+            Cell::Interval { lo, hi } => {
+                if self.domain_size <= 1 {
+                    return 0.0;
+                }
+                let below = if lo == 0 {
+                    0
+                } else {
+                    self.covered_up_to[lo as usize - 1]
+                };
+                let covered = self.covered_up_to[hi as usize].saturating_sub(below).max(1);
+                ((covered - 1) as f64 / (self.domain_size - 1) as f64).min(1.0)
+            }
+        }
+    }
+}
+
+/// The lowest node covering `leaves` (non-empty): the lowest level at which they share a code,
+/// `*` if none does (NULL mixed with values).
+pub fn lowest_common_node(qi: &QiDomain, leaves: impl Iterator<Item = u32> + Clone) -> Cell {
+    for level in 0..qi.height() {
+        let map = qi.leaf_map(level);
+        let mut it = leaves.clone().map(|leaf| map[leaf as usize]);
+        let Some(first) = it.next() else {
+            return Cell::Top;
+        };
+        if it.all(|c| c == first) {
+            return Cell::Node {
+                level: level as u32,
+                code: first,
+            };
+        }
+    }
+    Cell::Top
+}
+
+/// Per-sensitive-attribute histograms summed over some leaf classes, judged against the
+/// requirements with the search's own rules (`evaluate::class_measures`).
+#[derive(Debug)]
+pub(crate) struct Judge<'a> {
+    freq: &'a FrequencySet,
+    pub criteria: Criteria,
+    codes: Vec<u32>,
+    counts: Vec<u64>,
+    scratch: Vec<u64>,
+    pairs: Vec<(u64, u64)>,
+    positions: Vec<(usize, u64)>,
+}
+
+/// Dense histograms of a group of leaf classes, one per criterion, and its row count.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Tally {
+    pub rows: u64,
+    pub histograms: Vec<Vec<u64>>,
+}
+
+impl Tally {
+    pub fn add(&mut self, other: &Tally) {
+        self.rows += other.rows;
+        for (a, b) in self.histograms.iter_mut().zip(&other.histograms) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += *y;
+            }
+        }
+    }
+
+    pub fn subtract(&mut self, other: &Tally) {
+        self.rows -= other.rows;
+        for (a, b) in self.histograms.iter_mut().zip(&other.histograms) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x -= *y;
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.rows = 0;
+        for h in &mut self.histograms {
+            h.fill(0);
+        }
+    }
+}
+
+/// l and t of one group, per criterion, and whether it meets every requirement.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Verdict {
+    pub passes: bool,
+    pub measures: Vec<(Option<f64>, Option<f64>)>,
+}
+
+impl<'a> Judge<'a> {
+    pub fn new(freq: &'a FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
+        Ok(Self {
+            freq,
+            criteria: Criteria::new(freq, requirements)?,
+            codes: Vec::new(),
+            counts: Vec::new(),
+            scratch: Vec::new(),
+            pairs: Vec::new(),
+            positions: Vec::new(),
+        })
+    }
+
+    /// k.
+    pub fn k(&self) -> u64 {
+        self.criteria.k
+    }
+
+    /// The most rows that may be suppressed.
+    pub fn budget(&self) -> u64 {
+        self.criteria.budget
+    }
+
+    /// Whether any l or t requirement exists (else only row counts matter).
+    pub fn has_sensitive(&self) -> bool {
+        !self.criteria.sensitive.is_empty()
+    }
+
+    /// An empty tally.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            rows: 0,
+            histograms: self
+                .criteria
+                .sensitive
+                .iter()
+                .map(|s| vec![0; s.cardinality()])
+                .collect(),
+        }
+    }
+
+    /// Adds leaf class `leaf_class` to `tally`.
+    pub fn add_leaf_class(&mut self, tally: &mut Tally, leaf_class: usize) {
+        tally.rows += self.freq.sizes()[leaf_class];
+        for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
+            let (codes, counts) = self.freq.histograms(criterion.index).class(
+                leaf_class,
+                &mut self.codes,
+                &mut self.counts,
+            );
+            let h = &mut tally.histograms[s];
+            for (&c, &n) in codes.iter().zip(counts) {
+                h[c as usize] += n;
+            }
+        }
+    }
+
+    /// The tally of one leaf class.
+    pub fn leaf_tally(&mut self, leaf_class: usize) -> Tally {
+        let mut t = self.tally();
+        self.add_leaf_class(&mut t, leaf_class);
+        t
+    }
+
+    /// Whether a group with `tally` meets every requirement (k rows, each l and t).
+    pub fn passes(&mut self, tally: &Tally) -> bool {
+        if tally.rows < self.criteria.k || tally.rows == 0 {
+            return false;
+        }
+        if self.criteria.sensitive.is_empty() {
+            return true;
+        }
+        self.verdict(tally).passes
+    }
+
+    /// The measures of a group with `tally`.
+    pub fn verdict(&mut self, tally: &Tally) -> Verdict {
+        let mut passes = tally.rows >= self.criteria.k && tally.rows > 0;
+        let mut measures = Vec::with_capacity(self.criteria.sensitive.len());
+        for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
+            self.codes.clear();
+            self.counts.clear();
+            for (code, &n) in tally.histograms[s].iter().enumerate() {
+                if n > 0 {
+                    self.codes.push(code as u32);
+                    self.counts.push(n);
+                }
+            }
+            let m = class_measures(
+                criterion,
+                &self.codes,
+                &self.counts,
+                tally.rows,
+                self.criteria.rows,
+                &mut self.scratch,
+                &mut self.pairs,
+                &mut self.positions,
+            );
+            passes &= m.l_pass && m.t_pass;
+            measures.push((m.l, m.t));
+        }
+        Verdict { passes, measures }
+    }
+}
+
+/// A local release: the published class of each leaf class of a frequency set, and each
+/// class's cells (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalRelease {
+    /// Per leaf class of the frequency set: its class, or [`SUPPRESSED`].
+    pub class_of: Vec<u32>,
+    /// Per class, per QI (`cells[class * d + qi]`).
+    pub cells: Vec<Cell>,
+    /// The number of quasi-identifiers d.
+    pub width: usize,
+}
+
+impl LocalRelease {
+    /// The number of classes.
+    pub fn classes(&self) -> usize {
+        self.cells.len() / self.width.max(1)
+    }
+
+    /// Class `c`'s cells.
+    pub fn cells_of(&self, c: usize) -> &[Cell] {
+        &self.cells[c * self.width..(c + 1) * self.width]
+    }
+
+    /// Builds a release from a partition of the leaf classes: `groups[g]` lists the leaf
+    /// classes of group g, `cell_of(g, qi, members)` gives its cell; leaf classes in no
+    /// group are suppressed.
+    pub(crate) fn from_groups(
+        leaf_classes: usize,
+        width: usize,
+        groups: &[Vec<u32>],
+        mut cell_of: impl FnMut(usize, usize, &[u32]) -> Cell,
+    ) -> Self {
+        let mut class_of = vec![SUPPRESSED; leaf_classes];
+        let mut cells = Vec::with_capacity(groups.len() * width);
+        for (g, members) in groups.iter().enumerate() {
+            for &m in members {
+                class_of[m as usize] = g as u32;
+            }
+            for q in 0..width {
+                cells.push(cell_of(g, q, members));
+            }
+        }
+        Self {
+            class_of,
+            cells,
+            width,
+        }
+    }
+
+    /// The tightest cells of each group of leaf classes: the lowest common node of
+    /// hierarchical QIs, the `[min, max]` interval of ordered ones.
+    pub fn covering(freq: &FrequencySet, axes: &[QiAxis], groups: &[Vec<u32>]) -> Self {
+        let leaf_codes = freq.leaf_codes();
+        let qis = freq.qis();
+        Self::from_groups(freq.leaf_classes(), qis.len(), groups, |_, q, members| {
+            covering_cell(&qis[q], &axes[q], &leaf_codes[q], members)
+        })
+    }
+}
+
+/// The tightest cell of QI `qi` covering the leaf classes `members` (non-empty).
+pub fn covering_cell(qi: &QiDomain, axis: &QiAxis, leaf_codes: &[u32], members: &[u32]) -> Cell {
+    if axis.is_ordered() {
+        let ranks = members
+            .iter()
+            .map(|&m| axis.rank_of_leaf[leaf_codes[m as usize] as usize]);
+        let (lo, hi) = ranks.fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
+        axis.interval_cell(qi, lo, hi)
+    } else {
+        lowest_common_node(qi, members.iter().map(|&m| leaf_codes[m as usize]))
+    }
+}
+
+/// The axes of every QI of `freq`.
+pub fn axes(freq: &FrequencySet) -> Result<Vec<QiAxis>> {
+    freq.qis().iter().map(QiAxis::new).collect()
+}
+
+/// What a local release achieves, judged over its published classes like a lattice node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalEvaluation {
+    /// Whether every class meets the requirements, the suppressed rows are within the
+    /// budget, and some row is kept.
+    pub satisfies: bool,
+    /// Rows of the input (n).
+    pub rows: u64,
+    /// Rows of suppressed leaf classes, plus rows of classes that fail a requirement.
+    pub suppressed_rows: u64,
+    /// The most rows the policy allows to suppress.
+    pub max_suppressed_rows: u64,
+    /// Published classes that meet the requirements.
+    pub classes: u64,
+    /// The smallest kept class.
+    pub min_class_size: Option<u64>,
+    /// Per constrained sensitive attribute, the worst l and t over kept classes.
+    pub sensitive: Vec<SensitiveAchieved>,
+    /// Loss over the n × d cells, suppressed cells 1.
+    pub loss: f64,
+    /// Σ |E|² over kept classes + n · suppressed rows.
+    pub discernibility: f64,
+}
+
+/// Judges every class of `release` (classes with equal labels are *not* merged here; the
+/// published data are measured again on the written labels by publishing).
+pub fn evaluate(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    release: &LocalRelease,
+) -> Result<LocalEvaluation> {
+    let axes = axes(freq)?;
+    let mut judge = Judge::new(freq, requirements)?;
+    let d = freq.qis().len();
+    if release.width != d || release.class_of.len() != freq.leaf_classes() {
+        return Err(DataFusionError::Internal(
+            "the release does not fit the frequency set".to_string(),
+        ));
+    }
+    let classes = release.classes();
+    let mut tallies: Vec<Tally> = (0..classes).map(|_| judge.tally()).collect();
+    let mut suppressed = 0u64;
+    for (leaf, &c) in release.class_of.iter().enumerate() {
+        if c == SUPPRESSED {
+            suppressed += freq.sizes()[leaf];
+        } else {
+            judge.add_leaf_class(&mut tallies[c as usize], leaf);
+        }
+    }
+    let n = freq.rows();
+    let sensitive_count = judge.criteria.sensitive.len();
+    let mut worst: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); sensitive_count];
+    let (mut kept, mut min_kept, mut squares, mut cost_sum) = (0u64, None::<u64>, 0u128, 0.0);
+    for (c, tally) in tallies.iter().enumerate() {
+        if tally.rows == 0 {
+            continue;
+        }
+        let verdict = judge.verdict(tally);
+        if !verdict.passes {
+            suppressed += tally.rows;
+            continue;
+        }
+        kept += 1;
+        min_kept = Some(min_kept.map_or(tally.rows, |m| m.min(tally.rows)));
+        squares += tally.rows as u128 * tally.rows as u128;
+        let cells = release.cells_of(c);
+        let cost: f64 = (0..d).map(|q| axes[q].cost(&freq.qis()[q], cells[q])).sum();
+        cost_sum += tally.rows as f64 * cost;
+        for (w, m) in worst.iter_mut().zip(&verdict.measures) {
+            if let Some(l) = m.0 {
+                w.0 = Some(w.0.map_or(l, |x: f64| x.min(l)));
+            }
+            if let Some(t) = m.1 {
+                w.1 = Some(w.1.map_or(t, |x: f64| x.max(t)));
+            }
+        }
+    }
+    let nd = n as f64 * d as f64;
+    let loss = if n == 0 {
+        0.0
+    } else {
+        (cost_sum + suppressed as f64 * d as f64) / nd
+    };
+    Ok(LocalEvaluation {
+        satisfies: suppressed <= judge.budget() && suppressed < n,
+        rows: n,
+        suppressed_rows: suppressed,
+        max_suppressed_rows: judge.budget(),
+        classes: kept,
+        min_class_size: min_kept,
+        sensitive: judge
+            .criteria
+            .sensitive
+            .iter()
+            .zip(&worst)
+            .map(|(s, w)| SensitiveAchieved {
+                attribute: s.name.clone(),
+                l: w.0,
+                t: w.1,
+            })
+            .collect(),
+        loss,
+        discernibility: (squares + n as u128 * suppressed as u128) as f64,
+    })
+}
+
+/// Options of the local algorithms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LocalOptions {
+    /// Seed of KACA's random choice of the next class to merge.
+    pub seed: u64,
+    /// The β of KACA's weighted hierarchical distance, `w(j, j−1) = 1/(j−1)^β`; `None`:
+    /// uniform weights (seed 004 §3.1).
+    pub whd_beta: Option<f64>,
+    /// The most states IAB expands before returning its best satisfying table.
+    pub iab_expansions: usize,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        Self {
+            seed: 42,
+            whd_beta: None,
+            iab_expansions: 10_000,
+        }
+    }
+}
+
+/// Runs `algorithm` on `freq`; the release and its evaluation. Errors: invalid
+/// requirements, no release satisfying them (one line, counts only), or a QI the algorithm
+/// cannot serve.
+pub fn anonymize(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    algorithm: LocalAlgorithm,
+    options: LocalOptions,
+) -> Result<(LocalRelease, LocalEvaluation)> {
+    let release = match algorithm {
+        LocalAlgorithm::Mondrian => mondrian::mondrian(freq, requirements)?,
+        LocalAlgorithm::Kaca => kaca::kaca(freq, requirements, options)?,
+        LocalAlgorithm::Iab => iab::iab(freq, requirements, options)?,
+    };
+    let evaluation = evaluate(freq, requirements, &release)?;
+    if !evaluation.satisfies {
+        return Err(DataFusionError::Execution(format!(
+            "{algorithm} found no release meeting the privacy requirements (k = {}): {} of {} \
+             rows would be suppressed, at most {} allowed",
+            requirements.k,
+            evaluation.suppressed_rows,
+            evaluation.rows,
+            evaluation.max_suppressed_rows
+        )));
+    }
+    Ok((release, evaluation))
+}

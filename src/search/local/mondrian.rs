@@ -1,0 +1,273 @@
+//! Strict multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), top-down on
+//! the frequency set, with hierarchy-aware cuts.
+//!
+//! Start with one region holding every leaf class. Take a region; try its quasi-identifiers
+//! in decreasing order of the Loss of the region's current cell (its *normalized range*: an
+//! interval's share of the domain, a node's share of the hierarchy's leaves), and cut on the
+//! first that has an **allowable** cut: one whose every part meets the whole policy (k rows,
+//! and each sensitive attribute's l and t, t against the whole table). Parts go back on the
+//! stack; a region with no allowable cut on any QI becomes a published class, labelled with
+//! its tightest cells ([`LocalRelease::covering`]).
+//!
+//! - **Ordered QIs** (intervals of raw values): the cut is a threshold between two distinct
+//!   values of the region. Among the allowable thresholds, the one closest to the median of
+//!   the region's rows wins (the median itself when it is allowable, as in the paper).
+//! - **Hierarchical QIs** (strings, masks): the region's lowest common node is split into
+//!   its children present. Children that meet the policy alone become parts; the others are
+//!   pooled into one part (labelled by the node itself, the lowest node covering them); a pool
+//!   that fails joins the smallest part until it passes. When that leaves fewer than two
+//!   parts and the node has at most [`EXHAUSTIVE_CHILDREN`] children, every split of the
+//!   children into two groups is tried and the most balanced allowable one taken.
+//!
+//! **Strictness.** Regions never overlap in raw values, and a published region admits no
+//! allowable threshold on an ordered QI and no allowable two-group split of its node's
+//! children on a hierarchical QI (with at most [`EXHAUSTIVE_CHILDREN`] children; above that a
+//! split the greedy pooling misses may remain). A split into more groups implies a two-group
+//! one, because the union of groups that meet k, l (any kind) and t meets them too.
+//!
+//! **Suppression.** Mondrian suppresses nothing: every row is published in a class that meets
+//! the policy. If the whole table fails the policy there is no release (an error).
+//!
+//! Cost: each level of the recursion sorts the leaf classes of the regions it cuts, so the
+//! whole run is O(|F| log² |F| · d) on |F| leaf classes, and never touches the rows.
+
+use datafusion::error::Result;
+
+use super::{Cell, Judge, LocalRelease, QiAxis, Tally, axes, covering_cell};
+use crate::policy::PrivacyRequirements;
+use crate::search::FrequencySet;
+
+/// Up to this many children, a hierarchical cut the greedy pooling misses is searched for
+/// among all two-group splits (2^(c−1) of them).
+pub const EXHAUSTIVE_CHILDREN: usize = 12;
+
+/// Runs strict Mondrian; see the module documentation. The whole table failing the policy
+/// gives a release with every leaf class suppressed (which [`super::anonymize`] refuses).
+pub fn mondrian(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Result<LocalRelease> {
+    let axes = axes(freq)?;
+    let mut judge = Judge::new(freq, requirements)?;
+    let all: Vec<u32> = (0..freq.leaf_classes() as u32).collect();
+    let mut root = judge.tally();
+    for &m in &all {
+        judge.add_leaf_class(&mut root, m as usize);
+    }
+    if !judge.passes(&root) {
+        return Ok(LocalRelease::covering(freq, &axes, &[]));
+    }
+    let mut cutter = Cutter {
+        freq,
+        axes: &axes,
+        judge,
+    };
+    let mut stack = vec![all];
+    let mut classes = Vec::new();
+    while let Some(region) = stack.pop() {
+        match cutter.cut(&region) {
+            Some(parts) => stack.extend(parts),
+            None => classes.push(region),
+        }
+    }
+    // a deterministic class order: by the smallest leaf class of each
+    classes.sort_unstable_by_key(|members| members.iter().copied().min());
+    Ok(LocalRelease::covering(freq, &axes, &classes))
+}
+
+struct Cutter<'a> {
+    freq: &'a FrequencySet,
+    axes: &'a [QiAxis],
+    judge: Judge<'a>,
+}
+
+impl Cutter<'_> {
+    /// The parts of the region's allowable cut on its widest QI that has one.
+    fn cut(&mut self, region: &[u32]) -> Option<Vec<Vec<u32>>> {
+        let qis = self.freq.qis();
+        let leaf_codes = self.freq.leaf_codes();
+        let mut order: Vec<(f64, usize, Cell)> = (0..qis.len())
+            .map(|q| {
+                let cell = covering_cell(&qis[q], &self.axes[q], &leaf_codes[q], region);
+                (self.axes[q].cost(&qis[q], cell), q, cell)
+            })
+            .collect();
+        // widest first; ties by QI order
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (_, q, cell) in order {
+            let parts = if self.axes[q].is_ordered() {
+                self.ordered_cut(q, region)
+            } else {
+                self.hierarchical_cut(q, cell, region)
+            };
+            if parts.is_some() {
+                return parts;
+            }
+        }
+        None
+    }
+
+    /// The allowable threshold closest to the median of QI `q`'s values in the region.
+    fn ordered_cut(&mut self, q: usize, region: &[u32]) -> Option<Vec<Vec<u32>>> {
+        let codes = &self.freq.leaf_codes()[q];
+        let rank = self.axes[q].rank_of_leaf();
+        let mut sorted: Vec<(u32, u32)> = region
+            .iter()
+            .map(|&m| (rank[codes[m as usize] as usize], m))
+            .collect();
+        sorted.sort_unstable();
+        if sorted.first()?.0 == sorted.last()?.0 {
+            return None;
+        }
+        let sizes = self.freq.sizes();
+        let total_rows: u64 = region.iter().map(|&m| sizes[m as usize]).sum();
+        let k = self.judge.k();
+        let with_sensitive = self.judge.has_sensitive();
+        let (mut total, mut left, mut right) = (self.judge.tally(), self.judge.tally(), Tally::default());
+        if with_sensitive {
+            for &(_, m) in &sorted {
+                self.judge.add_leaf_class(&mut total, m as usize);
+            }
+        }
+        // (distance of the left part's rows from half, end of the left part)
+        let mut best: Option<(u64, usize)> = None;
+        let mut i = 0;
+        while i < sorted.len() {
+            let value = sorted[i].0;
+            while i < sorted.len() && sorted[i].0 == value {
+                let m = sorted[i].1 as usize;
+                if with_sensitive {
+                    self.judge.add_leaf_class(&mut left, m);
+                } else {
+                    left.rows += sizes[m];
+                }
+                i += 1;
+            }
+            if i == sorted.len() {
+                break;
+            }
+            let right_rows = total_rows - left.rows;
+            if left.rows < k || right_rows < k {
+                continue;
+            }
+            let distance = (2 * left.rows).abs_diff(total_rows);
+            if best.is_some_and(|(b, _)| b <= distance) {
+                continue;
+            }
+            let allowable = if with_sensitive {
+                right.clone_from(&total);
+                right.subtract(&left);
+                self.judge.passes(&left) && self.judge.passes(&right)
+            } else {
+                true
+            };
+            if allowable {
+                best = Some((distance, i));
+            }
+        }
+        let (_, end) = best?;
+        let left_part = sorted[..end].iter().map(|&(_, m)| m).collect();
+        let right_part = sorted[end..].iter().map(|&(_, m)| m).collect();
+        Some(vec![left_part, right_part])
+    }
+
+    /// Splits the region's lowest common node of QI `q` into its children (see the module
+    /// documentation).
+    fn hierarchical_cut(&mut self, q: usize, cell: Cell, region: &[u32]) -> Option<Vec<Vec<u32>>> {
+        let qi = &self.freq.qis()[q];
+        let child_level = match cell {
+            Cell::Node { level: 0, .. } | Cell::Interval { .. } => return None,
+            Cell::Node { level, .. } => level as usize - 1,
+            // NULL mixed with values: split at the top level, where NULL has its own code
+            Cell::Top => qi.height().checked_sub(1)?,
+        };
+        let map = qi.leaf_map(child_level);
+        let codes = &self.freq.leaf_codes()[q];
+        let mut by_child: Vec<(u32, u32)> = region
+            .iter()
+            .map(|&m| (map[codes[m as usize] as usize], m))
+            .collect();
+        by_child.sort_unstable();
+        let mut children: Vec<(Vec<u32>, Tally)> = Vec::new();
+        for chunk in by_child.chunk_by(|a, b| a.0 == b.0) {
+            let members: Vec<u32> = chunk.iter().map(|&(_, m)| m).collect();
+            let mut tally = self.judge.tally();
+            for &m in &members {
+                self.judge.add_leaf_class(&mut tally, m as usize);
+            }
+            children.push((members, tally));
+        }
+        if children.len() < 2 {
+            return None;
+        }
+        if let Some(parts) = self.pooled_parts(&children) {
+            return Some(parts);
+        }
+        if children.len() <= EXHAUSTIVE_CHILDREN {
+            return self.best_two_groups(&children);
+        }
+        None
+    }
+
+    /// Children meeting the policy alone as parts, the others pooled; `None` unless that
+    /// gives at least two parts.
+    fn pooled_parts(&mut self, children: &[(Vec<u32>, Tally)]) -> Option<Vec<Vec<u32>>> {
+        let mut parts: Vec<(Vec<u32>, Tally)> = Vec::new();
+        let mut pool: (Vec<u32>, Tally) = (Vec::new(), self.judge.tally());
+        for (members, tally) in children {
+            if self.judge.passes(tally) {
+                parts.push((members.clone(), tally.clone()));
+            } else {
+                pool.0.extend_from_slice(members);
+                pool.1.add(tally);
+            }
+        }
+        // largest first, so the pool joins the smallest parts
+        parts.sort_by(|a, b| b.1.rows.cmp(&a.1.rows).then(a.0.cmp(&b.0)));
+        while !pool.0.is_empty() && !self.judge.passes(&pool.1) {
+            let (members, tally) = parts.pop()?;
+            pool.0.extend(members);
+            pool.1.add(&tally);
+        }
+        if !pool.0.is_empty() {
+            parts.push(pool);
+        }
+        (parts.len() >= 2).then(|| parts.into_iter().map(|(m, _)| m).collect())
+    }
+
+    /// The most balanced split of the children into two groups that both meet the policy.
+    fn best_two_groups(&mut self, children: &[(Vec<u32>, Tally)]) -> Option<Vec<Vec<u32>>> {
+        let c = children.len();
+        let mut total = self.judge.tally();
+        for (_, t) in children {
+            total.add(t);
+        }
+        let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
+        let mut best: Option<(u64, u32)> = None;
+        // the last child always goes right: each split is tried once
+        for mask in 1u32..(1 << (c - 1)) {
+            left.clear();
+            for (i, (_, t)) in children.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    left.add(t);
+                }
+            }
+            let distance = (2 * left.rows).abs_diff(total.rows);
+            if best.is_some_and(|(b, _)| b <= distance) {
+                continue;
+            }
+            right.clone_from(&total);
+            right.subtract(&left);
+            if self.judge.passes(&left) && self.judge.passes(&right) {
+                best = Some((distance, mask));
+            }
+        }
+        let (_, mask) = best?;
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (i, (members, _)) in children.iter().enumerate() {
+            if mask & (1 << i) != 0 {
+                a.extend_from_slice(members);
+            } else {
+                b.extend_from_slice(members);
+            }
+        }
+        Some(vec![a, b])
+    }
+}
