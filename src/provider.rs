@@ -47,7 +47,11 @@ use crate::functions::{
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
-use crate::release::{Release, label_key, raw_key};
+use crate::generalize::udf::local_recode::{
+    LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
+};
+use crate::release::Release;
+use datafusion::functions::core::expr_fn::get_field;
 use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
 
 /// What happens to one column.
@@ -106,7 +110,7 @@ pub(crate) const ROWS: &str = "__anon_class_rows";
 const PASSES: &str = "__anon_class_passes";
 const SUPPRESSED: &str = "__anon_suppressed";
 const CLASSES_ALIAS: &str = "__anon_failing_classes";
-const LOCAL_ALIAS: &str = "__anon_local_release";
+const LOCAL_LABELS: &str = "__anon_local_labels";
 
 pub(crate) fn key_name(i: usize) -> String {
     format!("__anon_key_{i}")
@@ -296,31 +300,31 @@ fn recoded_plan(
                     qis.join(", ")
                 )));
             }
-            let lookup = local.lookup_batch(&qi_types, generalization.suppression)?;
-            let table = MemTable::try_new(lookup.schema(), vec![vec![lookup]])?;
-            let lookup =
-                LogicalPlanBuilder::scan(LOCAL_ALIAS, provider_as_source(Arc::new(table)), None)?
-                    .build()?;
-            let left: Vec<Column> = qis
+            let lookup = ScalarUDF::new_from_impl(LocalRecodeFunction::try_new(
+                Arc::clone(local),
+                &qi_types,
+            )?);
+            let keys = qis
                 .iter()
-                .map(|q| Column::new(Some(table_name), *q))
+                .map(|q| Expr::Column(Column::new(Some(table_name), *q)))
                 .collect();
-            let right: Vec<Column> = (0..qis.len())
-                .map(|i| Column::new(Some(LOCAL_ALIAS), raw_key(i)))
+            // the inner columns kept, and the struct of labels computed once per row
+            let mut kept: Vec<Expr> = generalization
+                .columns
+                .iter()
+                .filter(|(_, t)| matches!(t, ColumnTreatment::Keep))
+                .map(|(name, _)| Expr::Column(Column::new(Some(table_name), name)))
                 .collect();
-            // an inner join: every input row has its combination's labels (rows of
-            // combinations suppressed by a drop release have none and are left out)
-            let joined = scan.join_detailed(
-                lookup,
-                JoinType::Inner,
-                (left, right),
-                None,
-                NullEquality::NullEqualsNull,
-            )?;
+            kept.push(lookup.call(keys).alias(LOCAL_LABELS));
+            let mut input = scan.project(kept)?;
+            let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
+            if generalization.suppression == SuppressionMode::Drop {
+                input = input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))?;
+            }
             let exprs = (0..qis.len())
-                .map(|i| Expr::Column(Column::new(Some(LOCAL_ALIAS), label_key(i))))
+                .map(|i| get_field(labels(), label_field_name(i)))
                 .collect();
-            (joined, exprs)
+            (input, exprs)
         }
     };
     let mut recoded = recoded.into_iter();
@@ -328,7 +332,11 @@ fn recoded_plan(
     for (name, treatment) in &generalization.columns {
         match treatment {
             ColumnTreatment::Drop => {}
-            ColumnTreatment::Keep => exprs.push(Expr::Column(Column::new(Some(table_name), name))),
+            ColumnTreatment::Keep => exprs.push(match &generalization.release {
+                Release::FullDomain(_) => Expr::Column(Column::new(Some(table_name), name)),
+                // already projected once, under its own name
+                Release::Local(_) => Expr::Column(Column::from_name(name)),
+            }),
             ColumnTreatment::QuasiIdentifier(_) => {
                 let expr = recoded.next().ok_or_else(|| {
                     DataFusionError::Internal("a quasi-identifier without a recoding".into())

@@ -18,23 +18,22 @@
 //! | only NULLs | NULL | |
 //!
 //! Labels of different classes may overlap (`37` in one class, `[35, 41]` in another); k, l and
-//! t are counted over the published label tuples. The GeneralizedTable joins the input with
-//! the lookup table on the raw QI values (NULL equal to NULL); with `suppression = "drop"`
-//! suppressed combinations are left out of the lookup table, with `"mask"` their labels are
-//! all `*`.
+//! t are counted over the published label tuples. The GeneralizedTable looks each row's raw
+//! QI values up in this table (NULL equal to NULL, input order kept); rows of combinations the
+//! release suppressed are left out (`suppression = "drop"`) or published with every label `*`
+//! (`"mask"`).
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, RecordBatch, StringArray, StringViewBuilder, UInt32Array,
+    Array, ArrayRef, BooleanArray, StringArray, StringViewBuilder, UInt32Array,
 };
-use datafusion::arrow::compute::{cast, filter_record_batch, take};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::compute::{cast, take};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 
 use crate::generalize::TOP_LABEL;
-use crate::generalize::udf::LABEL_TYPE;
-use crate::policy::SuppressionMode;
+use crate::generalize::udf::local_recode::LookupColumns;
 use crate::search::FrequencySet;
 use crate::search::local::{Cell, LocalRelease, QiAxis, SUPPRESSED, axes};
 
@@ -63,15 +62,6 @@ impl Release {
             Release::Local(_) => None,
         }
     }
-}
-
-/// Column names of the lookup table; chosen not to collide with user columns.
-pub(crate) fn raw_key(i: usize) -> String {
-    format!("__anon_raw_{i}")
-}
-
-pub(crate) fn label_key(i: usize) -> String {
-    format!("__anon_label_{i}")
 }
 
 /// The labels of every raw QI combination of a local release (see the module docs).
@@ -175,37 +165,33 @@ impl LocalRecoding {
         self.suppressed.len()
     }
 
-    /// The lookup table: `__anon_raw_<i>` (the raw values, cast to `raw_types[i]`) and
-    /// `__anon_label_<i>` per QI; suppressed combinations left out (`Drop`) or kept with
-    /// `*` labels (`Mask`).
-    pub fn lookup_batch(
-        &self,
-        raw_types: &[DataType],
-        mode: SuppressionMode,
-    ) -> Result<RecordBatch> {
-        let mut fields = Vec::with_capacity(2 * self.raw.len());
-        let mut columns = Vec::with_capacity(2 * self.raw.len());
-        for (i, (raw, ty)) in self.raw.iter().zip(raw_types).enumerate() {
-            let raw = if raw.data_type() == ty {
-                Arc::clone(raw)
-            } else {
-                cast(raw, ty)?
-            };
-            fields.push(Field::new(raw_key(i), ty.clone(), true));
-            columns.push(raw);
+    /// The raw values (cast to `raw_types`), labels and suppression flag of every
+    /// combination (see [`LocalRecodeFunction`](crate::generalize::udf::local_recode::LocalRecodeFunction)).
+    pub fn lookup_columns(&self, raw_types: &[DataType]) -> Result<LookupColumns> {
+        if raw_types.len() != self.raw.len() {
+            return Err(DataFusionError::Internal(format!(
+                "{} key types for {} quasi-identifiers",
+                raw_types.len(),
+                self.raw.len()
+            )));
         }
-        for (i, labels) in self.labels.iter().enumerate() {
-            fields.push(Field::new(label_key(i), LABEL_TYPE, true));
-            columns.push(Arc::clone(labels));
-        }
-        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
-        match mode {
-            SuppressionMode::Mask => Ok(batch),
-            SuppressionMode::Drop => {
-                let kept = datafusion::arrow::compute::not(&self.suppressed)?;
-                Ok(filter_record_batch(&batch, &kept)?)
-            }
-        }
+        let raw = self
+            .raw
+            .iter()
+            .zip(raw_types)
+            .map(|(raw, ty)| {
+                if raw.data_type() == ty {
+                    Ok(Arc::clone(raw))
+                } else {
+                    Ok(cast(raw, ty)?)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LookupColumns {
+            raw,
+            labels: self.labels.clone(),
+            suppressed: self.suppressed.clone(),
+        })
     }
 }
 

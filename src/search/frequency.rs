@@ -32,7 +32,10 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::kernels::sort::SortOptions;
-use datafusion::arrow::compute::{cast, concat_batches, sort_to_indices};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::{
+    SortColumn, cast, concat_batches, lexsort_to_indices, sort_to_indices, take_record_batch,
+};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::count::count_all;
@@ -253,6 +256,7 @@ impl FrequencySet {
         let schema = df.schema().inner().clone();
         let batches = df.collect().await?;
         let batch = concat_batches(&schema, &batches)?;
+        let batch = canonical_order(&batch, names.len())?;
         let combinations = batch.num_rows();
 
         let mut domains = Vec::with_capacity(qis.len());
@@ -500,6 +504,25 @@ impl FrequencySet {
     pub fn is_nested(&self) -> bool {
         self.qis.iter().all(QiDomain::is_nested)
     }
+}
+
+/// `batch` sorted by its first `keys` columns (NULLs first): the aggregation emits groups in
+/// an order that depends on its partitions' timing, and the codes (so the local algorithms'
+/// tie-breaks) must not, for the same input to give the same release.
+fn canonical_order(batch: &RecordBatch, keys: usize) -> Result<RecordBatch> {
+    let options = SortOptions {
+        descending: false,
+        nulls_first: true,
+    };
+    let columns: Vec<SortColumn> = batch.columns()[..keys]
+        .iter()
+        .map(|c| SortColumn {
+            values: Arc::clone(c),
+            options: Some(options),
+        })
+        .collect();
+    let order = lexsort_to_indices(&columns, None)?;
+    Ok(take_record_batch(batch, &order)?)
 }
 
 /// Dense codes of `values` (first appearance order) and the distinct values (dictionaries

@@ -13,6 +13,7 @@
 
 pub mod bucket;
 pub mod generalize;
+pub mod local_recode;
 pub mod generalize_date;
 pub mod mask;
 

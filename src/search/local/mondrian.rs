@@ -41,9 +41,29 @@ use crate::search::FrequencySet;
 /// among all two-group splits (2^(c−1) of them).
 pub const EXHAUSTIVE_CHILDREN: usize = 12;
 
+/// How a region's quasi-identifier to cut on is chosen among those with an allowable cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CutChoice {
+    /// The widest normalized range (LeFevre et al.): the QI whose current cell costs most.
+    #[default]
+    Range,
+    /// The cut that lowers the region's Loss the most (every QI's cells are recomputed on
+    /// the parts, since a cut on one QI also tightens the others).
+    Loss,
+}
+
+/// Runs strict Mondrian with the default [`CutChoice`]; see the module documentation.
+pub fn mondrian(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Result<LocalRelease> {
+    mondrian_with(freq, requirements, CutChoice::default())
+}
+
 /// Runs strict Mondrian; see the module documentation. The whole table failing the policy
 /// gives a release with every leaf class suppressed (which [`super::anonymize`] refuses).
-pub fn mondrian(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Result<LocalRelease> {
+pub fn mondrian_with(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    choice: CutChoice,
+) -> Result<LocalRelease> {
     let axes = axes(freq)?;
     let mut judge = Judge::new(freq, requirements)?;
     let all: Vec<u32> = (0..freq.leaf_classes() as u32).collect();
@@ -58,6 +78,7 @@ pub fn mondrian(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Resu
         freq,
         axes: &axes,
         judge,
+        choice,
     };
     let mut stack = vec![all];
     let mut classes = Vec::new();
@@ -76,6 +97,7 @@ struct Cutter<'a> {
     freq: &'a FrequencySet,
     axes: &'a [QiAxis],
     judge: Judge<'a>,
+    choice: CutChoice,
 }
 
 impl Cutter<'_> {
@@ -91,17 +113,38 @@ impl Cutter<'_> {
             .collect();
         // widest first; ties by QI order
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut best: Option<(f64, Vec<Vec<u32>>)> = None;
         for (_, q, cell) in order {
             let parts = if self.axes[q].is_ordered() {
                 self.ordered_cut(q, region)
             } else {
                 self.hierarchical_cut(q, cell, region)
             };
-            if parts.is_some() {
-                return parts;
+            let Some(parts) = parts else { continue };
+            if self.choice == CutChoice::Range {
+                return Some(parts);
+            }
+            // the Loss after the cut (the region's own Loss is the same for every QI)
+            let after: f64 = parts.iter().map(|p| self.region_cost(p)).sum();
+            if best.as_ref().is_none_or(|(b, _)| after < *b) {
+                best = Some((after, parts));
             }
         }
-        None
+        best.map(|(_, parts)| parts)
+    }
+
+    /// Σ over the region's rows and QIs of the cost of its tightest cells.
+    fn region_cost(&self, region: &[u32]) -> f64 {
+        let qis = self.freq.qis();
+        let leaf_codes = self.freq.leaf_codes();
+        let rows: u64 = region.iter().map(|&m| self.freq.sizes()[m as usize]).sum();
+        let cost: f64 = (0..qis.len())
+            .map(|q| {
+                let cell = covering_cell(&qis[q], &self.axes[q], &leaf_codes[q], region);
+                self.axes[q].cost(&qis[q], cell)
+            })
+            .sum();
+        rows as f64 * cost
     }
 
     /// The allowable threshold closest to the median of QI `q`'s values in the region.
