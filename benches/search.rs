@@ -112,8 +112,16 @@ fn searches() -> Vec<(&'static str, Algorithm, PrivacyRequirements)> {
             Algorithm::Optimal,
             policy(0.02, None, Some(0.2)),
         ),
-        ("iab k=5 0%", Algorithm::IabFullDomain, policy(0.0, None, None)),
-        ("iab k=5 2%", Algorithm::IabFullDomain, policy(0.02, None, None)),
+        (
+            "iab k=5 0%",
+            Algorithm::IabFullDomain,
+            policy(0.0, None, None),
+        ),
+        (
+            "iab k=5 2%",
+            Algorithm::IabFullDomain,
+            policy(0.02, None, None),
+        ),
     ]
 }
 

@@ -298,15 +298,14 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
     let mut phases = crate::publish::PublishTimings::default();
     let mut apply_once = async || -> Result<Duration> {
         let start = Instant::now();
-        let report =
-            crate::publish::publish(
-                &publish_ctx,
-                &policy,
-                &crate::release::Release::FullDomain(levels.clone()),
-                &apply_dir,
-                true,
-            )
-            .await?;
+        let report = crate::publish::publish(
+            &publish_ctx,
+            &policy,
+            &crate::release::Release::FullDomain(levels.clone()),
+            &apply_dir,
+            true,
+        )
+        .await?;
         suppressed = report.suppressed_rows;
         phases = report.seconds;
         Ok(start.elapsed())

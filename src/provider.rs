@@ -46,13 +46,13 @@ use crate::functions::{
 };
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
-use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
 use crate::generalize::udf::local_recode::{
     LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
+use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
+use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
 use crate::release::Release;
 use datafusion::functions::core::expr_fn::get_field;
-use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
 
 /// What happens to one column.
 #[derive(Debug, Clone)]
@@ -277,10 +277,13 @@ fn recoded_plan(
             let registry = Arc::new(HierarchyRegistry::new());
             let generalize =
                 ScalarUDF::new_from_impl(GeneralizeFunction::new(Arc::clone(&registry)));
-            let hierarchies = generalization.columns.iter().filter_map(|(name, t)| match t {
-                ColumnTreatment::QuasiIdentifier(h) => Some((name, h)),
-                _ => None,
-            });
+            let hierarchies = generalization
+                .columns
+                .iter()
+                .filter_map(|(name, t)| match t {
+                    ColumnTreatment::QuasiIdentifier(h) => Some((name, h)),
+                    _ => None,
+                });
             let mut exprs = Vec::with_capacity(qis.len());
             for ((name, hierarchy), &level) in hierarchies.zip(levels) {
                 hierarchy.check_level(level)?;

@@ -223,7 +223,10 @@ fn class_labels(
         match release.cells_of(c)[q] {
             Cell::Top => *slot = Some(TOP_LABEL.to_string()),
             Cell::Interval { lo, hi } => {
-                let (lo, hi) = (axis.leaf_of_rank()[lo as usize], axis.leaf_of_rank()[hi as usize]);
+                let (lo, hi) = (
+                    axis.leaf_of_rank()[lo as usize],
+                    axis.leaf_of_rank()[hi as usize],
+                );
                 *slot = Some(format!(
                     "[{}, {}]",
                     text(lo).unwrap_or_default(),
@@ -245,8 +248,9 @@ fn class_labels(
                 *slot = leaf as u32;
             }
         }
-        let leaves =
-            UInt32Array::from_iter_values(wanted.iter().map(|&(_, code)| leaf_of_code[code as usize]));
+        let leaves = UInt32Array::from_iter_values(
+            wanted.iter().map(|&(_, code)| leaf_of_code[code as usize]),
+        );
         let representatives = take(values.as_ref(), &leaves, None)?;
         let labels = hierarchy.generalize_column(qi.name(), &representatives, level)?;
         let labels = cast(&labels, &DataType::Utf8)?;

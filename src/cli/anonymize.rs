@@ -176,8 +176,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
                 ..LocalOptions::default()
             };
             let (release, evaluation) =
-                local::anonymize(&freq, policy.requirements(), algorithm, options)
-                    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
+                local::anonymize(&freq, policy.requirements(), algorithm, options).map_err(
+                    |e| DataFusionError::Execution(format!("{}; nothing written", e.message())),
+                )?;
             let recoding = LocalRecoding::new(&freq, &release)?;
             if !args.quiet {
                 eprintln!(
@@ -279,7 +280,13 @@ fn full_domain(
             let _ = std::io::stderr().flush();
         }
     };
-    let outcome = search::search(freq, policy.requirements(), algorithm, metric, &mut progress)?;
+    let outcome = search::search(
+        freq,
+        policy.requirements(),
+        algorithm,
+        metric,
+        &mut progress,
+    )?;
     if !args.quiet {
         eprintln!(
             "\rsearch: {} / {} nodes checked ({}), {:.3} s",

@@ -43,7 +43,15 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     policy.register_with(&ctx, false).await?;
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
-    let report = match publish::publish(&ctx, &policy, &Release::FullDomain(levels), &out, args.overwrite).await {
+    let report = match publish::publish(
+        &ctx,
+        &policy,
+        &Release::FullDomain(levels),
+        &out,
+        args.overwrite,
+    )
+    .await
+    {
         Ok(report) => report,
         Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
             // the refusal counted one batch's values: count them over the whole column

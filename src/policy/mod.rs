@@ -36,8 +36,8 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
-use crate::release::Release;
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
+use crate::release::Release;
 
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
@@ -335,7 +335,9 @@ impl Policy {
             crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
         }
         if let Some(levels) = self.transformation() {
-            let table = self.generalized_table(ctx, Release::FullDomain(levels)).await?;
+            let table = self
+                .generalized_table(ctx, Release::FullDomain(levels))
+                .await?;
             ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
         }
         self.schema = Some(schema);

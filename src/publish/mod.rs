@@ -32,10 +32,10 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::generalize::TOP_LABEL;
-use crate::release::Release;
 use crate::policy::{
     LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind, quote_ident,
 };
+use crate::release::Release;
 use classes::ClassCounter;
 
 /// Refuses an output path that exists (unless `overwrite`), equals the input, lies inside a

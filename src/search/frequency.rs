@@ -30,9 +30,9 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::kernels::sort::SortOptions;
-use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::{
     SortColumn, cast, concat_batches, lexsort_to_indices, sort_to_indices, take_record_batch,
 };

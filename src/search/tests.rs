@@ -510,7 +510,14 @@ fn iab_satisfies_and_is_not_better_than_optimal() {
                 &mut |_, _| {},
             )
             .unwrap();
-            let iab = search(&freq, &req, Algorithm::IabFullDomain, Metric::Loss, &mut |_, _| {}).unwrap();
+            let iab = search(
+                &freq,
+                &req,
+                Algorithm::IabFullDomain,
+                Metric::Loss,
+                &mut |_, _| {},
+            )
+            .unwrap();
             let context = format!("seed {seed}, {name}");
             match (&optimal.solution, &iab.solution) {
                 (None, None) => {}

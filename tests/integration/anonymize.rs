@@ -139,7 +139,12 @@ async fn adult_policies_publish_verified_output() {
         if i == 1 {
             let iab_out = dir.path().join("iab.parquet");
             let iab_report = dir.path().join("iab.json");
-            let output = anonymize(&policy, &iab_out, &iab_report, &["--algorithm", "iab-full-domain"]);
+            let output = anonymize(
+                &policy,
+                &iab_out,
+                &iab_report,
+                &["--algorithm", "iab-full-domain"],
+            );
             assert!(
                 output.status.success(),
                 "{}",

@@ -516,10 +516,16 @@ async fn adult_iab() {
     .unwrap()
     .into_solution()
     .unwrap();
-    let iab = search(&a.freq, &req, Algorithm::IabFullDomain, Metric::Loss, &mut |_, _| {})
-        .unwrap()
-        .into_solution()
-        .unwrap();
+    let iab = search(
+        &a.freq,
+        &req,
+        Algorithm::IabFullDomain,
+        Metric::Loss,
+        &mut |_, _| {},
+    )
+    .unwrap()
+    .into_solution()
+    .unwrap();
     check_with_sql(&a.ctx, &a.csv, &req, &iab).await;
     assert!(iab.evaluation.loss >= optimal.evaluation.loss - 1e-12);
 }

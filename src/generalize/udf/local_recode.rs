@@ -13,8 +13,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, StructArray, UInt32Array};
-use datafusion::arrow::compute::take;
 use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::error::{DataFusionError, Result};

@@ -13,8 +13,8 @@
 
 pub mod bucket;
 pub mod generalize;
-pub mod local_recode;
 pub mod generalize_date;
+pub mod local_recode;
 pub mod mask;
 
 use std::sync::Arc;

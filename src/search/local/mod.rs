@@ -43,6 +43,9 @@ pub mod iab;
 pub mod kaca;
 pub mod mondrian;
 
+#[cfg(test)]
+mod tests;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -142,7 +145,9 @@ impl QiAxis {
                 is_ordered(v.data_type())
                     && matches!(
                         h.kind(),
-                        HierarchyKind::Interval(_) | HierarchyKind::Date(_) | HierarchyKind::Tree(_)
+                        HierarchyKind::Interval(_)
+                            | HierarchyKind::Date(_)
+                            | HierarchyKind::Tree(_)
                     )
             }
             _ => false,
@@ -202,7 +207,9 @@ impl QiAxis {
             }
             None => {
                 let offset = u64::from(null_first);
-                let covered = (0..leaves as u64).map(|r| (r + 1).saturating_sub(offset)).collect();
+                let covered = (0..leaves as u64)
+                    .map(|r| (r + 1).saturating_sub(offset))
+                    .collect();
                 (covered, leaves as u64 - offset)
             }
         };

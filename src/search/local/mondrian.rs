@@ -163,7 +163,8 @@ impl Cutter<'_> {
         let total_rows: u64 = region.iter().map(|&m| sizes[m as usize]).sum();
         let k = self.judge.k();
         let with_sensitive = self.judge.has_sensitive();
-        let (mut total, mut left, mut right) = (self.judge.tally(), self.judge.tally(), Tally::default());
+        let (mut total, mut left, mut right) =
+            (self.judge.tally(), self.judge.tally(), Tally::default());
         if with_sensitive {
             for &(_, m) in &sorted {
                 self.judge.add_leaf_class(&mut total, m as usize);

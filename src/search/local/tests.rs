@@ -1,0 +1,557 @@
+//! Mondrian and the local release model against hand calculations and a brute-force reference
+//! that works on the raw rows (never on the frequency set the algorithm uses).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::mondrian::{EXHAUSTIVE_CHILDREN, mondrian};
+use super::{LocalRelease, SUPPRESSED, evaluate};
+use crate::generalize::{Hierarchy, TOP_LABEL};
+use crate::policy::{
+    LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, SuppressionMode,
+    TCloseness, TClosenessKind,
+};
+use crate::provider::{ColumnTreatment, Generalization, GeneralizedTable};
+use crate::release::{LocalRecoding, Release};
+use crate::rng::SplitMix64 as Rng;
+use crate::search::FrequencySet;
+
+/// One raw row: zip (mask), age (ordered), sex (tree), disease (sensitive).
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    zip: Option<String>,
+    age: Option<i64>,
+    sex: String,
+    disease: Option<String>,
+}
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("zip", DataType::Utf8, true),
+        Field::new("age", DataType::Int64, true),
+        Field::new("sex", DataType::Utf8, false),
+        Field::new("disease", DataType::Utf8, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.zip.clone()))),
+        Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.age))),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.sex.clone()),
+        )),
+        Arc::new(StringArray::from_iter(
+            rows.iter().map(|r| r.disease.clone()),
+        )),
+    ];
+    RecordBatch::try_new(schema, columns).unwrap()
+}
+
+fn session(rows: &[Row]) -> SessionContext {
+    // one partition: the recoded rows come back in input order
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+    crate::register(&ctx).unwrap();
+    let b = batch(rows);
+    let table = MemTable::try_new(b.schema(), vec![vec![b]]).unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    ctx
+}
+
+fn hierarchies(age_widths: &[f64]) -> Vec<(String, Arc<Hierarchy>)> {
+    vec![
+        ("zip".to_string(), Arc::new(Hierarchy::mask("zip", 3))),
+        (
+            "age".to_string(),
+            Arc::new(Hierarchy::interval_widths("age", age_widths).unwrap()),
+        ),
+        (
+            "sex".to_string(),
+            Arc::new(Hierarchy::tree_from_rows("sex", &[vec!["F", "*"], vec!["M", "*"]]).unwrap()),
+        ),
+    ]
+}
+
+fn requirements(k: u64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
+    PrivacyRequirements {
+        k,
+        max_suppression: 0.0,
+        sensitive: vec![SensitiveRequirement {
+            attribute: "disease".to_string(),
+            l: l.map(|l| LDiversity {
+                kind: LDiversityKind::Distinct,
+                l,
+                c: None,
+            }),
+            t: t.map(|t| TCloseness {
+                kind: TClosenessKind::Equal,
+                t,
+            }),
+        }],
+    }
+}
+
+/// The labels of every row, in input order, as the GeneralizedTable recodes them.
+async fn published_labels(
+    ctx: &SessionContext,
+    qis: &[(String, Arc<Hierarchy>)],
+    freq: &FrequencySet,
+    release: &LocalRelease,
+    req: &PrivacyRequirements,
+) -> Vec<Vec<Option<String>>> {
+    let recoding = LocalRecoding::new(freq, release).unwrap();
+    let mut columns: Vec<(String, ColumnTreatment)> = qis
+        .iter()
+        .map(|(n, h)| (n.clone(), ColumnTreatment::QuasiIdentifier(Arc::clone(h))))
+        .collect();
+    columns.push(("disease".to_string(), ColumnTreatment::Keep));
+    let generalization = Generalization {
+        columns,
+        release: Release::Local(Arc::new(recoding)),
+        requirements: req.clone(),
+        suppression: SuppressionMode::Mask,
+    };
+    let inner = ctx.table_provider("t").await.unwrap();
+    let table = GeneralizedTable::try_new("t", inner, generalization).unwrap();
+    let batches = ctx
+        .execute_logical_plan(table.recoded_plan().clone())
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for b in &batches {
+        let cols: Vec<ArrayRef> = (0..qis.len())
+            .map(|i| cast(b.column(i), &DataType::Utf8).unwrap())
+            .collect();
+        for r in 0..b.num_rows() {
+            out.push(
+                cols.iter()
+                    .map(|c| {
+                        let s = c.as_string::<i32>();
+                        s.is_valid(r).then(|| s.value(r).to_string())
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Every level's label of one raw value (index = level).
+fn level_labels(h: &Hierarchy, value: ArrayRef) -> Vec<Option<String>> {
+    (0..h.height())
+        .map(|level| {
+            let labels = cast(&h.generalize(&value, level).unwrap(), &DataType::Utf8).unwrap();
+            let s = labels.as_string::<i32>();
+            s.is_valid(0).then(|| s.value(0).to_string())
+        })
+        .collect()
+}
+
+fn zip_array(v: &Option<String>) -> ArrayRef {
+    Arc::new(StringArray::from(vec![v.clone()]))
+}
+
+fn age_array(v: Option<i64>) -> ArrayRef {
+    Arc::new(Int64Array::from(vec![v]))
+}
+
+fn sex_array(v: &str) -> ArrayRef {
+    Arc::new(StringArray::from(vec![v]))
+}
+
+/// Whether `label` covers the raw value whose every level's label is `levels` (an ordered
+/// value also as a number, for `[lo, hi]`).
+fn covers(label: &Option<String>, levels: &[Option<String>], number: Option<i64>) -> bool {
+    match label {
+        None => levels[0].is_none(),
+        Some(l) if l == TOP_LABEL => true,
+        Some(l) => {
+            if let (Some(inner), Some(x)) = (
+                l.strip_prefix('[').and_then(|s| s.strip_suffix(']')),
+                number,
+            ) && let Some((lo, hi)) = inner.split_once(", ")
+                && let (Ok(lo), Ok(hi)) = (lo.parse::<i64>(), hi.parse::<i64>())
+            {
+                return lo < hi && lo <= x && x <= hi;
+            }
+            levels.iter().any(|x| x.as_deref() == Some(l.as_str()))
+        }
+    }
+}
+
+/// The whole input's share of each disease (NULL a category), for t.
+fn distribution(rows: &[&Row]) -> BTreeMap<Option<String>, f64> {
+    let mut counts: BTreeMap<Option<String>, f64> = BTreeMap::new();
+    for r in rows {
+        *counts.entry(r.disease.clone()).or_default() += 1.0;
+    }
+    let n = rows.len() as f64;
+    counts.values_mut().for_each(|c| *c /= n);
+    counts
+}
+
+/// Whether a group of rows meets k, distinct l and equal-distance t against `table`.
+fn meets(
+    rows: &[&Row],
+    k: u64,
+    l: Option<f64>,
+    t: Option<f64>,
+    table: &BTreeMap<Option<String>, f64>,
+) -> bool {
+    if (rows.len() as u64) < k || rows.is_empty() {
+        return false;
+    }
+    if let Some(l) = l {
+        let distinct: BTreeSet<&String> = rows.iter().filter_map(|r| r.disease.as_ref()).collect();
+        let measured = if distinct.is_empty() {
+            1.0
+        } else {
+            distinct.len() as f64
+        };
+        if measured < l {
+            return false;
+        }
+    }
+    if let Some(t) = t {
+        let class = distribution(rows);
+        let emd: f64 = table
+            .iter()
+            .map(|(v, p)| (class.get(v).copied().unwrap_or(0.0) - p).abs())
+            .sum::<f64>()
+            / 2.0;
+        if emd > t + 1e-9 {
+            return false;
+        }
+    }
+    true
+}
+
+fn random_rows(rng: &mut Rng, n: usize) -> Vec<Row> {
+    (0..n)
+        .map(|_| Row {
+            zip: (rng.below(12) != 0)
+                .then(|| format!("{}{}{}", 1 + rng.below(2), rng.below(3), rng.below(4))),
+            age: (rng.below(15) != 0).then(|| 20 + rng.below(40) as i64),
+            sex: if rng.below(2) == 0 { "F" } else { "M" }.to_string(),
+            disease: (rng.below(10) != 0)
+                .then(|| ["flu", "cold", "hiv", "none"][rng.below(4) as usize].to_string()),
+        })
+        .collect()
+}
+
+/// The leaf class (raw combination) of each row, from the frequency set's raw values.
+fn leaf_class_of_rows(freq: &FrequencySet, rows: &[Row]) -> Vec<usize> {
+    let text = |q: usize, leaf: u32| -> Option<String> {
+        let v = cast(freq.qis()[q].leaf_values().unwrap(), &DataType::Utf8).unwrap();
+        let s = v.as_string::<i32>();
+        s.is_valid(leaf as usize)
+            .then(|| s.value(leaf as usize).to_string())
+    };
+    let mut index = BTreeMap::new();
+    for c in 0..freq.leaf_classes() {
+        let key: Vec<Option<String>> = (0..3).map(|q| text(q, freq.leaf_codes()[q][c])).collect();
+        index.insert(key, c);
+    }
+    rows.iter()
+        .map(|r| {
+            let key = vec![
+                r.zip.clone(),
+                r.age.map(|a| a.to_string()),
+                Some(r.sex.clone()),
+            ];
+            index[&key]
+        })
+        .collect()
+}
+
+/// Brute force: no allowable threshold on age and no allowable two-group split of the lowest
+/// common node's children on zip and sex remains in `region`.
+fn assert_no_allowable_cut(
+    region: &[&Row],
+    qis: &[(String, Arc<Hierarchy>)],
+    k: u64,
+    l: Option<f64>,
+    t: Option<f64>,
+    table: &BTreeMap<Option<String>, f64>,
+    context: &str,
+) {
+    // age: every threshold between two distinct values (NULL smallest)
+    let mut ages: Vec<Option<i64>> = region.iter().map(|r| r.age).collect();
+    ages.sort();
+    ages.dedup();
+    for threshold in &ages[..ages.len().saturating_sub(1)] {
+        let (left, right): (Vec<&Row>, Vec<&Row>) =
+            region.iter().partition(|r| r.age <= *threshold);
+        assert!(
+            !(meets(&left, k, l, t, table) && meets(&right, k, l, t, table)),
+            "{context}: an allowable age cut at {threshold:?} remains"
+        );
+    }
+    // zip and sex: the lowest common node, split into its children
+    for (q, (name, h)) in qis.iter().enumerate() {
+        if name == "age" {
+            continue;
+        }
+        let labels: Vec<Vec<Option<String>>> = region
+            .iter()
+            .map(|r| match q {
+                0 => level_labels(h, zip_array(&r.zip)),
+                _ => level_labels(h, sex_array(&r.sex)),
+            })
+            .collect();
+        let common =
+            (0..h.height()).find(|&level| labels.iter().all(|x| x[level] == labels[0][level]));
+        let child_level = match common {
+            Some(0) => continue,
+            Some(level) => level - 1,
+            None => h.height() - 1,
+        };
+        let children: BTreeSet<Option<String>> =
+            labels.iter().map(|x| x[child_level].clone()).collect();
+        let children: Vec<Option<String>> = children.into_iter().collect();
+        assert!(children.len() <= EXHAUSTIVE_CHILDREN);
+        for mask in 1u32..(1 << (children.len() - 1)) {
+            let in_left = |x: &Vec<Option<String>>| {
+                let i = children.iter().position(|c| *c == x[child_level]).unwrap();
+                mask & (1 << i) != 0
+            };
+            let left: Vec<&Row> = region
+                .iter()
+                .zip(&labels)
+                .filter(|(_, x)| in_left(x))
+                .map(|(r, _)| *r)
+                .collect();
+            let right: Vec<&Row> = region
+                .iter()
+                .zip(&labels)
+                .filter(|(_, x)| !in_left(x))
+                .map(|(r, _)| *r)
+                .collect();
+            assert!(
+                !(meets(&left, k, l, t, table) && meets(&right, k, l, t, table)),
+                "{context}: an allowable split of {name} remains"
+            );
+        }
+    }
+}
+
+/// Random small tables: every row covered by its labels, in exactly one class, every
+/// published class meeting the policy, written + suppressed = input, and no allowable cut left
+/// in any region (strictness), all checked on the raw rows.
+#[tokio::test]
+async fn mondrian_properties_on_random_tables() {
+    let mut rng = Rng(7);
+    let mut releases = 0;
+    for case in 0..60 {
+        let n = 12 + rng.below(70) as usize;
+        let rows = random_rows(&mut rng, n);
+        let k = 2 + rng.below(3);
+        let l = (rng.below(3) == 0).then_some(2.0);
+        let t = (rng.below(3) == 0).then_some(0.5);
+        let context = format!("case {case}: n = {n}, k = {k}, l = {l:?}, t = {t:?}");
+        let ctx = session(&rows);
+        let qis = hierarchies(&[5.0, 10.0]);
+        let freq = FrequencySet::build(&ctx, "t", &qis, &["disease".to_string()])
+            .await
+            .unwrap();
+        let req = requirements(k, l, t);
+        let release = mondrian(&freq, &req).unwrap();
+        let all: Vec<&Row> = rows.iter().collect();
+        let table = distribution(&all);
+        let evaluation = evaluate(&freq, &req, &release).unwrap();
+        if !meets(&all, k, l, t, &table) {
+            // the whole table fails: nothing can be published
+            assert!(
+                release.class_of.iter().all(|&c| c == SUPPRESSED),
+                "{context}"
+            );
+            assert!(!evaluation.satisfies, "{context}");
+            continue;
+        }
+        releases += 1;
+        assert!(evaluation.satisfies, "{context}");
+        assert_eq!(
+            evaluation.suppressed_rows, 0,
+            "{context}: Mondrian suppresses nothing"
+        );
+
+        // every input row in exactly one class (the release is a function of the raw
+        // combination; every combination has a class)
+        let leaf_of_row = leaf_class_of_rows(&freq, &rows);
+        let class_of_row: Vec<u32> = leaf_of_row.iter().map(|&c| release.class_of[c]).collect();
+        assert!(class_of_row.iter().all(|&c| c != SUPPRESSED), "{context}");
+
+        // written + suppressed = input, and each row's labels cover its raw values
+        let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+        assert_eq!(labels.len(), n, "{context}: rows written");
+        for (row, published) in rows.iter().zip(&labels) {
+            let zip_levels = level_labels(&qis[0].1, zip_array(&row.zip));
+            let age_levels = level_labels(&qis[1].1, age_array(row.age));
+            let sex_levels = level_labels(&qis[2].1, sex_array(&row.sex));
+            assert!(
+                covers(&published[0], &zip_levels, None),
+                "{context}: zip {row:?} {published:?}"
+            );
+            assert!(
+                covers(&published[1], &age_levels, row.age),
+                "{context}: age {row:?} {published:?}"
+            );
+            assert!(
+                covers(&published[2], &sex_levels, None),
+                "{context}: sex {row:?} {published:?}"
+            );
+        }
+
+        // every published class (rows with equal labels) meets the policy
+        let mut published: BTreeMap<&Vec<Option<String>>, Vec<&Row>> = BTreeMap::new();
+        for (row, l) in rows.iter().zip(&labels) {
+            published.entry(l).or_default().push(row);
+        }
+        for (key, members) in &published {
+            assert!(meets(members, k, l, t, &table), "{context}: class {key:?}");
+        }
+
+        // strictness, region by region
+        let mut regions: BTreeMap<u32, Vec<&Row>> = BTreeMap::new();
+        for (row, &c) in rows.iter().zip(&class_of_row) {
+            regions.entry(c).or_default().push(row);
+        }
+        for (c, region) in &regions {
+            assert_no_allowable_cut(
+                region,
+                &qis,
+                k,
+                l,
+                t,
+                &table,
+                &format!("{context}, class {c}"),
+            );
+        }
+    }
+    assert!(releases >= 30, "only {releases} cases published something");
+}
+
+/// Ten rows, k = 2, by hand. age has an interval hierarchy ([x, x+10), then `*`), so it is
+/// ordered: |D| = its 10 distinct values. sex is a tree F/M → `*`.
+///
+/// Root: age [21, 41] costs (10−1)/9 = 1, sex `*` costs 1: a tie, age comes first. Median
+/// cut of 10 rows: 5 left {21, 22, 23, 24, 31}, 5 right {32, 33, 35, 40, 41}.
+/// - Left: age [21, 31] costs 4/9 < sex `*` 1: sex first, F {21, 22, 31} and M {23, 24} both
+///   ≥ 2. F: no age threshold leaves 2 on both sides (2 | 1) → class ([21, 31], F). M: 1 | 1 →
+///   ([23, 24], M).
+/// - Right: sex first, F {32, 40} and M {33, 35, 41}. F: 1 | 1 → ([32, 40], F). M: 2 | 1 →
+///   ([33, 41], M).
+///
+/// Loss: age cells cover 5, 2, 4 and 4 of the 10 values: (3·4 + 2·1 + 2·3 + 3·3)/9 = 29/9 over
+/// 10 rows × 2 QIs: 29/180; sex cells cost 0.
+#[tokio::test]
+async fn mondrian_ten_rows_k2_by_hand() {
+    let data = [
+        (21, "F"),
+        (22, "F"),
+        (23, "M"),
+        (24, "M"),
+        (31, "F"),
+        (32, "F"),
+        (33, "M"),
+        (35, "M"),
+        (40, "F"),
+        (41, "M"),
+    ];
+    let rows: Vec<Row> = data
+        .iter()
+        .map(|&(age, sex)| Row {
+            zip: Some("123".into()),
+            age: Some(age),
+            sex: sex.into(),
+            disease: Some("flu".into()),
+        })
+        .collect();
+    let ctx = session(&rows);
+    let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0]).into_iter().skip(1).collect();
+    let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
+    let req = PrivacyRequirements {
+        k: 2,
+        max_suppression: 0.0,
+        sensitive: vec![],
+    };
+    let release = mondrian(&freq, &req).unwrap();
+    let evaluation = evaluate(&freq, &req, &release).unwrap();
+    assert!(
+        (evaluation.loss - 29.0 / 180.0).abs() < 1e-12,
+        "{}",
+        evaluation.loss
+    );
+    assert_eq!(evaluation.classes, 4);
+    assert_eq!(evaluation.min_class_size, Some(2));
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+    let expected = [
+        ("[21, 31]", "F"),
+        ("[21, 31]", "F"),
+        ("[23, 24]", "M"),
+        ("[23, 24]", "M"),
+        ("[21, 31]", "F"),
+        ("[32, 40]", "F"),
+        ("[33, 41]", "M"),
+        ("[33, 41]", "M"),
+        ("[32, 40]", "F"),
+        ("[33, 41]", "M"),
+    ];
+    let got: Vec<(String, String)> = labels
+        .iter()
+        .map(|l| (l[0].clone().unwrap(), l[1].clone().unwrap()))
+        .collect();
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(a, s)| (a.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(got, expected);
+}
+
+/// A single value publishes itself, NULLs alone publish NULL, NULL mixed with values `*`.
+#[tokio::test]
+async fn interval_cells_of_single_values_and_nulls() {
+    let rows: Vec<Row> = [Some(30), Some(30), None, None, Some(31), Some(35)]
+        .iter()
+        .map(|&age| Row {
+            zip: Some("123".into()),
+            age,
+            sex: "F".into(),
+            disease: None,
+        })
+        .collect();
+    let ctx = session(&rows);
+    let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0])[1..2].to_vec();
+    let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
+    let req = PrivacyRequirements {
+        k: 2,
+        max_suppression: 0.0,
+        sensitive: vec![],
+    };
+    // by hand: NULL | 30 30 31 35 is the median-closest allowable cut (2 | 4 rows); then
+    // 30 30 | 31 35 (2 | 2)
+    let release = mondrian(&freq, &req).unwrap();
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+    let got: Vec<Option<String>> = labels.into_iter().map(|mut l| l.remove(0)).collect();
+    let s = |x: &str| Some(x.to_string());
+    assert_eq!(
+        got,
+        vec![s("30"), s("30"), None, None, s("[31, 35]"), s("[31, 35]")]
+    );
+    // k = 3: NULL (2 rows) can no longer stand alone, so the one class mixes NULL and values
+    let req3 = PrivacyRequirements { k: 3, ..req };
+    let release = mondrian(&freq, &req3).unwrap();
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req3).await;
+    let tops = labels
+        .iter()
+        .filter(|l| l[0].as_deref() == Some(TOP_LABEL))
+        .count();
+    // NULL NULL | 30 30 31 35 fails (2 rows left); NULL NULL 30 30 | 31 35 too: one class
+    assert_eq!(tops, 6);
+}
