@@ -13,6 +13,7 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish;
+use datafusion_anonymity::release::Release;
 
 use crate::reference::Rng;
 
@@ -259,7 +260,14 @@ async fn generalized_table_matches_brute_force() {
                 .path()
                 .join(format!("out-{seed}-{partitions}-{suppression}"));
             let levels = policy.transformation().unwrap();
-            let published = publish::publish(&ctx, &policy, &levels, &out, false).await;
+            let published = publish::publish(
+                &ctx,
+                &policy,
+                &Release::FullDomain(levels.clone()),
+                &out,
+                false,
+            )
+            .await;
             if want_suppressed == rows.len() && !masked {
                 // nothing would be left: refused, nothing written
                 let err = published.unwrap_err().to_string();
@@ -428,10 +436,16 @@ async fn values_missing_from_a_tree_are_counted_over_the_whole_column() {
     policy.register_with(&ctx, false).await.unwrap();
     let levels = policy.transformation().unwrap();
     let out = s.path("out.parquet");
-    let err = publish::publish(&ctx, &policy, &levels, &out, false)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = publish::publish(
+        &ctx,
+        &policy,
+        &Release::FullDomain(levels.clone()),
+        &out,
+        false,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     // batches of 4 rows: rows 5–8 hold one of the two
     assert!(
         err.contains("1 distinct value is missing from hierarchy"),
@@ -827,7 +841,10 @@ async fn check_failing_classes(
         let derived =
             datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
                 .unwrap();
-        let table = policy.generalized_table(ctx, levels).await.unwrap();
+        let table = policy
+            .generalized_table(ctx, Release::FullDomain(levels.to_vec()))
+            .await
+            .unwrap();
         let plan = table.failing_classes_plan().unwrap();
         let want = ctx
             .execute_logical_plan(plan)
@@ -967,12 +984,23 @@ async fn publish_writes_the_rows_of_the_generalized_table() {
         datafusion_anonymity::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
         for levels in [vec![0, 0], vec![1, 1], vec![2, 0], vec![3, 2], vec![5, 3]] {
-            let table = policy.generalized_table(&ctx, &levels).await.unwrap();
+            let table = policy
+                .generalized_table(&ctx, Release::FullDomain(levels.clone()))
+                .await
+                .unwrap();
             ctx.register_table("view", Arc::new(table)).unwrap();
             let want = text_rows(&ctx, "SELECT zip, age, disease FROM view").await;
             ctx.deregister_table("view").unwrap();
             let out = dir.path().join(format!("out-{compared}.parquet"));
-            let Ok(report) = publish::publish(&ctx, &policy, &levels, &out, false).await else {
+            let Ok(report) = publish::publish(
+                &ctx,
+                &policy,
+                &Release::FullDomain(levels.clone()),
+                &out,
+                false,
+            )
+            .await
+            else {
                 // refused (everything suppressed): the view is empty too
                 assert!(want.is_empty(), "{privacy} {suppression} {levels:?}");
                 continue;
@@ -1091,14 +1119,20 @@ async fn publish_with_derived_failing_classes_matches_publish() {
                 .unwrap()
         };
         let plain_out = dir.path().join(format!("plain-{suppression}.parquet"));
-        let plain = publish::publish(&ctx, &policy, &levels, &plain_out, false)
-            .await
-            .unwrap();
+        let plain = publish::publish(
+            &ctx,
+            &policy,
+            &Release::FullDomain(levels.clone()),
+            &plain_out,
+            false,
+        )
+        .await
+        .unwrap();
         let out = dir.path().join(format!("derived-{suppression}.parquet"));
         let derived = publish::publish_with_failing_classes(
             &ctx,
             &policy,
-            &levels,
+            &Release::FullDomain(levels.clone()),
             Some(derive(&levels)),
             &out,
             false,
@@ -1126,11 +1160,12 @@ async fn publish_with_derived_failing_classes_matches_publish() {
         );
 
         let refused = dir.path().join(format!("refused-{suppression}.parquet"));
+        let release = Release::FullDomain(levels.clone());
         let attempt = |failing| {
             publish::publish_with_failing_classes(
                 &ctx,
                 &policy,
-                &levels,
+                &release,
                 Some(failing),
                 &refused,
                 false,

@@ -555,3 +555,52 @@ async fn interval_cells_of_single_values_and_nulls() {
     // NULL NULL | 30 30 31 35 fails (2 rows left); NULL NULL 30 30 | 31 35 too: one class
     assert_eq!(tops, 6);
 }
+
+/// Per-QI Loss of Mondrian on Adult (run by hand: `cargo test --release --lib adult_breakdown -- --ignored --nocapture`).
+#[tokio::test]
+#[ignore]
+async fn adult_breakdown() {
+    use super::mondrian::{CutChoice, mondrian_with};
+    use super::{axes, covering_cell};
+    let policy_path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/adult/policy.toml");
+    let policy = crate::policy::Policy::from_file(policy_path).unwrap();
+    let ctx = SessionContext::new();
+    let mut policy = policy;
+    policy.register_with(&ctx, false).await.unwrap();
+    let freq = FrequencySet::build(&ctx, policy.table_name(), &policy.quasi_identifiers(), &[])
+        .await
+        .unwrap();
+    let req = PrivacyRequirements {
+        k: 5,
+        max_suppression: 0.0,
+        sensitive: vec![],
+    };
+    let axes = axes(&freq).unwrap();
+    for choice in [CutChoice::Range, CutChoice::Loss] {
+        let start = std::time::Instant::now();
+        let release = mondrian_with(&freq, &req, choice).unwrap();
+        let took = start.elapsed();
+        let e = evaluate(&freq, &req, &release).unwrap();
+        let mut per_qi = vec![0.0; freq.qis().len()];
+        for (leaf, &c) in release.class_of.iter().enumerate() {
+            let n = freq.sizes()[leaf] as f64;
+            for (q, cost) in per_qi.iter_mut().enumerate() {
+                *cost += n * axes[q].cost(&freq.qis()[q], release.cells_of(c as usize)[q]);
+            }
+        }
+        let _ = covering_cell;
+        let names = freq.qi_names();
+        let parts: Vec<String> = per_qi
+            .iter()
+            .zip(&names)
+            .map(|(c, n)| format!("{n} {:.4}", c / freq.rows() as f64))
+            .collect();
+        println!(
+            "{choice:?}: loss {:.4}, {} classes, {:?}; {}",
+            e.loss,
+            e.classes,
+            took,
+            parts.join(", ")
+        );
+    }
+}
