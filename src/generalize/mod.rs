@@ -115,6 +115,50 @@ pub struct Coverage {
     pub is_top: bool,
 }
 
+/// The domain an inclusive interval label `[lo, hi]` of an ordered column is counted in for
+/// the Loss metric: a value tree's leaves (as ARX counts them; only its numeric ones can fall
+/// inside an interval), else the column's distinct non-null values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalDomain {
+    /// the domain's values, ascending
+    points: Vec<f64>,
+    /// |D|
+    size: u64,
+}
+
+impl IntervalDomain {
+    /// |D|.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Domain values `x` with `lo ≤ x ≤ hi`.
+    pub fn covered(&self, lo: f64, hi: f64) -> u64 {
+        let below = self.points.partition_point(|&x| x < lo);
+        let up_to = self.points.partition_point(|&x| x <= hi);
+        up_to.saturating_sub(below) as u64
+    }
+
+    /// The Loss of a cell published as `[lo, hi]`: (covered − 1)/(|D| − 1), at least one value
+    /// covered (the cell's own), 0 when |D| ≤ 1.
+    pub fn loss(&self, lo: f64, hi: f64) -> f64 {
+        if self.size <= 1 {
+            return 0.0;
+        }
+        let covered = self.covered(lo, hi).max(1);
+        ((covered - 1) as f64 / (self.size - 1) as f64).min(1.0)
+    }
+}
+
+/// `[lo, hi]`, the label of an interval of raw values in a local release: its two ends as text.
+pub fn parse_interval_label(label: &str) -> Option<(&str, &str)> {
+    label
+        .strip_prefix('[')?
+        .strip_suffix(']')?
+        .split_once(", ")
+        .filter(|(lo, hi)| !lo.is_empty() && !hi.is_empty() && !hi.contains(", "))
+}
+
 impl Coverage {
     /// Per input value: `(leaves − 1) / (|D| − 1)`; 0 at level 0 and when |D| ≤ 1 below the
     /// top, 1 at the top. NULL for NULL input.
@@ -301,6 +345,33 @@ impl Hierarchy {
             t.leaf_ids(&self.name, column, values)?;
         }
         Ok(())
+    }
+
+    /// The domain interval labels of `column` are counted in ([`IntervalDomain`]), given the
+    /// column's distinct values.
+    pub fn interval_domain(&self, distinct: &ArrayRef) -> Result<IntervalDomain> {
+        if let HierarchyKind::Tree(tree) = &self.kind
+            && let Some(labels) = tree.labels(0)
+        {
+            let mut points: Vec<f64> = labels
+                .iter()
+                .flatten()
+                .filter_map(|s| s.trim().parse::<f64>().ok())
+                .collect();
+            points.sort_by(f64::total_cmp);
+            return Ok(IntervalDomain {
+                points,
+                size: tree.leaf_count() as u64,
+            });
+        }
+        let mut points: Vec<f64> = crate::functions::common::ordered_as_f64(distinct)?
+            .into_iter()
+            .flatten()
+            .collect();
+        points.sort_by(f64::total_cmp);
+        points.dedup();
+        let size = points.len() as u64;
+        Ok(IntervalDomain { points, size })
     }
 
     /// For each of `distinct` (the distinct values of `column`; duplicates are counted once,

@@ -539,25 +539,4 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
     Ok(())
 }
 
-/// Values of an ordered column as f64 (numbers and decimals by value, dates and timestamps by
-/// their integer representation); `None` for NULL and NaN.
-pub(crate) fn ordered_as_f64(
-    values: &datafusion::arrow::array::ArrayRef,
-) -> Result<Vec<Option<f64>>> {
-    use datafusion::arrow::array::AsArray;
-    use datafusion::arrow::compute::cast;
-    use datafusion::arrow::datatypes::{DataType, Float64Type};
-    let value_type = crate::functions::common::decode_dictionary(values.data_type());
-    let as_float = if value_type.is_numeric() {
-        cast(values, &DataType::Float64)?
-    } else {
-        let integers = cast(values, &DataType::Int64)
-            .or_else(|_| cast(&cast(values, &DataType::Int32)?, &DataType::Int64))?;
-        cast(&integers, &DataType::Float64)?
-    };
-    Ok(as_float
-        .as_primitive::<Float64Type>()
-        .iter()
-        .map(|v| v.filter(|v| !v.is_nan()))
-        .collect())
-}
+pub(crate) use crate::functions::common::ordered_as_f64;

@@ -501,12 +501,22 @@ struct Cell {
 
 /// What a hierarchy says about the cells of a column.
 struct Levels {
-    /// (original value, generalized value) → level of the generalization
-    of_pair: HashMap<(u32, u32), usize>,
+    /// (original value, generalized value) → the generalization
+    of_pair: HashMap<(u32, u32), Generalized>,
     /// loss of each original value at each level
     loss: Vec<Vec<f64>>,
     /// levels of the hierarchy
     height: usize,
+}
+
+/// How one original value was generalized, with a hierarchy.
+#[derive(Debug, Clone, Copy)]
+enum Generalized {
+    /// To its node at this level.
+    Level(usize),
+    /// Into an interval `[lo, hi]` of raw values (local recoding): its Loss, and the level
+    /// of the lowest node covering both ends (for WHD, which counts levels).
+    Interval { loss: f64, level: usize },
 }
 
 /// Cell costs of one quasi-identifier, from its hierarchy or from the data.
@@ -550,6 +560,7 @@ impl CellCost {
             }
             let mut found = HashMap::with_capacity(pairs.len());
             let mut unmatched = 0usize;
+            let mut intervals = IntervalLabels::new(name, hierarchy, values)?;
             for &(v, g) in pairs.keys() {
                 let (vi, gi) = (v as usize, g as usize);
                 let level = if g_text.is_null(gi) && values.is_null(vi) {
@@ -563,9 +574,13 @@ impl CellCost {
                         at.is_valid(vi) && at.value(vi) == label
                     })
                 };
-                match level {
-                    Some(level) => {
-                        found.insert((v, g), level);
+                let generalized = match level {
+                    Some(level) => Some(Generalized::Level(level)),
+                    None => intervals.cell(vi, g_text.value(gi))?,
+                };
+                match generalized {
+                    Some(generalized) => {
+                        found.insert((v, g), generalized);
                     }
                     None => unmatched += 1,
                 }
@@ -657,14 +672,18 @@ impl CellCost {
 
     fn cell(&self, v: u32, g: u32) -> Result<Cell> {
         if let Some(levels) = &self.levels {
-            let level = *levels
+            let generalized = *levels
                 .of_pair
                 .get(&(v, g))
                 .ok_or_else(|| DataFusionError::Internal("a cell without a level".into()))?;
+            let (loss, level, modified) = match generalized {
+                Generalized::Level(level) => (levels.loss[level][v as usize], level, level > 0),
+                Generalized::Interval { loss, level } => (loss, level, true),
+            };
             let (uniform, beta1) = whd(levels.height, level);
             return Ok(Cell {
-                loss: levels.loss[level][v as usize],
-                modified: level > 0,
+                loss,
+                modified,
                 whd_uniform: uniform,
                 whd_beta1: beta1,
             });
@@ -675,6 +694,77 @@ impl CellCost {
             whd_uniform: 0.0,
             whd_beta1: 0.0,
         })
+    }
+}
+
+/// Interval labels `[lo, hi]` of a local release on an ordered column with a hierarchy.
+struct IntervalLabels<'a> {
+    name: &'a str,
+    hierarchy: &'a Hierarchy,
+    /// the original values as numbers (`None` unless the column is ordered)
+    numbers: Option<Vec<Option<f64>>>,
+    value_type: DataType,
+    domain: Option<crate::generalize::IntervalDomain>,
+}
+
+impl<'a> IntervalLabels<'a> {
+    fn new(name: &'a str, hierarchy: &'a Hierarchy, values: &ArrayRef) -> Result<Self> {
+        let value_type = decode_dictionary(values.data_type());
+        let ordered = is_ordered(&value_type);
+        Ok(Self {
+            name,
+            hierarchy,
+            numbers: if ordered {
+                Some(super::ordered_as_f64(values)?)
+            } else {
+                None
+            },
+            domain: if ordered {
+                Some(hierarchy.interval_domain(values)?)
+            } else {
+                None
+            },
+            value_type,
+        })
+    }
+
+    /// How original value `v` is generalized by `label`, if `label` is an interval holding it.
+    fn cell(&mut self, v: usize, label: &str) -> Result<Option<Generalized>> {
+        let (Some(numbers), Some(domain)) = (&self.numbers, &self.domain) else {
+            return Ok(None);
+        };
+        let Some((lo, hi)) = crate::generalize::parse_interval_label(label) else {
+            return Ok(None);
+        };
+        // the ends as values of the column's type, then as numbers like the values
+        let ends: ArrayRef = Arc::new(datafusion::arrow::array::StringArray::from(vec![lo, hi]));
+        let Ok(ends) = cast(&ends, &self.value_type) else {
+            return Ok(None);
+        };
+        let bounds = super::ordered_as_f64(&ends)?;
+        let (Some(lo), Some(hi), Some(x)) = (bounds[0], bounds[1], numbers[v]) else {
+            return Ok(None);
+        };
+        if !(lo <= x && x <= hi) {
+            return Ok(None);
+        }
+        // the lowest level at which both ends have one label
+        let mut level = self.hierarchy.height() - 1;
+        for l in 0..self.hierarchy.height() {
+            let labels = cast(
+                &self.hierarchy.generalize_column(self.name, &ends, l)?,
+                &DataType::Utf8,
+            )?;
+            let labels = labels.as_string::<i32>();
+            if labels.is_valid(0) && labels.is_valid(1) && labels.value(0) == labels.value(1) {
+                level = l;
+                break;
+            }
+        }
+        Ok(Some(Generalized::Interval {
+            loss: domain.loss(lo, hi),
+            level,
+        }))
     }
 }
 

@@ -367,6 +367,51 @@ async fn weighted_hierarchical_distance_examples() {
     assert_eq!(u.suppressed_rows, 0);
 }
 
+/// A local release's interval labels, with a hierarchy: ages 30, 32, 34, 40, 41, 50 published
+/// as [30, 34] ×3, [40, 41] ×2 and 50. The interval hierarchy ([x, x+10), then *) counts
+/// intervals in the column's 6 distinct values: [30, 34] covers 3 → (3 − 1)/(6 − 1) = 0.4,
+/// [40, 41] covers 2 → 0.2, 50 is itself → 0. Loss (3·0.4 + 2·0.2)/6 = 4/15. WHD counts
+/// levels: both intervals sit inside one level-1 node ([30, 40), [40, 50)), so 1/2 each of
+/// height 3 (uniform); 50 costs 0 → 5/12. Modified: 5 of 6 cells.
+#[tokio::test]
+async fn interval_labels_of_local_recoding() {
+    let original = batch(vec![("age", ints(&[30, 32, 34, 40, 41, 50]))]);
+    let anonymized = batch(vec![(
+        "age",
+        strings(&[
+            "[30, 34]", "[30, 34]", "[30, 34]", "[40, 41]", "[40, 41]", "50",
+        ]),
+    )]);
+    let ctx = context(vec![("anon", anonymized), ("orig", original)]);
+    let mut o = options("anon", &["age"], &[]);
+    o.original = Some("orig".into());
+    o.hierarchies = HashMap::from([(
+        "age".to_string(),
+        Arc::new(Hierarchy::interval_widths("age", &[10.0]).unwrap()),
+    )]);
+    let u = run(&ctx, &o).await.utility.unwrap();
+    close(u.attributes[0].loss, 4.0 / 15.0, 1e-12, "loss");
+    close(
+        u.attributes[0].whd_uniform.unwrap(),
+        5.0 / 12.0,
+        1e-12,
+        "whd",
+    );
+    close(u.modification_rate, 5.0 / 6.0, 1e-12, "modified");
+
+    // an interval that does not hold its row's value is not a generalization of it
+    let wrong = batch(vec![(
+        "age",
+        strings(&[
+            "[30, 34]", "[30, 34]", "[30, 34]", "[40, 41]", "[42, 45]", "50",
+        ]),
+    )]);
+    let original = batch(vec![("age", ints(&[30, 32, 34, 40, 41, 50]))]);
+    let ctx = context(vec![("anon", wrong), ("orig", original)]);
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("'age'") && e.contains("hierarchy"), "{e}");
+}
+
 #[tokio::test]
 async fn generalization_outside_the_hierarchy_is_an_error() {
     let original = batch(vec![("sex", strings(&["M", "F"]))]);

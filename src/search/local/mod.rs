@@ -49,16 +49,15 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::Array;
 use datafusion::arrow::compute::kernels::sort::SortOptions;
-use datafusion::arrow::compute::{cast, sort_to_indices};
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::compute::sort_to_indices;
 use datafusion::error::{DataFusionError, Result};
 
 use super::evaluate::{Criteria, SensitiveAchieved, class_measures};
 use super::frequency::{FrequencySet, QiDomain};
-use crate::functions::common::is_ordered;
-use crate::generalize::HierarchyKind;
+use crate::functions::common::{is_ordered, ordered_as_f64};
+use crate::generalize::{HierarchyKind, IntervalDomain};
 use crate::policy::PrivacyRequirements;
 
 /// The class of a suppressed leaf class in [`LocalRelease::class_of`].
@@ -129,10 +128,10 @@ pub struct QiAxis {
     leaf_of_rank: Vec<u32>,
     /// whether rank 0 is NULL
     null_first: bool,
-    /// per rank: domain values at or below that rank's value (ordered QIs)
-    covered_up_to: Vec<u64>,
-    /// |D| for intervals
-    domain_size: u64,
+    /// per rank: the value as a number (ordered QIs; NULL −∞)
+    value_of_rank: Vec<f64>,
+    /// what intervals cover (ordered QIs)
+    domain: Option<IntervalDomain>,
 }
 
 impl QiAxis {
@@ -159,8 +158,8 @@ impl QiAxis {
                 rank_of_leaf: Vec::new(),
                 leaf_of_rank: Vec::new(),
                 null_first: false,
-                covered_up_to: Vec::new(),
-                domain_size: leaves as u64,
+                value_of_rank: Vec::new(),
+                domain: None,
             });
         }
         let values = values.ok_or_else(|| DataFusionError::Internal("no leaf values".into()))?;
@@ -175,51 +174,22 @@ impl QiAxis {
             rank_of_leaf[leaf as usize] = r as u32;
         }
         let null_first = values.null_count() > 0;
-        // the domain an interval's values are counted in
-        let tree_leaves = match qi.hierarchy().map(|h| h.kind()) {
-            Some(HierarchyKind::Tree(tree)) => tree.labels(0).map(|labels| {
-                let mut parsed: Vec<f64> = labels
-                    .iter()
-                    .flatten()
-                    .filter_map(|s| s.trim().parse::<f64>().ok())
-                    .collect();
-                parsed.sort_by(f64::total_cmp);
-                (parsed, tree.leaf_count() as u64)
-            }),
-            _ => None,
-        };
-        let (covered_up_to, domain_size) = match tree_leaves {
-            Some((sorted, count)) => {
-                let as_f64 = cast(values, &DataType::Float64)?;
-                let as_f64 = as_f64.as_primitive::<Float64Type>();
-                let covered = leaf_of_rank
-                    .iter()
-                    .map(|&leaf| {
-                        if as_f64.is_null(leaf as usize) {
-                            0
-                        } else {
-                            let v = as_f64.value(leaf as usize);
-                            sorted.partition_point(|&x| x <= v) as u64
-                        }
-                    })
-                    .collect();
-                (covered, count)
-            }
-            None => {
-                let offset = u64::from(null_first);
-                let covered = (0..leaves as u64)
-                    .map(|r| (r + 1).saturating_sub(offset))
-                    .collect();
-                (covered, leaves as u64 - offset)
-            }
-        };
+        let hierarchy = qi
+            .hierarchy()
+            .ok_or_else(|| DataFusionError::Internal("no hierarchy".into()))?;
+        let domain = hierarchy.interval_domain(values)?;
+        let numbers = ordered_as_f64(values)?;
+        let value_of_rank = leaf_of_rank
+            .iter()
+            .map(|&leaf| numbers[leaf as usize].unwrap_or(f64::NEG_INFINITY))
+            .collect();
         Ok(Self {
             ordered,
             rank_of_leaf,
             leaf_of_rank,
             null_first,
-            covered_up_to,
-            domain_size,
+            value_of_rank,
+            domain: Some(domain),
         })
     }
 
@@ -263,18 +233,12 @@ impl QiAxis {
         match cell {
             Cell::Top => 1.0,
             Cell::Node { level, code } => qi.costs(level as usize)[code as usize],
-            Cell::Interval { lo, hi } => {
-                if self.domain_size <= 1 {
-                    return 0.0;
-                }
-                let below = if lo == 0 {
-                    0
-                } else {
-                    self.covered_up_to[lo as usize - 1]
-                };
-                let covered = self.covered_up_to[hi as usize].saturating_sub(below).max(1);
-                ((covered - 1) as f64 / (self.domain_size - 1) as f64).min(1.0)
-            }
+            Cell::Interval { lo, hi } => self.domain.as_ref().map_or(1.0, |d| {
+                d.loss(
+                    self.value_of_rank[lo as usize],
+                    self.value_of_rank[hi as usize],
+                )
+            }),
         }
     }
 }

@@ -25,8 +25,14 @@
 //! split the greedy pooling misses may remain). A split into more groups implies a two-group
 //! one, because the union of groups that meet k, l (any kind) and t meets them too.
 //!
-//! **Suppression.** Mondrian suppresses nothing: every row is published in a class that meets
-//! the policy. If the whole table fails the policy there is no release (an error).
+//! **Suppression** (only with `max_suppression` > 0): after partitioning, *outliers* are
+//! suppressed where that lowers the Loss. For each class (of at most [`TRIM_CANDIDATES`] leaf
+//! classes), the leaf class whose removal shrinks the class's cells the most is a candidate
+//! when the class's total cell cost falls by more than the candidate's own cells cost once
+//! suppressed (d per row, as the Loss counts a suppressed row) and the rest of the class still
+//! meets the policy. Candidates are taken best gain first, one per class per round, while the
+//! suppression budget lasts; rounds repeat until none gains. With `max_suppression = 0` every
+//! row is published. If the whole table fails the policy there is no release (an error).
 //!
 //! Cost: each level of the recursion sorts the leaf classes of the regions it cuts, so the
 //! whole run is O(|F| log² |F| · d) on |F| leaf classes, and never touches the rows.
@@ -43,7 +49,7 @@ pub const EXHAUSTIVE_CHILDREN: usize = 12;
 
 /// How a region's quasi-identifier to cut on is chosen among those with an allowable cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CutChoice {
+pub enum Dimension {
     /// The widest normalized range (LeFevre et al.): the QI whose current cell costs most.
     #[default]
     Range,
@@ -52,9 +58,37 @@ pub enum CutChoice {
     Loss,
 }
 
-/// Runs strict Mondrian with the default [`CutChoice`]; see the module documentation.
+/// Where an ordered quasi-identifier is cut among its allowable thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Threshold {
+    /// The threshold closest to the median of the region's rows (LeFevre et al.).
+    Median,
+    /// The threshold after which the two parts' cells cost least (all QIs' cells, each part
+    /// weighted by its rows); ties go to the one closest to the median.
+    #[default]
+    Loss,
+}
+
+/// Mondrian's choices; the default is what measured best on Adult (BENCHMARKS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MondrianOptions {
+    pub dimension: Dimension,
+    pub threshold: Threshold,
+}
+
+impl MondrianOptions {
+    /// The paper's choices: widest range, median threshold.
+    pub fn paper() -> Self {
+        Self {
+            dimension: Dimension::Range,
+            threshold: Threshold::Median,
+        }
+    }
+}
+
+/// Runs strict Mondrian with the default [`MondrianOptions`]; see the module documentation.
 pub fn mondrian(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Result<LocalRelease> {
-    mondrian_with(freq, requirements, CutChoice::default())
+    mondrian_with(freq, requirements, MondrianOptions::default())
 }
 
 /// Runs strict Mondrian; see the module documentation. The whole table failing the policy
@@ -62,7 +96,7 @@ pub fn mondrian(freq: &FrequencySet, requirements: &PrivacyRequirements) -> Resu
 pub fn mondrian_with(
     freq: &FrequencySet,
     requirements: &PrivacyRequirements,
-    choice: CutChoice,
+    options: MondrianOptions,
 ) -> Result<LocalRelease> {
     let axes = axes(freq)?;
     let mut judge = Judge::new(freq, requirements)?;
@@ -78,7 +112,10 @@ pub fn mondrian_with(
         freq,
         axes: &axes,
         judge,
-        choice,
+        options,
+        nested: freq.qis().iter().map(|q| q.is_nested()).collect(),
+        prefix: Vec::new(),
+        suffix: Vec::new(),
     };
     let mut stack = vec![all];
     let mut classes = Vec::new();
@@ -90,14 +127,27 @@ pub fn mondrian_with(
     }
     // a deterministic class order: by the smallest leaf class of each
     classes.sort_unstable_by_key(|members| members.iter().copied().min());
+    let budget = cutter.judge.budget();
+    if budget > 0 {
+        cutter.trim_outliers(&mut classes, budget);
+    }
     Ok(LocalRelease::covering(freq, &axes, &classes))
 }
+
+/// Classes with more leaf classes than this are not searched for an outlier to suppress
+/// (each candidate costs a pass over the class).
+pub const TRIM_CANDIDATES: usize = 64;
 
 struct Cutter<'a> {
     freq: &'a FrequencySet,
     axes: &'a [QiAxis],
     judge: Judge<'a>,
-    choice: CutChoice,
+    options: MondrianOptions,
+    /// per QI: whether its hierarchy is nested (cells can then be folded leaf by leaf)
+    nested: Vec<bool>,
+    /// scratch: the covering cells of each prefix / suffix of a sorted region
+    prefix: Vec<Cell>,
+    suffix: Vec<Cell>,
 }
 
 impl Cutter<'_> {
@@ -121,7 +171,7 @@ impl Cutter<'_> {
                 self.hierarchical_cut(q, cell, region)
             };
             let Some(parts) = parts else { continue };
-            if self.choice == CutChoice::Range {
+            if self.options.dimension == Dimension::Range {
                 return Some(parts);
             }
             // the Loss after the cut (the region's own Loss is the same for every QI)
@@ -131,6 +181,132 @@ impl Cutter<'_> {
             }
         }
         best.map(|(_, parts)| parts)
+    }
+
+    /// Suppresses outliers within `budget` rows where that lowers the Loss: per class, the leaf
+    /// class whose removal lowers the class's total cell cost by more than its own rows cost
+    /// when suppressed (d per row), the rest still meeting the policy; best gains first, one
+    /// per class per round, until no gain or no budget is left.
+    fn trim_outliers(&mut self, classes: &mut [Vec<u32>], mut budget: u64) {
+        let d = self.freq.qis().len() as f64;
+        let sizes = self.freq.sizes();
+        loop {
+            // (gain, class, position of the leaf class in it)
+            let mut candidates: Vec<(f64, usize, usize)> = Vec::new();
+            for (c, members) in classes.iter().enumerate() {
+                if members.len() < 2 || members.len() > TRIM_CANDIDATES {
+                    continue;
+                }
+                let before = self.region_cost(members);
+                let mut best: Option<(f64, usize)> = None;
+                let mut rest = Vec::with_capacity(members.len() - 1);
+                for i in 0..members.len() {
+                    let rows = sizes[members[i] as usize];
+                    if rows > budget {
+                        continue;
+                    }
+                    rest.clear();
+                    rest.extend(
+                        members
+                            .iter()
+                            .enumerate()
+                            .filter(|&(j, _)| j != i)
+                            .map(|(_, &m)| m),
+                    );
+                    let gain = before - self.region_cost(&rest) - rows as f64 * d;
+                    if gain <= 1e-9 || best.is_some_and(|(b, _)| b >= gain) {
+                        continue;
+                    }
+                    let mut tally = self.judge.tally();
+                    for &m in &rest {
+                        self.judge.add_leaf_class(&mut tally, m as usize);
+                    }
+                    if self.judge.passes(&tally) {
+                        best = Some((gain, i));
+                    }
+                }
+                if let Some((gain, i)) = best {
+                    candidates.push((gain, c, i));
+                }
+            }
+            candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut trimmed = false;
+            for (_, c, i) in candidates {
+                let rows = sizes[classes[c][i] as usize];
+                if rows <= budget {
+                    budget -= rows;
+                    classes[c].remove(i);
+                    trimmed = true;
+                }
+            }
+            if !trimmed {
+                return;
+            }
+        }
+    }
+
+    /// The covering cells of every prefix of `members` (`i * d + q`: QI q's cell of the first
+    /// i + 1 members) into `self.prefix`, or `self.suffix` when `suffix`. Ordered QIs keep a
+    /// rank range; hierarchical ones climb from one representative leaf, which finds the lowest
+    /// common node when the hierarchy is nested (else the prefix is recomputed).
+    fn fold_cells(&mut self, members: impl Iterator<Item = u32> + Clone, suffix: bool) {
+        let qis = self.freq.qis();
+        let leaf_codes = self.freq.leaf_codes();
+        let d = qis.len();
+        let mut out = std::mem::take(if suffix {
+            &mut self.suffix
+        } else {
+            &mut self.prefix
+        });
+        out.clear();
+        // per QI: (lo rank, hi rank) or (representative leaf, level); level = height is `*`
+        let mut state: Vec<(u32, u32)> = vec![(u32::MAX, 0); d];
+        let mut seen: Vec<u32> = Vec::new();
+        for (i, m) in members.enumerate() {
+            seen.push(m);
+            for q in 0..d {
+                let (qi, axis) = (&qis[q], &self.axes[q]);
+                let leaf = leaf_codes[q][m as usize];
+                let cell = if axis.is_ordered() {
+                    let r = axis.rank_of_leaf()[leaf as usize];
+                    let (lo, hi) = &mut state[q];
+                    (*lo, *hi) = if i == 0 {
+                        (r, r)
+                    } else {
+                        ((*lo).min(r), (*hi).max(r))
+                    };
+                    axis.interval_cell(qi, *lo, *hi)
+                } else if self.nested[q] {
+                    let (rep, level) = &mut state[q];
+                    if i == 0 {
+                        (*rep, *level) = (leaf, 0);
+                    }
+                    let height = qi.height() as u32;
+                    while *level < height
+                        && qi.leaf_map(*level as usize)[leaf as usize]
+                            != qi.leaf_map(*level as usize)[*rep as usize]
+                    {
+                        *level += 1;
+                    }
+                    if *level == height {
+                        Cell::Top
+                    } else {
+                        Cell::Node {
+                            level: *level,
+                            code: qi.leaf_map(*level as usize)[*rep as usize],
+                        }
+                    }
+                } else {
+                    covering_cell(qi, axis, &leaf_codes[q], &seen)
+                };
+                out.push(cell);
+            }
+        }
+        if suffix {
+            self.suffix = out;
+        } else {
+            self.prefix = out;
+        }
     }
 
     /// Σ over the region's rows and QIs of the cost of its tightest cells.
@@ -170,8 +346,14 @@ impl Cutter<'_> {
                 self.judge.add_leaf_class(&mut total, m as usize);
             }
         }
-        // (distance of the left part's rows from half, end of the left part)
-        let mut best: Option<(u64, usize)> = None;
+        let by_loss = self.options.threshold == Threshold::Loss;
+        if by_loss {
+            self.fold_cells(sorted.iter().map(|&(_, m)| m), false);
+            self.fold_cells(sorted.iter().rev().map(|&(_, m)| m), true);
+        }
+        let d = self.freq.qis().len();
+        // (the parts' cost, distance of the left part's rows from half, end of the left part)
+        let mut best: Option<(f64, u64, usize)> = None;
         let mut i = 0;
         while i < sorted.len() {
             let value = sorted[i].0;
@@ -192,7 +374,23 @@ impl Cutter<'_> {
                 continue;
             }
             let distance = (2 * left.rows).abs_diff(total_rows);
-            if best.is_some_and(|(b, _)| b <= distance) {
+            let cost = if by_loss {
+                let qis = self.freq.qis();
+                let cells_cost = |cells: &[Cell]| -> f64 {
+                    cells
+                        .iter()
+                        .enumerate()
+                        .map(|(q, &c)| self.axes[q].cost(&qis[q], c))
+                        .sum()
+                };
+                // prefix i − 1 covers sorted[..i]; suffix j covers the last j + 1 members
+                let j = sorted.len() - i - 1;
+                left.rows as f64 * cells_cost(&self.prefix[(i - 1) * d..i * d])
+                    + right_rows as f64 * cells_cost(&self.suffix[j * d..(j + 1) * d])
+            } else {
+                0.0
+            };
+            if best.is_some_and(|(c, b, _)| (c, b) <= (cost, distance)) {
                 continue;
             }
             let allowable = if with_sensitive {
@@ -203,10 +401,10 @@ impl Cutter<'_> {
                 true
             };
             if allowable {
-                best = Some((distance, i));
+                best = Some((cost, distance, i));
             }
         }
-        let (_, end) = best?;
+        let (_, _, end) = best?;
         let left_part = sorted[..end].iter().map(|&(_, m)| m).collect();
         let right_part = sorted[end..].iter().map(|&(_, m)| m).collect();
         Some(vec![left_part, right_part])

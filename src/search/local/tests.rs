@@ -10,7 +10,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use super::mondrian::{EXHAUSTIVE_CHILDREN, mondrian};
+use super::mondrian::{EXHAUSTIVE_CHILDREN, MondrianOptions, mondrian, mondrian_with};
 use super::{LocalRelease, SUPPRESSED, evaluate};
 use crate::generalize::{Hierarchy, TOP_LABEL};
 use crate::policy::{
@@ -361,7 +361,12 @@ async fn mondrian_properties_on_random_tables() {
             .await
             .unwrap();
         let req = requirements(k, l, t);
-        let release = mondrian(&freq, &req).unwrap();
+        // the default (loss-scored thresholds) and the paper's choices are both strict
+        let release = if case % 2 == 0 {
+            mondrian(&freq, &req).unwrap()
+        } else {
+            mondrian_with(&freq, &req, MondrianOptions::paper()).unwrap()
+        };
         let all: Vec<&Row> = rows.iter().collect();
         let table = distribution(&all);
         let evaluation = evaluate(&freq, &req, &release).unwrap();
@@ -437,7 +442,7 @@ async fn mondrian_properties_on_random_tables() {
     assert!(releases >= 30, "only {releases} cases published something");
 }
 
-/// Ten rows, k = 2, by hand. age has an interval hierarchy ([x, x+10), then `*`), so it is
+/// Ten rows, k = 2, by hand, with the paper's choices (widest range, median threshold). age has an interval hierarchy ([x, x+10), then `*`), so it is
 /// ordered: |D| = its 10 distinct values. sex is a tree F/M → `*`.
 ///
 /// Root: age [21, 41] costs (10−1)/9 = 1, sex `*` costs 1: a tie, age comes first. Median
@@ -481,7 +486,7 @@ async fn mondrian_ten_rows_k2_by_hand() {
         max_suppression: 0.0,
         sensitive: vec![],
     };
-    let release = mondrian(&freq, &req).unwrap();
+    let release = mondrian_with(&freq, &req, MondrianOptions::paper()).unwrap();
     let evaluation = evaluate(&freq, &req, &release).unwrap();
     assert!(
         (evaluation.loss - 29.0 / 180.0).abs() < 1e-12,
@@ -556,27 +561,39 @@ async fn interval_cells_of_single_values_and_nulls() {
     assert_eq!(tops, 6);
 }
 
-/// Per-QI Loss of Mondrian on Adult (run by hand: `cargo test --release --lib adult_breakdown -- --ignored --nocapture`).
+/// Per-QI Loss of Mondrian on Adult, for BENCHMARKS.md (run by hand:
+/// `cargo test --lib adult_breakdown -- --ignored --nocapture`).
 #[tokio::test]
 #[ignore]
 async fn adult_breakdown() {
-    use super::mondrian::{CutChoice, mondrian_with};
-    use super::{axes, covering_cell};
+    use super::axes;
+    use super::mondrian::{Dimension, Threshold};
     let policy_path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/adult/policy.toml");
-    let policy = crate::policy::Policy::from_file(policy_path).unwrap();
+    let mut policy = crate::policy::Policy::from_file(policy_path).unwrap();
     let ctx = SessionContext::new();
-    let mut policy = policy;
     policy.register_with(&ctx, false).await.unwrap();
     let freq = FrequencySet::build(&ctx, policy.table_name(), &policy.quasi_identifiers(), &[])
         .await
         .unwrap();
-    let req = PrivacyRequirements {
-        k: 5,
-        max_suppression: 0.0,
-        sensitive: vec![],
-    };
     let axes = axes(&freq).unwrap();
-    for choice in [CutChoice::Range, CutChoice::Loss] {
+    let options = |dimension, threshold| MondrianOptions {
+        dimension,
+        threshold,
+    };
+    let mut choices = Vec::new();
+    for rate in [0.0, 0.02] {
+        for dimension in [Dimension::Range, Dimension::Loss] {
+            for threshold in [Threshold::Median, Threshold::Loss] {
+                choices.push((options(dimension, threshold), rate));
+            }
+        }
+    }
+    for (choice, rate) in choices {
+        let req = PrivacyRequirements {
+            k: 5,
+            max_suppression: rate,
+            sensitive: vec![],
+        };
         let start = std::time::Instant::now();
         let release = mondrian_with(&freq, &req, choice).unwrap();
         let took = start.elapsed();
@@ -585,20 +602,23 @@ async fn adult_breakdown() {
         for (leaf, &c) in release.class_of.iter().enumerate() {
             let n = freq.sizes()[leaf] as f64;
             for (q, cost) in per_qi.iter_mut().enumerate() {
-                *cost += n * axes[q].cost(&freq.qis()[q], release.cells_of(c as usize)[q]);
+                *cost += n * if c == SUPPRESSED {
+                    1.0
+                } else {
+                    axes[q].cost(&freq.qis()[q], release.cells_of(c as usize)[q])
+                };
             }
         }
-        let _ = covering_cell;
-        let names = freq.qi_names();
         let parts: Vec<String> = per_qi
             .iter()
-            .zip(&names)
+            .zip(freq.qi_names())
             .map(|(c, n)| format!("{n} {:.4}", c / freq.rows() as f64))
             .collect();
         println!(
-            "{choice:?}: loss {:.4}, {} classes, {:?}; {}",
+            "{choice:?} {rate}: loss {:.4}, {} classes, {} suppressed, {:?}; {}",
             e.loss,
             e.classes,
+            e.suppressed_rows,
             took,
             parts.join(", ")
         );
