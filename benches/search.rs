@@ -3,6 +3,10 @@
 //! hierarchies; sensitive salary-class): the frequency-set build (one DataFusion query) and
 //! each search on an already built frequency set, in process.
 //!
+//! Local recoding (Mondrian, KACA, IAB) runs on the same frequency set; before measuring, each
+//! release's figures and its time as a multiple of the frequency-set build (the one scan of the
+//! data, the floor every algorithm starts from) are printed.
+//!
 //! `cargo bench --bench search`. Before measuring, the chosen node of each policy is printed.
 
 use std::hint::black_box;
@@ -17,6 +21,7 @@ use datafusion_anonymity::policy::{
     LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, TCloseness,
     TClosenessKind,
 };
+use datafusion_anonymity::search::local::{self, LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{Algorithm, FrequencySet, Metric, search};
 use tokio::runtime::Runtime;
 
@@ -125,6 +130,50 @@ fn searches() -> Vec<(&'static str, Algorithm, PrivacyRequirements)> {
     ]
 }
 
+fn local_runs() -> Vec<(&'static str, LocalAlgorithm, PrivacyRequirements)> {
+    let mut runs = Vec::new();
+    for (algorithm, names) in [
+        (
+            LocalAlgorithm::Mondrian,
+            [
+                "mondrian k=5 0%",
+                "mondrian k=5 2%",
+                "mondrian k=5 l=2 0%",
+                "mondrian k=5 t=0.2 0%",
+            ],
+        ),
+        (
+            LocalAlgorithm::Kaca,
+            [
+                "kaca k=5 0%",
+                "kaca k=5 2%",
+                "kaca k=5 l=2 0%",
+                "kaca k=5 t=0.2 0%",
+            ],
+        ),
+        (
+            LocalAlgorithm::Iab,
+            [
+                "iab k=5 0%",
+                "iab k=5 2%",
+                "iab k=5 l=2 0%",
+                "iab k=5 t=0.2 0%",
+            ],
+        ),
+    ] {
+        let policies = [
+            policy(0.0, None, None),
+            policy(0.02, None, None),
+            policy(0.0, Some(2.0), None),
+            policy(0.0, None, Some(0.2)),
+        ];
+        for (name, req) in names.into_iter().zip(policies) {
+            runs.push((name, algorithm, req));
+        }
+    }
+    runs
+}
+
 fn bench(c: &mut Criterion) {
     let runtime = Runtime::new().expect("tokio runtime");
     let (ctx, qis) = setup(&runtime);
@@ -160,6 +209,44 @@ fn bench(c: &mut Criterion) {
         }
     }
 
+    // the floor: one build of the frequency set (the data's single scan)
+    let started = std::time::Instant::now();
+    let builds = 5;
+    for _ in 0..builds {
+        runtime
+            .block_on(FrequencySet::build(&ctx, "adult", &qis, &sensitive))
+            .expect("frequency set");
+    }
+    let floor = started.elapsed().as_secs_f64() / builds as f64;
+    eprintln!("floor: frequency set build {:.1} ms", floor * 1e3);
+    for (name, algorithm, req) in local_runs() {
+        // one warm-up, then the mean of a few runs
+        let run = || local::anonymize(&freq, &req, algorithm, LocalOptions::default());
+        let first = run();
+        let started = std::time::Instant::now();
+        let runs = 3;
+        for _ in 0..runs {
+            let _ = black_box(run());
+        }
+        let seconds = started.elapsed().as_secs_f64() / runs as f64;
+        match first {
+            Ok((release, e)) => eprintln!(
+                "{name}: Loss {:.4}, classes {}, suppressed {}, discernibility {:.0}, min class \
+                 {:?}, l {:?}, t {:?}; {:.1} ms = {:.2}x the frequency set build",
+                e.loss,
+                release.classes(),
+                e.suppressed_rows,
+                e.discernibility,
+                e.min_class_size,
+                e.sensitive.first().and_then(|a| a.l),
+                e.sensitive.first().and_then(|a| a.t),
+                seconds * 1e3,
+                seconds / floor
+            ),
+            Err(e) => eprintln!("{name}: {e}"),
+        }
+    }
+
     let mut group = c.benchmark_group("search");
     group.sample_size(10);
     group.warm_up_time(Duration::from_secs(1));
@@ -183,6 +270,14 @@ fn bench(c: &mut Criterion) {
                 )
                 .expect(name)
             })
+        });
+    }
+    for (name, algorithm, req) in local_runs() {
+        if local::anonymize(&freq, &req, algorithm, LocalOptions::default()).is_err() {
+            continue;
+        }
+        group.bench_function(name, |b| {
+            b.iter(|| local::anonymize(black_box(&freq), &req, algorithm, LocalOptions::default()))
         });
     }
     group.finish();

@@ -14,6 +14,9 @@ use datafusion::arrow::datatypes::Int64Type;
 use datafusion::error::Result;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
+use crate::search::local::LocalAlgorithm;
+use crate::search::{Algorithm, Method};
+
 /// Rows of `--quick`.
 const QUICK_ROWS: usize = 100_000;
 
@@ -52,6 +55,8 @@ pub enum Suite {
     Publish,
     /// `anon profile` against `GROUP BY` the quasi-identifiers.
     Profile,
+    /// `anon anonymize --algorithm mondrian` (local recoding) against a plain COPY to Parquet.
+    Local,
 }
 
 /// The policy of the publish case: examples/patients/policy.toml (5 quasi-identifiers at its
@@ -257,8 +262,22 @@ pub async fn run(args: BenchArgs) -> Result<()> {
             over.push("anon apply");
         }
         case_count += 1;
-        if !anonymize_case(&ctx, &path, iterations).await? {
+        if !anonymize_case(
+            &ctx,
+            &path,
+            iterations,
+            Method::FullDomain(Algorithm::Optimal),
+        )
+        .await?
+        {
             over.push("anon anonymize");
+        }
+    }
+    if matches!(args.suite, Suite::All | Suite::Publish | Suite::Local) {
+        case_count += 1;
+        let mondrian = Method::Local(LocalAlgorithm::Mondrian);
+        if !anonymize_case(&ctx, &path, iterations, mondrian).await? {
+            over.push("anon anonymize --algorithm mondrian");
         }
     }
     println!();
@@ -346,13 +365,18 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
 const ANONYMIZE_MEMORY_LIMIT: usize = 2 * 1024 * 1024 * 1024;
 
 /// `anon anonymize` of the patients policy (5 quasi-identifiers, k = 5, at most 5%
-/// suppressed) end to end — frequency set, optimal search, failing classes (derived from the
-/// frequency set; printed as the suppression count), write, verify —
-/// under a 2 GiB memory pool, against the same COPY as the publish case; prints the phases and
-/// the peak RSS of the case.
-async fn anonymize_case(ctx: &SessionContext, path: &Path, iterations: usize) -> Result<bool> {
+/// suppressed) end to end with `method` — frequency set, the decision (optimal search or local
+/// recoding), failing classes (derived from the frequency set; printed as the suppression
+/// count), write, verify — under a 2 GiB memory pool, against the same COPY as the publish
+/// case; prints the phases and the peak RSS of the case.
+async fn anonymize_case(
+    ctx: &SessionContext,
+    path: &Path,
+    iterations: usize,
+    method: crate::search::Method,
+) -> Result<bool> {
     const TARGET: f64 = 3.0;
-    let scratch = path.with_extension("bench-anonymize");
+    let scratch = path.with_extension(format!("bench-{}", method.name()));
     std::fs::create_dir_all(&scratch)?;
     let copy_dir = scratch.join("copy");
     let out_dir = scratch.join("anonymized");
@@ -385,38 +409,33 @@ async fn anonymize_case(ctx: &SessionContext, path: &Path, iterations: usize) ->
         )
         .await?;
         let built = start.elapsed();
-        let outcome = crate::search::search(
+        let decision = crate::search::decide(
             &freq,
             policy.requirements(),
-            crate::search::Algorithm::Optimal,
+            method,
             crate::search::Metric::Loss,
+            crate::search::local::LocalOptions::default(),
             &mut |_, _| {},
         )?;
-        let (checked, size) = (outcome.nodes_checked, outcome.lattice_size);
-        let solution = outcome.into_solution()?;
-        let searched = start.elapsed();
-        let failing =
-            crate::search::failing_classes(&freq, policy.requirements(), &solution.levels)?;
-        let derived = start.elapsed();
+        let decided = start.elapsed();
         let report = crate::publish::publish_with_failing_classes(
             &ctx,
             &policy,
-            &crate::release::Release::FullDomain(solution.levels.clone()),
-            Some(failing),
+            &decision.release,
+            Some(decision.failing.clone()),
             &out_dir,
             true,
         )
         .await?;
         let total = start.elapsed();
         phases = format!(
-            "register+check {:.2} s, frequency set {:.2} s ({} combinations), search {:.3} s ({checked}/{size} nodes, levels {:?}, loss {:.4}), suppression count {:.2} s, write {:.2} s, verify {:.2} s; {} rows suppressed",
+            "register+check {:.2} s, frequency set {:.2} s ({} combinations), decision {:.3} s ({}), suppression count {:.2} s, write {:.2} s, verify {:.2} s; {} rows suppressed",
             secs(registered),
             secs(built - registered),
             freq.combinations(),
-            secs(searched - built),
-            solution.levels,
-            solution.metric_value,
-            secs(derived - searched) + report.seconds.classes,
+            secs(decided - built),
+            decision.summary(&freq, crate::search::Metric::Loss),
+            report.seconds.classes,
             report.seconds.write,
             report.seconds.verify,
             report.suppressed_rows,
@@ -436,7 +455,13 @@ async fn anonymize_case(ctx: &SessionContext, path: &Path, iterations: usize) ->
     let _ = std::fs::remove_dir_all(&scratch);
     let ratio = secs(query.median()) / secs(floor.median());
     let pass = ratio <= TARGET;
-    print_row("anon anonymize (5 QIs)", &floor, &query, TARGET, "-");
+    print_row(
+        &format!("anonymize {}", method.name()),
+        &floor,
+        &query,
+        TARGET,
+        "-",
+    );
     println!("                       (last run: {phases})");
     println!(
         "                       (memory pool 2 GiB; peak RSS of the process since the case began, COPY included: {})",

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::error::{DataFusionError, Result};
@@ -11,9 +10,8 @@ use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
-use datafusion_anonymity::release::{LocalRecoding, Release};
-use datafusion_anonymity::search::local::{self, LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{self, Algorithm, FailingClasses, FrequencySet, Metric};
+use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
+use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
 use datafusion_anonymity::session;
 
 use super::apply::{output_path, print_summary};
@@ -110,16 +108,6 @@ struct Timings {
     total: f64,
 }
 
-/// What the chosen algorithm decided: the release, its failing classes and its figures.
-struct Decision {
-    release: Release,
-    failing: FailingClasses,
-    metric_value: f64,
-    lattice_size: Option<usize>,
-    nodes_checked: Option<usize>,
-    local_classes: Option<usize>,
-}
-
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&args.policy)?;
@@ -134,16 +122,17 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         MetricArg::Classes => Metric::Classes,
         MetricArg::Precision => Metric::Precision,
     };
-    let local = match args.algorithm {
-        AlgorithmArg::Optimal | AlgorithmArg::IabFullDomain => None,
-        AlgorithmArg::Mondrian => Some(LocalAlgorithm::Mondrian),
-        AlgorithmArg::Kaca => Some(LocalAlgorithm::Kaca),
-        AlgorithmArg::Iab => Some(LocalAlgorithm::Iab),
+    let method = match args.algorithm {
+        AlgorithmArg::Optimal => Method::FullDomain(Algorithm::Optimal),
+        AlgorithmArg::IabFullDomain => Method::FullDomain(Algorithm::IabFullDomain),
+        AlgorithmArg::Mondrian => Method::Local(LocalAlgorithm::Mondrian),
+        AlgorithmArg::Kaca => Method::Local(LocalAlgorithm::Kaca),
+        AlgorithmArg::Iab => Method::Local(LocalAlgorithm::Iab),
     };
-    if local.is_some() && metric != Metric::Loss {
+    if matches!(method, Method::Local(_)) && metric != Metric::Loss {
         return Err(DataFusionError::Plan(format!(
             "--metric {} applies to the full-domain searches (optimal, iab-full-domain); \
-             local recoding reports loss",
+             local recoding minimizes loss",
             metric.name()
         )));
     }
@@ -168,64 +157,64 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
 
     // 2. the decision, in memory
     let phase = Instant::now();
-    let decision = match local {
-        None => full_domain(&args, &freq, &policy, metric)?,
-        Some(algorithm) => {
-            let options = LocalOptions {
-                seed: args.seed,
-                ..LocalOptions::default()
-            };
-            let (release, evaluation) =
-                local::anonymize(&freq, policy.requirements(), algorithm, options).map_err(
-                    |e| DataFusionError::Execution(format!("{}; nothing written", e.message())),
-                )?;
-            let recoding = LocalRecoding::new(&freq, &release)?;
-            if !args.quiet {
-                eprintln!(
-                    "{algorithm}: {} classes, {} rows suppressed, loss {:.4} ({:.3} s)",
-                    release.classes(),
-                    evaluation.suppressed_rows,
-                    evaluation.loss,
-                    phase.elapsed().as_secs_f64()
-                );
-            }
-            Decision {
-                failing: FailingClasses::none(
-                    freq.qi_names(),
-                    recoding.suppressed_rows(),
-                    freq.rows(),
-                ),
-                release: Release::Local(Arc::new(recoding)),
-                metric_value: evaluation.loss,
-                lattice_size: None,
-                nodes_checked: None,
-                local_classes: Some(release.classes()),
-            }
+    let mut last = Instant::now();
+    let quiet = args.quiet;
+    let mut progress = |checked: usize, size: usize| {
+        if !quiet && last.elapsed() >= Duration::from_millis(200) {
+            last = Instant::now();
+            eprint!(
+                "\rsearch: {checked} / {size} nodes checked, {:.1} s",
+                phase.elapsed().as_secs_f64()
+            );
+            let _ = std::io::stderr().flush();
         }
     };
+    let options = LocalOptions {
+        seed: args.seed,
+        ..LocalOptions::default()
+    };
+    let decision = search::decide(
+        &freq,
+        policy.requirements(),
+        method,
+        metric,
+        options,
+        &mut progress,
+    )
+    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
     let search_seconds = phase.elapsed().as_secs_f64();
+    if !args.quiet {
+        if let (Some(checked), Some(size)) = (decision.nodes_checked, decision.lattice_size) {
+            eprintln!("\rsearch: {checked} / {size} nodes checked");
+        }
+        eprintln!(
+            "chosen by {} ({search_seconds:.3} s)",
+            decision.summary(&freq, metric)
+        );
+    }
 
     // 3. publish: write, verify, move into place
     let report = publish::publish_with_failing_classes(
         &ctx,
         &policy,
         &decision.release,
-        Some(decision.failing),
+        Some(decision.failing.clone()),
         &out,
         args.overwrite,
     )
     .await?;
     print_summary(&report);
+    let metric = if matches!(method, Method::Local(_)) {
+        Metric::Loss
+    } else {
+        metric
+    };
     println!("{}: {:.4}", metric.name(), decision.metric_value);
     if let Some(path) = &args.report {
-        let algorithm = match local {
-            Some(a) => a.name(),
-            None => algorithm_of(args.algorithm).name(),
-        };
         let json = Report {
             policy: policy.source(),
             input: policy.input().display().to_string(),
-            algorithm,
+            algorithm: method.name(),
             recoding: decision.release.kind(),
             metric: metric.name(),
             metric_value: decision.metric_value,
@@ -249,80 +238,6 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         write_atomically(path, &text)?;
     }
     Ok(())
-}
-
-fn algorithm_of(arg: AlgorithmArg) -> Algorithm {
-    match arg {
-        AlgorithmArg::IabFullDomain => Algorithm::IabFullDomain,
-        _ => Algorithm::Optimal,
-    }
-}
-
-/// The full-domain searches: the lattice node, then its failing classes from the frequency
-/// set (so publishing need not aggregate the input again to find them).
-fn full_domain(
-    args: &AnonymizeArgs,
-    freq: &FrequencySet,
-    policy: &Policy,
-    metric: Metric,
-) -> Result<Decision> {
-    let phase = Instant::now();
-    let algorithm = algorithm_of(args.algorithm);
-    let mut last = Instant::now();
-    let quiet = args.quiet;
-    let mut progress = |checked: usize, size: usize| {
-        if !quiet && last.elapsed() >= Duration::from_millis(200) {
-            last = Instant::now();
-            eprint!(
-                "\rsearch: {checked} / {size} nodes checked, {:.1} s",
-                phase.elapsed().as_secs_f64()
-            );
-            let _ = std::io::stderr().flush();
-        }
-    };
-    let outcome = search::search(
-        freq,
-        policy.requirements(),
-        algorithm,
-        metric,
-        &mut progress,
-    )?;
-    if !args.quiet {
-        eprintln!(
-            "\rsearch: {} / {} nodes checked ({}), {:.3} s",
-            outcome.nodes_checked,
-            outcome.lattice_size,
-            algorithm.name(),
-            phase.elapsed().as_secs_f64()
-        );
-    }
-    let (nodes_checked, lattice_size) = (outcome.nodes_checked, outcome.lattice_size);
-    let solution = outcome
-        .into_solution()
-        .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
-    if !args.quiet {
-        let levels: Vec<String> = solution
-            .qis
-            .iter()
-            .zip(&solution.levels)
-            .map(|(q, l)| format!("{q}={l}"))
-            .collect();
-        eprintln!(
-            "chosen: {} ({} {:.4})",
-            levels.join(", "),
-            metric.name(),
-            solution.metric_value
-        );
-    }
-    let failing = search::failing_classes(freq, policy.requirements(), &solution.levels)?;
-    Ok(Decision {
-        release: Release::FullDomain(solution.levels),
-        failing,
-        metric_value: solution.metric_value,
-        lattice_size: Some(lattice_size),
-        nodes_checked: Some(nodes_checked),
-        local_classes: None,
-    })
 }
 
 /// Writes `text` to a temporary sibling of `path`, then renames it into place.

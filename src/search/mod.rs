@@ -286,6 +286,130 @@ pub fn search(
     })
 }
 
+/// Any algorithm of `anon anonymize`: a full-domain search or a local recoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// One level per QI ([`search`]).
+    FullDomain(Algorithm),
+    /// A label tuple per class ([`local::anonymize`]).
+    Local(local::LocalAlgorithm),
+}
+
+impl Method {
+    /// `optimal`, `iab-full-domain`, `mondrian`, `kaca` or `iab`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::FullDomain(a) => a.name(),
+            Method::Local(a) => a.name(),
+        }
+    }
+}
+
+/// What [`decide`] chose: the release to publish, its failing classes (so publishing need not
+/// aggregate the input again), and its figures.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub method: Method,
+    pub release: crate::release::Release,
+    pub failing: FailingClasses,
+    /// The metric's value (Loss for local recoding).
+    pub metric_value: f64,
+    /// Full-domain searches: nodes in the lattice and nodes evaluated.
+    pub lattice_size: Option<usize>,
+    pub nodes_checked: Option<usize>,
+    /// Local recoding: the classes built.
+    pub local_classes: Option<usize>,
+    /// Rows the decision suppresses.
+    pub suppressed_rows: u64,
+}
+
+impl Decision {
+    /// One line for a person: the levels or the classes, the metric, the suppressed rows.
+    pub fn summary(&self, freq: &FrequencySet, metric: Metric) -> String {
+        let what = match &self.release {
+            crate::release::Release::FullDomain(levels) => {
+                let levels: Vec<String> = freq
+                    .qi_names()
+                    .iter()
+                    .zip(levels)
+                    .map(|(q, l)| format!("{q}={l}"))
+                    .collect();
+                format!("levels {}", levels.join(", "))
+            }
+            crate::release::Release::Local(local) => format!("{} classes", local.classes()),
+        };
+        let metric = if matches!(self.method, Method::Local(_)) {
+            Metric::Loss
+        } else {
+            metric
+        };
+        format!(
+            "{}: {what}, {} {:.4}, {} rows suppressed",
+            self.method.name(),
+            metric.name(),
+            self.metric_value,
+            self.suppressed_rows
+        )
+    }
+}
+
+/// Runs `method` on `freq` and prepares its release for publishing. `metric` is what the
+/// full-domain searches minimize (local recoding minimizes Loss and refuses another metric);
+/// `options` are the local algorithms'. No release meeting the requirements is an error (one
+/// line, counts only).
+pub fn decide(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    method: Method,
+    metric: Metric,
+    options: local::LocalOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Decision> {
+    match method {
+        Method::FullDomain(algorithm) => {
+            let outcome = search(freq, requirements, algorithm, metric, progress)?;
+            let (nodes_checked, lattice_size) = (outcome.nodes_checked, outcome.lattice_size);
+            let solution = outcome.into_solution()?;
+            let failing = failing_classes(freq, requirements, &solution.levels)?;
+            Ok(Decision {
+                method,
+                suppressed_rows: solution.evaluation.suppressed_rows,
+                release: crate::release::Release::FullDomain(solution.levels),
+                failing,
+                metric_value: solution.metric_value,
+                lattice_size: Some(lattice_size),
+                nodes_checked: Some(nodes_checked),
+                local_classes: None,
+            })
+        }
+        Method::Local(algorithm) => {
+            if metric != Metric::Loss {
+                return Err(DataFusionError::Plan(format!(
+                    "the metric {} applies to the full-domain searches (optimal, \
+                     iab-full-domain); local recoding minimizes loss",
+                    metric.name()
+                )));
+            }
+            let (release, evaluation) = local::anonymize(freq, requirements, algorithm, options)?;
+            let recoding = crate::release::LocalRecoding::new(freq, &release)?;
+            Ok(Decision {
+                method,
+                failing: FailingClasses::none(
+                    freq.qi_names(),
+                    recoding.suppressed_rows(),
+                    freq.rows(),
+                ),
+                suppressed_rows: evaluation.suppressed_rows,
+                release: crate::release::Release::Local(std::sync::Arc::new(recoding)),
+                metric_value: evaluation.loss,
+                lattice_size: None,
+                nodes_checked: None,
+                local_classes: Some(release.classes()),
+            })
+        }
+    }
+}
+
 /// Evaluates one node (`levels`, one per QI) against `requirements`, e.g. levels chosen by
 /// hand.
 pub fn evaluate_levels(
