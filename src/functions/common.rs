@@ -196,28 +196,6 @@ where
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn map_classes_keeps_the_order_across_threads() {
-        // enough classes for several threads on a multi-core machine; class c gives c / 2
-        let n = 5 * PARALLEL_CLASSES + 7;
-        let values = map_classes(n, |c, seen: &mut usize| {
-            *seen += 1;
-            Some(c as f64 / 2.0)
-        });
-        assert_eq!(values.len(), n);
-        assert!(
-            values
-                .iter()
-                .enumerate()
-                .all(|(c, v)| *v == Some(c as f64 / 2.0))
-        );
-    }
-}
-
 /// Values of an ordered column as f64 (numbers and decimals by value, dates and timestamps by
 /// their integer representation); `None` for NULL and NaN.
 pub(crate) fn ordered_as_f64(
@@ -239,4 +217,26 @@ pub(crate) fn ordered_as_f64(
         .iter()
         .map(|v| v.filter(|v| !v.is_nan()))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_classes_keeps_the_order_across_threads() {
+        // enough classes for several threads on a multi-core machine; class c gives c / 2
+        let n = 5 * PARALLEL_CLASSES + 7;
+        let values = map_classes(n, |c, seen: &mut usize| {
+            *seen += 1;
+            Some(c as f64 / 2.0)
+        });
+        assert_eq!(values.len(), n);
+        assert!(
+            values
+                .iter()
+                .enumerate()
+                .all(|(c, v)| *v == Some(c as f64 / 2.0))
+        );
+    }
 }

@@ -1,6 +1,34 @@
 //! The formulas of `METRICS.md`, on plain counts: no Arrow, no DataFusion, so that each can be
 //! checked against the literature's worked examples in isolation.
 
+/// The weighted hierarchical distance (seed 004 §3.1) of generalizing a cell from level
+/// `from_level` to `to_level` of a hierarchy of `height` levels (this crate's levels: 0 the
+/// leaf, `height − 1` the top). The seed numbers levels 1 (top) … h (leaf), so our level a is
+/// the seed's h − a, and WHD(p, q) = Σ_{j=q+1..p} w_{j,j−1} / Σ_{j=2..h} w_{j,j−1} with
+/// w = 1 (`beta` None) or w_{j,j−1} = 1/(j−1)^β. 0 when nothing is generalized.
+pub fn weighted_hierarchical_distance(
+    height: usize,
+    from_level: usize,
+    to_level: usize,
+    beta: Option<f64>,
+) -> f64 {
+    if height < 2 {
+        return 0.0;
+    }
+    let to_level = to_level.min(height - 1);
+    if to_level <= from_level {
+        return 0.0;
+    }
+    let weight = |j: usize| match beta {
+        None => 1.0,
+        Some(b) => 1.0 / ((j - 1) as f64).powf(b),
+    };
+    let (p, q) = (height - from_level, height - to_level);
+    let part: f64 = (q + 1..=p).map(weight).sum();
+    let total: f64 = (2..=height).map(weight).sum();
+    part / total
+}
+
 /// exp(H) with H = −Σ p ln p over `counts` (natural log). 0 for an empty class.
 pub fn entropy_l(counts: &[u64]) -> f64 {
     let total: u64 = counts.iter().sum();

@@ -779,20 +779,13 @@ fn range<'a>(values: impl Iterator<Item = &'a f64>) -> (f64, f64) {
 /// Weighted hierarchical distance of a cell generalized from the leaves to `level` (0 = the
 /// leaves) in a hierarchy of `height` levels, with uniform and with β = 1 weights.
 ///
-/// Li, Wong, Fu, Pei number levels 1 (root) … h (leaves): the cell goes from p = h to
-/// q = h − level and costs Σ_{j=q+1..h} w_{j,j−1} / Σ_{j=2..h} w_{j,j−1}, with w = 1 or
-/// w_{j,j−1} = 1/(j−1).
+/// (`formulas::weighted_hierarchical_distance`, the distance KACA merges by.)
 pub fn whd(height: usize, level: usize) -> (f64, f64) {
-    if height <= 1 || level == 0 {
-        return (0.0, 0.0);
-    }
-    let h = height;
-    let q = h - level.min(h - 1);
-    let uniform = (h - q) as f64 / (h - 1) as f64;
-    let weight = |j: usize| 1.0 / (j - 1) as f64;
-    let numerator: f64 = (q + 1..=h).map(weight).sum();
-    let denominator: f64 = (2..=h).map(weight).sum();
-    (uniform, numerator / denominator)
+    use crate::functions::formulas::weighted_hierarchical_distance;
+    (
+        weighted_hierarchical_distance(height, 0, level, None),
+        weighted_hierarchical_distance(height, 0, level, Some(1.0)),
+    )
 }
 
 /// Distinct tuples of `columns` of the pairs with their counts, as ids of each attribute's

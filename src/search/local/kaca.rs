@@ -56,28 +56,7 @@ const NONE: u32 = u32::MAX;
 /// Scans over at least this many classes are split over two threads.
 const PARALLEL_MIN: usize = 4096;
 
-/// The weighted hierarchical distance (seed 004 §3.1) of generalizing a cell from level
-/// `from_level` to `to_level` of a hierarchy of `height` levels (this crate's levels: 0 the
-/// leaf, `height − 1` the top). The seed numbers levels 1 (top) … h (leaf), so our level a is
-/// the seed's h − a, and WHD(p, q) = Σ_{j=q+1..p} w_{j,j−1} / Σ_{j=2..h} w_{j,j−1} with
-/// w = 1 (`beta` None) or w_{j,j−1} = 1/(j−1)^β. 0 when nothing is generalized.
-pub fn whd(height: usize, from_level: usize, to_level: usize, beta: Option<f64>) -> f64 {
-    if height < 2 {
-        return 0.0;
-    }
-    let to_level = to_level.min(height - 1);
-    if to_level <= from_level {
-        return 0.0;
-    }
-    let weight = |j: usize| match beta {
-        None => 1.0,
-        Some(b) => 1.0 / ((j - 1) as f64).powf(b),
-    };
-    let (p, q) = (height - from_level, height - to_level);
-    let part: f64 = (q + 1..=p).map(weight).sum();
-    let total: f64 = (2..=height).map(weight).sum();
-    part / total
-}
+pub use crate::functions::formulas::weighted_hierarchical_distance as whd;
 
 /// Runs KACA; see the module documentation.
 pub fn kaca(
