@@ -17,8 +17,9 @@
 //! or an l or t requirement of a sensitive attribute).
 //!
 //! NULL is a node of its own at every level (see [`super`]): a violating NULL moves up
-//! alone and is still published as NULL, so on that attribute NULL rows only ever share a
-//! class with NULL rows.
+//! alone and is still published as NULL; once at the top, generalizing it once more publishes
+//! it as `*`, the one label that covers both NULL and values, so NULL rows can join the
+//! top class instead of being stuck below k.
 //!
 //! ## Search
 //! Best-first, from the raw table (which is returned at once if it satisfies): repeatedly
@@ -122,6 +123,18 @@ pub fn iab(
     Ok(ev.release(&levels))
 }
 
+/// The top-level code of `*` (that of the non-NULL leaves), when the column also has NULL,
+/// whose code at the top is its own (`None` otherwise: nothing to lift).
+fn star_code(qi: &crate::search::QiDomain) -> Option<u32> {
+    use datafusion::arrow::array::Array;
+    let values = qi.leaf_values()?;
+    let top = qi.height() - 1;
+    let null = (0..values.len()).find(|&leaf| values.is_null(leaf))?;
+    let value = (0..values.len()).find(|&leaf| !values.is_null(leaf))?;
+    let (star, own) = (qi.leaf_map(top)[value], qi.leaf_map(top)[null]);
+    (star != own).then_some(star)
+}
+
 fn rank(tables: &[Table], id: u32) -> Rank {
     let t = &tables[id as usize];
     (
@@ -152,14 +165,19 @@ struct Evaluator<'a> {
     fails: Vec<bool>,
     /// per level of the attribute being generalized: parents to publish
     marks: Vec<Vec<bool>>,
+    /// per QI: the top-level code of `*`, when the top level also has NULL's own code; a leaf
+    /// at level `height` (one above the top) is published as `*`
+    star: Vec<Option<u32>>,
+    /// per top-level code of the attribute being generalized: lifted to `*`
+    lifts: Vec<bool>,
 }
 
 impl<'a> Evaluator<'a> {
     fn new(freq: &'a FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
         let qis = freq.qis();
-        if let Some(qi) = qis.iter().find(|q| q.height() > u8::MAX as usize + 1) {
+        if let Some(qi) = qis.iter().find(|q| q.height() > u8::MAX as usize) {
             return Err(DataFusionError::NotImplemented(format!(
-                "iab: the hierarchy of '{}' has more than 256 levels",
+                "iab: the hierarchy of '{}' has more than 255 levels",
                 qi.name()
             )));
         }
@@ -196,6 +214,8 @@ impl<'a> Evaluator<'a> {
             tallies: Vec::new(),
             fails: Vec::new(),
             marks: Vec::new(),
+            star: qis.iter().map(star_code).collect(),
+            lifts: Vec::new(),
         })
     }
 
@@ -227,9 +247,13 @@ impl<'a> Evaluator<'a> {
             let map = &mut self.maps[q];
             map.clear();
             let own = &levels[self.leaf_offsets[q]..self.leaf_offsets[q] + qi.leaves()];
+            let top = qi.height() - 1;
             for (leaf, &level) in own.iter().enumerate() {
                 let level = level as usize;
-                map.push(self.node_offsets[q][level] + qi.leaf_map(level)[leaf]);
+                map.push(match self.star[q] {
+                    Some(star) if level > top => self.node_offsets[q][top] + star,
+                    _ => self.node_offsets[q][level] + qi.leaf_map(level)[leaf],
+                });
             }
         }
         let leaf_codes = self.freq.leaf_codes();
@@ -294,6 +318,9 @@ impl<'a> Evaluator<'a> {
             marks.clear();
             marks.resize(qi.cardinality(level), false);
         }
+        let top = height - 1;
+        self.lifts.clear();
+        self.lifts.resize(qi.cardinality(top), false);
         let mut any = false;
         let codes = &self.freq.leaf_codes()[b];
         for (leaf_class, &c) in self.class_of.iter().enumerate() {
@@ -304,6 +331,13 @@ impl<'a> Evaluator<'a> {
             let parent = levels[offset + leaf] as usize + 1;
             if parent < height {
                 self.marks[parent][qi.leaf_map(parent)[leaf] as usize] = true;
+                any = true;
+            } else if parent == height
+                && let Some(star) = self.star[b]
+                && qi.leaf_map(top)[leaf] != star
+            {
+                // NULL at its top, alone: on to `*`
+                self.lifts[qi.leaf_map(top)[leaf] as usize] = true;
                 any = true;
             }
         }
@@ -318,6 +352,9 @@ impl<'a> Evaluator<'a> {
                 if self.marks[level][qi.leaf_map(level)[leaf] as usize] {
                     *slot = level as u8;
                 }
+            }
+            if *slot as usize == top && self.lifts[qi.leaf_map(top)[leaf] as usize] {
+                *slot = height as u8;
             }
         }
         Some(child)
@@ -385,6 +422,9 @@ impl<'a> Evaluator<'a> {
         LocalRelease::from_groups(self.freq.leaf_classes(), qis.len(), &groups, |g, q, _| {
             let leaf = leaf_codes[q][representatives[g]] as usize;
             let level = levels[self.leaf_offsets[q] + leaf] as usize;
+            if level >= qis[q].height() {
+                return Cell::Top;
+            }
             Cell::Node {
                 level: level as u32,
                 code: qis[q].leaf_map(level)[leaf],

@@ -94,7 +94,8 @@ fn requirements(k: u64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     }
 }
 
-/// The labels of every row, in input order, as the GeneralizedTable recodes them.
+/// The labels of every row the release keeps, in input order, as the GeneralizedTable recodes
+/// them (rows of suppressed combinations dropped).
 async fn published_labels(
     ctx: &SessionContext,
     qis: &[(String, Arc<Hierarchy>)],
@@ -112,7 +113,7 @@ async fn published_labels(
         columns,
         release: Release::Local(Arc::new(recoding)),
         requirements: req.clone(),
-        suppression: SuppressionMode::Mask,
+        suppression: SuppressionMode::Drop,
     };
     let inner = ctx.table_provider("t").await.unwrap();
     let table = GeneralizedTable::try_new("t", inner, generalization).unwrap();
@@ -341,6 +342,122 @@ fn assert_no_allowable_cut(
     }
 }
 
+/// The checks every local release must pass, on the raw rows: every row in exactly one class
+/// or suppressed (within the budget), written + suppressed = input, every written row's
+/// labels covering its raw values, every published class (rows with equal labels) meeting
+/// the policy. Returns each row's class.
+#[allow(clippy::too_many_arguments)]
+async fn check_published(
+    ctx: &SessionContext,
+    qis: &[(String, Arc<Hierarchy>)],
+    freq: &FrequencySet,
+    rows: &[Row],
+    req: &PrivacyRequirements,
+    release: &LocalRelease,
+    table: &BTreeMap<Option<String>, f64>,
+    context: &str,
+) -> Vec<u32> {
+    let (k, l, t) = (
+        req.k,
+        req.sensitive[0].l.map(|l| l.l),
+        req.sensitive[0].t.map(|t| t.t),
+    );
+    // the release is a function of the raw combination: one class (or suppressed) per row
+    let leaf_of_row = leaf_class_of_rows(freq, rows);
+    let class_of_row: Vec<u32> = leaf_of_row.iter().map(|&c| release.class_of[c]).collect();
+    let suppressed = class_of_row.iter().filter(|&&c| c == SUPPRESSED).count();
+    let budget = (req.max_suppression * rows.len() as f64 + 1e-9).floor() as usize;
+    assert!(
+        suppressed <= budget,
+        "{context}: {suppressed} suppressed, budget {budget}"
+    );
+    assert!(suppressed < rows.len(), "{context}: everything suppressed");
+
+    let labels = published_labels(ctx, qis, freq, release, req).await;
+    assert_eq!(
+        labels.len() + suppressed,
+        rows.len(),
+        "{context}: written + suppressed"
+    );
+    let kept: Vec<&Row> = rows
+        .iter()
+        .zip(&class_of_row)
+        .filter(|(_, c)| **c != SUPPRESSED)
+        .map(|(r, _)| r)
+        .collect();
+    for (row, published) in kept.iter().zip(&labels) {
+        let zip_levels = level_labels(&qis[0].1, zip_array(&row.zip));
+        let age_levels = level_labels(&qis[1].1, age_array(row.age));
+        let sex_levels = level_labels(&qis[2].1, sex_array(&row.sex));
+        assert!(
+            covers(&published[0], &zip_levels, None),
+            "{context}: zip {row:?} {published:?}"
+        );
+        assert!(
+            covers(&published[1], &age_levels, row.age),
+            "{context}: age {row:?} {published:?}"
+        );
+        assert!(
+            covers(&published[2], &sex_levels, None),
+            "{context}: sex {row:?} {published:?}"
+        );
+    }
+    let mut published: BTreeMap<&Vec<Option<String>>, Vec<&Row>> = BTreeMap::new();
+    for (row, l) in kept.iter().zip(&labels) {
+        published.entry(l).or_default().push(row);
+    }
+    for (key, members) in &published {
+        assert!(meets(members, k, l, t, table), "{context}: class {key:?}");
+    }
+    class_of_row
+}
+
+/// KACA and IAB on random small tables, with and without a suppression budget: the checks of
+/// [`check_published`] on the raw rows.
+#[tokio::test]
+async fn kaca_and_iab_properties_on_random_tables() {
+    use super::{LocalAlgorithm, LocalOptions, anonymize};
+    let mut rng = Rng(11);
+    let mut releases = 0;
+    for case in 0..40 {
+        let n = 12 + rng.below(60) as usize;
+        let rows = random_rows(&mut rng, n);
+        let k = 2 + rng.below(3);
+        let l = (rng.below(3) == 0).then_some(2.0);
+        let t = (rng.below(4) == 0).then_some(0.5);
+        let mut req = requirements(k, l, t);
+        req.max_suppression = [0.0, 0.1][rng.below(2) as usize];
+        let ctx = session(&rows);
+        let qis = hierarchies(&[5.0, 10.0]);
+        let freq = FrequencySet::build(&ctx, "t", &qis, &["disease".to_string()])
+            .await
+            .unwrap();
+        let all: Vec<&Row> = rows.iter().collect();
+        let table = distribution(&all);
+        for algorithm in [LocalAlgorithm::Kaca, LocalAlgorithm::Iab] {
+            let context = format!(
+                "case {case} {algorithm}: n = {n}, k = {k}, l = {l:?}, t = {t:?}, \
+                 suppression {}",
+                req.max_suppression
+            );
+            let options = LocalOptions {
+                seed: case,
+                ..LocalOptions::default()
+            };
+            match anonymize(&freq, &req, algorithm, options) {
+                Ok((release, _)) => {
+                    releases += 1;
+                    check_published(&ctx, &qis, &freq, &rows, &req, &release, &table, &context)
+                        .await;
+                }
+                // refused: only when even the whole table fails beyond the budget
+                Err(_) => assert!(!meets(&all, k, l, t, &table), "{context}: refused"),
+            }
+        }
+    }
+    assert!(releases >= 40, "only {releases} releases");
+}
+
 /// Random small tables: every row covered by its labels, in exactly one class, every
 /// published class meeting the policy, written + suppressed = input, and no allowable cut left
 /// in any region (strictness), all checked on the raw rows.
@@ -386,41 +503,9 @@ async fn mondrian_properties_on_random_tables() {
             "{context}: Mondrian suppresses nothing"
         );
 
-        // every input row in exactly one class (the release is a function of the raw
-        // combination; every combination has a class)
-        let leaf_of_row = leaf_class_of_rows(&freq, &rows);
-        let class_of_row: Vec<u32> = leaf_of_row.iter().map(|&c| release.class_of[c]).collect();
+        let class_of_row =
+            check_published(&ctx, &qis, &freq, &rows, &req, &release, &table, &context).await;
         assert!(class_of_row.iter().all(|&c| c != SUPPRESSED), "{context}");
-
-        // written + suppressed = input, and each row's labels cover its raw values
-        let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
-        assert_eq!(labels.len(), n, "{context}: rows written");
-        for (row, published) in rows.iter().zip(&labels) {
-            let zip_levels = level_labels(&qis[0].1, zip_array(&row.zip));
-            let age_levels = level_labels(&qis[1].1, age_array(row.age));
-            let sex_levels = level_labels(&qis[2].1, sex_array(&row.sex));
-            assert!(
-                covers(&published[0], &zip_levels, None),
-                "{context}: zip {row:?} {published:?}"
-            );
-            assert!(
-                covers(&published[1], &age_levels, row.age),
-                "{context}: age {row:?} {published:?}"
-            );
-            assert!(
-                covers(&published[2], &sex_levels, None),
-                "{context}: sex {row:?} {published:?}"
-            );
-        }
-
-        // every published class (rows with equal labels) meets the policy
-        let mut published: BTreeMap<&Vec<Option<String>>, Vec<&Row>> = BTreeMap::new();
-        for (row, l) in rows.iter().zip(&labels) {
-            published.entry(l).or_default().push(row);
-        }
-        for (key, members) in &published {
-            assert!(meets(members, k, l, t, &table), "{context}: class {key:?}");
-        }
 
         // strictness, region by region
         let mut regions: BTreeMap<u32, Vec<&Row>> = BTreeMap::new();
