@@ -62,17 +62,23 @@ fn anonymize(policy: &str, out: &Path, report: &Path, extra: &[&str]) -> std::pr
         .unwrap()
 }
 
-/// (classes, smallest class, rows, distinct salary classes in the least diverse class) of a
-/// published file, by plain SQL.
-async fn recount(path: &Path) -> (i64, i64, i64, i64) {
+/// A session with the Parquet file `path` registered as `name`.
+async fn read_parquet(name: &str, path: &Path) -> SessionContext {
     let ctx = SessionContext::new();
     ctx.register_parquet(
-        "out",
+        name,
         &path.display().to_string(),
         ParquetReadOptions::default(),
     )
     .await
     .unwrap();
+    ctx
+}
+
+/// (classes, smallest class, rows, distinct salary classes in the least diverse class) of a
+/// published file, by plain SQL.
+async fn recount(path: &Path) -> (i64, i64, i64, i64) {
+    let ctx = read_parquet("out", path).await;
     let keys: Vec<String> = QIS.iter().map(|q| format!("\"{q}\"")).collect();
     let sql = format!(
         "SELECT count(*), min(n), sum(n), min(l) FROM (SELECT count(*) AS n, \
@@ -234,14 +240,7 @@ fn hierarchy_labels(qi: &str) -> std::collections::HashMap<String, Vec<String>> 
 
 /// The QI columns of a Parquet file as text, row by row.
 async fn qi_rows(path: &Path) -> Vec<Vec<String>> {
-    let ctx = SessionContext::new();
-    ctx.register_parquet(
-        "t",
-        &path.display().to_string(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
+    let ctx = read_parquet("t", path).await;
     let columns: Vec<String> = QIS
         .iter()
         .map(|q| format!("CAST(\"{q}\" AS VARCHAR)"))
@@ -375,7 +374,7 @@ fn local_recoding_output_is_byte_identical() {
             let out = dir.path().join(format!("{algorithm}-{run}.parquet"));
             let report = dir.path().join(format!("{algorithm}-{run}.json"));
             let output = anonymize(
-                &policy,
+                policy,
                 &out,
                 &report,
                 &["--algorithm", algorithm, "--seed", "7"],

@@ -437,9 +437,8 @@ impl<'a> Evaluator<'a> {
 mod tests {
     use super::*;
     use crate::policy::{LDiversity, LDiversityKind, SensitiveRequirement};
-    use crate::rng::SplitMix64;
     use crate::search::local::{SUPPRESSED, evaluate};
-    use crate::search::{FrequencyRow, QiCodes, SensitiveCodes};
+    use crate::search::{FrequencyRow, QiCodes};
 
     /// QIs zip and age, 4 leaves each, hierarchy {leaf, {0,1} / {2,3}, *}.
     fn zip_age() -> Vec<QiCodes> {
@@ -546,36 +545,7 @@ mod tests {
         assert_eq!(release.cells_of(3), &[node(0, 3), node(0, 3)]);
     }
 
-    /// A random table of 3 QIs (8 leaves; leaf / pairs / quads / *) and one sensitive
-    /// attribute of 4 values.
-    fn random_freq(seed: u64) -> FrequencySet {
-        let levels = vec![
-            (0..8).collect::<Vec<u32>>(),
-            (0..8).map(|v| v / 2).collect(),
-            (0..8).map(|v| v / 4).collect(),
-            vec![0; 8],
-        ];
-        let qis = ["a", "b", "c"]
-            .iter()
-            .map(|n| QiCodes {
-                name: (*n).into(),
-                levels: levels.clone(),
-            })
-            .collect();
-        let mut rng = SplitMix64(seed);
-        let rows: Vec<FrequencyRow> = (0..300)
-            .map(|_| FrequencyRow {
-                qi: (0..3).map(|_| rng.below(8) as u32).collect(),
-                sensitive: vec![Some(rng.below(4) as u32)],
-                count: 1 + rng.below(2),
-            })
-            .collect();
-        let sensitive = vec![SensitiveCodes {
-            name: "s".into(),
-            ordered: false,
-        }];
-        FrequencySet::from_codes(qis, sensitive, &rows).unwrap()
-    }
+    use crate::search::local::tests::random_code_freq as random_freq;
 
     #[test]
     fn every_class_meets_the_policy() {

@@ -390,7 +390,7 @@ mod tests {
     use super::*;
     use crate::policy::{LDiversity, LDiversityKind, SensitiveRequirement};
     use crate::search::local::{SUPPRESSED, evaluate};
-    use crate::search::{FrequencyRow, QiCodes, SensitiveCodes};
+    use crate::search::{FrequencyRow, QiCodes};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
@@ -528,41 +528,9 @@ mod tests {
         );
     }
 
-    /// A random table of 3 QIs (8 leaves, hierarchies leaf / pairs / quads / *) and one
-    /// sensitive attribute of 4 values.
-    fn random_freq(seed: u64) -> FrequencySet {
-        let (qis, sensitive, rows) = random_rows(seed);
-        FrequencySet::from_codes(qis, sensitive, &rows).unwrap()
-    }
-
-    fn random_rows(seed: u64) -> (Vec<QiCodes>, Vec<SensitiveCodes>, Vec<FrequencyRow>) {
-        let levels = vec![
-            (0..8).collect::<Vec<u32>>(),
-            (0..8).map(|v| v / 2).collect(),
-            (0..8).map(|v| v / 4).collect(),
-            vec![0; 8],
-        ];
-        let qis = ["a", "b", "c"]
-            .iter()
-            .map(|n| QiCodes {
-                name: (*n).into(),
-                levels: levels.clone(),
-            })
-            .collect();
-        let mut rng = SplitMix64(seed);
-        let rows: Vec<FrequencyRow> = (0..300)
-            .map(|_| FrequencyRow {
-                qi: (0..3).map(|_| rng.below(8) as u32).collect(),
-                sensitive: vec![Some(rng.below(4) as u32)],
-                count: 1 + rng.below(2),
-            })
-            .collect();
-        let sensitive = vec![SensitiveCodes {
-            name: "s".into(),
-            ordered: false,
-        }];
-        (qis, sensitive, rows)
-    }
+    use crate::search::local::tests::{
+        random_code_freq as random_freq, random_code_rows as random_rows,
+    };
 
     /// The same rows in another order number the leaf classes differently (as two runs of
     /// the `GROUP BY` may): every leaf class still gets the same cells.

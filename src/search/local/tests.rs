@@ -20,7 +20,46 @@ use crate::policy::{
 use crate::provider::{ColumnTreatment, Generalization, GeneralizedTable};
 use crate::release::{LocalRecoding, Release};
 use crate::rng::SplitMix64 as Rng;
-use crate::search::FrequencySet;
+use crate::search::{FrequencyRow, FrequencySet, QiCodes, SensitiveCodes};
+
+/// A random frequency set from codes (for KACA's and IAB's unit tests): 3 QIs of 8 leaves
+/// with hierarchies leaf / pairs / quads / *, one sensitive attribute of 4 values, 300 rows.
+pub(super) fn random_code_rows(
+    seed: u64,
+) -> (Vec<QiCodes>, Vec<SensitiveCodes>, Vec<FrequencyRow>) {
+    let levels = vec![
+        (0..8).collect::<Vec<u32>>(),
+        (0..8).map(|v| v / 2).collect(),
+        (0..8).map(|v| v / 4).collect(),
+        vec![0; 8],
+    ];
+    let qis = ["a", "b", "c"]
+        .iter()
+        .map(|n| QiCodes {
+            name: (*n).into(),
+            levels: levels.clone(),
+        })
+        .collect();
+    let mut rng = Rng(seed);
+    let rows: Vec<FrequencyRow> = (0..300)
+        .map(|_| FrequencyRow {
+            qi: (0..3).map(|_| rng.below(8) as u32).collect(),
+            sensitive: vec![Some(rng.below(4) as u32)],
+            count: 1 + rng.below(2),
+        })
+        .collect();
+    let sensitive = vec![SensitiveCodes {
+        name: "s".into(),
+        ordered: false,
+    }];
+    (qis, sensitive, rows)
+}
+
+/// [`random_code_rows`] as a frequency set.
+pub(super) fn random_code_freq(seed: u64) -> FrequencySet {
+    let (qis, sensitive, rows) = random_code_rows(seed);
+    FrequencySet::from_codes(qis, sensitive, &rows).unwrap()
+}
 
 /// One raw row: zip (mask), age (ordered), sex (tree), disease (sensitive).
 #[derive(Debug, Clone, PartialEq)]
