@@ -25,15 +25,12 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, StringArray, StringViewBuilder, UInt32Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, StringArray, StringViewBuilder, UInt32Array};
 use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 
 use crate::generalize::TOP_LABEL;
-use crate::generalize::udf::local_recode::LookupColumns;
 use crate::search::FrequencySet;
 use crate::search::local::{Cell, LocalRelease, QiAxis, SUPPRESSED, axes};
 
@@ -64,23 +61,27 @@ impl Release {
     }
 }
 
-/// The labels of every raw QI combination of a local release (see the module docs).
+/// The labels of every raw QI combination of a local release (see the module docs): each
+/// QI's distinct raw values, each combination's leaf codes and class, and each class's labels.
 #[derive(Debug, Clone)]
 pub struct LocalRecoding {
     quasi_identifiers: Vec<String>,
-    /// per QI, the raw value of each combination
-    raw: Vec<ArrayRef>,
-    /// per QI, the label of each combination (`*` for suppressed ones)
-    labels: Vec<ArrayRef>,
-    suppressed: BooleanArray,
+    /// per QI, the distinct raw values (a value's position is its leaf code)
+    leaf_values: Vec<ArrayRef>,
+    /// per QI, the leaf code of each combination
+    leaf_codes: Vec<Vec<u32>>,
+    /// per combination, its class; suppressed ones have class `classes`
+    class_of: Vec<u32>,
+    /// per QI, the label of each class, then `*` (the suppressed combinations' labels)
+    class_labels: Vec<ArrayRef>,
     classes: usize,
     rows: u64,
     suppressed_rows: u64,
 }
 
 impl LocalRecoding {
-    /// The lookup table of `release`, computed on `freq` (built from data, so that each QI
-    /// has its hierarchy and raw values).
+    /// The labels of `release`, computed on `freq` (built from data, so that each QI has its
+    /// hierarchy and raw values).
     pub fn new(freq: &FrequencySet, release: &LocalRelease) -> Result<Self> {
         let qis = freq.qis();
         let axes = axes(freq)?;
@@ -91,8 +92,8 @@ impl LocalRecoding {
             ));
         }
         let classes = release.classes();
-        let mut raw = Vec::with_capacity(qis.len());
-        let mut labels = Vec::with_capacity(qis.len());
+        let mut leaf_values = Vec::with_capacity(qis.len());
+        let mut class_labels = Vec::with_capacity(qis.len());
         for (q, qi) in qis.iter().enumerate() {
             let (Some(hierarchy), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
                 return Err(DataFusionError::Plan(format!(
@@ -101,26 +102,23 @@ impl LocalRecoding {
                     qi.name()
                 )));
             };
-            let class_labels = class_labels(qi, &axes[q], hierarchy, values, release, q)?;
-            let leaf_codes = UInt32Array::from(freq.leaf_codes()[q].clone());
-            raw.push(take(values.as_ref(), &leaf_codes, None)?);
-            let mut builder = StringViewBuilder::with_capacity(combinations);
-            for &c in &release.class_of {
-                if c == SUPPRESSED {
-                    builder.append_value(TOP_LABEL);
-                } else {
-                    match &class_labels[c as usize] {
-                        Some(text) => builder.append_value(text),
-                        None => builder.append_null(),
-                    }
+            let texts = class_labels_of(qi, &axes[q], hierarchy, values, release, q)?;
+            let mut builder = StringViewBuilder::with_capacity(classes + 1);
+            for text in &texts {
+                match text {
+                    Some(text) => builder.append_value(text),
+                    None => builder.append_null(),
                 }
             }
-            labels.push(Arc::new(builder.finish()) as ArrayRef);
+            builder.append_value(TOP_LABEL);
+            class_labels.push(Arc::new(builder.finish()) as ArrayRef);
+            leaf_values.push(Arc::clone(values));
         }
-        let suppressed: BooleanArray = release
+        let suppressed_class = classes as u32;
+        let class_of = release
             .class_of
             .iter()
-            .map(|&c| Some(c == SUPPRESSED))
+            .map(|&c| if c == SUPPRESSED { suppressed_class } else { c })
             .collect();
         let suppressed_rows = release
             .class_of
@@ -131,9 +129,10 @@ impl LocalRecoding {
             .sum();
         Ok(Self {
             quasi_identifiers: freq.qi_names(),
-            raw,
-            labels,
-            suppressed,
+            leaf_values,
+            leaf_codes: freq.leaf_codes().to_vec(),
+            class_of,
+            class_labels,
             classes,
             rows: freq.rows(),
             suppressed_rows,
@@ -162,41 +161,32 @@ impl LocalRecoding {
 
     /// Distinct raw QI combinations.
     pub fn combinations(&self) -> usize {
-        self.suppressed.len()
+        self.class_of.len()
     }
 
-    /// The raw values (cast to `raw_types`), labels and suppression flag of every
-    /// combination (see [`LocalRecodeFunction`](crate::generalize::udf::local_recode::LocalRecodeFunction)).
-    pub fn lookup_columns(&self, raw_types: &[DataType]) -> Result<LookupColumns> {
-        if raw_types.len() != self.raw.len() {
-            return Err(DataFusionError::Internal(format!(
-                "{} key types for {} quasi-identifiers",
-                raw_types.len(),
-                self.raw.len()
-            )));
-        }
-        let raw = self
-            .raw
-            .iter()
-            .zip(raw_types)
-            .map(|(raw, ty)| {
-                if raw.data_type() == ty {
-                    Ok(Arc::clone(raw))
-                } else {
-                    Ok(cast(raw, ty)?)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(LookupColumns {
-            raw,
-            labels: self.labels.clone(),
-            suppressed: self.suppressed.clone(),
-        })
+    /// Per QI, the distinct raw values (position = leaf code).
+    pub fn leaf_values(&self) -> &[ArrayRef] {
+        &self.leaf_values
+    }
+
+    /// Per QI, the leaf code of each combination.
+    pub fn leaf_codes(&self) -> &[Vec<u32>] {
+        &self.leaf_codes
+    }
+
+    /// The class of each combination; [`LocalRecoding::classes`] for suppressed ones.
+    pub fn class_of(&self) -> &[u32] {
+        &self.class_of
+    }
+
+    /// Per QI, each class's label (Utf8View), followed by `*` for suppressed combinations.
+    pub fn class_labels(&self) -> &[ArrayRef] {
+        &self.class_labels
     }
 }
 
 /// The label of QI `q` for every class of `release` (`None`: NULL).
-fn class_labels(
+fn class_labels_of(
     qi: &crate::search::QiDomain,
     axis: &QiAxis,
     hierarchy: &crate::generalize::Hierarchy,

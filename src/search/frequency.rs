@@ -30,12 +30,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::kernels::sort::SortOptions;
-use datafusion::arrow::compute::{
-    SortColumn, cast, concat_batches, lexsort_to_indices, sort_to_indices, take_record_batch,
-};
+use datafusion::arrow::compute::{cast, concat_batches, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::count::count_all;
@@ -256,13 +253,12 @@ impl FrequencySet {
         let schema = df.schema().inner().clone();
         let batches = df.collect().await?;
         let batch = concat_batches(&schema, &batches)?;
-        let batch = canonical_order(&batch, names.len())?;
         let combinations = batch.num_rows();
 
         let mut domains = Vec::with_capacity(qis.len());
         let mut leaf_codes = Vec::with_capacity(qis.len());
         for (i, (name, hierarchy)) in qis.iter().enumerate() {
-            let (codes, distinct) = intern(batch.column(i))?;
+            let (codes, distinct) = intern_in_value_order(batch.column(i))?;
             hierarchy.validate_values(name, &distinct)?;
             domains.push(qi_domain_from_hierarchy(name, hierarchy, &distinct)?);
             leaf_codes.push(codes);
@@ -275,7 +271,14 @@ impl FrequencySet {
             sensitive_domains.push(domain);
         }
         let counts = batch.column(names.len()).as_primitive::<Int64Type>();
-        let counts: Vec<u64> = counts.values().iter().map(|&c| c.max(0) as u64).collect();
+        let mut counts: Vec<u64> = counts.values().iter().map(|&c| c.max(0) as u64).collect();
+        // the aggregation emits groups in an order that depends on its partitions' timing;
+        // the leaf classes (so the local algorithms' tie-breaks) must not
+        let order = canonical_order(&leaf_codes, &domains);
+        for codes in leaf_codes.iter_mut().chain(sensitive_codes.iter_mut()) {
+            *codes = order.iter().map(|&r| codes[r as usize]).collect();
+        }
+        counts = order.iter().map(|&r| counts[r as usize]).collect();
         Self::assemble(
             domains,
             sensitive_domains,
@@ -506,23 +509,61 @@ impl FrequencySet {
     }
 }
 
-/// `batch` sorted by its first `keys` columns (NULLs first): the aggregation emits groups in
-/// an order that depends on its partitions' timing, and the codes (so the local algorithms'
-/// tie-breaks) must not, for the same input to give the same release.
-fn canonical_order(batch: &RecordBatch, keys: usize) -> Result<RecordBatch> {
+/// The rows in ascending order of their QI leaf codes (value ranks), ties in row order.
+fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Vec<u32> {
+    let rows = leaf_codes.first().map_or(0, Vec::len);
+    let mut order: Vec<u32> = (0..rows as u32).collect();
+    let mut span: Option<u128> = Some(1);
+    let mut radix = vec![0u128; domains.len()];
+    for (j, d) in domains.iter().enumerate().rev() {
+        radix[j] = span.unwrap_or(0);
+        span = span.and_then(|s| s.checked_mul(d.leaves().max(1) as u128));
+    }
+    if span.is_some() {
+        let keys: Vec<u128> = (0..rows)
+            .map(|r| {
+                leaf_codes
+                    .iter()
+                    .zip(&radix)
+                    .map(|(c, &x)| c[r] as u128 * x)
+                    .sum()
+            })
+            .collect();
+        order.sort_by_key(|&r| keys[r as usize]);
+    } else {
+        order.sort_by(|&a, &b| {
+            leaf_codes
+                .iter()
+                .map(|c| c[a as usize].cmp(&c[b as usize]))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    order
+}
+
+/// [`intern`], with codes in ascending value order (NULL first) instead of first appearance:
+/// the same data give the same codes however the rows arrive.
+fn intern_in_value_order(values: &ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
+    let (codes, distinct) = intern(values)?;
     let options = SortOptions {
         descending: false,
         nulls_first: true,
     };
-    let columns: Vec<SortColumn> = batch.columns()[..keys]
-        .iter()
-        .map(|c| SortColumn {
-            values: Arc::clone(c),
-            options: Some(options),
-        })
-        .collect();
-    let order = lexsort_to_indices(&columns, None)?;
-    Ok(take_record_batch(batch, &order)?)
+    let order = match sort_to_indices(distinct.as_ref(), Some(options), None) {
+        Ok(order) => order,
+        // a type without an order keeps first appearance (never a QI type in practice)
+        Err(_) => return Ok((codes, distinct)),
+    };
+    let mut rank = vec![0u32; distinct.len()];
+    for (r, &code) in order.values().iter().enumerate() {
+        rank[code as usize] = r as u32;
+    }
+    let distinct = take(distinct.as_ref(), &order, None)?;
+    Ok((
+        codes.into_iter().map(|c| rank[c as usize]).collect(),
+        distinct,
+    ))
 }
 
 /// Dense codes of `values` (first appearance order) and the distinct values (dictionaries

@@ -1,21 +1,25 @@
 //! The recoding step of a local release: each row's raw quasi-identifiers are looked up in the
-//! release's table of raw combinations, and the row gets that combination's labels.
+//! release, and the row gets its class's labels.
 //!
 //! It is a scalar function (`__anon_local_recode(qi_0, …, qi_{d−1})`, returning a struct of
 //! the d labels and a `suppressed` flag) rather than a join, so rows keep their input order
-//! and partitioning: the same input and release give the same output, byte for byte. Each
-//! batch's keys are encoded once with Arrow's row format (all types, NULL a value of its
-//! own) and found in a hash index built once per table; no allocation per row. A row whose
-//! combination is not in the release (the input changed since the release was computed) fails
-//! the query: publishing it would be publishing something nobody checked.
+//! and partitioning: the same input and release give the same output, byte for byte.
+//!
+//! Per batch, vectorized: each column's values become the frequency set's leaf codes through
+//! a small map per column (the column's distinct values: integers and dates by value,
+//! floats by bits, strings by bytes, other types in Arrow's row format), the codes of a row
+//! are packed into one mixed-radix integer, which a hash index built once per table maps to
+//! the row's class, and each label column is one `take` from its class labels. No
+//! allocation per row. A row whose values or combination are not in the release (the input
+//! changed since it was computed) fails the query: publishing it would be publishing
+//! something nobody checked.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, StructArray, UInt32Array};
-use datafusion::arrow::compute::SortOptions;
-use datafusion::arrow::compute::take;
-use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StructArray, UInt32Array};
+use datafusion::arrow::compute::{SortOptions, cast, take};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type};
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
@@ -34,15 +38,242 @@ pub fn label_field_name(i: usize) -> String {
     format!("label_{i}")
 }
 
+const NOT_IN_RELEASE: &str = "a row's quasi-identifier values are not in the local release \
+    (the input changed since the release was computed?); nothing is published";
+
+/// A column's distinct values → their leaf codes.
+#[derive(Debug)]
+enum ValueCodes {
+    /// Integers, dates, times, timestamps, durations, booleans: by their Int64 value.
+    Int(HashMap<i64, u32>),
+    /// Floats: by the bits of their Float64 value.
+    Float(HashMap<u64, u32>),
+    /// Strings and binaries: by their bytes; those of at most 12 bytes also by their inline
+    /// view (length and bytes in one u128, no pointer to follow).
+    Bytes {
+        inline: HashMap<u128, u32>,
+        long: HashMap<Box<[u8]>, u32>,
+    },
+    /// Anything else: by Arrow's row format.
+    Rows(RowConverter, HashMap<Box<[u8]>, u32>),
+}
+
+/// One column's lookup: its values' codes, and the code of NULL.
+#[derive(Debug)]
+struct ColumnLookup {
+    codes: ValueCodes,
+    null: Option<u32>,
+}
+
+fn int_like(t: &DataType) -> bool {
+    t.is_integer()
+        || matches!(
+            t,
+            DataType::Boolean
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Time32(_)
+                | DataType::Time64(_)
+                | DataType::Timestamp(_, _)
+                | DataType::Duration(_)
+        )
+}
+
+fn bytes_like(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+    )
+}
+
+/// Longest value kept whole in an Arrow view.
+const INLINE: u32 = 12;
+
+/// The view of a value of at most [`INLINE`] bytes with every byte past its length zeroed:
+/// equal values, equal keys.
+#[inline]
+fn inline_key(view: u128) -> u128 {
+    let bits = 32 + 8 * (view as u32) as usize;
+    if bits >= 128 {
+        view
+    } else {
+        view & ((1u128 << bits) - 1)
+    }
+}
+
+/// A string or binary value: its inline key (at most 12 bytes) or its bytes.
+enum BytesKey<'a> {
+    Inline(u128),
+    Long(&'a [u8]),
+}
+
+/// Calls `f(row, key)` for each non-null value of a string or binary array.
+fn for_each_bytes(
+    values: &ArrayRef,
+    mut f: impl FnMut(usize, BytesKey<'_>) -> Result<()>,
+) -> Result<()> {
+    let values = cast(values, &DataType::BinaryView)?;
+    let values = values.as_binary_view();
+    let views = values.views();
+    for i in 0..values.len() {
+        if values.is_valid(i) {
+            let view = views[i];
+            if (view as u32) <= INLINE {
+                f(i, BytesKey::Inline(inline_key(view)))?;
+            } else {
+                f(i, BytesKey::Long(values.value(i)))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl ColumnLookup {
+    /// The lookup of `leaf_values` (leaf code = position), for columns of type `data_type`.
+    fn new(leaf_values: &ArrayRef, data_type: &DataType) -> Result<Self> {
+        let values = if leaf_values.data_type() == data_type {
+            Arc::clone(leaf_values)
+        } else {
+            cast(leaf_values, data_type)?
+        };
+        let null = (0..values.len())
+            .find(|&i| values.is_null(i))
+            .map(|i| i as u32);
+        let codes = if int_like(data_type) {
+            let ints = cast(&values, &DataType::Int64)?;
+            let ints = ints.as_primitive::<Int64Type>();
+            let mut map = HashMap::with_capacity(values.len());
+            for i in 0..ints.len() {
+                if ints.is_valid(i) {
+                    map.insert(ints.value(i), i as u32);
+                }
+            }
+            ValueCodes::Int(map)
+        } else if data_type.is_floating() {
+            let floats = cast(&values, &DataType::Float64)?;
+            let floats = floats.as_primitive::<Float64Type>();
+            let mut map = HashMap::with_capacity(values.len());
+            for i in 0..floats.len() {
+                if floats.is_valid(i) {
+                    map.insert(floats.value(i).to_bits(), i as u32);
+                }
+            }
+            ValueCodes::Float(map)
+        } else if bytes_like(data_type) {
+            let (mut inline, mut long) = (HashMap::new(), HashMap::new());
+            for_each_bytes(&values, |i, key| {
+                match key {
+                    BytesKey::Inline(key) => inline.insert(key, i as u32),
+                    BytesKey::Long(bytes) => long.insert(Box::from(bytes), i as u32),
+                };
+                Ok(())
+            })?;
+            ValueCodes::Bytes { inline, long }
+        } else {
+            let converter = RowConverter::new(vec![SortField::new_with_options(
+                data_type.clone(),
+                SortOptions::default(),
+            )])?;
+            let rows = converter.convert_columns(&[Arc::clone(&values)])?;
+            let mut map = HashMap::with_capacity(values.len());
+            for (i, row) in rows.iter().enumerate() {
+                if values.is_valid(i) {
+                    map.insert(Box::from(row.as_ref()), i as u32);
+                }
+            }
+            ValueCodes::Rows(converter, map)
+        };
+        Ok(Self { codes, null })
+    }
+
+    /// The leaf code of every value of `column` into `out`.
+    fn codes(&self, column: &ArrayRef, out: &mut Vec<u32>) -> Result<()> {
+        out.clear();
+        out.resize(column.len(), u32::MAX);
+        let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
+        match &self.codes {
+            ValueCodes::Int(map) => {
+                let ints = cast(column, &DataType::Int64)?;
+                let ints = ints.as_primitive::<Int64Type>();
+                for (i, slot) in out.iter_mut().enumerate() {
+                    if ints.is_valid(i) {
+                        *slot = *map.get(&ints.value(i)).ok_or_else(missing)?;
+                    }
+                }
+            }
+            ValueCodes::Float(map) => {
+                let floats = cast(column, &DataType::Float64)?;
+                let floats = floats.as_primitive::<Float64Type>();
+                for (i, slot) in out.iter_mut().enumerate() {
+                    if floats.is_valid(i) {
+                        *slot = *map.get(&floats.value(i).to_bits()).ok_or_else(missing)?;
+                    }
+                }
+            }
+            ValueCodes::Bytes { inline, long } => {
+                for_each_bytes(column, |i, key| {
+                    out[i] = *match key {
+                        BytesKey::Inline(key) => inline.get(&key),
+                        BytesKey::Long(bytes) => long.get(bytes),
+                    }
+                    .ok_or_else(missing)?;
+                    Ok(())
+                })?;
+            }
+            ValueCodes::Rows(converter, map) => {
+                let rows = converter.convert_columns(std::slice::from_ref(column))?;
+                for (i, row) in rows.iter().enumerate() {
+                    if column.is_valid(i) {
+                        out[i] = *map.get(row.as_ref()).ok_or_else(missing)?;
+                    }
+                }
+            }
+        }
+        if column.null_count() > 0 {
+            let null = self.null.ok_or_else(missing)?;
+            for (i, slot) in out.iter_mut().enumerate() {
+                if column.is_null(i) {
+                    *slot = null;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Packed leaf codes of a combination → its class.
+#[derive(Debug)]
+enum CombinationIndex {
+    /// Mixed radix over the columns' leaf counts, when their product fits 64 bits (the
+    /// common case: half the index of 128-bit keys, fewer cache misses).
+    Packed64 {
+        radix: Vec<u64>,
+        classes: HashMap<u64, u32>,
+    },
+    /// The same in 128 bits.
+    Packed {
+        radix: Vec<u128>,
+        classes: HashMap<u128, u32>,
+    },
+    /// The codes themselves otherwise.
+    Tuples(HashMap<Box<[u32]>, u32>),
+}
+
 /// The lookup of one local release, for rows whose quasi-identifiers have `raw_types`.
 #[derive(Debug)]
 pub struct LocalRecodeFunction {
     signature: Signature,
     raw_types: Vec<DataType>,
-    converter: RowConverter,
-    /// row-format key → combination
-    index: HashMap<Box<[u8]>, u32>,
+    columns: Vec<ColumnLookup>,
+    index: CombinationIndex,
+    /// per QI, each class's label then `*`
     labels: Vec<ArrayRef>,
+    /// per class (then the suppressed one): suppressed?
     suppressed: BooleanArray,
     return_type: DataType,
     /// identity of the release, for equality
@@ -52,36 +283,124 @@ pub struct LocalRecodeFunction {
 impl LocalRecodeFunction {
     /// The lookup of `release` for quasi-identifier columns of types `raw_types`.
     pub fn try_new(release: Arc<LocalRecoding>, raw_types: &[DataType]) -> Result<Self> {
-        let table = release.lookup_columns(raw_types)?;
-        let converter = RowConverter::new(
-            raw_types
-                .iter()
-                .map(|t| SortField::new_with_options(t.clone(), SortOptions::default()))
-                .collect(),
-        )?;
-        let rows = converter.convert_columns(&table.raw)?;
-        let mut index = HashMap::with_capacity(rows.num_rows());
-        for (i, row) in rows.iter().enumerate() {
-            if index.insert(Box::from(row.as_ref()), i as u32).is_some() {
-                return Err(DataFusionError::Internal(
-                    "a raw combination appears twice in the local release".to_string(),
-                ));
-            }
+        let leaf_values = release.leaf_values();
+        if raw_types.len() != leaf_values.len() {
+            return Err(DataFusionError::Internal(format!(
+                "{} key types for {} quasi-identifiers",
+                raw_types.len(),
+                leaf_values.len()
+            )));
         }
-        let mut fields: Vec<Field> = (0..table.labels.len())
+        let columns = leaf_values
+            .iter()
+            .zip(raw_types)
+            .map(|(values, t)| ColumnLookup::new(values, t))
+            .collect::<Result<Vec<_>>>()?;
+        let leaf_codes = release.leaf_codes();
+        let class_of = release.class_of();
+        let mut radix = Vec::with_capacity(columns.len());
+        let mut span: Option<u128> = Some(1);
+        for values in leaf_values {
+            radix.push(span.unwrap_or(0));
+            span = span.and_then(|s| s.checked_mul(values.len().max(1) as u128));
+        }
+        let index = if span.is_some_and(|s| s <= u64::MAX as u128) {
+            let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
+            let mut classes = HashMap::with_capacity(class_of.len());
+            for (combination, &class) in class_of.iter().enumerate() {
+                let key = leaf_codes
+                    .iter()
+                    .zip(&radix)
+                    .map(|(codes, &r)| codes[combination] as u64 * r)
+                    .sum::<u64>();
+                classes.insert(key, class);
+            }
+            CombinationIndex::Packed64 { radix, classes }
+        } else if span.is_some() {
+            let mut classes = HashMap::with_capacity(class_of.len());
+            for (combination, &class) in class_of.iter().enumerate() {
+                let key = leaf_codes
+                    .iter()
+                    .zip(&radix)
+                    .map(|(codes, &r)| codes[combination] as u128 * r)
+                    .sum::<u128>();
+                classes.insert(key, class);
+            }
+            CombinationIndex::Packed { radix, classes }
+        } else {
+            let mut classes = HashMap::with_capacity(class_of.len());
+            for (combination, &class) in class_of.iter().enumerate() {
+                let key: Box<[u32]> = leaf_codes.iter().map(|c| c[combination]).collect();
+                classes.insert(key, class);
+            }
+            CombinationIndex::Tuples(classes)
+        };
+        let classes = release.classes();
+        let suppressed: BooleanArray = (0..=classes).map(|c| Some(c == classes)).collect();
+        let mut fields: Vec<Field> = (0..leaf_values.len())
             .map(|i| Field::new(label_field_name(i), LABEL_TYPE, true))
             .collect();
         fields.push(Field::new(SUPPRESSED_FIELD, DataType::Boolean, false));
         Ok(Self {
             signature: Signature::exact(raw_types.to_vec(), Volatility::Immutable),
             raw_types: raw_types.to_vec(),
-            converter,
+            columns,
             index,
-            labels: table.labels,
-            suppressed: table.suppressed,
+            labels: release.class_labels().to_vec(),
+            suppressed,
             return_type: DataType::Struct(Fields::from(fields)),
             release,
         })
+    }
+
+    /// The class of every row of `columns`.
+    fn classes(&self, columns: &[ArrayRef], rows: usize) -> Result<Vec<u32>> {
+        let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
+        let mut codes = vec![Vec::new(); columns.len()];
+        for ((lookup, column), out) in self.columns.iter().zip(columns).zip(&mut codes) {
+            lookup.codes(column, out)?;
+        }
+        let mut classes = Vec::with_capacity(rows);
+        match &self.index {
+            CombinationIndex::Packed64 {
+                radix,
+                classes: map,
+            } => {
+                let mut keys = vec![0u64; rows];
+                for (c, &r) in codes.iter().zip(radix) {
+                    for (key, &code) in keys.iter_mut().zip(c) {
+                        *key += code as u64 * r;
+                    }
+                }
+                for key in &keys {
+                    classes.push(*map.get(key).ok_or_else(missing)?);
+                }
+            }
+            CombinationIndex::Packed {
+                radix,
+                classes: map,
+            } => {
+                let mut keys = vec![0u128; rows];
+                for (c, &r) in codes.iter().zip(radix) {
+                    for (key, &code) in keys.iter_mut().zip(c) {
+                        *key += code as u128 * r;
+                    }
+                }
+                for key in &keys {
+                    classes.push(*map.get(key).ok_or_else(missing)?);
+                }
+            }
+            CombinationIndex::Tuples(map) => {
+                let mut key = vec![0u32; columns.len()];
+                for row in 0..rows {
+                    for (k, c) in key.iter_mut().zip(&codes) {
+                        *k = c[row];
+                    }
+                    classes.push(*map.get(key.as_slice()).ok_or_else(missing)?);
+                }
+            }
+        }
+        Ok(classes)
     }
 }
 
@@ -120,45 +439,16 @@ impl ScalarUDFImpl for LocalRecodeFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let keys = self.converter.convert_columns(&columns)?;
-        let mut combination = Vec::with_capacity(rows);
-        for row in keys.iter() {
-            match self.index.get(row.as_ref()) {
-                Some(&c) => combination.push(c),
-                None => {
-                    return Err(DataFusionError::Execution(
-                        "a row's quasi-identifier values are not in the local release (the \
-                         input changed since the release was computed?); nothing is published"
-                            .to_string(),
-                    ));
-                }
-            }
-        }
-        let combination = UInt32Array::from(combination);
+        let classes = UInt32Array::from(self.classes(&columns, rows)?);
         let mut children: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + 1);
         for labels in &self.labels {
-            children.push(take(labels.as_ref(), &combination, None)?);
+            children.push(take(labels.as_ref(), &classes, None)?);
         }
-        children.push(take(&self.suppressed, &combination, None)?);
+        children.push(take(&self.suppressed, &classes, None)?);
         let DataType::Struct(fields) = &self.return_type else {
             return Err(DataFusionError::Internal("not a struct".to_string()));
         };
         let array = StructArray::try_new(fields.clone(), children, None)?;
         Ok(ColumnarValue::Array(Arc::new(array)))
-    }
-}
-
-/// The raw keys, labels and suppression flags of a local release, aligned by combination.
-pub struct LookupColumns {
-    pub raw: Vec<ArrayRef>,
-    pub labels: Vec<ArrayRef>,
-    pub suppressed: BooleanArray,
-}
-
-impl std::fmt::Debug for LookupColumns {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LookupColumns")
-            .field("combinations", &self.suppressed.len())
-            .finish()
     }
 }

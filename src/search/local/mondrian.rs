@@ -108,7 +108,7 @@ pub fn mondrian_with(
     if !judge.passes(&root) {
         return Ok(LocalRelease::covering(freq, &axes, &[]));
     }
-    let mut cutter = Cutter {
+    let new_cutter = |judge| Cutter {
         freq,
         axes: &axes,
         judge,
@@ -117,12 +117,62 @@ pub fn mondrian_with(
         prefix: Vec::new(),
         suffix: Vec::new(),
     };
+    let mut cutter = new_cutter(judge);
+    // cut on one thread until there are regions enough to share, then each thread finishes
+    // its share (every region's cuts depend on that region alone, so the classes are the
+    // same however the work is split)
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut stack = vec![all];
     let mut classes = Vec::new();
     while let Some(region) = stack.pop() {
         match cutter.cut(&region) {
             Some(parts) => stack.extend(parts),
             None => classes.push(region),
+        }
+        if threads > 1 && stack.len() >= SHARE_AT {
+            break;
+        }
+    }
+    if !stack.is_empty() {
+        // largest first, each to the thread with the fewest leaf classes so far
+        stack.sort_by_key(|r| std::cmp::Reverse(r.len()));
+        let mut shares: Vec<(usize, Vec<Vec<u32>>)> = vec![(0, Vec::new()); threads];
+        for region in stack {
+            let lightest = (0..threads).min_by_key(|&t| shares[t].0).unwrap_or(0);
+            shares[lightest].0 += region.len();
+            shares[lightest].1.push(region);
+        }
+        let results: Vec<Result<Vec<Vec<u32>>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = shares
+                .into_iter()
+                .map(|(_, mut stack)| {
+                    let new_cutter = &new_cutter;
+                    scope.spawn(move || -> Result<Vec<Vec<u32>>> {
+                        let mut cutter = new_cutter(Judge::new(freq, requirements)?);
+                        let mut done = Vec::new();
+                        while let Some(region) = stack.pop() {
+                            match cutter.cut(&region) {
+                                Some(parts) => stack.extend(parts),
+                                None => done.push(region),
+                            }
+                        }
+                        Ok(done)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(datafusion::error::DataFusionError::Internal(
+                            "a Mondrian thread panicked".to_string(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        for done in results {
+            classes.extend(done?);
         }
     }
     // a deterministic class order: by the smallest leaf class of each
@@ -134,9 +184,36 @@ pub fn mondrian_with(
     Ok(LocalRelease::covering(freq, &axes, &classes))
 }
 
+/// Regions cut on one thread before the rest is shared between threads.
+const SHARE_AT: usize = 64;
+
 /// Classes with more leaf classes than this are not searched for an outlier to suppress
 /// (each candidate costs a pass over the class).
 pub const TRIM_CANDIDATES: usize = 64;
+
+/// `pairs` of (key < `keys`, member) in ascending key order, members in their order within
+/// a key: a counting sort when the keys are few next to the pairs (ranks of ages, children of
+/// a node), a comparison sort otherwise.
+fn sort_by_key(pairs: &mut Vec<(u32, u32)>, keys: usize) {
+    if keys > 4 * pairs.len() {
+        pairs.sort_by_key(|p| p.0);
+        return;
+    }
+    let mut start = vec![0u32; keys + 1];
+    for &(k, _) in pairs.iter() {
+        start[k as usize + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut sorted = vec![(0u32, 0u32); pairs.len()];
+    for &(k, m) in pairs.iter() {
+        let slot = &mut start[k as usize];
+        sorted[*slot as usize] = (k, m);
+        *slot += 1;
+    }
+    *pairs = sorted;
+}
 
 struct Cutter<'a> {
     freq: &'a FrequencySet,
@@ -145,9 +222,9 @@ struct Cutter<'a> {
     options: MondrianOptions,
     /// per QI: whether its hierarchy is nested (cells can then be folded leaf by leaf)
     nested: Vec<bool>,
-    /// scratch: the covering cells of each prefix / suffix of a sorted region
-    prefix: Vec<Cell>,
-    suffix: Vec<Cell>,
+    /// scratch: the cost of the covering cells of each prefix / suffix of a sorted region
+    prefix: Vec<f64>,
+    suffix: Vec<f64>,
 }
 
 impl Cutter<'_> {
@@ -245,10 +322,11 @@ impl Cutter<'_> {
         }
     }
 
-    /// The covering cells of every prefix of `members` (`i * d + q`: QI q's cell of the first
-    /// i + 1 members) into `self.prefix`, or `self.suffix` when `suffix`. Ordered QIs keep a
-    /// rank range; hierarchical ones climb from one representative leaf, which finds the lowest
-    /// common node when the hierarchy is nested (else the prefix is recomputed).
+    /// The cost (Σ over QIs of the Loss of the covering cells) of every prefix of `members`
+    /// (entry i: the first i + 1 members) into `self.prefix`, or `self.suffix` when `suffix`.
+    /// Ordered QIs keep a rank range; hierarchical ones climb from one representative leaf,
+    /// which finds the lowest common node when the hierarchy is nested (else the prefix is
+    /// recomputed). A QI's cost is recomputed only when its cell changes.
     fn fold_cells(&mut self, members: impl Iterator<Item = u32> + Clone, suffix: bool) {
         let qis = self.freq.qis();
         let leaf_codes = self.freq.leaf_codes();
@@ -261,9 +339,14 @@ impl Cutter<'_> {
         out.clear();
         // per QI: (lo rank, hi rank) or (representative leaf, level); level = height is `*`
         let mut state: Vec<(u32, u32)> = vec![(u32::MAX, 0); d];
+        let mut cells: Vec<Option<Cell>> = vec![None; d];
+        let mut costs = vec![0.0; d];
+        let all_nested = self.nested.iter().all(|&n| n);
         let mut seen: Vec<u32> = Vec::new();
         for (i, m) in members.enumerate() {
-            seen.push(m);
+            if !all_nested {
+                seen.push(m);
+            }
             for q in 0..d {
                 let (qi, axis) = (&qis[q], &self.axes[q]);
                 let leaf = leaf_codes[q][m as usize];
@@ -299,8 +382,12 @@ impl Cutter<'_> {
                 } else {
                     covering_cell(qi, axis, &leaf_codes[q], &seen)
                 };
-                out.push(cell);
+                if cells[q] != Some(cell) {
+                    cells[q] = Some(cell);
+                    costs[q] = axis.cost(qi, cell);
+                }
             }
+            out.push(costs.iter().sum());
         }
         if suffix {
             self.suffix = out;
@@ -331,7 +418,7 @@ impl Cutter<'_> {
             .iter()
             .map(|&m| (rank[codes[m as usize] as usize], m))
             .collect();
-        sorted.sort_unstable();
+        sort_by_key(&mut sorted, rank.len());
         if sorted.first()?.0 == sorted.last()?.0 {
             return None;
         }
@@ -351,7 +438,6 @@ impl Cutter<'_> {
             self.fold_cells(sorted.iter().map(|&(_, m)| m), false);
             self.fold_cells(sorted.iter().rev().map(|&(_, m)| m), true);
         }
-        let d = self.freq.qis().len();
         // (the parts' cost, distance of the left part's rows from half, end of the left part)
         let mut best: Option<(f64, u64, usize)> = None;
         let mut i = 0;
@@ -375,18 +461,9 @@ impl Cutter<'_> {
             }
             let distance = (2 * left.rows).abs_diff(total_rows);
             let cost = if by_loss {
-                let qis = self.freq.qis();
-                let cells_cost = |cells: &[Cell]| -> f64 {
-                    cells
-                        .iter()
-                        .enumerate()
-                        .map(|(q, &c)| self.axes[q].cost(&qis[q], c))
-                        .sum()
-                };
                 // prefix i − 1 covers sorted[..i]; suffix j covers the last j + 1 members
                 let j = sorted.len() - i - 1;
-                left.rows as f64 * cells_cost(&self.prefix[(i - 1) * d..i * d])
-                    + right_rows as f64 * cells_cost(&self.suffix[j * d..(j + 1) * d])
+                left.rows as f64 * self.prefix[i - 1] + right_rows as f64 * self.suffix[j]
             } else {
                 0.0
             };
@@ -426,7 +503,7 @@ impl Cutter<'_> {
             .iter()
             .map(|&m| (map[codes[m as usize] as usize], m))
             .collect();
-        by_child.sort_unstable();
+        sort_by_key(&mut by_child, qi.cardinality(child_level));
         let mut children: Vec<(Vec<u32>, Tally)> = Vec::new();
         for chunk in by_child.chunk_by(|a, b| a.0 == b.0) {
             let members: Vec<u32> = chunk.iter().map(|&(_, m)| m).collect();
