@@ -615,6 +615,10 @@ pub struct LocalOptions {
     pub whd_beta: Option<f64>,
     /// The most states IAB expands before returning its best satisfying table.
     pub iab_expansions: usize,
+    /// KACA and IAB refuse frequency sets with more distinct QI combinations than this:
+    /// KACA compares classes pairwise and IAB regroups every combination per table, so their
+    /// time grows with its square (minutes at 100,000); Mondrian has no such limit.
+    pub max_combinations: usize,
 }
 
 impl Default for LocalOptions {
@@ -623,6 +627,7 @@ impl Default for LocalOptions {
             seed: 42,
             whd_beta: None,
             iab_expansions: 10_000,
+            max_combinations: 100_000,
         }
     }
 }
@@ -636,6 +641,14 @@ pub fn anonymize(
     algorithm: LocalAlgorithm,
     options: LocalOptions,
 ) -> Result<(LocalRelease, LocalEvaluation)> {
+    if algorithm != LocalAlgorithm::Mondrian && freq.leaf_classes() > options.max_combinations {
+        return Err(DataFusionError::Plan(format!(
+            "{algorithm} compares classes pairwise: {} distinct quasi-identifier combinations \
+             are beyond its limit of {}; use mondrian",
+            freq.leaf_classes(),
+            options.max_combinations
+        )));
+    }
     let release = match algorithm {
         LocalAlgorithm::Mondrian => mondrian::mondrian(freq, requirements)?,
         LocalAlgorithm::Kaca => kaca::kaca(freq, requirements, options)?,

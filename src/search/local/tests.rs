@@ -748,3 +748,31 @@ async fn adult_breakdown() {
         );
     }
 }
+
+/// KACA and IAB refuse frequency sets beyond their limit, naming it; Mondrian has none.
+#[test]
+fn pairwise_algorithms_refuse_large_frequency_sets() {
+    use super::{LocalAlgorithm, LocalOptions, anonymize};
+    let freq = random_code_freq(1);
+    let req = PrivacyRequirements {
+        k: 2,
+        max_suppression: 0.0,
+        sensitive: vec![],
+    };
+    let options = LocalOptions {
+        max_combinations: 10,
+        ..LocalOptions::default()
+    };
+    assert!(freq.leaf_classes() > 10);
+    for algorithm in [LocalAlgorithm::Kaca, LocalAlgorithm::Iab] {
+        let e = anonymize(&freq, &req, algorithm, options)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{} distinct", freq.leaf_classes())),
+            "{e}"
+        );
+        assert!(e.contains("limit of 10") && e.contains("mondrian"), "{e}");
+    }
+    assert!(anonymize(&freq, &req, LocalAlgorithm::Mondrian, options).is_ok());
+}
