@@ -185,7 +185,7 @@ pub fn mondrian_with(
 }
 
 /// Regions cut on one thread before the rest is shared between threads.
-const SHARE_AT: usize = 64;
+const SHARE_AT: usize = 8;
 
 /// Classes with more leaf classes than this are not searched for an outlier to suppress
 /// (each candidate costs a pass over the class).
