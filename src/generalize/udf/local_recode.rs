@@ -264,6 +264,65 @@ enum CombinationIndex {
     Tuples(HashMap<Box<[u32]>, u32>),
 }
 
+/// A mixed-radix key (u64 or u128) of leaf codes.
+trait PackedKey:
+    Copy + Default + Eq + std::hash::Hash + std::ops::AddAssign + std::ops::Mul<Output = Self>
+{
+    fn of(code: u32) -> Self;
+}
+
+impl PackedKey for u64 {
+    fn of(code: u32) -> Self {
+        code as u64
+    }
+}
+
+impl PackedKey for u128 {
+    fn of(code: u32) -> Self {
+        code as u128
+    }
+}
+
+/// Each combination's packed key → its class.
+fn packed_index<K: PackedKey>(
+    leaf_codes: &[Vec<u32>],
+    class_of: &[u32],
+    radix: &[K],
+) -> HashMap<K, u32> {
+    let mut classes = HashMap::with_capacity(class_of.len());
+    for (combination, &class) in class_of.iter().enumerate() {
+        let mut key = K::default();
+        for (codes, &r) in leaf_codes.iter().zip(radix) {
+            key += K::of(codes[combination]) * r;
+        }
+        classes.insert(key, class);
+    }
+    classes
+}
+
+/// The class of every row, from each column's leaf codes.
+fn packed_classes<K: PackedKey>(
+    codes: &[Vec<u32>],
+    radix: &[K],
+    map: &HashMap<K, u32>,
+    rows: usize,
+    classes: &mut Vec<u32>,
+) -> Result<()> {
+    let mut keys = vec![K::default(); rows];
+    for (c, &r) in codes.iter().zip(radix) {
+        for (key, &code) in keys.iter_mut().zip(c) {
+            *key += K::of(code) * r;
+        }
+    }
+    for key in &keys {
+        classes.push(
+            *map.get(key)
+                .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
+        );
+    }
+    Ok(())
+}
+
 /// The lookup of one local release, for rows whose quasi-identifiers have `raw_types`.
 #[derive(Debug)]
 pub struct LocalRecodeFunction {
@@ -306,26 +365,10 @@ impl LocalRecodeFunction {
         }
         let index = if span.is_some_and(|s| s <= u64::MAX as u128) {
             let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
-            let mut classes = HashMap::with_capacity(class_of.len());
-            for (combination, &class) in class_of.iter().enumerate() {
-                let key = leaf_codes
-                    .iter()
-                    .zip(&radix)
-                    .map(|(codes, &r)| codes[combination] as u64 * r)
-                    .sum::<u64>();
-                classes.insert(key, class);
-            }
+            let classes = packed_index(leaf_codes, class_of, &radix);
             CombinationIndex::Packed64 { radix, classes }
         } else if span.is_some() {
-            let mut classes = HashMap::with_capacity(class_of.len());
-            for (combination, &class) in class_of.iter().enumerate() {
-                let key = leaf_codes
-                    .iter()
-                    .zip(&radix)
-                    .map(|(codes, &r)| codes[combination] as u128 * r)
-                    .sum::<u128>();
-                classes.insert(key, class);
-            }
+            let classes = packed_index(leaf_codes, class_of, &radix);
             CombinationIndex::Packed { radix, classes }
         } else {
             let mut classes = HashMap::with_capacity(class_of.len());
@@ -365,31 +408,11 @@ impl LocalRecodeFunction {
             CombinationIndex::Packed64 {
                 radix,
                 classes: map,
-            } => {
-                let mut keys = vec![0u64; rows];
-                for (c, &r) in codes.iter().zip(radix) {
-                    for (key, &code) in keys.iter_mut().zip(c) {
-                        *key += code as u64 * r;
-                    }
-                }
-                for key in &keys {
-                    classes.push(*map.get(key).ok_or_else(missing)?);
-                }
-            }
+            } => packed_classes(&codes, radix, map, rows, &mut classes)?,
             CombinationIndex::Packed {
                 radix,
                 classes: map,
-            } => {
-                let mut keys = vec![0u128; rows];
-                for (c, &r) in codes.iter().zip(radix) {
-                    for (key, &code) in keys.iter_mut().zip(c) {
-                        *key += code as u128 * r;
-                    }
-                }
-                for key in &keys {
-                    classes.push(*map.get(key).ok_or_else(missing)?);
-                }
-            }
+            } => packed_classes(&codes, radix, map, rows, &mut classes)?,
             CombinationIndex::Tuples(map) => {
                 let mut key = vec![0u32; columns.len()];
                 for row in 0..rows {

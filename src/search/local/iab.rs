@@ -447,7 +447,7 @@ mod tests {
     use super::*;
     use crate::policy::{LDiversity, LDiversityKind, SensitiveRequirement};
     use crate::search::local::{SUPPRESSED, evaluate};
-    use crate::search::{FrequencyRow, QiCodes};
+    use crate::search::QiCodes;
 
     /// QIs zip and age, 4 leaves each, hierarchy {leaf, {0,1} / {2,3}, *}.
     fn zip_age() -> Vec<QiCodes> {
@@ -464,24 +464,7 @@ mod tests {
         ]
     }
 
-    fn rows(cells: &[(u32, u32, u64)]) -> Vec<FrequencyRow> {
-        cells
-            .iter()
-            .map(|&(a, b, count)| FrequencyRow {
-                qi: vec![a, b],
-                sensitive: vec![],
-                count,
-            })
-            .collect()
-    }
-
-    fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
-        PrivacyRequirements {
-            k,
-            max_suppression,
-            sensitive: vec![],
-        }
-    }
+    use crate::search::local::tests::{k_only, two_qi_rows as rows};
 
     fn node(level: u32, code: u32) -> Cell {
         Cell::Node { level, code }

@@ -435,24 +435,7 @@ mod tests {
         ]
     }
 
-    fn rows(cells: &[(u32, u32, u64)]) -> Vec<FrequencyRow> {
-        cells
-            .iter()
-            .map(|&(a, b, count)| FrequencyRow {
-                qi: vec![a, b],
-                sensitive: vec![],
-                count,
-            })
-            .collect()
-    }
-
-    fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
-        PrivacyRequirements {
-            k,
-            max_suppression,
-            sensitive: vec![],
-        }
-    }
+    use crate::search::local::tests::{k_only, two_qi_rows as rows};
 
     /// Leaf classes (a, b) × rows: 0: (0,0)×3, 1: (1,0)×1, 2: (2,2)×2, 3: (3,3)×3; k = 3.
     /// With h = 3 and uniform weights W(0) = 0, W(1) = 1/2, W(2) = 1.

@@ -55,6 +55,27 @@ pub(super) fn random_code_rows(
     (qis, sensitive, rows)
 }
 
+/// Frequency rows of two QIs, no sensitive attribute: `(leaf a, leaf b, count)`.
+pub(super) fn two_qi_rows(cells: &[(u32, u32, u64)]) -> Vec<FrequencyRow> {
+    cells
+        .iter()
+        .map(|&(a, b, count)| FrequencyRow {
+            qi: vec![a, b],
+            sensitive: vec![],
+            count,
+        })
+        .collect()
+}
+
+/// k and a suppression limit, nothing else.
+pub(super) fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
+    PrivacyRequirements {
+        k,
+        max_suppression,
+        sensitive: vec![],
+    }
+}
+
 /// [`random_code_rows`] as a frequency set.
 pub(super) fn random_code_freq(seed: u64) -> FrequencySet {
     let (qis, sensitive, rows) = random_code_rows(seed);
