@@ -446,8 +446,8 @@ impl<'a> Evaluator<'a> {
 mod tests {
     use super::*;
     use crate::policy::{LDiversity, LDiversityKind, SensitiveRequirement};
-    use crate::search::local::{SUPPRESSED, evaluate};
     use crate::search::QiCodes;
+    use crate::search::local::{SUPPRESSED, evaluate};
 
     /// QIs zip and age, 4 leaves each, hierarchy {leaf, {0,1} / {2,3}, *}.
     fn zip_age() -> Vec<QiCodes> {
