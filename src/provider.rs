@@ -321,7 +321,8 @@ fn recoded_plan(
             kept.push(lookup.call(keys).alias(LOCAL_LABELS));
             let mut input = scan.project(kept)?;
             let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
-            if generalization.suppression == SuppressionMode::Drop {
+            // a release that suppresses nothing needs no filter over every row
+            if generalization.suppression == SuppressionMode::Drop && local.suppressed_rows() > 0 {
                 input = input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))?;
             }
             let exprs = (0..qis.len())
