@@ -601,46 +601,4 @@ mod tests {
         assert_eq!(e.suppressed_rows, 0);
         assert!(e.sensitive[0].l.unwrap() >= 3.0);
     }
-
-    /// Adult (k = 5): time, Loss, classes, suppressed rows. `cargo test --lib
-    /// search::local::kaca -- --ignored --nocapture`.
-    #[tokio::test]
-    #[ignore]
-    async fn adult_figures() -> Result<()> {
-        let mut policy = crate::policy::Policy::from_file("examples/adult/policy.toml")?;
-        let ctx = crate::session::context(None)?;
-        policy.register_with(&ctx, false).await?;
-        let sensitive = policy.requirements().constrained_attributes();
-        let freq = FrequencySet::build(
-            &ctx,
-            policy.table_name(),
-            &policy.quasi_identifiers(),
-            &sensitive,
-        )
-        .await?;
-        for rate in [0.0, 0.02] {
-            let req = PrivacyRequirements {
-                k: 5,
-                max_suppression: rate,
-                ..policy.requirements().clone()
-            };
-            let started = std::time::Instant::now();
-            let outcome = crate::search::local::anonymize(
-                &freq,
-                &req,
-                crate::search::local::LocalAlgorithm::Kaca,
-                LocalOptions::default(),
-            );
-            let seconds = started.elapsed().as_secs_f64();
-            match outcome {
-                Ok((_, e)) => println!(
-                    "kaca max_suppression {rate}: {seconds:.2} s, loss {:.4}, {} classes, \
-                     {} suppressed rows",
-                    e.loss, e.classes, e.suppressed_rows
-                ),
-                Err(e) => println!("kaca max_suppression {rate}: {seconds:.2} s, {e}"),
-            }
-        }
-        Ok(())
-    }
 }
