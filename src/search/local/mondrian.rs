@@ -10,8 +10,12 @@
 //! its tightest cells ([`LocalRelease::covering`]).
 //!
 //! - **Ordered QIs** (intervals of raw values): the cut is a threshold between two distinct
-//!   values of the region. Among the allowable thresholds, the one closest to the median of
-//!   the region's rows wins (the median itself when it is allowable, as in the paper).
+//!   values of the region. Among the allowable thresholds, by default ([`Threshold::Loss`])
+//!   the one after which the two parts' cells cost least (all QIs' cells, each part weighted
+//!   by its rows; ties to the one closest to the median); with [`MondrianOptions::paper`] the
+//!   one closest to the median of the region's rows (the median itself when allowable).
+//!   Choosing the QI itself by cost ([`Dimension::Loss`]) instead of by range is available;
+//!   it measured worse on Adult (BENCHMARKS.md).
 //! - **Hierarchical QIs** (strings, masks): the region's lowest common node is split into
 //!   its children present. Children that meet the policy alone become parts; the others are
 //!   pooled into one part (labelled by the node itself, the lowest node covering them); a pool
@@ -34,8 +38,14 @@
 //! suppression budget lasts; rounds repeat until none gains. With `max_suppression = 0` every
 //! row is published. If the whole table fails the policy there is no release (an error).
 //!
-//! Cost: each level of the recursion sorts the leaf classes of the regions it cuts, so the
-//! whole run is O(|F| log² |F| · d) on |F| leaf classes, and never touches the rows.
+//! **Ties and determinism.** QIs of equal width are tried in policy order; classes are
+//! numbered by their smallest leaf class, and the frequency set is in value order, so the same
+//! data give the same release however the work is scheduled.
+//!
+//! Cost: each level of the recursion sorts the leaf classes of the regions it cuts (a counting
+//! sort when the keys are few), so the whole run is O(|F| log² |F| · d) on |F| leaf classes,
+//! and never touches the rows. Once [`SHARE_AT`] regions exist they are shared between the
+//! machine's threads (a region's cuts depend on that region alone).
 
 use datafusion::error::Result;
 
@@ -185,7 +195,7 @@ pub fn mondrian_with(
 }
 
 /// Regions cut on one thread before the rest is shared between threads.
-const SHARE_AT: usize = 8;
+pub const SHARE_AT: usize = 8;
 
 /// Classes with more leaf classes than this are not searched for an outlier to suppress
 /// (each candidate costs a pass over the class).
