@@ -434,7 +434,7 @@ async fn anonymize_case(
             secs(built - registered),
             freq.combinations(),
             secs(decided - built),
-            decision.summary(&freq, crate::search::Metric::Loss),
+            decision.summary(&freq),
             report.seconds.classes,
             report.seconds.write,
             report.seconds.verify,

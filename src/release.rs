@@ -25,8 +25,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, StringArray, StringViewBuilder, UInt32Array};
-use datafusion::arrow::compute::{cast, take};
+use datafusion::arrow::array::{Array, ArrayRef, StringArray, StringViewBuilder};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 
@@ -230,19 +230,8 @@ fn class_labels_of(
         if wanted.is_empty() {
             continue;
         }
-        // one leaf per code represents it: all its leaves have the same label
-        let mut leaf_of_code = vec![u32::MAX; qi.cardinality(level)];
-        for (leaf, &code) in qi.leaf_map(level).iter().enumerate() {
-            let slot = &mut leaf_of_code[code as usize];
-            if *slot == u32::MAX {
-                *slot = leaf as u32;
-            }
-        }
-        let leaves = UInt32Array::from_iter_values(
-            wanted.iter().map(|&(_, code)| leaf_of_code[code as usize]),
-        );
-        let representatives = take(values.as_ref(), &leaves, None)?;
-        let labels = hierarchy.generalize_column(qi.name(), &representatives, level)?;
+        let codes: Vec<u32> = wanted.iter().map(|&(_, code)| code).collect();
+        let labels = qi.labels_of_codes(level, &codes)?;
         let labels = cast(&labels, &DataType::Utf8)?;
         let labels = labels
             .as_any()

@@ -129,13 +129,8 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         AlgorithmArg::Kaca => Method::Local(LocalAlgorithm::Kaca),
         AlgorithmArg::Iab => Method::Local(LocalAlgorithm::Iab),
     };
-    if matches!(method, Method::Local(_)) && metric != Metric::Loss {
-        return Err(DataFusionError::Plan(format!(
-            "--metric {} applies to the full-domain searches (optimal, iab-full-domain); \
-             local recoding minimizes loss",
-            metric.name()
-        )));
-    }
+    // refused before the scan, not after it
+    method.metric(metric)?;
     let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
@@ -189,7 +184,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         }
         eprintln!(
             "chosen by {} ({search_seconds:.3} s)",
-            decision.summary(&freq, metric)
+            decision.summary(&freq)
         );
     }
 
@@ -204,11 +199,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     )
     .await?;
     print_summary(&report);
-    let metric = if matches!(method, Method::Local(_)) {
-        Metric::Loss
-    } else {
-        metric
-    };
+    let metric = decision.metric;
     println!("{}: {:.4}", metric.name(), decision.metric_value);
     if let Some(path) = &args.report {
         let json = Report {

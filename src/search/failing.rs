@@ -9,8 +9,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::take;
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::error::{DataFusionError, Result};
 
@@ -72,26 +71,7 @@ pub fn failing_classes(
     let mut fields = Vec::with_capacity(qis.len() + 1);
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(qis.len() + 1);
     for (j, qi) in qis.iter().enumerate() {
-        let (Some(hierarchy), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
-            return Err(DataFusionError::Plan(format!(
-                "quasi-identifier '{}' has no values (a frequency set built from codes): the \
-                 failing classes cannot be labelled",
-                qi.name()
-            )));
-        };
-        let level = levels[j];
-        // every leaf of a level code has the same label: any one represents the class
-        let mut leaf_of_code = vec![u32::MAX; qi.cardinality(level)];
-        for (leaf, &code) in qi.leaf_map(level).iter().enumerate() {
-            let slot = &mut leaf_of_code[code as usize];
-            if *slot == u32::MAX {
-                *slot = leaf as u32;
-            }
-        }
-        let leaves =
-            UInt32Array::from_iter_values(codes[j].iter().map(|&c| leaf_of_code[c as usize]));
-        let representatives = take(values.as_ref(), &leaves, None)?;
-        columns.push(hierarchy.generalize_column(qi.name(), &representatives, level)?);
+        columns.push(qi.labels_of_codes(levels[j], &codes[j])?);
         fields.push(Field::new(key_name(j), LABEL_TYPE, true));
     }
     let rows = sizes

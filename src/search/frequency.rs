@@ -30,7 +30,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use datafusion::arrow::compute::kernels::sort::SortOptions;
 use datafusion::arrow::compute::{cast, concat_batches, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
@@ -115,6 +115,29 @@ impl QiDomain {
     /// Level-`a` code → level-`b` code (`a ≤ b`), if level b is a function of level a.
     pub(crate) fn between(&self, a: usize, b: usize) -> Option<&[u32]> {
         self.between[a][b - a].as_deref()
+    }
+
+    /// The published labels (as the hierarchy recodes them, Utf8View) of the level-`level`
+    /// `codes`: each code is recoded from one of its leaves, since all its leaves share the
+    /// label. Errors for a domain built from codes (no values to recode).
+    pub fn labels_of_codes(&self, level: usize, codes: &[u32]) -> Result<ArrayRef> {
+        let (Some(hierarchy), Some(values)) = (&self.hierarchy, &self.leaf_values) else {
+            return Err(DataFusionError::Plan(format!(
+                "quasi-identifier '{}' has no values (a frequency set built from codes): its \
+                 classes cannot be labelled",
+                self.name
+            )));
+        };
+        let mut leaf_of_code = vec![u32::MAX; self.cardinality[level]];
+        for (leaf, &code) in self.leaf_to_code[level].iter().enumerate() {
+            let slot = &mut leaf_of_code[code as usize];
+            if *slot == u32::MAX {
+                *slot = leaf as u32;
+            }
+        }
+        let leaves = UInt32Array::from_iter_values(codes.iter().map(|&c| leaf_of_code[c as usize]));
+        let representatives = take(values.as_ref(), &leaves, None)?;
+        hierarchy.generalize_column(&self.name, &representatives, level)
     }
 
     /// Whether every level is a coarsening of every lower level on the data's leaves: what

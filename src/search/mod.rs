@@ -303,6 +303,20 @@ impl Method {
             Method::Local(a) => a.name(),
         }
     }
+
+    /// The metric the method minimizes and reports when `requested`: the full-domain searches
+    /// take any; local recoding minimizes Loss and refuses another metric.
+    pub fn metric(self, requested: Metric) -> Result<Metric> {
+        match self {
+            Method::FullDomain(_) => Ok(requested),
+            Method::Local(_) if requested == Metric::Loss => Ok(Metric::Loss),
+            Method::Local(_) => Err(DataFusionError::Plan(format!(
+                "the metric {} applies to the full-domain searches (optimal, \
+                 iab-full-domain); local recoding minimizes loss",
+                requested.name()
+            ))),
+        }
+    }
 }
 
 /// What [`decide`] chose: the release to publish, its failing classes (so publishing need not
@@ -310,6 +324,8 @@ impl Method {
 #[derive(Debug, Clone)]
 pub struct Decision {
     pub method: Method,
+    /// The metric minimized and reported ([`Method::metric`]).
+    pub metric: Metric,
     pub release: crate::release::Release,
     pub failing: FailingClasses,
     /// The metric's value (Loss for local recoding).
@@ -325,7 +341,7 @@ pub struct Decision {
 
 impl Decision {
     /// One line for a person: the levels or the classes, the metric, the suppressed rows.
-    pub fn summary(&self, freq: &FrequencySet, metric: Metric) -> String {
+    pub fn summary(&self, freq: &FrequencySet) -> String {
         let what = match &self.release {
             crate::release::Release::FullDomain(levels) => {
                 let levels: Vec<String> = freq
@@ -338,15 +354,10 @@ impl Decision {
             }
             crate::release::Release::Local(local) => format!("{} classes", local.classes()),
         };
-        let metric = if matches!(self.method, Method::Local(_)) {
-            Metric::Loss
-        } else {
-            metric
-        };
         format!(
             "{}: {what}, {} {:.4}, {} rows suppressed",
             self.method.name(),
-            metric.name(),
+            self.metric.name(),
             self.metric_value,
             self.suppressed_rows
         )
@@ -354,7 +365,7 @@ impl Decision {
 }
 
 /// Runs `method` on `freq` and prepares its release for publishing. `metric` is what the
-/// full-domain searches minimize (local recoding minimizes Loss and refuses another metric);
+/// full-domain searches minimize ([`Method::metric`]);
 /// `options` are the local algorithms'. No release meeting the requirements is an error (one
 /// line, counts only).
 pub fn decide(
@@ -365,6 +376,7 @@ pub fn decide(
     options: local::LocalOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Decision> {
+    let metric = method.metric(metric)?;
     match method {
         Method::FullDomain(algorithm) => {
             let outcome = search(freq, requirements, algorithm, metric, progress)?;
@@ -373,6 +385,7 @@ pub fn decide(
             let failing = failing_classes(freq, requirements, &solution.levels)?;
             Ok(Decision {
                 method,
+                metric,
                 suppressed_rows: solution.evaluation.suppressed_rows,
                 release: crate::release::Release::FullDomain(solution.levels),
                 failing,
@@ -383,17 +396,11 @@ pub fn decide(
             })
         }
         Method::Local(algorithm) => {
-            if metric != Metric::Loss {
-                return Err(DataFusionError::Plan(format!(
-                    "the metric {} applies to the full-domain searches (optimal, \
-                     iab-full-domain); local recoding minimizes loss",
-                    metric.name()
-                )));
-            }
             let (release, evaluation) = local::anonymize(freq, requirements, algorithm, options)?;
             let recoding = crate::release::LocalRecoding::new(freq, &release)?;
             Ok(Decision {
                 method,
+                metric,
                 failing: FailingClasses::none(
                     freq.qi_names(),
                     recoding.suppressed_rows(),

@@ -90,6 +90,28 @@ async fn recount(path: &Path) -> (i64, i64, i64, i64) {
     (value(0), value(1), value(2), value(3))
 }
 
+/// Runs `anon anonymize`, requires success, and recounts the output with plain SQL: every
+/// class at least 5 rows, at least `l` salary classes in each. (classes, rows, report)
+async fn anonymize_checked(
+    policy: &str,
+    out: &Path,
+    report: &Path,
+    extra: &[&str],
+    privacy: &str,
+    l: i64,
+) -> (i64, i64, serde_json::Value) {
+    let output = anonymize(policy, out, report, extra);
+    assert!(
+        output.status.success(),
+        "{privacy}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (classes, k, rows, min_l) = recount(out).await;
+    assert!(k >= 5, "{privacy}: smallest class {k}");
+    assert!(min_l >= l, "{privacy}: l {min_l}");
+    (classes, rows, report_json(report))
+}
+
 fn report_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -116,18 +138,10 @@ async fn adult_policies_publish_verified_output() {
         let policy = adult_policy(dir.path(), privacy);
         let out = dir.path().join(format!("out-{i}.parquet"));
         let report = dir.path().join(format!("report-{i}.json"));
-        let output = anonymize(&policy, &out, &report, &[]);
-        assert!(
-            output.status.success(),
-            "{privacy}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let (classes, k, rows, min_l) = recount(&out).await;
-        assert!(k >= 5, "{privacy}: smallest class {k}");
-        assert!(min_l >= *l, "{privacy}: l {min_l}");
+        let (classes, rows, json) =
+            anonymize_checked(&policy, &out, &report, &[], privacy, *l).await;
         let suppressed = 30_162 - rows;
         assert!(suppressed <= *allowed, "{privacy}: {suppressed} suppressed");
-        let json = report_json(&report);
         assert_eq!(json["publish"]["verification"]["classes"], classes);
         assert_eq!(json["publish"]["input_rows"], 30_162);
         assert_eq!(json["publish"]["suppressed_rows"], suppressed);
@@ -287,17 +301,10 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
         let policy = adult_policy(dir.path(), privacy);
         let out = dir.path().join(format!("mondrian-{i}.parquet"));
         let report = dir.path().join(format!("mondrian-{i}.json"));
-        let output = anonymize(&policy, &out, &report, &["--algorithm", "mondrian"]);
-        assert!(
-            output.status.success(),
-            "{privacy}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let (classes, k, rows, min_l) = recount(&out).await;
-        assert!(k >= 5, "{privacy}: smallest class {k}");
-        assert!(min_l >= *l, "{privacy}: l {min_l}");
+        let extra = ["--algorithm", "mondrian"];
+        let (classes, rows, json) =
+            anonymize_checked(&policy, &out, &report, &extra, privacy, *l).await;
         assert_eq!(rows, 30_162, "{privacy}: Mondrian suppresses nothing");
-        let json = report_json(&report);
         assert_eq!(json["recoding"], "local");
         assert_eq!(json["algorithm"], "mondrian");
         assert_eq!(json["publish"]["verification"]["classes"], classes);
