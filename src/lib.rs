@@ -21,6 +21,7 @@
 pub use datafusion;
 
 pub mod bench;
+pub mod bucketize;
 pub mod functions;
 pub mod generalize;
 pub mod generate;

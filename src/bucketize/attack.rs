@@ -1,0 +1,374 @@
+//! The fingerprint-correlation attack (seed 002 §1.1, Definitions 5–6) as a checker for any
+//! bucketized release.
+//!
+//! ## The adversary
+//! She sees the sensitive table: per fingerprint bucket, per attribute, the multiset of values
+//! (a *cell*). She knows her target's linking value (the maximum-weighted attribute, e.g. the
+//! physician, which the seed assumes public) and which attributes the linking attribute
+//! *determines*: for those, every record with linking value v has the same value f(v) (the
+//! physician's specialty). The publisher runs the check with the attributes that really are
+//! determined in the data, so everything the attack concludes is true of the data.
+//!
+//! ## The procedure (the seed's §1.1, iterated to a fixed point)
+//! For every determined attribute s:
+//! 1. **Common values.** f(v) lies in every bucket that contains v, so its candidates are the
+//!    intersection of s's values over all buckets linked through v. One candidate pins f(v).
+//! 2. **Left-over values.** In a bucket, the records of pinned linking values take their
+//!    values out of the cell; each unpinned linking value's candidates shrink to what is left
+//!    with at least as many copies as it has records there (all of its records take the same
+//!    value). When one value is left for it, it is pinned — the seed's "the leftover value
+//!    ultrasound for sure belongs to Alan".
+//! 3. Repeat until nothing changes.
+//!
+//! An attribute that is *not* determined by the linking value gives no link between buckets;
+//! a record's value of it is certain only when its bucket's cell holds one value
+//! (homogeneity).
+//!
+//! A record is **pinned** on an attribute when the attack leaves one possible value; it is
+//! *partially* pinned when at least one attribute other than the linking one is, and *fully*
+//! when all of them are. The attack is sound (a brute-force enumeration of every assignment
+//! consistent with the cells checks this in the tests) but not complete: within one bucket,
+//! counts alone can sometimes decide (records 2 × v and 1 × w over {x, x, y}) before any value
+//! is pinned; the seed's adversary, and this one, start from intersections.
+//!
+//! If the cells contradict the assumption that s is determined (a candidate set empties, or a
+//! bucket cannot hold its pinned values), the adversary learns the assumption is false and
+//! nothing is concluded about s.
+
+use serde::Serialize;
+
+/// The sensitive table as the adversary sees it. Bucket `b`'s records are
+/// `offsets[b]..offsets[b + 1]`; `columns[a]` holds attribute `a`'s codes in that record
+/// order, sorted within each bucket (so a row is not a fingerprint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SensitiveBuckets {
+    /// Attribute names.
+    pub attributes: Vec<String>,
+    /// Distinct codes per attribute (codes are `0..cardinality`).
+    pub cardinalities: Vec<usize>,
+    /// Record offsets of the buckets (`buckets + 1` entries).
+    pub offsets: Vec<usize>,
+    /// Per attribute, the codes grouped by bucket and sorted within it.
+    pub columns: Vec<Vec<u32>>,
+}
+
+impl SensitiveBuckets {
+    /// Builds the cells from each record's bucket: `attributes` are (name, codes per record,
+    /// cardinality).
+    pub fn from_assignment(
+        attributes: Vec<(String, &[u32], usize)>,
+        bucket_of: &[u32],
+        buckets: usize,
+    ) -> Self {
+        let mut offsets = vec![0usize; buckets + 1];
+        for &b in bucket_of {
+            offsets[b as usize + 1] += 1;
+        }
+        for b in 0..buckets {
+            offsets[b + 1] += offsets[b];
+        }
+        // records in bucket order (stable: by record within a bucket)
+        let mut next = offsets.clone();
+        let mut order = vec![0u32; bucket_of.len()];
+        for (record, &b) in bucket_of.iter().enumerate() {
+            order[next[b as usize]] = record as u32;
+            next[b as usize] += 1;
+        }
+        let mut names = Vec::with_capacity(attributes.len());
+        let mut cardinalities = Vec::with_capacity(attributes.len());
+        let mut columns = Vec::with_capacity(attributes.len());
+        for (name, codes, cardinality) in attributes {
+            let mut column: Vec<u32> = order.iter().map(|&r| codes[r as usize]).collect();
+            for b in 0..buckets {
+                column[offsets[b]..offsets[b + 1]].sort_unstable();
+            }
+            names.push(name);
+            cardinalities.push(cardinality);
+            columns.push(column);
+        }
+        Self {
+            attributes: names,
+            cardinalities,
+            offsets,
+            columns,
+        }
+    }
+
+    /// Buckets.
+    pub fn buckets(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Records.
+    pub fn records(&self) -> usize {
+        self.offsets.last().copied().unwrap_or(0)
+    }
+
+    /// Attribute `a`'s cell in bucket `b`, sorted.
+    pub fn cell(&self, a: usize, b: usize) -> &[u32] {
+        &self.columns[a][self.offsets[b]..self.offsets[b + 1]]
+    }
+}
+
+/// `(value, copies)` runs of a sorted cell.
+pub(crate) fn runs(cell: &[u32]) -> impl Iterator<Item = (u32, usize)> + '_ {
+    cell.chunk_by(|a, b| a == b).map(|run| (run[0], run.len()))
+}
+
+/// What the attack found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttackOutcome {
+    /// The linking attribute.
+    pub linking: usize,
+    /// Per attribute, whether the adversary treated it as determined by the linking value
+    /// (false for the linking attribute, for attributes not assumed, and for attributes whose
+    /// assumption the cells refuted).
+    pub linked: Vec<bool>,
+    /// Per attribute, per linking value, the pinned value of a linked attribute.
+    pub pinned: Vec<Vec<Option<u32>>>,
+    /// Rounds of the fixed point (1 when the intersections decided everything).
+    pub rounds: usize,
+}
+
+/// The attack's figures for a report.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AttackReport {
+    /// The linking (maximum-weighted) attribute.
+    pub linking_attribute: String,
+    /// The attributes the adversary linked through it (determined by it).
+    pub linked_attributes: Vec<String>,
+    /// Records in the release.
+    pub records: u64,
+    /// Records with at least one attribute other than the linking one pinned.
+    pub partially_pinned: u64,
+    /// Records with every attribute other than the linking one pinned.
+    pub fully_pinned: u64,
+    /// Per attribute (the linking one excluded), records pinned on it.
+    pub pinned_per_attribute: Vec<(String, u64)>,
+    /// Rounds until nothing changed.
+    pub rounds: usize,
+}
+
+/// Runs the attack on `st` with linking attribute `linking`, treating the attributes with
+/// `determined[a]` as determined by it.
+pub fn fingerprint_attack(st: &SensitiveBuckets, linking: usize, determined: &[bool]) -> AttackOutcome {
+    let links = LinkIndex::new(st, linking);
+    let attributes = st.attributes.len();
+    let mut linked = vec![false; attributes];
+    let mut pinned = vec![Vec::new(); attributes];
+    let mut rounds = 0;
+    for a in 0..attributes {
+        if a == linking || !determined.get(a).copied().unwrap_or(false) {
+            continue;
+        }
+        if let Some((values, r)) = pin_attribute(st, &links, a) {
+            linked[a] = true;
+            pinned[a] = values;
+            rounds = rounds.max(r);
+        }
+    }
+    AttackOutcome {
+        linking,
+        linked,
+        pinned,
+        rounds: rounds.max(1),
+    }
+}
+
+/// Per bucket, its linking values with their record counts; per linking value, its buckets.
+struct LinkIndex {
+    /// `members[member_offsets[b]..member_offsets[b + 1]]`: (linking value, records) of bucket b.
+    member_offsets: Vec<usize>,
+    members: Vec<(u32, u32)>,
+    /// `occurrences[occurrence_offsets[v]..]`: the buckets holding linking value v.
+    occurrence_offsets: Vec<usize>,
+    occurrences: Vec<u32>,
+}
+
+impl LinkIndex {
+    fn new(st: &SensitiveBuckets, linking: usize) -> Self {
+        let mut member_offsets = Vec::with_capacity(st.buckets() + 1);
+        let mut members = Vec::new();
+        member_offsets.push(0);
+        let values = st.cardinalities[linking];
+        let mut occurrence_counts = vec![0usize; values + 1];
+        for b in 0..st.buckets() {
+            for (v, copies) in runs(st.cell(linking, b)) {
+                members.push((v, copies as u32));
+                occurrence_counts[v as usize + 1] += 1;
+            }
+            member_offsets.push(members.len());
+        }
+        for v in 0..values {
+            occurrence_counts[v + 1] += occurrence_counts[v];
+        }
+        let occurrence_offsets = occurrence_counts;
+        let mut next = occurrence_offsets.clone();
+        let mut occurrences = vec![0u32; members.len()];
+        for b in 0..st.buckets() {
+            for &(v, _) in &members[member_offsets[b]..member_offsets[b + 1]] {
+                occurrences[next[v as usize]] = b as u32;
+                next[v as usize] += 1;
+            }
+        }
+        Self {
+            member_offsets,
+            members,
+            occurrence_offsets,
+            occurrences,
+        }
+    }
+
+    fn members(&self, b: usize) -> &[(u32, u32)] {
+        &self.members[self.member_offsets[b]..self.member_offsets[b + 1]]
+    }
+
+    fn buckets_of(&self, v: usize) -> &[u32] {
+        &self.occurrences[self.occurrence_offsets[v]..self.occurrence_offsets[v + 1]]
+    }
+
+    fn linking_values(&self) -> usize {
+        self.occurrence_offsets.len() - 1
+    }
+}
+
+/// Steps 1–3 for attribute `a`: the pinned value per linking value and the rounds, or `None`
+/// when the cells refute that `a` is determined by the linking value.
+fn pin_attribute(
+    st: &SensitiveBuckets,
+    links: &LinkIndex,
+    a: usize,
+) -> Option<(Vec<Option<u32>>, usize)> {
+    let values = links.linking_values();
+    // step 1: candidates = the intersection of the distinct values over v's buckets
+    let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); values];
+    let mut scratch = Vec::new();
+    for (v, candidate) in candidates.iter_mut().enumerate() {
+        let buckets = links.buckets_of(v);
+        let Some((&first, rest)) = buckets.split_first() else {
+            continue;
+        };
+        candidate.extend(runs(st.cell(a, first as usize)).map(|(x, _)| x));
+        for &b in rest {
+            scratch.clear();
+            let cell = st.cell(a, b as usize);
+            scratch.extend(candidate.iter().copied().filter(|x| cell.binary_search(x).is_ok()));
+            std::mem::swap(candidate, &mut scratch);
+        }
+        if candidate.is_empty() {
+            return None;
+        }
+    }
+    let mut pinned: Vec<Option<u32>> = candidates
+        .iter()
+        .map(|c| (c.len() == 1).then(|| c[0]))
+        .collect();
+    // steps 2-3: revisit the buckets of every newly pinned value until nothing changes
+    let mut dirty = vec![false; st.buckets()];
+    let mut queue: Vec<u32> = Vec::new();
+    for v in 0..values {
+        if pinned[v].is_some() {
+            for &b in links.buckets_of(v) {
+                if !std::mem::replace(&mut dirty[b as usize], true) {
+                    queue.push(b);
+                }
+            }
+        }
+    }
+    let mut rounds = 1;
+    let mut remaining: Vec<(u32, usize)> = Vec::new();
+    while !queue.is_empty() {
+        rounds += 1;
+        let current = std::mem::take(&mut queue);
+        for b in current {
+            let b = b as usize;
+            dirty[b] = false;
+            remaining.clear();
+            remaining.extend(runs(st.cell(a, b)));
+            for &(v, records) in links.members(b) {
+                if let Some(x) = pinned[v as usize] {
+                    let slot = remaining.binary_search_by_key(&x, |r| r.0).ok()?;
+                    remaining[slot].1 = remaining[slot].1.checked_sub(records as usize)?;
+                }
+            }
+            for &(v, records) in links.members(b) {
+                let v = v as usize;
+                if pinned[v].is_some() {
+                    continue;
+                }
+                candidates[v].retain(|x| {
+                    remaining
+                        .binary_search_by_key(x, |r| r.0)
+                        .is_ok_and(|slot| remaining[slot].1 >= records as usize)
+                });
+                match candidates[v].len() {
+                    0 => return None,
+                    1 => {
+                        pinned[v] = Some(candidates[v][0]);
+                        for &other in links.buckets_of(v) {
+                            if !std::mem::replace(&mut dirty[other as usize], true) {
+                                queue.push(other);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Some((pinned, rounds))
+}
+
+impl AttackOutcome {
+    /// Whether a record with linking value `v` in bucket `b` is pinned on attribute `a`.
+    pub fn is_pinned(&self, st: &SensitiveBuckets, b: usize, v: u32, a: usize) -> bool {
+        if a == self.linking {
+            return false;
+        }
+        if self.linked[a] && self.pinned[a][v as usize].is_some() {
+            return true;
+        }
+        let cell = st.cell(a, b);
+        !cell.is_empty() && cell[0] == cell[cell.len() - 1]
+    }
+
+    /// Counts the pinned records.
+    pub fn report(&self, st: &SensitiveBuckets) -> AttackReport {
+        let attributes = st.attributes.len();
+        let mut per_attribute = vec![0u64; attributes];
+        let (mut partial, mut full) = (0u64, 0u64);
+        let others = attributes - 1;
+        for b in 0..st.buckets() {
+            for (v, records) in runs(st.cell(self.linking, b)) {
+                let mut count = 0;
+                for (a, total) in per_attribute.iter_mut().enumerate() {
+                    if self.is_pinned(st, b, v, a) {
+                        *total += records as u64;
+                        count += 1;
+                    }
+                }
+                if count > 0 {
+                    partial += records as u64;
+                }
+                if others > 0 && count == others {
+                    full += records as u64;
+                }
+            }
+        }
+        AttackReport {
+            linking_attribute: st.attributes[self.linking].clone(),
+            linked_attributes: (0..attributes)
+                .filter(|&a| self.linked[a])
+                .map(|a| st.attributes[a].clone())
+                .collect(),
+            records: st.records() as u64,
+            partially_pinned: partial,
+            fully_pinned: full,
+            pinned_per_attribute: (0..attributes)
+                .filter(|&a| a != self.linking)
+                .map(|a| (st.attributes[a].clone(), per_attribute[a]))
+                .collect(),
+            rounds: self.rounds,
+        }
+    }
+}

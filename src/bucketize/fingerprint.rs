@@ -1,0 +1,357 @@
+//! Functions 2–3 of seed 002: c-diverse fingerprint buckets under the linkability control λ,
+//! refined so that no linkable attribute can be pinned down through linked buckets.
+//!
+//! ## Construction: cohorts of linking values
+//! The linking values (the maximum-weighted attribute, e.g. physicians) are taken busiest
+//! first and grouped into **cohorts**. A cohort's records are dealt into R = ⌈n_max / λ⌉
+//! **rounds**, one FB each, where n_max is its busiest member's record count: record j of a
+//! member with n records goes to round ⌊j·R / n⌋, so every member spreads evenly and puts at
+//! most ⌈n / R⌉ ≤ λ records in any FB. A linking value never leaves its cohort, so the FBs
+//! linked through it are its cohort's rounds (the seed's "minimize the linkability").
+//!
+//! A cohort is closed once
+//! - every round has at least k records and is c-diverse (every attribute at least c + 1
+//!   distinct values), and
+//! - its **anchors** (members with at least R records, present in every round) take at least
+//!   two distinct values of every protected determined attribute (below).
+//!
+//! Then for any member v and protected attribute s, every FB holding v also holds the
+//! anchors' two values of s, so the intersection over v's FBs has at least two values: the
+//! attack's first step pins nothing, and its left-over step, which needs a pinned value to
+//! start, pins nothing either. This is equation (4) (strict: every attribute the linking value
+//! determines is protected) or (5) (relax: non-secret ones are not).
+//!
+//! Members are added busiest first; when the anchors lack a second value, the busiest
+//! remaining linking value that supplies it and has at least R records joins. Values left at
+//! the end that cannot close a cohort of their own join the last cohort (adding records to
+//! rounds keeps them valid, and they are smaller than its busiest member, so λ holds).
+//!
+//! ## Refinement (Function 3)
+//! After construction the attack is run on the buckets. Any protected value it pins (which
+//! the construction rules out, so this is a safety net) merges the linking value's cohort with
+//! the next one — the seed's "merge the FBs" at the level where it keeps λ — and the check
+//! repeats.
+
+use datafusion::error::{DataFusionError, Result};
+
+use super::attack::{SensitiveBuckets, fingerprint_attack};
+use super::weights::Dependencies;
+use super::{CkOptions, MsaTable, Refinement};
+
+/// The fingerprint buckets.
+#[derive(Debug, Clone)]
+pub struct FingerprintBuckets {
+    /// Per record, its FB.
+    pub bucket_of: Vec<u32>,
+    /// FBs.
+    pub buckets: usize,
+    /// Cohorts after refinement.
+    pub cohorts: usize,
+    /// Cohorts merged by the refinement and by the leftover rule.
+    pub cohorts_merged: usize,
+}
+
+/// The attributes refinement must keep unlinkable: those the linking value determines,
+/// except (relax) the non-secret ones.
+pub fn protected_attributes(dependencies: &Dependencies, refinement: Refinement) -> Vec<bool> {
+    (0..dependencies.attributes.len())
+        .map(|a| {
+            dependencies.determined[a]
+                && !(refinement == Refinement::Relax && dependencies.is_non_secret(a))
+        })
+        .collect()
+}
+
+struct Linking<'a> {
+    table: &'a MsaTable,
+    /// Per linking value, its records (input order).
+    records: Vec<Vec<u32>>,
+    /// Per linking value, per protected attribute (in `protected` order), its determined value.
+    determined_values: Vec<Vec<u32>>,
+    protected: Vec<usize>,
+    c: usize,
+    k: usize,
+    lambda: usize,
+}
+
+impl Linking<'_> {
+    fn rounds_of(&self, members: &[u32]) -> usize {
+        let busiest = members
+            .iter()
+            .map(|&v| self.records[v as usize].len())
+            .max()
+            .unwrap_or(0);
+        busiest.div_ceil(self.lambda).max(1)
+    }
+
+    /// Deals the members' records into rounds: (round, record) pairs sorted by round.
+    fn deal(&self, members: &[u32], rounds: usize) -> Vec<(u32, u32)> {
+        let mut dealt = Vec::new();
+        for &v in members {
+            let records = &self.records[v as usize];
+            let n = records.len();
+            for (j, &r) in records.iter().enumerate() {
+                dealt.push(((j * rounds / n) as u32, r));
+            }
+        }
+        dealt.sort_unstable_by_key(|&(round, _)| round);
+        dealt
+    }
+
+    /// Every round has ≥ k records and ≥ c + 1 distinct values of every attribute.
+    fn rounds_valid(&self, dealt: &[(u32, u32)], rounds: usize, seen: &mut [Vec<u32>]) -> bool {
+        let mut start = 0;
+        let mut round = 0;
+        while start < dealt.len() {
+            let end = start + dealt[start..].partition_point(|&(r, _)| r == dealt[start].0);
+            if dealt[start].0 as usize != round || end - start < self.k {
+                return false;
+            }
+            for (column, marks) in self.table.sensitive.iter().zip(seen.iter_mut()) {
+                let stamp = round as u32 + 1;
+                let mut distinct = 0;
+                for &(_, r) in &dealt[start..end] {
+                    let mark = &mut marks[column.codes[r as usize] as usize];
+                    if *mark != stamp {
+                        *mark = stamp;
+                        distinct += 1;
+                    }
+                }
+                if distinct <= self.c {
+                    return false;
+                }
+            }
+            round += 1;
+            start = end;
+        }
+        round == rounds
+    }
+
+    /// The protected attributes (positions in `protected`) on which the anchors agree.
+    fn anchors_lacking(&self, members: &[u32], rounds: usize) -> Vec<usize> {
+        let anchors: Vec<u32> = members
+            .iter()
+            .copied()
+            .filter(|&v| self.records[v as usize].len() >= rounds)
+            .collect();
+        (0..self.protected.len())
+            .filter(|&p| {
+                let first = self.determined_values[anchors[0] as usize][p];
+                anchors
+                    .iter()
+                    .all(|&v| self.determined_values[v as usize][p] == first)
+            })
+            .collect()
+    }
+}
+
+/// Makes and refines the fingerprint buckets; see the module documentation.
+pub fn make_buckets(
+    table: &MsaTable,
+    dependencies: &Dependencies,
+    options: &CkOptions,
+) -> Result<FingerprintBuckets> {
+    let linking_column = &table.sensitive[dependencies.linking];
+    let protected_mask = protected_attributes(dependencies, options.refinement);
+    let protected: Vec<usize> = (0..protected_mask.len())
+        .filter(|&a| protected_mask[a])
+        .collect();
+    let mut records = vec![Vec::new(); linking_column.cardinality()];
+    for (r, &v) in linking_column.codes.iter().enumerate() {
+        records[v as usize].push(r as u32);
+    }
+    let determined_values = records
+        .iter()
+        .map(|rs| {
+            protected
+                .iter()
+                .map(|&a| rs.first().map_or(0, |&r| table.sensitive[a].codes[r as usize]))
+                .collect()
+        })
+        .collect();
+    let linking = Linking {
+        table,
+        records,
+        determined_values,
+        protected,
+        c: options.c,
+        k: options.k,
+        lambda: options.lambda,
+    };
+    let mut order: Vec<u32> = (0..linking.records.len() as u32)
+        .filter(|&v| !linking.records[v as usize].is_empty())
+        .collect();
+    order.sort_by_key(|&v| (std::cmp::Reverse(linking.records[v as usize].len()), v));
+    let name = &linking_column.name;
+    if let Some(&busiest) = order.first() {
+        let n = linking.records[busiest as usize].len();
+        if n.div_ceil(options.lambda) * options.k > table.rows() {
+            return Err(DataFusionError::Plan(format!(
+                "(c,k)-anonymization: the most frequent value of the linking attribute '{name}' \
+                 has {n} records; with at most lambda = {} of them per bucket it needs {} buckets \
+                 of k = {} records, more than the {} records of the table; raise lambda or lower k",
+                options.lambda,
+                n.div_ceil(options.lambda),
+                options.k,
+                table.rows()
+            )));
+        }
+    }
+    let mut seen: Vec<Vec<u32>> = table
+        .sensitive
+        .iter()
+        .map(|c| vec![0u32; c.cardinality()])
+        .collect();
+    let mut cohorts: Vec<Vec<u32>> = Vec::new();
+    let mut used = vec![false; linking.records.len()];
+    let mut merged = 0;
+    let mut next = 0;
+    'cohorts: while next < order.len() {
+        if used[order[next] as usize] {
+            next += 1;
+            continue;
+        }
+        let mut members = vec![order[next]];
+        used[order[next] as usize] = true;
+        let rounds = linking.rounds_of(&members);
+        let mut cursor = next + 1;
+        let mut total = linking.records[order[next] as usize].len();
+        loop {
+            // a second anchor value for every protected attribute the anchors agree on
+            let lacking = linking.anchors_lacking(&members, rounds);
+            let complete = lacking.is_empty()
+                && total >= options.k * rounds
+                && linking.rounds_valid(&linking.deal(&members, rounds), rounds, &mut seen);
+            if complete {
+                cohorts.push(members);
+                next += 1;
+                continue 'cohorts;
+            }
+            let candidate = if let Some(&p) = lacking.first() {
+                let value = linking.determined_values[members[0] as usize][p];
+                order[cursor..].iter().copied().find(|&v| {
+                    !used[v as usize]
+                        && linking.records[v as usize].len() >= rounds
+                        && linking.determined_values[v as usize][p] != value
+                })
+            } else {
+                order[cursor..].iter().copied().find(|&v| !used[v as usize])
+            };
+            match candidate {
+                Some(v) => {
+                    used[v as usize] = true;
+                    total += linking.records[v as usize].len();
+                    members.push(v);
+                    while cursor < order.len() && used[order[cursor] as usize] {
+                        cursor += 1;
+                    }
+                }
+                None => {
+                    // what is left cannot close a cohort: it joins the previous one
+                    let Some(last) = cohorts.last_mut() else {
+                        return Err(unsatisfiable(name, options, &lacking, dependencies, &linking));
+                    };
+                    last.extend(members);
+                    for (v, u) in used.iter_mut().enumerate() {
+                        if !*u && !linking.records[v].is_empty() {
+                            *u = true;
+                            last.push(v as u32);
+                        }
+                    }
+                    merged += 1;
+                    break 'cohorts;
+                }
+            }
+        }
+    }
+    // refinement: merge cohorts until the attack pins no protected value
+    let determined = &dependencies.determined;
+    loop {
+        let (bucket_of, buckets, cohort_of_bucket) = assign(&linking, &cohorts, table.rows());
+        let st = SensitiveBuckets::from_assignment(
+            table
+                .sensitive
+                .iter()
+                .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
+                .collect(),
+            &bucket_of,
+            buckets,
+        );
+        let outcome = fingerprint_attack(&st, dependencies.linking, determined);
+        let offending = protected_mask.iter().enumerate().find_map(|(a, &p)| {
+            if !p || !outcome.linked[a] {
+                return None;
+            }
+            outcome.pinned[a].iter().position(Option::is_some)
+        });
+        let Some(v) = offending else {
+            return Ok(FingerprintBuckets {
+                bucket_of,
+                buckets,
+                cohorts: cohorts.len(),
+                cohorts_merged: merged,
+            });
+        };
+        let Some(&first_bucket) = linking.records[v]
+            .first()
+            .map(|&r| &bucket_of[r as usize])
+        else {
+            return Err(DataFusionError::Internal(
+                "(c,k)-anonymization: a pinned linking value has no records".into(),
+            ));
+        };
+        let cohort = cohort_of_bucket[first_bucket as usize];
+        if cohorts.len() < 2 {
+            return Err(unsatisfiable(name, options, &[], dependencies, &linking));
+        }
+        let other = if cohort + 1 < cohorts.len() {
+            cohort + 1
+        } else {
+            cohort - 1
+        };
+        let (low, high) = (cohort.min(other), cohort.max(other));
+        let absorbed = cohorts.remove(high);
+        cohorts[low].extend(absorbed);
+        merged += 1;
+    }
+}
+
+fn unsatisfiable(
+    name: &str,
+    options: &CkOptions,
+    lacking: &[usize],
+    dependencies: &Dependencies,
+    linking: &Linking<'_>,
+) -> DataFusionError {
+    let why = match lacking.first() {
+        Some(&p) => format!(
+            "no two linking values with enough records differ in '{}', which '{name}' determines \
+             (use refinement = \"relax\" if it is non-secret, or raise lambda)",
+            dependencies.attributes[linking.protected[p]]
+        ),
+        None => format!(
+            "the table cannot form buckets of k = {} records with c + 1 = {} distinct values of \
+             every sensitive attribute and at most lambda = {} records per value of '{name}'",
+            options.k,
+            options.c + 1,
+            options.lambda
+        ),
+    };
+    DataFusionError::Plan(format!("(c,k)-anonymization: {why}"))
+}
+
+/// Bucket ids: the cohorts' rounds, numbered in cohort order. Also each bucket's cohort.
+fn assign(linking: &Linking<'_>, cohorts: &[Vec<u32>], rows: usize) -> (Vec<u32>, usize, Vec<usize>) {
+    let mut bucket_of = vec![0u32; rows];
+    let mut next = 0usize;
+    let mut cohort_of_bucket = Vec::new();
+    for (c, members) in cohorts.iter().enumerate() {
+        let rounds = linking.rounds_of(members);
+        for (round, record) in linking.deal(members, rounds) {
+            bucket_of[record as usize] = (next + round as usize) as u32;
+        }
+        next += rounds;
+        cohort_of_bucket.extend(std::iter::repeat_n(c, rounds));
+    }
+    (bucket_of, next, cohort_of_bucket)
+}
