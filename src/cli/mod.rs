@@ -38,7 +38,7 @@ struct Cli {
 enum Command {
     /// Run SQL with the anonymity functions registered.
     Sql(SqlArgs),
-    /// Write a deterministic synthetic patients table to Parquet.
+    /// Write a deterministic synthetic table (patients or medical) to Parquet.
     Generate(GenerateArgs),
     /// Write the input of a policy generalized at its fixed transformation, suppressed and
     /// verified, as Parquet.
@@ -92,6 +92,18 @@ struct GenerateArgs {
     /// Seed: the same seed gives the same table.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// The table: `patients` (repeated persons, one disease per visit) or `medical` (one row
+    /// per patient with physician, specialty, diagnosis, symptom, diagnostic method and
+    /// treatment).
+    #[arg(long, value_enum, default_value_t = GeneratedTable::Patients)]
+    table: GeneratedTable,
+}
+
+/// The synthetic tables `anon generate` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum GeneratedTable {
+    Patients,
+    Medical,
 }
 
 /// Parses the command line, runs it, and turns any error (or panic) into one line on stderr.
@@ -139,7 +151,14 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Sql(args) => sql(args).await,
         Command::Generate(args) => {
             let start = std::time::Instant::now();
-            generate::write_patients(&args.out, args.rows, args.seed)?;
+            match args.table {
+                GeneratedTable::Patients => {
+                    generate::write_patients(&args.out, args.rows, args.seed)?
+                }
+                GeneratedTable::Medical => {
+                    generate::write_medical(&args.out, args.rows, args.seed)?
+                }
+            }
             eprintln!(
                 "wrote {} rows to {} in {:.1}s",
                 args.rows,

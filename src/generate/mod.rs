@@ -1,7 +1,13 @@
-//! `anon generate`: a deterministic synthetic patients table with realistic skew, for tests
-//! and benchmarks. About 10% of the rows are further visits of an earlier patient (same id and
-//! demographics, a new disease), as in 1:M medical microdata. Rows are generated and written a
-//! batch at a time, so 10M rows need under 100 MB of memory.
+//! `anon generate`: deterministic synthetic tables with realistic skew, for tests and
+//! benchmarks. The patients table (here): about 10% of the rows are further visits of an
+//! earlier patient (same id and demographics, a new disease), as in 1:M medical microdata. The
+//! medical table ([`write_medical`], in `medical.rs`): one row per patient with several
+//! correlated sensitive attributes, for multiple-sensitive-attribute experiments. Rows are
+//! generated and written a batch at a time, so 10M rows need under 100 MB of memory.
+
+mod medical;
+
+pub use medical::{medical_schema, write_medical};
 
 use std::fs::File;
 use std::path::Path;
@@ -127,12 +133,53 @@ impl Categorical {
         draw_index(&self.cumulative, rng) as u16
     }
 
-    /// The labels of `codes` as a plain Utf8 column: a dictionary `take`, no per-row string.
+    /// The labels of `codes` as a plain Utf8 column.
     fn column(&self, codes: Vec<u16>) -> Result<ArrayRef> {
-        let keys = UInt16Array::from(codes);
-        let dictionary = DictionaryArray::<UInt16Type>::try_new(keys, Arc::clone(&self.labels))?;
-        Ok(cast(&dictionary, &DataType::Utf8)?)
+        label_column(&self.labels, codes)
     }
+}
+
+/// The `labels` of `codes` as a plain Utf8 column: a dictionary `take`, no per-row string.
+fn label_column(labels: &ArrayRef, codes: Vec<u16>) -> Result<ArrayRef> {
+    let keys = UInt16Array::from(codes);
+    let dictionary = DictionaryArray::<UInt16Type>::try_new(keys, Arc::clone(labels))?;
+    Ok(cast(&dictionary, &DataType::Utf8)?)
+}
+
+/// Distinct five-digit zip codes spread over 10000..99999, drawn with a Zipf-like skew (weights
+/// 1/rank) so the tail is rare. Their placement takes two draws from `rng`.
+fn zip_codes(rng: &mut SplitMix64) -> Categorical {
+    // a stride coprime to the range visits each code at most once
+    let stride = loop {
+        let candidate = 1 + rng.next_u64() % (ZIP_RANGE - 1);
+        if gcd(candidate, ZIP_RANGE) == 1 {
+            break candidate;
+        }
+    };
+    let offset = rng.next_u64() % ZIP_RANGE;
+    let zip_labels: StringArray = (0..ZIPS as u64)
+        .map(|i| Some(format!("{:05}", 10_000 + (offset + i * stride) % ZIP_RANGE)))
+        .collect();
+    let zip_weights = (1..=ZIPS).map(|rank| 1.0 / rank as f64).collect();
+    Categorical::from_labels(zip_labels, zip_weights)
+}
+
+/// "F" and "M" in their population shares.
+fn sexes() -> Categorical {
+    Categorical::new(&[("F", 0.51), ("M", 0.49)])
+}
+
+/// Cumulative shares of the age decades 0-9, ..., 90-100, for [`draw_age`].
+fn age_decades() -> Vec<f64> {
+    cumulative(AGE_DECADES.iter().copied())
+}
+
+/// An age: a decade by its share of the population, then a year within it (the last band is
+/// 90..=100). Two draws from `rng`.
+fn draw_age(age_decades: &[f64], rng: &mut SplitMix64) -> i32 {
+    let decade = draw_index(age_decades, rng) as f64;
+    let width = if decade == 9.0 { 11.0 } else { 10.0 };
+    (10.0 * decade + width * rng.unit()) as i32
 }
 
 /// The generated table's schema.
@@ -169,32 +216,26 @@ struct Generator {
 impl Generator {
     fn new(seed: u64) -> Self {
         let mut rng = SplitMix64(seed);
-        // distinct zip codes spread over 10000..99999: a stride coprime to the range visits
-        // each code at most once; weights ~ 1/rank (Zipf with s = 1) so the tail is rare
-        let stride = loop {
-            let candidate = 1 + rng.next_u64() % (ZIP_RANGE - 1);
-            if gcd(candidate, ZIP_RANGE) == 1 {
-                break candidate;
-            }
-        };
-        let offset = rng.next_u64() % ZIP_RANGE;
-        let zip_labels: StringArray = (0..ZIPS as u64)
-            .map(|i| Some(format!("{:05}", 10_000 + (offset + i * stride) % ZIP_RANGE)))
-            .collect();
-        let zip_weights = (1..=ZIPS).map(|rank| 1.0 / rank as f64).collect();
+        let zips = zip_codes(&mut rng);
         Self {
             seed,
             rng,
             schema: patients_schema(),
-            zips: Categorical::from_labels(zip_labels, zip_weights),
-            sexes: Categorical::new(&[("F", 0.51), ("M", 0.49)]),
+            zips,
+            sexes: sexes(),
             races: Categorical::new(RACES),
             marital: Categorical::new(MARITAL),
             education: Categorical::new(EDUCATION),
             diseases: Categorical::new(DISEASES),
-            age_decades: cumulative(AGE_DECADES.iter().copied()),
+            age_decades: age_decades(),
             next_id: 1,
         }
+    }
+}
+
+impl BatchSource for Generator {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
     }
 
     fn batch(&mut self, rows: usize) -> Result<RecordBatch> {
@@ -216,11 +257,7 @@ impl Generator {
             // repeated person has the same demographics on every row without remembering
             // anyone; only the disease is drawn per row (per visit)
             let mut person = SplitMix64(SplitMix64(self.seed ^ id as u64).next_u64());
-            // ages: a decade by its share of the population, then a year within it (the
-            // last band is 90..=100)
-            let decade = draw_index(&self.age_decades, &mut person) as f64;
-            let width = if decade == 9.0 { 11.0 } else { 10.0 };
-            ages.push((10.0 * decade + width * person.unit()) as i32);
+            ages.push(draw_age(&self.age_decades, &mut person));
             // incomes: log-normal-ish, heavy right tail
             let z = (person.unit() + person.unit() + person.unit() - 1.5) * 2.0;
             incomes.push((35_000.0 * (0.6 * z).exp()) as i64 / 100 * 100);
@@ -256,11 +293,26 @@ impl Generator {
 /// The file is written next to `out` under a temporary name, synced and renamed when complete,
 /// so `out` is never partial: it is the whole table or it is left as it was.
 pub fn write_patients(out: &Path, rows: usize, seed: u64) -> Result<()> {
+    write_table(out, rows, Generator::new(seed))
+}
+
+/// A generator of a table's rows, a batch at a time.
+trait BatchSource {
+    /// The schema of every batch.
+    fn schema(&self) -> SchemaRef;
+    /// The next `rows` rows.
+    fn batch(&mut self, rows: usize) -> Result<RecordBatch>;
+}
+
+/// Writes `rows` rows of `source` to `out` (Parquet, zstd), a batch at a time, through a
+/// temporary sibling synced and renamed when complete: `out` is the whole table or is left as
+/// it was.
+fn write_table(out: &Path, rows: usize, source: impl BatchSource) -> Result<()> {
     let file_name = out.file_name().ok_or_else(|| {
         DataFusionError::Plan(format!("output path {} has no file name", out.display()))
     })?;
     let temporary = out.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
-    let result = write_to(&temporary, rows, seed)
+    let result = write_to(&temporary, rows, source)
         .and_then(|()| std::fs::rename(&temporary, out).map_err(DataFusionError::from))
         .map_err(|e| {
             DataFusionError::Execution(format!("cannot write {}: {}", out.display(), e.message()))
@@ -272,18 +324,17 @@ pub fn write_patients(out: &Path, rows: usize, seed: u64) -> Result<()> {
     result
 }
 
-fn write_to(path: &Path, rows: usize, seed: u64) -> Result<()> {
+fn write_to(path: &Path, rows: usize, mut source: impl BatchSource) -> Result<()> {
     let file = File::create(path)?;
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
-    let mut generator = Generator::new(seed);
-    let mut writer = ArrowWriter::try_new(file, Arc::clone(&generator.schema), Some(properties))?;
+    let mut writer = ArrowWriter::try_new(file, source.schema(), Some(properties))?;
     let mut remaining = rows;
     while remaining > 0 {
         let batch_rows = remaining.min(BATCH_ROWS);
-        writer.write(&generator.batch(batch_rows)?)?;
+        writer.write(&source.batch(batch_rows)?)?;
         remaining -= batch_rows;
     }
     // on disk before the rename makes it visible
