@@ -151,7 +151,11 @@ pub struct AttackReport {
 
 /// Runs the attack on `st` with linking attribute `linking`, treating the attributes with
 /// `determined[a]` as determined by it.
-pub fn fingerprint_attack(st: &SensitiveBuckets, linking: usize, determined: &[bool]) -> AttackOutcome {
+pub fn fingerprint_attack(
+    st: &SensitiveBuckets,
+    linking: usize,
+    determined: &[bool],
+) -> AttackOutcome {
     let links = LinkIndex::new(st, linking);
     let attributes = st.attributes.len();
     let mut linked = vec![false; attributes];
@@ -252,7 +256,12 @@ fn pin_attribute(
         for &b in rest {
             scratch.clear();
             let cell = st.cell(a, b as usize);
-            scratch.extend(candidate.iter().copied().filter(|x| cell.binary_search(x).is_ok()));
+            scratch.extend(
+                candidate
+                    .iter()
+                    .copied()
+                    .filter(|x| cell.binary_search(x).is_ok()),
+            );
             std::mem::swap(candidate, &mut scratch);
         }
         if candidate.is_empty() {

@@ -27,7 +27,11 @@ struct Interner {
 }
 
 impl Interner {
-    fn new(name: &str, data_type: &datafusion::arrow::datatypes::DataType, refuse_nulls: bool) -> Result<Self> {
+    fn new(
+        name: &str,
+        data_type: &datafusion::arrow::datatypes::DataType,
+        refuse_nulls: bool,
+    ) -> Result<Self> {
         Ok(Self {
             name: name.to_string(),
             converter: RowConverter::new(vec![SortField::new(data_type.clone())])?,
@@ -123,7 +127,11 @@ pub async fn read_table(
         } else {
             &sensitive[i - quasi_identifiers.len()]
         };
-        interners.push(Interner::new(name, field.data_type(), i < quasi_identifiers.len())?);
+        interners.push(Interner::new(
+            name,
+            field.data_type(),
+            i < quasi_identifiers.len(),
+        )?);
     }
     let mut stream = frame.execute_stream().await?;
     while let Some(batch) = stream.next().await {

@@ -62,6 +62,13 @@ pub fn protected_attributes(dependencies: &Dependencies, refinement: Refinement)
         .collect()
 }
 
+/// Per attribute and code, the stamp of the last round that counted it (distinct counts
+/// without clearing).
+struct Marks {
+    marks: Vec<Vec<u32>>,
+    stamp: u32,
+}
+
 struct Linking<'a> {
     table: &'a MsaTable,
     /// Per linking value, its records (input order).
@@ -99,7 +106,7 @@ impl Linking<'_> {
     }
 
     /// Every round has ≥ k records and ≥ c + 1 distinct values of every attribute.
-    fn rounds_valid(&self, dealt: &[(u32, u32)], rounds: usize, seen: &mut [Vec<u32>]) -> bool {
+    fn rounds_valid(&self, dealt: &[(u32, u32)], rounds: usize, seen: &mut Marks) -> bool {
         let mut start = 0;
         let mut round = 0;
         while start < dealt.len() {
@@ -107,8 +114,10 @@ impl Linking<'_> {
             if dealt[start].0 as usize != round || end - start < self.k {
                 return false;
             }
-            for (column, marks) in self.table.sensitive.iter().zip(seen.iter_mut()) {
-                let stamp = round as u32 + 1;
+            for (a, column) in self.table.sensitive.iter().enumerate() {
+                seen.stamp += 1;
+                let stamp = seen.stamp;
+                let marks = &mut seen.marks[a];
                 let mut distinct = 0;
                 for &(_, r) in &dealt[start..end] {
                     let mark = &mut marks[column.codes[r as usize] as usize];
@@ -165,7 +174,10 @@ pub fn make_buckets(
         .map(|rs| {
             protected
                 .iter()
-                .map(|&a| rs.first().map_or(0, |&r| table.sensitive[a].codes[r as usize]))
+                .map(|&a| {
+                    rs.first()
+                        .map_or(0, |&r| table.sensitive[a].codes[r as usize])
+                })
                 .collect()
         })
         .collect();
@@ -197,11 +209,14 @@ pub fn make_buckets(
             )));
         }
     }
-    let mut seen: Vec<Vec<u32>> = table
-        .sensitive
-        .iter()
-        .map(|c| vec![0u32; c.cardinality()])
-        .collect();
+    let mut seen = Marks {
+        marks: table
+            .sensitive
+            .iter()
+            .map(|c| vec![0u32; c.cardinality()])
+            .collect(),
+        stamp: 0,
+    };
     let mut cohorts: Vec<Vec<u32>> = Vec::new();
     let mut used = vec![false; linking.records.len()];
     let mut merged = 0;
@@ -249,7 +264,13 @@ pub fn make_buckets(
                 None => {
                     // what is left cannot close a cohort: it joins the previous one
                     let Some(last) = cohorts.last_mut() else {
-                        return Err(unsatisfiable(name, options, &lacking, dependencies, &linking));
+                        return Err(unsatisfiable(
+                            name,
+                            options,
+                            &lacking,
+                            dependencies,
+                            &linking,
+                        ));
                     };
                     last.extend(members);
                     for (v, u) in used.iter_mut().enumerate() {
@@ -292,9 +313,7 @@ pub fn make_buckets(
                 cohorts_merged: merged,
             });
         };
-        let Some(&first_bucket) = linking.records[v]
-            .first()
-            .map(|&r| &bucket_of[r as usize])
+        let Some(&first_bucket) = linking.records[v].first().map(|&r| &bucket_of[r as usize])
         else {
             return Err(DataFusionError::Internal(
                 "(c,k)-anonymization: a pinned linking value has no records".into(),
@@ -341,7 +360,11 @@ fn unsatisfiable(
 }
 
 /// Bucket ids: the cohorts' rounds, numbered in cohort order. Also each bucket's cohort.
-fn assign(linking: &Linking<'_>, cohorts: &[Vec<u32>], rows: usize) -> (Vec<u32>, usize, Vec<usize>) {
+fn assign(
+    linking: &Linking<'_>,
+    cohorts: &[Vec<u32>],
+    rows: usize,
+) -> (Vec<u32>, usize, Vec<usize>) {
     let mut bucket_of = vec![0u32; rows];
     let mut next = 0usize;
     let mut cohort_of_bucket = Vec::new();

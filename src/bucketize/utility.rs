@@ -40,7 +40,8 @@ pub fn ncp_percent(table: &MsaTable, release: &BucketizedRelease) -> f64 {
     for (q, column) in table.quasi_identifiers.iter().enumerate() {
         let penalties: Vec<f64> = match &column.numeric {
             Some(values) => {
-                let span = values.last().copied().unwrap_or(0.0) - values.first().copied().unwrap_or(0.0);
+                let span =
+                    values.last().copied().unwrap_or(0.0) - values.first().copied().unwrap_or(0.0);
                 release
                     .group_ranges
                     .iter()
@@ -182,7 +183,15 @@ pub fn query_error(
     QueryError {
         queries: answered,
         selectivity: theta,
-        mean_relative_error: if answered > 0 { errors / answered as f64 } else { 0.0 },
-        mean_actual: if answered > 0 { actual_total / answered as f64 } else { 0.0 },
+        mean_relative_error: if answered > 0 {
+            errors / answered as f64
+        } else {
+            0.0
+        },
+        mean_actual: if answered > 0 {
+            actual_total / answered as f64
+        } else {
+            0.0
+        },
     }
 }
