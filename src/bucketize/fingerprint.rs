@@ -4,33 +4,39 @@
 //! ## Construction: cohorts of linking values
 //! The linking values (the maximum-weighted attribute, e.g. physicians) are taken busiest
 //! first and grouped into **cohorts**. A cohort's records are dealt into R = ⌈n_max / λ⌉
-//! **rounds**, one FB each, where n_max is its busiest member's record count: record j of a
-//! member with n records goes to round ⌊j·R / n⌋, so every member spreads evenly and puts at
-//! most ⌈n / R⌉ ≤ λ records in any FB. A linking value never leaves its cohort, so the FBs
-//! linked through it are its cohort's rounds (the seed's "minimize the linkability").
+//! **rounds**, one FB each, where n_max is its busiest member's record count. The records are
+//! lined up member after member — members ordered by their values of the protected
+//! attributes, then by linking value — and dealt round-robin: record i of the line goes to
+//! round i mod R. So a member's records sit in consecutive rounds, at most ⌈n / R⌉ ≤ λ in any
+//! FB, and a value of the first protected attribute held by R or more of the cohort's records
+//! occupies a run of the line at least R long: it is in **every** round. A linking value never
+//! leaves its cohort, so the FBs linked through it are some of its cohort's rounds (the
+//! seed's "minimize the linkability").
 //!
 //! A cohort is closed once
-//! - every round has at least k records and is c-diverse (every attribute at least c + 1
-//!   distinct values), and
-//! - its **anchors** (members with at least R records, present in every round) take at least
-//!   two distinct values of every protected determined attribute (below).
+//! - it holds at least k·R records, every round has at least k and is c-diverse (every
+//!   attribute at least c + 1 distinct values), and
+//! - every protected attribute (below) has two **covering values**, each held by at least R
+//!   of the cohort's records.
 //!
-//! Then for any member v and protected attribute s, every FB holding v also holds the
-//! anchors' two values of s, so the intersection over v's FBs has at least two values: the
-//! attack's first step pins nothing, and its left-over step, which needs a pinned value to
-//! start, pins nothing either. This is equation (4) (strict: every attribute the linking value
-//! determines is protected) or (5) (relax: non-secret ones are not).
+//! For the first protected attribute the two covering values are then in every round, so for
+//! any member v the intersection over v's FBs holds at least two values: the attack's first
+//! step pins nothing, and its left-over step, which needs a pinned value to start, pins
+//! nothing either. This is equation (4) (strict: every attribute the linking value determines
+//! is protected) or (5) (relax: non-secret ones are not). Further protected attributes are
+//! left to the refinement's check below.
 //!
-//! Members are added busiest first; when the anchors lack a second value, the busiest
-//! remaining linking value that supplies it and has at least R records joins. Values left at
-//! the end that cannot close a cohort of their own join the last cohort (adding records to
-//! rounds keeps them valid, and they are smaller than its busiest member, so λ holds).
+//! Members are added busiest first; while a protected attribute lacks a second covering value,
+//! the busiest remaining linking value with another value joins instead. The check of the
+//! rounds is repeated only after the cohort grew by a tenth, so building is near-linear.
+//! Values left at the end that cannot close a cohort of their own join the last cohort (its
+//! busiest member, hence R and λ, are unchanged, and its covering values only grow).
 //!
 //! ## Refinement (Function 3)
-//! After construction the attack is run on the buckets. Any protected value it pins (which
-//! the construction rules out, so this is a safety net) merges the linking value's cohort with
-//! the next one — the seed's "merge the FBs" at the level where it keeps λ — and the check
-//! repeats.
+//! After construction the attack is run on the buckets. Any protected value it pins merges the
+//! linking value's cohort with the next one — the seed's "merge the FBs" at the level where it
+//! keeps λ — and the check repeats. If one cohort is left and the attack still pins a value,
+//! the table cannot be published under these parameters, and the error says so.
 
 use datafusion::error::{DataFusionError, Result};
 
@@ -93,15 +99,19 @@ impl Linking<'_> {
 
     /// Deals the members' records into rounds: (round, record) pairs sorted by round.
     fn deal(&self, members: &[u32], rounds: usize) -> Vec<(u32, u32)> {
-        let mut dealt = Vec::new();
-        for &v in members {
-            let records = &self.records[v as usize];
-            let n = records.len();
-            for (j, &r) in records.iter().enumerate() {
-                dealt.push(((j * rounds / n) as u32, r));
-            }
-        }
-        dealt.sort_unstable_by_key(|&(round, _)| round);
+        let mut line: Vec<u32> = members.to_vec();
+        line.sort_by(|&a, &b| {
+            self.determined_values[a as usize]
+                .cmp(&self.determined_values[b as usize])
+                .then(a.cmp(&b))
+        });
+        let mut dealt: Vec<(u32, u32)> = line
+            .iter()
+            .flat_map(|&v| self.records[v as usize].iter().copied())
+            .enumerate()
+            .map(|(i, r)| ((i % rounds) as u32, r))
+            .collect();
+        dealt.sort_by_key(|&(round, _)| round);
         dealt
     }
 
@@ -136,21 +146,36 @@ impl Linking<'_> {
         round == rounds
     }
 
-    /// The protected attributes (positions in `protected`) on which the anchors agree.
-    fn anchors_lacking(&self, members: &[u32], rounds: usize) -> Vec<usize> {
-        let anchors: Vec<u32> = members
-            .iter()
-            .copied()
-            .filter(|&v| self.records[v as usize].len() >= rounds)
-            .collect();
-        (0..self.protected.len())
-            .filter(|&p| {
-                let first = self.determined_values[anchors[0] as usize][p];
-                anchors
-                    .iter()
-                    .all(|&v| self.determined_values[v as usize][p] == first)
-            })
-            .collect()
+    /// The protected attributes (positions in `protected`) with fewer than two values held
+    /// by at least `rounds` of the members' records, and for each the value it has.
+    fn lacking_cover(&self, members: &[u32], rounds: usize) -> Vec<(usize, u32)> {
+        let mut lacking = Vec::new();
+        let mut totals: Vec<(u32, usize)> = Vec::new();
+        for p in 0..self.protected.len() {
+            totals.clear();
+            for &v in members {
+                let value = self.determined_values[v as usize][p];
+                let n = self.records[v as usize].len();
+                match totals.iter_mut().find(|(x, _)| *x == value) {
+                    Some(t) => t.1 += n,
+                    None => totals.push((value, n)),
+                }
+            }
+            let covering: Vec<u32> = totals
+                .iter()
+                .filter(|(_, n)| *n >= rounds)
+                .map(|(x, _)| *x)
+                .collect();
+            if covering.len() < 2 {
+                // the value to differ from: the one covering, else the busiest member's
+                let have = covering
+                    .first()
+                    .copied()
+                    .unwrap_or(self.determined_values[members[0] as usize][p]);
+                lacking.push((p, have));
+            }
+        }
+        lacking
     }
 }
 
@@ -231,23 +256,21 @@ pub fn make_buckets(
         let rounds = linking.rounds_of(&members);
         let mut cursor = next + 1;
         let mut total = linking.records[order[next] as usize].len();
+        // the size at which the rounds are checked next
+        let mut check_at = options.k * rounds;
         loop {
-            // a second anchor value for every protected attribute the anchors agree on
-            let lacking = linking.anchors_lacking(&members, rounds);
-            let complete = lacking.is_empty()
-                && total >= options.k * rounds
-                && linking.rounds_valid(&linking.deal(&members, rounds), rounds, &mut seen);
-            if complete {
-                cohorts.push(members);
-                next += 1;
-                continue 'cohorts;
+            let lacking = linking.lacking_cover(&members, rounds);
+            if lacking.is_empty() && total >= check_at {
+                if linking.rounds_valid(&linking.deal(&members, rounds), rounds, &mut seen) {
+                    cohorts.push(members);
+                    next += 1;
+                    continue 'cohorts;
+                }
+                check_at = total + total.div_ceil(10);
             }
-            let candidate = if let Some(&p) = lacking.first() {
-                let value = linking.determined_values[members[0] as usize][p];
+            let candidate = if let Some(&(p, have)) = lacking.first() {
                 order[cursor..].iter().copied().find(|&v| {
-                    !used[v as usize]
-                        && linking.records[v as usize].len() >= rounds
-                        && linking.determined_values[v as usize][p] != value
+                    !used[v as usize] && linking.determined_values[v as usize][p] != have
                 })
             } else {
                 order[cursor..].iter().copied().find(|&v| !used[v as usize])
@@ -264,6 +287,7 @@ pub fn make_buckets(
                 None => {
                     // what is left cannot close a cohort: it joins the previous one
                     let Some(last) = cohorts.last_mut() else {
+                        let lacking: Vec<usize> = lacking.iter().map(|l| l.0).collect();
                         return Err(unsatisfiable(
                             name,
                             options,
@@ -280,6 +304,10 @@ pub fn make_buckets(
                         }
                     }
                     merged += 1;
+                    let rounds = linking.rounds_of(last);
+                    if !linking.rounds_valid(&linking.deal(last, rounds), rounds, &mut seen) {
+                        return Err(unsatisfiable(name, options, &[], dependencies, &linking));
+                    }
                     break 'cohorts;
                 }
             }
@@ -332,6 +360,10 @@ pub fn make_buckets(
         let absorbed = cohorts.remove(high);
         cohorts[low].extend(absorbed);
         merged += 1;
+        let rounds = linking.rounds_of(&cohorts[low]);
+        if !linking.rounds_valid(&linking.deal(&cohorts[low], rounds), rounds, &mut seen) {
+            return Err(unsatisfiable(name, options, &[], dependencies, &linking));
+        }
     }
 }
 
@@ -344,8 +376,9 @@ fn unsatisfiable(
 ) -> DataFusionError {
     let why = match lacking.first() {
         Some(&p) => format!(
-            "no two linking values with enough records differ in '{}', which '{name}' determines \
-             (use refinement = \"relax\" if it is non-secret, or raise lambda)",
+            "'{name}' determines '{}', and no two of its values are held by enough records to be \
+             in every bucket of the busiest linking values (raise lambda, or use \
+             refinement = \"relax\" if it is non-secret)",
             dependencies.attributes[linking.protected[p]]
         ),
         None => format!(

@@ -143,28 +143,63 @@ fn the_attack_pins_every_record_of_the_pk_angelization_release() {
 
 #[test]
 fn the_attack_pins_nothing_of_the_ck_release_of_the_same_clinic() {
-    // (c,k) with c = 1, k = 3, λ = 2 (strict; specialty and diagnosis are determined by the
+    // (c,k) with c = 1, k = 3, λ = 3 (strict; specialty and diagnosis are determined by the
     // physician, so both are protected). Busiest first (all have 3; ties by code): A opens a
-    // cohort, R = ⌈3/2⌉ = 2 rounds. Its only anchor agrees with itself, so the first physician
-    // with ≥ 2 records and another specialty joins: C (B is cardiology too). Rounds of
-    // {A, C}: records j = 0, 1, 2 go to rounds 0, 0, 1, so round 1 has 2 < k records; B joins
-    // (rounds 6 + 3). D alone cannot open a cohort (no second specialty left): it joins the
-    // last one. One cohort {A, C, B, D}: FB 0 = two records of each physician (8), FB 1 =
-    // one of each (4). Every physician is in both FBs with all three specialties and all
-    // four diagnoses: no intersection is a single value, nothing is pinned.
+    // cohort with R = ⌈3/3⌉ = 1 round. Specialty has one covering value (cardiology, 3 ≥ R
+    // records), so the busiest physician with another specialty joins: C (B is cardiology
+    // too). {A, C}: covering specialties {card, onco}, diagnoses {hyp, leuk}, 6 ≥ k·R records,
+    // one round of 6 with two values of everything: closed. Then B opens, D (neurology) joins:
+    // {B, D}. Two FBs: {A×3, C×3} and {B×3, D×3}; every physician is in one FB only, whose
+    // cells hold two specialties and two diagnoses, three copies each.
+    // The attack's intersections are those cells (two values): nothing pinned. Even an
+    // adversary who also counts — the brute force over every specialty map — cannot pin
+    // anyone: swapping A's and C's specialties (or B's and D's) gives the same cells.
     let table = clinic();
-    let (release, summary) = ck_anonymize(&table, &clinic_options()).unwrap();
-    assert_eq!(release.buckets, 2);
-    assert_eq!(summary.cohorts, 1);
-    let sizes = bucket_sizes(&release);
-    assert_eq!(sizes, vec![8, 4]);
+    let mut options = clinic_options();
+    options.lambda = 3;
+    let (release, summary) = ck_anonymize(&table, &options).unwrap();
+    assert_eq!(summary.cohorts, 2);
+    assert_eq!(bucket_sizes(&release), vec![6, 6]);
+    let a_and_c = [0usize, 1, 3, 6, 8, 10]; // records 1, 2, 4, 7, 9, 11
+    for r in 0..12 {
+        assert_eq!(
+            release.bucket_of[r] == 0,
+            a_and_c.contains(&r),
+            "record {}",
+            r + 1
+        );
+    }
     let st = release.sensitive_buckets(&table);
     let outcome = fingerprint_attack(&st, 0, &[false, true, true]);
     let report = outcome.report(&st);
     assert_eq!((report.partially_pinned, report.fully_pinned), (0, 0));
+    assert_eq!(brute_force_pins(&st, 0, 1), vec![None; 4]);
+    assert_eq!(brute_force_pins(&st, 0, 2), vec![None; 4]);
     // GBs are the runs of three by age: ages 21–25, 31–35, 41–45, 51–55
     assert_eq!(release.group_ranges.len(), 4);
     assert_eq!(release.group_ranges[1][0], (3, 5));
+}
+
+#[test]
+fn with_lambda_two_the_clinic_is_dealt_round_robin() {
+    // λ = 2: A opens with R = ⌈3/2⌉ = 2 rounds and needs 2 covering values held by ≥ 2
+    // records: C joins as above. The line is A's records (1, 4, 9), then C's (2, 7, 11)
+    // (ordered by specialty, diagnosis); dealt round-robin into 2 rounds:
+    // round 0 = records 1, 9, 7, round 1 = 4, 2, 11. Likewise B (6, 8, 12) and D (3, 5, 10):
+    // round 0 = 6, 12, 5, round 1 = 8, 3, 10. Each physician is in both rounds of its cohort,
+    // each round holds both specialties: intersections {card, onco} / {card, neuro}.
+    let table = clinic();
+    let (release, _) = ck_anonymize(&table, &clinic_options()).unwrap();
+    let expected = [0, 1, 3, 1, 2, 2, 0, 3, 0, 3, 1, 2];
+    assert_eq!(release.bucket_of, expected.to_vec());
+    let st = release.sensitive_buckets(&table);
+    let report = fingerprint_attack(&st, 0, &[false, true, true]).report(&st);
+    assert_eq!(report.partially_pinned, 0);
+    // What the seed's adversary cannot do, counting can: round 0 holds A twice and C once
+    // over {card, card, onco}; only cardiology has two copies, so A is cardiology. The
+    // brute force sees it; the checker, which follows the seed's procedure, does not (see
+    // the `attack` module documentation).
+    assert_eq!(brute_force_pins(&st, 0, 1)[0], Some(0));
 }
 
 fn bucket_sizes(release: &BucketizedRelease) -> Vec<usize> {
@@ -406,6 +441,7 @@ fn bad_parameters_are_refused_by_name() {
     );
     let mut options = clinic_options();
     options.c = 4; // 5 distinct values per FB: the clinic has 4 physicians
+    options.external_factor = None;
     let e = ck_anonymize(&table, &options).unwrap_err().to_string();
     assert!(e.contains("c + 1 = 5 distinct values"), "{e}");
     let mut twice = clinic();

@@ -116,6 +116,17 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     if let Some(report) = &args.report {
         publish::check_output(report, policy.input(), true)?;
     }
+    if policy.bucketization().is_some() {
+        return super::bucketize::run(
+            policy,
+            out,
+            args.report.as_deref(),
+            args.overwrite,
+            args.memory_limit.as_deref(),
+            args.quiet,
+        )
+        .await;
+    }
     let metric = match args.metric {
         MetricArg::Loss => Metric::Loss,
         MetricArg::Discernibility => Metric::Discernibility,
@@ -232,7 +243,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
 }
 
 /// Writes `text` to a temporary sibling of `path`, then renames it into place.
-fn write_atomically(path: &std::path::Path, text: &str) -> Result<()> {
+pub(super) fn write_atomically(path: &std::path::Path, text: &str) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())

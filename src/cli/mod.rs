@@ -3,6 +3,8 @@
 
 mod anonymize;
 mod apply;
+mod attack;
+mod bucketize;
 mod errors;
 mod output;
 mod profile;
@@ -50,6 +52,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
     Profile(profile::ProfileArgs),
+    /// Run an attack on a published release and count the records it breaks.
+    Attack(attack::AttackArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -171,6 +175,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Anonymize(args) => anonymize::run(args).await,
         Command::Bench(args) => bench::run(args).await,
         Command::Profile(args) => profile::run(args).await,
+        Command::Attack(args) => attack::run(args).await,
     }
 }
 

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::bucketization::{BucketizationKeys, Method};
 use super::requirements::{LDiversity, SuppressionMode, TCloseness};
+use crate::bucketize::Refinement;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -59,6 +61,39 @@ pub struct PrivacySpec {
     pub l_diversity: Option<LDiversity>,
     /// t-closeness for every sensitive attribute that does not set its own.
     pub t_closeness: Option<TCloseness>,
+    /// The publishing scheme (`generalization` by default; see
+    /// [`super::bucketization`]).
+    #[serde(default)]
+    pub method: Method,
+    /// (c,k)-anonymization: c.
+    pub c: Option<usize>,
+    /// (p,k)-angelization: p.
+    pub p: Option<usize>,
+    /// (c,k)-anonymization: λ.
+    pub lambda: Option<usize>,
+    /// (c,k)-anonymization: `strict` or `relax`.
+    pub refinement: Option<Refinement>,
+    /// (c,k)-anonymization: the attribute the external factor is added to.
+    pub external_factor: Option<String>,
+    /// (c,k)-anonymization: τ of the dependency analysis.
+    pub dependency_threshold: Option<f64>,
+    /// Bucketizations: the quasi-identifiers GT publishes (marginal publication).
+    pub marginal: Option<Vec<String>>,
+}
+
+impl PrivacySpec {
+    /// The bucketization keys.
+    pub fn bucketization_keys(&self) -> BucketizationKeys {
+        BucketizationKeys {
+            c: self.c,
+            p: self.p,
+            lambda: self.lambda,
+            refinement: self.refinement,
+            external_factor: self.external_factor.clone(),
+            dependency_threshold: self.dependency_threshold,
+            marginal: self.marginal.clone(),
+        }
+    }
 }
 
 /// The role of a column.

@@ -24,6 +24,7 @@
 //! salary-class = { role = "sensitive", l_diversity = { l = 2 } }
 //! ```
 
+pub mod bucketization;
 pub mod file;
 pub mod requirements;
 
@@ -39,6 +40,7 @@ use datafusion::prelude::SessionContext;
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 use crate::release::Release;
 
+pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
     LDiversity, LDiversityKind, PrivacyRequirements, RELATIVE_TOLERANCE, SensitiveRequirement,
@@ -87,6 +89,8 @@ pub struct Policy {
     suppression: SuppressionMode,
     transformation: Option<BTreeMap<String, usize>>,
     schema: Option<SchemaRef>,
+    bucketization: Option<Bucketization>,
+    marginal: Option<Vec<String>>,
 }
 
 fn policy_error(source: &str, message: impl std::fmt::Display) -> DataFusionError {
@@ -144,11 +148,38 @@ impl Policy {
                 privacy.max_suppression
             )));
         }
+        let mut generalization_only = Vec::new();
+        if privacy.max_suppression != 0.0 {
+            generalization_only.push("max_suppression");
+        }
+        if privacy.suppression != SuppressionMode::default() {
+            generalization_only.push("suppression");
+        }
+        if privacy.l_diversity.is_some() {
+            generalization_only.push("l_diversity");
+        }
+        if privacy.t_closeness.is_some() {
+            generalization_only.push("t_closeness");
+        }
+        if file.transformation.is_some() && privacy.method != Method::Generalization {
+            return Err(err(format!(
+                "[transformation] applies to method = \"generalization\", not to {}",
+                privacy.method.name()
+            )));
+        }
+        let bucketization = bucketization::check(
+            privacy.method,
+            &privacy.bucketization_keys(),
+            privacy.k,
+            &generalization_only,
+        )
+        .map_err(err)?;
         let mut columns = Vec::new();
         let mut sensitive = Vec::new();
         for (column, spec) in &file.attributes {
             let hierarchy = match (spec.role, &spec.hierarchy) {
                 (Role::QuasiIdentifier, Some(h)) => Some(load_hierarchy(column, h, &resolve)?),
+                (Role::QuasiIdentifier, None) if bucketization.is_some() => None,
                 (Role::QuasiIdentifier, None) => {
                     return Err(err(format!(
                         "quasi-identifier '{column}' needs a hierarchy \
@@ -169,6 +200,21 @@ impl Policy {
                 return Err(err(format!(
                     "attribute '{column}' is {}: l_diversity and t_closeness apply to sensitive attributes only",
                     spec.role.name()
+                )));
+            }
+            if bucketization.is_some() && (spec.l_diversity.is_some() || spec.t_closeness.is_some())
+            {
+                return Err(err(format!(
+                    "attribute '{column}': l_diversity and t_closeness apply to method = \"generalization\", not to {}",
+                    privacy.method.name()
+                )));
+            }
+            if bucketization.is_some() && spec.role == Role::Insensitive {
+                return Err(err(format!(
+                    "attribute '{column}' is insensitive, but {} publishes only quasi-identifiers \
+                     (in the generalized table) and sensitive attributes (in the sensitive table): \
+                     make it an identifier (not published), a quasi-identifier or sensitive",
+                    privacy.method.name()
                 )));
             }
             if spec.role == Role::Sensitive {
@@ -193,6 +239,29 @@ impl Policy {
                 "no quasi-identifier: give at least one attribute role = \"quasi_identifier\" with a hierarchy"
                     .into(),
             ));
+        }
+        if bucketization.is_some() && sensitive.is_empty() {
+            return Err(err(format!(
+                "{} needs at least one sensitive attribute (role = \"sensitive\")",
+                privacy.method.name()
+            )));
+        }
+        if let Some(marginal) = &privacy.marginal {
+            for name in marginal {
+                if !columns
+                    .iter()
+                    .any(|c| &c.name == name && c.role == Role::QuasiIdentifier)
+                {
+                    return Err(err(format!(
+                        "privacy.marginal names '{name}', which is not a quasi-identifier"
+                    )));
+                }
+            }
+            if marginal.is_empty() {
+                return Err(err(
+                    "privacy.marginal must name at least one quasi-identifier".into(),
+                ));
+            }
         }
         if sensitive.is_empty() && (privacy.l_diversity.is_some() || privacy.t_closeness.is_some())
         {
@@ -235,6 +304,8 @@ impl Policy {
             suppression: privacy.suppression,
             transformation: file.transformation,
             schema: None,
+            bucketization,
+            marginal: privacy.marginal.clone(),
         })
     }
 
@@ -278,6 +349,31 @@ impl Policy {
         self.columns
             .iter()
             .filter_map(|c| c.hierarchy().map(|h| (c.name.clone(), Arc::clone(h))))
+            .collect()
+    }
+
+    /// The bucketization, when `[privacy] method` names one.
+    pub fn bucketization(&self) -> Option<&Bucketization> {
+        self.bucketization.as_ref()
+    }
+
+    /// The quasi-identifiers a bucketization publishes in GT: `[privacy] marginal`, else every
+    /// quasi-identifier, in column order (after [`Policy::register`]).
+    pub fn published_quasi_identifiers(&self) -> Vec<String> {
+        self.columns
+            .iter()
+            .filter(|c| c.role == Role::QuasiIdentifier)
+            .filter(|c| self.marginal.as_ref().is_none_or(|m| m.contains(&c.name)))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// The sensitive attributes, in column order (after [`Policy::register`]).
+    pub fn sensitive_attributes(&self) -> Vec<String> {
+        self.columns
+            .iter()
+            .filter(|c| c.role == Role::Sensitive)
+            .map(|c| c.name.clone())
             .collect()
     }
 

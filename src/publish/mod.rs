@@ -12,6 +12,7 @@
 //! The input is never written: an output that is, contains or lies inside a directory input
 //! is refused.
 
+pub mod bucketized;
 mod classes;
 mod suppress;
 
@@ -170,6 +171,30 @@ impl StagedOutput {
             .flat_map(|c| c.iter().flatten())
             .sum();
         Ok(staged)
+    }
+
+    /// A temporary sibling directory of `target` for a release of several files (written by
+    /// the caller into [`StagedOutput::temporary_path`]); committed and cleaned up like
+    /// [`StagedOutput::write`]'s.
+    pub fn directory(target: &Path) -> Result<Self> {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!("output {}: not a file name", target.display()))
+            })?;
+        let parent = target.parent().unwrap_or(Path::new(""));
+        let temporary = parent.join(format!(".{name}.anon-tmp-{}", std::process::id()));
+        remove_path(&temporary)?;
+        std::fs::create_dir_all(&temporary).map_err(|e| {
+            DataFusionError::Execution(format!("cannot create {}: {e}", temporary.display()))
+        })?;
+        Ok(Self {
+            temporary,
+            target: target.to_path_buf(),
+            committed: false,
+            rows_written: 0,
+        })
     }
 
     /// Where the data are until committed.

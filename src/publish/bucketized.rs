@@ -1,0 +1,507 @@
+//! Publishing a bucketized release: the generalized table (GT) and the sensitive table (ST)
+//! are written into one hidden staging directory, verified from the written files, and the
+//! directory is renamed into place — both tables appear together or neither does.
+//!
+//! ```text
+//! <out>/gt.parquet   one row per record: each published quasi-identifier as its GB's label
+//!                    ("[lo, hi]", or the value when the GB has one), and bucket_id
+//! <out>/st.parquet   one row per record: bucket_id and every sensitive attribute, each column
+//!                    sorted on its own within the bucket
+//! ```
+//!
+//! GT rows are ordered by GB and bucket id, ST rows by bucket id: neither keeps the input's
+//! order, and no ST row is a person's fingerprint.
+//!
+//! Verification reads the two files back and checks, independently of how the buckets were
+//! made: both have one row per input record; every GT label tuple has at least k rows; per
+//! bucket id, GT and ST have the same number of rows; every bucket has at least k rows and the
+//! required distinct values of every sensitive attribute; at most λ rows of a bucket share a
+//! linking value; every sensitive attribute has exactly the input's values with their counts;
+//! and the fingerprint-correlation attack, run on the written ST with the attributes the
+//! linking value determines in the input, pins no protected attribute.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, UInt32Array,
+};
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::catalog::streaming::StreamingTable;
+use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use serde::Serialize;
+
+use super::{StagedOutput, check_output, is_parquet_file};
+use crate::bucketize::attack::{AttackReport, SensitiveBuckets, fingerprint_attack};
+use crate::bucketize::fingerprint::protected_attributes;
+use crate::bucketize::{BucketizedRelease, Dependencies, MsaTable, encode, utility};
+use crate::policy::{Bucketization, quote_ident};
+
+/// Rows per written batch.
+const BATCH_ROWS: usize = 65_536;
+/// The bucket id column of both tables.
+pub const BUCKET_ID: &str = "bucket_id";
+/// File names inside the output directory.
+pub const GT_FILE: &str = "gt.parquet";
+/// File names inside the output directory.
+pub const ST_FILE: &str = "st.parquet";
+
+/// What was published and verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct BucketizedReport {
+    /// `ck-anonymization` or `pk-angelization`.
+    pub method: &'static str,
+    /// The output directory.
+    pub output: String,
+    /// Records (rows of each table).
+    pub rows: u64,
+    /// The quasi-identifiers GT publishes.
+    pub published_quasi_identifiers: Vec<String>,
+    /// Generalized buckets.
+    pub generalized_buckets: usize,
+    /// Fingerprint buckets.
+    pub fingerprint_buckets: usize,
+    /// Measured on the written files.
+    pub verification: BucketVerification,
+    /// The fingerprint-correlation attack on the written ST.
+    pub attack: AttackReport,
+    /// NCP of GT, percent.
+    pub ncp_percent: f64,
+    /// Seconds: writing both tables, verifying them.
+    pub write_seconds: f64,
+    /// Seconds verifying.
+    pub verify_seconds: f64,
+}
+
+/// The figures verification measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BucketVerification {
+    /// The smallest class of GT label tuples.
+    pub min_generalized_class: u64,
+    /// The smallest bucket of ST.
+    pub min_bucket: u64,
+    /// The fewest distinct values of any sensitive attribute in any bucket.
+    pub min_distinct_values: u64,
+    /// The most rows of a bucket sharing a linking value.
+    pub max_linking_repeats: u64,
+}
+
+/// Publishes `release` of `table` to the directory `out`; see the module documentation.
+#[allow(clippy::too_many_arguments)]
+pub async fn publish_bucketized(
+    ctx: &SessionContext,
+    table: &MsaTable,
+    release: &BucketizedRelease,
+    bucketization: &Bucketization,
+    dependencies: &Dependencies,
+    input: &Path,
+    out: &Path,
+    overwrite: bool,
+) -> Result<BucketizedReport> {
+    check_output(out, input, overwrite)?;
+    if is_parquet_file(out) {
+        return Err(DataFusionError::Plan(format!(
+            "output {}: a bucketized release is two tables ({GT_FILE} and {ST_FILE}); give a \
+             directory",
+            out.display()
+        )));
+    }
+    let started = Instant::now();
+    let staged = StagedOutput::directory(out)?;
+    let st = release.sensitive_buckets(table);
+    let gt_path = staged.temporary_path().join(GT_FILE);
+    let st_path = staged.temporary_path().join(ST_FILE);
+    write(ctx, generalized_table(table, release)?, &gt_path).await?;
+    write(ctx, sensitive_table(table, &st)?, &st_path).await?;
+    let write_seconds = started.elapsed().as_secs_f64();
+    let verifying = Instant::now();
+    let (verification, attack) =
+        verify(ctx, table, bucketization, dependencies, &gt_path, &st_path).await?;
+    let verify_seconds = verifying.elapsed().as_secs_f64();
+    staged.commit()?;
+    Ok(BucketizedReport {
+        method: bucketization.method().name(),
+        output: out.display().to_string(),
+        rows: table.rows() as u64,
+        published_quasi_identifiers: table
+            .quasi_identifiers
+            .iter()
+            .map(|c| c.name.clone())
+            .collect(),
+        generalized_buckets: release.group_ranges.len(),
+        fingerprint_buckets: release.buckets,
+        verification,
+        attack,
+        ncp_percent: utility::ncp_percent(table, release),
+        write_seconds,
+        verify_seconds,
+    })
+}
+
+/// Batches made on demand by a closure over the batch index.
+struct LazyBatches {
+    schema: SchemaRef,
+    batches: usize,
+    make: Arc<dyn Fn(usize) -> Result<RecordBatch> + Send + Sync>,
+}
+
+impl std::fmt::Debug for LazyBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LazyBatches({} batches)", self.batches)
+    }
+}
+
+impl PartitionStream for LazyBatches {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let make = Arc::clone(&self.make);
+        let stream = futures::stream::iter((0..self.batches).map(move |i| make(i)));
+        Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        ))
+    }
+}
+
+async fn write(ctx: &SessionContext, batches: LazyBatches, path: &Path) -> Result<()> {
+    let schema = Arc::clone(&batches.schema);
+    let table = StreamingTable::try_new(schema, vec![Arc::new(batches)])?;
+    ctx.read_table(Arc::new(table))?
+        .write_parquet(
+            &path.display().to_string(),
+            DataFrameWriteOptions::new().with_single_file_output(true),
+            None,
+        )
+        .await?;
+    Ok(())
+}
+
+/// Every distinct value of a column as display text.
+fn value_texts(values: &ArrayRef) -> Result<Vec<String>> {
+    let formatter = ArrayFormatter::try_new(values.as_ref(), &FormatOptions::default())?;
+    Ok((0..values.len())
+        .map(|i| formatter.value(i).to_string())
+        .collect())
+}
+
+/// GT: rows ordered by (GB, bucket id); labels per GB made once.
+fn generalized_table(table: &MsaTable, release: &BucketizedRelease) -> Result<LazyBatches> {
+    let mut fields: Vec<Field> = table
+        .quasi_identifiers
+        .iter()
+        .map(|c| Field::new(&c.name, DataType::Utf8, false))
+        .collect();
+    fields.push(Field::new(BUCKET_ID, DataType::Int64, false));
+    let schema = Arc::new(Schema::new(fields));
+    let mut labels: Vec<ArrayRef> = Vec::with_capacity(table.quasi_identifiers.len());
+    for (q, column) in table.quasi_identifiers.iter().enumerate() {
+        let texts = value_texts(&column.values)?;
+        let per_group: StringArray = release
+            .group_ranges
+            .iter()
+            .map(|ranges| {
+                let (lo, hi) = ranges[q];
+                Some(if lo == hi {
+                    texts[lo as usize].clone()
+                } else {
+                    format!("[{}, {}]", texts[lo as usize], texts[hi as usize])
+                })
+            })
+            .collect();
+        labels.push(Arc::new(per_group));
+    }
+    let mut keys: Vec<u64> = release
+        .group_of
+        .iter()
+        .zip(&release.bucket_of)
+        .map(|(&g, &b)| ((g as u64) << 32) | b as u64)
+        .collect();
+    keys.sort_unstable();
+    let keys = Arc::new(keys);
+    let rows = keys.len();
+    let batch_schema = Arc::clone(&schema);
+    let make = move |i: usize| {
+        let slice = &keys[i * BATCH_ROWS..((i + 1) * BATCH_ROWS).min(rows)];
+        let groups = UInt32Array::from_iter_values(slice.iter().map(|k| (k >> 32) as u32));
+        let mut columns: Vec<ArrayRef> = labels
+            .iter()
+            .map(|l| take(l.as_ref(), &groups, None))
+            .collect::<std::result::Result<_, _>>()?;
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            slice.iter().map(|k| (k & 0xFFFF_FFFF) as i64),
+        )));
+        Ok(RecordBatch::try_new(Arc::clone(&batch_schema), columns)?)
+    };
+    Ok(LazyBatches {
+        schema,
+        batches: rows.div_ceil(BATCH_ROWS),
+        make: Arc::new(make),
+    })
+}
+
+/// ST: bucket id and every sensitive attribute in the input's type, rows by bucket.
+fn sensitive_table(table: &MsaTable, st: &SensitiveBuckets) -> Result<LazyBatches> {
+    let mut fields = vec![Field::new(BUCKET_ID, DataType::Int64, false)];
+    for column in &table.sensitive {
+        fields.push(Field::new(
+            &column.name,
+            column.values.data_type().clone(),
+            column.values.null_count() > 0,
+        ));
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let mut bucket_ids = vec![0u32; st.records()];
+    for b in 0..st.buckets() {
+        bucket_ids[st.offsets[b]..st.offsets[b + 1]].fill(b as u32);
+    }
+    let bucket_ids = Arc::new(bucket_ids);
+    let columns = Arc::new(st.columns.clone());
+    let values: Vec<ArrayRef> = table
+        .sensitive
+        .iter()
+        .map(|c| Arc::clone(&c.values))
+        .collect();
+    let rows = st.records();
+    let batch_schema = Arc::clone(&schema);
+    let make = move |i: usize| {
+        let range = i * BATCH_ROWS..((i + 1) * BATCH_ROWS).min(rows);
+        let mut out: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(
+            bucket_ids[range.clone()].iter().map(|&b| b as i64),
+        ))];
+        for (codes, values) in columns.iter().zip(&values) {
+            let indices = UInt32Array::from(codes[range.clone()].to_vec());
+            out.push(take(values.as_ref(), &indices, None)?);
+        }
+        Ok(RecordBatch::try_new(Arc::clone(&batch_schema), out)?)
+    };
+    Ok(LazyBatches {
+        schema,
+        batches: rows.div_ceil(BATCH_ROWS),
+        make: Arc::new(make),
+    })
+}
+
+/// One number from a one-row, one-column query (0 when empty or NULL).
+async fn scalar(ctx: &SessionContext, sql: &str) -> Result<u64> {
+    let batches = ctx.sql(sql).await?.collect().await?;
+    let value = batches
+        .iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| {
+            let column = datafusion::arrow::compute::cast(b.column(0), &DataType::Int64).ok()?;
+            let column = column.as_primitive::<Int64Type>();
+            column.is_valid(0).then(|| column.value(0))
+        })
+        .unwrap_or(0);
+    Ok(value.max(0) as u64)
+}
+
+async fn verify(
+    ctx: &SessionContext,
+    table: &MsaTable,
+    bucketization: &Bucketization,
+    dependencies: &Dependencies,
+    gt_path: &Path,
+    st_path: &Path,
+) -> Result<(BucketVerification, AttackReport)> {
+    let suffix = std::process::id();
+    let (gt, st) = (format!("__anon_gt_{suffix}"), format!("__anon_st_{suffix}"));
+    ctx.register_parquet(
+        &gt,
+        &gt_path.display().to_string(),
+        ParquetReadOptions::default(),
+    )
+    .await?;
+    ctx.register_parquet(
+        &st,
+        &st_path.display().to_string(),
+        ParquetReadOptions::default(),
+    )
+    .await?;
+    let result = verify_registered(ctx, table, bucketization, dependencies, &gt, &st).await;
+    let _ = ctx.deregister_table(gt.as_str());
+    let _ = ctx.deregister_table(st.as_str());
+    result
+}
+
+async fn verify_registered(
+    ctx: &SessionContext,
+    table: &MsaTable,
+    bucketization: &Bucketization,
+    dependencies: &Dependencies,
+    gt: &str,
+    st: &str,
+) -> Result<(BucketVerification, AttackReport)> {
+    let fail = |what: String| {
+        Err(DataFusionError::Execution(format!(
+            "verification of the written release failed: {what}; nothing was published"
+        )))
+    };
+    let rows = table.rows() as u64;
+    let bucket = quote_ident(BUCKET_ID);
+    let qis: Vec<String> = table
+        .quasi_identifiers
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect();
+    let gt_rows = scalar(ctx, &format!("SELECT count(*) FROM {gt}")).await?;
+    let st_rows = scalar(ctx, &format!("SELECT count(*) FROM {st}")).await?;
+    if gt_rows != rows || st_rows != rows {
+        return fail(format!(
+            "{rows} input records, {gt_rows} GT rows, {st_rows} ST rows"
+        ));
+    }
+    let k = bucketization.k() as u64;
+    let min_class = scalar(
+        ctx,
+        &format!(
+            "SELECT min(n) FROM (SELECT count(*) AS n FROM {gt} GROUP BY {})",
+            qis.join(", ")
+        ),
+    )
+    .await?;
+    if min_class < k {
+        return fail(format!("a GT class has {min_class} rows, k = {k}"));
+    }
+    let mismatched = scalar(
+        ctx,
+        &format!(
+            "SELECT count(*) FROM (SELECT {bucket}, count(*) AS n FROM {gt} GROUP BY {bucket}) g \
+             FULL JOIN (SELECT {bucket}, count(*) AS n FROM {st} GROUP BY {bucket}) s \
+             ON g.{bucket} = s.{bucket} WHERE g.n IS DISTINCT FROM s.n"
+        ),
+    )
+    .await?;
+    if mismatched > 0 {
+        return fail(format!(
+            "{mismatched} bucket ids have different row counts in GT and ST"
+        ));
+    }
+    let names: Vec<String> = table.sensitive.iter().map(|c| c.name.clone()).collect();
+    let distinct: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                "count(DISTINCT {}) + max(CASE WHEN {0} IS NULL THEN 1 ELSE 0 END)",
+                quote_ident(n)
+            )
+        })
+        .collect();
+    let per_bucket = format!(
+        "SELECT count(*) AS n, {} FROM {st} GROUP BY {bucket}",
+        distinct
+            .iter()
+            .enumerate()
+            .map(|(i, d)| format!("{d} AS d{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let min_bucket = scalar(ctx, &format!("SELECT min(n) FROM ({per_bucket})")).await?;
+    let least = (0..names.len())
+        .map(|i| format!("min(d{i})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let min_distinct = scalar(
+        ctx,
+        &format!("SELECT least({least}, {}) FROM ({per_bucket})", u32::MAX),
+    )
+    .await?;
+    let linking = quote_ident(&names[dependencies.linking]);
+    let max_repeats = scalar(
+        ctx,
+        &format!(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM {st} GROUP BY {bucket}, {linking})"
+        ),
+    )
+    .await?;
+    let (required_distinct, lambda) = match bucketization {
+        Bucketization::Ck(o) => (o.c as u64 + 1, Some(o.lambda as u64)),
+        Bucketization::Pk { p, .. } => (*p as u64, None),
+    };
+    if min_bucket < k {
+        return fail(format!("a bucket has {min_bucket} rows, k = {k}"));
+    }
+    if min_distinct < required_distinct {
+        return fail(format!(
+            "a bucket has {min_distinct} distinct values of a sensitive attribute, \
+             {required_distinct} required"
+        ));
+    }
+    if let Some(lambda) = lambda
+        && max_repeats > lambda
+    {
+        return fail(format!(
+            "{max_repeats} rows of a bucket share a value of '{}', lambda = {lambda}",
+            names[dependencies.linking]
+        ));
+    }
+    // the written ST, encoded as the adversary reads it
+    let written = encode::read_table(ctx, st, &[], &names).await?;
+    for (original, read) in table.sensitive.iter().zip(&written.sensitive) {
+        let histogram = |codes: &[u32], n: usize| {
+            let mut h = vec![0u64; n];
+            for &c in codes {
+                h[c as usize] += 1;
+            }
+            h
+        };
+        if original.values.as_ref() != read.values.as_ref()
+            || histogram(&original.codes, original.cardinality())
+                != histogram(&read.codes, read.cardinality())
+        {
+            return fail(format!(
+                "the values of '{}' in ST differ from the input's",
+                original.name
+            ));
+        }
+    }
+    let bucket_ids = encode::read_table(ctx, st, &[], &[BUCKET_ID.to_string()]).await?;
+    let written_st = SensitiveBuckets::from_assignment(
+        written
+            .sensitive
+            .iter()
+            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
+            .collect(),
+        &bucket_ids.sensitive[0].codes,
+        bucket_ids.sensitive[0].cardinality(),
+    );
+    let outcome = fingerprint_attack(&written_st, dependencies.linking, &dependencies.determined);
+    let attack = outcome.report(&written_st);
+    if let Bucketization::Ck(options) = bucketization {
+        let protected = protected_attributes(dependencies, options.refinement);
+        for (a, &p) in protected.iter().enumerate() {
+            let pinned = attack
+                .pinned_per_attribute
+                .iter()
+                .find(|(name, _)| name == &names[a])
+                .map_or(0, |(_, n)| *n);
+            if p && pinned > 0 {
+                return fail(format!(
+                    "the fingerprint-correlation attack pins '{}' for {pinned} records",
+                    names[a]
+                ));
+            }
+        }
+    }
+    Ok((
+        BucketVerification {
+            min_generalized_class: min_class,
+            min_bucket,
+            min_distinct_values: min_distinct,
+            max_linking_repeats: max_repeats,
+        },
+        attack,
+    ))
+}
