@@ -2,6 +2,7 @@
 //! `METRICS.md`: sqllogictest files under `sql/` and a brute-force reference comparison.
 
 mod anonymize;
+mod bucketize;
 mod profile;
 mod publish;
 mod reference;
