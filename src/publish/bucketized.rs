@@ -43,8 +43,11 @@ use serde::Serialize;
 use super::{StagedOutput, check_output, is_parquet_file};
 use crate::bucketize::attack::{AttackReport, SensitiveBuckets, fingerprint_attack};
 use crate::bucketize::fingerprint::protected_attributes;
-use crate::bucketize::{BucketizedRelease, Dependencies, MsaTable, encode, utility};
-use crate::policy::{Bucketization, quote_ident};
+use crate::bucketize::groups::pk_angelize;
+use crate::bucketize::{
+    BucketizedRelease, CkSummary, Dependencies, MsaTable, encode, utility, weights,
+};
+use crate::policy::{Bucketization, Policy, quote_ident};
 
 /// Rows per written batch.
 const BATCH_ROWS: usize = 65_536;
@@ -93,6 +96,94 @@ pub struct BucketVerification {
     pub min_distinct_values: u64,
     /// The most rows of a bucket sharing a linking value.
     pub max_linking_repeats: u64,
+}
+
+/// A bucketization policy run end to end.
+#[derive(Debug, Clone)]
+pub struct PolicyOutcome {
+    /// The dependency analysis (its linking attribute is the attack's).
+    pub dependencies: Dependencies,
+    /// What (c,k)-anonymization built (`None` for (p,k)).
+    pub construction: Option<CkSummary>,
+    /// What was published and verified.
+    pub report: BucketizedReport,
+    /// Seconds reading the input.
+    pub read_seconds: f64,
+    /// Seconds bucketizing.
+    pub bucketize_seconds: f64,
+}
+
+/// Runs the bucketization of a registered `policy` (its `[privacy] method`): read the input in
+/// one scan, bucketize, publish GT and ST to `out`. `progress` is told each phase's figures.
+pub async fn publish_policy(
+    ctx: &SessionContext,
+    policy: &Policy,
+    out: &Path,
+    overwrite: bool,
+    progress: &mut dyn FnMut(String),
+) -> Result<PolicyOutcome> {
+    let bucketization = policy.bucketization().cloned().ok_or_else(|| {
+        DataFusionError::Plan(format!(
+            "policy {}: no bucketization method",
+            policy.source()
+        ))
+    })?;
+    check_output(out, policy.input(), overwrite)?;
+    let phase = Instant::now();
+    let table = encode::read_table(
+        ctx,
+        policy.table_name(),
+        &policy.published_quasi_identifiers(),
+        &policy.sensitive_attributes(),
+    )
+    .await?;
+    let read_seconds = phase.elapsed().as_secs_f64();
+    progress(format!("read {} records ({read_seconds:.2} s)", table.rows()));
+    let phase = Instant::now();
+    let nothing_written =
+        |e: DataFusionError| DataFusionError::Execution(format!("{}; nothing written", e.message()));
+    let (release, construction, dependencies) = match &bucketization {
+        Bucketization::Ck(options) => {
+            let (release, summary) =
+                crate::bucketize::ck_anonymize(&table, options).map_err(nothing_written)?;
+            let dependencies = summary.dependencies.clone();
+            (release, Some(summary), dependencies)
+        }
+        Bucketization::Pk { p, k, analysis } => {
+            let release = pk_angelize(&table, *p, *k).map_err(nothing_written)?;
+            // the attack needs the linking attribute: the same analysis as (c,k)
+            let dependencies = weights::analyse(&table, analysis).map_err(nothing_written)?;
+            (release, None, dependencies)
+        }
+    };
+    let bucketize_seconds = phase.elapsed().as_secs_f64();
+    progress(format!(
+        "{}: {} fingerprint buckets, {} generalized buckets, linking attribute '{}' (by {}) \
+         ({bucketize_seconds:.2} s)",
+        bucketization.method().name(),
+        release.buckets,
+        release.group_ranges.len(),
+        dependencies.attributes[dependencies.linking],
+        dependencies.linking_reason
+    ));
+    let report = publish_bucketized(
+        ctx,
+        &table,
+        &release,
+        &bucketization,
+        &dependencies,
+        policy.input(),
+        out,
+        overwrite,
+    )
+    .await?;
+    Ok(PolicyOutcome {
+        dependencies,
+        construction,
+        report,
+        read_seconds,
+        bucketize_seconds,
+    })
 }
 
 /// Publishes `release` of `table` to the directory `out`; see the module documentation.
