@@ -35,6 +35,7 @@
 //! bucket cannot hold its pinned values), the adversary learns the assumption is false and
 //! nothing is concluded about s.
 
+use datafusion::arrow::array::Array;
 use serde::Serialize;
 
 /// The sensitive table as the adversary sees it. Bucket `b`'s records are
@@ -380,4 +381,68 @@ impl AttackOutcome {
             rounds: self.rounds,
         }
     }
+}
+
+/// The attack on a sensitive table registered on `ctx` as `table`: every column but
+/// `bucket_column` is a sensitive attribute; `determined` names the attributes the adversary
+/// assumes the linking value determines (`None`: all others). Returns the report and the
+/// assumed attributes the cells refuted. Errors name the table's columns, never a value.
+pub async fn attack_table(
+    ctx: &datafusion::prelude::SessionContext,
+    table: &str,
+    bucket_column: &str,
+    linking: &str,
+    determined: Option<&[String]>,
+) -> datafusion::error::Result<(AttackReport, Vec<String>)> {
+    use datafusion::error::DataFusionError;
+    let schema = ctx.table_provider(table).await?.schema();
+    let refuse = |what: String| DataFusionError::Plan(format!("{table}: {what}"));
+    if schema.field_with_name(bucket_column).is_err() {
+        return Err(refuse(format!("no bucket id column '{bucket_column}'")));
+    }
+    let attributes: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|n| n != bucket_column)
+        .collect();
+    let linking = attributes
+        .iter()
+        .position(|a| a == linking)
+        .ok_or_else(|| refuse(format!("no linking attribute '{linking}'")))?;
+    let assumed: Vec<bool> = match determined {
+        None => (0..attributes.len()).map(|a| a != linking).collect(),
+        Some(names) => {
+            if let Some(name) = names
+                .iter()
+                .find(|n| !attributes.contains(n) || **n == attributes[linking])
+            {
+                return Err(refuse(format!(
+                    "'{name}' is not a sensitive attribute other than the linking one"
+                )));
+            }
+            attributes.iter().map(|a| names.contains(a)).collect()
+        }
+    };
+    let cells = super::encode::read_table(ctx, table, &[], &attributes).await?;
+    let ids = super::encode::read_table(ctx, table, &[], &[bucket_column.to_string()]).await?;
+    let bucket_ids = &ids.sensitive[0];
+    if bucket_ids.values.null_count() > 0 {
+        return Err(refuse(format!("'{bucket_column}' has NULLs")));
+    }
+    let st = SensitiveBuckets::from_assignment(
+        cells
+            .sensitive
+            .iter()
+            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
+            .collect(),
+        &bucket_ids.codes,
+        bucket_ids.cardinality(),
+    );
+    let outcome = fingerprint_attack(&st, linking, &assumed);
+    let refuted = (0..attributes.len())
+        .filter(|&a| assumed[a] && !outcome.linked[a])
+        .map(|a| attributes[a].clone())
+        .collect();
+    Ok((outcome.report(&st), refuted))
 }

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use datafusion::error::{DataFusionError, Result};
 
-use datafusion_anonymity::bucketize::attack::{SensitiveBuckets, fingerprint_attack};
-use datafusion_anonymity::bucketize::encode;
+use datafusion_anonymity::bucketize::attack::attack_table;
 use datafusion_anonymity::policy::quote_ident;
 use datafusion_anonymity::{session, tables};
 
@@ -59,59 +58,18 @@ async fn fingerprint(args: FingerprintArgs) -> Result<()> {
     let ctx = session::context(None)?;
     let st_path = args.st.display().to_string();
     tables::register_path(&ctx, "st", &st_path).await?;
-    let schema = ctx.table_provider("st").await?.schema();
-    let in_st = |what: String| DataFusionError::Plan(format!("{st_path}: {what}"));
-    if schema.field_with_name(&args.bucket_column).is_err() {
-        return Err(in_st(format!(
-            "no bucket id column '{}' (give --bucket-column)",
-            args.bucket_column
-        )));
-    }
-    let attributes: Vec<String> = schema
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .filter(|n| n != &args.bucket_column)
-        .collect();
-    let linking = attributes
-        .iter()
-        .position(|a| a == &args.linking)
-        .ok_or_else(|| in_st(format!("no column '{}' (--linking)", args.linking)))?;
-    let determined: Vec<bool> = match &args.determined {
-        None => (0..attributes.len()).map(|a| a != linking).collect(),
-        Some(names) => {
-            for name in names {
-                if !attributes.contains(name) || name == &args.linking {
-                    return Err(in_st(format!(
-                        "--determined names '{name}', which is not a sensitive attribute other \
-                         than the linking one"
-                    )));
-                }
-            }
-            attributes.iter().map(|a| names.contains(a)).collect()
-        }
-    };
-    let cells = encode::read_table(&ctx, "st", &[], &attributes).await?;
-    let buckets =
-        encode::read_table(&ctx, "st", &[], std::slice::from_ref(&args.bucket_column)).await?;
-    let bucket_codes = &buckets.sensitive[0];
-    if bucket_codes.values.null_count() > 0 {
-        return Err(in_st(format!("'{}' has NULLs", args.bucket_column)));
-    }
     if let Some(gt) = &args.gt {
         check_gt(&ctx, gt, &args.bucket_column).await?;
     }
-    let st = SensitiveBuckets::from_assignment(
-        cells
-            .sensitive
-            .iter()
-            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-            .collect(),
-        &bucket_codes.codes,
-        bucket_codes.cardinality(),
-    );
-    let outcome = fingerprint_attack(&st, linking, &determined);
-    let report = outcome.report(&st);
+    let (report, refuted) = attack_table(
+        &ctx,
+        "st",
+        &args.bucket_column,
+        &args.linking,
+        args.determined.as_deref(),
+    )
+    .await
+    .map_err(|e| DataFusionError::Plan(format!("{st_path}: {}", e.message())))?;
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
@@ -119,15 +77,9 @@ async fn fingerprint(args: FingerprintArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "fingerprint-correlation attack on {st_path}: linking attribute '{}', {} buckets, {} records",
-        report.linking_attribute,
-        st.buckets(),
-        report.records
+        "fingerprint-correlation attack on {st_path}: linking attribute '{}', {} records",
+        report.linking_attribute, report.records
     );
-    let refuted: Vec<&str> = (0..attributes.len())
-        .filter(|&a| determined[a] && !outcome.linked[a])
-        .map(|a| attributes[a].as_str())
-        .collect();
     println!(
         "linked through '{}': {}{}",
         report.linking_attribute,

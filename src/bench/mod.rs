@@ -6,6 +6,8 @@
 //! and the function query interleaved so background load hits both alike. Each run collects the
 //! full result. The reported time is the median; min and max show the spread.
 
+mod bucketize;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -57,11 +59,17 @@ pub enum Suite {
     Profile,
     /// `anon anonymize --algorithm mondrian` (local recoding) against a plain COPY to Parquet.
     Local,
+    /// (c,k)-anonymization of the generated medical table (read, bucketize, write GT and ST,
+    /// verify) against a plain COPY to Parquet, and the fingerprint-correlation attack.
+    Bucketize,
+    /// The figures of seed 002 §6 for (c,k) and (p,k) on the medical table (try --rows
+    /// 100000): NCP, query error and vulnerable records, as Markdown tables.
+    BucketizeExperiments,
 }
 
 /// The policy of the publish case: examples/patients/policy.toml (5 quasi-identifiers at its
 /// fixed transformation), read at compile time so the benchmark runs from any directory.
-const PATIENTS_POLICY: &str = include_str!("../examples/patients/policy.toml");
+const PATIENTS_POLICY: &str = include_str!("../../examples/patients/policy.toml");
 
 /// One comparison: a query with our functions against the plain SQL that bounds its cost.
 struct Case {
@@ -153,11 +161,7 @@ fn data_path(args: &BenchArgs, rows: usize) -> Result<PathBuf> {
     if let Some(path) = &args.data {
         return Ok(path.clone());
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    let dir = target.join("bench-data");
-    std::fs::create_dir_all(&dir)?;
+    let dir = bench_data_dir()?;
     let path = dir.join(format!("patients-{rows}-{}.parquet", args.seed));
     if !path.exists() {
         eprintln!("generating {rows} rows into {}", path.display());
@@ -166,6 +170,16 @@ fn data_path(args: &BenchArgs, rows: usize) -> Result<PathBuf> {
         eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
     }
     Ok(path)
+}
+
+/// Where generated bench data are kept: `$CARGO_TARGET_DIR/bench-data` (or `target/`).
+fn bench_data_dir() -> Result<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let dir = target.join("bench-data");
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 /// The 1-minute load average, if the platform has `/proc/loadavg`.
@@ -199,6 +213,10 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     } else {
         (args.rows, args.iterations.max(1))
     };
+    if args.suite == Suite::BucketizeExperiments {
+        let dir = bench_data_dir()?;
+        return bucketize::experiments(&bucketize::medical_path(&dir, rows, args.seed)?).await;
+    }
     let path = data_path(&args, rows)?;
     let ctx = SessionContext::new();
     crate::register(&ctx)?;
@@ -278,6 +296,13 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         let mondrian = Method::Local(LocalAlgorithm::Mondrian);
         if !anonymize_case(&ctx, &path, iterations, mondrian).await? {
             over.push("anon anonymize --algorithm mondrian");
+        }
+    }
+    if matches!(args.suite, Suite::All | Suite::Bucketize) {
+        case_count += 1;
+        let medical = bucketize::medical_path(&bench_data_dir()?, table_rows as usize, args.seed)?;
+        if !bucketize::ck_case(&medical, iterations).await? {
+            over.push("anonymize (c,k)");
         }
     }
     println!();
