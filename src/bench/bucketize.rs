@@ -122,8 +122,14 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
         .await?;
     let started = Instant::now();
     let determined = ["specialty".to_string()];
-    let (attack, _) =
-        attack_table(&attack_ctx, "st", "bucket_id", "physician", Some(&determined)).await?;
+    let (attack, _) = attack_table(
+        &attack_ctx,
+        "st",
+        "bucket_id",
+        "physician",
+        Some(&determined),
+    )
+    .await?;
     let attack_seconds = started.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&scratch);
     let ratio = secs(query.median()) / secs(floor.median());
@@ -170,7 +176,8 @@ fn vulnerable(
 ) -> Result<(u64, u64)> {
     let dependencies = weights::analyse(table, &ck_options(k))?;
     let st = release.sensitive_buckets(table);
-    let report = fingerprint_attack(&st, dependencies.linking, &dependencies.determined).report(&st);
+    let report =
+        fingerprint_attack(&st, dependencies.linking, &dependencies.determined).report(&st);
     Ok((report.partially_pinned, report.fully_pinned))
 }
 
@@ -187,9 +194,13 @@ pub(super) async fn experiments(path: &Path) -> Result<()> {
         table.rows()
     );
     println!();
-    println!("NCP %, query error (θ = 0.1, 1,000 queries) and vulnerable records (partially / fully pinned) against k, all six sensitive attributes:");
+    println!(
+        "NCP %, query error (θ = 0.1, 1,000 queries) and vulnerable records (partially / fully pinned) against k, all six sensitive attributes:"
+    );
     println!();
-    println!("| k | NCP % (c,k) | NCP % (p,k) | query error (c,k) | query error (p,k) | vulnerable (c,k) | vulnerable (p,k) |");
+    println!(
+        "| k | NCP % (c,k) | NCP % (p,k) | query error (c,k) | query error (p,k) | vulnerable (c,k) | vulnerable (p,k) |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for k in [2, 4, 6, 8, 10] {
         let (ck, _) = crate::bucketize::ck_anonymize(&table, &ck_options(k))?;
@@ -229,7 +240,9 @@ pub(super) async fn experiments(path: &Path) -> Result<()> {
         );
     }
     println!();
-    println!("Vulnerable records (partially / fully pinned) against the number of sensitive attributes, k = 6 (physician, then specialty, diagnosis, symptom, diagnostic_method, treatment):");
+    println!(
+        "Vulnerable records (partially / fully pinned) against the number of sensitive attributes, k = 6 (physician, then specialty, diagnosis, symptom, diagnostic_method, treatment):"
+    );
     println!();
     println!("| sensitive attributes | vulnerable (c,k) | vulnerable (p,k) |");
     println!("|---|---|---|");

@@ -112,7 +112,7 @@ impl SensitiveBuckets {
 }
 
 /// `(value, copies)` runs of a sorted cell.
-pub(crate) fn runs(cell: &[u32]) -> impl Iterator<Item = (u32, usize)> + '_ {
+pub fn runs(cell: &[u32]) -> impl Iterator<Item = (u32, usize)> + '_ {
     cell.chunk_by(|a, b| a == b).map(|run| (run[0], run.len()))
 }
 

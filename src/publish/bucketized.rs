@@ -27,7 +27,7 @@ use std::time::Instant;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, UInt32Array,
 };
-use datafusion::arrow::compute::take;
+use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::catalog::streaming::StreamingTable;
@@ -41,7 +41,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use serde::Serialize;
 
 use super::{StagedOutput, check_output, is_parquet_file};
-use crate::bucketize::attack::{AttackReport, SensitiveBuckets, fingerprint_attack};
+use crate::bucketize::attack::{AttackReport, SensitiveBuckets, fingerprint_attack, runs};
 use crate::bucketize::fingerprint::protected_attributes;
 use crate::bucketize::groups::pk_angelize;
 use crate::bucketize::{
@@ -138,10 +138,14 @@ pub async fn publish_policy(
     )
     .await?;
     let read_seconds = phase.elapsed().as_secs_f64();
-    progress(format!("read {} records ({read_seconds:.2} s)", table.rows()));
+    progress(format!(
+        "read {} records ({read_seconds:.2} s)",
+        table.rows()
+    ));
     let phase = Instant::now();
-    let nothing_written =
-        |e: DataFusionError| DataFusionError::Execution(format!("{}; nothing written", e.message()));
+    let nothing_written = |e: DataFusionError| {
+        DataFusionError::Execution(format!("{}; nothing written", e.message()))
+    };
     let (release, construction, dependencies) = match &bucketization {
         Bucketization::Ck(options) => {
             let (release, summary) =
@@ -441,7 +445,6 @@ async fn verify_registered(
         )))
     };
     let rows = table.rows() as u64;
-    let bucket = quote_ident(BUCKET_ID);
     let qis: Vec<String> = table
         .quasi_identifiers
         .iter()
@@ -466,57 +469,69 @@ async fn verify_registered(
     if min_class < k {
         return fail(format!("a GT class has {min_class} rows, k = {k}"));
     }
-    let mismatched = scalar(
-        ctx,
-        &format!(
-            "SELECT count(*) FROM (SELECT {bucket}, count(*) AS n FROM {gt} GROUP BY {bucket}) g \
-             FULL JOIN (SELECT {bucket}, count(*) AS n FROM {st} GROUP BY {bucket}) s \
-             ON g.{bucket} = s.{bucket} WHERE g.n IS DISTINCT FROM s.n"
-        ),
-    )
-    .await?;
-    if mismatched > 0 {
-        return fail(format!(
-            "{mismatched} bucket ids have different row counts in GT and ST"
-        ));
-    }
+    // both tables read back in one scan each: ST's attributes and bucket ids, GT's bucket ids
     let names: Vec<String> = table.sensitive.iter().map(|c| c.name.clone()).collect();
-    let distinct: Vec<String> = names
-        .iter()
-        .map(|n| {
-            format!(
-                "count(DISTINCT {}) + max(CASE WHEN {0} IS NULL THEN 1 ELSE 0 END)",
-                quote_ident(n)
-            )
-        })
-        .collect();
-    let per_bucket = format!(
-        "SELECT count(*) AS n, {} FROM {st} GROUP BY {bucket}",
-        distinct
+    let mut columns = names.clone();
+    columns.push(BUCKET_ID.to_string());
+    let mut written = encode::read_table(ctx, st, &[], &columns).await?;
+    let st_ids = written.sensitive.pop().ok_or_else(|| {
+        DataFusionError::Internal("the written ST has no bucket id column".into())
+    })?;
+    let gt_ids = encode::read_table(ctx, gt, &[], &[BUCKET_ID.to_string()])
+        .await?
+        .sensitive
+        .pop()
+        .ok_or_else(|| {
+            DataFusionError::Internal("the written GT has no bucket id column".into())
+        })?;
+    let histogram = |codes: &[u32], n: usize| {
+        let mut h = vec![0u64; n];
+        for &c in codes {
+            h[c as usize] += 1;
+        }
+        h
+    };
+    if st_ids.values.null_count() > 0
+        || gt_ids.values.as_ref() != st_ids.values.as_ref()
+        || histogram(&gt_ids.codes, gt_ids.cardinality())
+            != histogram(&st_ids.codes, st_ids.cardinality())
+    {
+        return fail("GT and ST do not have the same rows per bucket id".into());
+    }
+    for (original, read) in table.sensitive.iter().zip(&written.sensitive) {
+        // Parquet may hand strings back as another string type (Utf8 → Utf8View)
+        let read_values = cast(&read.values, original.values.data_type())?;
+        if original.values.as_ref() != read_values.as_ref()
+            || histogram(&original.codes, original.cardinality())
+                != histogram(&read.codes, read.cardinality())
+        {
+            return fail(format!(
+                "the values of '{}' in ST differ from the input's",
+                original.name
+            ));
+        }
+    }
+    let written_st = SensitiveBuckets::from_assignment(
+        written
+            .sensitive
             .iter()
-            .enumerate()
-            .map(|(i, d)| format!("{d} AS d{i}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
+            .collect(),
+        &st_ids.codes,
+        st_ids.cardinality(),
     );
-    let min_bucket = scalar(ctx, &format!("SELECT min(n) FROM ({per_bucket})")).await?;
-    let least = (0..names.len())
-        .map(|i| format!("min(d{i})"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let min_distinct = scalar(
-        ctx,
-        &format!("SELECT least({least}, {}) FROM ({per_bucket})", u32::MAX),
-    )
-    .await?;
-    let linking = quote_ident(&names[dependencies.linking]);
-    let max_repeats = scalar(
-        ctx,
-        &format!(
-            "SELECT max(n) FROM (SELECT count(*) AS n FROM {st} GROUP BY {bucket}, {linking})"
-        ),
-    )
-    .await?;
+    let mut min_bucket = u64::MAX;
+    let mut min_distinct = u64::MAX;
+    let mut max_repeats = 0u64;
+    for b in 0..written_st.buckets() {
+        min_bucket = min_bucket.min((written_st.offsets[b + 1] - written_st.offsets[b]) as u64);
+        for a in 0..names.len() {
+            min_distinct = min_distinct.min(runs(written_st.cell(a, b)).count() as u64);
+        }
+        for (_, copies) in runs(written_st.cell(dependencies.linking, b)) {
+            max_repeats = max_repeats.max(copies as u64);
+        }
+    }
     let (required_distinct, lambda) = match bucketization {
         Bucketization::Ck(o) => (o.c as u64 + 1, Some(o.lambda as u64)),
         Bucketization::Pk { p, .. } => (*p as u64, None),
@@ -538,36 +553,6 @@ async fn verify_registered(
             names[dependencies.linking]
         ));
     }
-    // the written ST, encoded as the adversary reads it
-    let written = encode::read_table(ctx, st, &[], &names).await?;
-    for (original, read) in table.sensitive.iter().zip(&written.sensitive) {
-        let histogram = |codes: &[u32], n: usize| {
-            let mut h = vec![0u64; n];
-            for &c in codes {
-                h[c as usize] += 1;
-            }
-            h
-        };
-        if original.values.as_ref() != read.values.as_ref()
-            || histogram(&original.codes, original.cardinality())
-                != histogram(&read.codes, read.cardinality())
-        {
-            return fail(format!(
-                "the values of '{}' in ST differ from the input's",
-                original.name
-            ));
-        }
-    }
-    let bucket_ids = encode::read_table(ctx, st, &[], &[BUCKET_ID.to_string()]).await?;
-    let written_st = SensitiveBuckets::from_assignment(
-        written
-            .sensitive
-            .iter()
-            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-            .collect(),
-        &bucket_ids.sensitive[0].codes,
-        bucket_ids.sensitive[0].cardinality(),
-    );
     let outcome = fingerprint_attack(&written_st, dependencies.linking, &dependencies.determined);
     let attack = outcome.report(&written_st);
     if let Bucketization::Ck(options) = bucketization {

@@ -96,9 +96,13 @@ async fn session(input: &Path, out: &Path) -> SessionContext {
         ("gt", out.join("gt.parquet")),
         ("st", out.join("st.parquet")),
     ] {
-        ctx.register_parquet(name, &path.display().to_string(), ParquetReadOptions::default())
-            .await
-            .unwrap();
+        ctx.register_parquet(
+            name,
+            &path.display().to_string(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
     }
     ctx
 }
@@ -122,11 +126,19 @@ async fn ck_anonymization_publishes_two_tables_that_keep_every_promise() {
     assert_eq!(scalar(&ctx, "SELECT count(*) FROM st").await, 20_000);
     // GT: k-anonymous label tuples, identifiers gone
     assert!(
-        scalar(&ctx, "SELECT min(n) FROM (SELECT count(*) n FROM gt GROUP BY age, sex, zip)").await
+        scalar(
+            &ctx,
+            "SELECT min(n) FROM (SELECT count(*) n FROM gt GROUP BY age, sex, zip)"
+        )
+        .await
             >= 4
     );
     let gt_schema = ctx.table("gt").await.unwrap().schema().as_arrow().clone();
-    let gt_columns: Vec<&str> = gt_schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let gt_columns: Vec<&str> = gt_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
     assert_eq!(gt_columns, ["age", "sex", "zip", "bucket_id"]);
     // ST: every bucket ≥ k rows and ≥ c + 1 = 2 values of every attribute; λ = 2
     let distinct: Vec<String> = SENSITIVE
@@ -139,8 +151,11 @@ async fn ck_anonymization_publishes_two_tables_that_keep_every_promise() {
         distinct.join(", ")
     );
     assert!(scalar(&ctx, &format!("SELECT min(n) FROM ({per_bucket})")).await >= 4);
-    let least_distinct =
-        scalar(&ctx, &format!("SELECT least({}) FROM ({per_bucket})", least.join(", "))).await;
+    let least_distinct = scalar(
+        &ctx,
+        &format!("SELECT least({}) FROM ({per_bucket})", least.join(", ")),
+    )
+    .await;
     assert!(least_distinct >= 2, "{least_distinct}");
     assert!(
         scalar(
@@ -208,7 +223,10 @@ async fn ck_anonymization_publishes_two_tables_that_keep_every_promise() {
     ]);
     let text = String::from_utf8_lossy(&attack.stdout);
     assert!(attack.status.success(), "{}", stderr(&attack));
-    assert!(text.contains("records pinned: 0 partially, 0 fully, of 20000"), "{text}");
+    assert!(
+        text.contains("records pinned: 0 partially, 0 fully, of 20000"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -244,12 +262,18 @@ async fn the_attack_pins_the_pk_angelization_release_of_the_same_data() {
     let json: serde_json::Value = serde_json::from_slice(&attack.stdout).unwrap();
     let pinned = json["pinned_per_attribute"][0][1].as_u64().unwrap();
     assert_eq!(json["pinned_per_attribute"][0][0], "specialty");
-    assert!(pinned > 10_000, "{pinned} of 20000 records pinned on specialty");
+    assert!(
+        pinned > 10_000,
+        "{pinned} of 20000 records pinned on specialty"
+    );
     // pinned values are true: a pinned specialty is the physician's specialty, which the
     // report of the publisher counts the same way
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(report["publish"]["attack"]["pinned_per_attribute"][0][1], pinned);
+    assert_eq!(
+        report["publish"]["attack"]["pinned_per_attribute"][0][1],
+        pinned
+    );
 }
 
 #[test]
@@ -293,7 +317,10 @@ fn bad_bucketization_policies_are_refused_with_one_clear_error_and_nothing_writt
         let message = stderr(&output);
         assert!(message.contains(expected), "{privacy}: {message}");
         assert_eq!(message.trim().lines().count(), 1, "{message}");
-        assert!(!out.exists() && !report.exists(), "{privacy}: something was written");
+        assert!(
+            !out.exists() && !report.exists(),
+            "{privacy}: something was written"
+        );
         // nothing staged is left behind either
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -304,14 +331,21 @@ fn bad_bucketization_policies_are_refused_with_one_clear_error_and_nothing_writt
     }
     // a sensitive attribute named twice: the policy's line
     let path = dir.path().join("twice.toml");
-    let text = std::fs::read_to_string(policy(dir.path(), &input, "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 2"))
-        .unwrap()
+    let text = std::fs::read_to_string(policy(
+        dir.path(),
+        &input,
+        "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 2",
+    ))
+    .unwrap()
         + "physician = { role = \"sensitive\" }\n";
     std::fs::write(&path, text).unwrap();
     let output = anonymize(&path.display().to_string(), &out, &report);
     assert!(!output.status.success());
     let message = stderr(&output);
-    assert!(message.contains("line 19") && message.contains("duplicate key"), "{message}");
+    assert!(
+        message.contains("line 19") && message.contains("duplicate key"),
+        "{message}"
+    );
     assert!(!out.exists());
 }
 
@@ -336,4 +370,88 @@ fn marginal_publication_keeps_only_the_named_quasi_identifiers() {
     // an existing release is not replaced without --overwrite
     let again = anonymize(&policy, &out, &dir.path().join("r.json"));
     assert!(stderr(&again).contains("exists; pass --overwrite"));
+}
+
+/// A hand-made release that breaks the policy must be refused by the publisher's own
+/// verification of the written files, and nothing may appear at the output.
+#[tokio::test]
+async fn verification_refuses_a_release_that_breaks_the_policy() {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
+    use datafusion_anonymity::bucketize::{
+        BucketizedRelease, CkOptions, EncodedColumn, MsaTable, Refinement, weights,
+    };
+    use datafusion_anonymity::policy::Bucketization;
+    use datafusion_anonymity::publish::bucketized::publish_bucketized;
+
+    let column = |name: &str, values: ArrayRef, codes: Vec<u32>| EncodedColumn {
+        name: name.into(),
+        codes,
+        values,
+        numeric: None,
+    };
+    // six records, two physicians (A: records 0-2, B: 3-5), two diagnoses
+    let table = MsaTable {
+        quasi_identifiers: vec![column(
+            "age",
+            Arc::new(Int64Array::from(vec![30, 40, 50, 60, 70, 80])),
+            vec![0, 1, 2, 3, 4, 5],
+        )],
+        sensitive: vec![
+            column(
+                "physician",
+                Arc::new(StringArray::from(vec!["A", "B"])),
+                vec![0, 0, 0, 1, 1, 1],
+            ),
+            column(
+                "diagnosis",
+                Arc::new(StringArray::from(vec!["flu", "gout"])),
+                vec![0, 1, 0, 1, 0, 1],
+            ),
+        ],
+    };
+    let options = CkOptions {
+        c: 1,
+        k: 3,
+        lambda: 2,
+        refinement: Refinement::Strict,
+        external_factor: Some("physician".into()),
+        dependency_threshold: 0.5,
+    };
+    let dependencies = weights::analyse(&table, &options).unwrap();
+    // one GB of six; FB 0 = A's three records: one physician (c + 1 = 2 needed) three times
+    // (λ = 2)
+    let release = BucketizedRelease {
+        bucket_of: vec![0, 0, 0, 1, 1, 1],
+        buckets: 2,
+        group_of: vec![0; 6],
+        group_ranges: vec![vec![(0, 5)]],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.parquet");
+    std::fs::write(&input, b"not read").unwrap();
+    let out = dir.path().join("release");
+    let ctx = SessionContext::new();
+    let error = publish_bucketized(
+        &ctx,
+        &table,
+        &release,
+        &Bucketization::Ck(options),
+        &dependencies,
+        &input,
+        &out,
+        false,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error
+            .contains("verification of the written release failed: a bucket has 1 distinct values"),
+        "{error}"
+    );
+    assert!(!out.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the input is left: {left:?}");
 }
