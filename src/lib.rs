@@ -36,6 +36,7 @@ mod rng;
 pub mod search;
 pub mod session;
 pub mod tables;
+mod value_codes;
 
 use std::sync::Arc;
 

@@ -1,42 +1,44 @@
 //! Reads the columns of a bucketization into dictionary codes in value order, in one scan.
 //!
-//! Every value goes through Arrow's row encoding, whose byte order is the value order (NULL
-//! first), so the distinct values sort by their bytes and keep the input's type. Errors name
-//! the column, never a value.
+//! Values get codes in the order they are first seen ([`ValueCodes`]: integers by value,
+//! short strings by their inline view, no allocation per row); at the end the distinct values
+//! (kept in the input's type) are sorted with Arrow's sort kernel, NULL first, and the codes
+//! renumbered into value order. Errors name the column, never a value.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef};
-use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::arrow::array::{Array, ArrayRef, UInt32Array, new_empty_array};
+use datafusion::arrow::compute::{SortOptions, concat, sort_to_indices, take};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
-use hashbrown::HashMap;
 
 use super::{EncodedColumn, MsaTable};
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::policy::quote_ident;
+use crate::value_codes::ValueCodes;
 
-/// Codes one column batch by batch.
+/// Codes one column batch by batch: first-seen order while reading, value order at the end.
 struct Interner {
     name: String,
-    converter: RowConverter,
-    ids: HashMap<Box<[u8]>, u32>,
-    codes: Vec<u32>,
+    codes: ValueCodes,
+    /// Per record, its first-seen code.
+    record_codes: Vec<u32>,
+    /// The distinct values in first-seen order, a slice per batch.
+    distinct: Vec<ArrayRef>,
+    first: Vec<u32>,
     refuse_nulls: bool,
 }
 
 impl Interner {
-    fn new(
-        name: &str,
-        data_type: &datafusion::arrow::datatypes::DataType,
-        refuse_nulls: bool,
-    ) -> Result<Self> {
+    fn new(name: &str, data_type: &DataType, refuse_nulls: bool) -> Result<Self> {
         Ok(Self {
             name: name.to_string(),
-            converter: RowConverter::new(vec![SortField::new(data_type.clone())])?,
-            ids: HashMap::new(),
-            codes: Vec::new(),
+            codes: ValueCodes::new(data_type)?,
+            record_codes: Vec::new(),
+            distinct: Vec::new(),
+            first: Vec::new(),
             refuse_nulls,
         })
     }
@@ -49,39 +51,37 @@ impl Interner {
                 self.name
             )));
         }
-        let rows = self
-            .converter
-            .convert_columns(std::slice::from_ref(values))?;
-        self.codes.reserve(values.len());
-        for row in rows.iter() {
-            let bytes = row.as_ref();
-            let next = self.ids.len() as u32;
-            let id = match self.ids.get(bytes) {
-                Some(&id) => id,
-                None => {
-                    self.ids.insert(bytes.into(), next);
-                    next
-                }
-            };
-            self.codes.push(id);
+        self.first.clear();
+        self.codes
+            .intern(values, &mut self.record_codes, &mut self.first)?;
+        if !self.first.is_empty() {
+            let rows = UInt32Array::from(std::mem::take(&mut self.first));
+            self.distinct.push(take(values.as_ref(), &rows, None)?);
         }
         Ok(())
     }
 
-    /// Renumbers the codes in value order and decodes the distinct values.
-    fn finish(self) -> Result<EncodedColumn> {
-        let mut distinct: Vec<(Box<[u8]>, u32)> = self.ids.into_iter().collect();
-        distinct.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut rank = vec![0u32; distinct.len()];
-        for (position, (_, id)) in distinct.iter().enumerate() {
-            rank[*id as usize] = position as u32;
+    /// Renumbers the codes in value order (NULL first) and returns the column.
+    fn finish(self, data_type: &DataType) -> Result<EncodedColumn> {
+        let parts: Vec<&dyn Array> = self.distinct.iter().map(|a| a.as_ref()).collect();
+        let seen = if parts.is_empty() {
+            new_empty_array(data_type)
+        } else {
+            concat(&parts)?
+        };
+        let order = sort_to_indices(
+            &seen,
+            Some(SortOptions {
+                descending: false,
+                nulls_first: true,
+            }),
+            None,
+        )?;
+        let mut rank = vec![0u32; seen.len()];
+        for (position, &first_seen) in order.values().iter().enumerate() {
+            rank[first_seen as usize] = position as u32;
         }
-        let parser = self.converter.parser();
-        let rows = distinct.iter().map(|(bytes, _)| parser.parse(bytes));
-        let mut decoded = self.converter.convert_rows(rows)?;
-        let values: ArrayRef = decoded.pop().ok_or_else(|| {
-            DataFusionError::Internal(format!("column '{}': no decoded values", self.name))
-        })?;
+        let values = take(seen.as_ref(), &order, None)?;
         let numeric = if is_ordered(values.data_type()) {
             Some(
                 ordered_as_f64(&values)?
@@ -92,7 +92,7 @@ impl Interner {
         } else {
             None
         };
-        let mut codes = self.codes;
+        let mut codes = self.record_codes;
         for code in &mut codes {
             *code = rank[*code as usize];
         }
@@ -142,7 +142,8 @@ pub async fn read_table(
     }
     let mut encoded = interners
         .into_iter()
-        .map(Interner::finish)
+        .zip(schema.fields())
+        .map(|(interner, field)| interner.finish(field.data_type()))
         .collect::<Result<Vec<_>>>()?;
     let sensitive = encoded.split_off(quasi_identifiers.len());
     Ok(MsaTable {

@@ -55,6 +55,8 @@ pub struct FingerprintBuckets {
     pub cohorts: usize,
     /// Cohorts merged by the refinement and by the leftover rule.
     pub cohorts_merged: usize,
+    /// The buckets' cells, as the refinement's last check saw them.
+    pub cells: SensitiveBuckets,
 }
 
 /// The attributes refinement must keep unlinkable: those the linking value determines,
@@ -97,7 +99,9 @@ impl Linking<'_> {
         busiest.div_ceil(self.lambda).max(1)
     }
 
-    /// Deals the members' records into rounds: (round, record) pairs sorted by round.
+    /// Deals the members' records into rounds: (round, record) pairs grouped by round.
+    /// Record i of the line goes to round i mod R, so round r is the line's records r, r + R,
+    /// r + 2R, …: a strided gather, no sort.
     fn deal(&self, members: &[u32], rounds: usize) -> Vec<(u32, u32)> {
         let mut line: Vec<u32> = members.to_vec();
         line.sort_by(|&a, &b| {
@@ -105,13 +109,20 @@ impl Linking<'_> {
                 .cmp(&self.determined_values[b as usize])
                 .then(a.cmp(&b))
         });
-        let mut dealt: Vec<(u32, u32)> = line
+        let records: Vec<u32> = line
             .iter()
             .flat_map(|&v| self.records[v as usize].iter().copied())
-            .enumerate()
-            .map(|(i, r)| ((i % rounds) as u32, r))
             .collect();
-        dealt.sort_by_key(|&(round, _)| round);
+        let mut dealt = Vec::with_capacity(records.len());
+        for round in 0..rounds {
+            dealt.extend(
+                records
+                    .iter()
+                    .skip(round)
+                    .step_by(rounds)
+                    .map(|&r| (round as u32, r)),
+            );
+        }
         dealt
     }
 
@@ -339,6 +350,7 @@ pub fn make_buckets(
                 buckets,
                 cohorts: cohorts.len(),
                 cohorts_merged: merged,
+                cells: st,
             });
         };
         let Some(&first_bucket) = linking.records[v].first().map(|&r| &bucket_of[r as usize])

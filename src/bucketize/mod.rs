@@ -152,16 +152,57 @@ pub struct BucketizedRelease {
     pub bucket_of: Vec<u32>,
     /// Number of fingerprint buckets.
     pub buckets: usize,
+    /// The sensitive table's cells, when the construction built them already.
+    pub cells: Option<std::sync::Arc<SensitiveBuckets>>,
     /// Per record, its generalized bucket.
     pub group_of: Vec<u32>,
     /// Per generalized bucket, per quasi-identifier, the smallest and largest code.
-    pub group_ranges: Vec<Vec<(u32, u32)>>,
+    pub group_ranges: GroupRanges,
+}
+
+/// Per generalized bucket, per quasi-identifier, the smallest and largest code, in one flat
+/// vector (`group_ranges[g][q]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRanges {
+    /// Quasi-identifiers per group.
+    pub width: usize,
+    /// `width` ranges per group, group after group.
+    pub ranges: Vec<(u32, u32)>,
+}
+
+impl GroupRanges {
+    /// Groups.
+    pub fn len(&self) -> usize {
+        self.ranges.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// Whether there is no group.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each group's ranges.
+    pub fn iter(&self) -> impl Iterator<Item = &[(u32, u32)]> {
+        self.ranges.chunks(self.width.max(1))
+    }
+}
+
+impl std::ops::Index<usize> for GroupRanges {
+    type Output = [(u32, u32)];
+
+    fn index(&self, group: usize) -> &[(u32, u32)] {
+        &self.ranges[group * self.width..(group + 1) * self.width]
+    }
 }
 
 impl BucketizedRelease {
-    /// The sensitive table as the adversary sees it: per bucket, per attribute, the values.
-    pub fn sensitive_buckets(&self, table: &MsaTable) -> SensitiveBuckets {
-        SensitiveBuckets::from_assignment(
+    /// The sensitive table as the adversary sees it: per bucket, per attribute, the values
+    /// (kept from the construction's own check when it made one).
+    pub fn sensitive_buckets(&self, table: &MsaTable) -> std::borrow::Cow<'_, SensitiveBuckets> {
+        if let Some(cells) = &self.cells {
+            return std::borrow::Cow::Borrowed(cells.as_ref());
+        }
+        std::borrow::Cow::Owned(SensitiveBuckets::from_assignment(
             table
                 .sensitive
                 .iter()
@@ -169,7 +210,7 @@ impl BucketizedRelease {
                 .collect(),
             &self.bucket_of,
             self.buckets,
-        )
+        ))
     }
 }
 
@@ -202,6 +243,7 @@ pub fn ck_anonymize(
     let release = BucketizedRelease {
         bucket_of: fbs.bucket_of,
         buckets: fbs.buckets,
+        cells: Some(std::sync::Arc::new(fbs.cells)),
         group_of,
         group_ranges,
     };

@@ -215,8 +215,11 @@ pub async fn publish_bucketized(
     let st = release.sensitive_buckets(table);
     let gt_path = staged.temporary_path().join(GT_FILE);
     let st_path = staged.temporary_path().join(ST_FILE);
-    write(ctx, generalized_table(table, release)?, &gt_path).await?;
-    write(ctx, sensitive_table(table, &st)?, &st_path).await?;
+    // the two files are written side by side (each writer is one thread)
+    futures::try_join!(
+        write(ctx, generalized_table(table, release)?, &gt_path),
+        write(ctx, sensitive_table(table, &st)?, &st_path),
+    )?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
     let (verification, attack) =

@@ -380,7 +380,7 @@ async fn verification_refuses_a_release_that_breaks_the_policy() {
 
     use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
     use datafusion_anonymity::bucketize::{
-        BucketizedRelease, CkOptions, EncodedColumn, MsaTable, Refinement, weights,
+        BucketizedRelease, CkOptions, EncodedColumn, GroupRanges, MsaTable, Refinement, weights,
     };
     use datafusion_anonymity::policy::Bucketization;
     use datafusion_anonymity::publish::bucketized::publish_bucketized;
@@ -426,7 +426,11 @@ async fn verification_refuses_a_release_that_breaks_the_policy() {
         bucket_of: vec![0, 0, 0, 1, 1, 1],
         buckets: 2,
         group_of: vec![0; 6],
-        group_ranges: vec![vec![(0, 5)]],
+        group_ranges: GroupRanges {
+            width: 1,
+            ranges: vec![(0, 5)],
+        },
+        cells: None,
     };
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("input.parquet");

@@ -17,10 +17,9 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StructArray, UInt32Array};
-use datafusion::arrow::compute::{SortOptions, cast, take};
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type};
-use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StructArray, UInt32Array};
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -28,6 +27,7 @@ use datafusion::logical_expr::{
 use hashbrown::HashMap;
 
 use super::LABEL_TYPE;
+use crate::value_codes::ValueCodes;
 use crate::release::LocalRecoding;
 
 /// The struct field holding whether the row's combination is suppressed.
@@ -41,208 +41,21 @@ pub fn label_field_name(i: usize) -> String {
 const NOT_IN_RELEASE: &str = "a row's quasi-identifier values are not in the local release \
     (the input changed since the release was computed?); nothing is published";
 
-/// A column's distinct values → their leaf codes.
+/// One column's lookup: its leaf values' codes (code = leaf position).
 #[derive(Debug)]
-enum ValueCodes {
-    /// Integers, dates, times, timestamps, durations, booleans: by their Int64 value.
-    Int(HashMap<i64, u32>),
-    /// Floats: by the bits of their Float64 value.
-    Float(HashMap<u64, u32>),
-    /// Strings and binaries: by their bytes; those of at most 12 bytes also by their inline
-    /// view (length and bytes in one u128, no pointer to follow).
-    Bytes {
-        inline: HashMap<u128, u32>,
-        long: HashMap<Box<[u8]>, u32>,
-    },
-    /// Anything else: by Arrow's row format.
-    Rows(RowConverter, HashMap<Box<[u8]>, u32>),
-}
-
-/// One column's lookup: its values' codes, and the code of NULL.
-#[derive(Debug)]
-struct ColumnLookup {
-    codes: ValueCodes,
-    null: Option<u32>,
-}
-
-fn int_like(t: &DataType) -> bool {
-    t.is_integer()
-        || matches!(
-            t,
-            DataType::Boolean
-                | DataType::Date32
-                | DataType::Date64
-                | DataType::Time32(_)
-                | DataType::Time64(_)
-                | DataType::Timestamp(_, _)
-                | DataType::Duration(_)
-        )
-}
-
-fn bytes_like(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView
-    )
-}
-
-/// Longest value kept whole in an Arrow view.
-const INLINE: u32 = 12;
-
-/// The view of a value of at most [`INLINE`] bytes with every byte past its length zeroed:
-/// equal values, equal keys.
-#[inline]
-fn inline_key(view: u128) -> u128 {
-    let bits = 32 + 8 * (view as u32) as usize;
-    if bits >= 128 {
-        view
-    } else {
-        view & ((1u128 << bits) - 1)
-    }
-}
-
-/// A string or binary value: its inline key (at most 12 bytes) or its bytes.
-enum BytesKey<'a> {
-    Inline(u128),
-    Long(&'a [u8]),
-}
-
-/// Calls `f(row, key)` for each non-null value of a string or binary array.
-fn for_each_bytes(
-    values: &ArrayRef,
-    mut f: impl FnMut(usize, BytesKey<'_>) -> Result<()>,
-) -> Result<()> {
-    let values = cast(values, &DataType::BinaryView)?;
-    let values = values.as_binary_view();
-    let views = values.views();
-    for i in 0..values.len() {
-        if values.is_valid(i) {
-            let view = views[i];
-            if (view as u32) <= INLINE {
-                f(i, BytesKey::Inline(inline_key(view)))?;
-            } else {
-                f(i, BytesKey::Long(values.value(i)))?;
-            }
-        }
-    }
-    Ok(())
-}
+struct ColumnLookup(ValueCodes);
 
 impl ColumnLookup {
     /// The lookup of `leaf_values` (leaf code = position), for columns of type `data_type`.
     fn new(leaf_values: &ArrayRef, data_type: &DataType) -> Result<Self> {
-        let values = if leaf_values.data_type() == data_type {
-            Arc::clone(leaf_values)
-        } else {
-            cast(leaf_values, data_type)?
-        };
-        let null = (0..values.len())
-            .find(|&i| values.is_null(i))
-            .map(|i| i as u32);
-        let codes = if int_like(data_type) {
-            let ints = cast(&values, &DataType::Int64)?;
-            let ints = ints.as_primitive::<Int64Type>();
-            let mut map = HashMap::with_capacity(values.len());
-            for i in 0..ints.len() {
-                if ints.is_valid(i) {
-                    map.insert(ints.value(i), i as u32);
-                }
-            }
-            ValueCodes::Int(map)
-        } else if data_type.is_floating() {
-            let floats = cast(&values, &DataType::Float64)?;
-            let floats = floats.as_primitive::<Float64Type>();
-            let mut map = HashMap::with_capacity(values.len());
-            for i in 0..floats.len() {
-                if floats.is_valid(i) {
-                    map.insert(floats.value(i).to_bits(), i as u32);
-                }
-            }
-            ValueCodes::Float(map)
-        } else if bytes_like(data_type) {
-            let (mut inline, mut long) = (HashMap::new(), HashMap::new());
-            for_each_bytes(&values, |i, key| {
-                match key {
-                    BytesKey::Inline(key) => inline.insert(key, i as u32),
-                    BytesKey::Long(bytes) => long.insert(Box::from(bytes), i as u32),
-                };
-                Ok(())
-            })?;
-            ValueCodes::Bytes { inline, long }
-        } else {
-            let converter = RowConverter::new(vec![SortField::new_with_options(
-                data_type.clone(),
-                SortOptions::default(),
-            )])?;
-            let rows = converter.convert_columns(&[Arc::clone(&values)])?;
-            let mut map = HashMap::with_capacity(values.len());
-            for (i, row) in rows.iter().enumerate() {
-                if values.is_valid(i) {
-                    map.insert(Box::from(row.as_ref()), i as u32);
-                }
-            }
-            ValueCodes::Rows(converter, map)
-        };
-        Ok(Self { codes, null })
+        Ok(Self(ValueCodes::of_domain(leaf_values, data_type)?))
     }
 
     /// The leaf code of every value of `column` into `out`.
     fn codes(&self, column: &ArrayRef, out: &mut Vec<u32>) -> Result<()> {
-        out.clear();
-        out.resize(column.len(), u32::MAX);
-        let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
-        match &self.codes {
-            ValueCodes::Int(map) => {
-                let ints = cast(column, &DataType::Int64)?;
-                let ints = ints.as_primitive::<Int64Type>();
-                for (i, slot) in out.iter_mut().enumerate() {
-                    if ints.is_valid(i) {
-                        *slot = *map.get(&ints.value(i)).ok_or_else(missing)?;
-                    }
-                }
-            }
-            ValueCodes::Float(map) => {
-                let floats = cast(column, &DataType::Float64)?;
-                let floats = floats.as_primitive::<Float64Type>();
-                for (i, slot) in out.iter_mut().enumerate() {
-                    if floats.is_valid(i) {
-                        *slot = *map.get(&floats.value(i).to_bits()).ok_or_else(missing)?;
-                    }
-                }
-            }
-            ValueCodes::Bytes { inline, long } => {
-                for_each_bytes(column, |i, key| {
-                    out[i] = *match key {
-                        BytesKey::Inline(key) => inline.get(&key),
-                        BytesKey::Long(bytes) => long.get(bytes),
-                    }
-                    .ok_or_else(missing)?;
-                    Ok(())
-                })?;
-            }
-            ValueCodes::Rows(converter, map) => {
-                let rows = converter.convert_columns(std::slice::from_ref(column))?;
-                for (i, row) in rows.iter().enumerate() {
-                    if column.is_valid(i) {
-                        out[i] = *map.get(row.as_ref()).ok_or_else(missing)?;
-                    }
-                }
-            }
-        }
-        if column.null_count() > 0 {
-            let null = self.null.ok_or_else(missing)?;
-            for (i, slot) in out.iter_mut().enumerate() {
-                if column.is_null(i) {
-                    *slot = null;
-                }
-            }
-        }
-        Ok(())
+        self.0.lookup(column, out, || {
+            DataFusionError::Execution(NOT_IN_RELEASE.to_string())
+        })
     }
 }
 

@@ -1,0 +1,312 @@
+//! Values → dense `u32` codes, per column, vectorized: the one place both the local-recoding
+//! lookup (a fixed domain: a value outside it is an error) and the bucketization's encoder (a
+//! growing domain: a new value gets the next code) map values.
+//!
+//! Integers, dates, times, timestamps, durations and booleans are keyed by their Int64 value,
+//! floats by their Float64 bits, strings and binaries by their bytes — those of at most 12
+//! bytes by their inline view (length and bytes in one `u128`: no pointer to follow, no
+//! `memcmp`) — and anything else by Arrow's row format. NULL has a code of its own. No
+//! allocation per row except for a new long value.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::compute::{SortOptions, cast};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::error::Result;
+use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
+
+/// The key maps of one column, by the kind of its type.
+#[derive(Debug)]
+enum Keys {
+    Int(HashMap<i64, u32>),
+    Float(HashMap<u64, u32>),
+    Bytes {
+        inline: HashMap<u128, u32>,
+        long: HashMap<Box<[u8]>, u32>,
+    },
+    Rows(RowConverter, HashMap<Box<[u8]>, u32>),
+}
+
+/// One column's values and their codes.
+#[derive(Debug)]
+pub(crate) struct ValueCodes {
+    keys: Keys,
+    null: Option<u32>,
+    len: u32,
+}
+
+fn int_like(t: &DataType) -> bool {
+    t.is_integer()
+        || matches!(
+            t,
+            DataType::Boolean
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Time32(_)
+                | DataType::Time64(_)
+                | DataType::Timestamp(_, _)
+                | DataType::Duration(_)
+        )
+}
+
+fn bytes_like(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+    )
+}
+
+/// Longest value kept whole in an Arrow view.
+const INLINE: u32 = 12;
+
+/// The view of a value of at most [`INLINE`] bytes with every byte past its length zeroed:
+/// equal values, equal keys.
+#[inline]
+fn inline_key(view: u128) -> u128 {
+    let bits = 32 + 8 * (view as u32) as usize;
+    if bits >= 128 {
+        view
+    } else {
+        view & ((1u128 << bits) - 1)
+    }
+}
+
+/// A string or binary value: its inline key (at most 12 bytes) or its bytes.
+enum BytesKey<'a> {
+    Inline(u128),
+    Long(&'a [u8]),
+}
+
+/// Calls `f(row, key)` for each non-null value of a string or binary array.
+fn for_each_bytes(
+    values: &ArrayRef,
+    mut f: impl FnMut(usize, BytesKey<'_>) -> Result<()>,
+) -> Result<()> {
+    let values = cast(values, &DataType::BinaryView)?;
+    let values = values.as_binary_view();
+    let views = values.views();
+    for i in 0..values.len() {
+        if values.is_valid(i) {
+            let view = views[i];
+            if (view as u32) <= INLINE {
+                f(i, BytesKey::Inline(inline_key(view)))?;
+            } else {
+                f(i, BytesKey::Long(values.value(i)))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The code of `key` in `map`, assigning `next` (and noting `row` as a first occurrence)
+/// when it is new.
+#[inline]
+fn intern_key<K: std::hash::Hash + Eq>(
+    map: &mut HashMap<K, u32>,
+    key: K,
+    next: &mut u32,
+    row: usize,
+    first: &mut Vec<u32>,
+) -> u32 {
+    match map.entry(key) {
+        Entry::Occupied(e) => *e.get(),
+        Entry::Vacant(e) => {
+            let code = *next;
+            e.insert(code);
+            *next += 1;
+            first.push(row as u32);
+            code
+        }
+    }
+}
+
+impl ValueCodes {
+    /// No values yet, for columns of type `data_type`.
+    pub(crate) fn new(data_type: &DataType) -> Result<Self> {
+        let keys = if int_like(data_type) {
+            Keys::Int(HashMap::new())
+        } else if data_type.is_floating() {
+            Keys::Float(HashMap::new())
+        } else if bytes_like(data_type) {
+            Keys::Bytes {
+                inline: HashMap::new(),
+                long: HashMap::new(),
+            }
+        } else {
+            Keys::Rows(
+                RowConverter::new(vec![SortField::new_with_options(
+                    data_type.clone(),
+                    SortOptions::default(),
+                )])?,
+                HashMap::new(),
+            )
+        };
+        Ok(Self {
+            keys,
+            null: None,
+            len: 0,
+        })
+    }
+
+    /// The codes of `values` (code = position) for columns of type `data_type`.
+    pub(crate) fn of_domain(values: &ArrayRef, data_type: &DataType) -> Result<Self> {
+        let values = if values.data_type() == data_type {
+            Arc::clone(values)
+        } else {
+            cast(values, data_type)?
+        };
+        let mut codes = Self::new(data_type)?;
+        let (mut out, mut first) = (Vec::new(), Vec::new());
+        codes.intern(&values, &mut out, &mut first)?;
+        // codes are positions only if the domain lists each value once
+        if first.len() != values.len() {
+            return Err(datafusion::error::DataFusionError::Internal(format!(
+                "a domain of {} values lists {} distinct ones",
+                values.len(),
+                first.len()
+            )));
+        }
+        Ok(codes)
+    }
+
+    /// Appends the code of every value of `column` to `out`, giving a new value the next code;
+    /// the rows of `column` where a value was seen first are appended to `first`.
+    pub(crate) fn intern(
+        &mut self,
+        column: &ArrayRef,
+        out: &mut Vec<u32>,
+        first: &mut Vec<u32>,
+    ) -> Result<()> {
+        let start = out.len();
+        out.resize(start + column.len(), u32::MAX);
+        let slots = &mut out[start..];
+        let next = &mut self.len;
+        match &mut self.keys {
+            Keys::Int(map) => {
+                let ints = cast(column, &DataType::Int64)?;
+                let ints = ints.as_primitive::<Int64Type>();
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    if ints.is_valid(i) {
+                        *slot = intern_key(map, ints.value(i), next, i, first);
+                    }
+                }
+            }
+            Keys::Float(map) => {
+                let floats = cast(column, &DataType::Float64)?;
+                let floats = floats.as_primitive::<Float64Type>();
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    if floats.is_valid(i) {
+                        *slot = intern_key(map, floats.value(i).to_bits(), next, i, first);
+                    }
+                }
+            }
+            Keys::Bytes { inline, long } => {
+                for_each_bytes(column, |i, key| {
+                    slots[i] = match key {
+                        BytesKey::Inline(key) => intern_key(inline, key, next, i, first),
+                        BytesKey::Long(bytes) => match long.get(bytes) {
+                            Some(&code) => code,
+                            None => intern_key(long, Box::from(bytes), next, i, first),
+                        },
+                    };
+                    Ok(())
+                })?;
+            }
+            Keys::Rows(converter, map) => {
+                let rows = converter.convert_columns(std::slice::from_ref(column))?;
+                for (i, row) in rows.iter().enumerate() {
+                    if column.is_valid(i) {
+                        slots[i] = match map.get(row.as_ref()) {
+                            Some(&code) => code,
+                            None => intern_key(map, Box::from(row.as_ref()), next, i, first),
+                        };
+                    }
+                }
+            }
+        }
+        if column.null_count() > 0 {
+            for (i, slot) in slots.iter_mut().enumerate() {
+                if column.is_null(i) {
+                    *slot = match self.null {
+                        Some(code) => code,
+                        None => {
+                            let code = self.len;
+                            self.null = Some(code);
+                            self.len += 1;
+                            first.push(i as u32);
+                            code
+                        }
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The code of every value of `column` into `out` (cleared first); a value never seen is
+    /// an error made by `missing`.
+    pub(crate) fn lookup(
+        &self,
+        column: &ArrayRef,
+        out: &mut Vec<u32>,
+        missing: impl Fn() -> datafusion::error::DataFusionError,
+    ) -> Result<()> {
+        out.clear();
+        out.resize(column.len(), u32::MAX);
+        match &self.keys {
+            Keys::Int(map) => {
+                let ints = cast(column, &DataType::Int64)?;
+                let ints = ints.as_primitive::<Int64Type>();
+                for (i, slot) in out.iter_mut().enumerate() {
+                    if ints.is_valid(i) {
+                        *slot = *map.get(&ints.value(i)).ok_or_else(&missing)?;
+                    }
+                }
+            }
+            Keys::Float(map) => {
+                let floats = cast(column, &DataType::Float64)?;
+                let floats = floats.as_primitive::<Float64Type>();
+                for (i, slot) in out.iter_mut().enumerate() {
+                    if floats.is_valid(i) {
+                        *slot = *map.get(&floats.value(i).to_bits()).ok_or_else(&missing)?;
+                    }
+                }
+            }
+            Keys::Bytes { inline, long } => {
+                for_each_bytes(column, |i, key| {
+                    out[i] = *match key {
+                        BytesKey::Inline(key) => inline.get(&key),
+                        BytesKey::Long(bytes) => long.get(bytes),
+                    }
+                    .ok_or_else(&missing)?;
+                    Ok(())
+                })?;
+            }
+            Keys::Rows(converter, map) => {
+                let rows = converter.convert_columns(std::slice::from_ref(column))?;
+                for (i, row) in rows.iter().enumerate() {
+                    if column.is_valid(i) {
+                        out[i] = *map.get(row.as_ref()).ok_or_else(&missing)?;
+                    }
+                }
+            }
+        }
+        if column.null_count() > 0 {
+            let null = self.null.ok_or_else(&missing)?;
+            for (i, slot) in out.iter_mut().enumerate() {
+                if column.is_null(i) {
+                    *slot = null;
+                }
+            }
+        }
+        Ok(())
+    }
+}
