@@ -79,13 +79,14 @@ fn inline_key(view: u128) -> u128 {
     }
 }
 
-/// A string or binary value: its inline key (at most 12 bytes) or its bytes.
+/// A string or binary value: its inline key (at most 12 bytes) or its bytes; or NULL.
 enum BytesKey<'a> {
     Inline(u128),
     Long(&'a [u8]),
+    Null,
 }
 
-/// Calls `f(row, key)` for each non-null value of a string or binary array.
+/// Calls `f(row, key)` for each row of a string or binary array, in order.
 fn for_each_bytes(
     values: &ArrayRef,
     mut f: impl FnMut(usize, BytesKey<'_>) -> Result<()>,
@@ -94,16 +95,29 @@ fn for_each_bytes(
     let values = values.as_binary_view();
     let views = values.views();
     for i in 0..values.len() {
-        if values.is_valid(i) {
-            let view = views[i];
-            if (view as u32) <= INLINE {
-                f(i, BytesKey::Inline(inline_key(view)))?;
-            } else {
-                f(i, BytesKey::Long(values.value(i)))?;
-            }
+        if values.is_null(i) {
+            f(i, BytesKey::Null)?;
+            continue;
+        }
+        let view = views[i];
+        if (view as u32) <= INLINE {
+            f(i, BytesKey::Inline(inline_key(view)))?;
+        } else {
+            f(i, BytesKey::Long(values.value(i)))?;
         }
     }
     Ok(())
+}
+
+/// The code of NULL, assigning `next` (and noting `row` as a first occurrence) when new.
+#[inline]
+fn intern_null(null: &mut Option<u32>, next: &mut u32, row: usize, first: &mut Vec<u32>) -> u32 {
+    *null.get_or_insert_with(|| {
+        let code = *next;
+        *next += 1;
+        first.push(row as u32);
+        code
+    })
 }
 
 /// The code of `key` in `map`, assigning `next` (and noting `row` as a first occurrence)
@@ -189,23 +203,29 @@ impl ValueCodes {
         out.resize(start + column.len(), u32::MAX);
         let slots = &mut out[start..];
         let next = &mut self.len;
+        let null = &mut self.null;
+        // rows in order, NULL included, so that codes follow first sight
         match &mut self.keys {
             Keys::Int(map) => {
                 let ints = cast(column, &DataType::Int64)?;
                 let ints = ints.as_primitive::<Int64Type>();
                 for (i, slot) in slots.iter_mut().enumerate() {
-                    if ints.is_valid(i) {
-                        *slot = intern_key(map, ints.value(i), next, i, first);
-                    }
+                    *slot = if ints.is_valid(i) {
+                        intern_key(map, ints.value(i), next, i, first)
+                    } else {
+                        intern_null(null, next, i, first)
+                    };
                 }
             }
             Keys::Float(map) => {
                 let floats = cast(column, &DataType::Float64)?;
                 let floats = floats.as_primitive::<Float64Type>();
                 for (i, slot) in slots.iter_mut().enumerate() {
-                    if floats.is_valid(i) {
-                        *slot = intern_key(map, floats.value(i).to_bits(), next, i, first);
-                    }
+                    *slot = if floats.is_valid(i) {
+                        intern_key(map, floats.value(i).to_bits(), next, i, first)
+                    } else {
+                        intern_null(null, next, i, first)
+                    };
                 }
             }
             Keys::Bytes { inline, long } => {
@@ -216,6 +236,7 @@ impl ValueCodes {
                             Some(&code) => code,
                             None => intern_key(long, Box::from(bytes), next, i, first),
                         },
+                        BytesKey::Null => intern_null(null, next, i, first),
                     };
                     Ok(())
                 })?;
@@ -223,26 +244,12 @@ impl ValueCodes {
             Keys::Rows(converter, map) => {
                 let rows = converter.convert_columns(std::slice::from_ref(column))?;
                 for (i, row) in rows.iter().enumerate() {
-                    if column.is_valid(i) {
-                        slots[i] = match map.get(row.as_ref()) {
+                    slots[i] = if column.is_null(i) {
+                        intern_null(null, next, i, first)
+                    } else {
+                        match map.get(row.as_ref()) {
                             Some(&code) => code,
                             None => intern_key(map, Box::from(row.as_ref()), next, i, first),
-                        };
-                    }
-                }
-            }
-        }
-        if column.null_count() > 0 {
-            for (i, slot) in slots.iter_mut().enumerate() {
-                if column.is_null(i) {
-                    *slot = match self.null {
-                        Some(code) => code,
-                        None => {
-                            let code = self.len;
-                            self.null = Some(code);
-                            self.len += 1;
-                            first.push(i as u32);
-                            code
                         }
                     };
                 }
@@ -282,11 +289,12 @@ impl ValueCodes {
             }
             Keys::Bytes { inline, long } => {
                 for_each_bytes(column, |i, key| {
-                    out[i] = *match key {
-                        BytesKey::Inline(key) => inline.get(&key),
-                        BytesKey::Long(bytes) => long.get(bytes),
-                    }
-                    .ok_or_else(&missing)?;
+                    out[i] = match key {
+                        BytesKey::Inline(key) => *inline.get(&key).ok_or_else(&missing)?,
+                        BytesKey::Long(bytes) => *long.get(bytes).ok_or_else(&missing)?,
+                        // NULL is resolved below, with the other types
+                        BytesKey::Null => u32::MAX,
+                    };
                     Ok(())
                 })?;
             }
