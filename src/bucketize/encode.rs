@@ -134,11 +134,33 @@ pub async fn read_table(
         )?);
     }
     let mut stream = frame.execute_stream().await?;
+    // columns are coded independently: half of them on a second thread
+    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let half = if parallel { interners.len() / 2 } else { 0 };
     while let Some(batch) = stream.next().await {
         let batch = batch?;
-        for (interner, column) in interners.iter_mut().zip(batch.columns()) {
-            interner.push(column)?;
+        let (first, second) = interners.split_at_mut(half);
+        let (first_columns, second_columns) = batch.columns().split_at(half);
+        let push_all = |interners: &mut [Interner], columns: &[ArrayRef]| {
+            interners
+                .iter_mut()
+                .zip(columns)
+                .try_for_each(|(interner, column)| interner.push(column))
+        };
+        if first.is_empty() {
+            push_all(second, second_columns)?;
+            continue;
         }
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| push_all(first, first_columns));
+            let mine = push_all(second, second_columns);
+            other
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(DataFusionError::Internal("a coding thread panicked".into()))
+                })
+                .and(mine)
+        })?;
     }
     let mut encoded = interners
         .into_iter()

@@ -126,7 +126,8 @@ impl Linking<'_> {
         dealt
     }
 
-    /// Every round has ≥ k records and ≥ c + 1 distinct values of every attribute.
+    /// Every round has ≥ k records and ≥ c + 1 distinct values of every attribute. Counting
+    /// stops at c + 1, so a diverse round costs a few reads per attribute.
     fn rounds_valid(&self, dealt: &[(u32, u32)], rounds: usize, seen: &mut Marks) -> bool {
         let mut start = 0;
         let mut round = 0;
@@ -145,6 +146,9 @@ impl Linking<'_> {
                     if *mark != stamp {
                         *mark = stamp;
                         distinct += 1;
+                        if distinct > self.c {
+                            break;
+                        }
                     }
                 }
                 if distinct <= self.c {

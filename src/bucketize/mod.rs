@@ -237,9 +237,21 @@ pub fn ck_anonymize(
 ) -> Result<(BucketizedRelease, CkSummary)> {
     options.check()?;
     check_input(table, options.k)?;
-    let dependencies = weights::analyse(table, options)?;
-    let fbs = fingerprint::make_buckets(table, &dependencies, options)?;
-    let (group_of, group_ranges) = groups::generalized_buckets(table, options.k)?;
+    // the generalized buckets do not depend on the fingerprint buckets: made side by side
+    let (fbs, gbs) = std::thread::scope(|scope| {
+        let gbs = scope.spawn(|| groups::generalized_buckets(table, options.k));
+        let fbs = weights::analyse(table, options).and_then(|dependencies| {
+            fingerprint::make_buckets(table, &dependencies, options).map(|f| (f, dependencies))
+        });
+        let gbs = gbs.join().unwrap_or_else(|_| {
+            Err(DataFusionError::Internal(
+                "the generalized buckets' thread panicked".into(),
+            ))
+        });
+        (fbs, gbs)
+    });
+    let (fbs, dependencies) = fbs?;
+    let (group_of, group_ranges) = gbs?;
     let release = BucketizedRelease {
         bucket_of: fbs.bucket_of,
         buckets: fbs.buckets,

@@ -212,13 +212,16 @@ pub async fn publish_bucketized(
     }
     let started = Instant::now();
     let staged = StagedOutput::directory(out)?;
-    let st = release.sensitive_buckets(table);
+    let st: Arc<SensitiveBuckets> = match &release.cells {
+        Some(cells) => Arc::clone(cells),
+        None => Arc::new(release.sensitive_buckets(table).into_owned()),
+    };
     let gt_path = staged.temporary_path().join(GT_FILE);
     let st_path = staged.temporary_path().join(ST_FILE);
     // the two files are written side by side (each writer is one thread)
     futures::try_join!(
         write(ctx, generalized_table(table, release)?, &gt_path),
-        write(ctx, sensitive_table(table, &st)?, &st_path),
+        write(ctx, sensitive_table(table, Arc::clone(&st))?, &st_path),
     )?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
@@ -350,7 +353,7 @@ fn generalized_table(table: &MsaTable, release: &BucketizedRelease) -> Result<La
 }
 
 /// ST: bucket id and every sensitive attribute in the input's type, rows by bucket.
-fn sensitive_table(table: &MsaTable, st: &SensitiveBuckets) -> Result<LazyBatches> {
+fn sensitive_table(table: &MsaTable, st: Arc<SensitiveBuckets>) -> Result<LazyBatches> {
     let mut fields = vec![Field::new(BUCKET_ID, DataType::Int64, false)];
     for column in &table.sensitive {
         fields.push(Field::new(
@@ -360,12 +363,6 @@ fn sensitive_table(table: &MsaTable, st: &SensitiveBuckets) -> Result<LazyBatche
         ));
     }
     let schema = Arc::new(Schema::new(fields));
-    let mut bucket_ids = vec![0u32; st.records()];
-    for b in 0..st.buckets() {
-        bucket_ids[st.offsets[b]..st.offsets[b + 1]].fill(b as u32);
-    }
-    let bucket_ids = Arc::new(bucket_ids);
-    let columns = Arc::new(st.columns.clone());
     let values: Vec<ArrayRef> = table
         .sensitive
         .iter()
@@ -375,10 +372,16 @@ fn sensitive_table(table: &MsaTable, st: &SensitiveBuckets) -> Result<LazyBatche
     let batch_schema = Arc::clone(&schema);
     let make = move |i: usize| {
         let range = i * BATCH_ROWS..((i + 1) * BATCH_ROWS).min(rows);
-        let mut out: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(
-            bucket_ids[range.clone()].iter().map(|&b| b as i64),
-        ))];
-        for (codes, values) in columns.iter().zip(&values) {
+        // the bucket of each row from the bucket offsets
+        let mut bucket = st.offsets.partition_point(|&o| o <= range.start) - 1;
+        let ids = Int64Array::from_iter_values(range.clone().map(|row| {
+            while st.offsets[bucket + 1] <= row {
+                bucket += 1;
+            }
+            bucket as i64
+        }));
+        let mut out: Vec<ArrayRef> = vec![Arc::new(ids)];
+        for (codes, values) in st.columns.iter().zip(&values) {
             let indices = UInt32Array::from(codes[range.clone()].to_vec());
             out.push(take(values.as_ref(), &indices, None)?);
         }
@@ -461,17 +464,15 @@ async fn verify_registered(
         ));
     }
     let k = bucketization.k() as u64;
-    let min_class = scalar(
-        ctx,
-        &format!(
+    // GT's classes are counted by DataFusion on its own task while ST is read back here
+    let class_check = {
+        let ctx = ctx.clone();
+        let sql = format!(
             "SELECT min(n) FROM (SELECT count(*) AS n FROM {gt} GROUP BY {})",
             qis.join(", ")
-        ),
-    )
-    .await?;
-    if min_class < k {
-        return fail(format!("a GT class has {min_class} rows, k = {k}"));
-    }
+        );
+        tokio::spawn(async move { scalar(&ctx, &sql).await })
+    };
     // both tables read back in one scan each: ST's attributes and bucket ids, GT's bucket ids
     let names: Vec<String> = table.sensitive.iter().map(|c| c.name.clone()).collect();
     let mut columns = names.clone();
@@ -513,6 +514,12 @@ async fn verify_registered(
                 original.name
             ));
         }
+    }
+    let min_class = class_check
+        .await
+        .map_err(|e| DataFusionError::Execution(format!("verification task failed: {e}")))??;
+    if min_class < k {
+        return fail(format!("a GT class has {min_class} rows, k = {k}"));
     }
     let written_st = SensitiveBuckets::from_assignment(
         written

@@ -27,8 +27,8 @@ use datafusion::logical_expr::{
 use hashbrown::HashMap;
 
 use super::LABEL_TYPE;
-use crate::value_codes::ValueCodes;
 use crate::release::LocalRecoding;
+use crate::value_codes::ValueCodes;
 
 /// The struct field holding whether the row's combination is suppressed.
 pub const SUPPRESSED_FIELD: &str = "suppressed";
