@@ -209,9 +209,19 @@ impl ValueCodes {
             Keys::Int(map) => {
                 let ints = cast(column, &DataType::Int64)?;
                 let ints = ints.as_primitive::<Int64Type>();
+                // runs of one value (sorted columns) skip the hash table
+                let mut last: Option<(i64, u32)> = None;
                 for (i, slot) in slots.iter_mut().enumerate() {
                     *slot = if ints.is_valid(i) {
-                        intern_key(map, ints.value(i), next, i, first)
+                        let value = ints.value(i);
+                        match last {
+                            Some((v, code)) if v == value => code,
+                            _ => {
+                                let code = intern_key(map, value, next, i, first);
+                                last = Some((value, code));
+                                code
+                            }
+                        }
                     } else {
                         intern_null(null, next, i, first)
                     };
@@ -229,9 +239,17 @@ impl ValueCodes {
                 }
             }
             Keys::Bytes { inline, long } => {
+                let mut last: Option<(u128, u32)> = None;
                 for_each_bytes(column, |i, key| {
                     slots[i] = match key {
-                        BytesKey::Inline(key) => intern_key(inline, key, next, i, first),
+                        BytesKey::Inline(key) => match last {
+                            Some((k, code)) if k == key => code,
+                            _ => {
+                                let code = intern_key(inline, key, next, i, first);
+                                last = Some((key, code));
+                                code
+                            }
+                        },
                         BytesKey::Long(bytes) => match long.get(bytes) {
                             Some(&code) => code,
                             None => intern_key(long, Box::from(bytes), next, i, first),

@@ -20,12 +20,13 @@
 //! and the fingerprint-correlation attack, run on the written ST with the attributes the
 //! linking value determines in the input, pins no protected attribute.
 
+use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, UInt32Array,
+    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringBuilder, UInt32Array,
 };
 use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
@@ -309,19 +310,22 @@ fn generalized_table(table: &MsaTable, release: &BucketizedRelease) -> Result<La
     let mut labels: Vec<ArrayRef> = Vec::with_capacity(table.quasi_identifiers.len());
     for (q, column) in table.quasi_identifiers.iter().enumerate() {
         let texts = value_texts(&column.values)?;
-        let per_group: StringArray = release
-            .group_ranges
-            .iter()
-            .map(|ranges| {
-                let (lo, hi) = ranges[q];
-                Some(if lo == hi {
-                    texts[lo as usize].clone()
-                } else {
-                    format!("[{}, {}]", texts[lo as usize], texts[hi as usize])
-                })
-            })
-            .collect();
-        labels.push(Arc::new(per_group));
+        // written straight into the array's buffer: no String per label
+        let mut per_group = StringBuilder::with_capacity(release.group_ranges.len(), 0);
+        for ranges in release.group_ranges.iter() {
+            let (lo, hi) = ranges[q];
+            let same = lo == hi;
+            let (lo, hi) = (&texts[lo as usize], &texts[hi as usize]);
+            if same {
+                per_group.append_value(lo);
+            } else {
+                write!(per_group, "[{lo}, {hi}]").map_err(|e| {
+                    DataFusionError::Execution(format!("cannot write a label: {e}"))
+                })?;
+                per_group.append_value("");
+            }
+        }
+        labels.push(Arc::new(per_group.finish()));
     }
     let mut keys: Vec<u64> = release
         .group_of
