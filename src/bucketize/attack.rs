@@ -276,8 +276,8 @@ fn pin_attribute(
     // steps 2-3: revisit the buckets of every newly pinned value until nothing changes
     let mut dirty = vec![false; st.buckets()];
     let mut queue: Vec<u32> = Vec::new();
-    for v in 0..values {
-        if pinned[v].is_some() {
+    for (v, pin) in pinned.iter().enumerate() {
+        if pin.is_some() {
             for &b in links.buckets_of(v) {
                 if !std::mem::replace(&mut dirty[b as usize], true) {
                     queue.push(b);
