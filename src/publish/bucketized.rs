@@ -52,8 +52,9 @@ use crate::bucketize::{
 };
 use crate::policy::{Bucketization, Policy, quote_ident};
 
-/// Rows per written batch.
-const BATCH_ROWS: usize = 65_536;
+/// Rows per written batch (DataFusion's default batch size: tables of a few thousand rows
+/// already span several batches, whose order the writer must keep).
+const BATCH_ROWS: usize = 8192;
 /// The bucket id column of both tables.
 pub const BUCKET_ID: &str = "bucket_id";
 /// File names inside the output directory.
@@ -222,10 +223,19 @@ pub async fn publish_bucketized(
     };
     let gt_path = staged.temporary_path().join(GT_FILE);
     let st_path = staged.temporary_path().join(ST_FILE);
-    // the two files are written side by side (each writer is one thread)
+    // batches must reach the writer in the order they are made (GT by generalized bucket, ST
+    // by bucket): no round-robin repartition, which would interleave them
+    let mut state = ctx.state();
+    state
+        .config_mut()
+        .options_mut()
+        .optimizer
+        .enable_round_robin_repartition = false;
+    let in_order = SessionContext::new_with_state(state);
+    // the two files are written side by side
     futures::try_join!(
-        write(ctx, generalized_table(table, release)?, &gt_path),
-        write(ctx, sensitive_table(table, Arc::clone(&st))?, &st_path),
+        write(&in_order, generalized_table(table, release)?, &gt_path),
+        write(&in_order, sensitive_table(table, Arc::clone(&st))?, &st_path),
     )?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
