@@ -560,7 +560,10 @@ async fn verify_registered(
     let k = bucketization.k() as u64;
     // GT is scanned on its own task while ST is read back here
     let gt_scan = {
-        let (ctx, gt) = (ctx.clone(), gt.to_string());
+        // one partition: the rows come back in the file's order, which the label runs need
+        let mut state = ctx.state();
+        state.config_mut().options_mut().execution.target_partitions = 1;
+        let (ctx, gt) = (SessionContext::new_with_state(state), gt.to_string());
         let qis = qis.clone();
         tokio::spawn(async move { scan_gt(&ctx, &gt, &qis).await })
     };
