@@ -11,7 +11,8 @@ use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
 use datafusion_anonymity::policy::{Policy, Role};
 use datafusion_anonymity::profile::{
-    self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, ProfileOptions, render_html,
+    self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, FingerprintOptions, ProfileOptions,
+    render_html,
     render_text,
 };
 use datafusion_anonymity::tables::{self, TableFormat};
@@ -85,6 +86,20 @@ pub struct ProfileArgs {
     /// Seed of the query workload.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
+    /// The sensitive table of a bucketized release (INPUT being its generalized table): adds
+    /// the fingerprint-correlation attack to the report.
+    #[arg(long, value_name = "PATH", requires = "linking")]
+    fingerprint_st: Option<String>,
+    /// The linking attribute of the attack (with --fingerprint-st).
+    #[arg(long, value_name = "COLUMN", requires = "fingerprint_st")]
+    linking: Option<String>,
+    /// The attributes the adversary knows the linking value determines (default: every
+    /// other one; contradicted ones are dropped).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', requires = "fingerprint_st")]
+    determined: Option<Vec<String>>,
+    /// The bucket id column of --fingerprint-st.
+    #[arg(long, default_value = "bucket_id")]
+    bucket_column: String,
 }
 
 /// Registers `path` as `name`, remembering it for the report and for locating CSV errors.
@@ -167,6 +182,15 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         let (column, path) = tables::parse_name_path("--hierarchy", hierarchy)?;
         let tree = Hierarchy::tree_from_csv_file(column.as_str(), &path)?;
         options.hierarchies.insert(column, Arc::new(tree));
+    }
+    if let (Some(path), Some(linking)) = (&args.fingerprint_st, &args.linking) {
+        register(&ctx, &mut options, &mut csv, "sensitive_table", path).await?;
+        options.fingerprint = Some(FingerprintOptions {
+            sensitive_table: "sensitive_table".into(),
+            bucket_column: args.bucket_column.clone(),
+            linking: linking.clone(),
+            determined: args.determined.clone(),
+        });
     }
     options.sensitive = sensitive;
     options.person_id = args.person_id;

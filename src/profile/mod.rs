@@ -82,6 +82,34 @@ pub struct ProfileOptions {
     pub seed: u64,
     /// Whether the report may show the quasi-identifier values of the riskiest classes.
     pub show_values: bool,
+    /// The sensitive table of a bucketized release to attack (fingerprint correlation).
+    pub fingerprint: Option<FingerprintOptions>,
+}
+
+/// The fingerprint-correlation attack of the report: the sensitive table of a bucketized
+/// release (registered under `sensitive_table`) and what the adversary knows.
+#[derive(Debug, Clone)]
+pub struct FingerprintOptions {
+    /// The registered sensitive table (bucket id and sensitive attributes).
+    pub sensitive_table: String,
+    /// Its bucket id column.
+    pub bucket_column: String,
+    /// The linking attribute the adversary knows of her target.
+    pub linking: String,
+    /// The attributes she knows it determines (`None`: every other one).
+    pub determined: Option<Vec<String>>,
+}
+
+/// The fingerprint-correlation attack on the release's sensitive table.
+#[derive(Debug, Clone, Serialize)]
+pub struct FingerprintAttack {
+    /// The sensitive table attacked.
+    pub sensitive_table: String,
+    /// The attack's figures.
+    #[serde(flatten)]
+    pub report: crate::bucketize::AttackReport,
+    /// Attributes assumed determined that the buckets contradicted (dropped).
+    pub refuted: Vec<String>,
 }
 
 impl ProfileOptions {
@@ -101,6 +129,7 @@ impl ProfileOptions {
             queries: DEFAULT_QUERIES,
             seed: DEFAULT_SEED,
             show_values: false,
+            fingerprint: None,
         }
     }
 }
@@ -129,6 +158,9 @@ pub struct Profile {
     /// The riskiest classes with their quasi-identifier values; `null` unless values were
     /// asked for (`--show-values`).
     pub risky_classes: Option<Vec<RiskyClass>>,
+    /// The fingerprint-correlation attack on a bucketized release's sensitive table (`null`
+    /// without one).
+    pub fingerprint_attack: Option<FingerprintAttack>,
 }
 
 /// Anonymity of the table: the worst class for every figure.
@@ -436,7 +468,26 @@ pub async fn profile(ctx: &SessionContext, options: &ProfileOptions) -> Result<P
     } else {
         None
     };
+    let fingerprint_attack = match &options.fingerprint {
+        Some(f) => {
+            let (report, refuted) = crate::bucketize::attack::attack_table(
+                ctx,
+                &f.sensitive_table,
+                &f.bucket_column,
+                &f.linking,
+                f.determined.as_deref(),
+            )
+            .await?;
+            Some(FingerprintAttack {
+                sensitive_table: options.label_of(&f.sensitive_table),
+                report,
+                refuted,
+            })
+        }
+        None => None,
+    };
     Ok(Profile {
+        fingerprint_attack,
         input: label(options),
         rows,
         quasi_identifiers: options.quasi_identifiers.clone(),

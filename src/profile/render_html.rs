@@ -318,6 +318,32 @@ pub fn render(profile: &Profile) -> String {
         utility(&mut h, u);
     }
 
+    if let Some(attack) = &profile.fingerprint_attack {
+        let r = &attack.report;
+        let _ = write!(
+            h.0,
+            "<h2>Fingerprint-correlation attack</h2><p>{} records of {}, linking attribute {}; linked: {}</p><table>",
+            group_digits(r.records),
+            escape(&attack.sensitive_table),
+            escape(&r.linking_attribute),
+            escape(&r.linked_attributes.join(", "))
+        );
+        h.row(
+            "records partially pinned",
+            group_digits(r.partially_pinned),
+            "some attribute besides the linking one has one possible value",
+        );
+        h.row(
+            "records fully pinned",
+            group_digits(r.fully_pinned),
+            "every attribute besides the linking one has one possible value",
+        );
+        for (attribute, pinned) in &r.pinned_per_attribute {
+            h.row(&format!("pinned on {attribute}"), group_digits(*pinned), "records");
+        }
+        h.push("</table>");
+    }
+
     if let Some(classes) = &profile.risky_classes {
         h.push("<h2>Riskiest classes</h2><p class=\"warn\">Quasi-identifier values shown on request (--show-values).</p><table><tr><th>rows</th>");
         for qi in &profile.quasi_identifiers {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{Profile, SensitiveFigures, Utility};
+use super::{FingerprintAttack, Profile, SensitiveFigures, Utility};
 
 /// Thousands separators: 1234567 → `1,234,567`.
 pub fn group_digits(n: u64) -> String {
@@ -209,6 +209,10 @@ pub fn render(profile: &Profile) -> String {
         utility(&mut out, u);
     }
 
+    if let Some(attack) = &profile.fingerprint_attack {
+        fingerprint(&mut out, attack);
+    }
+
     if let Some(classes) = &profile.risky_classes {
         out.heading("RISKIEST CLASSES (quasi-identifier values shown on request)");
         let _ = writeln!(
@@ -227,6 +231,40 @@ pub fn render(profile: &Profile) -> String {
         }
     }
     out.0
+}
+
+fn fingerprint(out: &mut Out, attack: &FingerprintAttack) {
+    let r = &attack.report;
+    out.heading(&format!(
+        "FINGERPRINT-CORRELATION ATTACK on {} (linking attribute {})",
+        attack.sensitive_table, r.linking_attribute
+    ));
+    out.line(
+        "linked attributes",
+        if r.linked_attributes.is_empty() {
+            "none".to_string()
+        } else {
+            r.linked_attributes.join(", ")
+        },
+        "assumed determined by the linking value, not refuted",
+    );
+    out.line(
+        "records partially pinned",
+        group_digits(r.partially_pinned),
+        "some attribute besides the linking one has one possible value",
+    );
+    out.line(
+        "records fully pinned",
+        group_digits(r.fully_pinned),
+        "every attribute besides the linking one has one possible value",
+    );
+    for (attribute, pinned) in &r.pinned_per_attribute {
+        out.line(
+            &format!("pinned on {attribute}"),
+            group_digits(*pinned),
+            "records",
+        );
+    }
 }
 
 fn sensitive(out: &mut Out, s: &SensitiveFigures) {
