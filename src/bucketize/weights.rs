@@ -63,6 +63,9 @@ pub struct Dependencies {
     pub categories: Vec<Category>,
     /// Per attribute, whether the linking value determines it exactly in the data.
     pub determined: Vec<bool>,
+    /// `determines[i][j]`: attribute i determines attribute j exactly in the data (false on
+    /// the diagonal) — the links an adversary knowing i could use.
+    pub determines: Vec<Vec<bool>>,
 }
 
 impl Dependencies {
@@ -171,6 +174,7 @@ pub fn analyse(table: &MsaTable, options: &CkOptions) -> Result<Dependencies> {
         linking_reason,
         categories,
         determined,
+        determines: functional,
     })
 }
 

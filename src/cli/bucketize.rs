@@ -66,6 +66,20 @@ pub async fn run(
         "fingerprint-correlation attack (linking '{}'): {} records partially, {} fully pinned",
         attack.linking_attribute, attack.partially_pinned, attack.fully_pinned
     );
+    for other in &published.other_links {
+        if other.partially_pinned > 0 {
+            eprintln!(
+                "warning: an adversary who knows a person's '{}' (instead of '{}') pins {} of \
+                 {} records through linked buckets ({} fully): (c,k) cuts the links of '{}' only",
+                other.linking_attribute,
+                attack.linking_attribute,
+                other.linked_attributes.join(", "),
+                other.partially_pinned,
+                other.fully_pinned,
+                attack.linking_attribute
+            );
+        }
+    }
     println!("NCP: {:.2} %", published.ncp_percent);
     if let Some(path) = report {
         let json = Report {

@@ -12,8 +12,7 @@ use datafusion_anonymity::generalize::Hierarchy;
 use datafusion_anonymity::policy::{Policy, Role};
 use datafusion_anonymity::profile::{
     self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, FingerprintOptions, ProfileOptions,
-    render_html,
-    render_text,
+    render_html, render_text,
 };
 use datafusion_anonymity::tables::{self, TableFormat};
 
@@ -95,7 +94,12 @@ pub struct ProfileArgs {
     linking: Option<String>,
     /// The attributes the adversary knows the linking value determines (default: every
     /// other one; contradicted ones are dropped).
-    #[arg(long, value_name = "A,B,...", value_delimiter = ',', requires = "fingerprint_st")]
+    #[arg(
+        long,
+        value_name = "A,B,...",
+        value_delimiter = ',',
+        requires = "fingerprint_st"
+    )]
     determined: Option<Vec<String>>,
     /// The bucket id column of --fingerprint-st.
     #[arg(long, default_value = "bucket_id")]

@@ -339,7 +339,11 @@ pub fn render(profile: &Profile) -> String {
             "every attribute besides the linking one has one possible value",
         );
         for (attribute, pinned) in &r.pinned_per_attribute {
-            h.row(&format!("pinned on {attribute}"), group_digits(*pinned), "records");
+            h.row(
+                &format!("pinned on {attribute}"),
+                group_digits(*pinned),
+                "records",
+            );
         }
         h.push("</table>");
     }

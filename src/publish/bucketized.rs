@@ -79,8 +79,12 @@ pub struct BucketizedReport {
     pub fingerprint_buckets: usize,
     /// Measured on the written files.
     pub verification: BucketVerification,
-    /// The fingerprint-correlation attack on the written ST.
+    /// The fingerprint-correlation attack on the written ST, through the linking attribute.
     pub attack: AttackReport,
+    /// The same attack through every other attribute that determines another one in the data
+    /// (an adversary may know a person's value of any of them). Reported, not enforced: the
+    /// construction protects the linking attribute's links (seed 002's model).
+    pub other_links: Vec<AttackReport>,
     /// NCP of GT, percent.
     pub ncp_percent: f64,
     /// Seconds: writing both tables, verifying them.
@@ -235,11 +239,15 @@ pub async fn publish_bucketized(
     // the two files are written side by side
     futures::try_join!(
         write(&in_order, generalized_table(table, release)?, &gt_path),
-        write(&in_order, sensitive_table(table, Arc::clone(&st))?, &st_path),
+        write(
+            &in_order,
+            sensitive_table(table, Arc::clone(&st))?,
+            &st_path
+        ),
     )?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
-    let (verification, attack) =
+    let (verification, attack, other_links) =
         verify(ctx, table, bucketization, dependencies, &gt_path, &st_path).await?;
     let verify_seconds = verifying.elapsed().as_secs_f64();
     staged.commit()?;
@@ -256,6 +264,7 @@ pub async fn publish_bucketized(
         fingerprint_buckets: release.buckets,
         verification,
         attack,
+        other_links,
         ncp_percent: utility::ncp_percent(table, release),
         write_seconds,
         verify_seconds,
@@ -510,7 +519,7 @@ async fn verify(
     dependencies: &Dependencies,
     gt_path: &Path,
     st_path: &Path,
-) -> Result<(BucketVerification, AttackReport)> {
+) -> Result<(BucketVerification, AttackReport, Vec<AttackReport>)> {
     let suffix = std::process::id();
     let (gt, st) = (format!("__anon_gt_{suffix}"), format!("__anon_st_{suffix}"));
     ctx.register_parquet(
@@ -538,7 +547,7 @@ async fn verify_registered(
     dependencies: &Dependencies,
     gt: &str,
     st: &str,
-) -> Result<(BucketVerification, AttackReport)> {
+) -> Result<(BucketVerification, AttackReport, Vec<AttackReport>)> {
     let fail = |what: String| {
         Err(DataFusionError::Execution(format!(
             "verification of the written release failed: {what}; nothing was published"
@@ -670,6 +679,12 @@ async fn verify_registered(
             }
         }
     }
+    let other_links = (0..names.len())
+        .filter(|&a| a != dependencies.linking && dependencies.determines[a].iter().any(|&d| d))
+        .map(|a| {
+            fingerprint_attack(&written_st, a, &dependencies.determines[a]).report(&written_st)
+        })
+        .collect();
     Ok((
         BucketVerification {
             min_generalized_class: min_run,
@@ -678,5 +693,6 @@ async fn verify_registered(
             max_linking_repeats: max_repeats,
         },
         attack,
+        other_links,
     ))
 }
