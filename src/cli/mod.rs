@@ -51,7 +51,7 @@ enum Command {
     /// Time each function against its plain-SQL floor and print the ratios.
     Bench(bench::BenchArgs),
     /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
-    Profile(profile::ProfileArgs),
+    Profile(Box<profile::ProfileArgs>),
     /// Run an attack on a published release and count the records it breaks.
     Attack(attack::AttackArgs),
 }
@@ -174,7 +174,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Apply(args) => apply::run(args).await,
         Command::Anonymize(args) => anonymize::run(args).await,
         Command::Bench(args) => bench::run(args).await,
-        Command::Profile(args) => profile::run(args).await,
+        Command::Profile(args) => profile::run(*args).await,
         Command::Attack(args) => attack::run(args).await,
     }
 }

@@ -459,3 +459,17 @@ async fn verification_refuses_a_release_that_breaks_the_policy() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "only the input is left: {left:?}");
 }
+
+#[test]
+fn the_example_medical_policy_is_a_ck_policy() {
+    use datafusion_anonymity::policy::{Bucketization, Policy};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/medical/policy.toml");
+    let policy = Policy::from_file(&path).unwrap();
+    match policy.bucketization() {
+        Some(Bucketization::Ck(options)) => {
+            assert_eq!((options.k, options.c, options.lambda), (5, 1, 2));
+            assert_eq!(options.external_factor.as_deref(), Some("physician"));
+        }
+        other => panic!("not a (c,k) policy: {other:?}"),
+    }
+}
