@@ -274,6 +274,26 @@ async fn the_attack_pins_the_pk_angelization_release_of_the_same_data() {
         report["publish"]["attack"]["pinned_per_attribute"][0][1],
         pinned
     );
+    // and anon profile of the release says the same
+    let profile = anon(&[
+        "profile",
+        &out.join("gt.parquet").display().to_string(),
+        "--qi",
+        "age,sex,zip",
+        "--fingerprint-st",
+        &out.join("st.parquet").display().to_string(),
+        "--linking",
+        "physician",
+        "--determined",
+        "specialty",
+        "--format",
+        "json",
+    ]);
+    assert!(profile.status.success(), "{}", stderr(&profile));
+    let json: serde_json::Value = serde_json::from_slice(&profile.stdout).unwrap();
+    let attack = &json["fingerprint_attack"];
+    assert_eq!(attack["pinned_per_attribute"][0][1], pinned);
+    assert_eq!(attack["linked_attributes"][0], "specialty");
 }
 
 #[test]

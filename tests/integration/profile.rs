@@ -893,10 +893,15 @@ fn cli_json_keys_are_stable() {
             "leakage",
             "utility",
             "risky_classes",
+            "fingerprint_attack",
         ])
     );
     assert_eq!(json["rows"], 30162);
     assert!(json["risky_classes"].is_null(), "values only on request");
+    assert!(
+        json["fingerprint_attack"].is_null(),
+        "only with --fingerprint-st"
+    );
     let anonymity = &json["anonymity"];
     assert_eq!(
         keys(anonymity),
