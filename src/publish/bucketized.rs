@@ -236,9 +236,22 @@ pub async fn publish_bucketized(
         .optimizer
         .enable_round_robin_repartition = false;
     let in_order = SessionContext::new_with_state(state);
-    // the two files are written side by side
-    futures::try_join!(
-        write(&in_order, generalized_table(table, release)?, &gt_path),
+    // the two files are written side by side; GT's verification scan starts as soon as GT
+    // is complete, while ST may still be written
+    let quoted_qis: Vec<String> = table
+        .quasi_identifiers
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect();
+    let gt_then_scan = async {
+        write(&in_order, generalized_table(table, release)?, &gt_path).await?;
+        let (ctx, path) = (ctx.clone(), gt_path.clone());
+        Ok::<_, DataFusionError>(tokio::spawn(async move {
+            scan_gt_file(&ctx, &path, &quoted_qis).await
+        }))
+    };
+    let (gt_scan, ()) = futures::try_join!(
+        gt_then_scan,
         write(
             &in_order,
             sensitive_table(table, Arc::clone(&st))?,
@@ -247,8 +260,16 @@ pub async fn publish_bucketized(
     )?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
-    let (verification, attack, other_links) =
-        verify(ctx, table, bucketization, dependencies, &gt_path, &st_path).await?;
+    let (verification, attack, other_links) = verify(
+        ctx,
+        table,
+        bucketization,
+        dependencies,
+        &gt_path,
+        &st_path,
+        gt_scan,
+    )
+    .await?;
     let verify_seconds = verifying.elapsed().as_secs_f64();
     staged.commit()?;
     Ok(BucketizedReport {
@@ -420,6 +441,31 @@ fn sensitive_table(table: &MsaTable, st: Arc<SensitiveBuckets>) -> Result<LazyBa
     })
 }
 
+/// GT's verification scan, running on its own task.
+type GtScan = tokio::task::JoinHandle<Result<(u64, Vec<(i64, u64)>)>>;
+
+/// [`scan_gt`] of the file at `path`, read in one partition so that the rows come back in the
+/// file's order, which the label runs need.
+async fn scan_gt_file(
+    ctx: &SessionContext,
+    path: &Path,
+    labels: &[String],
+) -> Result<(u64, Vec<(i64, u64)>)> {
+    let mut state = ctx.state();
+    state.config_mut().options_mut().execution.target_partitions = 1;
+    let ctx = SessionContext::new_with_state(state);
+    let name = format!("__anon_gt_scan_{}", std::process::id());
+    ctx.register_parquet(
+        &name,
+        &path.display().to_string(),
+        ParquetReadOptions::default(),
+    )
+    .await?;
+    let result = scan_gt(&ctx, &name, labels).await;
+    let _ = ctx.deregister_table(name.as_str());
+    result
+}
+
 /// One scan of the written GT: the shortest run of equal label tuples in its order, and the
 /// rows per bucket id (sorted by id).
 async fn scan_gt(
@@ -519,6 +565,7 @@ async fn verify(
     dependencies: &Dependencies,
     gt_path: &Path,
     st_path: &Path,
+    gt_scan: GtScan,
 ) -> Result<(BucketVerification, AttackReport, Vec<AttackReport>)> {
     let suffix = std::process::id();
     let (gt, st) = (format!("__anon_gt_{suffix}"), format!("__anon_st_{suffix}"));
@@ -534,7 +581,8 @@ async fn verify(
         ParquetReadOptions::default(),
     )
     .await?;
-    let result = verify_registered(ctx, table, bucketization, dependencies, &gt, &st).await;
+    let result =
+        verify_registered(ctx, table, bucketization, dependencies, &gt, &st, gt_scan).await;
     let _ = ctx.deregister_table(gt.as_str());
     let _ = ctx.deregister_table(st.as_str());
     result
@@ -547,6 +595,7 @@ async fn verify_registered(
     dependencies: &Dependencies,
     gt: &str,
     st: &str,
+    gt_scan: GtScan,
 ) -> Result<(BucketVerification, AttackReport, Vec<AttackReport>)> {
     let fail = |what: String| {
         Err(DataFusionError::Execution(format!(
@@ -554,11 +603,6 @@ async fn verify_registered(
         )))
     };
     let rows = table.rows() as u64;
-    let qis: Vec<String> = table
-        .quasi_identifiers
-        .iter()
-        .map(|c| quote_ident(&c.name))
-        .collect();
     let gt_rows = scalar(ctx, &format!("SELECT count(*) FROM {gt}")).await?;
     let st_rows = scalar(ctx, &format!("SELECT count(*) FROM {st}")).await?;
     if gt_rows != rows || st_rows != rows {
@@ -568,14 +612,6 @@ async fn verify_registered(
     }
     let k = bucketization.k() as u64;
     // GT is scanned on its own task while ST is read back here
-    let gt_scan = {
-        // one partition: the rows come back in the file's order, which the label runs need
-        let mut state = ctx.state();
-        state.config_mut().options_mut().execution.target_partitions = 1;
-        let (ctx, gt) = (SessionContext::new_with_state(state), gt.to_string());
-        let qis = qis.clone();
-        tokio::spawn(async move { scan_gt(&ctx, &gt, &qis).await })
-    };
     let names: Vec<String> = table.sensitive.iter().map(|c| c.name.clone()).collect();
     let mut columns = names.clone();
     columns.push(BUCKET_ID.to_string());
@@ -661,8 +697,27 @@ async fn verify_registered(
             names[dependencies.linking]
         ));
     }
-    let outcome = fingerprint_attack(&written_st, dependencies.linking, &dependencies.determined);
-    let attack = outcome.report(&written_st);
+    // the attack through the linking attribute (enforced) and, on a second thread, through
+    // every other attribute that determines one (reported)
+    let (attack, other_links) = std::thread::scope(|scope| {
+        let others = scope.spawn(|| {
+            (0..names.len())
+                .filter(|&a| {
+                    a != dependencies.linking && dependencies.determines[a].iter().any(|&d| d)
+                })
+                .map(|a| {
+                    fingerprint_attack(&written_st, a, &dependencies.determines[a])
+                        .report(&written_st)
+                })
+                .collect::<Vec<_>>()
+        });
+        let outcome =
+            fingerprint_attack(&written_st, dependencies.linking, &dependencies.determined);
+        let attack = outcome.report(&written_st);
+        (attack, others.join())
+    });
+    let other_links = other_links
+        .map_err(|_| DataFusionError::Internal("the attack's second thread panicked".into()))?;
     if let Bucketization::Ck(options) = bucketization {
         let protected = protected_attributes(dependencies, options.refinement);
         for (a, &p) in protected.iter().enumerate() {
@@ -679,12 +734,6 @@ async fn verify_registered(
             }
         }
     }
-    let other_links = (0..names.len())
-        .filter(|&a| a != dependencies.linking && dependencies.determines[a].iter().any(|&d| d))
-        .map(|a| {
-            fingerprint_attack(&written_st, a, &dependencies.determines[a]).report(&written_st)
-        })
-        .collect();
     Ok((
         BucketVerification {
             min_generalized_class: min_run,
