@@ -424,9 +424,16 @@ pub async fn attack_table(
             attributes.iter().map(|a| names.contains(a)).collect()
         }
     };
-    let cells = super::encode::read_table(ctx, table, &[], &attributes).await?;
-    let ids = super::encode::read_table(ctx, table, &[], &[bucket_column.to_string()]).await?;
-    let bucket_ids = &ids.sensitive[0];
+    // one scan for the cells and the bucket ids: two scans of several partitions need not
+    // return the rows in the same order
+    let mut columns = attributes.clone();
+    columns.push(bucket_column.to_string());
+    let mut cells = super::encode::read_table(ctx, table, &[], &columns).await?;
+    let bucket_ids = cells
+        .sensitive
+        .pop()
+        .ok_or_else(|| refuse(format!("no bucket id column '{bucket_column}'")))?;
+    let bucket_ids = &bucket_ids;
     if bucket_ids.values.null_count() > 0 {
         return Err(refuse(format!("'{bucket_column}' has NULLs")));
     }

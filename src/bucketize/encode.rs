@@ -105,7 +105,9 @@ impl Interner {
     }
 }
 
-/// Reads `quasi_identifiers` and `sensitive` of table `table` (registered on `ctx`).
+/// Reads `quasi_identifiers` and `sensitive` of table `table` (registered on `ctx`) in one
+/// scan. Columns that must line up row by row have to come from one call: two scans of several
+/// partitions need not return the rows in the same order.
 pub async fn read_table(
     ctx: &SessionContext,
     table: &str,
