@@ -30,6 +30,14 @@ pub struct ApplyArgs {
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
     let mut policy = Policy::from_file(&args.policy)?;
+    if let Some(bucketization) = policy.bucketization() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: method = \"{}\" is published by `anon anonymize` (apply publishes a \
+             fixed generalization)",
+            policy.source(),
+            bucketization.method().name()
+        )));
+    }
     if policy.transformation().is_none() {
         return Err(DataFusionError::Plan(format!(
             "policy {} has no [transformation] (a level per quasi-identifier); \

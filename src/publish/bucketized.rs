@@ -138,6 +138,7 @@ pub async fn publish_policy(
         ))
     })?;
     check_output(out, policy.input(), overwrite)?;
+    refuse_single_file(out)?;
     let phase = Instant::now();
     let table = encode::read_table(
         ctx,
@@ -212,13 +213,7 @@ pub async fn publish_bucketized(
     overwrite: bool,
 ) -> Result<BucketizedReport> {
     check_output(out, input, overwrite)?;
-    if is_parquet_file(out) {
-        return Err(DataFusionError::Plan(format!(
-            "output {}: a bucketized release is two tables ({GT_FILE} and {ST_FILE}); give a \
-             directory",
-            out.display()
-        )));
-    }
+    refuse_single_file(out)?;
     let started = Instant::now();
     let staged = StagedOutput::directory(out)?;
     let st: Arc<SensitiveBuckets> = match &release.cells {
@@ -290,6 +285,18 @@ pub async fn publish_bucketized(
         write_seconds,
         verify_seconds,
     })
+}
+
+/// A bucketized release is a directory of two tables, never one `.parquet` file.
+fn refuse_single_file(out: &Path) -> Result<()> {
+    if is_parquet_file(out) {
+        return Err(DataFusionError::Plan(format!(
+            "output {}: a bucketized release is two tables ({GT_FILE} and {ST_FILE}); give a \
+             directory",
+            out.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Batches made on demand by a closure over the batch index.

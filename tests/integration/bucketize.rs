@@ -349,6 +349,33 @@ fn bad_bucketization_policies_are_refused_with_one_clear_error_and_nothing_writt
             .collect();
         assert!(leftovers.is_empty(), "{privacy}");
     }
+    // a single .parquet output, and `anon apply`, are refused by name
+    let ck = policy(
+        dir.path(),
+        &input,
+        "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 2",
+    );
+    let file = dir.path().join("release.parquet");
+    let output = anonymize(&ck, &file, &report);
+    assert!(
+        stderr(&output).contains("a bucketized release is two tables (gt.parquet and st.parquet)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!file.exists() && !report.exists());
+    let output = anon(&[
+        "apply",
+        "--policy",
+        &ck,
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(
+        stderr(&output).contains("method = \"ck-anonymization\" is published by `anon anonymize`"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
     // a sensitive attribute named twice: the policy's line
     let path = dir.path().join("twice.toml");
     let text = std::fs::read_to_string(policy(
