@@ -35,7 +35,15 @@
 //! ## Refinement (Function 3)
 //! After construction the attack is run on the buckets. Any protected value it pins merges the
 //! linking value's cohort with the next one — the seed's "merge the FBs" at the level where it
-//! keeps λ — and the check repeats. If one cohort is left and the attack still pins a value,
+//! keeps λ — and the check repeats.
+//!
+//! The attack is then run through every *other* attribute that determines one in the data
+//! (a diagnosis determines the specialty as a physician does; an adversary may know either).
+//! Cohorts are formed on the linking attribute, so their buckets do not cut those links; if
+//! that attack pins a protected value, all cohorts are merged into one, whose round-robin
+//! buckets hold every value with at least R records — so every such attribute's covering
+//! values are in every bucket — and the checks repeat. Buckets grow (R is set by the busiest
+//! linking value), GT is unaffected. If one cohort is left and an attack still pins a value,
 //! the table cannot be published under these parameters, and the error says so.
 
 use datafusion::error::{DataFusionError, Result};
@@ -59,8 +67,28 @@ pub struct FingerprintBuckets {
     pub cells: SensitiveBuckets,
 }
 
-/// The attributes refinement must keep unlinkable: those the linking value determines,
-/// except (relax) the non-secret ones.
+/// Every attribute that determines others in the data, with the attributes refinement must
+/// keep unlinkable through it: those it determines, except (relax) the non-secret ones. An
+/// adversary may know a person's value of any of them, not only of the linking attribute.
+pub fn protected_links(
+    dependencies: &Dependencies,
+    refinement: Refinement,
+) -> Vec<(usize, Vec<bool>)> {
+    (0..dependencies.attributes.len())
+        .filter_map(|linker| {
+            let mask: Vec<bool> = (0..dependencies.attributes.len())
+                .map(|a| {
+                    dependencies.determines[linker][a]
+                        && !(refinement == Refinement::Relax && dependencies.is_non_secret(a))
+                })
+                .collect();
+            mask.iter().any(|&p| p).then_some((linker, mask))
+        })
+        .collect()
+}
+
+/// The attributes refinement must keep unlinkable through the linking attribute: those the
+/// linking value determines, except (relax) the non-secret ones.
 pub fn protected_attributes(dependencies: &Dependencies, refinement: Refinement) -> Vec<bool> {
     (0..dependencies.attributes.len())
         .map(|a| {
@@ -349,13 +377,53 @@ pub fn make_buckets(
             outcome.pinned[a].iter().position(Option::is_some)
         });
         let Some(v) = offending else {
-            return Ok(FingerprintBuckets {
-                bucket_of,
-                buckets,
-                cohorts: cohorts.len(),
-                cohorts_merged: merged,
-                cells: st,
-            });
+            // the links of every other determining attribute: cohorts are formed on the
+            // linking attribute, so only one cohort for all (each determining attribute's
+            // covering values then in every bucket) cuts them
+            let other_pin = protected_links(dependencies, options.refinement)
+                .into_iter()
+                .filter(|(linker, _)| *linker != dependencies.linking)
+                .find_map(|(linker, mask)| {
+                    let outcome = fingerprint_attack(&st, linker, &dependencies.determines[linker]);
+                    (0..mask.len())
+                        .find(|&a| {
+                            mask[a]
+                                && outcome.linked[a]
+                                && outcome.pinned[a].iter().any(Option::is_some)
+                        })
+                        .map(|a| (linker, a))
+                });
+            match other_pin {
+                None => {
+                    return Ok(FingerprintBuckets {
+                        bucket_of,
+                        buckets,
+                        cohorts: cohorts.len(),
+                        cohorts_merged: merged,
+                        cells: st,
+                    });
+                }
+                Some((linker, a)) if cohorts.len() < 2 => {
+                    return Err(DataFusionError::Plan(format!(
+                        "(c,k)-anonymization: an adversary who knows a person's '{}' pins '{}' \
+                         through linked buckets even with all records in one cohort (raise \
+                         lambda, or use refinement = \"relax\" if '{}' is non-secret)",
+                        dependencies.attributes[linker],
+                        dependencies.attributes[a],
+                        dependencies.attributes[a]
+                    )));
+                }
+                Some(_) => {
+                    merged += cohorts.len() - 1;
+                    let all: Vec<u32> = cohorts.drain(..).flatten().collect();
+                    let rounds = linking.rounds_of(&all);
+                    if !linking.rounds_valid(&linking.deal(&all, rounds), rounds, &mut seen) {
+                        return Err(unsatisfiable(name, options, &[], dependencies, &linking));
+                    }
+                    cohorts.push(all);
+                    continue;
+                }
+            }
         };
         let Some(&first_bucket) = linking.records[v].first().map(|&r| &bucket_of[r as usize])
         else {

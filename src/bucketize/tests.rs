@@ -410,12 +410,24 @@ fn ck_releases_of_random_tables_keep_every_promise() {
             original.sort_unstable();
             assert_eq!(all, original);
         }
-        // the attack pins no protected attribute
+        // the attack pins no protected attribute, through the linking attribute or any other
+        // attribute that determines one
         let outcome = fingerprint_attack(&st, dependencies.linking, &dependencies.determined);
         let protected = fingerprint::protected_attributes(dependencies, options.refinement);
         for (a, &p) in protected.iter().enumerate() {
             if p && outcome.linked[a] {
                 assert!(outcome.pinned[a].iter().all(Option::is_none));
+            }
+        }
+        for (linker, mask) in fingerprint::protected_links(dependencies, options.refinement) {
+            let outcome = fingerprint_attack(&st, linker, &dependencies.determines[linker]);
+            for (a, &p) in mask.iter().enumerate() {
+                if p && outcome.linked[a] {
+                    assert!(
+                        outcome.pinned[a].iter().all(Option::is_none),
+                        "round {round}: through {linker}, attribute {a} pinned"
+                    );
+                }
             }
         }
     }

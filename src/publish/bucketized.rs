@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use super::{StagedOutput, check_output, is_parquet_file};
 use crate::bucketize::attack::{AttackReport, SensitiveBuckets, fingerprint_attack, runs};
-use crate::bucketize::fingerprint::protected_attributes;
+use crate::bucketize::fingerprint::{protected_attributes, protected_links};
 use crate::bucketize::groups::pk_angelize;
 use crate::bucketize::{
     BucketizedRelease, CkSummary, Dependencies, MsaTable, encode, utility, weights,
@@ -82,8 +82,8 @@ pub struct BucketizedReport {
     /// The fingerprint-correlation attack on the written ST, through the linking attribute.
     pub attack: AttackReport,
     /// The same attack through every other attribute that determines another one in the data
-    /// (an adversary may know a person's value of any of them). Reported, not enforced: the
-    /// construction protects the linking attribute's links (seed 002's model).
+    /// (an adversary may know a person's value of any of them). Enforced for (c,k) like the
+    /// linking attribute's; reported for (p,k).
     pub other_links: Vec<AttackReport>,
     /// NCP of GT, percent.
     pub ncp_percent: f64,
@@ -725,6 +725,31 @@ async fn verify_registered(
     });
     let other_links = other_links
         .map_err(|_| DataFusionError::Internal("the attack's second thread panicked".into()))?;
+    // (c,k) cuts the links of every determining attribute (see `bucketize::fingerprint`)
+    if let Bucketization::Ck(options) = bucketization {
+        for (linker, mask) in protected_links(dependencies, options.refinement) {
+            let Some(report) = other_links
+                .iter()
+                .find(|r| r.linking_attribute == names[linker])
+            else {
+                continue;
+            };
+            for (a, &protect) in mask.iter().enumerate() {
+                let pinned = report
+                    .pinned_per_attribute
+                    .iter()
+                    .find(|(name, _)| name == &names[a])
+                    .map_or(0, |(_, n)| *n);
+                if protect && pinned > 0 {
+                    return fail(format!(
+                        "through '{}', the fingerprint-correlation attack pins '{}' for {pinned} \
+                         records",
+                        names[linker], names[a]
+                    ));
+                }
+            }
+        }
+    }
     if let Bucketization::Ck(options) = bucketization {
         let protected = protected_attributes(dependencies, options.refinement);
         for (a, &p) in protected.iter().enumerate() {
