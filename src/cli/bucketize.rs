@@ -70,7 +70,8 @@ pub async fn run(
         if other.partially_pinned > 0 {
             eprintln!(
                 "warning: an adversary who knows a person's '{}' (instead of '{}') pins {} of \
-                 {} records through linked buckets ({} fully): (c,k) cuts the links of '{}' only",
+                 {} records through linked buckets ({} fully); this method does not cut those \
+                 links ('{}' is its linking attribute)",
                 other.linking_attribute,
                 attack.linking_attribute,
                 other.linked_attributes.join(", "),
