@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use super::{Timings, peak_rss_mib, print_row, reset_peak_rss, run_once, secs};
+use super::{interleaved, peak_rss_mib, print_row, run_once, secs};
 use crate::bucketize::attack::{attack_table, fingerprint_attack};
 use crate::bucketize::{CkOptions, MsaTable, Refinement, encode, groups, utility, weights};
 use crate::policy::Policy;
@@ -79,7 +79,7 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
         Ok(run_once(&ctx, &copy).await?.0)
     };
     let mut phases = String::new();
-    let mut anonymize_once = async || -> Result<Duration> {
+    let anonymize_once = async || -> Result<Duration> {
         let start = Instant::now();
         let ctx = crate::session::context(Some(MEMORY_LIMIT))?;
         let mut policy = Policy::from_toml("bench (c,k) policy", Path::new("."), CK_POLICY)?;
@@ -101,15 +101,7 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
         );
         Ok(start.elapsed())
     };
-    copy_once().await?;
-    reset_peak_rss();
-    anonymize_once().await?;
-    let mut floor = Timings::default();
-    let mut query = Timings::default();
-    for _ in 0..iterations {
-        floor.0.push(copy_once().await?);
-        query.0.push(anonymize_once().await?);
-    }
+    let (floor, query) = interleaved(iterations, copy_once, anonymize_once).await?;
     let peak = peak_rss_mib();
     // the attack on the written ST, as `anon attack fingerprint` runs it
     let attack_ctx = SessionContext::new();

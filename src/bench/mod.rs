@@ -340,7 +340,7 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
     let levels = policy.transformation().unwrap_or_default();
     let mut suppressed = 0;
     let mut phases = crate::publish::PublishTimings::default();
-    let mut apply_once = async || -> Result<Duration> {
+    let apply_once = async || -> Result<Duration> {
         let start = Instant::now();
         let report = crate::publish::publish(
             &publish_ctx,
@@ -358,14 +358,7 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
         let _ = std::fs::remove_dir_all(&copy_dir);
         Ok(run_once(ctx, &copy).await?.0)
     };
-    copy_once().await?;
-    apply_once().await?;
-    let mut floor = Timings::default();
-    let mut query = Timings::default();
-    for _ in 0..iterations {
-        floor.0.push(copy_once().await?);
-        query.0.push(apply_once().await?);
-    }
+    let (floor, query) = interleaved(iterations, copy_once, apply_once).await?;
     let _ = std::fs::remove_dir_all(&scratch);
     let ratio = secs(query.median()) / secs(floor.median());
     let pass = ratio <= TARGET;
@@ -414,7 +407,7 @@ async fn anonymize_case(
         Ok(run_once(ctx, &copy).await?.0)
     };
     let mut phases = String::new();
-    let mut anonymize_once = async || -> Result<Duration> {
+    let anonymize_once = async || -> Result<Duration> {
         let start = Instant::now();
         let ctx = crate::session::context(Some(ANONYMIZE_MEMORY_LIMIT))?;
         let mut policy = crate::policy::Policy::from_toml(
@@ -467,15 +460,7 @@ async fn anonymize_case(
         );
         Ok(total)
     };
-    copy_once().await?;
-    reset_peak_rss();
-    anonymize_once().await?;
-    let mut floor = Timings::default();
-    let mut query = Timings::default();
-    for _ in 0..iterations {
-        floor.0.push(copy_once().await?);
-        query.0.push(anonymize_once().await?);
-    }
+    let (floor, query) = interleaved(iterations, copy_once, anonymize_once).await?;
     let peak = peak_rss_mib();
     let _ = std::fs::remove_dir_all(&scratch);
     let ratio = secs(query.median()) / secs(floor.median());
@@ -511,6 +496,26 @@ fn print_row(name: &str, floor: &Timings, query: &Timings, target: f64, extra: &
         format!("{:.3}-{:.3}", secs(floor.min()), secs(floor.max())),
         format!("{:.3}-{:.3}", secs(query.min()), secs(query.max())),
     );
+}
+
+/// One warm-up run of each, then `iterations` timed runs of the floor and the query in turn.
+/// The peak RSS is reset after the floor's warm-up, so that [`peak_rss_mib`] afterwards covers
+/// the query's runs (and the floor's timed ones).
+async fn interleaved(
+    iterations: usize,
+    mut floor_once: impl AsyncFnMut() -> Result<Duration>,
+    mut query_once: impl AsyncFnMut() -> Result<Duration>,
+) -> Result<(Timings, Timings)> {
+    floor_once().await?;
+    reset_peak_rss();
+    query_once().await?;
+    let mut floor = Timings::default();
+    let mut query = Timings::default();
+    for _ in 0..iterations {
+        floor.0.push(floor_once().await?);
+        query.0.push(query_once().await?);
+    }
+    Ok((floor, query))
 }
 
 /// Resets the process's peak RSS (Linux: `VmHWM`), so that the next reading covers only

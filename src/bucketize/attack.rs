@@ -38,6 +38,8 @@
 use datafusion::arrow::array::Array;
 use serde::Serialize;
 
+use super::EncodedColumn;
+
 /// The sensitive table as the adversary sees it. Bucket `b`'s records are
 /// `offsets[b]..offsets[b + 1]`; `columns[a]` holds attribute `a`'s codes in that record
 /// order, sorted within each bucket (so a row is not a fingerprint).
@@ -54,13 +56,8 @@ pub struct SensitiveBuckets {
 }
 
 impl SensitiveBuckets {
-    /// Builds the cells from each record's bucket: `attributes` are (name, codes per record,
-    /// cardinality).
-    pub fn from_assignment(
-        attributes: Vec<(String, &[u32], usize)>,
-        bucket_of: &[u32],
-        buckets: usize,
-    ) -> Self {
+    /// Builds the cells of `columns` from each record's bucket.
+    pub fn from_columns(columns: &[EncodedColumn], bucket_of: &[u32], buckets: usize) -> Self {
         let mut offsets = vec![0usize; buckets + 1];
         for &b in bucket_of {
             offsets[b as usize + 1] += 1;
@@ -75,23 +72,21 @@ impl SensitiveBuckets {
             order[next[b as usize]] = record as u32;
             next[b as usize] += 1;
         }
-        let mut names = Vec::with_capacity(attributes.len());
-        let mut cardinalities = Vec::with_capacity(attributes.len());
-        let mut columns = Vec::with_capacity(attributes.len());
-        for (name, codes, cardinality) in attributes {
-            let mut column: Vec<u32> = order.iter().map(|&r| codes[r as usize]).collect();
-            for b in 0..buckets {
-                column[offsets[b]..offsets[b + 1]].sort_unstable();
-            }
-            names.push(name);
-            cardinalities.push(cardinality);
-            columns.push(column);
-        }
+        let cells = columns
+            .iter()
+            .map(|c| {
+                let mut cells: Vec<u32> = order.iter().map(|&r| c.codes[r as usize]).collect();
+                for b in 0..buckets {
+                    cells[offsets[b]..offsets[b + 1]].sort_unstable();
+                }
+                cells
+            })
+            .collect();
         Self {
-            attributes: names,
-            cardinalities,
+            attributes: columns.iter().map(|c| c.name.clone()).collect(),
+            cardinalities: columns.iter().map(EncodedColumn::cardinality).collect(),
             offsets,
-            columns,
+            columns: cells,
         }
     }
 
@@ -437,12 +432,8 @@ pub async fn attack_table(
     if bucket_ids.values.null_count() > 0 {
         return Err(refuse(format!("'{bucket_column}' has NULLs")));
     }
-    let st = SensitiveBuckets::from_assignment(
-        cells
-            .sensitive
-            .iter()
-            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-            .collect(),
+    let st = SensitiveBuckets::from_columns(
+        &cells.sensitive,
         &bucket_ids.codes,
         bucket_ids.cardinality(),
     );

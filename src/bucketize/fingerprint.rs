@@ -67,35 +67,36 @@ pub struct FingerprintBuckets {
     pub cells: SensitiveBuckets,
 }
 
-/// Every attribute that determines others in the data, with the attributes refinement must
-/// keep unlinkable through it: those it determines, except (relax) the non-secret ones. An
+/// The attributes refinement must keep unlinkable through `linker`: those it determines in
+/// the data, except (relax) the non-secret ones.
+fn protected_through(
+    dependencies: &Dependencies,
+    refinement: Refinement,
+    linker: usize,
+) -> Vec<bool> {
+    (0..dependencies.attributes.len())
+        .map(|a| {
+            dependencies.determines[linker][a]
+                && !(refinement == Refinement::Relax && dependencies.is_non_secret(a))
+        })
+        .collect()
+}
+
+/// Every attribute that determines others in the data, with [`protected_through`] it. An
 /// adversary may know a person's value of any of them, not only of the linking attribute.
 pub fn protected_links(
     dependencies: &Dependencies,
     refinement: Refinement,
 ) -> Vec<(usize, Vec<bool>)> {
     (0..dependencies.attributes.len())
-        .filter_map(|linker| {
-            let mask: Vec<bool> = (0..dependencies.attributes.len())
-                .map(|a| {
-                    dependencies.determines[linker][a]
-                        && !(refinement == Refinement::Relax && dependencies.is_non_secret(a))
-                })
-                .collect();
-            mask.iter().any(|&p| p).then_some((linker, mask))
-        })
+        .map(|linker| (linker, protected_through(dependencies, refinement, linker)))
+        .filter(|(_, mask)| mask.iter().any(|&p| p))
         .collect()
 }
 
-/// The attributes refinement must keep unlinkable through the linking attribute: those the
-/// linking value determines, except (relax) the non-secret ones.
+/// [`protected_through`] the linking attribute.
 pub fn protected_attributes(dependencies: &Dependencies, refinement: Refinement) -> Vec<bool> {
-    (0..dependencies.attributes.len())
-        .map(|a| {
-            dependencies.determined[a]
-                && !(refinement == Refinement::Relax && dependencies.is_non_secret(a))
-        })
-        .collect()
+    protected_through(dependencies, refinement, dependencies.linking)
 }
 
 /// Per attribute and code, the stamp of the last round that counted it (distinct counts
@@ -360,15 +361,7 @@ pub fn make_buckets(
     let determined = &dependencies.determined;
     loop {
         let (bucket_of, buckets, cohort_of_bucket) = assign(&linking, &cohorts, table.rows());
-        let st = SensitiveBuckets::from_assignment(
-            table
-                .sensitive
-                .iter()
-                .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-                .collect(),
-            &bucket_of,
-            buckets,
-        );
+        let st = SensitiveBuckets::from_columns(&table.sensitive, &bucket_of, buckets);
         let outcome = fingerprint_attack(&st, dependencies.linking, determined);
         let offending = protected_mask.iter().enumerate().find_map(|(a, &p)| {
             if !p || !outcome.linked[a] {

@@ -202,12 +202,8 @@ impl BucketizedRelease {
         if let Some(cells) = &self.cells {
             return std::borrow::Cow::Borrowed(cells.as_ref());
         }
-        std::borrow::Cow::Owned(SensitiveBuckets::from_assignment(
-            table
-                .sensitive
-                .iter()
-                .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-                .collect(),
+        std::borrow::Cow::Owned(SensitiveBuckets::from_columns(
+            &table.sensitive,
             &self.bucket_of,
             self.buckets,
         ))

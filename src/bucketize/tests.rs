@@ -299,15 +299,7 @@ fn the_attack_never_pins_what_the_cells_do_not_determine() {
         for b in &mut bucket_of {
             *b = used.binary_search(b).unwrap() as u32;
         }
-        let st = SensitiveBuckets::from_assignment(
-            table
-                .sensitive
-                .iter()
-                .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-                .collect(),
-            &bucket_of,
-            used.len(),
-        );
+        let st = SensitiveBuckets::from_columns(&table.sensitive, &bucket_of, used.len());
         let outcome = fingerprint_attack(&st, 0, &[false, true, false]);
         let brute = brute_force_pins(&st, 0, 1);
         let truth = |v: usize| {

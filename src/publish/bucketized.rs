@@ -662,15 +662,8 @@ async fn verify_registered(
             ));
         }
     }
-    let written_st = SensitiveBuckets::from_assignment(
-        written
-            .sensitive
-            .iter()
-            .map(|c| (c.name.clone(), c.codes.as_slice(), c.cardinality()))
-            .collect(),
-        &st_ids.codes,
-        st_ids.cardinality(),
-    );
+    let written_st =
+        SensitiveBuckets::from_columns(&written.sensitive, &st_ids.codes, st_ids.cardinality());
     let mut min_bucket = u64::MAX;
     let mut min_distinct = u64::MAX;
     let mut max_repeats = 0u64;

@@ -117,6 +117,21 @@ fn glob_base(path: &Path) -> PathBuf {
     }
 }
 
+/// The hidden temporary sibling `.<name>.anon-tmp-<pid><suffix>` of `target`, cleared of any
+/// leftover of an earlier run of this process id.
+fn temporary_sibling(target: &Path, suffix: &str) -> Result<PathBuf> {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .ok_or_else(|| {
+            DataFusionError::Plan(format!("output {}: not a file name", target.display()))
+        })?;
+    let parent = target.parent().unwrap_or(Path::new(""));
+    let temporary = parent.join(format!(".{name}.anon-tmp-{}{suffix}", std::process::id()));
+    remove_path(&temporary)?;
+    Ok(temporary)
+}
+
 /// An output written to a temporary sibling of its final path; see the module docs.
 /// Dropping it without [`StagedOutput::commit`] removes the temporary copy.
 #[derive(Debug)]
@@ -132,18 +147,9 @@ impl StagedOutput {
     /// Writes `data` as Parquet to a temporary sibling of `target`: one file when `target`
     /// ends in `.parquet`, else a directory of files (one per output partition).
     pub async fn write(data: DataFrame, target: &Path) -> Result<Self> {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .ok_or_else(|| {
-                DataFusionError::Plan(format!("output {}: not a file name", target.display()))
-            })?;
-        let parent = target.parent().unwrap_or(Path::new(""));
         let single_file = is_parquet_file(target);
         // a file keeps its extension so that it can be read back for verification
-        let suffix = if single_file { ".parquet" } else { "" };
-        let temporary = parent.join(format!(".{name}.anon-tmp-{}{suffix}", std::process::id()));
-        remove_path(&temporary)?;
+        let temporary = temporary_sibling(target, if single_file { ".parquet" } else { "" })?;
         let staged = Self {
             temporary,
             target: target.to_path_buf(),
@@ -177,15 +183,7 @@ impl StagedOutput {
     /// the caller into [`StagedOutput::temporary_path`]); committed and cleaned up like
     /// [`StagedOutput::write`]'s.
     pub fn directory(target: &Path) -> Result<Self> {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .ok_or_else(|| {
-                DataFusionError::Plan(format!("output {}: not a file name", target.display()))
-            })?;
-        let parent = target.parent().unwrap_or(Path::new(""));
-        let temporary = parent.join(format!(".{name}.anon-tmp-{}", std::process::id()));
-        remove_path(&temporary)?;
+        let temporary = temporary_sibling(target, "")?;
         std::fs::create_dir_all(&temporary).map_err(|e| {
             DataFusionError::Execution(format!("cannot create {}: {e}", temporary.display()))
         })?;
