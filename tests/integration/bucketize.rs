@@ -4,7 +4,9 @@
 //! own verification.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::{anon, stderr};
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
@@ -23,17 +25,6 @@ const SENSITIVE: [&str; 6] = [
 /// The most label tuples of GT one bucket id links to.
 const ONE_TO_MANY: &str = "SELECT max(n) FROM (SELECT bucket_id, count(*) n FROM \
      (SELECT DISTINCT bucket_id, age, sex, zip FROM gt) GROUP BY bucket_id)";
-
-fn anon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_anon"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).to_string()
-}
 
 /// A generated medical table of `rows` rows in `dir`.
 fn medical(dir: &Path, rows: usize) -> PathBuf {

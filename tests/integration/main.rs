@@ -8,3 +8,18 @@ mod publish;
 mod reference;
 mod search;
 mod slt;
+
+use std::process::{Command, Output};
+
+/// Runs the `anon` binary with `args`.
+fn anon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A command's stderr as text.
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}

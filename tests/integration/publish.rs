@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+use crate::{anon, stderr};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
@@ -342,17 +344,6 @@ async fn projection_and_filters_reach_the_inner_scan() {
 }
 
 // ---------------------------------------------------------------- the CLI
-
-fn anon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_anon"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).to_string()
-}
 
 /// A scratch directory with the 9-row Li et al. table as CSV and a policy writer.
 struct Scratch {
