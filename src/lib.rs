@@ -35,6 +35,7 @@ pub mod rewrite;
 mod rng;
 pub mod search;
 pub mod session;
+pub mod storage;
 pub mod tables;
 mod value_codes;
 

@@ -8,18 +8,18 @@ use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-/// A session with the crate's functions registered; with `memory_limit` (bytes), a fair
-/// spilling memory pool of that size.
+use crate::storage::LakeStoreRegistry;
+
+/// A session with the crate's functions registered and every object-store URL readable
+/// ([`LakeStoreRegistry`]); with `memory_limit` (bytes), a fair spilling memory pool of that
+/// size.
 pub fn context(memory_limit: Option<usize>) -> Result<SessionContext> {
-    let ctx = match memory_limit {
-        None => SessionContext::new(),
-        Some(bytes) => {
-            let runtime = RuntimeEnvBuilder::new()
-                .with_memory_pool(Arc::new(FairSpillPool::new(bytes)))
-                .build_arc()?;
-            SessionContext::new_with_config_rt(SessionConfig::new(), runtime)
-        }
-    };
+    let mut runtime =
+        RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(LakeStoreRegistry::default()));
+    if let Some(bytes) = memory_limit {
+        runtime = runtime.with_memory_pool(Arc::new(FairSpillPool::new(bytes)));
+    }
+    let ctx = SessionContext::new_with_config_rt(SessionConfig::new(), runtime.build_arc()?);
     crate::register(&ctx)?;
     Ok(ctx)
 }

@@ -6,12 +6,17 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::Arc;
 
 use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
+use datafusion::datasource::listing::{ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::options::ReadOptions;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
+
+use crate::storage::{self, Location, StoreOptions};
 
 /// Splits a `NAME=PATH` table argument (as given to `anon sql --table`).
 pub fn parse_table_arg(arg: &str) -> Result<(String, String)> {
@@ -46,7 +51,8 @@ pub enum TableFormat {
 }
 
 /// The format `path` is read as, or an error naming the path when it is missing or of an
-/// unknown kind.
+/// unknown kind. A URL is judged by its extension alone (a URL without one is a prefix of
+/// Parquet files).
 pub fn table_format(path: &str) -> Result<TableFormat> {
     if is_glob(path) {
         // e.g. data/*.parquet: DataFusion lists the matching files itself
@@ -54,22 +60,24 @@ pub fn table_format(path: &str) -> Result<TableFormat> {
             Ok(TableFormat::Parquet)
         } else {
             Err(DataFusionError::Plan(format!(
-                "{path}: a glob must match Parquet files (end in .parquet); CSV is read one file at a time"
+                "{}: a glob must match Parquet files (end in .parquet); CSV is read one file at a time",
+                Location::parse(path)?
             )))
         };
     }
-    let location = Path::new(path);
-    let metadata = std::fs::metadata(location)
-        .map_err(|e| DataFusionError::Plan(format!("cannot open {path}: {e}")))?;
-    let extension = location
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    match extension.as_deref() {
-        _ if metadata.is_dir() => Ok(TableFormat::Parquet),
+    let location = Location::parse(path)?;
+    let is_dir = match &location {
+        Location::Local(local) => std::fs::metadata(local)
+            .map_err(|e| DataFusionError::Plan(format!("cannot open {path}: {e}")))?
+            .is_dir(),
+        Location::Url(url) => url.path().ends_with('/') || location.extension().is_none(),
+    };
+    match location.extension().as_deref() {
+        _ if is_dir => Ok(TableFormat::Parquet),
         Some("parquet") => Ok(TableFormat::Parquet),
         Some("csv" | "tsv") => Ok(TableFormat::Csv),
         _ => Err(DataFusionError::Plan(format!(
-            "{path} is neither a .parquet file, a directory of Parquet files nor a .csv file"
+            "{location} is neither a .parquet file, a directory of Parquet files nor a .csv file"
         ))),
     }
 }
@@ -80,15 +88,28 @@ fn csv_delimiter(path: &str) -> Result<u8> {
     if path.to_ascii_lowercase().ends_with(".tsv") {
         return Ok(b'\t');
     }
-    let cannot_read = |e: std::io::Error| DataFusionError::Plan(format!("cannot read {path}: {e}"));
-    let file = File::open(path).map_err(cannot_read)?;
-    let mut header = String::new();
-    BufReader::new(file)
-        .read_line(&mut header)
-        .map_err(cannot_read)?;
+    let header = match Location::parse(path)? {
+        Location::Local(local) => {
+            let cannot_read =
+                |e: std::io::Error| DataFusionError::Plan(format!("cannot read {path}: {e}"));
+            let file = File::open(local).map_err(cannot_read)?;
+            let mut header = String::new();
+            BufReader::new(file)
+                .read_line(&mut header)
+                .map_err(cannot_read)?;
+            header
+        }
+        // the header of an object: its first line, whatever its length
+        remote => storage::read_text_blocking(&remote, &StoreOptions::default())?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
     if header.trim().is_empty() {
         return Err(DataFusionError::Plan(format!(
-            "{path}: line 1 should be a header row naming the columns, but it is empty"
+            "{}: line 1 should be a header row naming the columns, but it is empty",
+            Location::parse(path)?
         )));
     }
     let semicolons = header.matches(';').count();
@@ -96,33 +117,112 @@ fn csv_delimiter(path: &str) -> Result<u8> {
     Ok(if semicolons > commas { b';' } else { b',' })
 }
 
-/// Registers `path` as table `name` on `ctx`: a Parquet file, a directory of Parquet files, or
-/// a CSV file with a header row (`,`- or `;`-separated, detected from the header line).
-/// Column types of a CSV file are inferred from its first rows; see [`check_csv`] to locate a
-/// later record that does not fit them.
+/// Registers `path` (a path or a URL) as table `name` on `ctx`; see [`register_location`].
 pub async fn register_path(ctx: &SessionContext, name: &str, path: &str) -> Result<()> {
+    register_location(ctx, name, &Location::parse(path)?, &StoreOptions::default()).await
+}
+
+/// Registers `location` as table `name` on `ctx`: a Parquet file, a directory (or prefix) of
+/// Parquet files, a glob of them, or a CSV file with a header row (`,`- or `;`-separated,
+/// detected from the header line). A prefix holding this crate's `_SUCCESS` manifest is read
+/// as the files the manifest lists (see [`crate::publish::staged`]). Column types of a CSV
+/// file are inferred from its first rows; see [`check_csv`] to locate a later record that
+/// does not fit them.
+pub async fn register_location(
+    ctx: &SessionContext,
+    name: &str,
+    location: &Location,
+    options: &StoreOptions,
+) -> Result<()> {
     let in_table =
         |e: DataFusionError| DataFusionError::Plan(format!("table '{name}': {}", e.message()));
-    match table_format(path).map_err(in_table)? {
+    storage::register_store(ctx, location, options).map_err(in_table)?;
+    let path = location.datafusion_path();
+    match table_format(&path).map_err(in_table)? {
+        TableFormat::Parquet if location.is_url() && !is_glob(&path) => {
+            register_parquet_url(ctx, name, location, options)
+                .await
+                .map_err(in_table)
+        }
         TableFormat::Parquet => ctx
-            .register_parquet(name, path, ParquetReadOptions::default())
+            .register_parquet(name, &path, ParquetReadOptions::default())
             .await
             .map_err(in_table),
         TableFormat::Csv => {
-            let delimiter = csv_delimiter(path).map_err(in_table)?;
+            let delimiter = csv_delimiter(&path).map_err(in_table)?;
             ctx.register_csv(
                 name,
-                path,
+                &path,
                 CsvReadOptions::new()
                     .delimiter(delimiter)
                     .has_header(true)
                     // DataFusion's default "csv" would skip e.g. `data.CSV`
-                    .file_extension(&extension_of(path)),
+                    .file_extension(&extension_of(&path)),
             )
             .await
-            .map_err(|e| csv_error(path, &schema_names(None), e))
+            .map_err(|e| csv_error(&location.to_string(), &schema_names(None), e))
         }
     }
+}
+
+/// A Parquet object or prefix in a bucket: a prefix with a manifest is read as the files it
+/// lists; one without must hold Parquet files.
+async fn register_parquet_url(
+    ctx: &SessionContext,
+    name: &str,
+    location: &Location,
+    options: &StoreOptions,
+) -> Result<()> {
+    if crate::publish::is_parquet_file(location) {
+        if !storage::exists(location, options).await? {
+            return Err(DataFusionError::Plan(format!("{location}: not found")));
+        }
+        return ctx
+            .register_parquet(
+                name,
+                location.datafusion_path(),
+                ParquetReadOptions::default(),
+            )
+            .await;
+    }
+    let prefix = location.as_prefix();
+    let files = match crate::publish::staged::manifest_files(&prefix, options).await? {
+        Some(files) => files,
+        None => {
+            let listed = storage::list(&prefix, options).await?;
+            if !listed
+                .iter()
+                .any(|o| o.location.as_ref().ends_with(".parquet"))
+            {
+                return Err(DataFusionError::Plan(format!(
+                    "{prefix}: no Parquet files under this prefix"
+                )));
+            }
+            return ctx
+                .register_parquet(
+                    name,
+                    prefix.datafusion_path(),
+                    ParquetReadOptions::default(),
+                )
+                .await;
+        }
+    };
+    let urls = files
+        .iter()
+        .map(|file| {
+            let url = prefix.join(file)?.datafusion_path();
+            ListingTableUrl::parse(url)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let state = ctx.state();
+    let listing_options = ParquetReadOptions::default()
+        .to_listing_options(&ctx.copied_config(), ctx.copied_table_options());
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(listing_options)
+        .infer_schema(&state)
+        .await?;
+    ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    Ok(())
 }
 
 /// The extension of `path` with its dot, as the listing table expects (`.csv`).

@@ -83,9 +83,16 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
         let start = Instant::now();
         let ctx = crate::session::context(Some(MEMORY_LIMIT))?;
         let mut policy = Policy::from_toml("bench (c,k) policy", Path::new("."), CK_POLICY)?;
-        policy.set_input(path);
+        policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
         policy.register_with(&ctx, false).await?;
-        let outcome = publish_policy(&ctx, &policy, &out_dir, true, &mut |_| {}).await?;
+        let outcome = publish_policy(
+            &ctx,
+            &policy,
+            &crate::storage::Location::Local(out_dir.clone()),
+            true,
+            &mut |_| {},
+        )
+        .await?;
         let report = &outcome.report;
         phases = format!(
             "read {:.2} s, bucketize {:.2} s ({} FBs, {} GBs), write {:.2} s, verify {:.2} s \

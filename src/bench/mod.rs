@@ -333,7 +333,7 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
     let text = PATIENTS_POLICY.replace("max_suppression = 0.05", "max_suppression = 1.0");
     let mut policy =
         crate::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
-    policy.set_input(path);
+    policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
     let publish_ctx = SessionContext::new_with_config(ctx.state().config().clone());
     crate::register(&publish_ctx)?;
     policy.register(&publish_ctx).await?;
@@ -346,7 +346,7 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
             &publish_ctx,
             &policy,
             &crate::release::Release::FullDomain(levels.clone()),
-            &apply_dir,
+            &crate::storage::Location::Local(apply_dir.clone()),
             true,
         )
         .await?;
@@ -415,7 +415,7 @@ async fn anonymize_case(
             Path::new("."),
             PATIENTS_POLICY,
         )?;
-        policy.set_input(path);
+        policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
         policy.register_with(&ctx, false).await?;
         let sensitive = policy.requirements().constrained_attributes();
         let registered = start.elapsed();
@@ -441,7 +441,7 @@ async fn anonymize_case(
             &policy,
             &decision.release,
             Some(decision.failing.clone()),
-            &out_dir,
+            &crate::storage::Location::Local(out_dir.clone()),
             true,
         )
         .await?;

@@ -13,6 +13,7 @@ use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
 use datafusion_anonymity::session;
+use datafusion_anonymity::storage::{self, Location, StoreOptions};
 
 use super::apply::{output_path, print_summary};
 
@@ -112,15 +113,23 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&args.policy)?;
     let out = output_path(args.out.clone(), &policy)?;
-    publish::check_output(&out, policy.input(), args.overwrite)?;
-    if let Some(report) = &args.report {
-        publish::check_output(report, policy.input(), true)?;
+    publish::check_output(&out, policy.input(), args.overwrite, policy.storage()).await?;
+    let report_location = args
+        .report
+        .as_deref()
+        .map(|path| Location::parse(&path.to_string_lossy()))
+        .transpose()?;
+    if let Some(report) = &report_location {
+        // a report is an output too: replaced only with --overwrite
+        publish::check_output(report, policy.input(), args.overwrite, policy.storage())
+            .await
+            .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
     }
     if policy.bucketization().is_some() {
         return super::bucketize::run(
             policy,
             out,
-            args.report.as_deref(),
+            report_location.as_ref(),
             args.overwrite,
             args.memory_limit.as_deref(),
             args.quiet,
@@ -212,10 +221,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     print_summary(&report);
     let metric = decision.metric;
     println!("{}: {:.4}", metric.name(), decision.metric_value);
-    if let Some(path) = &args.report {
+    if let Some(path) = &report_location {
         let json = Report {
             policy: policy.source(),
-            input: policy.input().display().to_string(),
+            input: policy.input().to_string(),
             algorithm: method.name(),
             recoding: decision.release.kind(),
             metric: metric.name(),
@@ -237,24 +246,20 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         };
         let text = serde_json::to_string_pretty(&json)
             .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        write_atomically(path, &text)?;
+        write_report(path, policy.storage(), text).await?;
     }
     Ok(())
 }
 
-/// Writes `text` to a temporary sibling of `path`, then renames it into place.
-pub(super) fn write_atomically(path: &std::path::Path, text: &str) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "report.json".into());
-    let temporary = path.with_file_name(format!(".{name}.anon-tmp-{}", std::process::id()));
-    let io = |e: std::io::Error| {
-        DataFusionError::Execution(format!("cannot write the report {}: {e}", path.display()))
-    };
-    std::fs::write(&temporary, text).map_err(io)?;
-    std::fs::rename(&temporary, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        io(e)
-    })
+/// Writes the report `text` to `location` as one whole (see [`storage::put`]).
+pub(super) async fn write_report(
+    location: &Location,
+    options: &StoreOptions,
+    text: String,
+) -> Result<()> {
+    storage::put(location, options, text.into())
+        .await
+        .map_err(|e| {
+            DataFusionError::Execution(format!("cannot write the report: {}", e.message()))
+        })
 }

@@ -9,6 +9,7 @@ use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::{self, PublishReport};
 use datafusion_anonymity::release::Release;
 use datafusion_anonymity::session;
+use datafusion_anonymity::storage::Location;
 
 #[derive(clap::Args, Debug)]
 pub struct ApplyArgs {
@@ -78,8 +79,10 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
 }
 
 /// `--out`, or the policy's `[output] path`.
-pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<PathBuf> {
-    out.or_else(|| policy.output().map(PathBuf::from))
+pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<Location> {
+    out.map(|path| Location::parse(&path.to_string_lossy()))
+        .transpose()?
+        .or_else(|| policy.output().cloned())
         .ok_or_else(|| {
             DataFusionError::Plan(format!(
                 "no output: give --out, or [output] path in policy {}",
@@ -96,7 +99,7 @@ pub fn print_summary(report: &PublishReport) {
         .iter()
         .map(|l| format!("{}={}", l.quasi_identifier, l.level))
         .collect();
-    println!("output: {}", report.output.display());
+    println!("output: {}", report.output);
     if report.recoding == "local" {
         println!("recoding: local");
     } else {

@@ -2,7 +2,6 @@
 //! (c,k)-anonymization or its (p,k)-angelization baseline. Read, bucketize, publish GT and ST
 //! together, verify, report.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
@@ -12,6 +11,7 @@ use datafusion_anonymity::bucketize::{CkSummary, Dependencies};
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::bucketized::{BucketizedReport, publish_policy};
 use datafusion_anonymity::session;
+use datafusion_anonymity::storage::Location;
 
 /// The JSON report.
 #[derive(Serialize)]
@@ -37,8 +37,8 @@ struct Timings {
 /// Runs a bucketization policy; `out` was checked by the caller.
 pub async fn run(
     mut policy: Policy,
-    out: PathBuf,
-    report: Option<&Path>,
+    out: Location,
+    report: Option<&Location>,
     overwrite: bool,
     memory_limit: Option<&str>,
     quiet: bool,
@@ -85,7 +85,7 @@ pub async fn run(
     if let Some(path) = report {
         let json = Report {
             policy: policy.source(),
-            input: policy.input().display().to_string(),
+            input: policy.input().to_string(),
             method: published.method,
             dependencies: &outcome.dependencies,
             construction: outcome.construction.as_ref(),
@@ -100,7 +100,7 @@ pub async fn run(
         };
         let text = serde_json::to_string_pretty(&json)
             .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        super::anonymize::write_atomically(path, &text)?;
+        super::anonymize::write_report(path, policy.storage(), text).await?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use datafusion::error::DataFusionError;
 
+use datafusion_anonymity::storage;
 use datafusion_anonymity::tables::redact;
 
 /// One line describing `error`: DataFusion's innermost error without its category prefix
@@ -19,9 +20,12 @@ pub fn one_line(error: &DataFusionError) -> String {
         // than DataFusion's Debug rendering of it
         DataFusionError::SQL(parser, _) => parser.to_string(),
         DataFusionError::Internal(message) => format!("internal error: {message}"),
+        // DataFusion's own object-store errors name the object but may carry the server's
+        // response: keep the plain reason
+        DataFusionError::ObjectStore(store) => storage::describe_store_error(store),
         other => other.message().into_owned(),
     };
-    join_lines(&text)
+    storage::redact_credentials(&join_lines(&text))
 }
 
 /// `text` with its lines trimmed and joined by spaces.

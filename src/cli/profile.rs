@@ -14,6 +14,8 @@ use datafusion_anonymity::profile::{
     self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, FingerprintOptions, ProfileOptions,
     render_html, render_text,
 };
+use datafusion_anonymity::session;
+use datafusion_anonymity::storage::{self, Location, StoreOptions};
 use datafusion_anonymity::tables::{self, TableFormat};
 
 /// How `anon profile` writes its report.
@@ -124,8 +126,7 @@ async fn register(
 
 /// Runs `anon profile`.
 pub async fn run(args: ProfileArgs) -> Result<()> {
-    let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx)?;
+    let ctx = session::context(None)?;
     let mut quasi_identifiers = args.quasi_identifiers.clone();
     let mut sensitive = args.sensitive.clone();
     let mut hierarchies = HashMap::new();
@@ -150,8 +151,8 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         // the hierarchies describe the original data: check them there (in a session of
         // their own, so the policy's table name cannot clash) and size masks from it
         if let Some(original) = &args.original {
-            policy.set_input(original);
-            let policy_ctx = SessionContext::new();
+            policy.set_input(Location::parse(original)?);
+            let policy_ctx = session::context(None)?;
             policy.register(&policy_ctx).await?;
             for (column, hierarchy) in policy.quasi_identifiers() {
                 if quasi_identifiers.contains(&column) {
@@ -228,9 +229,10 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         ProfileFormat::Html => render_html::render(&report),
     };
     match &args.out {
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            DataFusionError::Execution(format!("cannot write {}: {e}", path.display()))
-        }),
+        Some(path) => {
+            let location = Location::parse(&path.to_string_lossy())?;
+            storage::put(&location, &StoreOptions::default(), text.into()).await
+        }
         None => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();

@@ -26,6 +26,8 @@ pub struct PolicyFile {
     pub attributes: BTreeMap<String, AttributeSpec>,
     /// An optional fixed transformation: a level per quasi-identifier.
     pub transformation: Option<BTreeMap<String, usize>>,
+    /// Object-store settings that are not secret (endpoint, region, allow_http).
+    pub storage: Option<crate::storage::StoreOptions>,
 }
 
 /// `[input]`.

@@ -29,7 +29,7 @@ pub mod file;
 pub mod requirements;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray};
@@ -39,6 +39,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 use crate::release::Release;
+use crate::storage::{self, Location, StoreOptions};
 
 pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
@@ -80,10 +81,11 @@ impl PolicyColumn {
 #[derive(Debug, Clone)]
 pub struct Policy {
     source: String,
-    directory: PathBuf,
+    directory: Location,
     name: String,
-    input: PathBuf,
-    output: Option<PathBuf>,
+    input: Location,
+    output: Option<Location>,
+    storage: StoreOptions,
     columns: Vec<PolicyColumn>,
     requirements: PrivacyRequirements,
     suppression: SuppressionMode,
@@ -100,18 +102,22 @@ fn policy_error(source: &str, message: impl std::fmt::Display) -> DataFusionErro
 impl Policy {
     /// Reads and checks a policy file, loading the hierarchy files it names (relative to the
     /// policy's directory).
+    /// The file may be a URL (`s3://bucket/policy.toml`), read with the environment's
+    /// credentials; its relative paths are then relative to its prefix.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            DataFusionError::Plan(format!("cannot read policy {}: {e}", path.display()))
-        })?;
-        let directory = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::from_toml(&path.display().to_string(), &directory, &text)
+        let location = Location::parse(&path.as_ref().to_string_lossy())?;
+        let text = storage::read_text_blocking(&location, &StoreOptions::default())
+            .map_err(|e| DataFusionError::Plan(format!("cannot read policy {}", e.message())))?;
+        Self::from_toml_at(&location.to_string(), &location.parent(), &text)
     }
 
     /// A policy from TOML text; `source` names it in errors and `directory` anchors its
     /// relative paths.
     pub fn from_toml(source: &str, directory: &Path, text: &str) -> Result<Self> {
+        Self::from_toml_at(source, &Location::Local(directory.to_path_buf()), text)
+    }
+
+    fn from_toml_at(source: &str, directory: &Location, text: &str) -> Result<Self> {
         let file: PolicyFile = toml::from_str(text).map_err(|e| {
             // toml's message spans several lines (with a snippet of the policy, never data)
             let message = e.message().to_string();
@@ -123,16 +129,11 @@ impl Policy {
         Self::from_parsed(source, directory, file)
     }
 
-    fn from_parsed(source: &str, directory: &Path, file: PolicyFile) -> Result<Self> {
+    fn from_parsed(source: &str, directory: &Location, file: PolicyFile) -> Result<Self> {
         let err = |message: String| policy_error(source, message);
-        let resolve = |p: &Path| {
-            if p.is_absolute() {
-                p.to_path_buf()
-            } else {
-                directory.join(p)
-            }
-        };
-        let input = resolve(&file.input.path);
+        let storage_options = file.storage.clone().unwrap_or_default();
+        let resolve = |p: &Path| directory.join(&p.to_string_lossy());
+        let input = resolve(&file.input.path)?;
         let name = match &file.name {
             Some(name) if !name.trim().is_empty() => name.trim().to_string(),
             Some(_) => return Err(err("name must not be empty".into())),
@@ -178,7 +179,9 @@ impl Policy {
         let mut sensitive = Vec::new();
         for (column, spec) in &file.attributes {
             let hierarchy = match (spec.role, &spec.hierarchy) {
-                (Role::QuasiIdentifier, Some(h)) => Some(load_hierarchy(column, h, &resolve)?),
+                (Role::QuasiIdentifier, Some(h)) => {
+                    Some(load_hierarchy(column, h, &resolve, &storage_options)?)
+                }
                 (Role::QuasiIdentifier, None) if bucketization.is_some() => None,
                 (Role::QuasiIdentifier, None) => {
                     return Err(err(format!(
@@ -291,10 +294,11 @@ impl Policy {
         }
         Ok(Self {
             source: source.to_string(),
-            directory: directory.to_path_buf(),
+            directory: directory.clone(),
             name,
             input,
-            output: file.output.as_ref().map(|o| resolve(&o.path)),
+            output: file.output.as_ref().map(|o| resolve(&o.path)).transpose()?,
+            storage: storage_options,
             columns,
             requirements: PrivacyRequirements {
                 k: privacy.k,
@@ -315,7 +319,7 @@ impl Policy {
     }
 
     /// The directory relative paths are resolved against.
-    pub fn directory(&self) -> &Path {
+    pub fn directory(&self) -> &Location {
         &self.directory
     }
 
@@ -324,19 +328,25 @@ impl Policy {
         &self.name
     }
 
-    /// The input path.
-    pub fn input(&self) -> &Path {
+    /// The input: a path or a URL.
+    pub fn input(&self) -> &Location {
         &self.input
     }
 
-    /// Reads the data from `path` instead of `[input] path` (before [`Policy::register`]).
-    pub fn set_input(&mut self, path: impl Into<PathBuf>) {
-        self.input = path.into();
+    /// Reads the data from `location` instead of `[input] path` (before
+    /// [`Policy::register`]).
+    pub fn set_input(&mut self, location: Location) {
+        self.input = location;
     }
 
-    /// The default output path (`[output] path`), if any.
-    pub fn output(&self) -> Option<&Path> {
-        self.output.as_deref()
+    /// The default output (`[output] path`), if any.
+    pub fn output(&self) -> Option<&Location> {
+        self.output.as_ref()
+    }
+
+    /// The object-store settings of `[storage]` (endpoint, region, …; never credentials).
+    pub fn storage(&self) -> &StoreOptions {
+        &self.storage
     }
 
     /// Every column with a role: in the data's column order after [`Policy::register`].
@@ -422,8 +432,11 @@ impl Policy {
         if crate::generalize::hierarchy_registry(ctx).is_none() {
             crate::register(ctx)?;
         }
-        let input = self.input.display().to_string();
-        crate::tables::register_path(ctx, &self.name, &input).await?;
+        crate::storage::register_store(ctx, &self.input, &self.storage)?;
+        if let Some(output) = &self.output {
+            crate::storage::register_store(ctx, output, &self.storage)?;
+        }
+        crate::tables::register_location(ctx, &self.name, &self.input, &self.storage).await?;
         let schema = ctx.table_provider(self.name.as_str()).await?.schema();
         self.bind_schema(&schema)?;
         self.check_data(ctx, check_trees).await?;
@@ -449,7 +462,7 @@ impl Policy {
                 return Err(err(format!(
                     "attribute '{}' is not a column of {} (its columns: {})",
                     column.name,
-                    self.input.display(),
+                    self.input,
                     column_list(schema)
                 )));
             }
@@ -465,7 +478,7 @@ impl Policy {
                 "column(s) {} of {} have no role; give each one under [attributes] \
                  (identifier, quasi_identifier, sensitive or insensitive)",
                 quoted(&without_role),
-                self.input.display()
+                self.input
             )));
         }
         let mut ordered = Vec::with_capacity(self.columns.len());
@@ -678,7 +691,8 @@ fn check_t(source: &str, column: &str, t: Option<&TCloseness>) -> Result<()> {
 fn load_hierarchy(
     column: &str,
     spec: &HierarchySpec,
-    resolve: &dyn Fn(&Path) -> PathBuf,
+    resolve: &dyn Fn(&Path) -> Result<Location>,
+    storage_options: &StoreOptions,
 ) -> Result<PendingHierarchy> {
     let in_attribute = |e: DataFusionError| {
         DataFusionError::Plan(format!("attribute '{column}': {}", e.message()))
@@ -723,7 +737,14 @@ fn load_hierarchy(
         HierarchySpec::Tree {
             file: Some(file),
             rows: None,
-        } => Hierarchy::tree_from_csv_file(column, resolve(file)).map_err(in_attribute)?,
+        } => {
+            let location = resolve(file).map_err(in_attribute)?;
+            let text = storage::read_text_blocking(&location, storage_options).map_err(|e| {
+                in_attribute(DataFusionError::Plan(format!("hierarchy: {}", e.message())))
+            })?;
+            Hierarchy::tree_from_csv_str(column, &location.to_string(), &text)
+                .map_err(in_attribute)?
+        }
         HierarchySpec::Tree {
             file: None,
             rows: Some(rows),
@@ -747,11 +768,12 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// The table name a path suggests: its file stem (`adult.parquet` → `adult`), else `input`.
-fn default_table_name(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
+fn default_table_name(location: &Location) -> String {
+    let name = location.file_name().unwrap_or_default();
+    let stem = match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name,
+    };
     let cleaned: String = stem
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

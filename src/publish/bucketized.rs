@@ -23,7 +23,6 @@
 //! linking value determines in the input, pins no protected attribute.
 
 use std::fmt::Write;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -51,6 +50,7 @@ use crate::bucketize::{
     BucketizedRelease, CkSummary, Dependencies, MsaTable, encode, utility, weights,
 };
 use crate::policy::{Bucketization, Policy, quote_ident};
+use crate::storage::{Location, StoreOptions};
 
 /// Rows per written batch (DataFusion's default batch size: tables of a few thousand rows
 /// already span several batches, whose order the writer must keep).
@@ -127,7 +127,7 @@ pub struct PolicyOutcome {
 pub async fn publish_policy(
     ctx: &SessionContext,
     policy: &Policy,
-    out: &Path,
+    out: &Location,
     overwrite: bool,
     progress: &mut dyn FnMut(String),
 ) -> Result<PolicyOutcome> {
@@ -137,7 +137,7 @@ pub async fn publish_policy(
             policy.source()
         ))
     })?;
-    check_output(out, policy.input(), overwrite)?;
+    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     refuse_single_file(out)?;
     let phase = Instant::now();
     let table = encode::read_table(
@@ -189,6 +189,7 @@ pub async fn publish_policy(
         policy.input(),
         out,
         overwrite,
+        policy.storage(),
     )
     .await?;
     Ok(PolicyOutcome {
@@ -208,20 +209,21 @@ pub async fn publish_bucketized(
     release: &BucketizedRelease,
     bucketization: &Bucketization,
     dependencies: &Dependencies,
-    input: &Path,
-    out: &Path,
+    input: &Location,
+    out: &Location,
     overwrite: bool,
+    options: &StoreOptions,
 ) -> Result<BucketizedReport> {
-    check_output(out, input, overwrite)?;
+    check_output(out, input, overwrite, options).await?;
     refuse_single_file(out)?;
     let started = Instant::now();
-    let staged = StagedOutput::directory(out)?;
+    let staged = StagedOutput::directory(out, options).await?;
     let st: Arc<SensitiveBuckets> = match &release.cells {
         Some(cells) => Arc::clone(cells),
         None => Arc::new(release.sensitive_buckets(table).into_owned()),
     };
-    let gt_path = staged.temporary_path().join(GT_FILE);
-    let st_path = staged.temporary_path().join(ST_FILE);
+    let gt_path = staged.staging().join(GT_FILE)?;
+    let st_path = staged.staging().join(ST_FILE)?;
     // batches must reach the writer in the order they are made (GT by generalized bucket, ST
     // by bucket): no round-robin repartition, which would interleave them
     let mut state = ctx.state();
@@ -266,10 +268,10 @@ pub async fn publish_bucketized(
     )
     .await?;
     let verify_seconds = verifying.elapsed().as_secs_f64();
-    staged.commit()?;
+    staged.commit().await?;
     Ok(BucketizedReport {
         method: bucketization.method().name(),
-        output: out.display().to_string(),
+        output: out.to_string(),
         rows: table.rows() as u64,
         published_quasi_identifiers: table
             .quasi_identifiers
@@ -288,12 +290,11 @@ pub async fn publish_bucketized(
 }
 
 /// A bucketized release is a directory of two tables, never one `.parquet` file.
-fn refuse_single_file(out: &Path) -> Result<()> {
+fn refuse_single_file(out: &Location) -> Result<()> {
     if is_parquet_file(out) {
         return Err(DataFusionError::Plan(format!(
-            "output {}: a bucketized release is two tables ({GT_FILE} and {ST_FILE}); give a \
-             directory",
-            out.display()
+            "output {out}: a bucketized release is two tables ({GT_FILE} and {ST_FILE}); give a \
+             directory"
         )));
     }
     Ok(())
@@ -327,12 +328,12 @@ impl PartitionStream for LazyBatches {
     }
 }
 
-async fn write(ctx: &SessionContext, batches: LazyBatches, path: &Path) -> Result<()> {
+async fn write(ctx: &SessionContext, batches: LazyBatches, path: &Location) -> Result<()> {
     let schema = Arc::clone(&batches.schema);
     let table = StreamingTable::try_new(schema, vec![Arc::new(batches)])?;
     ctx.read_table(Arc::new(table))?
         .write_parquet(
-            &path.display().to_string(),
+            &path.datafusion_path(),
             DataFrameWriteOptions::new().with_single_file_output(true),
             None,
         )
@@ -455,7 +456,7 @@ type GtScan = tokio::task::JoinHandle<Result<(u64, Vec<(i64, u64)>)>>;
 /// file's order, which the label runs need.
 async fn scan_gt_file(
     ctx: &SessionContext,
-    path: &Path,
+    path: &Location,
     labels: &[String],
 ) -> Result<(u64, Vec<(i64, u64)>)> {
     let mut state = ctx.state();
@@ -464,7 +465,7 @@ async fn scan_gt_file(
     let name = format!("__anon_gt_scan_{}", std::process::id());
     ctx.register_parquet(
         &name,
-        &path.display().to_string(),
+        &path.datafusion_path(),
         ParquetReadOptions::default(),
     )
     .await?;
@@ -570,21 +571,21 @@ async fn verify(
     table: &MsaTable,
     bucketization: &Bucketization,
     dependencies: &Dependencies,
-    gt_path: &Path,
-    st_path: &Path,
+    gt_path: &Location,
+    st_path: &Location,
     gt_scan: GtScan,
 ) -> Result<(BucketVerification, AttackReport, Vec<AttackReport>)> {
     let suffix = std::process::id();
     let (gt, st) = (format!("__anon_gt_{suffix}"), format!("__anon_st_{suffix}"));
     ctx.register_parquet(
         &gt,
-        &gt_path.display().to_string(),
+        &gt_path.datafusion_path(),
         ParquetReadOptions::default(),
     )
     .await?;
     ctx.register_parquet(
         &st,
-        &st_path.display().to_string(),
+        &st_path.datafusion_path(),
         ParquetReadOptions::default(),
     )
     .await?;

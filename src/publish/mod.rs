@@ -14,16 +14,18 @@
 
 pub mod bucketized;
 mod classes;
+pub mod staged;
 mod suppress;
+
+pub use staged::{StagedOutput, is_parquet_file};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::Column;
-use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
@@ -37,44 +39,89 @@ use crate::policy::{
     LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind, quote_ident,
 };
 use crate::release::Release;
+use crate::storage::{self, Location, StoreOptions};
 use classes::ClassCounter;
 
-/// Refuses an output path that exists (unless `overwrite`), equals the input, lies inside a
+/// Refuses an output that exists (unless `overwrite`), equals the input, lies inside a
 /// directory input, or contains the input (overwriting it would delete the input).
-pub fn check_output(out: &Path, input: &Path, overwrite: bool) -> Result<()> {
-    let refuse = |why: String| DataFusionError::Plan(format!("output {}: {why}", out.display()));
-    if out.as_os_str().is_empty() {
-        return Err(refuse("empty path".into()));
+pub async fn check_output(
+    out: &Location,
+    input: &Location,
+    overwrite: bool,
+    options: &StoreOptions,
+) -> Result<()> {
+    let refuse = |why: String| DataFusionError::Plan(format!("output {out}: {why}"));
+    match (out, input) {
+        (Location::Local(out_path), _) if out_path.as_os_str().is_empty() => {
+            return Err(refuse("empty path".into()));
+        }
+        (Location::Local(out_path), Location::Local(input_path)) => {
+            check_local_overlap(out_path, input_path).map_err(refuse)?
+        }
+        (Location::Url(out_url), Location::Url(input_url)) => {
+            let (out_text, input_text) = (
+                out_url.as_str().trim_end_matches('/'),
+                storage::Location::Url(input_url.clone()).to_string(),
+            );
+            let input_base = input_text
+                .find(['*', '?', '['])
+                .map_or(input_text.as_str(), |i| &input_text[..i])
+                .trim_end_matches('/');
+            if out_text == input_base {
+                return Err(refuse("is the input; choose another location".into()));
+            }
+            if out_text.starts_with(&format!("{input_base}/")) {
+                return Err(refuse(format!(
+                    "lies inside the input {input}; it would be read as input next time"
+                )));
+            }
+            if input_base.starts_with(&format!("{out_text}/")) {
+                return Err(refuse(format!(
+                    "contains the input {input}; writing it would destroy the input"
+                )));
+            }
+        }
+        _ => {}
     }
+    if !overwrite && storage::exists(out, options).await? {
+        return Err(refuse("exists; pass --overwrite to replace it".into()));
+    }
+    if let Location::Local(out_path) = out {
+        match absolute(out_path).parent() {
+            Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => {
+                return Err(refuse(format!(
+                    "its directory {} does not exist",
+                    parent.display()
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The local overlap rules of [`check_output`]: the reason to refuse, if any.
+fn check_local_overlap(out: &Path, input: &Path) -> std::result::Result<(), String> {
     let out_abs = absolute(out);
     // a glob input is judged by the directory it lists
     let input_base = glob_base(input);
     let input_abs = absolute(&input_base);
     if out_abs == input_abs {
-        return Err(refuse("is the input; choose another path".into()));
+        return Err("is the input; choose another path".into());
     }
     if input_base.is_dir() && out_abs.starts_with(&input_abs) {
-        return Err(refuse(format!(
+        return Err(format!(
             "lies inside the input directory {}; it would be read as input next time",
             input_base.display()
-        )));
+        ));
     }
     if input_abs.starts_with(&out_abs) {
-        return Err(refuse(format!(
+        return Err(format!(
             "contains the input {}; writing it would destroy the input",
             input.display()
-        )));
+        ));
     }
-    if out.exists() && !overwrite {
-        return Err(refuse("exists; pass --overwrite to replace it".into()));
-    }
-    match out_abs.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => Err(refuse(format!(
-            "its directory {} does not exist",
-            parent.display()
-        ))),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// `path` made absolute and, where it exists, canonical (symlinks resolved).
@@ -115,148 +162,6 @@ fn glob_base(path: &Path) -> PathBuf {
         }
         None => path.to_path_buf(),
     }
-}
-
-/// The hidden temporary sibling `.<name>.anon-tmp-<pid><suffix>` of `target`, cleared of any
-/// leftover of an earlier run of this process id.
-fn temporary_sibling(target: &Path, suffix: &str) -> Result<PathBuf> {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .ok_or_else(|| {
-            DataFusionError::Plan(format!("output {}: not a file name", target.display()))
-        })?;
-    let parent = target.parent().unwrap_or(Path::new(""));
-    let temporary = parent.join(format!(".{name}.anon-tmp-{}{suffix}", std::process::id()));
-    remove_path(&temporary)?;
-    Ok(temporary)
-}
-
-/// An output written to a temporary sibling of its final path; see the module docs.
-/// Dropping it without [`StagedOutput::commit`] removes the temporary copy.
-#[derive(Debug)]
-pub struct StagedOutput {
-    temporary: PathBuf,
-    target: PathBuf,
-    committed: bool,
-    /// Rows the Parquet writer reports written.
-    pub rows_written: u64,
-}
-
-impl StagedOutput {
-    /// Writes `data` as Parquet to a temporary sibling of `target`: one file when `target`
-    /// ends in `.parquet`, else a directory of files (one per output partition).
-    pub async fn write(data: DataFrame, target: &Path) -> Result<Self> {
-        let single_file = is_parquet_file(target);
-        // a file keeps its extension so that it can be read back for verification
-        let temporary = temporary_sibling(target, if single_file { ".parquet" } else { "" })?;
-        let staged = Self {
-            temporary,
-            target: target.to_path_buf(),
-            committed: false,
-            rows_written: 0,
-        };
-        let mut location = staged.temporary.display().to_string();
-        if !single_file {
-            std::fs::create_dir_all(&staged.temporary).map_err(|e| {
-                DataFusionError::Execution(format!("cannot create {location}: {e}"))
-            })?;
-            location.push('/');
-        }
-        let mut staged = staged;
-        let counts = data
-            .write_parquet(
-                &location,
-                DataFrameWriteOptions::new().with_single_file_output(single_file),
-                None,
-            )
-            .await?;
-        staged.rows_written = counts
-            .iter()
-            .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
-            .flat_map(|c| c.iter().flatten())
-            .sum();
-        Ok(staged)
-    }
-
-    /// A temporary sibling directory of `target` for a release of several files (written by
-    /// the caller into [`StagedOutput::temporary_path`]); committed and cleaned up like
-    /// [`StagedOutput::write`]'s.
-    pub fn directory(target: &Path) -> Result<Self> {
-        let temporary = temporary_sibling(target, "")?;
-        std::fs::create_dir_all(&temporary).map_err(|e| {
-            DataFusionError::Execution(format!("cannot create {}: {e}", temporary.display()))
-        })?;
-        Ok(Self {
-            temporary,
-            target: target.to_path_buf(),
-            committed: false,
-            rows_written: 0,
-        })
-    }
-
-    /// Where the data are until committed.
-    pub fn temporary_path(&self) -> &Path {
-        &self.temporary
-    }
-
-    /// Moves the output into place (replacing what is there, which
-    /// [`check_output`] allowed only with `--overwrite`).
-    pub fn commit(mut self) -> Result<PathBuf> {
-        let io = |what: &str, e: std::io::Error| {
-            DataFusionError::Execution(format!("cannot {what} {}: {e}", self.target.display()))
-        };
-        let mut old = None;
-        if self.target.exists() {
-            let name = self
-                .target
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy();
-            let aside = self
-                .target
-                .with_file_name(format!(".{name}.anon-old-{}", std::process::id()));
-            remove_path(&aside)?;
-            std::fs::rename(&self.target, &aside).map_err(|e| io("move aside", e))?;
-            old = Some(aside);
-        }
-        if let Err(e) = std::fs::rename(&self.temporary, &self.target) {
-            if let Some(aside) = &old {
-                // put the previous output back rather than leave nothing
-                let _ = std::fs::rename(aside, &self.target);
-            }
-            return Err(io("move the output into", e));
-        }
-        self.committed = true;
-        if let Some(aside) = old {
-            remove_path(&aside)?;
-        }
-        Ok(self.target.clone())
-    }
-}
-
-impl Drop for StagedOutput {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = remove_path(&self.temporary);
-        }
-    }
-}
-
-fn is_parquet_file(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-}
-
-fn remove_path(path: &Path) -> Result<()> {
-    let result = if path.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else if path.exists() {
-        std::fs::remove_file(path)
-    } else {
-        Ok(())
-    };
-    result.map_err(|e| DataFusionError::Execution(format!("cannot remove {}: {e}", path.display())))
 }
 
 /// What the published data achieve, measured on the written files.
@@ -303,17 +208,17 @@ impl Verification {
 /// would), and at most the allowed share of the `input_rows` suppressed.
 pub async fn verify(
     ctx: &SessionContext,
-    path: &Path,
+    path: &Location,
     quasi_identifiers: &[String],
     requirements: &PrivacyRequirements,
     suppression: SuppressionMode,
     input_rows: u64,
 ) -> Result<Verification> {
     let table = format!("__anon_verify_{}", std::process::id());
-    let location = if path.is_dir() {
-        format!("{}/", path.display())
-    } else {
-        path.display().to_string()
+    let location = match path {
+        Location::Local(local) if local.is_dir() => format!("{}/", local.display()),
+        Location::Url(_) if !is_parquet_file(path) => path.as_prefix().datafusion_path(),
+        _ => path.datafusion_path(),
     };
     ctx.register_parquet(&table, &location, ParquetReadOptions::default())
         .await?;
@@ -522,8 +427,8 @@ impl ClassSummary {
 /// What [`publish`] did.
 #[derive(Debug, Clone, Serialize)]
 pub struct PublishReport {
-    /// Where the output is.
-    pub output: PathBuf,
+    /// Where the output is (a path or a URL).
+    pub output: String,
     /// Rows of the input.
     pub input_rows: u64,
     /// `full-domain` or `local`.
@@ -568,7 +473,7 @@ pub async fn publish(
     ctx: &SessionContext,
     policy: &crate::policy::Policy,
     release: &Release,
-    out: &Path,
+    out: &Location,
     overwrite: bool,
 ) -> Result<PublishReport> {
     publish_with_failing_classes(ctx, policy, release, None, out, overwrite).await
@@ -598,10 +503,10 @@ pub async fn publish_with_failing_classes(
     policy: &crate::policy::Policy,
     release: &Release,
     failing: Option<crate::search::FailingClasses>,
-    out: &Path,
+    out: &Location,
     overwrite: bool,
 ) -> Result<PublishReport> {
-    check_output(out, policy.input(), overwrite)?;
+    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let started = std::time::Instant::now();
     let table = policy.generalized_table(ctx, release.clone()).await?;
     let generalization = table.generalization().clone();
@@ -717,7 +622,8 @@ pub async fn publish_with_failing_classes(
             written: Arc::clone(&written_classes),
         },
     )?;
-    let staged = StagedOutput::write(ctx.read_table(Arc::new(rows))?, out).await?;
+    let staged =
+        StagedOutput::write(ctx.read_table(Arc::new(rows))?, out, policy.storage()).await?;
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();
@@ -735,7 +641,7 @@ pub async fn publish_with_failing_classes(
     } else {
         verify(
             ctx,
-            staged.temporary_path(),
+            staged.staging(),
             &quasi_identifiers,
             requirements,
             policy.suppression(),
@@ -763,7 +669,7 @@ pub async fn publish_with_failing_classes(
             verification.rows
         )));
     }
-    let output = staged.commit()?;
+    let output = staged.commit().await?.to_string();
     Ok(PublishReport {
         output,
         input_rows,

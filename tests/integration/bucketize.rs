@@ -481,9 +481,10 @@ async fn verification_refuses_a_release_that_breaks_the_policy() {
         &release,
         &Bucketization::Ck(options),
         &dependencies,
-        &input,
-        &out,
+        &input.as_path().into(),
+        &out.as_path().into(),
         false,
+        &Default::default(),
     )
     .await
     .unwrap_err()

@@ -266,7 +266,7 @@ async fn generalized_table_matches_brute_force() {
                 &ctx,
                 &policy,
                 &Release::FullDomain(levels.clone()),
-                &out,
+                &out.as_path().into(),
                 false,
             )
             .await;
@@ -431,7 +431,7 @@ async fn values_missing_from_a_tree_are_counted_over_the_whole_column() {
         &ctx,
         &policy,
         &Release::FullDomain(levels.clone()),
-        &out,
+        &out.as_path().into(),
         false,
     )
     .await
@@ -987,7 +987,7 @@ async fn publish_writes_the_rows_of_the_generalized_table() {
                 &ctx,
                 &policy,
                 &Release::FullDomain(levels.clone()),
-                &out,
+                &out.as_path().into(),
                 false,
             )
             .await
@@ -1114,7 +1114,7 @@ async fn publish_with_derived_failing_classes_matches_publish() {
             &ctx,
             &policy,
             &Release::FullDomain(levels.clone()),
-            &plain_out,
+            &plain_out.as_path().into(),
             false,
         )
         .await
@@ -1125,7 +1125,7 @@ async fn publish_with_derived_failing_classes_matches_publish() {
             &policy,
             &Release::FullDomain(levels.clone()),
             Some(derive(&levels)),
-            &out,
+            &out.as_path().into(),
             false,
         )
         .await
@@ -1151,6 +1151,7 @@ async fn publish_with_derived_failing_classes_matches_publish() {
         );
 
         let refused = dir.path().join(format!("refused-{suppression}.parquet"));
+        let refused_location = refused.as_path().into();
         let release = Release::FullDomain(levels.clone());
         let attempt = |failing| {
             publish::publish_with_failing_classes(
@@ -1158,7 +1159,7 @@ async fn publish_with_derived_failing_classes_matches_publish() {
                 &policy,
                 &release,
                 Some(failing),
-                &refused,
+                &refused_location,
                 false,
             )
         };

@@ -1,0 +1,452 @@
+//! Staged outputs: written next to their target, verified there, and only then put in place,
+//! so that a reader never sees a partial or unverified output.
+//!
+//! **On a local disk** the output is written to the hidden sibling
+//! `.<name>.anon-tmp-<pid>[.parquet]` and renamed into place:
+//! - a file replaces the old one with one `rename` over it (atomic);
+//! - a directory that does not exist yet is renamed into place (atomic); one that exists is
+//!   swapped with the new one by `renameat2(RENAME_EXCHANGE)` (atomic, Linux), after which the
+//!   old one, now at the staging name, is removed.
+//!
+//! A run killed at any point leaves the target as it was (old or new, never partial) and at
+//! most its staging sibling, which the next run to the same target removes (saying so on
+//! stderr) once the process that made it is gone.
+//!
+//! **In a bucket** there is no rename. The output is staged under the hidden sibling prefix
+//! `.<name>.anon-tmp-<host>-<pid>`, verified there, then copied into place:
+//! - a single `.parquet` object is copied over the target in one server-side copy, which S3
+//!   makes visible only when complete: a reader sees the old object or the new one;
+//! - a directory (prefix) gets its files copied in, then the manifest `_SUCCESS` is written
+//!   **last**, listing the files of this output, and finally the objects the manifest does not
+//!   list (an older output's) are deleted. **Readers must require `_SUCCESS` and read the files
+//!   it lists** (`anon` itself does): until it is written the new files are not the output, and
+//!   an older output's files stay valid until the manifest that replaces theirs is written.
+//!   When a new file would overwrite an older output's file of the same name, the old manifest
+//!   is deleted first, so that no reader takes a half-copied mix for the old output.
+//!
+//! A failed or refused publish removes its staging; a killed one leaves it to the next run.
+
+use std::path::Path;
+
+use bytes::Bytes;
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::UInt64Type;
+use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
+use datafusion::error::{DataFusionError, Result};
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjectPath;
+use serde::{Deserialize, Serialize};
+
+use crate::storage::{self, Location, StoreOptions};
+
+/// The manifest a directory output in a bucket gets last.
+pub const MANIFEST: &str = "_SUCCESS";
+
+/// What `_SUCCESS` holds: the files of the output, relative to its prefix.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    /// `datafusion-anonymity/1`.
+    pub format: String,
+    /// The output's files, relative to the output's prefix.
+    pub files: Vec<String>,
+}
+
+const MANIFEST_FORMAT: &str = "datafusion-anonymity/1";
+
+/// The name part that marks staging: `.<name>.anon-tmp-…`.
+const STAGING_MARK: &str = ".anon-tmp-";
+/// Left over by versions that moved an old output aside before moving the new one in.
+const OLD_MARK: &str = ".anon-old-";
+
+/// An output written to a staging location next to its target; see the module docs.
+/// Dropping it without [`StagedOutput::commit`] removes the staging.
+#[derive(Debug)]
+pub struct StagedOutput {
+    staging: Location,
+    target: Location,
+    options: StoreOptions,
+    single_file: bool,
+    committed: bool,
+    /// Rows the Parquet writer reports written.
+    pub rows_written: u64,
+}
+
+impl StagedOutput {
+    /// Writes `data` as Parquet to the staging of `target`: one file when `target` ends in
+    /// `.parquet`, else a directory of files (one per output partition).
+    pub async fn write(data: DataFrame, target: &Location, options: &StoreOptions) -> Result<Self> {
+        let single_file = is_parquet_file(target);
+        let mut staged = Self::create(target, options, single_file).await?;
+        let mut location = staged.staging.datafusion_path();
+        if !single_file {
+            location.push('/');
+        }
+        let counts = data
+            .write_parquet(
+                &location,
+                DataFrameWriteOptions::new().with_single_file_output(single_file),
+                None,
+            )
+            .await?;
+        staged.rows_written = counts
+            .iter()
+            .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
+            .flat_map(|c| c.iter().flatten())
+            .sum();
+        Ok(staged)
+    }
+
+    /// A staging directory for an output of several files, which the caller writes into
+    /// [`StagedOutput::staging`]; committed and cleaned up like [`StagedOutput::write`]'s.
+    pub async fn directory(target: &Location, options: &StoreOptions) -> Result<Self> {
+        Self::create(target, options, false).await
+    }
+
+    async fn create(target: &Location, options: &StoreOptions, single_file: bool) -> Result<Self> {
+        remove_stale_staging(target, options).await?;
+        let name = target.file_name().ok_or_else(|| {
+            DataFusionError::Plan(format!("output {target}: not a file or directory name"))
+        })?;
+        let suffix = if single_file { ".parquet" } else { "" };
+        let staging = target.sibling(&format!(".{name}{STAGING_MARK}{}{suffix}", run_id(target)));
+        storage::remove(&staging, options).await?;
+        if let Location::Local(path) = &staging
+            && !single_file
+        {
+            std::fs::create_dir_all(path)
+                .map_err(|e| DataFusionError::Execution(format!("cannot create {staging}: {e}")))?;
+        }
+        Ok(Self {
+            staging,
+            target: target.clone(),
+            options: options.clone(),
+            single_file,
+            committed: false,
+            rows_written: 0,
+        })
+    }
+
+    /// Where the data are until committed.
+    pub fn staging(&self) -> &Location {
+        &self.staging
+    }
+
+    /// Puts the output in place (replacing what is there, which
+    /// [`super::check_output`] allowed only with `--overwrite`); see the module docs.
+    pub async fn commit(mut self) -> Result<Location> {
+        match (&self.staging, &self.target) {
+            (Location::Local(staging), Location::Local(target)) => {
+                commit_local(staging, target, self.single_file)?
+            }
+            _ if self.single_file => {
+                let (store, from) = object(&self.staging, &self.options)?;
+                let (_, to) = object(&self.target, &self.options)?;
+                store
+                    .copy(&from, &to)
+                    .await
+                    .map_err(|e| storage::store_error(&self.target, &e))?;
+            }
+            _ => commit_prefix(&self.staging, &self.target, &self.options).await?,
+        }
+        self.committed = true;
+        // the output is in place: a leftover staging copy is only clutter now
+        if let Err(e) = storage::remove(&self.staging, &self.options).await {
+            eprintln!("warning: {}; remove it by hand", e.message());
+        }
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for StagedOutput {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        match &self.staging {
+            Location::Local(path) => {
+                let _ = remove_local(path);
+            }
+            Location::Url(_) => {
+                // no async drop: remove the staging objects on a thread with a runtime of its own
+                let (staging, options) = (self.staging.clone(), self.options.clone());
+                let _ = std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?;
+                    runtime
+                        .block_on(storage::remove_uncached(&staging, &options))
+                        .map_err(std::io::Error::other)
+                })
+                .join();
+            }
+        }
+    }
+}
+
+/// The run's part of a staging name: the process id, and in a bucket also the host, since
+/// other machines may publish to the same bucket.
+fn run_id(target: &Location) -> String {
+    match target {
+        Location::Local(_) => std::process::id().to_string(),
+        Location::Url(_) => format!("{}-{}", host_name(), std::process::id()),
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().replace(['/', '.', '-'], "_"))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_string())
+}
+
+/// Whether the process `pid` of this machine is still running.
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        // a leftover of this very process id (an earlier process that had it) is stale
+        return false;
+    }
+    Path::new("/proc").is_dir() && Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Removes the staging an earlier, killed run to `target` left behind, when the process that
+/// made it is gone (on this machine); says so on stderr. Staging of another machine in a
+/// bucket is left alone and reported.
+pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptions) -> Result<()> {
+    let Some(name) = target.file_name() else {
+        return Ok(());
+    };
+    let parent = target.parent();
+    let stale_prefixes = [
+        format!(".{name}{STAGING_MARK}"),
+        format!(".{name}{OLD_MARK}"),
+    ];
+    for sibling in sibling_names(&parent, options).await? {
+        let Some(run) = stale_prefixes
+            .iter()
+            .find_map(|prefix| sibling.strip_prefix(prefix.as_str()))
+        else {
+            continue;
+        };
+        let run = run.strip_suffix(".parquet").unwrap_or(run);
+        let (host, pid) = match run.rsplit_once('-') {
+            Some((host, pid)) => (Some(host), pid),
+            None => (None, run),
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        let ours = host.is_none_or(|h| h == host_name());
+        let location = parent.join(&sibling)?;
+        if ours && !process_alive(pid) {
+            storage::remove(&location, options).await?;
+            eprintln!(
+                "note: removed {location}, the unverified staging of an earlier run (process \
+                 {pid}) that did not finish"
+            );
+        } else if !ours {
+            eprintln!("note: {location} is the staging of a run on another machine; left in place");
+        }
+    }
+    Ok(())
+}
+
+/// The names directly in the directory `parent` (files, subdirectories, or objects and
+/// common prefixes in a bucket).
+async fn sibling_names(parent: &Location, options: &StoreOptions) -> Result<Vec<String>> {
+    match parent {
+        Location::Local(path) => {
+            let directory = if path.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                path.as_path()
+            };
+            let Ok(entries) = std::fs::read_dir(directory) else {
+                return Ok(Vec::new());
+            };
+            Ok(entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect())
+        }
+        Location::Url(_) => {
+            let (store, prefix) = object(parent, options)?;
+            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+            let listing = store
+                .list_with_delimiter(prefix.as_ref())
+                .await
+                .map_err(|e| storage::store_error(parent, &e))?;
+            Ok(listing
+                .common_prefixes
+                .iter()
+                .chain(listing.objects.iter().map(|o| &o.location))
+                .filter_map(|p| p.filename().map(str::to_string))
+                .collect())
+        }
+    }
+}
+
+fn object(
+    location: &Location,
+    options: &StoreOptions,
+) -> Result<(std::sync::Arc<dyn object_store::ObjectStore>, ObjectPath)> {
+    storage::object_of(location, options)?
+        .ok_or_else(|| DataFusionError::Internal(format!("{location} is not an object-store URL")))
+}
+
+fn commit_local(staging: &Path, target: &Path, single_file: bool) -> Result<()> {
+    let io = |what: &str, e: std::io::Error| {
+        DataFusionError::Execution(format!("cannot {what} {}: {e}", target.display()))
+    };
+    if single_file || !target.exists() {
+        // rename over a file, or into a free name, is atomic
+        if target.is_dir() {
+            return exchange(staging, target).map_err(|e| io("replace", e));
+        }
+        return std::fs::rename(staging, target).map_err(|e| io("move the output into", e));
+    }
+    exchange(staging, target).map_err(|e| io("replace", e))
+}
+
+/// Swaps `a` and `b` in one step (Linux `renameat2(RENAME_EXCHANGE)`); the caller removes
+/// what is left at `a`, the old output.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let a = CString::new(a.as_os_str().as_bytes())?;
+    let b = CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: both are valid NUL-terminated paths that outlive the call
+    let result = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Without an atomic exchange: the old output is moved aside, then the new one in; a kill in
+/// between leaves the old one at `.<name>.anon-old-<pid>`, which the next run removes.
+#[cfg(not(target_os = "linux"))]
+fn exchange(staging: &Path, target: &Path) -> std::io::Result<()> {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let aside = target.with_file_name(format!(".{name}{OLD_MARK}{}", std::process::id()));
+    std::fs::rename(target, &aside)?;
+    if let Err(e) = std::fs::rename(staging, target) {
+        let _ = std::fs::rename(&aside, target);
+        return Err(e);
+    }
+    std::fs::rename(&aside, staging)
+}
+
+/// Copies the staged files under the target prefix, writes the manifest, then deletes what
+/// the manifest does not list; see the module docs.
+async fn commit_prefix(
+    staging: &Location,
+    target: &Location,
+    options: &StoreOptions,
+) -> Result<()> {
+    let (store, staging_path) = object(staging, options)?;
+    let (_, target_path) = object(&target.as_prefix(), options)?;
+    let staged = storage::list(staging, options).await?;
+    let existing = storage::list(target, options).await?;
+    let relative = |path: &ObjectPath, base: &ObjectPath| {
+        path.prefix_match(base).map(|parts| {
+            parts
+                .map(|p| p.as_ref().to_string())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+    };
+    let files: Vec<String> = staged
+        .iter()
+        .filter_map(|meta| relative(&meta.location, &staging_path))
+        .collect();
+    let old: Vec<String> = existing
+        .iter()
+        .filter_map(|meta| relative(&meta.location, &target_path))
+        .collect();
+    let manifest_path = target_path.clone().join(MANIFEST);
+    let shown = |file: &str| {
+        target
+            .as_prefix()
+            .join(file)
+            .unwrap_or_else(|_| target.clone())
+    };
+    if files.iter().any(|f| old.contains(f)) {
+        // a new file replaces an old one of the same name: the old manifest would vouch for
+        // a mix while they are copied
+        match store.delete(&manifest_path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(storage::store_error(&shown(MANIFEST), &e)),
+        }
+    }
+    for file in &files {
+        let from = ObjectPath::from(format!("{staging_path}/{file}"));
+        let to = ObjectPath::from(format!("{target_path}/{file}"));
+        store
+            .copy(&from, &to)
+            .await
+            .map_err(|e| storage::store_error(&shown(file), &e))?;
+    }
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT.to_string(),
+        files: files.clone(),
+    };
+    let text = serde_json::to_vec_pretty(&manifest)
+        .map_err(|e| DataFusionError::Internal(e.to_string()))?;
+    store
+        .put(&manifest_path, Bytes::from(text).into())
+        .await
+        .map_err(|e| storage::store_error(&shown(MANIFEST), &e))?;
+    for file in old {
+        if file != MANIFEST && !files.contains(&file) {
+            let path = ObjectPath::from(format!("{target_path}/{file}"));
+            match store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(storage::store_error(&shown(&file), &e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The files a directory output's manifest lists (relative to `directory`), or `None` when
+/// it has no manifest of this crate's.
+pub async fn manifest_files(
+    directory: &Location,
+    options: &StoreOptions,
+) -> Result<Option<Vec<String>>> {
+    let manifest = directory.as_prefix().join(MANIFEST)?;
+    if !storage::exists(&manifest, options).await? {
+        return Ok(None);
+    }
+    let bytes = storage::read_bytes(&manifest, options).await?;
+    match serde_json::from_slice::<Manifest>(&bytes) {
+        Ok(manifest) if manifest.format == MANIFEST_FORMAT => Ok(Some(manifest.files)),
+        _ => Ok(None),
+    }
+}
+
+pub fn is_parquet_file(location: &Location) -> bool {
+    location.extension().as_deref() == Some("parquet")
+}
+
+fn remove_local(path: &Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else if path.exists() {
+        std::fs::remove_file(path)
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+//! Object storage: every path a command or a policy takes may be a URL (`s3://`, `gs://`,
+//! `az://`/`abfss://`, `http(s)://` for reading, `file://`), read and written with
+//! [`object_store`], the crate DataFusion itself uses.
+//!
+//! - **Configuration** comes from the standard environment variables of each cloud
+//!   (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
+//!   `AWS_ALLOW_HTTP`, `GOOGLE_SERVICE_ACCOUNT`, `AZURE_STORAGE_ACCOUNT_NAME`, …), plus a
+//!   policy's optional `[storage]` keys, which are never secret ([`StoreOptions`]).
+//! - **No secret is ever shown**: a URL is displayed without user, password or query
+//!   ([`Location`]'s `Display`), and every error passes through [`describe_store_error`] and
+//!   [`redact_credentials`].
+//! - **Publishing to a bucket** is staged and verified like a local publish, then committed
+//!   as described in [`crate::publish::staged`]: readers of a directory output require its
+//!   `_SUCCESS` manifest and read the files it lists.
+
+mod location;
+mod stores;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use datafusion::error::{DataFusionError, Result};
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+pub use location::Location;
+pub use stores::{LakeStoreRegistry, StoreOptions, register_store, store_for};
+
+/// Environment variables whose values are credentials: never shown in a message.
+const CREDENTIAL_VARIABLES: &[&str] = &[
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SESSION_TOKEN",
+    "AWS_TOKEN",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCESS_KEY",
+    "AZURE_STORAGE_SAS_KEY",
+    "AZURE_STORAGE_TOKEN",
+    "AZURE_CLIENT_SECRET",
+];
+
+/// `text` with the value of every credential variable set in the environment replaced by
+/// `***`: the last line of defence, applied to every error the CLI prints.
+pub fn redact_credentials(text: &str) -> String {
+    let mut redacted = text.to_string();
+    for variable in CREDENTIAL_VARIABLES {
+        if let Ok(value) = std::env::var(variable)
+            && value.len() >= 4
+        {
+            redacted = redacted.replace(&value, "***");
+        }
+    }
+    redacted
+}
+
+/// An object-store error in a few plain words: what went wrong, not the request, the
+/// response body or a credential.
+pub fn describe_store_error(error: &object_store::Error) -> String {
+    use object_store::Error;
+    let text = match error {
+        Error::NotFound { .. } => "not found".to_string(),
+        Error::PermissionDenied { .. } => {
+            "access denied (check the credentials in the environment)".to_string()
+        }
+        Error::Unauthenticated { .. } => {
+            "the credentials were refused (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or \
+             your cloud's equivalents)"
+                .to_string()
+        }
+        Error::AlreadyExists { .. } => "already exists".to_string(),
+        other => {
+            let full = other.to_string();
+            let lower = full.to_ascii_lowercase();
+            if lower.contains("nosuchbucket") || lower.contains("bucket does not exist") {
+                "the bucket does not exist".to_string()
+            } else if lower.contains("signaturedoesnotmatch")
+                || lower.contains("invalidaccesskeyid")
+                || lower.contains("403")
+            {
+                "the credentials were refused (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or \
+                 your cloud's equivalents)"
+                    .to_string()
+            } else if lower.contains("connect") || lower.contains("dns") {
+                "cannot reach the object store (check the endpoint)".to_string()
+            } else {
+                // the first line, without the response body object_store appends
+                full.lines().next().unwrap_or_default().to_string()
+            }
+        }
+    };
+    redact_credentials(&text)
+}
+
+/// An object-store failure on `location`, as a DataFusion error naming the URL.
+pub fn store_error(location: &Location, error: &object_store::Error) -> DataFusionError {
+    DataFusionError::Execution(format!("{location}: {}", describe_store_error(error)))
+}
+
+/// The store and the object path of a URL location.
+pub(crate) fn object_of(
+    location: &Location,
+    options: &StoreOptions,
+) -> Result<Option<(Arc<dyn ObjectStore>, ObjectPath)>> {
+    let Location::Url(url) = location else {
+        return Ok(None);
+    };
+    Ok(Some((
+        store_for(url, options)?,
+        object_path(location, url)?,
+    )))
+}
+
+/// The whole content of the file or object at `location`.
+pub async fn read_bytes(location: &Location, options: &StoreOptions) -> Result<Bytes> {
+    match object_of(location, options)? {
+        None => {
+            let path = location.as_local().unwrap_or(std::path::Path::new(""));
+            std::fs::read(path)
+                .map(Bytes::from)
+                .map_err(|e| DataFusionError::Plan(format!("cannot read {location}: {e}")))
+        }
+        Some((store, path)) => {
+            let result = store
+                .get(&path)
+                .await
+                .map_err(|e| store_error(location, &e))?;
+            result.bytes().await.map_err(|e| store_error(location, &e))
+        }
+    }
+}
+
+/// The text of the file or object at `location` (UTF-8), from synchronous code: a URL is
+/// read on a thread of its own with a runtime of its own (and a store client of its own, whose
+/// connections die with that runtime).
+pub fn read_text_blocking(location: &Location, options: &StoreOptions) -> Result<String> {
+    let bytes = match location {
+        Location::Local(path) => std::fs::read(path)
+            .map_err(|e| DataFusionError::Plan(format!("cannot read {location}: {e}")))?,
+        Location::Url(url) => {
+            let store = stores::build_store_uncached(url, options)?;
+            let path = object_path(location, url)?;
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+                        runtime.block_on(async {
+                            let result = store
+                                .get(&path)
+                                .await
+                                .map_err(|e| store_error(location, &e))?;
+                            result.bytes().await.map_err(|e| store_error(location, &e))
+                        })
+                    })
+                    .join()
+                    .map_err(|_| {
+                        DataFusionError::Internal(format!("reading {location} panicked"))
+                    })?
+            })?
+            .to_vec()
+        }
+    };
+    String::from_utf8(bytes)
+        .map_err(|_| DataFusionError::Plan(format!("{location}: not UTF-8 text")))
+}
+
+/// Whether anything is at `location`: a file or directory, an object, or objects under the
+/// prefix.
+pub async fn exists(location: &Location, options: &StoreOptions) -> Result<bool> {
+    match object_of(location, options)? {
+        None => Ok(location.as_local().is_some_and(std::path::Path::exists)),
+        Some((store, path)) => {
+            match store.head(&path).await {
+                Ok(_) => return Ok(true),
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(store_error(location, &e)),
+            }
+            let first = store
+                .list(Some(&path))
+                .try_next()
+                .await
+                .map_err(|e| store_error(location, &e))?;
+            Ok(first.is_some())
+        }
+    }
+}
+
+/// Writes `bytes` to `location` as one whole: locally through a hidden temporary file renamed
+/// over the target, in a bucket with one PUT (which S3 makes visible only when complete).
+pub async fn put(location: &Location, options: &StoreOptions, bytes: Bytes) -> Result<()> {
+    match object_of(location, options)? {
+        None => {
+            let path = location.as_local().unwrap_or(std::path::Path::new(""));
+            let name = location.file_name().unwrap_or_default();
+            let temporary = path.with_file_name(format!(".{name}.anon-tmp-{}", std::process::id()));
+            let io = |e: std::io::Error| {
+                DataFusionError::Execution(format!("cannot write {location}: {e}"))
+            };
+            std::fs::write(&temporary, &bytes).map_err(io)?;
+            std::fs::rename(&temporary, path).map_err(|e| {
+                let _ = std::fs::remove_file(&temporary);
+                io(e)
+            })
+        }
+        Some((store, path)) => store
+            .put(&path, bytes.into())
+            .await
+            .map(|_| ())
+            .map_err(|e| store_error(location, &e)),
+    }
+}
+
+/// The objects under the prefix `location` (a URL), with their sizes.
+pub(crate) async fn list(
+    location: &Location,
+    options: &StoreOptions,
+) -> Result<Vec<object_store::ObjectMeta>> {
+    match object_of(&location.as_prefix(), options)? {
+        None => Ok(Vec::new()),
+        Some((store, path)) => store
+            .list(Some(&path))
+            .try_collect()
+            .await
+            .map_err(|e| store_error(location, &e)),
+    }
+}
+
+/// Removes `location`: a local file or directory, or every object at and under a URL.
+pub async fn remove(location: &Location, options: &StoreOptions) -> Result<()> {
+    match object_of(location, options)? {
+        None => remove_local(location),
+        Some((store, path)) => remove_objects(location, store.as_ref(), &path).await,
+    }
+}
+
+/// [`remove`] with a store client of its own, for a runtime of its own (see
+/// [`read_text_blocking`]).
+pub(crate) async fn remove_uncached(location: &Location, options: &StoreOptions) -> Result<()> {
+    match location {
+        Location::Local(_) => remove_local(location),
+        Location::Url(url) => {
+            let store = stores::build_store_uncached(url, options)?;
+            remove_objects(location, store.as_ref(), &object_path(location, url)?).await
+        }
+    }
+}
+
+fn remove_local(location: &Location) -> Result<()> {
+    let path = location.as_local().unwrap_or(std::path::Path::new(""));
+    let result = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else if path.exists() {
+        std::fs::remove_file(path)
+    } else {
+        Ok(())
+    };
+    result.map_err(|e| DataFusionError::Execution(format!("cannot remove {location}: {e}")))
+}
+
+async fn remove_objects(
+    location: &Location,
+    store: &dyn ObjectStore,
+    path: &ObjectPath,
+) -> Result<()> {
+    let not_found_is_fine = |result: object_store::Result<()>| match result {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(store_error(location, &e)),
+    };
+    not_found_is_fine(store.delete(path).await)?;
+    // list(Some("a/b")) lists the objects under "a/b/"
+    let under: Vec<ObjectPath> = store
+        .list(Some(path))
+        .map_ok(|meta| meta.location)
+        .try_collect()
+        .await
+        .map_err(|e| store_error(location, &e))?;
+    for object in under {
+        not_found_is_fine(store.delete(&object).await)?;
+    }
+    Ok(())
+}
+
+fn object_path(location: &Location, url: &url::Url) -> Result<ObjectPath> {
+    ObjectPath::from_url_path(url.path())
+        .map_err(|e| DataFusionError::Plan(format!("{location}: not a valid object path: {e}")))
+}
