@@ -139,7 +139,20 @@ pub async fn register_location(
     storage::register_store(ctx, location, options).map_err(in_table)?;
     let path = location.datafusion_path();
     match table_format(&path).map_err(in_table)? {
-        TableFormat::Parquet if location.is_url() && !is_glob(&path) => {
+        TableFormat::Parquet if location.is_url() && is_glob(&path) => {
+            // DataFusion reads globs in local paths only: list the prefix, match the rest
+            let split = path[..path.find(['*', '?', '[']).unwrap_or(0)]
+                .rfind('/')
+                .map_or(0, |i| i + 1);
+            let (prefix, pattern) = path.split_at(split);
+            let url = ListingTableUrl::parse(prefix)
+                .and_then(|url| url.with_glob(pattern))
+                .map_err(in_table)?;
+            register_parquet_urls(ctx, name, vec![url])
+                .await
+                .map_err(in_table)
+        }
+        TableFormat::Parquet if location.is_url() => {
             register_parquet_url(ctx, name, location, options)
                 .await
                 .map_err(in_table)
@@ -209,17 +222,22 @@ async fn register_parquet_url(
     };
     let urls = files
         .iter()
-        .map(|file| {
-            let url = prefix.join(file)?.datafusion_path();
-            ListingTableUrl::parse(url)
-        })
+        .map(|file| ListingTableUrl::parse(prefix.join(file)?.datafusion_path()))
         .collect::<Result<Vec<_>>>()?;
-    let state = ctx.state();
+    register_parquet_urls(ctx, name, urls).await
+}
+
+/// Registers the Parquet files at `urls` (files, prefixes or globs) as one table.
+async fn register_parquet_urls(
+    ctx: &SessionContext,
+    name: &str,
+    urls: Vec<ListingTableUrl>,
+) -> Result<()> {
     let listing_options = ParquetReadOptions::default()
         .to_listing_options(&ctx.copied_config(), ctx.copied_table_options());
     let config = ListingTableConfig::new_with_multi_paths(urls)
         .with_listing_options(listing_options)
-        .infer_schema(&state)
+        .infer_schema(&ctx.state())
         .await?;
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())

@@ -34,6 +34,8 @@ use datafusion::arrow::array::{
 use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
+
+use crate::storage::{self, Location, StoreOptions};
 use hashbrown::{HashMap, HashSet};
 
 use super::common::{
@@ -156,16 +158,15 @@ fn split_fields(line: &str) -> std::result::Result<Vec<String>, &'static str> {
 }
 
 impl TreeHierarchy {
-    /// Reads an ARX hierarchy CSV file. `name` names the hierarchy in error messages.
+    /// Reads an ARX hierarchy CSV file (a path or an object-store URL). `name` names the
+    /// hierarchy in error messages.
     pub fn from_csv_file(name: &str, path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            DataFusionError::Plan(format!(
-                "cannot read hierarchy '{name}' from {}: {e}",
-                path.display()
-            ))
-        })?;
-        Self::from_csv_str(name, &path.display().to_string(), &text)
+        let location = Location::parse(&path.as_ref().to_string_lossy())?;
+        let text =
+            storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
+                DataFusionError::Plan(format!("cannot read hierarchy '{name}': {}", e.message()))
+            })?;
+        Self::from_csv_str(name, &location.to_string(), &text)
     }
 
     /// Parses ARX hierarchy CSV text; `file` names it in error messages.
@@ -747,7 +748,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("cannot read hierarchy 'x' from /nonexistent/h.csv"),
+            e.contains("cannot read hierarchy 'x': cannot read /nonexistent/h.csv"),
             "{e}"
         );
     }

@@ -84,8 +84,11 @@ pub fn describe_store_error(error: &object_store::Error) -> String {
                     .to_string()
             } else if lower.contains("connect") || lower.contains("dns") {
                 "cannot reach the object store (check the endpoint)".to_string()
+            } else if let Some((_, status)) = full.split_once("status code: ") {
+                // the status, without the request and the response body object_store adds
+                let status = status.split(':').next().unwrap_or(status).trim();
+                format!("the object store answered {status}")
             } else {
-                // the first line, without the response body object_store appends
                 full.lines().next().unwrap_or_default().to_string()
             }
         }
@@ -270,7 +273,6 @@ async fn remove_objects(
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(store_error(location, &e)),
     };
-    not_found_is_fine(store.delete(path).await)?;
     // list(Some("a/b")) lists the objects under "a/b/"
     let under: Vec<ObjectPath> = store
         .list(Some(path))
@@ -278,6 +280,15 @@ async fn remove_objects(
         .try_collect()
         .await
         .map_err(|e| store_error(location, &e))?;
+    if under.is_empty() {
+        // an object at the path itself; a prefix is not one (some servers keep prefixes as
+        // directories and refuse to delete them as objects)
+        match store.head(path).await {
+            Ok(_) => not_found_is_fine(store.delete(path).await)?,
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(store_error(location, &e)),
+        }
+    }
     for object in under {
         not_found_is_fine(store.delete(&object).await)?;
     }

@@ -6,6 +6,7 @@ mod bucketize;
 mod profile;
 mod publish;
 mod reference;
+mod s3;
 mod search;
 mod slt;
 

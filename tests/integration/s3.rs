@@ -1,0 +1,448 @@
+//! Object storage against a real S3-compatible server: `s3s-fs`, started in this process on
+//! 127.0.0.1 with access-key authentication, serving a temporary directory (bucket `b` is the
+//! directory `<root>/b`, object `b/k` the file `<root>/b/k`). `anon` runs as a child process
+//! with the standard `AWS_*` variables pointing at it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use s3s::auth::SimpleAuth;
+use s3s::service::S3ServiceBuilder;
+
+use super::stderr;
+
+const ACCESS_KEY: &str = "anon-test-access";
+const SECRET_KEY: &str = "anon-test-secret-7Qx9";
+
+/// A running S3-compatible server; stops with the test process.
+struct S3Server {
+    endpoint: String,
+    root: tempfile::TempDir,
+}
+
+impl S3Server {
+    fn start() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let fs = s3s_fs::FileSystem::new(root.path()).unwrap();
+        let mut builder = S3ServiceBuilder::new(fs);
+        builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+        let service = builder.build();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let http = ConnBuilder::new(TokioExecutor::new());
+                loop {
+                    let Ok((socket, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let connection = http
+                        .serve_connection(TokioIo::new(socket), service.clone())
+                        .into_owned();
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                }
+            });
+        });
+        Self { endpoint, root }
+    }
+
+    /// Creates bucket `name` and returns its directory.
+    fn bucket(&self, name: &str) -> PathBuf {
+        let path = self.root.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        path
+    }
+
+    /// `anon` with the environment of a user of this server.
+    fn command(&self, args: &[&str]) -> Command {
+        self.command_with_secret(args, SECRET_KEY)
+    }
+
+    fn command_with_secret(&self, args: &[&str], secret: &str) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_anon"));
+        command
+            .args(args)
+            .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_ENDPOINT_URL", &self.endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ALLOW_HTTP", "true")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE");
+        command
+    }
+
+    fn anon(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+}
+
+/// Every file under `dir`, relative to it, sorted; skips s3s-fs's own metadata files.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap().display().to_string();
+                found.push(relative);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The patients table of `anon generate` (`rows` rows) as `<bucket>/in/patients.parquet`.
+fn upload_patients(bucket: &Path, rows: usize) {
+    let local = tempfile::tempdir().unwrap();
+    let file = local.path().join("patients.parquet");
+    let generated = super::anon(&[
+        "generate",
+        "--rows",
+        &rows.to_string(),
+        "--out",
+        &file.display().to_string(),
+        "--seed",
+        "11",
+    ]);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    std::fs::create_dir_all(bucket.join("in")).unwrap();
+    std::fs::copy(&file, bucket.join("in/patients.parquet")).unwrap();
+}
+
+/// A k = 5 policy over the bucket's patients with a fixed transformation.
+fn patients_policy(dir: &Path, input: &str, max_suppression: f64) -> String {
+    let path = dir.join("policy.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"name = "patients"
+[input]
+path = "{input}"
+[privacy]
+k = 5
+max_suppression = {max_suppression}
+[attributes]
+patient_id = {{ role = "identifier" }}
+zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 5 }} }}
+age = {{ role = "quasi_identifier", hierarchy = {{ kind = "interval", widths = [5, 10, 20] }} }}
+sex = {{ role = "quasi_identifier", hierarchy = {{ kind = "tree", rows = [["F", "*"], ["M", "*"]] }} }}
+race = {{ role = "insensitive" }}
+marital_status = {{ role = "insensitive" }}
+education = {{ role = "insensitive" }}
+disease = {{ role = "sensitive" }}
+income = {{ role = "insensitive" }}
+[transformation]
+zip = 3
+age = 2
+"#
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// The single value `anon sql --format csv` prints for `query` over `table=url`.
+fn sql_value(server: &S3Server, table: &str, url: &str, query: &str) -> String {
+    let output = server.anon(&[
+        "sql",
+        "--table",
+        &format!("{table}={url}"),
+        "--format",
+        "csv",
+        query,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    text.lines().nth(1).unwrap_or_default().trim().to_string()
+}
+
+#[test]
+fn sql_reads_parquet_under_a_prefix() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    // two files under one prefix: 3 + 2 rows
+    let local = tempfile::tempdir().unwrap();
+    for (name, rows) in [("a", "(1),(2),(3)"), ("b", "(4),(5)")] {
+        let out = local.path().join(format!("{name}.parquet"));
+        let made = super::anon(&[
+            "sql",
+            &format!(
+                "COPY (SELECT column1 AS x FROM (VALUES {rows})) TO '{}' STORED AS PARQUET",
+                out.display()
+            ),
+        ]);
+        assert!(made.status.success(), "{}", stderr(&made));
+        std::fs::create_dir_all(bucket.join("t")).unwrap();
+        std::fs::copy(&out, bucket.join(format!("t/{name}.parquet"))).unwrap();
+    }
+    // 1 + 2 + 3 + 4 + 5 = 15 over 5 rows
+    assert_eq!(
+        sql_value(
+            &server,
+            "t",
+            "s3://lake/t/",
+            "SELECT count(*) AS n, sum(x) AS s FROM t"
+        ),
+        "5,15"
+    );
+    // without the trailing slash, and a glob
+    assert_eq!(
+        sql_value(&server, "t", "s3://lake/t", "SELECT sum(x) FROM t"),
+        "15"
+    );
+    assert_eq!(
+        sql_value(
+            &server,
+            "t",
+            "s3://lake/t/a*.parquet",
+            "SELECT sum(x) FROM t"
+        ),
+        "6"
+    );
+}
+
+#[test]
+fn anonymize_from_a_bucket_to_a_bucket_is_verified_and_complete() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    upload_patients(&bucket, 20_000);
+    let local = tempfile::tempdir().unwrap();
+    let policy = patients_policy(local.path(), "s3://lake/in/patients.parquet", 0.2);
+    let output = server.anon(&["apply", "--policy", &policy, "--out", "s3://lake/out"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // the manifest lists exactly the data files under the prefix
+    let files = files_under(&bucket.join("out"));
+    assert!(files.contains(&"_SUCCESS".to_string()), "{files:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bucket.join("out/_SUCCESS")).unwrap()).unwrap();
+    let mut listed: Vec<String> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    listed.push("_SUCCESS".into());
+    listed.sort();
+    let data_files: Vec<String> = files
+        .iter()
+        .filter(|f| f.ends_with(".parquet") || *f == "_SUCCESS")
+        .cloned()
+        .collect();
+    assert_eq!(data_files, listed);
+    // no staging is left beside it
+    let staging: Vec<String> = files_under(&bucket)
+        .into_iter()
+        .filter(|f| f.contains("anon-tmp"))
+        .collect();
+    assert!(staging.is_empty(), "{staging:?}");
+    // read back from the bucket: every class has at least k = 5 rows, and the rows are those
+    // the local run of the same policy publishes
+    let smallest = sql_value(
+        &server,
+        "o",
+        "s3://lake/out/",
+        "SELECT min(n) FROM (SELECT count(*) AS n FROM o GROUP BY zip, age, sex)",
+    );
+    assert!(smallest.parse::<i64>().unwrap() >= 5, "{smallest}");
+    let local_input = local.path().join("patients.parquet");
+    std::fs::copy(bucket.join("in/patients.parquet"), &local_input).unwrap();
+    let local_policy = patients_policy(local.path(), "patients.parquet", 0.2);
+    let local_out = local.path().join("out.parquet");
+    let local_run = super::anon(&[
+        "apply",
+        "--policy",
+        &local_policy,
+        "--out",
+        &local_out.display().to_string(),
+    ]);
+    assert!(local_run.status.success(), "{}", stderr(&local_run));
+    // every published row, in a canonical order, hashed
+    let fingerprint = "SELECT count(*) || ':' || md5(string_agg(r, ',' ORDER BY r)) FROM \
+                       (SELECT concat_ws('|', zip, age, sex, disease) AS r FROM o)";
+    assert_eq!(
+        sql_value(&server, "o", "s3://lake/out/", fingerprint),
+        sql_value(&server, "o", &local_out.display().to_string(), fingerprint),
+    );
+}
+
+#[test]
+fn a_policy_that_fails_writes_nothing_to_the_bucket() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    upload_patients(&bucket, 2_000);
+    let local = tempfile::tempdir().unwrap();
+    // k = 5 at zip level 3 on 2,000 rows leaves small classes; no suppression is allowed
+    let policy = patients_policy(local.path(), "s3://lake/in/patients.parquet", 0.0);
+    let before = files_under(&bucket);
+    let output = server.anon(&["apply", "--policy", &policy, "--out", "s3://lake/out/"]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("nothing written"), "{error}");
+    assert_eq!(files_under(&bucket), before, "the bucket changed");
+}
+
+/// Waits until a file whose path contains `marker` appears under `dir` while `child` runs;
+/// returns whether it did before `child` ended.
+fn wait_for_staging(dir: &Path, marker: &str, child: &mut std::process::Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        if files_under(dir)
+            .iter()
+            .any(|f| f.contains(marker) && f.ends_with(".parquet"))
+        {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+#[test]
+fn a_run_killed_while_staging_leaves_the_bucket_output_as_it_was() {
+    use std::os::unix::process::ExitStatusExt;
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    upload_patients(&bucket, 300_000);
+    let local = tempfile::tempdir().unwrap();
+    let policy = patients_policy(local.path(), "s3://lake/in/patients.parquet", 0.05);
+    let first = server.anon(&["apply", "--policy", &policy, "--out", "s3://lake/out/"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let published = files_under(&bucket.join("out"));
+    let manifest = std::fs::read(bucket.join("out/_SUCCESS")).unwrap();
+    let rows = sql_value(&server, "o", "s3://lake/out/", "SELECT count(*) FROM o");
+
+    // the same publish with --overwrite, killed once its staging holds data
+    let mut child = server
+        .command(&[
+            "apply",
+            "--policy",
+            &policy,
+            "--out",
+            "s3://lake/out/",
+            "--overwrite",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let staged = wait_for_staging(&bucket, ".out.anon-tmp-", &mut child);
+    let _ = child.kill(); // SIGKILL: no chance to clean up
+    let status = child.wait().unwrap();
+    assert!(staged, "the run ended before its staging appeared");
+    assert_eq!(status.signal(), Some(9), "the run was not killed mid-way");
+    // the staging is there; the output is untouched
+    assert!(
+        files_under(&bucket)
+            .iter()
+            .any(|f| f.contains(".out.anon-tmp-"))
+    );
+    assert_eq!(files_under(&bucket.join("out")), published);
+    assert_eq!(
+        std::fs::read(bucket.join("out/_SUCCESS")).unwrap(),
+        manifest
+    );
+    assert_eq!(
+        sql_value(&server, "o", "s3://lake/out/", "SELECT count(*) FROM o"),
+        rows
+    );
+
+    // the next run removes the stale staging, says so, and publishes
+    let next = server.anon(&[
+        "apply",
+        "--policy",
+        &policy,
+        "--out",
+        "s3://lake/out/",
+        "--overwrite",
+    ]);
+    assert!(next.status.success(), "{}", stderr(&next));
+    assert!(
+        stderr(&next).contains("removed s3://lake/.out.anon-tmp-"),
+        "{}",
+        stderr(&next)
+    );
+    assert!(!files_under(&bucket).iter().any(|f| f.contains("anon-tmp")));
+    assert_eq!(
+        sql_value(&server, "o", "s3://lake/out/", "SELECT count(*) FROM o"),
+        rows
+    );
+}
+
+#[test]
+fn wrong_credentials_and_a_missing_bucket_name_the_url_and_no_secret() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    upload_patients(&bucket, 100);
+    let wrong_secret = "not-the-secret-Zz81";
+    let output = server
+        .command_with_secret(
+            &[
+                "sql",
+                "--table",
+                "t=s3://lake/in/patients.parquet",
+                "SELECT count(*) FROM t",
+            ],
+            wrong_secret,
+        )
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(error.contains("s3://lake/in/patients.parquet"), "{error}");
+    assert!(error.contains("credentials"), "{error}");
+    assert!(
+        !error.contains(wrong_secret) && !error.contains(ACCESS_KEY),
+        "{error}"
+    );
+
+    let output = server.anon(&["sql", "--table", "t=s3://nowhere/x.parquet", "SELECT 1"]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(error.contains("s3://nowhere/x.parquet"), "{error}");
+    assert!(!error.contains(SECRET_KEY), "{error}");
+}
+
+#[test]
+fn profile_reads_a_bucket() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    upload_patients(&bucket, 2_000);
+    let output = server.anon(&[
+        "profile",
+        "s3://lake/in/patients.parquet",
+        "--qi",
+        "sex",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // sex alone: two classes over 2,000 rows
+    assert_eq!(report["anonymity"]["classes"], 2, "{report}");
+    assert_eq!(report["rows"], 2000, "{report}");
+}
