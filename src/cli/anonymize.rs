@@ -121,9 +121,15 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         .transpose()?;
     if let Some(report) = &report_location {
         // a report is an output too: replaced only with --overwrite
-        publish::check_output(report, policy.input(), args.overwrite, policy.storage())
-            .await
-            .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
+        publish::check_target(
+            report,
+            policy.input(),
+            args.overwrite,
+            policy.storage(),
+            false,
+        )
+        .await
+        .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
     }
     if policy.bucketization().is_some() {
         return super::bucketize::run(

@@ -42,13 +42,26 @@ use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
 use classes::ClassCounter;
 
-/// Refuses an output that exists (unless `overwrite`), equals the input, lies inside a
-/// directory input, or contains the input (overwriting it would delete the input).
+/// Refuses a Parquet output that [`check_target`] refuses, or whose name has another
+/// extension than `.parquet` (`out.csv` would hold Parquet).
 pub async fn check_output(
     out: &Location,
     input: &Location,
     overwrite: bool,
     options: &StoreOptions,
+) -> Result<()> {
+    check_target(out, input, overwrite, options, true).await
+}
+
+/// Refuses an output (data or report) that exists (unless `overwrite`), equals the input,
+/// lies inside a directory input, or contains the input (overwriting it would delete the
+/// input); with `parquet`, also one named with another extension than `.parquet`.
+pub async fn check_target(
+    out: &Location,
+    input: &Location,
+    overwrite: bool,
+    options: &StoreOptions,
+    parquet: bool,
 ) -> Result<()> {
     let refuse = |why: String| DataFusionError::Plan(format!("output {out}: {why}"));
     match (out, input) {
@@ -82,6 +95,11 @@ pub async fn check_output(
             }
         }
         _ => {}
+    }
+    if let Some(extension) = out.extension().filter(|e| parquet && e != "parquet") {
+        return Err(refuse(format!(
+            "the output is Parquet; name a .parquet file or a directory, not a .{extension} file"
+        )));
     }
     if !overwrite && storage::exists(out, options).await? {
         return Err(refuse("exists; pass --overwrite to replace it".into()));

@@ -229,6 +229,8 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         else {
             continue;
         };
+        // object_store writes a local file through `<name>#<n>` and renames it when complete
+        let run = run.split('#').next().unwrap_or(run);
         let run = run.strip_suffix(".parquet").unwrap_or(run);
         let (host, pid) = match run.rsplit_once('-') {
             Some((host, pid)) => (Some(host), pid),
@@ -448,5 +450,33 @@ fn remove_local(path: &Path) -> std::io::Result<()> {
         std::fs::remove_file(path)
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exchange_swaps_two_directories_in_one_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let (new, old) = (dir.path().join(".out.anon-tmp-1"), dir.path().join("out"));
+        std::fs::create_dir(&new).unwrap();
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(new.join("new.parquet"), b"new").unwrap();
+        std::fs::write(old.join("old.parquet"), b"old").unwrap();
+        commit_local(&new, &old, false).unwrap();
+        // the target holds the new output, the staging name the old one
+        assert_eq!(std::fs::read(old.join("new.parquet")).unwrap(), b"new");
+        assert!(!old.join("old.parquet").exists());
+        assert_eq!(std::fs::read(new.join("old.parquet")).unwrap(), b"old");
+    }
+
+    #[test]
+    fn staging_names_carry_the_run() {
+        let local = Location::parse("/data/out").unwrap();
+        assert_eq!(run_id(&local), std::process::id().to_string());
+        let bucket = Location::parse("s3://b/out").unwrap();
+        assert!(run_id(&bucket).ends_with(&format!("-{}", std::process::id())));
     }
 }

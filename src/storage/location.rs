@@ -124,7 +124,7 @@ impl Location {
                 .rsplit('/')
                 .next()
                 .filter(|n| !n.is_empty())
-                .map(|n| percent_decode(n)),
+                .map(percent_decode),
         }
     }
 
@@ -177,10 +177,9 @@ impl Location {
 }
 
 fn percent_decode(text: &str) -> String {
-    url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_else(|| text.to_string())
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Shows a local path as it is, and a URL without user name, password, query or fragment

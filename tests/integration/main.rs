@@ -9,6 +9,7 @@ mod reference;
 mod s3;
 mod search;
 mod slt;
+mod staging;
 
 use std::process::{Command, Output};
 

@@ -1,0 +1,298 @@
+//! Fail-closed publishing on a local disk: a run killed while its staging holds data leaves
+//! the old output as it was (file or directory, `apply` or `anonymize`); the next run removes
+//! the stale staging and says so; reports and outputs are replaced only with `--overwrite`;
+//! an output name that promises another format is refused.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{anon, stderr};
+
+/// A scratch directory with the generated patients table and a policy over it.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new(rows: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("patients.parquet");
+        let generated = anon(&[
+            "generate",
+            "--rows",
+            &rows.to_string(),
+            "--out",
+            &data.display().to_string(),
+            "--seed",
+            "5",
+        ]);
+        assert!(generated.status.success(), "{}", stderr(&generated));
+        let scratch = Self { dir };
+        scratch.policy(2);
+        scratch
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn arg(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+
+    /// `policy.toml`: k = 2 with zip at `zip_level` (the level changes the output's bytes).
+    fn policy(&self, zip_level: usize) -> String {
+        let text = format!(
+            r#"[input]
+path = "patients.parquet"
+[privacy]
+k = 2
+max_suppression = 1.0
+[attributes]
+patient_id = {{ role = "identifier" }}
+zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 5 }} }}
+age = {{ role = "quasi_identifier", hierarchy = {{ kind = "interval", widths = [5, 10] }} }}
+sex = {{ role = "quasi_identifier", hierarchy = {{ kind = "tree", rows = [["F", "*"], ["M", "*"]] }} }}
+race = {{ role = "insensitive" }}
+marital_status = {{ role = "insensitive" }}
+education = {{ role = "insensitive" }}
+disease = {{ role = "sensitive" }}
+income = {{ role = "insensitive" }}
+[transformation]
+zip = {zip_level}
+age = 1
+"#
+        );
+        std::fs::write(self.path("policy.toml"), text).unwrap();
+        self.arg("policy.toml")
+    }
+
+    /// Names in the directory that mark staging (`.NAME.anon-tmp-…`).
+    fn staging(&self) -> Vec<String> {
+        std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.contains(".anon-tmp-"))
+            .collect()
+    }
+}
+
+/// Every file under `path` (or `path` itself) with its bytes, in name order.
+fn snapshot(path: &Path) -> Vec<(String, Vec<u8>)> {
+    if path.is_file() {
+        return vec![(String::new(), std::fs::read(path).unwrap())];
+    }
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().to_string(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs `anon args` until one run is caught with a staging entry of `scratch` holding data
+/// (a run may finish before the poll sees it on a busy machine), SIGKILLs that run, asserts
+/// the kill landed while it ran, and that `out` is byte for byte what it was before that run.
+fn kill_while_staging(scratch: &Scratch, args: &[&str], out: &Path) {
+    for _ in 0..5 {
+        let before = snapshot(out);
+        if try_kill_while_staging(scratch, args) {
+            assert_eq!(snapshot(out), before, "the old output changed");
+            return;
+        }
+    }
+    panic!("no run was caught while its staging held data");
+}
+
+fn try_kill_while_staging(scratch: &Scratch, args: &[&str]) -> bool {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut staged = false;
+    while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        staged = scratch.staging().iter().any(|name| {
+            let path = scratch.path(name);
+            path.is_file()
+                || std::fs::read_dir(&path).is_ok_and(|mut entries| {
+                    entries.any(|e| e.is_ok_and(|e| e.metadata().is_ok_and(|m| m.len() > 0)))
+                })
+        });
+        if staged {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    if !staged {
+        assert!(status.success(), "the run failed: {status}");
+        return false;
+    }
+    assert_eq!(status.signal(), Some(9), "the run was not killed mid-way");
+    let left = scratch.staging();
+    assert!(!left.is_empty(), "the staging should be left behind");
+    true
+}
+
+#[test]
+fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_recovers() {
+    let s = Scratch::new(300_000);
+    let policy = s.policy(2);
+    let out = s.arg("out");
+    let first = anon(&["apply", "--policy", &policy, "--out", &out]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    kill_while_staging(
+        &s,
+        &["apply", "--policy", &policy, "--out", &out, "--overwrite"],
+        &s.path("out"),
+    );
+    let old = snapshot(&s.path("out"));
+
+    // a different transformation: the new output's bytes differ from the old
+    let policy = s.policy(3);
+    let next = anon(&["apply", "--policy", &policy, "--out", &out, "--overwrite"]);
+    assert!(next.status.success(), "{}", stderr(&next));
+    let said = stderr(&next);
+    assert!(
+        said.contains("removed") && said.contains(".out.anon-tmp-"),
+        "{said}"
+    );
+    assert!(s.staging().is_empty(), "{:?}", s.staging());
+    assert_ne!(snapshot(&s.path("out")), old, "the output was not replaced");
+}
+
+#[test]
+fn a_killed_anonymize_over_a_file_leaves_the_old_file() {
+    let s = Scratch::new(300_000);
+    let policy = s.policy(2);
+    let out = s.arg("out.parquet");
+    let first = anon(&["anonymize", "--policy", &policy, "--out", &out]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    kill_while_staging(
+        &s,
+        &[
+            "anonymize",
+            "--policy",
+            &policy,
+            "--out",
+            &out,
+            "--overwrite",
+        ],
+        &s.path("out.parquet"),
+    );
+    let next = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out,
+        "--overwrite",
+    ]);
+    assert!(next.status.success(), "{}", stderr(&next));
+    assert!(stderr(&next).contains("removed"), "{}", stderr(&next));
+    assert!(s.staging().is_empty(), "{:?}", s.staging());
+}
+
+#[test]
+fn reports_and_outputs_are_replaced_only_with_overwrite_and_named_for_parquet() {
+    let s = Scratch::new(2_000);
+    let policy = s.policy(3);
+    let (out, report) = (s.arg("out.parquet"), s.arg("report.json"));
+    std::fs::write(&report, "earlier report").unwrap();
+    let refused = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out,
+        "--report",
+        &report,
+    ]);
+    assert!(!refused.status.success());
+    let error = stderr(&refused);
+    assert!(
+        error.contains("report") && error.contains("--overwrite"),
+        "{error}"
+    );
+    // refused before anything was written
+    assert!(!s.path("out.parquet").exists());
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "earlier report");
+    let replaced = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out,
+        "--report",
+        &report,
+        "--overwrite",
+    ]);
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["publish"]["input_rows"], 2000, "{json}");
+
+    // a name that promises CSV would hold Parquet: refused before reading
+    let csv = anon(&["apply", "--policy", &policy, "--out", &s.arg("out.csv")]);
+    assert!(!csv.status.success());
+    let error = stderr(&csv);
+    assert!(
+        error.contains("out.csv") && error.contains(".parquet"),
+        "{error}"
+    );
+    assert!(!s.path("out.csv").exists());
+}
+
+#[test]
+fn anonymize_with_masking_publishes_every_row() {
+    let s = Scratch::new(5_000);
+    let mut text = std::fs::read_to_string(s.path("policy.toml")).unwrap();
+    // k = 20 at zip level 1 leaves small classes: masked, not dropped
+    text = text.replace("k = 2", "k = 20").replace(
+        "max_suppression = 1.0",
+        "max_suppression = 1.0\nsuppression = \"mask\"",
+    );
+    std::fs::write(s.path("policy.toml"), text).unwrap();
+    let out = s.arg("masked.parquet");
+    let output = anon(&[
+        "anonymize",
+        "--policy",
+        &s.arg("policy.toml"),
+        "--out",
+        &out,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // every input row is published (mask keeps rows), and every class of the output, the
+    // masked class of all-'*' quasi-identifiers included, has at least k = 20 rows
+    let counts = anon(&[
+        "sql",
+        "--table",
+        &format!("m={out}"),
+        "--format",
+        "csv",
+        "SELECT count(*), (SELECT min(n) FROM (SELECT count(*) AS n FROM m GROUP BY zip, age, sex)) FROM m",
+    ]);
+    assert!(counts.status.success(), "{}", stderr(&counts));
+    let text = String::from_utf8_lossy(&counts.stdout).to_string();
+    let values: Vec<i64> = text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|v| v.trim().parse().unwrap())
+        .collect();
+    assert_eq!(values[0], 5000, "{text}");
+    assert!(values[1] >= 20, "{text}");
+}
