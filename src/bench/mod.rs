@@ -7,6 +7,7 @@
 //! full result. The reported time is the median; min and max show the spread.
 
 mod bucketize;
+mod large;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -43,6 +44,13 @@ pub struct BenchArgs {
     /// Which comparisons to run.
     #[arg(long, value_enum, default_value_t = Suite::All)]
     pub suite: Suite,
+    /// The memory limit of the large suite's `anon anonymize`.
+    #[arg(long, default_value = "2GiB")]
+    pub memory_limit: String,
+    /// The large suite's input as a URL (e.g. `s3://bucket/patients.parquet`) instead of the
+    /// generated local file.
+    #[arg(long)]
+    pub data_url: Option<String>,
 }
 
 /// Groups of comparisons of `anon bench`.
@@ -65,6 +73,9 @@ pub enum Suite {
     /// The figures of seed 002 §6 for (c,k) and (p,k) on the medical table (try --rows
     /// 100000): NCP, query error and vulnerable records, as Markdown tables.
     BucketizeExperiments,
+    /// Whole `anon anonymize --memory-limit` and COPY processes on N generated rows (not in
+    /// `all`): time ratio and each process's peak RSS.
+    Large,
 }
 
 /// The policy of the publish case: examples/patients/policy.toml (5 quasi-identifiers at its
@@ -218,6 +229,15 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         return bucketize::experiments(&bucketize::medical_path(&dir, rows, args.seed)?).await;
     }
     let path = data_path(&args, rows)?;
+    if args.suite == Suite::Large {
+        let input = args
+            .data_url
+            .clone()
+            .unwrap_or_else(|| path.display().to_string());
+        let scratch = path.with_extension("bench-large");
+        large::run(&input, &scratch, &args.memory_limit, iterations)?;
+        return Ok(());
+    }
     let ctx = SessionContext::new();
     crate::register(&ctx)?;
     register_data(&ctx, &path).await?;

@@ -48,7 +48,8 @@ pub struct AnonymizeArgs {
     /// Replace an existing output (only once the new one is complete and verified).
     #[arg(long)]
     overwrite: bool,
-    /// Memory limit (e.g. 2GiB); sorts and aggregations spill beyond it.
+    /// Memory limit of the process (e.g. 2GiB): DataFusion's pool gets 80% of it, and
+    /// aggregations, sorts and the frequency set spill or stop with a clear error beyond it.
     #[arg(long, value_name = "SIZE")]
     memory_limit: Option<String>,
     /// No progress on stderr.

@@ -23,6 +23,17 @@ pub fn one_line(error: &DataFusionError) -> String {
         // DataFusion's own object-store errors name the object but may carry the server's
         // response: keep the plain reason
         DataFusionError::ObjectStore(store) => storage::describe_store_error(store),
+        // DataFusion's pool refusing an operator: say what to do about it
+        DataFusionError::ResourcesExhausted(message)
+            if message.starts_with("Failed to allocate") =>
+        {
+            let what = message.split(" - ").next().unwrap_or(message);
+            format!(
+                "the memory limit is too small for this input ({}); raise --memory-limit. \
+                 Nothing was written",
+                what.trim_start_matches("Failed to allocate ")
+            )
+        }
         other => other.message().into_owned(),
     };
     storage::redact_credentials(&join_lines(&text))

@@ -70,7 +70,8 @@ struct SqlArgs {
     /// column names) and, when it fixes a transformation, `<name>_anon`.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
-    /// Memory limit for queries (e.g. 2GiB); sorts and aggregations spill beyond it.
+    /// Memory limit of the process (e.g. 2GiB): DataFusion's pool gets 80% of it; sorts and
+    /// aggregations spill beyond it.
     #[arg(long, value_name = "SIZE")]
     memory_limit: Option<String>,
     /// Output format.

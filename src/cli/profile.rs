@@ -78,6 +78,10 @@ pub struct ProfileArgs {
     /// Show the quasi-identifier values of the riskiest classes (hidden by default).
     #[arg(long)]
     show_values: bool,
+    /// Memory limit of the process (e.g. 2GiB): DataFusion's pool gets 80% of it; the
+    /// aggregations spill beyond it.
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<String>,
     /// The c of recursive (c,l)-diversity.
     #[arg(long, default_value_t = DEFAULT_RECURSIVE_C)]
     recursive_c: f64,
@@ -126,7 +130,7 @@ async fn register(
 
 /// Runs `anon profile`.
 pub async fn run(args: ProfileArgs) -> Result<()> {
-    let ctx = session::context(None)?;
+    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
     let mut quasi_identifiers = args.quasi_identifiers.clone();
     let mut sensitive = args.sensitive.clone();
     let mut hierarchies = HashMap::new();

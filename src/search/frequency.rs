@@ -32,12 +32,15 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use datafusion::arrow::compute::kernels::sort::SortOptions;
-use datafusion::arrow::compute::{cast, concat_batches, sort_to_indices, take};
+use datafusion::arrow::compute::{cast, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::logical_expr::EmitTo;
 use datafusion::prelude::{SessionContext, ident};
+use futures::StreamExt;
 use hashbrown::HashMap;
 
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
@@ -273,28 +276,26 @@ impl FrequencySet {
             names.iter().map(|n| ident(*n)).collect(),
             vec![count_all().alias(counted)],
         )?;
-        let schema = df.schema().inner().clone();
-        let batches = df.collect().await?;
-        let batch = concat_batches(&schema, &batches)?;
-        let combinations = batch.num_rows();
+        let streamed = stream_codes(ctx, df, names.len()).await?;
+        let combinations = streamed.counts.len();
+        let mut columns = streamed.columns.into_iter();
 
         let mut domains = Vec::with_capacity(qis.len());
         let mut leaf_codes = Vec::with_capacity(qis.len());
-        for (i, (name, hierarchy)) in qis.iter().enumerate() {
-            let (codes, distinct) = intern_in_value_order(batch.column(i))?;
+        for ((name, hierarchy), (codes, distinct)) in qis.iter().zip(columns.by_ref()) {
+            let (codes, distinct) = in_value_order(codes, distinct)?;
             hierarchy.validate_values(name, &distinct)?;
             domains.push(qi_domain_from_hierarchy(name, hierarchy, &distinct)?);
             leaf_codes.push(codes);
         }
         let mut sensitive_domains = Vec::with_capacity(sensitive.len());
         let mut sensitive_codes = Vec::with_capacity(sensitive.len());
-        for (i, name) in sensitive.iter().enumerate() {
-            let (codes, domain) = sensitive_domain(name, batch.column(qis.len() + i))?;
+        for (name, (codes, distinct)) in sensitive.iter().zip(columns) {
+            let (codes, domain) = sensitive_domain(name, codes, &distinct)?;
             sensitive_codes.push(codes);
             sensitive_domains.push(domain);
         }
-        let counts = batch.column(names.len()).as_primitive::<Int64Type>();
-        let mut counts: Vec<u64> = counts.values().iter().map(|&c| c.max(0) as u64).collect();
+        let mut counts = streamed.counts;
         // the aggregation emits groups in an order that depends on its partitions' timing;
         // the leaf classes (so the local algorithms' tie-breaks) must not
         let order = canonical_order(&leaf_codes, &domains);
@@ -565,42 +566,106 @@ fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Vec<u32> {
     order
 }
 
-/// [`intern`], with codes in ascending value order (NULL first) instead of first appearance:
-/// the same data give the same codes however the rows arrive.
-fn intern_in_value_order(values: &ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
-    let (codes, distinct) = intern(values)?;
+/// The aggregate's output, interned as it streams: per column, the codes of its rows (first
+/// appearance order) and its distinct values; and the count of each row.
+struct StreamedCodes {
+    columns: Vec<(Vec<u32>, ArrayRef)>,
+    counts: Vec<u64>,
+}
+
+/// Runs the `GROUP BY … count(*)` of `df` (`width` grouped columns, then the count) and
+/// interns each batch as it arrives, so the aggregate's output is never held whole: only the
+/// codes (4 bytes a row and column), the counts and the distinct values stay. They are
+/// reserved in the session's memory pool as they grow; a pool too small for them is one clear
+/// error before anything is written.
+async fn stream_codes(ctx: &SessionContext, df: DataFrame, width: usize) -> Result<StreamedCodes> {
+    let schema = df.schema().inner().clone();
+    let mut dictionaries = (0..width)
+        .map(|i| new_dictionary(decoded_type(schema.field(i).data_type())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut codes: Vec<Vec<u32>> = vec![Vec::new(); width];
+    let mut counts: Vec<u64> = Vec::new();
+    let reservation = MemoryConsumer::new("frequency set").register(&ctx.runtime_env().memory_pool);
+    let mut scratch = Vec::new();
+    let mut stream = df.execute_stream().await?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        for (i, dictionary) in dictionaries.iter_mut().enumerate() {
+            let column = decoded(batch.column(i))?;
+            scratch.clear();
+            dictionary.intern(std::slice::from_ref(&column), &mut scratch)?;
+            codes[i].extend(scratch.iter().map(|&c| c as u32));
+        }
+        let batch_counts = batch.column(width).as_primitive::<Int64Type>();
+        counts.extend(batch_counts.values().iter().map(|&c| c.max(0) as u64));
+        let bytes = codes.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + counts.capacity() * 8
+            + dictionaries.iter().map(|d| d.size()).sum::<usize>();
+        reservation.try_resize(bytes).map_err(|_| {
+            DataFusionError::ResourcesExhausted(format!(
+                "the frequency set needs more memory than the memory limit leaves it ({} \
+                 distinct combinations so far, {:.1} MiB); raise --memory-limit. Nothing was \
+                 written",
+                counts.len(),
+                bytes as f64 / (1024.0 * 1024.0)
+            ))
+        })?;
+    }
+    let columns = dictionaries
+        .iter_mut()
+        .zip(codes)
+        .map(|(dictionary, codes)| Ok((codes, dictionary.emit(EmitTo::All)?.swap_remove(0))))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(StreamedCodes { columns, counts })
+}
+
+/// The value type of a dictionary-encoded type, else the type itself.
+fn decoded_type(data_type: &DataType) -> &DataType {
+    match data_type {
+        DataType::Dictionary(_, value) => value,
+        other => other,
+    }
+}
+
+/// `values` with a dictionary decoded.
+fn decoded(values: &ArrayRef) -> Result<ArrayRef> {
+    Ok(match values.data_type() {
+        DataType::Dictionary(_, value) => cast(values, value)?,
+        _ => Arc::clone(values),
+    })
+}
+
+/// The rank of each distinct value in ascending value order (NULL first), or `None` for a
+/// type without an order.
+fn value_ranks(distinct: &ArrayRef) -> Option<Vec<u32>> {
     let options = SortOptions {
         descending: false,
         nulls_first: true,
     };
-    let order = match sort_to_indices(distinct.as_ref(), Some(options), None) {
-        Ok(order) => order,
-        // a type without an order keeps first appearance (never a QI type in practice)
-        Err(_) => return Ok((codes, distinct)),
-    };
+    let order = sort_to_indices(distinct.as_ref(), Some(options), None).ok()?;
     let mut rank = vec![0u32; distinct.len()];
     for (r, &code) in order.values().iter().enumerate() {
         rank[code as usize] = r as u32;
     }
-    let distinct = take(distinct.as_ref(), &order, None)?;
+    Some(rank)
+}
+
+/// First-appearance `codes` and their `distinct` values renumbered in ascending value order
+/// (NULL first): the same data give the same codes however the rows arrive.
+fn in_value_order(codes: Vec<u32>, distinct: ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
+    let Some(rank) = value_ranks(&distinct) else {
+        // a type without an order keeps first appearance (never a QI type in practice)
+        return Ok((codes, distinct));
+    };
+    let mut order = vec![0u32; rank.len()];
+    for (code, &r) in rank.iter().enumerate() {
+        order[r as usize] = code as u32;
+    }
+    let distinct = take(distinct.as_ref(), &UInt32Array::from(order), None)?;
     Ok((
         codes.into_iter().map(|c| rank[c as usize]).collect(),
         distinct,
     ))
-}
-
-/// Dense codes of `values` (first appearance order) and the distinct values (dictionaries
-/// decoded first, NULL one value of its own).
-fn intern(values: &ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
-    let values = match values.data_type() {
-        DataType::Dictionary(_, value) => cast(values, value)?,
-        _ => Arc::clone(values),
-    };
-    let mut dictionary = new_dictionary(values.data_type())?;
-    let mut codes = Vec::with_capacity(values.len());
-    dictionary.intern(std::slice::from_ref(&values), &mut codes)?;
-    let distinct = dictionary.emit(EmitTo::All)?.swap_remove(0);
-    Ok((codes.into_iter().map(|c| c as u32).collect(), distinct))
 }
 
 /// The level maps and costs of a QI from its hierarchy and distinct values.
@@ -734,24 +799,18 @@ fn finish_domain(
     }
 }
 
-/// Codes (ascending value order, NULL first) of a sensitive column.
-fn sensitive_domain(name: &str, values: &ArrayRef) -> Result<(Vec<u32>, SensitiveDomain)> {
-    let (codes, distinct) = intern(values)?;
+/// Codes (ascending value order, NULL first) of a sensitive column, from its first-appearance
+/// `codes` and `distinct` values.
+fn sensitive_domain(
+    name: &str,
+    codes: Vec<u32>,
+    distinct: &ArrayRef,
+) -> Result<(Vec<u32>, SensitiveDomain)> {
     let ordered = is_ordered(distinct.data_type());
-    let options = SortOptions {
-        descending: false,
-        nulls_first: true,
-    };
     // types without an order keep the order of first appearance (t ordered refuses them)
-    let rank: Vec<u32> = match sort_to_indices(distinct.as_ref(), Some(options), None) {
-        Ok(order) => {
-            let mut rank = vec![0u32; distinct.len()];
-            for (r, &code) in order.values().iter().enumerate() {
-                rank[code as usize] = r as u32;
-            }
-            rank
-        }
-        Err(_) if !ordered => {
+    let rank: Vec<u32> = match value_ranks(distinct) {
+        Some(rank) => rank,
+        None if !ordered => {
             // NULL first, the others in order of first appearance
             let null = (0..distinct.len()).find(|&i| distinct.is_null(i));
             (0..distinct.len())
@@ -762,7 +821,11 @@ fn sensitive_domain(name: &str, values: &ArrayRef) -> Result<(Vec<u32>, Sensitiv
                 })
                 .collect()
         }
-        Err(e) => return Err(e.into()),
+        None => {
+            return Err(DataFusionError::Plan(format!(
+                "sensitive attribute '{name}': its type has no order"
+            )));
+        }
     };
     let codes = codes.into_iter().map(|c| rank[c as usize]).collect();
     let null_code = (distinct.null_count() > 0).then_some(0);

@@ -296,3 +296,69 @@ fn anonymize_with_masking_publishes_every_row() {
     assert_eq!(values[0], 5000, "{text}");
     assert!(values[1] >= 20, "{text}");
 }
+
+#[test]
+fn a_memory_limit_spills_or_stops_with_one_clear_error_before_writing() {
+    let s = Scratch::new(200_000);
+    let policy = s.policy(2);
+    let out = s.arg("limited.parquet");
+    // far too small: the aggregation of 200,000 rows cannot even start
+    let refused = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out,
+        "--memory-limit",
+        "1MiB",
+    ]);
+    assert!(!refused.status.success());
+    let error = stderr(&refused);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(
+        error.contains("raise --memory-limit") && error.contains("Nothing was written"),
+        "{error}"
+    );
+    assert!(!s.path("limited.parquet").exists());
+    assert!(s.staging().is_empty(), "{:?}", s.staging());
+    // the frequency set's aggregation under a small limit spills to disk (DataFusion's
+    // spill_count) and still answers
+    let explained = anon(&[
+        "sql",
+        "--memory-limit",
+        "8MiB",
+        "--table",
+        &format!("p={}", s.arg("patients.parquet")),
+        "EXPLAIN ANALYZE SELECT zip, age, sex, marital_status, education, count(*) FROM p \
+         GROUP BY zip, age, sex, marital_status, education",
+    ]);
+    assert!(explained.status.success(), "{}", stderr(&explained));
+    let plan = String::from_utf8_lossy(&explained.stdout).to_string();
+    let spills: u64 = plan
+        .split("spill_count=")
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u64>().ok()
+        })
+        .sum();
+    assert!(spills > 0, "no spill under 8 MiB: {plan}");
+    // a limit that holds the frequency set: the same output as without a limit
+    let limited = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out,
+        "--memory-limit",
+        "64MiB",
+    ]);
+    assert!(limited.status.success(), "{}", stderr(&limited));
+    let free_out = s.arg("free.parquet");
+    let free = anon(&["anonymize", "--policy", &policy, "--out", &free_out]);
+    assert!(free.status.success(), "{}", stderr(&free));
+    assert_eq!(
+        String::from_utf8_lossy(&limited.stdout).replace("limited.parquet", "X"),
+        String::from_utf8_lossy(&free.stdout).replace("free.parquet", "X"),
+    );
+}
