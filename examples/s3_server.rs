@@ -25,7 +25,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::env::var("AWS_ACCESS_KEY_ID")?,
         std::env::var("AWS_SECRET_ACCESS_KEY")?,
     );
-    let mut builder = S3ServiceBuilder::new(s3s_fs::FileSystem::new(&root)?);
+    let file_system = s3s_fs::FileSystem::new(&root).map_err(|e| format!("{root}: {e:?}"))?;
+    let mut builder = S3ServiceBuilder::new(file_system);
     builder.set_auth(SimpleAuth::from_single(key, secret));
     let service = builder.build();
     let listener = tokio::net::TcpListener::bind(&address).await?;

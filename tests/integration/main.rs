@@ -11,6 +11,7 @@ mod search;
 mod slt;
 mod staging;
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// Runs the `anon` binary with `args`.
@@ -24,4 +25,51 @@ fn anon(args: &[&str]) -> Output {
 /// A command's stderr as text.
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+/// Writes `anon generate`'s patients table (`rows` rows, `seed`) to `path`.
+fn generate_patients(path: &Path, rows: usize, seed: u64) {
+    let generated = anon(&[
+        "generate",
+        "--rows",
+        &rows.to_string(),
+        "--out",
+        &path.display().to_string(),
+        "--seed",
+        &seed.to_string(),
+    ]);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+}
+
+/// A policy over the patients table at `input`: zip, age and sex are quasi-identifiers,
+/// disease is sensitive, with `[transformation]` zip = `zip_level`, age = `age_level`.
+fn patients_policy(
+    input: &str,
+    k: u64,
+    max_suppression: f64,
+    zip_level: usize,
+    age_level: usize,
+) -> String {
+    format!(
+        r#"name = "patients"
+[input]
+path = "{input}"
+[privacy]
+k = {k}
+max_suppression = {max_suppression}
+[attributes]
+patient_id = {{ role = "identifier" }}
+zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 5 }} }}
+age = {{ role = "quasi_identifier", hierarchy = {{ kind = "interval", widths = [5, 10, 20] }} }}
+sex = {{ role = "quasi_identifier", hierarchy = {{ kind = "tree", rows = [["F", "*"], ["M", "*"]] }} }}
+race = {{ role = "insensitive" }}
+marital_status = {{ role = "insensitive" }}
+education = {{ role = "insensitive" }}
+disease = {{ role = "sensitive" }}
+income = {{ role = "insensitive" }}
+[transformation]
+zip = {zip_level}
+age = {age_level}
+"#
+    )
 }

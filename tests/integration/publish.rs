@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::{anon, stderr};
 use std::sync::Arc;
@@ -678,92 +677,6 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
 }
 
 /// `kill -9` at any moment leaves no output or the complete one, never a partial file.
-#[test]
-fn killing_apply_leaves_no_partial_output() {
-    let s = Scratch::new();
-    let data = s.path("patients.parquet");
-    let generated = anon(&[
-        "generate",
-        "--rows",
-        "200000",
-        "--out",
-        &data.display().to_string(),
-        "--seed",
-        "7",
-    ]);
-    assert!(generated.status.success(), "{}", stderr(&generated));
-    let policy = s.write(
-        "policy.toml",
-        r#"[input]
-path = "patients.parquet"
-[privacy]
-k = 2
-max_suppression = 1.0
-[attributes]
-patient_id = { role = "identifier" }
-zip = { role = "quasi_identifier", hierarchy = { kind = "mask", length = 5 } }
-age = { role = "quasi_identifier", hierarchy = { kind = "interval", widths = [5, 10] } }
-sex = { role = "quasi_identifier", hierarchy = { kind = "tree", rows = [["F", "*"], ["M", "*"]] } }
-race = { role = "insensitive" }
-marital_status = { role = "insensitive" }
-education = { role = "insensitive" }
-disease = { role = "sensitive" }
-income = { role = "insensitive" }
-[transformation]
-zip = 2
-age = 1
-"#,
-    );
-    // the complete output's row count, from an undisturbed run
-    let full = s.path("full.parquet");
-    let output = anon(&[
-        "apply",
-        "--policy",
-        &policy,
-        "--out",
-        &full.display().to_string(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let complete_rows = rows_of(&full);
-    assert!(complete_rows > 0);
-    let out = s.path("out.parquet");
-    for delay_ms in [5u64, 40, 120, 250, 400, 700] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_anon"))
-            .args([
-                "apply",
-                "--policy",
-                &policy,
-                "--out",
-                &out.display().to_string(),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL: no chance to clean up
-        let _ = child.wait();
-        if out.exists() {
-            assert_eq!(
-                rows_of(&out),
-                complete_rows,
-                "partial output after {delay_ms} ms"
-            );
-            std::fs::remove_file(&out).unwrap();
-        }
-        // whatever a killed run left is hidden and never at the output path
-        for name in s.hidden() {
-            assert!(name.contains(".anon-tmp-"), "{name}");
-            let path = s.path(&name);
-            if path.is_dir() {
-                std::fs::remove_dir_all(path).unwrap();
-            } else {
-                std::fs::remove_file(path).unwrap();
-            }
-        }
-    }
-}
-
 fn rows_of(path: &Path) -> usize {
     let file = std::fs::File::open(path).unwrap();
     let reader = datafusion::parquet::file::reader::SerializedFileReader::new(file).unwrap();

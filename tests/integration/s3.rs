@@ -115,47 +115,17 @@ fn files_under(dir: &Path) -> Vec<String> {
 fn upload_patients(bucket: &Path, rows: usize) {
     let local = tempfile::tempdir().unwrap();
     let file = local.path().join("patients.parquet");
-    let generated = super::anon(&[
-        "generate",
-        "--rows",
-        &rows.to_string(),
-        "--out",
-        &file.display().to_string(),
-        "--seed",
-        "11",
-    ]);
-    assert!(generated.status.success(), "{}", stderr(&generated));
+    super::generate_patients(&file, rows, 11);
     std::fs::create_dir_all(bucket.join("in")).unwrap();
     std::fs::copy(&file, bucket.join("in/patients.parquet")).unwrap();
 }
 
-/// A k = 5 policy over the bucket's patients with a fixed transformation.
+/// A k = 5 policy over the bucket's patients at zip level 3, age level 2.
 fn patients_policy(dir: &Path, input: &str, max_suppression: f64) -> String {
     let path = dir.join("policy.toml");
     std::fs::write(
         &path,
-        format!(
-            r#"name = "patients"
-[input]
-path = "{input}"
-[privacy]
-k = 5
-max_suppression = {max_suppression}
-[attributes]
-patient_id = {{ role = "identifier" }}
-zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 5 }} }}
-age = {{ role = "quasi_identifier", hierarchy = {{ kind = "interval", widths = [5, 10, 20] }} }}
-sex = {{ role = "quasi_identifier", hierarchy = {{ kind = "tree", rows = [["F", "*"], ["M", "*"]] }} }}
-race = {{ role = "insensitive" }}
-marital_status = {{ role = "insensitive" }}
-education = {{ role = "insensitive" }}
-disease = {{ role = "sensitive" }}
-income = {{ role = "insensitive" }}
-[transformation]
-zip = 3
-age = 2
-"#
-        ),
+        super::patients_policy(input, 5, max_suppression, 3, 2),
     )
     .unwrap();
     path.display().to_string()

@@ -19,16 +19,7 @@ impl Scratch {
     fn new(rows: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("patients.parquet");
-        let generated = anon(&[
-            "generate",
-            "--rows",
-            &rows.to_string(),
-            "--out",
-            &data.display().to_string(),
-            "--seed",
-            "5",
-        ]);
-        assert!(generated.status.success(), "{}", stderr(&generated));
+        super::generate_patients(&dir.path().join("patients.parquet"), rows, 5);
         let scratch = Self { dir };
         scratch.policy(2);
         scratch
@@ -44,27 +35,7 @@ impl Scratch {
 
     /// `policy.toml`: k = 2 with zip at `zip_level` (the level changes the output's bytes).
     fn policy(&self, zip_level: usize) -> String {
-        let text = format!(
-            r#"[input]
-path = "patients.parquet"
-[privacy]
-k = 2
-max_suppression = 1.0
-[attributes]
-patient_id = {{ role = "identifier" }}
-zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 5 }} }}
-age = {{ role = "quasi_identifier", hierarchy = {{ kind = "interval", widths = [5, 10] }} }}
-sex = {{ role = "quasi_identifier", hierarchy = {{ kind = "tree", rows = [["F", "*"], ["M", "*"]] }} }}
-race = {{ role = "insensitive" }}
-marital_status = {{ role = "insensitive" }}
-education = {{ role = "insensitive" }}
-disease = {{ role = "sensitive" }}
-income = {{ role = "insensitive" }}
-[transformation]
-zip = {zip_level}
-age = 1
-"#
-        );
+        let text = super::patients_policy("patients.parquet", 2, 1.0, zip_level, 1);
         std::fs::write(self.path("policy.toml"), text).unwrap();
         self.arg("policy.toml")
     }
@@ -79,8 +50,12 @@ age = 1
     }
 }
 
-/// Every file under `path` (or `path` itself) with its bytes, in name order.
+/// Every file under `path` (or `path` itself) with its bytes, in name order; nothing when
+/// `path` does not exist.
 fn snapshot(path: &Path) -> Vec<(String, Vec<u8>)> {
+    if !path.exists() {
+        return Vec::new();
+    }
     if path.is_file() {
         return vec![(String::new(), std::fs::read(path).unwrap())];
     }
@@ -171,6 +146,19 @@ fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_reco
     );
     assert!(s.staging().is_empty(), "{:?}", s.staging());
     assert_ne!(snapshot(&s.path("out")), old, "the output was not replaced");
+}
+
+#[test]
+fn a_killed_apply_to_a_new_file_leaves_nothing_at_the_output() {
+    let s = Scratch::new(300_000);
+    let policy = s.policy(2);
+    let out = s.arg("new.parquet");
+    kill_while_staging(
+        &s,
+        &["apply", "--policy", &policy, "--out", &out],
+        &s.path("new.parquet"),
+    );
+    assert!(!s.path("new.parquet").exists());
 }
 
 #[test]
