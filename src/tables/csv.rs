@@ -4,15 +4,15 @@
 //! 2134: a ZIP code masked afterwards names a wrong region. Here a CSV file (or a directory of
 //! them) is read once, sequentially, before it is registered, and a column is given a type
 //! other than text only when every value of the column is the exact spelling of its value in
-//! that type (see [`Candidates`]); the table is then registered with that explicit schema.
+//! that type (see `Candidates`); the table is then registered with that explicit schema.
 //!
 //! A policy may name a column's type (`type = "date"`, [`ColumnType`]): such a column is read
 //! as text and converted as SQL's `CAST` would. A value that does not convert is an error
 //! naming the file, the line and the column (never the value), or with
 //! [`BadValues::Null`] is read as NULL, counted on stderr.
 //!
-//! Every error of reading a CSV file goes through [`read_error`] (arrow's errors) or
-//! [`value_error`] (a value that does not convert), which name the file's own line: the
+//! Every error of reading a CSV file goes through `read_error` (arrow's errors) or
+//! `value_error` (a value that does not convert), which name the file's own line: the
 //! line where the record starts, also when quoted values hold line breaks.
 
 use std::collections::BTreeMap;
@@ -177,8 +177,8 @@ struct CsvFile {
 }
 
 impl CsvFile {
-    /// Opens `location`'s bytes (`bytes` for an object already fetched) and reads the
-    /// delimiter off its header line.
+    /// The file at `location`, read from `source`, with the delimiter read off its header
+    /// line.
     fn new(location: &Location, source: Source) -> Result<Self> {
         let name = location.to_string();
         let delimiter = delimiter_of(&name, &source)?;
@@ -279,7 +279,7 @@ async fn files_of(location: &Location, store: &StoreOptions) -> Result<Vec<CsvFi
 }
 
 /// Registers the CSV file or directory of CSV files at `location` as table `name`: reads it
-/// once to infer every column's type (see [`Candidates`]) and to convert the columns whose
+/// once to infer every column's type (see `Candidates`) and to convert the columns whose
 /// type `options` sets, then registers the files with that schema, quoted line breaks read
 /// as part of their values. Columns converted to a type are read as text and cast in a view
 /// (`try_cast` with [`BadValues::Null`], after a note on stderr counting the NULLs).
