@@ -1079,6 +1079,12 @@ mod tests {
             types(&ctx, "t").await,
             [DataType::Int64, DataType::Date32, DataType::Int64]
         );
+        // text asked for: the integers stay as written
+        let mut text = options.clone();
+        text.types.insert("id".into(), ColumnType::Utf8);
+        let ctx_text = SessionContext::new();
+        register_with(&ctx_text, &path, &text).await.unwrap();
+        assert_eq!(types(&ctx_text, "t").await[0], DataType::Utf8);
         let batches = ctx
             .sql("SELECT count(born), sum(zip) FROM t")
             .await
