@@ -166,7 +166,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let phase = Instant::now();
     let qis = policy.quasi_identifiers();
     let sensitive = policy.requirements().constrained_attributes();
-    let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive).await?;
+    let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive)
+        .await
+        .map_err(|e| policy.locate_input_error(e))?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(
@@ -224,7 +226,8 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         &out,
         args.overwrite,
     )
-    .await?;
+    .await
+    .map_err(|e| policy.locate_input_error(e))?;
     print_summary(&report);
     let metric = decision.metric;
     println!("{}: {:.4}", metric.name(), decision.metric_value);

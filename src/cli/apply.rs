@@ -68,7 +68,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             policy.check_tree_values(&ctx).await?;
             return Err(e);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(policy.locate_input_error(e)),
     };
     print_summary(&report);
     let t = report.seconds;

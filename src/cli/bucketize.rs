@@ -51,7 +51,9 @@ pub async fn run(
             eprintln!("{line}");
         }
     };
-    let outcome = publish_policy(&ctx, &policy, &out, overwrite, &mut progress).await?;
+    let outcome = publish_policy(&ctx, &policy, &out, overwrite, &mut progress)
+        .await
+        .map_err(|e| policy.locate_input_error(e))?;
     let published = &outcome.report;
     println!(
         "published {} records to {}: gt.parquet ({} generalized buckets) and st.parquet ({} \

@@ -22,7 +22,7 @@ use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
 use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::tables::{self, TableFormat};
+use datafusion_anonymity::tables::{self, BadValues, CsvOptions, TableFormat};
 use datafusion_anonymity::{bench, generate, session};
 
 use output::Format;
@@ -59,9 +59,16 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct SqlArgs {
     /// A table to register, repeatable: NAME=PATH, PATH a Parquet file, a directory of Parquet
-    /// files, or a CSV file with a header row (`,` or `;` separated).
+    /// files, a CSV file with a header row (`,` or `;` separated) or a directory of CSV files.
+    /// A CSV column is read as a number, date or timestamp only when every value is written
+    /// exactly as that type prints it (`02134` stays text).
     #[arg(long = "table", short = 't', value_name = "NAME=PATH")]
     tables: Vec<String>,
+    /// CSV values that do not convert to the `type` a policy gives their column: `error`
+    /// (default: the file, line and column are named) or `null` (read as NULL, counted on
+    /// stderr). Overrides the policy's `[input] bad_values`.
+    #[arg(long, value_name = "error|null", value_parser = ["error", "null"])]
+    bad_values: Option<String>,
     /// A generalization hierarchy for `generalize(col, 'NAME', level)`, repeatable: NAME=PATH,
     /// PATH an ARX hierarchy CSV file (one row per value, `;`-separated levels ending in `*`).
     #[arg(long = "hierarchy", value_name = "NAME=PATH")]
@@ -188,10 +195,24 @@ struct CsvTable {
 
 async fn sql(args: SqlArgs) -> Result<()> {
     let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let bad_values = args
+        .bad_values
+        .as_deref()
+        .map(BadValues::parse)
+        .transpose()?;
+    let mut policy = None;
     if let Some(path) = &args.policy {
-        let mut policy = Policy::from_file(path)?;
-        policy.register(&ctx).await?;
+        let mut read = Policy::from_file(path)?;
+        if let Some(bad_values) = bad_values {
+            read.set_bad_values(bad_values);
+        }
+        read.register(&ctx).await?;
+        policy = Some(read);
     }
+    let csv_options = CsvOptions {
+        bad_values: bad_values.unwrap_or_default(),
+        ..CsvOptions::default()
+    };
     let mut csv_tables = Vec::new();
     for table in &args.tables {
         let (name, path) = tables::parse_table_arg(table)?;
@@ -200,7 +221,7 @@ async fn sql(args: SqlArgs) -> Result<()> {
                 "table '{name}' is given twice with --table"
             )));
         }
-        tables::register_path(&ctx, &name, &path).await?;
+        tables::register_path_with(&ctx, &name, &path, &csv_options).await?;
         if tables::table_format(&path)? == TableFormat::Csv {
             csv_tables.push(CsvTable { name, path });
         }
@@ -235,9 +256,17 @@ async fn sql(args: SqlArgs) -> Result<()> {
         }
     }
     match run_statements(&ctx, statements, args.format).await {
-        Err(e) if is_data_error(&e) && !csv_tables.is_empty() => {
+        Err(e) if is_data_error(&e) => {
             csv_tables.sort_by_key(|table| !named.contains(&table.name));
-            Err(locate_csv_error(&ctx, &csv_tables).await.unwrap_or(e))
+            Err(
+                match locate_csv_error(&ctx, &csv_tables, &csv_options).await {
+                    Some(located) => located,
+                    None => match &policy {
+                        Some(policy) => policy.locate_input_error(e),
+                        None => e,
+                    },
+                },
+            )
         }
         other => other,
     }
@@ -294,10 +323,11 @@ fn is_data_error(error: &DataFusionError) -> bool {
 async fn locate_csv_error(
     ctx: &SessionContext,
     csv_tables: &[CsvTable],
+    options: &CsvOptions,
 ) -> Option<DataFusionError> {
     for table in csv_tables {
         let provider = ctx.table_provider(table.name.as_str()).await.ok()?;
-        if let Err(e) = tables::check_csv(&table.path, provider.schema()) {
+        if let Err(e) = tables::check_csv(&table.path, provider.schema(), options) {
             return Some(DataFusionError::Execution(format!(
                 "table '{}': {}",
                 table.name,

@@ -16,7 +16,7 @@ use datafusion_anonymity::profile::{
 };
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
-use datafusion_anonymity::tables::{self, TableFormat};
+use datafusion_anonymity::tables::{self, BadValues, CsvOptions, TableFormat};
 
 /// How `anon profile` writes its report.
 #[derive(ValueEnum, Clone, Copy, Debug, Default)]
@@ -33,9 +33,15 @@ pub enum ProfileFormat {
 /// Options of `anon profile`.
 #[derive(clap::Args, Debug)]
 pub struct ProfileArgs {
-    /// The table to profile: a Parquet file, a directory of Parquet files, or a CSV file.
+    /// The table to profile: a Parquet file, a directory of Parquet files, a CSV file or a
+    /// directory of CSV files (CSV read with the column `type`s of --policy, if any).
     #[arg(value_name = "INPUT")]
     input: String,
+    /// CSV values that do not convert to the `type` the policy gives their column: `error`
+    /// (default: the file, line and column are named) or `null` (read as NULL, counted on
+    /// stderr). Overrides the policy's `[input] bad_values`.
+    #[arg(long, value_name = "error|null", value_parser = ["error", "null"])]
+    bad_values: Option<String>,
     /// The quasi-identifiers, comma-separated (default with --policy: the policy's).
     #[arg(
         long = "qi",
@@ -112,18 +118,24 @@ pub struct ProfileArgs {
     bucket_column: String,
 }
 
+/// The tables of a profile are CSV read with `csv_options`, kept to locate CSV errors.
+struct CsvTables {
+    csv_options: CsvOptions,
+    tables: Vec<(String, String)>,
+}
+
 /// Registers `path` as `name`, remembering it for the report and for locating CSV errors.
 async fn register(
     ctx: &SessionContext,
     options: &mut ProfileOptions,
-    csv: &mut Vec<(String, String)>,
+    csv: &mut CsvTables,
     name: &str,
     path: &str,
 ) -> Result<()> {
-    tables::register_path(ctx, name, path).await?;
+    tables::register_path_with(ctx, name, path, &csv.csv_options).await?;
     options.labels.insert(name.to_string(), path.to_string());
     if tables::table_format(path)? == TableFormat::Csv {
-        csv.push((name.to_string(), path.to_string()));
+        csv.tables.push((name.to_string(), path.to_string()));
     }
     Ok(())
 }
@@ -134,8 +146,25 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
     let mut quasi_identifiers = args.quasi_identifiers.clone();
     let mut sensitive = args.sensitive.clone();
     let mut hierarchies = HashMap::new();
+    let bad_values = args
+        .bad_values
+        .as_deref()
+        .map(BadValues::parse)
+        .transpose()?;
+    let mut csv = CsvTables {
+        csv_options: CsvOptions {
+            bad_values: bad_values.unwrap_or_default(),
+            ..CsvOptions::default()
+        },
+        tables: Vec::new(),
+    };
     if let Some(path) = &args.policy {
         let mut policy = Policy::from_file(path)?;
+        if let Some(bad_values) = bad_values {
+            policy.set_bad_values(bad_values);
+        }
+        // the policy's column types describe the data profiled too
+        csv.csv_options = policy.csv_options();
         if quasi_identifiers.is_empty() {
             quasi_identifiers = policy
                 .columns()
@@ -167,7 +196,6 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
     }
     let mut options = ProfileOptions::new("input", Vec::new());
     options.hierarchies = hierarchies;
-    let mut csv = Vec::new();
     register(&ctx, &mut options, &mut csv, "input", &args.input).await?;
     // attributes from the policy: in the input's column order, not the file's
     let schema = ctx.table_provider("input").await?.schema();
@@ -213,9 +241,9 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         Ok(report) => report,
         Err(e) if matches!(e.find_root(), DataFusionError::ArrowError(..)) => {
             // a CSV record that does not fit its inferred schema: name the file and line
-            for (name, path) in &csv {
+            for (name, path) in &csv.tables {
                 let provider = ctx.table_provider(name.as_str()).await?;
-                tables::check_csv(path, provider.schema())?;
+                tables::check_csv(path, provider.schema(), &csv.csv_options)?;
             }
             return Err(e);
         }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::bucketization::{BucketizationKeys, Method};
 use super::requirements::{LDiversity, SuppressionMode, TCloseness};
 use crate::bucketize::Refinement;
+use crate::tables::{BadValues, ColumnType};
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -34,9 +35,12 @@ pub struct PolicyFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputSpec {
-    /// A Parquet file, a directory of Parquet files, a glob of Parquet files, or a CSV file;
-    /// relative paths are relative to the policy file.
+    /// A Parquet file, a directory of Parquet files, a glob of Parquet files, a CSV file or a
+    /// directory of CSV files; relative paths are relative to the policy file.
     pub path: PathBuf,
+    /// CSV input: a value that does not convert to its attribute's `type` is an error
+    /// (`"error"`, the default) or read as NULL, counted on stderr (`"null"`).
+    pub bad_values: Option<BadValues>,
 }
 
 /// `[output]`.
@@ -136,6 +140,11 @@ pub struct AttributeSpec {
     pub l_diversity: Option<LDiversity>,
     /// This sensitive attribute's own t-closeness (overrides `[privacy]`).
     pub t_closeness: Option<TCloseness>,
+    /// The column's type when the input is CSV (`int64`, `float64`, `utf8`, `date`,
+    /// `timestamp` or `bool`), instead of the type inferred from its values; for Parquet input
+    /// it must match the column's type.
+    #[serde(rename = "type")]
+    pub data_type: Option<ColumnType>,
 }
 
 /// A hierarchy, by kind.

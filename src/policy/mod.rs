@@ -40,6 +40,7 @@ use datafusion::prelude::SessionContext;
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
+use crate::tables::{BadValues, ColumnType, CsvOptions, TableFormat};
 
 pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
@@ -63,6 +64,8 @@ pub struct PolicyColumn {
     pub name: String,
     /// Its role.
     pub role: Role,
+    /// The type the policy gives the column (`type = "..."`), if any.
+    pub data_type: Option<ColumnType>,
     hierarchy: Option<PendingHierarchy>,
 }
 
@@ -86,6 +89,7 @@ pub struct Policy {
     input: Location,
     output: Option<Location>,
     storage: StoreOptions,
+    bad_values: BadValues,
     columns: Vec<PolicyColumn>,
     requirements: PrivacyRequirements,
     suppression: SuppressionMode,
@@ -234,6 +238,7 @@ impl Policy {
             columns.push(PolicyColumn {
                 name: column.clone(),
                 role: spec.role,
+                data_type: spec.data_type,
                 hierarchy,
             });
         }
@@ -299,6 +304,7 @@ impl Policy {
             input,
             output: file.output.as_ref().map(|o| resolve(&o.path)).transpose()?,
             storage: storage_options,
+            bad_values: file.input.bad_values.unwrap_or_default(),
             columns,
             requirements: PrivacyRequirements {
                 k: privacy.k,
@@ -337,6 +343,24 @@ impl Policy {
     /// [`Policy::register`]).
     pub fn set_input(&mut self, location: Location) {
         self.input = location;
+    }
+
+    /// How a CSV input is read: the attributes' `type`s and `[input] bad_values`.
+    pub fn csv_options(&self) -> CsvOptions {
+        CsvOptions {
+            types: self
+                .columns
+                .iter()
+                .filter_map(|c| Some((c.name.clone(), c.data_type?)))
+                .collect(),
+            bad_values: self.bad_values,
+        }
+    }
+
+    /// Reads values of a CSV input that do not convert to their attribute's `type` as
+    /// `bad_values` says, instead of `[input] bad_values` (before [`Policy::register`]).
+    pub fn set_bad_values(&mut self, bad_values: BadValues) {
+        self.bad_values = bad_values;
     }
 
     /// The default output (`[output] path`), if any.
@@ -436,9 +460,19 @@ impl Policy {
         if let Some(output) = &self.output {
             crate::storage::register_store(ctx, output, &self.storage)?;
         }
-        crate::tables::register_location(ctx, &self.name, &self.input, &self.storage).await?;
+        crate::tables::register_location_with(
+            ctx,
+            &self.name,
+            &self.input,
+            &self.storage,
+            &self.csv_options(),
+        )
+        .await?;
         let schema = ctx.table_provider(self.name.as_str()).await?.schema();
         self.bind_schema(&schema)?;
+        if crate::tables::table_format(&self.input.datafusion_path())? != TableFormat::Csv {
+            self.check_types(&schema)?;
+        }
         self.check_data(ctx, check_trees).await?;
         for (column, hierarchy) in self.quasi_identifiers() {
             crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
@@ -509,6 +543,51 @@ impl Policy {
             }
         }
         Ok(())
+    }
+
+    /// Input that is not CSV has its own types: an attribute's `type` must match its column's
+    /// (Parquet is not converted), so that a policy written for one file does not silently
+    /// mean something else for another.
+    fn check_types(&self, schema: &SchemaRef) -> Result<()> {
+        for column in &self.columns {
+            let (Some(ty), Ok(field)) = (column.data_type, schema.field_with_name(&column.name))
+            else {
+                continue;
+            };
+            if !ty.matches(field.data_type()) {
+                return Err(policy_error(
+                    &self.source,
+                    format!(
+                        "attribute '{}' has type = \"{}\", but it is {} in {}: type converts \
+                         CSV columns only (remove it, or give the column's own type)",
+                        column.name,
+                        ty.name(),
+                        field.data_type(),
+                        self.input
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// When a scan of the registered input failed on its data (`error`, an Arrow error) and the
+    /// input is CSV, the error naming the file, the line and the column where the input no
+    /// longer fits the table registered from it; otherwise `error` itself.
+    pub fn locate_input_error(&self, error: DataFusionError) -> DataFusionError {
+        let path = self.input.datafusion_path();
+        if !matches!(error.find_root(), DataFusionError::ArrowError(..))
+            || !matches!(crate::tables::table_format(&path), Ok(TableFormat::Csv))
+        {
+            return error;
+        }
+        let Some(schema) = &self.schema else {
+            return error;
+        };
+        match crate::tables::check_csv(&path, Arc::clone(schema), &self.csv_options()) {
+            Err(located) => located,
+            Ok(()) => error,
+        }
     }
 
     /// The scan [`Policy::register_with`] skips without `check_trees`: every value of a value

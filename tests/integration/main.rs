@@ -3,6 +3,7 @@
 
 mod anonymize;
 mod bucketize;
+mod csv;
 mod profile;
 mod publish;
 mod reference;

@@ -192,6 +192,28 @@ fn sql_reads_parquet_under_a_prefix() {
 }
 
 #[test]
+fn sql_reads_a_csv_object_without_losing_leading_zeros() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    std::fs::create_dir_all(bucket.join("c")).unwrap();
+    // a note spanning two lines, ZIP codes with leading zeros
+    std::fs::write(
+        bucket.join("c/people.csv"),
+        "zip,n,note\n02134,1,\"a\nb\"\n10001,2,c\n00501,3,d\n",
+    )
+    .unwrap();
+    assert_eq!(
+        sql_value(
+            &server,
+            "t",
+            "s3://lake/c/people.csv",
+            "SELECT count(*), sum(n), min(zip), arrow_typeof(min(zip)) FROM t"
+        ),
+        "3,6,00501,Utf8"
+    );
+}
+
+#[test]
 fn anonymize_from_a_bucket_to_a_bucket_is_verified_and_complete() {
     let server = S3Server::start();
     let bucket = server.bucket("lake");
