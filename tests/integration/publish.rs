@@ -676,14 +676,6 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
     assert!(data_dir.join("part-0.parquet").exists());
 }
 
-/// `kill -9` at any moment leaves no output or the complete one, never a partial file.
-fn rows_of(path: &Path) -> usize {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = datafusion::parquet::file::reader::SerializedFileReader::new(file).unwrap();
-    use datafusion::parquet::file::reader::FileReader;
-    reader.metadata().file_metadata().num_rows() as usize
-}
-
 // ------------------------------------------------- failing classes from the frequency set
 
 /// Sorted (labels, rows) of failing-class batches: `__anon_key_<i>` as text (NULL = None),

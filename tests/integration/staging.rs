@@ -18,7 +18,6 @@ struct Scratch {
 impl Scratch {
     fn new(rows: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("patients.parquet");
         super::generate_patients(&dir.path().join("patients.parquet"), rows, 5);
         let scratch = Self { dir };
         scratch.policy(2);
@@ -246,12 +245,10 @@ fn reports_and_outputs_are_replaced_only_with_overwrite_and_named_for_parquet() 
 #[test]
 fn anonymize_with_masking_publishes_every_row() {
     let s = Scratch::new(5_000);
-    let mut text = std::fs::read_to_string(s.path("policy.toml")).unwrap();
     // k = 20 at zip level 1 leaves small classes: masked, not dropped
-    text = text.replace("k = 2", "k = 20").replace(
-        "max_suppression = 1.0",
-        "max_suppression = 1.0\nsuppression = \"mask\"",
-    );
+    let text = super::patients_policy("patients.parquet", 20, 1.0, 1, 1)
+        .replace("[privacy]\n", "[privacy]\nsuppression = \"mask\"\n");
+    assert!(text.contains("suppression = \"mask\""));
     std::fs::write(s.path("policy.toml"), text).unwrap();
     let out = s.arg("masked.parquet");
     let output = anon(&[
