@@ -1,7 +1,7 @@
 //! `anon anonymize`: search the best transformation for a policy, publish it, verify it,
 //! report it.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -183,14 +183,22 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let phase = Instant::now();
     let mut last = Instant::now();
     let quiet = args.quiet;
+    // a terminal gets one line updated in place; a file or pipe gets whole lines, fewer of them
+    let terminal = std::io::stderr().is_terminal();
+    let every = Duration::from_millis(if terminal { 200 } else { 5_000 });
     let mut progress = |checked: usize, size: usize| {
-        if !quiet && last.elapsed() >= Duration::from_millis(200) {
+        if !quiet && last.elapsed() >= every {
             last = Instant::now();
-            eprint!(
-                "\rsearch: {checked} / {size} nodes checked, {:.1} s",
+            let line = format!(
+                "search: {checked} / {size} nodes checked, {:.1} s",
                 phase.elapsed().as_secs_f64()
             );
-            let _ = std::io::stderr().flush();
+            if terminal {
+                eprint!("\r{line}");
+                let _ = std::io::stderr().flush();
+            } else {
+                eprintln!("{line}");
+            }
         }
     };
     let options = LocalOptions {
@@ -209,7 +217,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let search_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {
         if let (Some(checked), Some(size)) = (decision.nodes_checked, decision.lattice_size) {
-            eprintln!("\rsearch: {checked} / {size} nodes checked");
+            eprintln!(
+                "{}search: {checked} / {size} nodes checked",
+                if terminal { "\r" } else { "" }
+            );
         }
         eprintln!(
             "chosen by {} ({search_seconds:.3} s)",
