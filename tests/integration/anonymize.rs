@@ -109,7 +109,7 @@ async fn anonymize_checked(
     // stderr is a pipe here: progress comes as whole lines, never run together by '\r'
     let progress = String::from_utf8_lossy(&output.stderr);
     assert!(!progress.contains('\r'), "{progress:?}");
-    let searched = !extra.iter().any(|a| *a == "--algorithm");
+    let searched = !extra.contains(&"--algorithm");
     assert!(
         !searched || progress.contains("nodes checked\n"),
         "{progress:?}"
