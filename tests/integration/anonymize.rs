@@ -106,14 +106,6 @@ async fn anonymize_checked(
         "{privacy}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // stderr is a pipe here: progress comes as whole lines, never run together by '\r'
-    let progress = String::from_utf8_lossy(&output.stderr);
-    assert!(!progress.contains('\r'), "{progress:?}");
-    let searched = !extra.contains(&"--algorithm");
-    assert!(
-        !searched || progress.contains("nodes checked\n"),
-        "{progress:?}"
-    );
     let (classes, k, rows, min_l) = recount(out).await;
     assert!(k >= 5, "{privacy}: smallest class {k}");
     assert!(min_l >= l, "{privacy}: l {min_l}");

@@ -259,6 +259,10 @@ fn anonymize_with_masking_publishes_every_row() {
         &out,
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
+    // stderr is a pipe here: progress comes as whole lines, never run together by '\r'
+    let progress = stderr(&output);
+    assert!(!progress.contains('\r'), "{progress:?}");
+    assert!(progress.contains(" nodes checked\n"), "{progress:?}");
     // every input row is published (mask keeps rows), and every class of the output, the
     // masked class of all-'*' quasi-identifiers included, has at least k = 20 rows
     let counts = anon(&[
