@@ -38,7 +38,10 @@ pub fn print(schema: SchemaRef, batches: &[RecordBatch], format: Format) -> Resu
             batches.iter().try_for_each(|batch| writer.write(batch))
         }
         Format::Json => {
-            let mut writer = datafusion::arrow::json::LineDelimitedWriter::new(&mut out);
+            // every key on every line: a NULL is `null`, not a missing key
+            let mut writer = datafusion::arrow::json::WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build::<_, datafusion::arrow::json::writer::LineDelimited>(&mut out);
             batches
                 .iter()
                 .try_for_each(|batch| writer.write(batch))

@@ -1087,3 +1087,22 @@ async fn publish_with_derived_failing_classes_matches_publish() {
 fn repo_path(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
+
+#[test]
+fn sql_json_output_keeps_null_keys() {
+    // two rows, the second with a NULL: both lines carry both keys
+    let output = anon(&[
+        "sql",
+        "--format",
+        "json",
+        "SELECT column1 AS a, column2 AS b FROM (VALUES (1, 'x'), (2, NULL))",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [r#"{"a":1,"b":"x"}"#, r#"{"a":2,"b":null}"#],
+        "{text}"
+    );
+}
