@@ -98,8 +98,18 @@ pub fn print_summary(report: &PublishReport) {
     let levels: Vec<String> = report
         .levels
         .iter()
-        .map(|l| format!("{}={}", l.quasi_identifier, l.level))
+        .map(|l| format!("{}={} ({})", l.quasi_identifier, l.level, l.meaning))
         .collect();
+    let erased = report
+        .levels
+        .iter()
+        .filter(|l| l.meaning == datafusion_anonymity::generalize::ERASED);
+    for erased in erased {
+        eprintln!(
+            "warning: quasi-identifier '{}' is erased entirely: level {} publishes every value as *",
+            erased.quasi_identifier, erased.level
+        );
+    }
     println!("output: {}", report.output);
     if report.recoding == "local" {
         println!("recoding: local");

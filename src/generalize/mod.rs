@@ -52,6 +52,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 use hashbrown::{HashMap, HashSet};
 
+/// [`Hierarchy::level_meaning`] of a top level: every value is published as `*`.
+pub const ERASED: &str = "all *";
+
 pub use common::{TOP_LABEL, format_number};
 pub use date::{DateHierarchy, DateUnit, truncate_dates};
 pub use interval::{IntervalHierarchy, IntervalLevel, bucket_values};
@@ -265,6 +268,33 @@ impl Hierarchy {
             HierarchyKind::Interval(i) => i.height(),
             HierarchyKind::Date(d) => d.height(),
             HierarchyKind::Tree(t) => t.height(),
+        }
+    }
+
+    /// What `level` publishes, in words: `as is`, `last 3 characters masked`, `width 10`,
+    /// `4 ranges`, `decade`, `tree level 2`, or [`ERASED`] at the top.
+    pub fn level_meaning(&self, level: usize) -> String {
+        if level == 0 {
+            return "as is".to_string();
+        }
+        if level >= self.top_level() {
+            return ERASED.to_string();
+        }
+        match &self.kind {
+            HierarchyKind::Mask(_) => format!(
+                "last {level} character{} masked",
+                if level == 1 { "" } else { "s" }
+            ),
+            HierarchyKind::Interval(interval) => match interval.levels().get(level - 1) {
+                Some(IntervalLevel::Width { width, .. }) => format!("width {width}"),
+                Some(IntervalLevel::Breaks(breaks)) => format!("{} ranges", breaks.len() + 1),
+                None => format!("level {level}"),
+            },
+            HierarchyKind::Date(date) => date
+                .units()
+                .get(level - 1)
+                .map_or_else(|| format!("level {level}"), |unit| unit.name().to_string()),
+            HierarchyKind::Tree(_) => format!("tree level {level}"),
         }
     }
 

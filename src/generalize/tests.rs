@@ -585,3 +585,23 @@ async fn expressions_from_rust() {
         .to_string();
     assert!(e.contains("level 9 > top level 4"), "{e}");
 }
+
+#[test]
+fn level_meanings_say_what_is_published() {
+    // mask of 5 characters: levels 0..=5, 5 is the top
+    let zip = Hierarchy::mask("zip", 5);
+    assert_eq!(zip.level_meaning(0), "as is");
+    assert_eq!(zip.level_meaning(1), "last 1 character masked");
+    assert_eq!(zip.level_meaning(3), "last 3 characters masked");
+    assert_eq!(zip.level_meaning(5), ERASED);
+    // widths [5, 10]: levels value, 5, 10, *
+    let age = Hierarchy::interval_widths("age", &[5.0, 10.0]).unwrap();
+    assert_eq!(age.level_meaning(2), "width 10");
+    assert_eq!(age.level_meaning(3), ERASED);
+    // units month, year: levels value, month, year, *
+    let admitted = Hierarchy::date("admitted", &[DateUnit::Month, DateUnit::Year]).unwrap();
+    assert_eq!(admitted.level_meaning(1), "month");
+    assert_eq!(admitted.level_meaning(2), "year");
+    let sex = Hierarchy::tree_from_rows("sex", &[vec!["F", "*"], vec!["M", "*"]]).unwrap();
+    assert_eq!(sex.level_meaning(1), ERASED);
+}

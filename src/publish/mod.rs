@@ -469,6 +469,8 @@ pub struct QiLevel {
     pub quasi_identifier: String,
     /// Its level (0 = as is).
     pub level: usize,
+    /// What the level publishes (`last 2 characters masked`, `decade`, `all *`, …).
+    pub meaning: String,
 }
 
 /// Time per phase of [`publish`], in seconds.
@@ -692,12 +694,14 @@ pub async fn publish_with_failing_classes(
         output,
         input_rows,
         recoding: release.kind(),
-        levels: quasi_identifiers
+        levels: policy
+            .quasi_identifiers()
             .into_iter()
             .zip(release.levels().unwrap_or_default().iter().copied())
-            .map(|(quasi_identifier, level)| QiLevel {
+            .map(|((quasi_identifier, hierarchy), level)| QiLevel {
                 quasi_identifier,
                 level,
+                meaning: hierarchy.level_meaning(level),
             })
             .collect(),
         suppressed_rows: suppressed,

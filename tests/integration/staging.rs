@@ -142,8 +142,9 @@ fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_reco
     );
     let old = snapshot(&s.path("out"));
 
-    // a different transformation: the new output's bytes differ from the old
-    let policy = s.policy(3);
+    // a different transformation (zip erased: level 5 of a 5-character mask), so the new
+    // output's bytes differ from the old
+    let policy = s.policy(5);
     let next = anon(&["apply", "--policy", &policy, "--out", &out, "--overwrite"]);
     assert!(next.status.success(), "{}", stderr(&next));
     let said = stderr(&next);
@@ -153,6 +154,16 @@ fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_reco
     );
     assert!(s.staging().is_empty(), "{:?}", s.staging());
     assert_ne!(snapshot(&s.path("out")), old, "the output was not replaced");
+    // the levels say what they publish, and an erased quasi-identifier is warned about
+    let printed = String::from_utf8_lossy(&next.stdout);
+    assert!(
+        printed.contains("levels: zip=5 (all *), age=1 (width 5), sex=0 (as is)"),
+        "{printed}"
+    );
+    assert!(
+        said.contains("warning: quasi-identifier 'zip' is erased entirely"),
+        "{said}"
+    );
 }
 
 #[test]
