@@ -240,6 +240,20 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     .await
     .map_err(|e| policy.locate_input_error(e))?;
     print_summary(&report);
+    if !args.quiet && !report.levels.is_empty() {
+        // the levels as a policy section, so `anon sql --policy` can serve <name>_anon
+        let levels: Vec<String> = report
+            .levels
+            .iter()
+            .map(|l| format!("{} = {}", l.quasi_identifier, l.level))
+            .collect();
+        eprintln!(
+            "to query this release as {}_anon with `anon sql --policy`, add to the policy: \
+             [transformation] {}",
+            policy.table_name(),
+            levels.join(", ")
+        );
+    }
     let metric = decision.metric;
     println!("{}: {:.4}", metric.name(), decision.metric_value);
     if let Some(path) = &report_location {

@@ -255,6 +255,17 @@ async fn sql(args: SqlArgs) -> Result<()> {
             named.push(reference.table().to_string());
         }
     }
+    if let Some(policy) = &policy {
+        let generalized = format!("{}_anon", policy.table_name());
+        if policy.transformation().is_none() && named.contains(&generalized) {
+            return Err(DataFusionError::Plan(format!(
+                "table '{generalized}' is served only when policy {} has a [transformation]: \
+                 add the levels `anon anonymize` chose (its `levels:` line, or `levels` in its \
+                 --report), e.g. `[transformation]` with `zip = 3`",
+                policy.source()
+            )));
+        }
+    }
     match run_statements(&ctx, statements, args.format).await {
         Err(e) if is_data_error(&e) => {
             csv_tables.sort_by_key(|table| !named.contains(&table.name));

@@ -278,6 +278,27 @@ fn anonymize_with_masking_publishes_every_row() {
         &out,
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
+    // the chosen levels, to reuse: without them the policy cannot serve patients_anon
+    let said = stderr(&output);
+    assert!(
+        said.contains("add to the policy: [transformation] zip = "),
+        "{said}"
+    );
+    let policy_text = std::fs::read_to_string(s.path("policy.toml")).unwrap();
+    let without = policy_text.split("[transformation]").next().unwrap();
+    std::fs::write(s.path("searched.toml"), without).unwrap();
+    let unserved = anon(&[
+        "sql",
+        "--policy",
+        &s.arg("searched.toml"),
+        "SELECT count(*) FROM patients_anon",
+    ]);
+    assert!(!unserved.status.success());
+    assert!(
+        stderr(&unserved).contains("[transformation]"),
+        "{}",
+        stderr(&unserved)
+    );
     // stderr is a pipe here: progress comes as whole lines, never run together by '\r'
     let progress = stderr(&output);
     assert!(!progress.contains('\r'), "{progress:?}");
