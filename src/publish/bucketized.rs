@@ -226,13 +226,7 @@ pub async fn publish_bucketized(
     let st_path = staged.staging().join(ST_FILE)?;
     // batches must reach the writer in the order they are made (GT by generalized bucket, ST
     // by bucket): no round-robin repartition, which would interleave them
-    let mut state = ctx.state();
-    state
-        .config_mut()
-        .options_mut()
-        .optimizer
-        .enable_round_robin_repartition = false;
-    let in_order = SessionContext::new_with_state(state);
+    let in_order = SessionContext::new_with_state(super::in_order(ctx));
     // the two files are written side by side; GT's verification scan starts as soon as GT
     // is complete, while ST may still be written
     let quoted_qis: Vec<String> = table

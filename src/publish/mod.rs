@@ -42,6 +42,18 @@ use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
 use classes::ClassCounter;
 
+/// `ctx`'s state without round-robin repartitioning, so that batches reach a writer in the
+/// order they are made.
+pub(crate) fn in_order(ctx: &SessionContext) -> datafusion::execution::SessionState {
+    let mut state = ctx.state();
+    state
+        .config_mut()
+        .options_mut()
+        .optimizer
+        .enable_round_robin_repartition = false;
+    state
+}
+
 /// Refuses a Parquet output that [`check_target`] refuses, or whose name has another
 /// extension than `.parquet` (`out.csv` would hold Parquet).
 pub async fn check_output(
@@ -71,15 +83,15 @@ pub async fn check_target(
         (Location::Local(out_path), Location::Local(input_path)) => {
             check_local_overlap(out_path, input_path).map_err(refuse)?
         }
-        (Location::Url(out_url), Location::Url(input_url)) => {
-            let (out_text, input_text) = (
-                out_url.as_str().trim_end_matches('/'),
-                storage::Location::Url(input_url.clone()).to_string(),
-            );
-            let input_base = input_text
-                .find(['*', '?', '['])
-                .map_or(input_text.as_str(), |i| &input_text[..i])
-                .trim_end_matches('/');
+        (Location::Url(_), Location::Url(_)) => {
+            // compared as shown (no credentials or query); a glob input by the prefix it lists
+            let (out_shown, input_shown) = (out.to_string(), input.to_string());
+            let out_text = out_shown.trim_end_matches('/');
+            let input_base = match input_shown.find(['*', '?', '[']) {
+                Some(i) => &input_shown[..input_shown[..i].rfind('/').unwrap_or(i)],
+                None => input_shown.as_str(),
+            }
+            .trim_end_matches('/');
             if out_text == input_base {
                 return Err(refuse("is the input; choose another location".into()));
             }
@@ -626,13 +638,7 @@ pub async fn publish_with_failing_classes(
     // no round-robin repartition (DataFusion adds one ahead of a filter, such as a local
     // release's drop of suppressed rows): each input partition's rows reach the writer in
     // their input order, so the same input and release write the same bytes
-    let mut state = ctx.state();
-    state
-        .config_mut()
-        .options_mut()
-        .optimizer
-        .enable_round_robin_repartition = false;
-    let rows_plan = state.create_physical_plan(&recoded).await?;
+    let rows_plan = in_order(ctx).create_physical_plan(&recoded).await?;
     let rows = suppress::suppressed_table(
         rows_plan,
         suppress::Suppression {

@@ -162,24 +162,8 @@ impl Drop for StagedOutput {
         if self.committed {
             return;
         }
-        match &self.staging {
-            Location::Local(path) => {
-                let _ = remove_local(path);
-            }
-            Location::Url(_) => {
-                // no async drop: remove the staging objects on a thread with a runtime of its own
-                let (staging, options) = (self.staging.clone(), self.options.clone());
-                let _ = std::thread::spawn(move || {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()?;
-                    runtime
-                        .block_on(storage::remove_uncached(&staging, &options))
-                        .map_err(std::io::Error::other)
-                })
-                .join();
-            }
-        }
+        // no async drop: a bucket's staging is removed on a runtime of its own
+        let _ = storage::remove_blocking(&self.staging, &self.options);
     }
 }
 
@@ -441,16 +425,6 @@ pub async fn manifest_files(
 
 pub fn is_parquet_file(location: &Location) -> bool {
     location.extension().as_deref() == Some("parquet")
-}
-
-fn remove_local(path: &Path) -> std::io::Result<()> {
-    if path.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else if path.exists() {
-        std::fs::remove_file(path)
-    } else {
-        Ok(())
-    }
 }
 
 #[cfg(test)]

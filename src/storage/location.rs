@@ -132,17 +132,14 @@ impl Location {
     pub fn sibling(&self, name: &str) -> Self {
         match self {
             Self::Local(path) => Self::Local(path.with_file_name(name)),
-            Self::Url(_) => {
-                let Self::Url(mut parent) = self.parent() else {
-                    unreachable!("the parent of a URL is a URL")
-                };
-                parent
-                    .path_segments_mut()
-                    .map(|mut s| {
-                        s.pop_if_empty().push(name);
-                    })
-                    .ok();
-                Self::Url(parent)
+            Self::Url(url) => {
+                let mut sibling = url.clone();
+                sibling.set_query(None);
+                if let Ok(mut segments) = sibling.path_segments_mut() {
+                    // a trailing `/` leaves an empty last segment: drop it, then the name
+                    segments.pop_if_empty().pop().push(name);
+                }
+                Self::Url(sibling)
             }
         }
     }

@@ -144,31 +144,54 @@ pub fn read_text_blocking(location: &Location, options: &StoreOptions) -> Result
         Location::Url(url) => {
             let store = stores::build_store_uncached(url, options)?;
             let path = object_path(location, url)?;
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(|| {
-                        let runtime = tokio::runtime::Builder::new_current_thread()
-                            .enable_all()
-                            .build()
-                            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
-                        runtime.block_on(async {
-                            let result = store
-                                .get(&path)
-                                .await
-                                .map_err(|e| store_error(location, &e))?;
-                            result.bytes().await.map_err(|e| store_error(location, &e))
-                        })
-                    })
-                    .join()
-                    .map_err(|_| {
-                        DataFusionError::Internal(format!("reading {location} panicked"))
-                    })?
+            on_own_runtime(location, async {
+                let result = store
+                    .get(&path)
+                    .await
+                    .map_err(|e| store_error(location, &e))?;
+                result.bytes().await.map_err(|e| store_error(location, &e))
             })?
             .to_vec()
         }
     };
     String::from_utf8(bytes)
         .map_err(|_| DataFusionError::Plan(format!("{location}: not UTF-8 text")))
+}
+
+/// [`remove`] from synchronous code (a `Drop`), on a runtime of its own like
+/// [`read_text_blocking`].
+pub(crate) fn remove_blocking(location: &Location, options: &StoreOptions) -> Result<()> {
+    match location {
+        Location::Local(path) => remove_path(path)
+            .map_err(|e| DataFusionError::Execution(format!("cannot remove {location}: {e}"))),
+        Location::Url(url) => {
+            let store = stores::build_store_uncached(url, options)?;
+            let path = object_path(location, url)?;
+            on_own_runtime(location, remove_objects(location, store.as_ref(), &path))
+        }
+    }
+}
+
+/// Runs `work` to completion on a thread with a current-thread runtime of its own: callable
+/// from synchronous code whether or not a runtime is running (blocking inside one would
+/// stall it). Stores used here must be built for it ([`stores::build_store_uncached`]): their
+/// connections die with this runtime.
+fn on_own_runtime<T: Send>(
+    location: &Location,
+    work: impl std::future::Future<Output = Result<T>> + Send,
+) -> Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| DataFusionError::Execution(e.to_string()))?
+                    .block_on(work)
+            })
+            .join()
+            .map_err(|_| DataFusionError::Internal(format!("work on {location} panicked")))?
+    })
 }
 
 /// Whether anything is at `location`: a file or directory, an object, or objects under the
@@ -240,28 +263,21 @@ pub async fn remove(location: &Location, options: &StoreOptions) -> Result<()> {
     }
 }
 
-/// [`remove`] with a store client of its own, for a runtime of its own (see
-/// [`read_text_blocking`]).
-pub(crate) async fn remove_uncached(location: &Location, options: &StoreOptions) -> Result<()> {
-    match location {
-        Location::Local(_) => remove_local(location),
-        Location::Url(url) => {
-            let store = stores::build_store_uncached(url, options)?;
-            remove_objects(location, store.as_ref(), &object_path(location, url)?).await
-        }
-    }
-}
-
 fn remove_local(location: &Location) -> Result<()> {
     let path = location.as_local().unwrap_or(std::path::Path::new(""));
-    let result = if path.is_dir() {
+    remove_path(path)
+        .map_err(|e| DataFusionError::Execution(format!("cannot remove {location}: {e}")))
+}
+
+/// Removes a local file or directory; nothing there is fine.
+pub(crate) fn remove_path(path: &std::path::Path) -> std::io::Result<()> {
+    if path.is_dir() {
         std::fs::remove_dir_all(path)
     } else if path.exists() {
         std::fs::remove_file(path)
     } else {
         Ok(())
-    };
-    result.map_err(|e| DataFusionError::Execution(format!("cannot remove {location}: {e}")))
+    }
 }
 
 async fn remove_objects(
