@@ -42,48 +42,87 @@ mod value_codes;
 use std::sync::Arc;
 
 use datafusion::error::Result;
-use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::SessionContext;
 
-/// Registers every anonymity function (aggregates, their internal helpers, the recoding
-/// functions, the `anonymity_profile` table function), the whole-table rewrite rule, the
+/// Registers every anonymity function on `ctx`: the aggregate, scalar and window functions
+/// ([`register_udfs`]), the `anonymity_profile` table function, the whole-table rewrite, the
 /// single-phase aggregation rule and the `anonymity.*` session options
-/// ([`options::AnonymityOptions`]) on `ctx`. Call once per `SessionContext`.
+/// ([`options::AnonymityOptions`]) ([`with_anonymity_rules`]). Call once per `SessionContext`;
+/// calling it again keeps the hierarchies registered for `generalize`.
 pub fn register(ctx: &SessionContext) -> Result<()> {
-    for udaf in functions::all_aggregate_functions() {
-        ctx.register_udaf(udaf.as_ref().clone());
+    {
+        let state_ref = ctx.state_ref();
+        let mut state = state_ref.write();
+        // the builder forgets the session id and, when the default catalog exists, turns off
+        // its creation in the config (which contexts made from this config later would inherit)
+        let session_id = state.session_id().to_string();
+        let create_default_catalog = state
+            .config()
+            .options()
+            .catalog
+            .create_default_catalog_and_schema;
+        let builder =
+            SessionStateBuilder::new_from_existing(state.clone()).with_session_id(session_id);
+        let mut rebuilt = with_anonymity_rules(builder).build();
+        rebuilt
+            .config_mut()
+            .options_mut()
+            .catalog
+            .create_default_catalog_and_schema = create_default_catalog;
+        register_udfs(&mut rebuilt)?;
+        *state = rebuilt;
     }
-    for udf in rewrite::all_scalar_functions() {
-        ctx.register_udf(udf.as_ref().clone());
-    }
-    for udwf in rewrite::all_window_functions() {
-        ctx.register_udwf(udwf.as_ref().clone());
-    }
-    ctx.add_analyzer_rule(Arc::new(rewrite::WholeTableRewrite::new()));
-    add_session_extensions(ctx);
-    generalize::register_functions(ctx)?;
     profile::register_table_function(ctx);
     Ok(())
 }
 
-/// Adds [`options::AnonymityOptions`] (unless the session has them already) and the
-/// [`rewrite::SinglePhaseAggregation`] physical rule, right after DataFusion's own
-/// partial/final combination. A `SessionContext` offers no call to add a physical rule, so the
-/// session state is rebuilt from itself with the rule added.
-fn add_session_extensions(ctx: &SessionContext) {
-    let state_ref = ctx.state_ref();
-    let mut state = state_ref.write();
-    // the builder forgets the session id and, when the default catalog exists, turns off its
-    // creation in the config (which contexts made from this config later would inherit)
-    let session_id = state.session_id().to_string();
-    let create_default_catalog = state
-        .config()
-        .options()
-        .catalog
-        .create_default_catalog_and_schema;
-    let mut builder =
-        SessionStateBuilder::new_from_existing(state.clone()).with_session_id(session_id);
+/// Every aggregate, scalar and window function of the crate, the rewrite's internal ones
+/// included: what a host that builds its own function registry (a Ballista executor, a
+/// session made from parts) must register. `generalize` comes with a new, empty hierarchy
+/// registry unless `functions` has this crate's `generalize` already (its hierarchies are kept).
+pub fn register_udfs(functions: &mut dyn FunctionRegistry) -> Result<()> {
+    for udaf in functions::all_aggregate_functions() {
+        functions.register_udaf(udaf)?;
+    }
+    for udf in rewrite::all_scalar_functions() {
+        functions.register_udf(udf)?;
+    }
+    for udwf in rewrite::all_window_functions() {
+        functions.register_udwf(udwf)?;
+    }
+    generalize::register_functions(functions)
+}
+
+/// The names [`register_udfs`] registers (aliases included), in registration order.
+pub fn function_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for udaf in functions::all_aggregate_functions() {
+        names.push(udaf.name().to_string());
+        names.extend(udaf.aliases().iter().cloned());
+    }
+    for udf in rewrite::all_scalar_functions()
+        .into_iter()
+        .chain(generalize::recoding_functions())
+    {
+        names.push(udf.name().to_string());
+        names.extend(udf.aliases().iter().cloned());
+    }
+    for udwf in rewrite::all_window_functions() {
+        names.push(udwf.name().to_string());
+        names.extend(udwf.aliases().iter().cloned());
+    }
+    names
+}
+
+/// Adds the crate's planning rules to a session being built: the whole-table rewrite (an
+/// analyzer rule), the [`rewrite::SinglePhaseAggregation`] physical rule right after
+/// DataFusion's own partial/final combination, and [`options::AnonymityOptions`]. Each is
+/// added once, however often this is called. For hosts that build their own session state
+/// (a Ballista scheduler); [`register`] calls it.
+pub fn with_anonymity_rules(mut builder: SessionStateBuilder) -> SessionStateBuilder {
     if let Some(config) = builder.config()
         && config
             .options()
@@ -96,27 +135,31 @@ fn add_session_extensions(ctx: &SessionContext) {
             .extensions
             .insert(options::AnonymityOptions::default());
     }
-    if let Some(optimizer) = builder.physical_optimizers()
-        && !optimizer
-            .rules
-            .iter()
-            .any(|r| r.name() == rewrite::SinglePhaseAggregation.name())
+    let rewrite = rewrite::WholeTableRewrite::new();
+    let analyzer = builder
+        .analyzer()
+        .get_or_insert_with(datafusion::optimizer::Analyzer::new);
+    if !analyzer.rules.iter().any(|r| r.name() == rewrite.name()) {
+        analyzer.rules.push(Arc::new(rewrite));
+    }
+    let physical = builder
+        .physical_optimizers()
+        .get_or_insert_with(datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new);
+    if !physical
+        .rules
+        .iter()
+        .any(|r| r.name() == rewrite::SinglePhaseAggregation.name())
     {
-        let at = optimizer
+        let at = physical
             .rules
             .iter()
             .position(|r| r.name() == "CombinePartialFinalAggregate")
-            .map_or(optimizer.rules.len(), |i| i + 1);
-        optimizer
+            .map_or(physical.rules.len(), |i| i + 1);
+        physical
             .rules
             .insert(at, Arc::new(rewrite::SinglePhaseAggregation));
     }
-    *state = builder.build();
-    state
-        .config_mut()
-        .options_mut()
-        .catalog
-        .create_default_catalog_and_schema = create_default_catalog;
+    builder
 }
 
 /// Extension-trait style of [`register`]: `ctx.register_anonymity()?`.

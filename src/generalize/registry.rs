@@ -87,18 +87,31 @@ pub fn hierarchy_registry(functions: &dyn FunctionRegistry) -> Option<Arc<Hierar
 }
 
 /// Registers `mask`, `bucket`, `generalize_date` and `generalize` (with a new, empty
-/// hierarchy registry) on `ctx`. Called by [`crate::register`]. Calling it again keeps the
+/// hierarchy registry) on `functions` (a `SessionContext`, a `SessionState`, any
+/// [`FunctionRegistry`]). Called by [`crate::register_udfs`]. Calling it again keeps the
 /// registry and its hierarchies.
-pub fn register_functions(ctx: &SessionContext) -> Result<()> {
+pub fn register_functions(functions: &mut dyn FunctionRegistry) -> Result<()> {
     for udf in [mask_udf(), bucket_udf(), generalize_date_udf()] {
-        ctx.register_udf(udf.as_ref().clone());
+        functions.register_udf(udf)?;
     }
-    if hierarchy_registry(ctx).is_none() {
-        ctx.register_udf(ScalarUDF::new_from_impl(GeneralizeFunction::new(Arc::new(
-            HierarchyRegistry::new(),
-        ))));
+    if hierarchy_registry(functions).is_none() {
+        functions.register_udf(Arc::new(ScalarUDF::new_from_impl(GeneralizeFunction::new(
+            Arc::new(HierarchyRegistry::new()),
+        ))))?;
     }
     Ok(())
+}
+
+/// The recoding functions [`register_functions`] adds, with a new, empty hierarchy registry.
+pub fn recoding_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        mask_udf(),
+        bucket_udf(),
+        generalize_date_udf(),
+        Arc::new(ScalarUDF::new_from_impl(GeneralizeFunction::new(Arc::new(
+            HierarchyRegistry::new(),
+        )))),
+    ]
 }
 
 /// Makes `hierarchy` available to `generalize(col, 'name', level)` on `ctx` (replacing a
@@ -125,10 +138,11 @@ pub fn register_hierarchy(
     let registry = match hierarchy_registry(ctx) {
         Some(registry) => registry,
         None => {
-            register_functions(ctx)?;
-            hierarchy_registry(ctx).ok_or_else(|| {
-                DataFusionError::Internal("generalize was not registered".to_string())
-            })?
+            let registry = Arc::new(HierarchyRegistry::new());
+            ctx.register_udf(ScalarUDF::new_from_impl(GeneralizeFunction::new(
+                Arc::clone(&registry),
+            )));
+            registry
         }
     };
     registry.insert(name, hierarchy);
