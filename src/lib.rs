@@ -22,6 +22,7 @@ pub use datafusion;
 
 pub mod bench;
 pub mod bucketize;
+pub mod distributed;
 pub mod functions;
 pub mod generalize;
 pub mod generate;

@@ -25,11 +25,14 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, StringArray, StringViewBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, StringArray, StringViewBuilder, UInt32Array,
+};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
+use crate::distributed::wire;
 use crate::generalize::TOP_LABEL;
 use crate::search::FrequencySet;
 use crate::search::local::{Cell, LocalRelease, QiAxis, SUPPRESSED, axes};
@@ -182,6 +185,64 @@ impl LocalRecoding {
     /// Per QI, each class's label (Utf8View), followed by `*` for suppressed combinations.
     pub fn class_labels(&self) -> &[ArrayRef] {
         &self.class_labels
+    }
+
+    /// Appends the release to an extension-codec payload (see [`crate::distributed`]).
+    pub(crate) fn put_wire(&self, out: &mut Vec<u8>) -> Result<()> {
+        let header = serde_json::json!({
+            "quasi_identifiers": self.quasi_identifiers,
+            "classes": self.classes,
+            "rows": self.rows,
+            "suppressed_rows": self.suppressed_rows,
+        });
+        wire::put_bytes(out, header.to_string().as_bytes());
+        for q in 0..self.quasi_identifiers.len() {
+            wire::put_array(out, &self.leaf_values[q])?;
+            let codes: ArrayRef = Arc::new(UInt32Array::from(self.leaf_codes[q].clone()));
+            wire::put_array(out, &codes)?;
+            wire::put_array(out, &self.class_labels[q])?;
+        }
+        let class_of: ArrayRef = Arc::new(UInt32Array::from(self.class_of.clone()));
+        wire::put_array(out, &class_of)
+    }
+
+    /// The release [`LocalRecoding::put_wire`] wrote.
+    pub(crate) fn from_wire(reader: &mut wire::WireReader) -> Result<Self> {
+        #[derive(serde::Deserialize)]
+        struct Header {
+            quasi_identifiers: Vec<String>,
+            classes: usize,
+            rows: u64,
+            suppressed_rows: u64,
+        }
+        let header: Header = serde_json::from_slice(reader.bytes()?)
+            .map_err(|e| DataFusionError::Internal(format!("malformed local release: {e}")))?;
+        let width = header.quasi_identifiers.len();
+        let mut leaf_values = Vec::with_capacity(width);
+        let mut leaf_codes = Vec::with_capacity(width);
+        let mut class_labels = Vec::with_capacity(width);
+        let codes_of = |array: ArrayRef| -> Result<Vec<u32>> {
+            array
+                .as_primitive_opt::<UInt32Type>()
+                .map(|a| a.values().to_vec())
+                .ok_or_else(|| DataFusionError::Internal("malformed local release".to_string()))
+        };
+        for _ in 0..width {
+            leaf_values.push(reader.array()?);
+            leaf_codes.push(codes_of(reader.array()?)?);
+            class_labels.push(reader.array()?);
+        }
+        let class_of = codes_of(reader.array()?)?;
+        Ok(Self {
+            quasi_identifiers: header.quasi_identifiers,
+            leaf_values,
+            leaf_codes,
+            class_of,
+            class_labels,
+            classes: header.classes,
+            rows: header.rows,
+            suppressed_rows: header.suppressed_rows,
+        })
     }
 }
 

@@ -39,6 +39,7 @@ pub mod date;
 pub mod interval;
 pub mod mask;
 pub mod registry;
+pub mod spec;
 pub mod tree;
 pub mod udf;
 
@@ -60,8 +61,8 @@ pub use date::{DateHierarchy, DateUnit, truncate_dates};
 pub use interval::{IntervalHierarchy, IntervalLevel, bucket_values};
 pub use mask::{MaskHierarchy, mask_values};
 pub use registry::{
-    HierarchyRegistry, hierarchy_registry, register_functions, register_hierarchy,
-    registered_hierarchy,
+    HierarchyRegistry, hierarchy_registry, recoding_functions, register_functions,
+    register_hierarchy, registered_hierarchy,
 };
 pub use tree::TreeHierarchy;
 pub use udf::{bucket_expr, generalize_date_expr, generalize_expr, mask_expr};

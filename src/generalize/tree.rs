@@ -332,6 +332,19 @@ impl TreeHierarchy {
         &self.source
     }
 
+    /// The rows the hierarchy was built from, one per leaf in order (leaf first, top last).
+    pub fn rows(&self) -> Vec<Vec<String>> {
+        let leaves = self.levels.first().map_or(0, |level| level.of_leaf.len());
+        (0..leaves)
+            .map(|leaf| {
+                self.levels
+                    .iter()
+                    .map(|level| level.labels.value(level.of_leaf[leaf] as usize).to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Levels including level 0 (the fields per row).
     pub fn height(&self) -> usize {
         self.levels.len()

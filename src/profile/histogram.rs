@@ -34,6 +34,14 @@ pub(crate) fn histogram_udaf(domain: ArrayRef) -> AggregateUDF {
     })
 }
 
+/// The domain of a [`histogram_udaf`] function (for sending it to another process), or
+/// `None` for any other aggregate.
+pub(crate) fn histogram_domain(udaf: &AggregateUDF) -> Option<&ArrayRef> {
+    udaf.inner()
+        .downcast_ref::<DomainHistogram>()
+        .map(|h| &h.domain)
+}
+
 /// See [`histogram_udaf`].
 #[derive(Debug)]
 struct DomainHistogram {

@@ -17,7 +17,7 @@
 //! `GROUP BY a` per attribute of the leakage ranking, reading only that attribute's column.
 
 mod anonymity;
-mod histogram;
+pub(crate) mod histogram;
 mod keys;
 mod leakage;
 pub mod render_html;

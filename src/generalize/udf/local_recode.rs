@@ -209,6 +209,16 @@ impl LocalRecodeFunction {
         })
     }
 
+    /// The release the function looks rows up in.
+    pub fn release(&self) -> &Arc<LocalRecoding> {
+        &self.release
+    }
+
+    /// The quasi-identifier column types the function takes.
+    pub fn raw_types(&self) -> &[DataType] {
+        &self.raw_types
+    }
+
     /// The class of every row of `columns`.
     fn classes(&self, columns: &[ArrayRef], rows: usize) -> Result<Vec<u32>> {
         let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
