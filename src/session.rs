@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::FairSpillPool;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::storage::LakeStoreRegistry;
@@ -17,17 +17,21 @@ use crate::storage::LakeStoreRegistry;
 /// its pool (BENCHMARKS.md, "issue 13").
 pub const POOL_SHARE: f64 = 0.8;
 
-/// A session with the crate's functions registered and every object-store URL readable
-/// ([`LakeStoreRegistry`]); with `memory_limit` (bytes, the whole process's budget), a fair
-/// spilling memory pool of [`POOL_SHARE`] of it.
-pub fn context(memory_limit: Option<usize>) -> Result<SessionContext> {
+/// A runtime that reads every object-store URL ([`LakeStoreRegistry`]); with `memory_limit`
+/// (bytes, the whole process's budget), a fair spilling memory pool of [`POOL_SHARE`] of it.
+pub fn runtime(memory_limit: Option<usize>) -> Result<Arc<RuntimeEnv>> {
     let mut runtime =
         RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(LakeStoreRegistry::default()));
     if let Some(bytes) = memory_limit {
         let pool = (bytes as f64 * POOL_SHARE) as usize;
         runtime = runtime.with_memory_pool(Arc::new(FairSpillPool::new(pool)));
     }
-    let ctx = SessionContext::new_with_config_rt(SessionConfig::new(), runtime.build_arc()?);
+    runtime.build_arc()
+}
+
+/// A session with the crate's functions registered over [`runtime`]`(memory_limit)`.
+pub fn context(memory_limit: Option<usize>) -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_config_rt(SessionConfig::new(), runtime(memory_limit)?);
     crate::register(&ctx)?;
     Ok(ctx)
 }
@@ -35,6 +39,20 @@ pub fn context(memory_limit: Option<usize>) -> Result<SessionContext> {
 /// A session for a `--memory-limit` option: unlimited when absent, else [`parse_size`].
 pub fn context_with_limit(memory_limit: Option<&str>) -> Result<SessionContext> {
     context(memory_limit.map(parse_size).transpose()?)
+}
+
+/// A session for the `--memory-limit` and `--cluster` options: local, or a client of the
+/// Ballista scheduler at `cluster` (`df://host:port`), whose queries run on the cluster while
+/// the memory limit bounds what stays on this machine (the frequency set, the search, the
+/// write).
+pub async fn engine(memory_limit: Option<&str>, cluster: Option<&str>) -> Result<SessionContext> {
+    match cluster {
+        None => context_with_limit(memory_limit),
+        Some(url) => {
+            crate::distributed::connect(url, runtime(memory_limit.map(parse_size).transpose()?)?)
+                .await
+        }
+    }
 }
 
 /// Parses a size such as `2GiB`, `512M`, `1.5G` or `1000000` (bytes); K, M, G, T are powers

@@ -52,6 +52,8 @@ pub struct AnonymizeArgs {
     /// aggregations, sorts and the frequency set spill or stop with a clear error beyond it.
     #[arg(long, value_name = "SIZE")]
     memory_limit: Option<String>,
+    #[command(flatten)]
+    cluster: super::ClusterArg,
     /// No progress on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -158,7 +160,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     };
     // refused before the scan, not after it
     method.metric(metric)?;
-    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
 

@@ -28,6 +28,8 @@ pub struct ApplyArgs {
     /// aggregations, sorts and the frequency set spill or stop with a clear error beyond it.
     #[arg(long, value_name = "SIZE")]
     memory_limit: Option<String>,
+    #[command(flatten)]
+    cluster: super::ClusterArg,
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
@@ -48,7 +50,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         )));
     }
     let out = output_path(args.out, &policy)?;
-    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
     // in the data's column order, known once registered

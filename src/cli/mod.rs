@@ -5,6 +5,7 @@ mod anonymize;
 mod apply;
 mod attack;
 mod bucketize;
+mod cluster;
 mod errors;
 mod output;
 mod profile;
@@ -54,6 +55,26 @@ enum Command {
     Profile(Box<profile::ProfileArgs>),
     /// Run an attack on a published release and count the records it breaks.
     Attack(attack::AttackArgs),
+    /// Run a Ballista scheduler that plans with the anonymity rules and functions.
+    Scheduler(cluster::SchedulerArgs),
+    /// Run a Ballista executor with the anonymity functions, serving a scheduler.
+    Executor(cluster::ExecutorArgs),
+}
+
+/// `--cluster`: where a command's queries run.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct ClusterArg {
+    /// Run the queries on the Ballista cluster whose scheduler is at this URL
+    /// (`df://host:port`, started with `anon scheduler` and `anon executor`); the search and
+    /// the writing of outputs stay on this machine.
+    #[arg(long, value_name = "URL")]
+    pub(crate) cluster: Option<String>,
+}
+
+impl ClusterArg {
+    pub(crate) fn url(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -81,6 +102,8 @@ struct SqlArgs {
     /// aggregations spill beyond it.
     #[arg(long, value_name = "SIZE")]
     memory_limit: Option<String>,
+    #[command(flatten)]
+    cluster: ClusterArg,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -184,6 +207,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bench(args) => bench::run(args).await,
         Command::Profile(args) => profile::run(*args).await,
         Command::Attack(args) => attack::run(args).await,
+        Command::Scheduler(args) => cluster::scheduler(args).await,
+        Command::Executor(args) => cluster::executor(args).await,
     }
 }
 
@@ -194,7 +219,7 @@ struct CsvTable {
 }
 
 async fn sql(args: SqlArgs) -> Result<()> {
-    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     let bad_values = args
         .bad_values
         .as_deref()

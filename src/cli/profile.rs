@@ -88,6 +88,8 @@ pub struct ProfileArgs {
     /// aggregations spill beyond it.
     #[arg(long, value_name = "SIZE")]
     memory_limit: Option<String>,
+    #[command(flatten)]
+    cluster: super::ClusterArg,
     /// The c of recursive (c,l)-diversity.
     #[arg(long, default_value_t = DEFAULT_RECURSIVE_C)]
     recursive_c: f64,
@@ -142,7 +144,7 @@ async fn register(
 
 /// Runs `anon profile`.
 pub async fn run(args: ProfileArgs) -> Result<()> {
-    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     let mut quasi_identifiers = args.quasi_identifiers.clone();
     let mut sensitive = args.sensitive.clone();
     let mut hierarchies = HashMap::new();

@@ -38,6 +38,7 @@
 //!   scales with the client's bandwidth, not with executors.
 
 pub mod codec;
+pub mod servers;
 pub(crate) mod wire;
 
 use std::sync::Arc;
