@@ -3,6 +3,7 @@
 
 mod anonymize;
 mod bucketize;
+mod cluster;
 mod csv;
 mod profile;
 mod publish;

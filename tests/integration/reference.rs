@@ -54,7 +54,7 @@ impl Rng {
 }
 
 #[derive(Clone, Debug)]
-struct Row {
+pub(crate) struct Row {
     /// QI, 4 values
     g1: Option<i64>,
     /// QI, 3 strings
@@ -77,7 +77,7 @@ struct Row {
     w: Option<i64>,
 }
 
-fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
+pub(crate) fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
     let mut r = Rng(seed);
     let strs = |r: &mut Rng, vals: &[&str], null_pct: u64| -> Option<String> {
         if r.chance(null_pct) {
@@ -182,7 +182,7 @@ fn cuts(len: usize) -> [usize; 5] {
 }
 
 /// Writes the rows as several Parquet files of uneven sizes into `dir`.
-fn write_parquet(dir: &std::path::Path, rows: &[Row]) {
+pub(crate) fn write_parquet(dir: &std::path::Path, rows: &[Row]) {
     for (i, w) in cuts(rows.len()).windows(2).enumerate() {
         let file = std::fs::File::create(dir.join(format!("part-{i}.parquet"))).unwrap();
         let mut writer = ArrowWriter::try_new(file, schema(), None).unwrap();
@@ -1002,7 +1002,7 @@ fn queries() -> Vec<(&'static Case, &'static [&'static str])> {
 }
 
 /// Reference values for every query of [`queries`], in that order.
-fn all_references(rows: &[Row]) -> Vec<HashMap<Key, Vec<f64>>> {
+pub(crate) fn all_references(rows: &[Row]) -> Vec<HashMap<Key, Vec<f64>>> {
     queries()
         .into_iter()
         .map(|(case, g)| reference(rows, case.filter, g))
@@ -1011,7 +1011,7 @@ fn all_references(rows: &[Row]) -> Vec<HashMap<Key, Vec<f64>>> {
 
 /// Compares every measure for every filter and grouping on `table` with the reference values
 /// of [`all_references`]; returns the failures and the number of values checked.
-async fn compare_table(
+pub(crate) async fn compare_table(
     ctx: &SessionContext,
     table: &str,
     wants: &[HashMap<Key, Vec<f64>>],
@@ -1060,7 +1060,7 @@ async fn compare_queries(
     (failures, checked)
 }
 
-fn report(failures: Vec<String>, checked: usize) {
+pub(crate) fn report(failures: Vec<String>, checked: usize) {
     assert!(checked > 1000, "only {checked} values checked");
     assert!(
         failures.is_empty(),
@@ -1155,7 +1155,7 @@ async fn parquet_ctx(
 }
 
 /// Registers the Parquet files of `dir` as `t`.
-async fn register_t(ctx: &SessionContext, dir: &std::path::Path) {
+pub(crate) async fn register_t(ctx: &SessionContext, dir: &std::path::Path) {
     ctx.register_parquet("t", dir.to_str().unwrap(), ParquetReadOptions::default())
         .await
         .unwrap();

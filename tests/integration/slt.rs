@@ -31,6 +31,11 @@ impl AnonDb {
         datafusion_anonymity::register(&ctx)?;
         Ok(Self { ctx })
     }
+
+    /// A connection over `ctx` (which has the functions registered), e.g. a cluster client.
+    pub fn with_context(ctx: SessionContext) -> Self {
+        Self { ctx }
+    }
 }
 
 fn format_float(v: f64) -> String {
@@ -235,8 +240,20 @@ fn sql_dir() -> PathBuf {
 
 /// Runs one `sql/<name>.slt` file on a fresh `SessionContext`, checking column types strictly.
 async fn run_slt(name: &str) {
+    run_slt_with(name, || Box::pin(async { AnonDb::new() })).await;
+}
+
+/// Runs one `sql/<name>.slt` file with connections from `connect`.
+pub(crate) async fn run_slt_with<F>(name: &str, connect: F)
+where
+    F: Fn() -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<AnonDb, DataFusionError>> + Send>,
+        > + Send
+        + Sync
+        + 'static,
+{
     let file = sql_dir().join(format!("{name}.slt"));
-    let mut runner = sqllogictest::Runner::new(|| async { AnonDb::new() });
+    let mut runner = sqllogictest::Runner::new(connect);
     runner.with_column_validator(sqllogictest::strict_column_validator);
     if let Err(e) = runner.run_file_async(&file).await {
         panic!("{}:\n{}", file.display(), e.display(false));

@@ -1,0 +1,277 @@
+//! The crate on Ballista: an in-process cluster (scheduler and executor on loopback) gives
+//! exactly the local results, and `anon scheduler` / `anon executor` processes serve the CLI.
+//!
+//! Expected values come from the same independent sources as the local tests: the brute-force
+//! reference of `reference.rs`, the hand-worked `.slt` files, and the local run of the same
+//! command (itself checked against ARX elsewhere).
+
+use std::sync::Arc;
+
+use datafusion::prelude::SessionContext;
+use datafusion_anonymity::distributed;
+use datafusion_anonymity::session;
+use tokio::sync::OnceCell;
+
+use crate::reference::{
+    all_references, compare_table, gen_rows, register_t, report, write_parquet,
+};
+use crate::slt::{AnonDb, run_slt_with};
+
+/// One in-process cluster for the tests of this binary (each starts a scheduler and an
+/// executor; one is enough, and their ports stay open until the process ends).
+async fn cluster_url() -> &'static str {
+    static URL: OnceCell<String> = OnceCell::const_new();
+    URL.get_or_init(|| async {
+        distributed::start_standalone_cluster(session::runtime(None).unwrap())
+            .await
+            .expect("start an in-process cluster")
+    })
+    .await
+}
+
+async fn cluster_ctx() -> SessionContext {
+    distributed::connect(cluster_url().await, session::runtime(None).unwrap())
+        .await
+        .expect("connect to the in-process cluster")
+}
+
+/// The client's functions are the crate's after `remote_with_state` replaced them with
+/// Ballista's: `generalize` is ours (it has a hierarchy registry) and every name resolves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_client_has_the_functions_again() {
+    let ctx = cluster_ctx().await;
+    assert!(datafusion_anonymity::generalize::hierarchy_registry(&ctx).is_some());
+    let state = ctx.state();
+    for name in datafusion_anonymity::function_names() {
+        let known = state.scalar_functions().contains_key(&name)
+            || state.aggregate_functions().contains_key(&name)
+            || state.window_functions().contains_key(&name);
+        assert!(known, "{name} is not registered on the cluster client");
+    }
+}
+
+/// Every measure, filter and grouping of the brute-force reference, run on the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_matches_the_brute_force_reference() {
+    let rows = gen_rows(42, 192);
+    let wants = all_references(&rows);
+    let dir = tempfile::tempdir().unwrap();
+    write_parquet(dir.path(), &rows);
+    let ctx = cluster_ctx().await;
+    register_t(&ctx, dir.path()).await;
+    let (failures, checked) = compare_table(&ctx, "t", &wants, "ballista in-process").await;
+    report(failures, checked);
+}
+
+/// The `.slt` files that use `GeneralizedTable` (and the recoding functions, whose
+/// hierarchies must travel with the plan), on the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_runs_the_generalized_table_examples() {
+    let url = Arc::new(cluster_url().await.to_string());
+    for file in ["generalized_table", "generalize"] {
+        let url = Arc::clone(&url);
+        run_slt_with(file, move || {
+            let url = Arc::clone(&url);
+            Box::pin(async move {
+                let ctx = distributed::connect(&url, session::runtime(None)?).await?;
+                Ok(AnonDb::with_context(ctx))
+            })
+        })
+        .await;
+    }
+}
+
+/// Rows of a Parquet file or directory as sorted text lines, to compare outputs whose row
+/// order depends on the engine.
+async fn sorted_rows(path: &std::path::Path) -> Vec<String> {
+    let ctx = SessionContext::new();
+    let path = path.display().to_string();
+    let batches = ctx
+        .read_parquet(path.as_str(), Default::default())
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+        .unwrap()
+        .to_string();
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1) // the header
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn json_field<'a>(report: &'a serde_json::Value, path: &[&str]) -> &'a serde_json::Value {
+    path.iter().fold(report, |v, key| &v[key])
+}
+
+/// `anon anonymize` of the bundled Adult policy through the in-process cluster publishes
+/// exactly what the local run publishes: the same transformation, loss, suppression and rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_anonymize_of_adult_equals_local() {
+    let url = cluster_url().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/adult/policy.toml");
+    let mut reports = Vec::new();
+    for (name, cluster) in [("local", None), ("cluster", Some(url))] {
+        let out = dir.path().join(format!("{name}.parquet"));
+        let report = dir.path().join(format!("{name}.json"));
+        let (out_s, report_s) = (out.display().to_string(), report.display().to_string());
+        let mut args = vec![
+            "anonymize",
+            "--policy",
+            policy,
+            "--out",
+            &out_s,
+            "--report",
+            &report_s,
+            "--quiet",
+        ];
+        if let Some(url) = cluster {
+            args.extend(["--cluster", url]);
+        }
+        let run = crate::anon(&args);
+        assert!(run.status.success(), "{name}: {}", crate::stderr(&run));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        reports.push((report, sorted_rows(&out).await));
+    }
+    let (local, cluster) = (&reports[0], &reports[1]);
+    for path in [
+        &["levels"][..],
+        &["metric_value"],
+        &["frequency_set_rows"],
+        &["publish", "input_rows"],
+        &["publish", "suppressed_rows"],
+        &["publish", "verification"],
+    ] {
+        assert_eq!(
+            json_field(&local.0, path),
+            json_field(&cluster.0, path),
+            "report field {path:?}"
+        );
+    }
+    assert_eq!(local.1.len(), cluster.1.len());
+    assert!(local.1 == cluster.1, "the published rows differ");
+}
+
+/// A port free now on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Child processes killed when the test ends, however it ends.
+struct Processes(Vec<std::process::Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn spawn_anon(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// A scheduler and two executors as separate `anon` processes on 127.0.0.1: a query and a
+/// publish through them give the local results, and the processes are stopped afterwards.
+#[test]
+fn scheduler_and_two_executor_processes_serve_the_cli() {
+    let scheduler_port = free_port();
+    let scheduler = format!("127.0.0.1:{scheduler_port}");
+    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler])]);
+    for _ in 0..2 {
+        let bind = format!("127.0.0.1:{}", free_port());
+        let grpc = free_port().to_string();
+        processes.0.push(spawn_anon(&[
+            "executor",
+            "--scheduler",
+            &scheduler,
+            "--bind",
+            &bind,
+            "--grpc-port",
+            &grpc,
+            "--concurrent-tasks",
+            "2",
+        ]));
+    }
+    let url = format!("df://{scheduler}");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("patients.parquet");
+    crate::generate_patients(&input, 5_000, 3);
+    let table = format!("p={}", input.display());
+    let query = "SELECT sex, count(*) AS n, k_anonymity() AS k, l_diversity(disease) AS l, \
+                 t_closeness(disease) AS t FROM p GROUP BY sex ORDER BY sex";
+
+    // the executors register with the scheduler within seconds; until then a query fails
+    let started = std::time::Instant::now();
+    let on_cluster = loop {
+        let run = crate::anon(&[
+            "sql",
+            "--cluster",
+            &url,
+            "-t",
+            &table,
+            "--format",
+            "json",
+            query,
+        ]);
+        if run.status.success() {
+            break run;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the cluster did not answer within 60 s: {}",
+            crate::stderr(&run)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    let local = crate::anon(&["sql", "-t", &table, "--format", "json", query]);
+    assert!(local.status.success(), "{}", crate::stderr(&local));
+    assert_eq!(
+        String::from_utf8_lossy(&on_cluster.stdout),
+        String::from_utf8_lossy(&local.stdout)
+    );
+
+    // a publish: the same rows as the local one
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        crate::patients_policy(&input.display().to_string(), 5, 0.5, 2, 1),
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut outputs = Vec::new();
+    for (name, cluster) in [("local", None), ("cluster", Some(url.as_str()))] {
+        let out = dir.path().join(format!("{name}_out.parquet"));
+        let out_s = out.display().to_string();
+        let mut args = vec!["apply", "--policy", &policy, "--out", &out_s];
+        if let Some(url) = cluster {
+            args.extend(["--cluster", url]);
+        }
+        let run = crate::anon(&args);
+        assert!(run.status.success(), "{name}: {}", crate::stderr(&run));
+        outputs.push(runtime.block_on(sorted_rows(&out)));
+    }
+    assert!(!outputs[0].is_empty());
+    assert!(outputs[0] == outputs[1], "the published rows differ");
+    drop(processes);
+}
