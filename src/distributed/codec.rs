@@ -190,7 +190,20 @@ impl LogicalExtensionCodec for AnonymityLogicalCodec {
         buf: &mut Vec<u8>,
     ) -> Result<()> {
         let Some(table) = node.downcast_ref::<MemTable>() else {
-            return self.inner.try_encode_table_provider(table_ref, node, buf);
+            let kind = format!("{node:?}");
+            let kind = kind
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            return self
+                .inner
+                .try_encode_table_provider(table_ref, node, buf)
+                .map_err(|e| {
+                    DataFusionError::Plan(format!(
+                        "table {table_ref} (a {kind}) cannot be sent to the cluster: {e}"
+                    ))
+                });
         };
         start(buf, TAG_MEM_TABLE);
         wire::put_bytes(buf, &(table.batches.len() as u64).to_le_bytes());

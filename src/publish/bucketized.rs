@@ -325,7 +325,8 @@ impl PartitionStream for LazyBatches {
 async fn write(ctx: &SessionContext, batches: LazyBatches, path: &Location) -> Result<()> {
     let schema = Arc::clone(&batches.schema);
     let table = StreamingTable::try_new(schema, vec![Arc::new(batches)])?;
-    ctx.read_table(Arc::new(table))?
+    super::writer_context(ctx)
+        .read_table(Arc::new(table))?
         .write_parquet(
             &path.datafusion_path(),
             DataFrameWriteOptions::new().with_single_file_output(true),

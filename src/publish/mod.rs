@@ -54,6 +54,14 @@ pub(crate) fn in_order(ctx: &SessionContext) -> datafusion::execution::SessionSt
     state
 }
 
+/// A session that runs on this machine over `ctx`'s runtime (its object stores and memory
+/// pool) and configuration: where publishing writes the rows it has in hand. On a cluster
+/// client ([`crate::distributed`]) the rows come from the cluster and the writer, which holds
+/// this process's streams, must run here; locally it is the same work in the same pool.
+pub(crate) fn writer_context(ctx: &SessionContext) -> SessionContext {
+    SessionContext::new_with_config_rt(ctx.copied_config(), ctx.runtime_env())
+}
+
 /// Refuses a Parquet output that [`check_target`] refuses, or whose name has another
 /// extension than `.parquet` (`out.csv` would hold Parquet).
 pub async fn check_output(
@@ -648,8 +656,12 @@ pub async fn publish_with_failing_classes(
             written: Arc::clone(&written_classes),
         },
     )?;
-    let staged =
-        StagedOutput::write(ctx.read_table(Arc::new(rows))?, out, policy.storage()).await?;
+    let staged = StagedOutput::write(
+        writer_context(ctx).read_table(Arc::new(rows))?,
+        out,
+        policy.storage(),
+    )
+    .await?;
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();
