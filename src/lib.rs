@@ -174,3 +174,42 @@ impl AnonymityContextExt for SessionContext {
         register(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    /// No name is registered twice by the crate, and none shadows one of DataFusion's own
+    /// functions (registration would silently replace it).
+    #[test]
+    fn no_function_name_is_registered_twice() {
+        let names = function_names();
+        let mut seen = HashSet::new();
+        for name in &names {
+            assert!(
+                seen.insert(name.to_ascii_lowercase()),
+                "{name} is registered twice"
+            );
+        }
+        let state = SessionContext::new().state();
+        for name in &names {
+            let taken = state.scalar_functions().contains_key(name)
+                || state.aggregate_functions().contains_key(name)
+                || state.window_functions().contains_key(name);
+            assert!(!taken, "{name} would replace a DataFusion function");
+        }
+        // and register_udfs registers exactly those names
+        let mut state = state;
+        register_udfs(&mut state).unwrap();
+        for name in &names {
+            assert!(
+                state.scalar_functions().contains_key(name)
+                    || state.aggregate_functions().contains_key(name)
+                    || state.window_functions().contains_key(name),
+                "{name} is not registered"
+            );
+        }
+    }
+}
