@@ -248,8 +248,13 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
     };
     let local = crate::anon(&["sql", "-t", &table, "--format", "json", query]);
     assert!(local.status.success(), "{}", crate::stderr(&local));
+    // one JSON object per row
     let json = |out: &std::process::Output| -> serde_json::Value {
-        serde_json::from_slice(&out.stdout).unwrap()
+        serde_json::Deserializer::from_slice(&out.stdout)
+            .into_iter::<serde_json::Value>()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+            .into()
     };
     assert_close(&json(&on_cluster), &json(&local), "sql");
 
