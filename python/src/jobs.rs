@@ -463,7 +463,7 @@ pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let dialect = dialect_from_str(options.dialect).ok_or_else(|| {
         DataFusionError::Plan(format!("unsupported SQL dialect {}", options.dialect))
     })?;
-    let statements = DFParserBuilder::new(&args.query)
+    let statements = DFParserBuilder::new(args.query.as_str())
         .with_dialect(dialect.as_ref())
         .with_recursion_limit(options.recursion_limit.get())
         .build()?

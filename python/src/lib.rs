@@ -22,7 +22,7 @@ use std::ffi::CString;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use datafusion_anonymity::datafusion::arrow::array::RecordBatchIterator;
+use datafusion_anonymity::datafusion::arrow::array::{RecordBatchIterator, RecordBatchReader};
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
 use datafusion_anonymity::datafusion::arrow::ffi_stream::{
     ArrowArrayStreamReader, FFI_ArrowArrayStream,
@@ -43,10 +43,14 @@ use pyo3::types::{PyCapsule, PyDict};
 use errors::{AnonymityError, to_py};
 use jobs::TableSource;
 
-/// Runs `job` on the library's runtime with the GIL released; its error as an
-/// `AnonymityError`.
-fn run<T: Send>(py: Python<'_>, job: impl Future<Output = Result<T>> + Send) -> PyResult<T> {
-    py.detach(|| runtime::block_on(job).and_then(|r| r))
+/// Runs the future `job` makes on the library's runtime with the GIL released; its error as
+/// an `AnonymityError`.
+fn run<T, F>(py: Python<'_>, job: impl FnOnce() -> F + Send) -> PyResult<T>
+where
+    T: Send,
+    F: Future<Output = Result<T>>,
+{
+    py.detach(|| runtime::block_on(job()).and_then(|r| r))
         .map_err(to_py)
 }
 
@@ -226,7 +230,7 @@ fn scalar_functions(
 ) -> PyResult<Vec<ScalarFunction>> {
     let registry = Arc::new(HierarchyRegistry::new());
     if let Some(policy) = policy {
-        let (_, policy) = run(py, jobs::policy_session(&policy, None, None))?;
+        let (_, policy) = run(py, || jobs::policy_session(&policy, None, None))?;
         for (column, hierarchy) in policy.quasi_identifiers() {
             registry.insert(&column, hierarchy);
         }
@@ -251,7 +255,7 @@ fn policy_tables(
     levels: Option<HashMap<String, usize>>,
     memory_limit: Option<String>,
 ) -> PyResult<Vec<(String, Table)>> {
-    let tables = run(py, async move {
+    let tables = run(py, || async move {
         let (ctx, policy) =
             jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
         let state = ctx.state();
@@ -283,7 +287,7 @@ fn generalized_table(
     levels: Option<HashMap<String, usize>>,
     memory_limit: Option<String>,
 ) -> PyResult<Table> {
-    let provider = run(py, async move {
+    let provider = run(py, || async move {
         let (ctx, policy) =
             jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
         let name = jobs::generalized_name(&ctx, &policy)?;
@@ -313,7 +317,7 @@ fn anonymize(
 ) -> PyResult<String> {
     let report = run(
         py,
-        jobs::anonymize(jobs::AnonymizeOptions {
+        || jobs::anonymize(jobs::AnonymizeOptions {
             policy,
             out,
             report,
@@ -338,7 +342,7 @@ fn apply(
     overwrite: bool,
     memory_limit: Option<String>,
 ) -> PyResult<String> {
-    let report = run(py, jobs::apply(policy, levels, out, overwrite, memory_limit))?;
+    let report = run(py, || jobs::apply(policy, levels, out, overwrite, memory_limit))?;
     Ok(report.to_string())
 }
 
@@ -366,7 +370,7 @@ fn profile(
 ) -> PyResult<String> {
     let report = run(
         py,
-        jobs::profile(jobs::ProfileArgs {
+        || jobs::profile(jobs::ProfileArgs {
             input,
             quasi_identifiers: qi,
             sensitive,
@@ -419,7 +423,7 @@ fn sql(
     }
     let result = run(
         py,
-        jobs::sql(jobs::SqlArgs {
+        || jobs::sql(jobs::SqlArgs {
             query,
             tables: sources,
             policy,
