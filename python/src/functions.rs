@@ -11,12 +11,14 @@
 //!   skipped partial aggregation converts rows to states without telling how many); they refuse
 //!   when planned, naming the plain-SQL equivalent. With an argument they run as in Rust.
 //! - **Constant arguments**: a scalar function called through the FFI receives its constant
-//!   arguments (`mask(zip, 2)`'s level) expanded to arrays. [`ConstantArguments`] turns them
-//!   back into the constants the planner checked.
+//!   arguments (`mask(zip, 2)`'s level) expanded to arrays, and an aggregate its argument
+//!   expressions as opaque foreign expressions (`recursive_cl_diversity(s, 2)`'s `c` is no
+//!   longer a literal). [`ConstantArguments`] and [`Guarded`] turn them back into the constants
+//!   the planner gave.
 
 use std::sync::Arc;
 
-use datafusion_anonymity::datafusion::arrow::array::new_empty_array;
+use datafusion_anonymity::datafusion::arrow::array::{RecordBatch, new_empty_array};
 use datafusion_anonymity::datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion_anonymity::datafusion::common::ScalarValue;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
@@ -27,6 +29,8 @@ use datafusion_anonymity::datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Documentation, GroupsAccumulator,
     ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
+use datafusion_anonymity::datafusion::physical_expr::PhysicalExpr;
+use datafusion_anonymity::datafusion::physical_expr::expressions::Literal;
 use datafusion_anonymity::functions::whole_table::WholeTableFunction;
 use datafusion_anonymity::generalize::HierarchyRegistry;
 use datafusion_anonymity::generalize::udf::{
@@ -49,25 +53,29 @@ enum Refusal {
     Nullary(&'static str),
 }
 
-/// A function of the crate that refuses, when planned, the calls that need what does not
-/// cross the FFI; every other call goes to the function itself.
+/// An aggregate function of the crate as datafusion-python calls it: it refuses, when
+/// planned, the calls that need what does not cross the FFI, and gives its accumulators
+/// constant arguments back as literals; every other call goes to the function itself.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Guarded {
     inner: Arc<AggregateUDF>,
-    refusal: Refusal,
+    refusal: Option<Refusal>,
 }
 
 impl Guarded {
     fn refuses(&self, arguments: usize) -> bool {
         match self.refusal {
-            Refusal::WholeTable => true,
-            Refusal::Nullary(_) => arguments == 0,
+            None => false,
+            Some(Refusal::WholeTable) => true,
+            Some(Refusal::Nullary(_)) => arguments == 0,
         }
     }
 
     fn error(&self) -> DataFusionError {
         let name = self.inner.name();
         DataFusionError::Plan(match self.refusal {
+            None => format!("internal error: {name} refused a call it accepts"),
+            Some(refusal) => match refusal {
             Refusal::WholeTable => format!(
                 "{name} needs statistics of the whole table, which datafusion-anonymity \
                  computes by rewriting the query; that rewrite cannot run in a datafusion-python \
@@ -81,8 +89,32 @@ impl Guarded {
                  write {instead} instead (the same value), pass a person identifier \
                  ({name}(person_id)), or run the query with datafusion_anonymity.sql()"
             ),
+            },
         })
     }
+}
+
+/// `args` with every argument after the first that is a constant (evaluates to a scalar on
+/// no rows) as a literal, passed to `f`. A column or any expression of the rows evaluates to
+/// an array and stays as it is, so the function still refuses it as it does in Rust.
+fn with_constants<R>(
+    args: AccumulatorArgs,
+    f: impl FnOnce(AccumulatorArgs) -> Result<R>,
+) -> Result<R> {
+    let mut exprs: Vec<Arc<dyn PhysicalExpr>> = args.exprs.to_vec();
+    let empty = RecordBatch::new_empty(Arc::new(args.schema.clone()));
+    for expr in exprs.iter_mut().skip(1) {
+        if expr.downcast_ref::<Literal>().is_some() {
+            continue;
+        }
+        if let Ok(ColumnarValue::Scalar(value)) = expr.evaluate(&empty) {
+            *expr = Arc::new(Literal::new(value));
+        }
+    }
+    f(AccumulatorArgs {
+        exprs: &exprs,
+        ..args
+    })
 }
 
 impl AggregateUDFImpl for Guarded {
@@ -117,7 +149,7 @@ impl AggregateUDFImpl for Guarded {
         if self.refuses(args.exprs.len()) {
             return Err(self.error());
         }
-        self.inner.inner().accumulator(args)
+        with_constants(args, |args| self.inner.inner().accumulator(args))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -139,7 +171,7 @@ impl AggregateUDFImpl for Guarded {
         if self.refuses(args.exprs.len()) {
             return Err(self.error());
         }
-        self.inner.inner().create_groups_accumulator(args)
+        with_constants(args, |args| self.inner.inner().create_groups_accumulator(args))
     }
 
     fn documentation(&self) -> Option<&Documentation> {
@@ -160,13 +192,10 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
                     .find(|(name, _)| *name == udaf.name())
                     .map(|(_, instead)| Refusal::Nullary(instead))
             };
-            match refusal {
-                Some(refusal) => Arc::new(AggregateUDF::new_from_impl(Guarded {
-                    inner: udaf,
-                    refusal,
-                })),
-                None => udaf,
-            }
+            Arc::new(AggregateUDF::new_from_impl(Guarded {
+                inner: udaf,
+                refusal,
+            }))
         })
         .collect()
 }
