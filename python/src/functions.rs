@@ -22,9 +22,7 @@ use datafusion_anonymity::datafusion::arrow::array::{RecordBatch, new_empty_arra
 use datafusion_anonymity::datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion_anonymity::datafusion::common::ScalarValue;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
-use datafusion_anonymity::datafusion::logical_expr::function::{
-    AccumulatorArgs, StateFieldsArgs,
-};
+use datafusion_anonymity::datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion_anonymity::datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Documentation, GroupsAccumulator,
     ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -76,19 +74,19 @@ impl Guarded {
         DataFusionError::Plan(match self.refusal {
             None => format!("internal error: {name} refused a call it accepts"),
             Some(refusal) => match refusal {
-            Refusal::WholeTable => format!(
-                "{name} needs statistics of the whole table, which datafusion-anonymity \
+                Refusal::WholeTable => format!(
+                    "{name} needs statistics of the whole table, which datafusion-anonymity \
                  computes by rewriting the query; that rewrite cannot run in a datafusion-python \
                  SessionContext. Run this query with datafusion_anonymity.sql(query, \
                  tables={{...}}) instead: it plans the query in datafusion-anonymity's own \
                  session and returns a pyarrow Table"
-            ),
-            Refusal::Nullary(instead) => format!(
-                "{name}() without an argument is rewritten by datafusion-anonymity before it \
+                ),
+                Refusal::Nullary(instead) => format!(
+                    "{name}() without an argument is rewritten by datafusion-anonymity before it \
                  runs, and that rewrite does not reach a datafusion-python SessionContext: \
                  write {instead} instead (the same value), pass a person identifier \
                  ({name}(person_id)), or run the query with datafusion_anonymity.sql()"
-            ),
+                ),
             },
         })
     }
@@ -171,7 +169,9 @@ impl AggregateUDFImpl for Guarded {
         if self.refuses(args.exprs.len()) {
             return Err(self.error());
         }
-        with_constants(args, |args| self.inner.inner().create_groups_accumulator(args))
+        with_constants(args, |args| {
+            self.inner.inner().create_groups_accumulator(args)
+        })
     }
 
     fn documentation(&self) -> Option<&Documentation> {
@@ -305,7 +305,12 @@ mod tests {
                 .contains("datafusion_anonymity.sql(")
         );
         let k = find("k_anonymity");
-        assert!(k.return_type(&[]).unwrap_err().to_string().contains("count(*)"));
+        assert!(
+            k.return_type(&[])
+                .unwrap_err()
+                .to_string()
+                .contains("count(*)")
+        );
         assert_eq!(k.return_type(&[DataType::Int64]).unwrap(), DataType::Int64);
         assert_eq!(
             find("l_diversity").return_type(&[DataType::Utf8]).unwrap(),

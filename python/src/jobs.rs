@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
+use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::datasource::MemTable;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
@@ -128,11 +128,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
     let mut policy = Policy::from_file(&options.policy)?;
     let out = output(options.out.as_deref(), &policy)?;
     publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
-    let report_location = options
-        .report
-        .as_deref()
-        .map(Location::parse)
-        .transpose()?;
+    let report_location = options.report.as_deref().map(Location::parse).transpose()?;
     if let Some(report) = &report_location {
         publish::check_target(
             report,

@@ -77,7 +77,10 @@ impl AggregateFunction {
         self.udaf.name().to_string()
     }
 
-    fn __datafusion_aggregate_udf__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __datafusion_aggregate_udf__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         capsule(
             py,
             FFI_AggregateUDF::from(Arc::clone(&self.udaf)),
@@ -196,9 +199,8 @@ impl ArrowStream {
 fn read_arrow(value: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
     let stream = value.call_method0("__arrow_c_stream__")?;
     let stream = stream.cast::<PyCapsule>()?;
-    let pointer: NonNull<FFI_ArrowArrayStream> = stream
-        .pointer_checked(Some(c"arrow_array_stream"))?
-        .cast();
+    let pointer: NonNull<FFI_ArrowArrayStream> =
+        stream.pointer_checked(Some(c"arrow_array_stream"))?.cast();
     // SAFETY: a capsule named arrow_array_stream holds an ArrowArrayStream (the Arrow
     // PyCapsule protocol); from_raw moves it out and leaves a released stream behind
     let reader = unsafe { ArrowArrayStreamReader::from_raw(pointer.as_ptr()) }
@@ -256,8 +258,7 @@ fn policy_tables(
     memory_limit: Option<String>,
 ) -> PyResult<Vec<(String, Table)>> {
     let tables = run(py, || async move {
-        let (ctx, policy) =
-            jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
+        let (ctx, policy) = jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
         let state = ctx.state();
         let mut names = vec![policy.table_name().to_string()];
         if let Ok(generalized) = jobs::generalized_name(&ctx, &policy) {
@@ -288,8 +289,7 @@ fn generalized_table(
     memory_limit: Option<String>,
 ) -> PyResult<Table> {
     let provider = run(py, || async move {
-        let (ctx, policy) =
-            jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
+        let (ctx, policy) = jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
         let name = jobs::generalized_name(&ctx, &policy)?;
         let provider = ctx.table_provider(name.as_str()).await?;
         Ok::<_, DataFusionError>(
@@ -315,9 +315,8 @@ fn anonymize(
     overwrite: bool,
     memory_limit: Option<String>,
 ) -> PyResult<String> {
-    let report = run(
-        py,
-        || jobs::anonymize(jobs::AnonymizeOptions {
+    let report = run(py, || {
+        jobs::anonymize(jobs::AnonymizeOptions {
             policy,
             out,
             report,
@@ -326,8 +325,8 @@ fn anonymize(
             seed,
             overwrite,
             memory_limit,
-        }),
-    )?;
+        })
+    })?;
     Ok(report.to_string())
 }
 
@@ -342,7 +341,9 @@ fn apply(
     overwrite: bool,
     memory_limit: Option<String>,
 ) -> PyResult<String> {
-    let report = run(py, || jobs::apply(policy, levels, out, overwrite, memory_limit))?;
+    let report = run(py, || {
+        jobs::apply(policy, levels, out, overwrite, memory_limit)
+    })?;
     Ok(report.to_string())
 }
 
@@ -368,9 +369,8 @@ fn profile(
     show_values: bool,
     memory_limit: Option<String>,
 ) -> PyResult<String> {
-    let report = run(
-        py,
-        || jobs::profile(jobs::ProfileArgs {
+    let report = run(py, || {
+        jobs::profile(jobs::ProfileArgs {
             input,
             quasi_identifiers: qi,
             sensitive,
@@ -385,8 +385,8 @@ fn profile(
             seed,
             show_values,
             memory_limit,
-        }),
-    )?;
+        })
+    })?;
     Ok(report.to_string())
 }
 
@@ -421,17 +421,16 @@ fn sql(
         };
         sources.push((name, source));
     }
-    let result = run(
-        py,
-        || jobs::sql(jobs::SqlArgs {
+    let result = run(py, || {
+        jobs::sql(jobs::SqlArgs {
             query,
             tables: sources,
             policy,
             levels,
             hierarchies,
             memory_limit,
-        }),
-    )?;
+        })
+    })?;
     Ok(ArrowStream {
         result: Some(result),
     })

@@ -18,8 +18,8 @@ use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
 use datafusion_anonymity::datafusion::catalog::{Session, TableProvider};
 use datafusion_anonymity::datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
-use datafusion_anonymity::datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion_anonymity::datafusion::execution::SessionState;
+use datafusion_anonymity::datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion_anonymity::datafusion::logical_expr::{Expr, TableType};
 use datafusion_anonymity::datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PhysicalExpr, PlanProperties,

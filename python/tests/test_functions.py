@@ -224,3 +224,16 @@ def test_empty_input(ctx):
     )
     assert rows(ctx, "SELECT z, l_diversity(s) FROM e GROUP BY z") == []
     assert rows(ctx, "SELECT mask(z, 1) FROM e") == []
+
+
+def test_every_aggregate_without_arguments_runs_or_refuses_clearly(patients):
+    # a function that takes no argument only through a Rust-side rewrite must say so: it
+    # refuses with what to write instead, or it is an arity error (never a number, never the
+    # Rust-only advice to enable a simplifier)
+    for function in anon._internal.aggregate_functions():
+        with pytest.raises(Exception) as raised:
+            patients.sql(f"SELECT {function.name}() FROM patients GROUP BY zip").to_arrow_table()
+        message = str(raised.value)
+        assert (
+            "instead" in message and "datafusion_anonymity.sql" in message
+        ) or f"{function.name} takes" in message, message
