@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use datafusion_anonymity::datafusion::arrow::array::{RecordBatchIterator, RecordBatchReader};
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
+use datafusion_anonymity::datafusion::arrow::ffi::FFI_ArrowSchema;
 use datafusion_anonymity::datafusion::arrow::ffi_stream::{
     ArrowArrayStreamReader, FFI_ArrowArrayStream,
 };
@@ -120,16 +121,11 @@ struct Table {
 
 #[pymethods]
 impl Table {
-    /// The table's columns, as `name: type` lines.
-    #[getter]
-    fn schema(&self) -> String {
-        self.provider
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| format!("{}: {}", f.name(), f.data_type()))
-            .collect::<Vec<_>>()
-            .join("\n")
+    /// The table's schema (Arrow PyCapsule protocol): `pyarrow.schema(table)`.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.provider.schema().as_ref())
+            .map_err(|e| AnonymityError::new_err(format!("cannot export the schema: {e}")))?;
+        capsule(py, schema, "arrow_schema")
     }
 
     fn __datafusion_table_provider__<'py>(

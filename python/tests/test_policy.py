@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -68,7 +69,10 @@ def test_generalized_table_with_l_and_t_requirements(ctx):
     #   the absent gastric ulcer 1/9, gastritis 2/9, flu 1/9: (1+2+1+1+2+1)/9 / 2 = 4/9: kept
     # 479**/[40, 50): k = 2 but l = 2 < 3: dropped; 479**/[50, 60): k = 1: dropped.
     # t needs the whole-table rewrite: the table is planned in the crate's own session.
-    ctx.register_table("diverse", anon.generalized_table(POLICIES / "li2007_diverse.toml"))
+    table = anon.generalized_table(POLICIES / "li2007_diverse.toml")
+    # id (an identifier) is dropped, the quasi-identifiers are labels
+    assert pa.schema(table).names == ["zip", "age", "salary", "disease"]
+    ctx.register_table("diverse", table)
     assert rows(ctx, "SELECT * FROM diverse ORDER BY salary") == KEPT
 
 
