@@ -54,6 +54,16 @@ def test_register_policy_serves_input_and_generalized_table(ctx):
         (3,),
         (4,),
     ]
+    # projections (none at all for count(*)) and limits reach the crate's plan
+    assert rows(ctx, "SELECT count(*) FROM li2007_anon") == [(6,)]
+    assert len(rows(ctx, "SELECT disease FROM li2007_anon LIMIT 2")) == 2
+    assert rows(ctx, "SELECT DISTINCT zip FROM li2007_anon") == [("476**",)]
+    # joins with datafusion-python's own tables: the 6 published salaries, 3..10 without 6, 8
+    ctx.from_pydict({"salary": [3, 6, 8, 10]}, name="wanted")
+    assert rows(
+        ctx,
+        "SELECT a.salary FROM li2007_anon a JOIN wanted w ON a.salary = w.salary ORDER BY 1",
+    ) == [(3,), (10,)]
     # and the crate's functions run over it in datafusion-python's plan: 2 classes of 3
     assert rows(
         ctx,
