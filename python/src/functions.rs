@@ -78,8 +78,8 @@ impl Guarded {
                     "{name} needs statistics of the whole table, which datafusion-anonymity \
                  computes by rewriting the query; that rewrite cannot run in a datafusion-python \
                  SessionContext. Run this query with datafusion_anonymity.sql(query, \
-                 tables={{...}}) instead: it plans the query in datafusion-anonymity's own \
-                 session and returns a pyarrow Table"
+                 tables={{\"name\": ctx.table(\"name\"), ...}}) instead: it plans the \
+                 query in datafusion-anonymity's own session and returns a pyarrow Table"
                 ),
                 Refusal::Nullary(instead) => format!(
                     "{name}() without an argument is rewritten by datafusion-anonymity before it \

@@ -238,7 +238,8 @@ def sql(
 
     Args:
         tables: name -> a path (Parquet or CSV file or directory, or URL) or Arrow data (a
-            pyarrow Table or RecordBatchReader, anything with ``__arrow_c_stream__``).
+            pyarrow Table or RecordBatchReader, a datafusion DataFrame such as
+            ``ctx.table(name)``: anything with ``__arrow_c_stream__``, read whole).
         policy: registers the policy's input, hierarchies and (with a ``[transformation]`` or
             ``levels``) ``<name>_anon``.
         hierarchies: ARX hierarchy CSV files for ``generalize``, by name.
