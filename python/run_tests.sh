@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The Python package's tests: builds the extension (maturin, dev profile, in the same target
+# directory as `cargo nextest run`, so DataFusion is not compiled again) into a virtual
+# environment with datafusion 55.0.0 and pyarrow from PyPI, then runs pytest.
+# Idempotent: the environment is created once and kept in the target directory; pip and cargo
+# skip what is already there.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+# cargo's own default when unset, so that this reuses what `cargo nextest run` built
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+venv="$CARGO_TARGET_DIR/python-venv"
+python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+
+if [ ! -x "$venv/bin/python" ]; then
+    echo "python/run_tests.sh: creating $venv"
+    "$python" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "datafusion==55.0.0" "pyarrow>=15" "maturin>=1.6,<2" "pytest>=7"
+
+# `maturin develop` installs the package in the environment: the compiled module goes next to
+# the Python sources (python/python/datafusion_anonymity/_internal.*.so, git-ignored)
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop \
+    --manifest-path "$here/Cargo.toml" --profile dev --quiet
+
+cd "$here"
+exec "$venv/bin/python" -m pytest tests -q -p no:cacheprovider "$@"

@@ -1,0 +1,484 @@
+//! What the `anon` subcommands do, as library calls returning JSON reports: `anonymize`,
+//! `apply`, `profile` and `sql`, each in a session of its own with every function and the
+//! whole-table rewrite. The same library pieces the CLI calls, in the same order; nothing is
+//! printed.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
+use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
+use datafusion_anonymity::datafusion::datasource::MemTable;
+use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
+use datafusion_anonymity::datafusion::prelude::SessionContext;
+use datafusion_anonymity::datafusion::sql::parser::DFParserBuilder;
+use datafusion_anonymity::datafusion::sql::sqlparser::dialect::dialect_from_str;
+use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
+use datafusion_anonymity::policy::{Policy, Role};
+use datafusion_anonymity::profile::{self, ProfileOptions};
+use datafusion_anonymity::publish::{self, bucketized};
+use datafusion_anonymity::release::Release;
+use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
+use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
+use datafusion_anonymity::session;
+use datafusion_anonymity::storage::{self, Location, StoreOptions};
+use datafusion_anonymity::tables;
+use serde_json::{Value, json};
+
+/// A table given to [`sql`]: a path (Parquet, CSV, a directory or a URL) or batches.
+pub enum TableSource {
+    Path(String),
+    Batches(SchemaRef, Vec<RecordBatch>),
+}
+
+/// Options of [`anonymize`], as `anon anonymize` takes them.
+pub struct AnonymizeOptions {
+    pub policy: String,
+    pub out: Option<String>,
+    pub report: Option<String>,
+    pub algorithm: String,
+    pub metric: String,
+    pub seed: u64,
+    pub overwrite: bool,
+    pub memory_limit: Option<String>,
+}
+
+/// Options of [`profile`], as `anon profile` takes them.
+pub struct ProfileArgs {
+    pub input: String,
+    pub quasi_identifiers: Vec<String>,
+    pub sensitive: Vec<String>,
+    pub person_id: Option<String>,
+    pub population: Option<String>,
+    pub original: Option<String>,
+    pub key: Option<String>,
+    pub policy: Option<String>,
+    pub hierarchies: Vec<(String, String)>,
+    pub recursive_c: f64,
+    pub queries: usize,
+    pub seed: u64,
+    pub show_values: bool,
+    pub memory_limit: Option<String>,
+}
+
+fn method(algorithm: &str) -> Result<Method> {
+    Ok(match algorithm {
+        "optimal" => Method::FullDomain(Algorithm::Optimal),
+        "iab-full-domain" => Method::FullDomain(Algorithm::IabFullDomain),
+        "mondrian" => Method::Local(LocalAlgorithm::Mondrian),
+        "kaca" => Method::Local(LocalAlgorithm::Kaca),
+        "iab" => Method::Local(LocalAlgorithm::Iab),
+        other => {
+            return Err(DataFusionError::Plan(format!(
+                "unknown algorithm '{other}' (optimal, iab-full-domain, mondrian, kaca or iab)"
+            )));
+        }
+    })
+}
+
+fn metric(name: &str) -> Result<Metric> {
+    Ok(match name {
+        "loss" => Metric::Loss,
+        "discernibility" => Metric::Discernibility,
+        "classes" => Metric::Classes,
+        "precision" => Metric::Precision,
+        other => {
+            return Err(DataFusionError::Plan(format!(
+                "unknown metric '{other}' (loss, discernibility, classes or precision)"
+            )));
+        }
+    })
+}
+
+/// `out`, or the policy's `[output] path`.
+fn output(out: Option<&str>, policy: &Policy) -> Result<Location> {
+    out.map(Location::parse)
+        .transpose()?
+        .or_else(|| policy.output().cloned())
+        .ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "no output: give out=..., or [output] path in policy {}",
+                policy.source()
+            ))
+        })
+}
+
+fn encode(value: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(value)
+        .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
+}
+
+/// Writes `report` to `location` as one whole, as `anon anonymize --report` does.
+async fn write_report(location: &Location, options: &StoreOptions, report: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)
+        .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+    storage::put(location, options, text.into())
+        .await
+        .map_err(|e| {
+            DataFusionError::Execution(format!("cannot write the report: {}", e.message()))
+        })
+}
+
+/// `anon anonymize`: search, publish, verify; the report `--report` would write (also written
+/// to `options.report` when given).
+pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
+    let started = Instant::now();
+    let mut policy = Policy::from_file(&options.policy)?;
+    let out = output(options.out.as_deref(), &policy)?;
+    publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
+    let report_location = options.report.as_deref().map(Location::parse).transpose()?;
+    if let Some(report) = &report_location {
+        publish::check_target(
+            report,
+            policy.input(),
+            options.overwrite,
+            policy.storage(),
+            false,
+        )
+        .await
+        .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
+    }
+    let ctx = session::context_with_limit(options.memory_limit.as_deref())?;
+    if policy.bucketization().is_some() {
+        policy.register_with(&ctx, false).await?;
+        let outcome =
+            bucketized::publish_policy(&ctx, &policy, &out, options.overwrite, &mut |_| {})
+                .await
+                .map_err(|e| policy.locate_input_error(e))?;
+        let published = &outcome.report;
+        let report = json!({
+            "policy": policy.source(),
+            "input": policy.input().to_string(),
+            "method": published.method,
+            "dependencies": encode(&outcome.dependencies)?,
+            "construction": encode(&outcome.construction)?,
+            "publish": encode(published)?,
+            "seconds": {
+                "read": outcome.read_seconds,
+                "bucketize": outcome.bucketize_seconds,
+                "write": published.write_seconds,
+                "verify": published.verify_seconds,
+                "total": started.elapsed().as_secs_f64(),
+            },
+        });
+        if let Some(path) = &report_location {
+            write_report(path, policy.storage(), &report).await?;
+        }
+        return Ok(report);
+    }
+    let method = method(&options.algorithm)?;
+    // refused before the scan, not after it
+    let metric = method.metric(metric(&options.metric)?)?;
+    policy.register_with(&ctx, false).await?;
+
+    let phase = Instant::now();
+    let qis = policy.quasi_identifiers();
+    let sensitive = policy.requirements().constrained_attributes();
+    let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive)
+        .await
+        .map_err(|e| policy.locate_input_error(e))?;
+    let frequency_seconds = phase.elapsed().as_secs_f64();
+
+    let phase = Instant::now();
+    let local = LocalOptions {
+        seed: options.seed,
+        ..LocalOptions::default()
+    };
+    let decision = search::decide(
+        &freq,
+        policy.requirements(),
+        method,
+        metric,
+        local,
+        &mut |_, _| {},
+    )
+    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
+    let search_seconds = phase.elapsed().as_secs_f64();
+
+    let published = publish::publish_with_failing_classes(
+        &ctx,
+        &policy,
+        &decision.release,
+        Some(decision.failing.clone()),
+        &out,
+        options.overwrite,
+    )
+    .await
+    .map_err(|e| policy.locate_input_error(e))?;
+    let metric = decision.metric;
+    let report = json!({
+        "policy": policy.source(),
+        "input": policy.input().to_string(),
+        "algorithm": method.name(),
+        "recoding": decision.release.kind(),
+        "metric": metric.name(),
+        "metric_value": decision.metric_value,
+        "levels": encode(&published.levels)?,
+        "lattice_size": decision.lattice_size,
+        "nodes_checked": decision.nodes_checked,
+        "local_classes": decision.local_classes,
+        "frequency_set_rows": freq.combinations(),
+        "publish": encode(&published)?,
+        "seconds": {
+            "frequency_set": frequency_seconds,
+            "search": search_seconds,
+            "suppression_count": published.seconds.classes,
+            "write": published.seconds.write,
+            "verify": published.seconds.verify,
+            "total": started.elapsed().as_secs_f64(),
+        },
+    });
+    if let Some(path) = &report_location {
+        write_report(path, policy.storage(), &report).await?;
+    }
+    Ok(report)
+}
+
+/// Reads `policy` and registers it on a new session (the functions, its input, its
+/// hierarchies and, with levels, `<name>_anon`); `levels` (quasi-identifier → level) replace
+/// the policy's `[transformation]`.
+pub async fn policy_session(
+    policy: &str,
+    levels: Option<HashMap<String, usize>>,
+    memory_limit: Option<&str>,
+) -> Result<(SessionContext, Policy)> {
+    let mut policy = Policy::from_file(policy)?;
+    let ctx = session::context_with_limit(memory_limit)?;
+    policy.register(&ctx).await?;
+    if let Some(levels) = levels {
+        let release = Release::FullDomain(levels_in_order(&policy, levels)?);
+        let table = policy.generalized_table(&ctx, release).await?;
+        let name = format!("{}_anon", policy.table_name());
+        ctx.deregister_table(name.as_str())?;
+        ctx.register_table(name, Arc::new(table))?;
+    }
+    Ok((ctx, policy))
+}
+
+/// `levels` by quasi-identifier, in the policy's quasi-identifier order; every
+/// quasi-identifier needs one, and nothing else may have one.
+fn levels_in_order(policy: &Policy, mut levels: HashMap<String, usize>) -> Result<Vec<usize>> {
+    let mut ordered = Vec::new();
+    for (column, _) in policy.quasi_identifiers() {
+        ordered.push(levels.remove(&column).ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "levels: no level for quasi-identifier '{column}' of policy {}",
+                policy.source()
+            ))
+        })?);
+    }
+    if let Some(extra) = levels.keys().next() {
+        return Err(DataFusionError::Plan(format!(
+            "levels: '{extra}' is not a quasi-identifier of policy {}",
+            policy.source()
+        )));
+    }
+    Ok(ordered)
+}
+
+/// The name of the generalized table [`policy_session`] registers, or an error saying how to
+/// get one.
+pub fn generalized_name(ctx: &SessionContext, policy: &Policy) -> Result<String> {
+    let name = format!("{}_anon", policy.table_name());
+    if ctx.table_exist(name.as_str())? {
+        Ok(name)
+    } else {
+        Err(DataFusionError::Plan(format!(
+            "policy {} has no [transformation]: pass levels={{quasi_identifier: level, ...}} \
+             (e.g. the \"levels\" of the report anonymize() returns)",
+            policy.source()
+        )))
+    }
+}
+
+/// `anon apply`: publish the policy's input at its fixed transformation (or `levels`).
+pub async fn apply(
+    policy: String,
+    levels: Option<HashMap<String, usize>>,
+    out: Option<String>,
+    overwrite: bool,
+    memory_limit: Option<String>,
+) -> Result<Value> {
+    let mut read = Policy::from_file(&policy)?;
+    if let Some(bucketization) = read.bucketization() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: method = \"{}\" is published by anonymize() (apply publishes a fixed \
+             generalization)",
+            read.source(),
+            bucketization.method().name()
+        )));
+    }
+    let out = output(out.as_deref(), &read)?;
+    let ctx = session::context_with_limit(memory_limit.as_deref())?;
+    read.register_with(&ctx, false).await?;
+    let levels = match levels {
+        Some(levels) => levels_in_order(&read, levels)?,
+        None => read.transformation().ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "policy {} has no [transformation] (a level per quasi-identifier): pass \
+                 levels=..., or let anonymize() search for the best",
+                read.source()
+            ))
+        })?,
+    };
+    let report = publish::publish(&ctx, &read, &Release::FullDomain(levels), &out, overwrite)
+        .await
+        .map_err(|e| read.locate_input_error(e))?;
+    encode(&report)
+}
+
+/// `anon profile --format json`: the report as JSON.
+pub async fn profile(args: ProfileArgs) -> Result<Value> {
+    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let mut quasi_identifiers = args.quasi_identifiers.clone();
+    let mut sensitive = args.sensitive.clone();
+    let mut hierarchies = HashMap::new();
+    let mut csv_options = tables::CsvOptions::default();
+    if let Some(path) = &args.policy {
+        let mut policy = Policy::from_file(path)?;
+        csv_options = policy.csv_options();
+        if quasi_identifiers.is_empty() {
+            quasi_identifiers = columns_with_role(&policy, Role::QuasiIdentifier);
+        }
+        if sensitive.is_empty() {
+            sensitive = columns_with_role(&policy, Role::Sensitive);
+        }
+        // the hierarchies describe the original data: checked there, in a session of their
+        // own (as `anon profile --policy --original` does)
+        if let Some(original) = &args.original {
+            policy.set_input(Location::parse(original)?);
+            let policy_ctx = session::context(None)?;
+            policy.register(&policy_ctx).await?;
+            for (column, hierarchy) in policy.quasi_identifiers() {
+                if quasi_identifiers.contains(&column) {
+                    hierarchies.insert(column, hierarchy);
+                }
+            }
+        }
+    }
+    if quasi_identifiers.is_empty() {
+        return Err(DataFusionError::Plan(
+            "profile needs quasi-identifiers: give qi=[...] or a policy".to_string(),
+        ));
+    }
+    let mut options = ProfileOptions::new("input", Vec::new());
+    options.hierarchies = hierarchies;
+    let mut register = async |name: &str, path: &str| -> Result<()> {
+        tables::register_path_with(&ctx, name, path, &csv_options).await?;
+        options.labels.insert(name.to_string(), path.to_string());
+        Ok(())
+    };
+    register("input", &args.input).await?;
+    if let Some(path) = &args.population {
+        register("population", path).await?;
+    }
+    if let Some(path) = &args.original {
+        register("original", path).await?;
+    }
+    // attributes from the policy: in the input's column order
+    let schema = ctx.table_provider("input").await?.schema();
+    let position = |name: &String| schema.index_of(name).unwrap_or(usize::MAX);
+    if args.quasi_identifiers.is_empty() {
+        quasi_identifiers.sort_by_key(position);
+    }
+    if args.sensitive.is_empty() {
+        sensitive.sort_by_key(position);
+    }
+    options.quasi_identifiers = quasi_identifiers;
+    options.population = args.population.as_ref().map(|_| "population".into());
+    options.original = args.original.as_ref().map(|_| "original".into());
+    for (column, path) in &args.hierarchies {
+        let tree = Hierarchy::tree_from_csv_file(column.as_str(), path)?;
+        options.hierarchies.insert(column.clone(), Arc::new(tree));
+    }
+    options.sensitive = sensitive;
+    options.person_id = args.person_id;
+    options.key = args.key;
+    options.recursive_c = args.recursive_c;
+    options.queries = args.queries;
+    options.seed = args.seed;
+    options.show_values = args.show_values;
+    let report = profile::profile(&ctx, &options).await?;
+    encode(&report)
+}
+
+fn columns_with_role(policy: &Policy, role: Role) -> Vec<String> {
+    policy
+        .columns()
+        .iter()
+        .filter(|c| c.role == role)
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// Options of [`sql`].
+pub struct SqlArgs {
+    pub query: String,
+    pub tables: Vec<(String, TableSource)>,
+    pub policy: Option<String>,
+    pub levels: Option<HashMap<String, usize>>,
+    pub hierarchies: Vec<(String, String)>,
+    pub memory_limit: Option<String>,
+}
+
+/// `anon sql`: runs the statements of `query` in order in a session with every function and
+/// the rewrite, and returns the last one's result.
+pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let ctx = match &args.policy {
+        Some(policy) => {
+            policy_session(policy, args.levels.clone(), args.memory_limit.as_deref())
+                .await?
+                .0
+        }
+        None => session::context_with_limit(args.memory_limit.as_deref())?,
+    };
+    for (name, source) in args.tables {
+        if ctx.table_exist(name.as_str())? {
+            return Err(DataFusionError::Plan(format!(
+                "table '{name}' is given twice (in tables, or as the policy's)"
+            )));
+        }
+        match source {
+            TableSource::Path(path) => tables::register_path(&ctx, &name, &path).await?,
+            TableSource::Batches(schema, batches) => {
+                ctx.register_table(
+                    name.as_str(),
+                    Arc::new(MemTable::try_new(schema, vec![batches])?),
+                )?;
+            }
+        }
+    }
+    for (name, path) in &args.hierarchies {
+        let tree = Hierarchy::tree_from_csv_file(name.as_str(), Path::new(path))?;
+        register_hierarchy(&ctx, name, Arc::new(tree))?;
+    }
+    let state = ctx.state();
+    let options = &state.config().options().sql_parser;
+    let dialect = dialect_from_str(options.dialect).ok_or_else(|| {
+        DataFusionError::Plan(format!("unsupported SQL dialect {}", options.dialect))
+    })?;
+    let statements = DFParserBuilder::new(args.query.as_str())
+        .with_dialect(dialect.as_ref())
+        .with_recursion_limit(options.recursion_limit.get())
+        .build()?
+        .parse_statements()?;
+    if statements.is_empty() {
+        return Err(DataFusionError::Plan(
+            "the query holds no SQL statement".to_string(),
+        ));
+    }
+    let count = statements.len();
+    for (index, statement) in statements.into_iter().enumerate() {
+        // each statement sees what the previous ones created (views, tables, settings)
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let frame = ctx.execute_logical_plan(plan).await?;
+        if index + 1 == count {
+            let schema = frame.schema().inner().clone();
+            return Ok((schema, frame.collect().await?));
+        }
+        frame.collect().await?;
+    }
+    Err(DataFusionError::Internal("no statement ran".to_string()))
+}

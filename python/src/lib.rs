@@ -1,0 +1,459 @@
+//! `datafusion_anonymity._internal`: the compiled part of the Python package
+//! `datafusion_anonymity` (python/datafusion_anonymity wraps it).
+//!
+//! - The aggregate and scalar functions go to a datafusion-python `SessionContext` through
+//!   DataFusion's FFI (`__datafusion_aggregate_udf__` / `__datafusion_scalar_udf__` capsules);
+//!   [`functions`] says what does not cross and how each function stays correct.
+//! - A policy's tables (its input and its generalized table) go as table providers
+//!   (`__datafusion_table_provider__`), planned and run in this library's session ([`table`]).
+//! - `anonymize`, `apply`, `profile` and `sql` run in this library's own sessions and tokio
+//!   runtime and return JSON reports or Arrow streams ([`jobs`]).
+//!
+//! Every call that runs a query releases the GIL while it runs.
+
+mod errors;
+mod functions;
+mod jobs;
+mod runtime;
+mod table;
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use datafusion_anonymity::datafusion::arrow::array::{RecordBatchIterator, RecordBatchReader};
+use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
+use datafusion_anonymity::datafusion::arrow::ffi::FFI_ArrowSchema;
+use datafusion_anonymity::datafusion::arrow::ffi_stream::{
+    ArrowArrayStreamReader, FFI_ArrowArrayStream,
+};
+use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
+use datafusion_anonymity::datafusion::catalog::TableProvider;
+use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
+use datafusion_anonymity::datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion_anonymity::generalize::{Hierarchy, HierarchyRegistry};
+use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_ffi::table_provider::FFI_TableProvider;
+use datafusion_ffi::udaf::FFI_AggregateUDF;
+use datafusion_ffi::udf::FFI_ScalarUDF;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+use errors::{AnonymityError, to_py};
+use jobs::TableSource;
+
+/// Runs the future `job` makes on the library's runtime with the GIL released; its error as
+/// an `AnonymityError`.
+fn run<T, F>(py: Python<'_>, job: impl FnOnce() -> F + Send) -> PyResult<T>
+where
+    T: Send,
+    F: Future<Output = Result<T>>,
+{
+    py.detach(|| runtime::block_on(job()).and_then(|r| r))
+        .map_err(to_py)
+}
+
+fn capsule<'py, T: 'static + Send>(
+    py: Python<'py>,
+    value: T,
+    name: &str,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let name = CString::new(name).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyCapsule::new(py, value, Some(name))
+}
+
+/// An aggregate function of the crate, for `datafusion.udaf(...)` /
+/// `AggregateUDF.from_pycapsule(...)`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct AggregateFunction {
+    udaf: Arc<AggregateUDF>,
+}
+
+#[pymethods]
+impl AggregateFunction {
+    #[getter]
+    fn name(&self) -> String {
+        self.udaf.name().to_string()
+    }
+
+    fn __datafusion_aggregate_udf__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        capsule(
+            py,
+            FFI_AggregateUDF::from(Arc::clone(&self.udaf)),
+            "datafusion_aggregate_udf",
+        )
+    }
+}
+
+/// A scalar (recoding) function of the crate, for `datafusion.udf(...)` /
+/// `ScalarUDF.from_pycapsule(...)`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct ScalarFunction {
+    udf: Arc<ScalarUDF>,
+}
+
+#[pymethods]
+impl ScalarFunction {
+    #[getter]
+    fn name(&self) -> String {
+        self.udf.name().to_string()
+    }
+
+    fn __datafusion_scalar_udf__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        capsule(
+            py,
+            FFI_ScalarUDF::from(Arc::clone(&self.udf)),
+            "datafusion_scalar_udf",
+        )
+    }
+}
+
+/// A table planned and run by this library, for `SessionContext.register_table(name, ...)`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct Table {
+    provider: Arc<dyn TableProvider>,
+}
+
+#[pymethods]
+impl Table {
+    /// The table's schema (Arrow PyCapsule protocol): `pyarrow.schema(table)`.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.provider.schema().as_ref())
+            .map_err(|e| AnonymityError::new_err(format!("cannot export the schema: {e}")))?;
+        capsule(py, schema, "arrow_schema")
+    }
+
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // the session's own codec: it decodes what the session sends (no filter is pushed
+        // down, so it is only carried)
+        let attribute = "__datafusion_logical_extension_codec__";
+        if !session.hasattr(attribute)? {
+            return Err(PyTypeError::new_err(
+                "register the table on a datafusion SessionContext (datafusion 55): \
+                 ctx.register_table(name, table)",
+            ));
+        }
+        let codec_capsule = session.getattr(attribute)?.call0()?;
+        let codec_capsule = codec_capsule.cast::<PyCapsule>()?;
+        let codec: NonNull<FFI_LogicalExtensionCodec> = codec_capsule
+            .pointer_checked(Some(c"datafusion_logical_extension_codec"))?
+            .cast();
+        // SAFETY: the capsule holds a codec under this name (datafusion-python's protocol) and
+        // stays alive while it is cloned here
+        let codec = unsafe { codec.as_ref() }.clone();
+        let handle = runtime::handle().map_err(to_py)?;
+        let provider = FFI_TableProvider::new_with_ffi_codec(
+            Arc::clone(&self.provider),
+            false,
+            Some(handle),
+            codec,
+        );
+        capsule(py, provider, "datafusion_table_provider")
+    }
+}
+
+/// Query results, for `pyarrow.table(...)` / `pyarrow.RecordBatchReader.from_stream(...)`
+/// (the Arrow PyCapsule stream protocol). Read once.
+#[pyclass(module = "datafusion_anonymity._internal")]
+struct ArrowStream {
+    result: Option<(SchemaRef, Vec<RecordBatch>)>,
+}
+
+#[pymethods]
+impl ArrowStream {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &mut self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // the schema is the query's; a requested one is not cast to
+        let _ = requested_schema;
+        let (schema, batches) = self
+            .result
+            .take()
+            .ok_or_else(|| AnonymityError::new_err("this result has been read already"))?;
+        let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+        capsule(
+            py,
+            FFI_ArrowArrayStream::new(Box::new(reader)),
+            "arrow_array_stream",
+        )
+    }
+}
+
+/// Reads an object with `__arrow_c_stream__` (a pyarrow Table or RecordBatchReader, ...).
+fn read_arrow(value: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
+    let stream = value.call_method0("__arrow_c_stream__")?;
+    let stream = stream.cast::<PyCapsule>()?;
+    let pointer: NonNull<FFI_ArrowArrayStream> =
+        stream.pointer_checked(Some(c"arrow_array_stream"))?.cast();
+    // SAFETY: a capsule named arrow_array_stream holds an ArrowArrayStream (the Arrow
+    // PyCapsule protocol); from_raw moves it out and leaves a released stream behind
+    let reader = unsafe { ArrowArrayStreamReader::from_raw(pointer.as_ptr()) }
+        .map_err(|e| AnonymityError::new_err(format!("cannot read the Arrow stream: {e}")))?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| AnonymityError::new_err(format!("cannot read the Arrow stream: {e}")))?;
+    Ok((schema, batches))
+}
+
+/// The aggregate functions, to register on a datafusion-python session.
+#[pyfunction]
+fn aggregate_functions() -> Vec<AggregateFunction> {
+    functions::aggregate_functions()
+        .into_iter()
+        .map(|udaf| AggregateFunction { udaf })
+        .collect()
+}
+
+/// The recoding functions, with `generalize` knowing `hierarchies` (name → ARX hierarchy CSV)
+/// and, with `policy`, the policy's quasi-identifiers' hierarchies under their column names.
+#[pyfunction]
+#[pyo3(signature = (hierarchies, policy=None))]
+fn scalar_functions(
+    py: Python<'_>,
+    hierarchies: Vec<(String, String)>,
+    policy: Option<String>,
+) -> PyResult<Vec<ScalarFunction>> {
+    let registry = Arc::new(HierarchyRegistry::new());
+    if let Some(policy) = policy {
+        let (_, policy) = run(py, || jobs::policy_session(&policy, None, None))?;
+        for (column, hierarchy) in policy.quasi_identifiers() {
+            registry.insert(&column, hierarchy);
+        }
+    }
+    for (name, path) in hierarchies {
+        let tree = Hierarchy::tree_from_csv_file(name.as_str(), &path).map_err(to_py)?;
+        registry.insert(&name, Arc::new(tree));
+    }
+    Ok(functions::scalar_functions(registry)
+        .into_iter()
+        .map(|udf| ScalarFunction { udf })
+        .collect())
+}
+
+/// The tables of `policy`: its input under the policy's table name and, with a
+/// `[transformation]` or `levels`, its generalized table as `<name>_anon`.
+#[pyfunction]
+#[pyo3(signature = (policy, levels=None, memory_limit=None))]
+fn policy_tables(
+    py: Python<'_>,
+    policy: String,
+    levels: Option<HashMap<String, usize>>,
+    memory_limit: Option<String>,
+) -> PyResult<Vec<(String, Table)>> {
+    let tables = run(py, || async move {
+        let (ctx, policy) = jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
+        let state = ctx.state();
+        let mut names = vec![policy.table_name().to_string()];
+        if let Ok(generalized) = jobs::generalized_name(&ctx, &policy) {
+            names.push(generalized);
+        }
+        let mut tables = Vec::new();
+        for name in names {
+            let provider = ctx.table_provider(name.as_str()).await?;
+            let provider: Arc<dyn TableProvider> =
+                Arc::new(table::OwnSessionTable::new(provider, state.clone()));
+            tables.push((name, provider));
+        }
+        Ok::<_, DataFusionError>(tables)
+    })?;
+    Ok(tables
+        .into_iter()
+        .map(|(name, provider)| (name, Table { provider }))
+        .collect())
+}
+
+/// The generalized table of `policy` at its `[transformation]` or at `levels`.
+#[pyfunction]
+#[pyo3(signature = (policy, levels=None, memory_limit=None))]
+fn generalized_table(
+    py: Python<'_>,
+    policy: String,
+    levels: Option<HashMap<String, usize>>,
+    memory_limit: Option<String>,
+) -> PyResult<Table> {
+    let provider = run(py, || async move {
+        let (ctx, policy) = jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
+        let name = jobs::generalized_name(&ctx, &policy)?;
+        let provider = ctx.table_provider(name.as_str()).await?;
+        Ok::<_, DataFusionError>(
+            Arc::new(table::OwnSessionTable::new(provider, ctx.state())) as Arc<dyn TableProvider>
+        )
+    })?;
+    Ok(Table { provider })
+}
+
+/// `anon anonymize`; the JSON report.
+#[pyfunction]
+#[pyo3(signature = (policy, out=None, report=None, algorithm="optimal".to_string(),
+    metric="loss".to_string(), seed=42, overwrite=false, memory_limit=None))]
+#[allow(clippy::too_many_arguments)]
+fn anonymize(
+    py: Python<'_>,
+    policy: String,
+    out: Option<String>,
+    report: Option<String>,
+    algorithm: String,
+    metric: String,
+    seed: u64,
+    overwrite: bool,
+    memory_limit: Option<String>,
+) -> PyResult<String> {
+    let report = run(py, || {
+        jobs::anonymize(jobs::AnonymizeOptions {
+            policy,
+            out,
+            report,
+            algorithm,
+            metric,
+            seed,
+            overwrite,
+            memory_limit,
+        })
+    })?;
+    Ok(report.to_string())
+}
+
+/// `anon apply`; the JSON report of the publication.
+#[pyfunction]
+#[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None))]
+fn apply(
+    py: Python<'_>,
+    policy: String,
+    levels: Option<HashMap<String, usize>>,
+    out: Option<String>,
+    overwrite: bool,
+    memory_limit: Option<String>,
+) -> PyResult<String> {
+    let report = run(py, || {
+        jobs::apply(policy, levels, out, overwrite, memory_limit)
+    })?;
+    Ok(report.to_string())
+}
+
+/// `anon profile --format json`; the JSON report.
+#[pyfunction]
+#[pyo3(signature = (input, qi, sensitive, person_id, population, original, key, policy,
+    hierarchies, recursive_c, queries, seed, show_values, memory_limit))]
+#[allow(clippy::too_many_arguments)]
+fn profile(
+    py: Python<'_>,
+    input: String,
+    qi: Vec<String>,
+    sensitive: Vec<String>,
+    person_id: Option<String>,
+    population: Option<String>,
+    original: Option<String>,
+    key: Option<String>,
+    policy: Option<String>,
+    hierarchies: Vec<(String, String)>,
+    recursive_c: f64,
+    queries: usize,
+    seed: u64,
+    show_values: bool,
+    memory_limit: Option<String>,
+) -> PyResult<String> {
+    let report = run(py, || {
+        jobs::profile(jobs::ProfileArgs {
+            input,
+            quasi_identifiers: qi,
+            sensitive,
+            person_id,
+            population,
+            original,
+            key,
+            policy,
+            hierarchies,
+            recursive_c,
+            queries,
+            seed,
+            show_values,
+            memory_limit,
+        })
+    })?;
+    Ok(report.to_string())
+}
+
+/// `anon sql`: the last statement's result as an Arrow stream. `tables` maps names to paths
+/// (str) or Arrow streams (objects with `__arrow_c_stream__`).
+#[pyfunction]
+#[pyo3(signature = (query, tables, policy=None, levels=None, hierarchies=Vec::new(),
+    memory_limit=None))]
+fn sql(
+    py: Python<'_>,
+    query: String,
+    tables: Bound<'_, PyDict>,
+    policy: Option<String>,
+    levels: Option<HashMap<String, usize>>,
+    hierarchies: Vec<(String, String)>,
+    memory_limit: Option<String>,
+) -> PyResult<ArrowStream> {
+    let mut sources = Vec::new();
+    for (name, value) in tables.iter() {
+        let name: String = name.extract()?;
+        let source = if let Ok(path) = value.extract::<String>() {
+            TableSource::Path(path)
+        } else if value.hasattr("__arrow_c_stream__")? {
+            let (schema, batches) = read_arrow(&value)?;
+            TableSource::Batches(schema, batches)
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "table '{name}': give a path (str) or Arrow data (a pyarrow Table or \
+                 RecordBatchReader), not {}",
+                value.get_type().name()?
+            )));
+        };
+        sources.push((name, source));
+    }
+    let result = run(py, || {
+        jobs::sql(jobs::SqlArgs {
+            query,
+            tables: sources,
+            policy,
+            levels,
+            hierarchies,
+            memory_limit,
+        })
+    })?;
+    Ok(ArrowStream {
+        result: Some(result),
+    })
+}
+
+/// Every function name the crate registers in Rust (aliases included).
+#[pyfunction]
+fn function_names() -> Vec<String> {
+    datafusion_anonymity::function_names()
+}
+
+#[pymodule]
+#[pyo3(name = "_internal")]
+fn internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("AnonymityError", m.py().get_type::<AnonymityError>())?;
+    m.add_class::<AggregateFunction>()?;
+    m.add_class::<ScalarFunction>()?;
+    m.add_class::<Table>()?;
+    m.add_class::<ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(aggregate_functions, m)?)?;
+    m.add_function(wrap_pyfunction!(scalar_functions, m)?)?;
+    m.add_function(wrap_pyfunction!(policy_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(generalized_table, m)?)?;
+    m.add_function(wrap_pyfunction!(anonymize, m)?)?;
+    m.add_function(wrap_pyfunction!(apply, m)?)?;
+    m.add_function(wrap_pyfunction!(profile, m)?)?;
+    m.add_function(wrap_pyfunction!(sql, m)?)?;
+    m.add_function(wrap_pyfunction!(function_names, m)?)?;
+    Ok(())
+}
