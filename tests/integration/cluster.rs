@@ -117,6 +117,16 @@ fn json_field<'a>(report: &'a serde_json::Value, path: &[&str]) -> &'a serde_jso
 /// exactly what the local run publishes: the same transformation, loss, suppression and rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_anonymize_of_adult_equals_local() {
+    anonymize_adult_both_ways("optimal").await;
+}
+
+/// The same for a local recoding, whose lookup of every raw combination travels in the plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_mondrian_of_adult_equals_local() {
+    anonymize_adult_both_ways("mondrian").await;
+}
+
+async fn anonymize_adult_both_ways(algorithm: &str) {
     let url = cluster_url().await;
     let dir = tempfile::tempdir().unwrap();
     let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/adult/policy.toml");
@@ -133,6 +143,8 @@ async fn cluster_anonymize_of_adult_equals_local() {
             &out_s,
             "--report",
             &report_s,
+            "--algorithm",
+            algorithm,
             "--quiet",
         ];
         if let Some(url) = cluster {
