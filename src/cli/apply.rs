@@ -59,9 +59,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     policy.register_with(&ctx, false).await?;
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
-    let order = args
-        .seed
-        .map_or_else(RowOrder::random, RowOrder::Shuffled);
+    let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
     let report = match publish::publish_ordered(
         &ctx,
         &policy,

@@ -17,10 +17,7 @@ use crate::{anon, stderr};
 pub(crate) async fn file_rows(path: &Path) -> Vec<String> {
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
     let batches = ctx
-        .read_parquet(
-            path.display().to_string(),
-            ParquetReadOptions::default(),
-        )
+        .read_parquet(path.display().to_string(), ParquetReadOptions::default())
         .await
         .unwrap()
         .collect()
@@ -138,7 +135,10 @@ async fn shuffled_rows_leave_the_input_order_and_keep_the_multiset() {
     // the same rows as the release in input order, in another order; another seed, another
     // order
     assert!(sorted(a_rows.clone()) == sorted(kept.clone()), "other rows");
-    assert!(sorted(other_rows.clone()) == sorted(kept.clone()), "other rows");
+    assert!(
+        sorted(other_rows.clone()) == sorted(kept.clone()),
+        "other rows"
+    );
     assert!(a_rows != kept, "the shuffled release is in input order");
     assert!(a_rows != other_rows, "seeds 7 and 8 write the same order");
 
@@ -156,7 +156,10 @@ async fn shuffled_rows_leave_the_input_order_and_keep_the_multiset() {
         // the unsorted matching attack: release against release, position against position
         let share = same_at_position(&column(&a_rows, "disease"), &column(written, "disease"));
         if name != "a" {
-            assert!((share - chance).abs() <= tolerance, "a against {name}: {share:.4}");
+            assert!(
+                (share - chance).abs() <= tolerance,
+                "a against {name}: {share:.4}"
+            );
         }
     }
     // the statistic sees an unshuffled release: in input order every row keeps its disease
