@@ -456,7 +456,9 @@ async fn shuffle_case(path: &Path, iterations: usize) -> Result<bool> {
     let ratio = secs(shuffled.median()) / secs(kept.median());
     print_row("anon apply, shuffled", &kept, &shuffled, TARGET, "-");
     println!(
-        "                       (floor: the same apply in input order; peak RSS {} MiB in          input order, {} MiB shuffled; last runs' write phase {:.2} s / {:.2} s; the shuffle's          sort spills beyond {} MiB)",
+        "                       (floor: the same apply in input order; peak RSS {} MiB in \
+         input order, {} MiB shuffled; last runs' write phase {:.2} s / {:.2} s; the shuffle \
+         spills beyond {} MiB)",
         peaks[0],
         peaks[1],
         phases[0].write,

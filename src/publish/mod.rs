@@ -18,7 +18,7 @@ mod shuffle;
 pub mod staged;
 mod suppress;
 
-pub use shuffle::{ORDER_COLUMN, RowOrder, SHUFFLE_MEMORY, random_seed};
+pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};
 
 use std::path::{Path, PathBuf};
@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::streaming::StreamingTable;
 use datafusion::common::Column;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
@@ -555,9 +556,9 @@ pub async fn publish_with_failing_classes(
 /// - **Writing.** Each recoded row is classified once on its way to the Parquet writer; the
 ///   rows of failing classes are dropped or masked there (no join), and the rows passed on are
 ///   counted per class.
-/// - **Order.** With [`RowOrder::Shuffled`], each row passed on gets a random key and the rows
-///   are written sorted by it (`publish/shuffle.rs`); with [`RowOrder::Input`], in the order
-///   they are read.
+/// - **Order.** With [`RowOrder::Shuffled`], the rows passed on are shuffled by a two-pass
+///   bucket shuffle, spilling beyond its memory (`publish/shuffle.rs`); with
+///   [`RowOrder::Input`], each partition's rows are written in the order they are read.
 /// - **Verification.** With k the only requirement, the classes of the rows passed on are the
 ///   output's classes: k is measured on them, and their total must equal the rows the Parquet
 ///   writer reports. With l or t requirements, the written files are read back and measured
@@ -672,21 +673,23 @@ pub async fn publish_ordered(
     // release's drop of suppressed rows): each input partition's rows reach the writer in
     // their input order, so the same input and release write the same bytes
     let rows_plan = in_order(ctx).create_physical_plan(&recoded).await?;
-    let rows = suppress::suppressed_table(
-        rows_plan,
-        suppress::Suppression {
-            quasi_identifiers: positions,
-            failing: Arc::new(failing),
-            mode: policy.suppression(),
-            written: Arc::clone(&written_classes),
-            shuffle: order.seed(),
-        },
-    )?;
-    let frame = ctx.read_table(Arc::new(rows))?;
-    let frame = match order {
-        RowOrder::Shuffled(_) => shuffle::sorted_by_keys(ctx, frame)?,
-        RowOrder::Input => frame,
+    let suppression = suppress::Suppression {
+        quasi_identifiers: positions,
+        failing: Arc::new(failing),
+        mode: policy.suppression(),
+        written: Arc::clone(&written_classes),
     };
+    let rows = match order {
+        RowOrder::Shuffled(seed) => {
+            let schema = rows_plan.schema();
+            let partitions = suppress::suppressed_partitions(rows_plan, suppression);
+            let shuffled = shuffle::shuffled(Arc::clone(&schema), partitions, seed, input_rows);
+            StreamingTable::try_new(schema, vec![shuffled])?
+        }
+        RowOrder::Input => suppress::suppressed_table(rows_plan, suppression)?,
+    };
+    // one partition, written in the order it comes: no repartitioning on the way
+    let frame = SessionContext::new_with_state(in_order(ctx)).read_table(Arc::new(rows))?;
     let staged = StagedOutput::write(frame, out, policy.storage()).await?;
     let write_seconds = started.elapsed().as_secs_f64();
 

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Scalar, StringViewArray};
 use datafusion::arrow::compute::kernels::zip::zip;
 use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::error::{DataFusionError, Result};
@@ -27,7 +27,6 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use futures::{Stream, StreamExt};
 
 use super::classes::ClassCounter;
-use super::shuffle::{ORDER_COLUMN, OrderKeys};
 use crate::generalize::TOP_LABEL;
 use crate::policy::SuppressionMode;
 
@@ -42,9 +41,6 @@ pub(crate) struct Suppression {
     pub mode: SuppressionMode,
     /// One counter per finished partition: the classes of the rows passed on.
     pub written: Arc<Mutex<Vec<ClassCounter>>>,
-    /// With a seed, each row passed on gets a random key in a last column,
-    /// [`ORDER_COLUMN`], to be sorted by (see `publish/shuffle.rs`).
-    pub shuffle: Option<u64>,
 }
 
 /// `plan`'s rows (every partition) suppressed by `suppression`, as a table to write from.
@@ -52,13 +48,17 @@ pub(crate) fn suppressed_table(
     plan: Arc<dyn ExecutionPlan>,
     suppression: Suppression,
 ) -> Result<StreamingTable> {
-    let mut schema = plan.schema();
-    if suppression.shuffle.is_some() {
-        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
-        fields.push(Arc::new(Field::new(ORDER_COLUMN, DataType::UInt64, false)));
-        schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-    }
-    let partitions = (0..plan.output_partitioning().partition_count())
+    let schema = plan.schema();
+    StreamingTable::try_new(schema, suppressed_partitions(plan, suppression))
+}
+
+/// `plan`'s partitions, each suppressed by `suppression`.
+pub(crate) fn suppressed_partitions(
+    plan: Arc<dyn ExecutionPlan>,
+    suppression: Suppression,
+) -> Vec<Arc<dyn PartitionStream>> {
+    let schema = plan.schema();
+    (0..plan.output_partitioning().partition_count())
         .map(|partition| {
             Arc::new(SuppressedPartition {
                 plan: Arc::clone(&plan),
@@ -67,8 +67,7 @@ pub(crate) fn suppressed_table(
                 suppression: suppression.clone(),
             }) as Arc<dyn PartitionStream>
         })
-        .collect();
-    StreamingTable::try_new(schema, partitions)
+        .collect()
 }
 
 #[derive(Debug)]
@@ -93,12 +92,7 @@ impl PartitionStream for SuppressedPartition {
                 schema,
                 SuppressStream {
                     input,
-                    state: Some(PartitionState::new(
-                        self.suppression.clone(),
-                        reservation,
-                        self.partition,
-                    )),
-                    schema: Arc::clone(&self.schema),
+                    state: Some(PartitionState::new(self.suppression.clone(), reservation)),
                 },
             )),
             Err(e) => Box::pin(RecordBatchStreamAdapter::new(
@@ -121,18 +115,12 @@ struct PartitionState {
     classes: Vec<u32>,
     /// the memory of `output`, in the session's pool
     reservation: MemoryReservation,
-    /// the random keys of the rows passed on, when shuffling
-    keys: Option<OrderKeys>,
 }
 
 impl PartitionState {
-    fn new(suppression: Suppression, reservation: MemoryReservation, partition: usize) -> Self {
+    fn new(suppression: Suppression, reservation: MemoryReservation) -> Self {
         let output = ClassCounter::new(suppression.quasi_identifiers.len());
-        let keys = suppression
-            .shuffle
-            .map(|seed| OrderKeys::new(seed, partition));
         Self {
-            keys,
             suppression,
             output,
             reservation,
@@ -232,23 +220,6 @@ impl PartitionState {
 struct SuppressStream {
     input: SendableRecordBatchStream,
     state: Option<PartitionState>,
-    /// the output's schema (the input's, plus [`ORDER_COLUMN`] when shuffling)
-    schema: SchemaRef,
-}
-
-impl PartitionState {
-    /// The batch suppressed and, when shuffling, with its rows' keys appended.
-    fn next_batch(&mut self, batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-        let batch = self.process(batch)?;
-        match self.keys.as_mut() {
-            None => Ok(batch),
-            Some(keys) => {
-                let mut columns = batch.columns().to_vec();
-                columns.push(keys.next(batch.num_rows()));
-                Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
-            }
-        }
-    }
 }
 
 impl Stream for SuppressStream {
@@ -259,7 +230,7 @@ impl Stream for SuppressStream {
         match this.input.poll_next_unpin(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(batch))) => Poll::Ready(Some(match this.state.as_mut() {
-                Some(state) => state.next_batch(batch, &this.schema),
+                Some(state) => state.process(batch),
                 None => Err(DataFusionError::Internal(
                     "suppression stream polled after its end".to_string(),
                 )),
