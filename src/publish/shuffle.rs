@@ -28,9 +28,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{RecordBatch, UInt32Array};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::{interleave_record_batch, take_record_batch};
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::{DataFusionError, Result};
@@ -129,7 +129,7 @@ impl OrderKeys {
 
     /// The keys of the next `rows` rows.
     #[cfg(test)]
-    pub(crate) fn next(&mut self, rows: usize) -> datafusion::arrow::array::ArrayRef {
+    pub(crate) fn next(&mut self, rows: usize) -> ArrayRef {
         let (first, second, start) = (self.first, self.second, self.next);
         let keys: Vec<u64> = (start..start + rows as u64)
             .map(|x| fmix64(fmix64(x ^ first) ^ second))
@@ -319,7 +319,7 @@ impl Scattered {
                         }
                     };
                     if let Some(writer) = spill.writer.as_mut() {
-                        writer.write(&grouped.slice(start, count))?;
+                        writer.write(&compacted(&grouped.slice(start, count))?)?;
                     }
                 }
             }
@@ -341,6 +341,21 @@ impl Scattered {
         }
         Ok(())
     }
+}
+
+/// `batch` with its view columns holding only the bytes their rows use: a slice of a view
+/// array shares its whole buffers, which the IPC writer would write out once per slice.
+fn compacted(batch: &RecordBatch) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = batch
+        .columns()
+        .iter()
+        .map(|column| match column.data_type() {
+            DataType::Utf8View => Arc::new(column.as_string_view().gc()) as ArrayRef,
+            DataType::BinaryView => Arc::new(column.as_binary_view().gc()) as ArrayRef,
+            _ => Arc::clone(column),
+        })
+        .collect();
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// Reads every input partition in its own task, bucketing its rows (see the module docs).
@@ -494,7 +509,6 @@ impl Iterator for Gather {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::UInt64Type;
 
     #[test]
