@@ -9,7 +9,7 @@ use datafusion::error::{DataFusionError, Result};
 use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
+use datafusion_anonymity::publish::{self, PublishReport, QiLevel, RowOrder};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
 use datafusion_anonymity::session;
@@ -38,10 +38,12 @@ pub struct AnonymizeArgs {
     /// siblings).
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Optimal)]
     algorithm: AlgorithmArg,
-    /// Seed of the algorithms' random choices (KACA's next class): the same input, policy
-    /// and seed give byte-identical output.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
+    /// Seed of every random choice: the order of the written rows (shuffled, so that releases
+    /// cannot be joined row by row) and KACA's next class. Without it, a random seed, printed
+    /// as `seed:` and recorded in the report; the same input, policy and seed give
+    /// byte-identical output. Keep it as secret as the data: it undoes the shuffle.
+    #[arg(long)]
+    seed: Option<u64>,
     /// What the optimal search minimizes.
     #[arg(long, value_enum, default_value_t = MetricArg::Loss)]
     metric: MetricArg,
@@ -203,8 +205,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             }
         }
     };
+    let seed = args.seed.unwrap_or_else(publish::random_seed);
     let options = LocalOptions {
-        seed: args.seed,
+        seed,
         ..LocalOptions::default()
     };
     let decision = search::decide(
@@ -231,13 +234,14 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     }
 
     // 3. publish: write, verify, move into place
-    let report = publish::publish_with_failing_classes(
+    let report = publish::publish_ordered(
         &ctx,
         &policy,
         &decision.release,
         Some(decision.failing.clone()),
         &out,
         args.overwrite,
+        RowOrder::Shuffled(seed),
     )
     .await
     .map_err(|e| policy.locate_input_error(e))?;

@@ -6,7 +6,7 @@ use datafusion::error::{DataFusionError, Result};
 
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::{self, PublishReport};
+use datafusion_anonymity::publish::{self, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
@@ -24,6 +24,12 @@ pub struct ApplyArgs {
     /// Replace an existing output (only once the new one is complete and verified).
     #[arg(long)]
     overwrite: bool,
+    /// Seed of the row order: the rows are written in a random order drawn from it, so that
+    /// releases cannot be joined row by row. Without it, a random seed, printed as `seed:`;
+    /// the same input, policy and seed give byte-identical output. Keep it as secret as the
+    /// data: it undoes the shuffle.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Memory limit of the process (e.g. 2GiB): DataFusion's pool gets 80% of it, and
     /// aggregations, sorts and the frequency set spill or stop with a clear error beyond it.
     #[arg(long, value_name = "SIZE")]
@@ -55,12 +61,15 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     policy.register_with(&ctx, false).await?;
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
-    let report = match publish::publish(
+    let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
+    let report = match publish::publish_ordered(
         &ctx,
         &policy,
         &Release::FullDomain(levels),
+        None,
         &out,
         args.overwrite,
+        order,
     )
     .await
     {
@@ -135,6 +144,10 @@ pub fn print_summary(report: &PublishReport) {
         100.0 * report.suppressed_rows as f64 / report.input_rows as f64
     };
     println!("suppressed rows: {} ({share:.2}%)", report.suppressed_rows);
+    match report.seed {
+        Some(seed) => println!("order: shuffled, seed: {seed}"),
+        None => println!("order: input"),
+    }
 }
 
 fn trim(value: f64) -> String {

@@ -63,9 +63,24 @@ pub struct ProfileArgs {
     /// The same table before anonymization: utility figures.
     #[arg(long, value_name = "PATH")]
     original: Option<String>,
-    /// The column matching rows of INPUT and --original (by position without it).
-    #[arg(long, value_name = "COLUMN", requires = "original")]
+    /// The column matching rows of INPUT and --original: one both keep unchanged and unique
+    /// (e.g. an id). Published rows are shuffled, so a key or --by-position is required.
+    #[arg(
+        long,
+        value_name = "COLUMN",
+        requires = "original",
+        conflicts_with = "by_position"
+    )]
     key: Option<String>,
+    /// Match rows of INPUT and --original by position: only for a table that keeps the
+    /// original's row order; refused when a column both keep unchanged differs row by row.
+    #[arg(long, requires = "original")]
+    by_position: bool,
+    /// Another release of the same data: counts the rows that can be re-linked to it by
+    /// position (same row number, same values in every column both keep besides the
+    /// quasi-identifiers) — the unsorted matching attack.
+    #[arg(long, value_name = "PATH")]
+    relink: Option<String>,
     /// A policy file: the hierarchies of its quasi-identifiers for loss and WHD (checked
     /// against --original, which stands in for the policy's input), its quasi-identifiers and
     /// sensitive attributes unless --qi / --sensitive are given.
@@ -222,6 +237,10 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         let tree = Hierarchy::tree_from_csv_file(column.as_str(), &path)?;
         options.hierarchies.insert(column, Arc::new(tree));
     }
+    if let Some(path) = &args.relink {
+        register(&ctx, &mut options, &mut csv, "other_release", path).await?;
+        options.relink = Some("other_release".into());
+    }
     if let (Some(path), Some(linking)) = (&args.fingerprint_st, &args.linking) {
         register(&ctx, &mut options, &mut csv, "sensitive_table", path).await?;
         options.fingerprint = Some(FingerprintOptions {
@@ -234,6 +253,7 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
     options.sensitive = sensitive;
     options.person_id = args.person_id;
     options.key = args.key;
+    options.by_position = args.by_position;
     options.recursive_c = args.recursive_c;
     options.queries = args.queries;
     options.seed = args.seed;

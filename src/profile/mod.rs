@@ -20,6 +20,7 @@ mod anonymity;
 pub(crate) mod histogram;
 mod keys;
 mod leakage;
+pub mod position;
 pub mod render_html;
 pub mod render_text;
 mod risk;
@@ -37,6 +38,7 @@ use serde::Serialize;
 
 use crate::generalize::Hierarchy;
 
+pub use position::Relink;
 pub use table_function::{AnonymityProfileFunction, register_table_function};
 
 /// Default `c` of recursive (c,l)-diversity.
@@ -69,8 +71,13 @@ pub struct ProfileOptions {
     pub population: Option<String>,
     /// The same table before anonymization (utility figures).
     pub original: Option<String>,
-    /// The column matching rows of the input and the original; by position when `None`.
+    /// The column matching rows of the input and the original.
     pub key: Option<String>,
+    /// Match rows of the input and the original by position (without a key): refused unless
+    /// the columns both keep unchanged agree row by row.
+    pub by_position: bool,
+    /// Another release of the same data: how many rows can be re-linked by position.
+    pub relink: Option<String>,
     /// Generalization hierarchies by quasi-identifier (loss and weighted hierarchical
     /// distance).
     pub hierarchies: HashMap<String, Arc<Hierarchy>>,
@@ -124,6 +131,8 @@ impl ProfileOptions {
             population: None,
             original: None,
             key: None,
+            by_position: false,
+            relink: None,
             hierarchies: HashMap::new(),
             recursive_c: DEFAULT_RECURSIVE_C,
             queries: DEFAULT_QUERIES,
@@ -155,6 +164,8 @@ pub struct Profile {
     pub leakage: LeakageRanking,
     /// Utility against the original table (`null` without one).
     pub utility: Option<Utility>,
+    /// Rows re-linkable by position with another release (`null` without one).
+    pub relink: Option<Relink>,
     /// The riskiest classes with their quasi-identifier values; `null` unless values were
     /// asked for (`--show-values`).
     pub risky_classes: Option<Vec<RiskyClass>>,
@@ -353,7 +364,8 @@ pub struct RiskyClass {
 pub struct Utility {
     /// The original table.
     pub original: String,
-    /// `position` or `key <column>`.
+    /// `key <column>`, or `position` followed by the columns that were checked to agree row
+    /// by row (or that none could be).
     pub matched_by: String,
     /// Suppressed rows.
     pub suppressed_rows: u64,
@@ -460,7 +472,25 @@ pub async fn profile(ctx: &SessionContext, options: &ProfileOptions) -> Result<P
     }
     let leakage = leakage::ranking(options, &schema, &classes, &other_sums)?;
     let utility = match &options.original {
-        Some(original) => Some(utility::utility(ctx, options, original, &classes).await?),
+        Some(original) => {
+            let checked = match &options.key {
+                Some(_) => None,
+                None => Some(position::check_same_order(ctx, options, original).await?),
+            };
+            let mut utility = utility::utility(ctx, options, original, &classes).await?;
+            if let Some(columns) = checked {
+                utility.matched_by = if columns.is_empty() {
+                    "position (unchecked: no column is kept unchanged)".to_string()
+                } else {
+                    format!("position (checked on {})", columns.join(", "))
+                };
+            }
+            Some(utility)
+        }
+        None => None,
+    };
+    let relink = match &options.relink {
+        Some(other) => Some(position::relink(ctx, options, other).await?),
         None => None,
     };
     let risky_classes = if options.show_values {
@@ -497,6 +527,7 @@ pub async fn profile(ctx: &SessionContext, options: &ProfileOptions) -> Result<P
         risk,
         leakage,
         utility,
+        relink,
         risky_classes,
     })
 }
@@ -574,6 +605,25 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
                 "a key matches rows of the original table: give the original too".into(),
             ));
         }
+    }
+    match (&options.original, &options.key, options.by_position) {
+        (Some(_), Some(_), true) => {
+            return Err(DataFusionError::Plan(
+                "rows are matched either by a key or by position, not both".into(),
+            ));
+        }
+        (Some(_), None, false) => {
+            return Err(DataFusionError::Plan(
+                "say how rows of the table and its original are matched: by a key column both                  keep (--key COLUMN), or by position (--by-position) when the table keeps the                  original's row order — a shuffled release does not"
+                    .into(),
+            ));
+        }
+        (None, _, true) => {
+            return Err(DataFusionError::Plan(
+                "--by-position matches rows of the original table: give the original too".into(),
+            ));
+        }
+        _ => {}
     }
     for name in options.hierarchies.keys() {
         if !options.quasi_identifiers.contains(name) {

@@ -5,8 +5,9 @@
 
 use std::fmt::Write;
 
+use super::position::{RELINK_CHANCE_LABEL, RELINK_CHANCE_MEANING, RELINK_LABEL, RELINK_MEANING};
 use super::render_text::{group_digits, percent, ratio};
-use super::{Profile, SensitiveFigures, Utility};
+use super::{Profile, Relink, SensitiveFigures, Utility};
 
 /// `text` escaped for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -318,6 +319,9 @@ pub fn render(profile: &Profile) -> String {
         utility(&mut h, u);
     }
 
+    if let Some(r) = &profile.relink {
+        relink(&mut h, r);
+    }
     if let Some(attack) = &profile.fingerprint_attack {
         let r = &attack.report;
         let _ = write!(
@@ -435,6 +439,33 @@ fn sensitive(h: &mut Html, s: &SensitiveFigures) {
             "narrowest value range in a class, share of the table's range",
         );
     }
+    h.push("</table>");
+}
+
+fn relink(h: &mut Html, r: &Relink) {
+    let _ = write!(
+        h.0,
+        "<h2>Relink by position</h2><p>Against {} ({} rows), comparing {}.</p>\
+         <table><tr><th>figure</th><th>value</th><th>meaning</th></tr>",
+        escape(&r.other),
+        group_digits(r.other_rows),
+        escape(&r.columns.join(", "))
+    );
+    h.row(
+        RELINK_LABEL,
+        format!(
+            "{} ({} of {})",
+            group_digits(r.relinked),
+            percent(r.share),
+            group_digits(r.positions)
+        ),
+        RELINK_MEANING,
+    );
+    h.row(
+        RELINK_CHANCE_LABEL,
+        format!("{:.0}", r.expected_by_chance),
+        RELINK_CHANCE_MEANING,
+    );
     h.push("</table>");
 }
 

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{FingerprintAttack, Profile, SensitiveFigures, Utility};
+use super::position::{RELINK_CHANCE_LABEL, RELINK_CHANCE_MEANING, RELINK_LABEL, RELINK_MEANING};
+use super::{FingerprintAttack, Profile, Relink, SensitiveFigures, Utility};
 
 /// Thousands separators: 1234567 → `1,234,567`.
 pub fn group_digits(n: u64) -> String {
@@ -209,6 +210,10 @@ pub fn render(profile: &Profile) -> String {
         utility(&mut out, u);
     }
 
+    if let Some(r) = &profile.relink {
+        relink(&mut out, r);
+    }
+
     if let Some(attack) = &profile.fingerprint_attack {
         fingerprint(&mut out, attack);
     }
@@ -231,6 +236,29 @@ pub fn render(profile: &Profile) -> String {
         }
     }
     out.0
+}
+
+fn relink(out: &mut Out, r: &Relink) {
+    out.heading(&format!(
+        "RELINK BY POSITION (against {}, {} rows; compared: {})",
+        r.other,
+        group_digits(r.other_rows),
+        r.columns.join(", ")
+    ));
+    out.line(
+        RELINK_LABEL,
+        group_digits(r.relinked),
+        &format!(
+            "{} of {} positions; {RELINK_MEANING}",
+            percent(r.share),
+            group_digits(r.positions)
+        ),
+    );
+    out.line(
+        RELINK_CHANCE_LABEL,
+        format!("{:.0}", r.expected_by_chance),
+        RELINK_CHANCE_MEANING,
+    );
 }
 
 fn fingerprint(out: &mut Out, attack: &FingerprintAttack) {

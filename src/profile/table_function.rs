@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Arguments are string literals: table names as registered, column lists comma-separated;
-//! `''` or NULL leaves an optional argument out. The columns of the row depend only on the
+//! `''` or NULL leaves an optional argument out. With an original, the key is a column both
+//! tables keep, or `'position()'` to match rows by position (refused unless the columns both
+//! keep unchanged agree row by row). The columns of the row depend only on the
 //! arguments (one group of columns per sensitive attribute, the population and utility
 //! columns when those tables are given); a figure that does not apply (ordered t of a
 //! categorical attribute) is NULL. The profile is computed when the query is planned.
@@ -30,6 +32,9 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use super::{Profile, ProfileOptions, profile};
+
+/// The key argument that matches the original's rows by position instead of by a column.
+pub const BY_POSITION: &str = "position()";
 
 /// The name of the table function.
 pub const NAME: &str = "anonymity_profile";
@@ -96,7 +101,10 @@ impl TableFunctionImpl for AnonymityProfileFunction {
         options.person_id = string_argument(exprs, 3, "person_id")?;
         options.population = string_argument(exprs, 4, "population")?;
         options.original = string_argument(exprs, 5, "original")?;
-        options.key = string_argument(exprs, 6, "key")?;
+        match string_argument(exprs, 6, "key")? {
+            Some(key) if key.trim() == BY_POSITION => options.by_position = true,
+            key => options.key = key,
+        }
         let schema = Arc::new(Schema::new(
             row(&options, None)
                 .into_iter()

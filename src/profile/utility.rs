@@ -17,7 +17,6 @@ use datafusion::arrow::compute::{SortOptions, cast, concat_batches, sort_to_indi
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{SortExpr, col, ident};
 use datafusion::prelude::SessionContext;
 
@@ -151,20 +150,6 @@ pub(crate) async fn utility(
     })
 }
 
-/// A session reading files in order, in one partition: rows keep their file order.
-fn ordered_context(ctx: &SessionContext) -> SessionContext {
-    let config = ctx
-        .copied_config()
-        .with_target_partitions(1)
-        .with_repartition_file_scans(false)
-        // keep the catalog (and the tables registered in it)
-        .with_create_default_catalog_and_schema(false);
-    let state = SessionStateBuilder::new_from_existing(ctx.state())
-        .with_config(config)
-        .build();
-    SessionContext::new_with_state(state)
-}
-
 /// Rows of `frame`'s columns `columns`, in order (sorted by `key` when given).
 async fn ordered_rows(
     frame: DataFrame,
@@ -186,7 +171,7 @@ async fn pairs(
     options: &ProfileOptions,
     original: &str,
 ) -> Result<RecordBatch> {
-    let ordered = ordered_context(ctx);
+    let ordered = super::position::ordered_context(ctx);
     let input = table(&ordered, &options.table, "input").await?;
     let source = table(&ordered, original, "original").await?;
     let source_schema = source.schema().inner().clone();

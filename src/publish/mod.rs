@@ -14,9 +14,11 @@
 
 pub mod bucketized;
 mod classes;
+mod shuffle;
 pub mod staged;
 mod suppress;
 
+pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};
 
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::streaming::StreamingTable;
 use datafusion::common::Column;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
@@ -476,6 +479,11 @@ pub struct PublishReport {
     pub levels: Vec<QiLevel>,
     /// Rows of the classes that fail the requirements, dropped or masked.
     pub suppressed_rows: u64,
+    /// The order of the written rows: `shuffled` (see [`RowOrder`]) or `input`.
+    pub row_order: &'static str,
+    /// The seed of the shuffle: the same input, release, seed and session configuration
+    /// write the same rows in the same order. As secret as the data.
+    pub seed: Option<u64>,
     /// What the written output achieves.
     pub verification: Verification,
     /// Seconds spent counting failing classes, writing and verifying.
@@ -519,11 +527,33 @@ pub async fn publish(
     publish_with_failing_classes(ctx, policy, release, None, out, overwrite).await
 }
 
-/// [`publish`], with the failing classes already known (e.g. derived from the search's
-/// frequency set by [`crate::search::failing_classes`] at the same levels, or
+/// [`publish_ordered`] with the rows shuffled by a fresh random seed (in the report).
+pub async fn publish_with_failing_classes(
+    ctx: &SessionContext,
+    policy: &crate::policy::Policy,
+    release: &Release,
+    failing: Option<crate::search::FailingClasses>,
+    out: &Location,
+    overwrite: bool,
+) -> Result<PublishReport> {
+    publish_ordered(
+        ctx,
+        policy,
+        release,
+        failing,
+        out,
+        overwrite,
+        RowOrder::random(),
+    )
+    .await
+}
+
+/// [`publish`] with the row order chosen and, when `failing` is given, the failing classes
+/// already known (e.g. derived from the search's frequency set by
+/// [`crate::search::failing_classes`] at the same levels, or
 /// [`crate::search::FailingClasses::none`] for a local release whose every class the
-/// algorithm judged): the input is neither aggregated nor counted again. `failing` must list the policy's quasi-identifiers
-/// in [`crate::policy::Policy::quasi_identifiers`] order. The written output is still
+/// algorithm judged): the input is neither aggregated nor counted again. `failing` must list
+/// the policy's quasi-identifiers in [`crate::policy::Policy::quasi_identifiers`] order. The written output is still
 /// measured in full, which catches any disagreement with the data.
 ///
 /// How the rows are counted and measured:
@@ -534,17 +564,21 @@ pub async fn publish(
 /// - **Writing.** Each recoded row is classified once on its way to the Parquet writer; the
 ///   rows of failing classes are dropped or masked there (no join), and the rows passed on are
 ///   counted per class.
+/// - **Order.** With [`RowOrder::Shuffled`], the rows passed on are shuffled by a two-pass
+///   bucket shuffle, spilling beyond its memory (`publish/shuffle.rs`); with
+///   [`RowOrder::Input`], each partition's rows are written in the order they are read.
 /// - **Verification.** With k the only requirement, the classes of the rows passed on are the
 ///   output's classes: k is measured on them, and their total must equal the rows the Parquet
 ///   writer reports. With l or t requirements, the written files are read back and measured
 ///   with the SQL functions ([`verify`]).
-pub async fn publish_with_failing_classes(
+pub async fn publish_ordered(
     ctx: &SessionContext,
     policy: &crate::policy::Policy,
     release: &Release,
     failing: Option<crate::search::FailingClasses>,
     out: &Location,
     overwrite: bool,
+    order: RowOrder,
 ) -> Result<PublishReport> {
     check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let started = std::time::Instant::now();
@@ -647,21 +681,26 @@ pub async fn publish_with_failing_classes(
     // release's drop of suppressed rows): each input partition's rows reach the writer in
     // their input order, so the same input and release write the same bytes
     let rows_plan = in_order(ctx).create_physical_plan(&recoded).await?;
-    let rows = suppress::suppressed_table(
-        rows_plan,
-        suppress::Suppression {
-            quasi_identifiers: positions,
-            failing: Arc::new(failing),
-            mode: policy.suppression(),
-            written: Arc::clone(&written_classes),
-        },
-    )?;
-    let staged = StagedOutput::write(
-        writer_context(ctx).read_table(Arc::new(rows))?,
-        out,
-        policy.storage(),
-    )
-    .await?;
+    let suppression = suppress::Suppression {
+        quasi_identifiers: positions,
+        failing: Arc::new(failing),
+        mode: policy.suppression(),
+        written: Arc::clone(&written_classes),
+    };
+    let rows = match order {
+        RowOrder::Shuffled(seed) => {
+            let schema = rows_plan.schema();
+            let partitions = suppress::suppressed_partitions(rows_plan, suppression);
+            let shuffled = shuffle::shuffled(Arc::clone(&schema), partitions, seed, input_rows);
+            StreamingTable::try_new(schema, vec![shuffled])?
+        }
+        RowOrder::Input => suppress::suppressed_table(rows_plan, suppression)?,
+    };
+    // one partition, written in the order it comes: no repartitioning on the way; written
+    // here even when the rows come from a cluster
+    let frame = SessionContext::new_with_state(in_order(&writer_context(ctx)))
+        .read_table(Arc::new(rows))?;
+    let staged = StagedOutput::write(frame, out, policy.storage()).await?;
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();
@@ -723,6 +762,8 @@ pub async fn publish_with_failing_classes(
             })
             .collect(),
         suppressed_rows: suppressed,
+        row_order: order.name(),
+        seed: order.seed(),
         verification,
         seconds: PublishTimings {
             classes: classes_seconds,

@@ -49,7 +49,16 @@ pub(crate) fn suppressed_table(
     suppression: Suppression,
 ) -> Result<StreamingTable> {
     let schema = plan.schema();
-    let partitions = (0..plan.output_partitioning().partition_count())
+    StreamingTable::try_new(schema, suppressed_partitions(plan, suppression))
+}
+
+/// `plan`'s partitions, each suppressed by `suppression`.
+pub(crate) fn suppressed_partitions(
+    plan: Arc<dyn ExecutionPlan>,
+    suppression: Suppression,
+) -> Vec<Arc<dyn PartitionStream>> {
+    let schema = plan.schema();
+    (0..plan.output_partitioning().partition_count())
         .map(|partition| {
             Arc::new(SuppressedPartition {
                 plan: Arc::clone(&plan),
@@ -58,8 +67,7 @@ pub(crate) fn suppressed_table(
                 suppression: suppression.clone(),
             }) as Arc<dyn PartitionStream>
         })
-        .collect();
-    StreamingTable::try_new(schema, partitions)
+        .collect()
 }
 
 #[derive(Debug)]

@@ -253,13 +253,14 @@ fn hierarchy_labels(qi: &str) -> std::collections::HashMap<String, Vec<String>> 
 }
 
 /// The QI columns of a Parquet file as text, row by row.
-async fn qi_rows(path: &Path) -> Vec<Vec<String>> {
+/// [`qi_rows`] in the order of `order_by` (`ORDER BY …`, or nothing for the file's order).
+async fn qi_rows_ordered(path: &Path, order_by: &str) -> Vec<Vec<String>> {
     let ctx = read_parquet("t", path).await;
     let columns: Vec<String> = QIS
         .iter()
         .map(|q| format!("CAST(\"{q}\" AS VARCHAR)"))
         .collect();
-    let sql = format!("SELECT {} FROM t", columns.join(", "));
+    let sql = format!("SELECT {} FROM t {order_by}", columns.join(", "));
     let mut rows = Vec::new();
     for b in ctx.sql(&sql).await.unwrap().collect().await.unwrap() {
         let text: Vec<_> = (0..QIS.len())
@@ -284,7 +285,20 @@ async fn qi_rows(path: &Path) -> Vec<Vec<String>> {
 #[tokio::test]
 async fn adult_mondrian_publishes_verified_local_recoding() {
     let dir = tempfile::tempdir().unwrap();
-    let original = qi_rows(&repo("examples/adult/adult.parquet")).await;
+    // published rows are shuffled: the input gets a row id (insensitive, published as is) to
+    // pair each published row with its original
+    let input = dir.path().join("adult-ids.parquet");
+    let ids = read_parquet("adult", &repo("examples/adult/adult.parquet")).await;
+    ids.sql(&format!(
+        "COPY (SELECT row_number() OVER () AS row_id, * FROM adult) TO '{}' STORED AS PARQUET",
+        input.display()
+    ))
+    .await
+    .unwrap()
+    .collect()
+    .await
+    .unwrap();
+    let original = qi_rows_ordered(&input, "ORDER BY row_id").await;
     let trees: Vec<_> = QIS.iter().map(|q| hierarchy_labels(q)).collect();
     let cases = [
         ("k = 5\nmax_suppression = 0.0", 1),
@@ -299,6 +313,17 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
     ];
     for (i, (privacy, l)) in cases.iter().enumerate() {
         let policy = adult_policy(dir.path(), privacy);
+        let text = std::fs::read_to_string(&policy)
+            .unwrap()
+            .replace(
+                &repo("examples/adult/adult.parquet").display().to_string(),
+                &input.display().to_string(),
+            )
+            .replace(
+                "[attributes]\n",
+                "[attributes]\nrow_id = { role = \"insensitive\" }\n",
+            );
+        std::fs::write(&policy, text).unwrap();
         let out = dir.path().join(format!("mondrian-{i}.parquet"));
         let report = dir.path().join(format!("mondrian-{i}.json"));
         let extra = ["--algorithm", "mondrian"];
@@ -316,7 +341,7 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
             assert!(t <= 0.2 + 1e-9, "t {t}");
         }
 
-        let published = qi_rows(&out).await;
+        let published = qi_rows_ordered(&out, "ORDER BY row_id").await;
         assert_eq!(published.len(), original.len());
         for (raw, labels) in original.iter().zip(&published) {
             for (q, (value, label)) in raw.iter().zip(labels).enumerate() {

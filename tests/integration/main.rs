@@ -10,6 +10,7 @@ mod publish;
 mod reference;
 mod s3;
 mod search;
+mod shuffle;
 mod slt;
 mod staging;
 

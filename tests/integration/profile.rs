@@ -339,6 +339,7 @@ async fn weighted_hierarchical_distance_examples() {
     let ctx = context(vec![("anon", anonymized), ("orig", original)]);
     let mut o = options("anon", &["born", "sex"], &[]);
     o.original = Some("orig".into());
+    o.by_position = true;
     o.hierarchies = birth_and_gender_hierarchies();
     let u = run(&ctx, &o).await.utility.unwrap();
     let born = &u.attributes[0];
@@ -385,6 +386,7 @@ async fn interval_labels_of_local_recoding() {
     let ctx = context(vec![("anon", anonymized), ("orig", original)]);
     let mut o = options("anon", &["age"], &[]);
     o.original = Some("orig".into());
+    o.by_position = true;
     o.hierarchies = HashMap::from([(
         "age".to_string(),
         Arc::new(Hierarchy::interval_widths("age", &[10.0]).unwrap()),
@@ -419,6 +421,7 @@ async fn generalization_outside_the_hierarchy_is_an_error() {
     let ctx = context(vec![("anon", anonymized), ("orig", original)]);
     let mut o = options("anon", &["sex"], &[]);
     o.original = Some("orig".into());
+    o.by_position = true;
     o.hierarchies = HashMap::from([(
         "sex".to_string(),
         Arc::new(Hierarchy::tree_from_rows("sex", &[vec!["M", "*"], vec!["F", "*"]]).unwrap()),
@@ -453,8 +456,9 @@ async fn utility_hand_example() {
     let ctx = context(vec![("anon", anonymized), ("orig", original)]);
     let mut o = options("anon", &["age", "zip"], &["disease"]);
     o.original = Some("orig".into());
+    o.by_position = true;
     let u = run(&ctx, &o).await.utility.unwrap();
-    assert_eq!(u.matched_by, "position");
+    assert_eq!(u.matched_by, "position (checked on disease)");
     // NCP: classes (ncp(age, zip)) (2/13 + 1)/2 and (3/13 + 1)/2, 2 rows each → 31/52
     close(u.ncp, 31.0 / 52.0, 1e-12, "ncp");
     // LM: age [20,30) stands for 25..27: 2/13, [30,40) for 35..38: 3/13 → 5/26;
@@ -497,6 +501,7 @@ async fn utility_of_an_unchanged_table_is_perfect() {
     let ctx = context(vec![("a", original.clone()), ("b", original)]);
     let mut o = options("a", &["age", "zip"], &["disease"]);
     o.original = Some("b".into());
+    o.by_position = true;
     let u = run(&ctx, &o).await.utility.unwrap();
     for (value, what) in [
         (u.ncp, "ncp"),
@@ -520,6 +525,7 @@ async fn query_accuracy_uniform_spread() {
     let ctx = context(vec![("anon", anonymized), ("orig", original)]);
     let mut o = options("anon", &["age"], &[]);
     o.original = Some("orig".into());
+    o.by_position = true;
     let u = run(&ctx, &o).await.utility.unwrap();
     close(u.query_accuracy.mean_relative_error, 0.0, 1e-12, "uniform");
     // all rows suppressed: DM = n·n, no AECS, loss 1
@@ -572,6 +578,7 @@ async fn rows_matched_by_key() {
     assert_eq!(by_key.matched_by, "key id");
     let mut o = options("plain_anon", &["age", "zip"], &["disease"]);
     o.original = Some("plain_orig".into());
+    o.by_position = true;
     let by_position = run(&ctx, &o).await.utility.unwrap();
     close(by_key.ncp, by_position.ncp, 1e-12, "ncp");
     close(by_key.loss_metric, by_position.loss_metric, 1e-12, "loss");
@@ -873,6 +880,7 @@ fn cli_json_keys_are_stable() {
         &adult,
         "--original",
         &adult,
+        "--by-position",
         "--format",
         "json",
         "--queries",
@@ -892,6 +900,7 @@ fn cli_json_keys_are_stable() {
             "risk",
             "leakage",
             "utility",
+            "relink",
             "risky_classes",
             "fingerprint_attack",
         ])
@@ -1211,6 +1220,7 @@ fn cli_bad_input_is_one_clear_line() {
         "sex,age",
         "--original",
         original.to_str().unwrap(),
+        "--by-position",
     ]);
     assert_eq!(code, 1);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -1323,4 +1333,150 @@ fn cli_policy_gives_qis_sensitive_and_hierarchies() {
     // DM: two classes of 3 and 3 suppressed rows costing n = 9 each
     close(f(&u["discernibility"]), 9.0 + 9.0 + 27.0, 1e-12, "dm");
     assert_eq!(zip["hierarchy"], "zip");
+}
+
+// ------------------------------------------------- rows matched by position or by key
+
+/// `utility_example` with an id, the release shuffled (rows 3, 1, 4, 2 of the original).
+fn shuffled_example() -> (RecordBatch, RecordBatch) {
+    let (original, anonymized) = utility_example();
+    let keyed_original = batch(vec![
+        ("id", ints(&[10, 20, 30, 40])),
+        ("age", original.column(0).clone()),
+        ("zip", original.column(1).clone()),
+        ("disease", original.column(2).clone()),
+    ]);
+    let order = datafusion::arrow::array::UInt32Array::from(vec![2, 0, 3, 1]);
+    let take = |a: &ArrayRef| datafusion::arrow::compute::take(a, &order, None).unwrap();
+    let shuffled = batch(vec![
+        ("id", take(&keyed_original.column(0).clone())),
+        ("age", take(anonymized.column(0))),
+        ("zip", take(anonymized.column(1))),
+        ("disease", take(anonymized.column(2))),
+    ]);
+    (keyed_original, shuffled)
+}
+
+#[tokio::test]
+async fn a_shuffled_release_is_refused_by_position_and_measured_by_key() {
+    let (original, shuffled) = shuffled_example();
+    let ctx = context(vec![("anon", shuffled), ("orig", original)]);
+    let mut o = options("anon", &["age", "zip"], &["disease"]);
+    o.original = Some("orig".into());
+    // neither a key nor --by-position: refused, saying which to use
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("--key") && e.contains("--by-position"), "{e}");
+    // by position: the id (kept unchanged) differs at row 1 (30 against 10); no value shown
+    o.by_position = true;
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("column 'id'") && e.contains("at row 1 "), "{e}");
+    for value in ["30", "10", "flu", "hiv"] {
+        assert!(!e.contains(value), "no data value in errors: {e}");
+    }
+    // both: refused
+    o.key = Some("id".into());
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("not both"), "{e}");
+    // by key: the figures of `utility_hand_example` (the same pairs): NCP and loss 31/52,
+    // classification metric 1/4
+    o.by_position = false;
+    let u = run(&ctx, &o).await.utility.unwrap();
+    assert_eq!(u.matched_by, "key id");
+    close(u.ncp, 31.0 / 52.0, 1e-12, "ncp");
+    close(u.loss_metric, 31.0 / 52.0, 1e-12, "loss");
+    close(u.classification_metric.unwrap(), 0.25, 1e-12, "cm");
+}
+
+#[tokio::test]
+async fn by_position_checks_the_first_disagreeing_row() {
+    // the disease of row 3 differs (rows 1 and 2 agree): named as column disease, row 3
+    let (original, anonymized) = utility_example();
+    let changed = batch(vec![
+        ("age", anonymized.column(0).clone()),
+        ("zip", anonymized.column(1).clone()),
+        ("disease", strings(&["flu", "flu", "flu", "flu"])),
+    ]);
+    let ctx = context(vec![("anon", changed), ("orig", original)]);
+    let mut o = options("anon", &["age", "zip"], &["disease"]);
+    o.original = Some("orig".into());
+    o.by_position = true;
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(
+        e.contains("column 'disease'") && e.contains("at row 3 "),
+        "{e}"
+    );
+}
+
+/// Two releases of 8 rows (seed 004's Table 6 with a disease and an income): A generalizes
+/// zip, B age. B in A's order but with rows 1–2 and 5–6 swapped: positions 1, 2, 5 and 6
+/// disagree on (disease, income) — (flu, 10) against (flu, NULL) at 1 — the other 4 agree
+/// (position 2's NULL income agrees with nothing but NULL). Every (disease, income) pair is
+/// distinct, so by chance 8 · Σ_t (1/8)(1/8) = 1 position would agree.
+#[test]
+fn relink_counts_rows_joined_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.csv");
+    let b = dir.path().join("b.csv");
+    std::fs::write(
+        &a,
+        "zip,age,disease,income\n910**,42,flu,10\n910**,44,flu,\n277**,50,hiv,30\n\
+         277**,52,cancer,40\n321**,20,flu,50\n321**,21,hiv,60\n676**,31,asthma,70\n\
+         676**,32,flu,80\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        "zip,age,disease,income\n91058,*,flu,\n91058,*,flu,10\n27785,*,hiv,30\n\
+         27785,*,cancer,40\n32105,*,hiv,60\n32105,*,flu,50\n67676,*,asthma,70\n\
+         67676,*,flu,80\n",
+    )
+    .unwrap();
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (code, out, err) = run_anon(&[
+        "profile", a, "--qi", "zip,age", "--relink", b, "--format", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &json["relink"];
+    assert_eq!(r["columns"], serde_json::json!(["disease", "income"]));
+    assert_eq!(r["positions"], 8);
+    assert_eq!(r["other_rows"], 8);
+    assert_eq!(r["relinked"], 4);
+    close(r["share"].as_f64().unwrap(), 0.5, 1e-12, "share");
+    close(
+        r["expected_by_chance"].as_f64().unwrap(),
+        1.0,
+        1e-12,
+        "chance",
+    );
+    // against itself every row re-links
+    let (code, out, err) = run_anon(&[
+        "profile", a, "--qi", "zip,age", "--relink", a, "--format", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["relink"]["relinked"], 8);
+    // text and HTML carry the figure
+    for format in ["text", "html"] {
+        let (code, out, err) = run_anon(&[
+            "profile", a, "--qi", "zip,age", "--relink", b, "--format", format,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("rows re-linked by position"),
+            "{format}: {out}"
+        );
+        assert!(out.contains("50.0"), "{format}: {out}");
+    }
+    // nothing but quasi-identifiers in common: refused
+    let (code, _, err) = run_anon(&[
+        "profile",
+        a,
+        "--qi",
+        "zip,age,disease,income",
+        "--relink",
+        b,
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("nothing to re-link"), "{err}");
 }

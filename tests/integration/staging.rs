@@ -381,13 +381,29 @@ fn a_memory_limit_spills_or_stops_with_one_clear_error_before_writing() {
         &out,
         "--memory-limit",
         "64MiB",
+        "--seed",
+        "1",
     ]);
     assert!(limited.status.success(), "{}", stderr(&limited));
     let free_out = s.arg("free.parquet");
-    let free = anon(&["anonymize", "--policy", &policy, "--out", &free_out]);
+    let free = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &free_out,
+        "--seed",
+        "1",
+    ]);
     assert!(free.status.success(), "{}", stderr(&free));
     assert_eq!(
         String::from_utf8_lossy(&limited.stdout).replace("limited.parquet", "X"),
         String::from_utf8_lossy(&free.stdout).replace("free.parquet", "X"),
+    );
+    // the same seed shuffles the same way whether or not the shuffle spilled
+    assert!(
+        std::fs::read(s.path("limited.parquet")).unwrap()
+            == std::fs::read(s.path("free.parquet")).unwrap(),
+        "the limited run wrote other bytes"
     );
 }
