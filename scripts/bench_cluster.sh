@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS="${1:-10000000}"
 TARGET="${CARGO_TARGET_DIR:-target}"
-ANON="$TARGET/release/anon"
+ANON="${ANON:-$TARGET/release/anon}"
 WORK="$TARGET/bench-data/cluster"
 mkdir -p "$WORK"
 DATA="$WORK/patients-$ROWS.parquet"
