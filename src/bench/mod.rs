@@ -44,7 +44,8 @@ pub struct BenchArgs {
     /// Which comparisons to run.
     #[arg(long, value_enum, default_value_t = Suite::All)]
     pub suite: Suite,
-    /// The memory limit of the large suite's `anon anonymize`.
+    /// The memory limit of the large suite's `anon anonymize` and of the shuffle suite's
+    /// sessions.
     #[arg(long, default_value = "2GiB")]
     pub memory_limit: String,
     /// The large suite's input as a URL (e.g. `s3://bucket/patients.parquet`) instead of the
@@ -316,7 +317,8 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     }
     if args.suite == Suite::Shuffle {
         case_count += 1;
-        if !shuffle_case(&path, iterations).await? {
+        let limit = crate::session::parse_size(&args.memory_limit)?;
+        if !shuffle_case(&path, iterations, limit).await? {
             over.push("anon apply, shuffled");
         }
     }
@@ -408,10 +410,11 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
 }
 
 /// `anon apply` of the publish case's policy with its rows shuffled (seed 1) against the same
-/// apply in input order, interleaved, both writing a directory of Parquet files; prints the
+/// apply in input order, interleaved, both writing a directory of Parquet files, in a session
+/// of `memory_limit` bytes (the shuffle keeps rows within its pool, spilling beyond); prints the
 /// medians, the ratio against the 1.15 target and each variant's largest peak RSS (reset
 /// before every run).
-async fn shuffle_case(path: &Path, iterations: usize) -> Result<bool> {
+async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Result<bool> {
     use crate::publish::RowOrder;
     const TARGET: f64 = 1.15;
     let scratch = path.with_extension("bench-shuffle");
@@ -420,7 +423,7 @@ async fn shuffle_case(path: &Path, iterations: usize) -> Result<bool> {
     let mut policy =
         crate::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
     policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
-    let ctx = crate::session::context(None)?;
+    let ctx = crate::session::context(Some(memory_limit))?;
     policy.register(&ctx).await?;
     let release = crate::release::Release::FullDomain(policy.transformation().unwrap_or_default());
     let mut peaks = [0u64; 2];
@@ -457,13 +460,14 @@ async fn shuffle_case(path: &Path, iterations: usize) -> Result<bool> {
     print_row("anon apply, shuffled", &kept, &shuffled, TARGET, "-");
     println!(
         "                       (floor: the same apply in input order; peak RSS {} MiB in \
-         input order, {} MiB shuffled; last runs' write phase {:.2} s / {:.2} s; the shuffle \
-         spills beyond {} MiB)",
+         input order, {} MiB shuffled; last runs' write phase {:.2} s / {:.2} s; memory \
+         limit {} MiB, the pool {} MiB)",
         peaks[0],
         peaks[1],
         phases[0].write,
         phases[1].write,
-        crate::publish::SHUFFLE_MEMORY >> 20
+        memory_limit >> 20,
+        ((memory_limit as f64 * crate::session::POOL_SHARE) as usize) >> 20
     );
     Ok(ratio <= TARGET)
 }
