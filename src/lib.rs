@@ -23,6 +23,7 @@ pub use datafusion;
 pub mod bench;
 pub mod bucketize;
 pub mod distributed;
+pub mod errors;
 pub mod functions;
 pub mod generalize;
 pub mod generate;

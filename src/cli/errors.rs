@@ -5,47 +5,9 @@ use std::sync::Mutex;
 
 use datafusion::error::DataFusionError;
 
-use datafusion_anonymity::storage;
-use datafusion_anonymity::tables::redact;
-
-/// One line describing `error`: DataFusion's innermost error without its category prefix
-/// ("Error during planning: ..."), on one line, with quoted values removed from errors that
-/// come from reading or converting data.
+/// One line describing `error` ([`datafusion_anonymity::errors::one_line`]).
 pub fn one_line(error: &DataFusionError) -> String {
-    let root = error.find_root();
-    let text = match root {
-        // Arrow quotes the offending value in parse and cast errors
-        DataFusionError::ArrowError(arrow, _) => redact(&arrow.to_string()),
-        // the sqlparser error's own Display ("sql parser error: Expected ...") reads better
-        // than DataFusion's Debug rendering of it
-        DataFusionError::SQL(parser, _) => parser.to_string(),
-        DataFusionError::Internal(message) => format!("internal error: {message}"),
-        // DataFusion's own object-store errors name the object but may carry the server's
-        // response: keep the plain reason
-        DataFusionError::ObjectStore(store) => storage::describe_store_error(store),
-        // DataFusion's pool refusing an operator: say what to do about it
-        DataFusionError::ResourcesExhausted(message)
-            if message.starts_with("Failed to allocate") =>
-        {
-            let what = message.split(" - ").next().unwrap_or(message);
-            format!(
-                "the memory limit is too small for this input ({}); raise --memory-limit. \
-                 Nothing was written",
-                what.trim_start_matches("Failed to allocate ")
-            )
-        }
-        other => other.message().into_owned(),
-    };
-    storage::redact_credentials(&join_lines(&text))
-}
-
-/// `text` with its lines trimmed and joined by spaces.
-fn join_lines(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    datafusion_anonymity::errors::one_line(error, "--memory-limit")
 }
 
 /// A command-line parsing error as one line: clap's message (which starts with `error: `)
@@ -89,7 +51,10 @@ pub fn install_panic_hook() {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         if let Ok(mut last) = LAST_PANIC.lock() {
-            *last = Some(format!("{}{location}", join_lines(&message)));
+            *last = Some(format!(
+                "{}{location}",
+                datafusion_anonymity::errors::join_lines(&message)
+            ));
         }
     }));
 }

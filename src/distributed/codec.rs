@@ -120,6 +120,48 @@ fn malformed(name: &str) -> DataFusionError {
     ))
 }
 
+/// The function methods both codecs share: ours for the functions with parameters, the
+/// wrapped codec's for the rest.
+macro_rules! function_methods {
+    () => {
+        fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+            match ours(buf) {
+                Some((tag, payload)) => decode_udf(name, tag, payload),
+                None => self.inner.try_decode_udf(name, buf),
+            }
+        }
+
+        fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+            if encode_udf(node, buf)? {
+                return Ok(());
+            }
+            self.inner.try_encode_udf(node, buf)
+        }
+
+        fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
+            match ours(buf) {
+                Some((tag, payload)) => decode_udaf(name, tag, payload),
+                None => self.inner.try_decode_udaf(name, buf),
+            }
+        }
+
+        fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> Result<()> {
+            if encode_udaf(node, buf)? {
+                return Ok(());
+            }
+            self.inner.try_encode_udaf(node, buf)
+        }
+
+        fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> Result<Arc<WindowUDF>> {
+            self.inner.try_decode_udwf(name, buf)
+        }
+
+        fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> Result<()> {
+            self.inner.try_encode_udwf(node, buf)
+        }
+    };
+}
+
 /// The logical codec: ours for the crate's functions and `MemTable`s, the wrapped one (by
 /// default Ballista's) for the rest.
 #[derive(Debug)]
@@ -236,41 +278,7 @@ impl LogicalExtensionCodec for AnonymityLogicalCodec {
         self.inner.try_encode_file_format(buf, node)
     }
 
-    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        match ours(buf) {
-            Some((tag, payload)) => decode_udf(name, tag, payload),
-            None => self.inner.try_decode_udf(name, buf),
-        }
-    }
-
-    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udf(node, buf)
-    }
-
-    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
-        match ours(buf) {
-            Some((tag, payload)) => decode_udaf(name, tag, payload),
-            None => self.inner.try_decode_udaf(name, buf),
-        }
-    }
-
-    fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udaf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udaf(node, buf)
-    }
-
-    fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> Result<Arc<WindowUDF>> {
-        self.inner.try_decode_udwf(name, buf)
-    }
-
-    fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> Result<()> {
-        self.inner.try_encode_udwf(node, buf)
-    }
+    function_methods!();
 }
 
 /// The physical codec: ours for the crate's functions, the wrapped one (by default
@@ -315,39 +323,5 @@ impl PhysicalExtensionCodec for AnonymityPhysicalCodec {
         self.inner.try_encode(node, buf, proto_converter)
     }
 
-    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        match ours(buf) {
-            Some((tag, payload)) => decode_udf(name, tag, payload),
-            None => self.inner.try_decode_udf(name, buf),
-        }
-    }
-
-    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udf(node, buf)
-    }
-
-    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
-        match ours(buf) {
-            Some((tag, payload)) => decode_udaf(name, tag, payload),
-            None => self.inner.try_decode_udaf(name, buf),
-        }
-    }
-
-    fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udaf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udaf(node, buf)
-    }
-
-    fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> Result<Arc<WindowUDF>> {
-        self.inner.try_decode_udwf(name, buf)
-    }
-
-    fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> Result<()> {
-        self.inner.try_encode_udwf(node, buf)
-    }
+    function_methods!();
 }
