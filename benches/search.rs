@@ -81,6 +81,7 @@ fn policy(max_suppression: f64, l: Option<f64>, t: Option<f64>) -> PrivacyRequir
                 kind: TClosenessKind::Equal,
                 t,
             }),
+            ..Default::default()
         }],
     }
 }
@@ -199,8 +200,8 @@ fn bench(c: &mut Criterion) {
                 s.evaluation.suppressed_rows,
                 s.evaluation.classes,
                 s.evaluation.min_class_size,
-                s.evaluation.sensitive.first().and_then(|a| a.l),
-                s.evaluation.sensitive.first().and_then(|a| a.t),
+                s.evaluation.sensitive.first().and_then(|a| a.l()),
+                s.evaluation.sensitive.first().and_then(|a| a.t()),
                 outcome.nodes_checked,
                 outcome.lattice_size,
                 outcome.elapsed
@@ -238,8 +239,8 @@ fn bench(c: &mut Criterion) {
                 e.suppressed_rows,
                 e.discernibility,
                 e.min_class_size,
-                e.sensitive.first().and_then(|a| a.l),
-                e.sensitive.first().and_then(|a| a.t),
+                e.sensitive.first().and_then(|a| a.l()),
+                e.sensitive.first().and_then(|a| a.t()),
                 seconds * 1e3,
                 seconds / floor
             ),

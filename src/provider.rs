@@ -40,17 +40,13 @@ use datafusion::logical_expr::{
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{lit, not};
 
-use crate::functions::{
-    entropy_l_diversity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
-    t_closeness_ordered_udaf, t_closeness_udaf,
-};
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::udf::local_recode::{
     LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
-use crate::policy::{LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind};
+use crate::policy::{PrivacyRequirements, SuppressionMode};
 use crate::release::Release;
 use datafusion::functions::core::expr_fn::get_field;
 
@@ -94,14 +90,9 @@ impl Generalization {
             .collect()
     }
 
-    /// Whether any class can fail: k > 1 or some l / t requirement.
+    /// Whether any class can fail: k > 1 or a requirement on a sensitive attribute.
     pub fn suppresses(&self) -> bool {
-        self.requirements.k > 1
-            || self
-                .requirements
-                .sensitive
-                .iter()
-                .any(|s| s.l.is_some() || s.t.is_some())
+        self.requirements.can_fail()
     }
 }
 
@@ -369,33 +360,11 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
         Expr::Column(Column::from_name(ROWS)).gt_eq(lit(generalization.requirements.k as i64)),
     ];
     for (i, s) in generalization.requirements.sensitive.iter().enumerate() {
-        let value = Expr::Column(Column::from_name(&s.attribute));
-        if let Some(l) = s.l {
-            let name = format!("__anon_l_{i}");
-            let measure = match l.kind {
-                LDiversityKind::Distinct => l_diversity_udaf().call(vec![value.clone()]),
-                LDiversityKind::Entropy => entropy_l_diversity_udaf().call(vec![value.clone()]),
-                LDiversityKind::Recursive => {
-                    recursive_cl_diversity_udaf().call(vec![value.clone(), lit(l.c.unwrap_or(1.0))])
-                }
-            };
-            aggregates.push(measure.alias(&name));
-            conditions.push(
-                datafusion::prelude::cast(
-                    Expr::Column(Column::from_name(name)),
-                    datafusion::arrow::datatypes::DataType::Float64,
-                )
-                .gt_eq(lit(l.threshold())),
-            );
-        }
-        if let Some(t) = s.t {
-            let name = format!("__anon_t_{i}");
-            let measure = match t.kind {
-                TClosenessKind::Equal => t_closeness_udaf().call(vec![value.clone()]),
-                TClosenessKind::Ordered => t_closeness_ordered_udaf().call(vec![value.clone()]),
-            };
-            aggregates.push(measure.alias(&name));
-            conditions.push(Expr::Column(Column::from_name(name)).lt_eq(lit(t.threshold())));
+        for (j, bound) in s.bounds().iter().enumerate() {
+            let name = format!("__anon_measure_{i}_{j}");
+            let value = Expr::Column(Column::from_name(&s.attribute));
+            aggregates.push(bound.measure.call(value).alias(&name));
+            conditions.push(bound.passes(Expr::Column(Column::from_name(name))));
         }
     }
     let passes = conditions

@@ -131,11 +131,10 @@ pub fn print_summary(report: &PublishReport) {
     println!("classes: {}", v.classes);
     println!("k: {}", v.k);
     for s in &v.sensitive {
-        if let Some(l) = s.l {
-            println!("l({}): {}", s.attribute, trim(l));
-        }
-        if let Some(t) = s.t {
-            println!("t({}): {}", s.attribute, trim(t));
+        for (key, worst) in &s.worst {
+            if let Some(worst) = worst {
+                println!("{key}({}): {}", s.attribute, trim(*worst));
+            }
         }
     }
     let share = if report.input_rows == 0 {

@@ -1,6 +1,6 @@
 //! [`ClassDistributionFunction`]: the aggregate UDF shape shared by every function whose value
 //! is read off the histogram of one attribute inside the class (`k_anonymity(person_id)`,
-//! `l_diversity`, `entropy_l_diversity`, `recursive_cl_diversity`,
+//! `l_diversity`, `entropy_l_diversity`, `recursive_cl_diversity`, `alpha_anonymity`,
 //! `reidentification_risk(person_id)`). Each function's own file supplies its name,
 //! documentation and [`HistogramOutput`].
 
@@ -30,6 +30,8 @@ pub(crate) enum Kind {
     Entropy,
     /// Recursive (c, l): Int64; the second argument is the constant c.
     Recursive,
+    /// α, the largest share of one value: Float64.
+    MaxShare,
 }
 
 /// Replaces the zero-argument call (given with its FILTER) by an equivalent one-argument
@@ -73,6 +75,7 @@ impl ClassDistributionFunction {
             Kind::PersonRisk => HistogramOutput::PersonRisk,
             Kind::Distinct => HistogramOutput::DistinctValues,
             Kind::Entropy => HistogramOutput::EntropyL,
+            Kind::MaxShare => HistogramOutput::MaxShare,
             Kind::Recursive => {
                 let c = constant_f64(self.name, "c", &args.exprs[1])?;
                 if !(c.is_finite() && c > 0.0) {
@@ -123,6 +126,7 @@ impl ClassDistributionFunction {
             Kind::PersonRisk => HistogramOutput::PersonRisk,
             Kind::Distinct => HistogramOutput::DistinctValues,
             Kind::Entropy => HistogramOutput::EntropyL,
+            Kind::MaxShare => HistogramOutput::MaxShare,
             Kind::Recursive => {
                 let mut c = args.get(1)?;
                 // type coercion may have wrapped the constant in a cast
@@ -203,7 +207,7 @@ impl AggregateUDFImpl for ClassDistributionFunction {
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::Persons | Kind::Distinct | Kind::Recursive => DataType::Int64,
-            Kind::PersonRisk | Kind::Entropy => DataType::Float64,
+            Kind::PersonRisk | Kind::Entropy | Kind::MaxShare => DataType::Float64,
         })
     }
 

@@ -158,6 +158,83 @@ pub fn ordered_emd(domain: &OrderedDomain, class: &[(usize, u64)], class_rows: u
     total / (m - 1) as f64
 }
 
+/// α of (α,k)-anonymity (Wong et al. 2006) for a class whose non-NULL values have `counts`
+/// and which has `nulls` NULLs: the largest share of one value, with the NULLs counted as
+/// copies of the most frequent value (the worst case). 1 for an all-NULL class, 0 for an empty
+/// one.
+pub fn alpha(counts: &[u64], nulls: u64) -> f64 {
+    let size = counts.iter().sum::<u64>() + nulls;
+    if size == 0 {
+        return 0.0;
+    }
+    (counts.iter().copied().max().unwrap_or(0) + nulls) as f64 / size as f64
+}
+
+/// Relative excess of a value's share in a class over its share in the table,
+/// (p_E − p_T)/p_T, and the enhanced-β-likeness cap −ln p_T of that value.
+fn relative_gain(
+    table_count: u64,
+    class_count: u64,
+    class_rows: f64,
+    table_rows: f64,
+) -> (f64, f64) {
+    let (pe, pt) = (
+        class_count as f64 / class_rows,
+        table_count as f64 / table_rows,
+    );
+    ((pe - pt) / pt, -pt.ln())
+}
+
+/// Basic β-likeness of a class (Cao & Karras 2012): the largest (p_E(v) − p_T(v))/p_T(v)
+/// over the values more frequent in the class than in the table; 0 if there is none.
+/// `class` lists `(table_count, class_count)` of the values present in the class (a value
+/// absent from the class only lowers its share, so only present values are visited).
+pub fn beta_likeness(class: &[(u64, u64)], class_rows: u64, table_rows: u64) -> f64 {
+    let (ne, nt) = (class_rows as f64, table_rows as f64);
+    class
+        .iter()
+        .map(|&(tc, ec)| relative_gain(tc, ec, ne, nt).0)
+        .fold(0.0, f64::max)
+}
+
+/// Enhanced β-likeness of a class (Cao & Karras 2012): the class meets β exactly when every
+/// value has (p_E − p_T)/p_T ≤ min(β, −ln p_T). Returned as the smallest β the class meets:
+/// its basic β when no value exceeds its −ln p_T cap, +∞ when one does (no β is then met).
+pub fn enhanced_beta_likeness(class: &[(u64, u64)], class_rows: u64, table_rows: u64) -> f64 {
+    let (ne, nt) = (class_rows as f64, table_rows as f64);
+    let mut beta: f64 = 0.0;
+    for &(tc, ec) in class {
+        let (gain, cap) = relative_gain(tc, ec, ne, nt);
+        // the relative tolerance only absorbs rounding, as in `PrivacyRequirements`
+        if gain > cap * (1.0 + 1e-12) + 1e-15 {
+            return f64::INFINITY;
+        }
+        beta = beta.max(gain);
+    }
+    beta
+}
+
+/// δ-disclosure of a class (Brickell & Shmatikov 2008): max over the table's values of
+/// |ln(p_E(v)/p_T(v))|. A value of the table absent from the class makes it +∞ (the textbook
+/// definition, which never understates the disclosure); `table_values` is the number of
+/// distinct values of the table (NULL a value of its own), `class` the present values'
+/// `(table_count, class_count)`.
+pub fn delta_disclosure(
+    class: &[(u64, u64)],
+    class_rows: u64,
+    table_rows: u64,
+    table_values: usize,
+) -> f64 {
+    if class.len() < table_values {
+        return f64::INFINITY;
+    }
+    let (ne, nt) = (class_rows as f64, table_rows as f64);
+    class
+        .iter()
+        .map(|&(tc, ec)| ((ec as f64 / ne) / (tc as f64 / nt)).ln().abs())
+        .fold(0.0, f64::max)
+}
+
 /// Longpre's normalized leakage share of a class of `class_rows` in a table of `table_rows`:
 /// (|E|/n)·(log2 n − log2 |E|)/log2 n. `None` for an empty table; 1 for a one-row table.
 pub fn entropy_leakage(class_rows: u64, table_rows: u64) -> Option<f64> {
@@ -258,5 +335,38 @@ mod tests {
         assert!((sum - 0.168).abs() < 5e-4, "{sum}");
         assert_eq!(entropy_leakage(0, 0), None);
         assert_eq!(entropy_leakage(1, 1), Some(1.0));
+    }
+
+    #[test]
+    fn alpha_counts_nulls_as_the_most_frequent_value() {
+        // {a, a, b, NULL}: the NULL may be an a, so α = 3/4
+        assert_eq!(alpha(&[2, 1], 1), 0.75);
+        assert_eq!(alpha(&[1, 1, 1, 1], 0), 0.25);
+        assert_eq!(alpha(&[], 3), 1.0);
+        assert_eq!(alpha(&[], 0), 0.0);
+    }
+
+    #[test]
+    fn beta_and_delta_by_hand() {
+        // table of 10: a 5, b 4, c 1; class of 4: a 1, b 2, c 1
+        // p_E = (1/4, 1/2, 1/4), p_T = (1/2, 2/5, 1/10)
+        // gains: a −1/2, b (1/2 − 2/5)/(2/5) = 1/4, c (1/4 − 1/10)/(1/10) = 3/2 → β = 1.5
+        let class = [(5, 1), (4, 2), (1, 1)];
+        assert!(close(beta_likeness(&class, 4, 10), 1.5));
+        // caps −ln p_T: c −ln 0.1 = 2.303 ≥ 1.5, b −ln 0.4 = 0.916 ≥ 0.25: enhanced β = 1.5
+        assert!(close(enhanced_beta_likeness(&class, 4, 10), 1.5));
+        // class of 2: c 2 → gain of c is (1 − 0.1)/0.1 = 9 > 2.303: no β is met
+        assert_eq!(enhanced_beta_likeness(&[(1, 2)], 2, 10), f64::INFINITY);
+        assert!(close(beta_likeness(&[(1, 2)], 2, 10), 9.0));
+        // δ: |ln(p_E/p_T)| = |ln 0.5|, |ln 1.25|, |ln 2.5| → ln 2.5 = 0.9163
+        assert!(close(delta_disclosure(&class, 4, 10, 3), 2.5f64.ln()));
+        // a class without c: +∞
+        assert_eq!(delta_disclosure(&[(5, 1), (4, 2)], 3, 10, 3), f64::INFINITY);
+        // the table itself: all 0
+        assert!(close(
+            delta_disclosure(&[(5, 5), (4, 4), (1, 1)], 10, 10, 3),
+            0.0
+        ));
+        assert!(close(beta_likeness(&[(5, 5), (4, 4), (1, 1)], 10, 10), 0.0));
     }
 }

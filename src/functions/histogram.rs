@@ -52,6 +52,8 @@ pub(crate) enum HistogramOutput {
     EntropyL,
     /// Int64: recursive (c, l)-diversity, NULLs merged into the most frequent value.
     RecursiveL { c: f64 },
+    /// Float64: α, the largest share of one value, NULLs merged into the most frequent value.
+    MaxShare,
     /// Struct {values: List<T>, counts: List<UInt64>}: the histogram itself, for the
     /// whole-table window functions.
     Histogram,
@@ -74,6 +76,7 @@ impl HistogramOutput {
             Self::DistinctValues => "distinct",
             Self::EntropyL => "entropy",
             Self::RecursiveL { .. } => "recursive",
+            Self::MaxShare => "alpha",
             Self::Histogram => "histogram",
         }
     }
@@ -86,6 +89,7 @@ impl HistogramOutput {
             "distinct" => Self::DistinctValues,
             "entropy" => Self::EntropyL,
             "recursive" => Self::RecursiveL { c },
+            "alpha" => Self::MaxShare,
             _ => return None,
         })
     }
@@ -654,6 +658,9 @@ pub(crate) fn class_measure(
         HistogramOutput::RecursiveL { c } => {
             worst_case(scratch);
             Some(formulas::recursive_l(scratch, c) as f64)
+        }
+        HistogramOutput::MaxShare => {
+            (!counts.is_empty() || nulls > 0).then(|| formulas::alpha(counts, nulls))
         }
         HistogramOutput::Histogram => None,
     }

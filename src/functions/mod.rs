@@ -11,14 +11,22 @@
 //! | `ncp(a, ...)` | [`ncp`] |
 //! | `entropy_leakage()` | [`entropy_leakage`] |
 //! | `reidentification_risk([person_id])` | [`reidentification_risk`] |
+//! | `alpha_anonymity(s)` | [`alpha_anonymity`] |
+//! | `beta_likeness(s)` | [`beta_likeness`] |
+//! | `enhanced_beta_likeness(s)` | [`enhanced_beta_likeness`] |
+//! | `delta_disclosure(s)` | [`delta_disclosure`] |
 use std::sync::Arc;
 
 use datafusion::logical_expr::AggregateUDF;
 
+pub mod alpha_anonymity;
+pub mod beta_likeness;
 pub mod class_distribution;
 pub(crate) mod class_log;
 pub(crate) mod common;
+pub mod delta_disclosure;
 pub(crate) mod distinct;
+pub mod enhanced_beta_likeness;
 pub mod entropy_l_diversity;
 pub mod entropy_leakage;
 pub mod formulas;
@@ -34,6 +42,10 @@ pub mod t_closeness;
 pub mod t_closeness_ordered;
 pub mod whole_table;
 
+pub use alpha_anonymity::alpha_anonymity_udaf;
+pub use beta_likeness::beta_likeness_udaf;
+pub use delta_disclosure::delta_disclosure_udaf;
+pub use enhanced_beta_likeness::enhanced_beta_likeness_udaf;
 pub use entropy_l_diversity::entropy_l_diversity_udaf;
 pub use entropy_leakage::entropy_leakage_udaf;
 pub use k_anonymity::k_anonymity_udaf;
@@ -56,6 +68,10 @@ pub fn user_functions() -> Vec<Arc<AggregateUDF>> {
         ncp_udaf(),
         entropy_leakage_udaf(),
         reidentification_risk_udaf(),
+        alpha_anonymity_udaf(),
+        beta_likeness_udaf(),
+        enhanced_beta_likeness_udaf(),
+        delta_disclosure_udaf(),
     ]
 }
 

@@ -107,23 +107,35 @@ impl TableHistograms {
     pub fn class_range(&self, class: usize) -> std::ops::Range<usize> {
         self.offsets[class]..self.offsets[class + 1]
     }
+
+    /// `value(pairs, class_rows)` of every class, with `pairs` the class's
+    /// `(table_count, class_count)` per value present; NULL for an empty class.
+    pub fn map_class_pairs(
+        &self,
+        value: impl Fn(&[(u64, u64)], u64) -> f64 + Sync,
+    ) -> Vec<Option<f64>> {
+        map_classes(self.num_classes(), |class, pairs: &mut Vec<(u64, u64)>| {
+            pairs.clear();
+            let range = self.class_range(class);
+            pairs.extend(
+                self.codes[range.clone()]
+                    .iter()
+                    .zip(&self.counts[range])
+                    .map(|(&code, &count)| (self.table_counts[code as usize], count)),
+            );
+            let class_rows: u64 = pairs.iter().map(|&(_, c)| c).sum();
+            (class_rows > 0).then(|| value(pairs, class_rows))
+        })
+    }
 }
 
 /// Finalizes every class (see [`super::whole_table`]).
 pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let table = TableHistograms::try_new(states)?;
-    let result: Float64Array = map_classes(table.num_classes(), |class, pairs: &mut Vec<_>| {
-        pairs.clear();
-        let range = table.class_range(class);
-        pairs.extend(
-            table.codes[range.clone()]
-                .iter()
-                .zip(&table.counts[range])
-                .map(|(&code, &count)| (table.table_counts[code as usize], count)),
-        );
-        let class_rows: u64 = pairs.iter().map(|&(_, c)| c).sum();
-        (class_rows > 0).then(|| formulas::equal_emd(pairs, class_rows, table.table_rows))
-    })
-    .into();
+    let result: Float64Array = table
+        .map_class_pairs(|pairs, class_rows| {
+            formulas::equal_emd(pairs, class_rows, table.table_rows)
+        })
+        .into();
     Ok(Arc::new(result))
 }

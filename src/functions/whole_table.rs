@@ -1,6 +1,6 @@
 //! [`WholeTableFunction`]: the aggregate UDF shape of the functions whose value depends on the
 //! whole table as well as on the class (`t_closeness`, `t_closeness_ordered`, `ncp`,
-//! `entropy_leakage`).
+//! `entropy_leakage`, `beta_likeness`, `enhanced_beta_likeness`, `delta_disclosure`).
 //!
 //! Such a function is never executed as written: the analyzer rule of [`crate::rewrite`]
 //! replaces each call by an internal aggregate computing the class's *state* (a histogram, a
@@ -21,7 +21,10 @@ use datafusion::logical_expr::{
 };
 
 use super::common::{decode_dictionary, is_ordered};
-use super::{entropy_leakage, ncp, ncp_state, sa_histogram, t_closeness, t_closeness_ordered};
+use super::{
+    beta_likeness, delta_disclosure, enhanced_beta_likeness, entropy_leakage, ncp, ncp_state,
+    sa_histogram, t_closeness, t_closeness_ordered,
+};
 
 /// Which whole-table function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,15 +33,18 @@ pub enum WholeTableKind {
     TClosenessOrdered,
     Ncp,
     EntropyLeakage,
+    BetaLikeness,
+    EnhancedBetaLikeness,
+    DeltaDisclosure,
 }
 
 impl WholeTableKind {
     /// The internal aggregate computing a class's state from the call's arguments.
     pub fn class_state(self, args: Vec<Expr>, filter: Option<Box<Expr>>) -> Expr {
         let (udaf, args) = match self {
-            Self::TCloseness | Self::TClosenessOrdered => (sa_histogram::sa_histogram_udaf(), args),
             Self::Ncp => (ncp_state::ncp_state_udaf(), args),
             Self::EntropyLeakage => (count_udaf(), vec![lit(1i64)]),
+            _ => (sa_histogram::sa_histogram_udaf(), args),
         };
         Expr::AggregateFunction(AggregateFunction::new_udf(
             udaf,
@@ -50,6 +56,12 @@ impl WholeTableKind {
         ))
     }
 
+    /// Whether the class state is the attribute's histogram (`__anon_sa_histogram`), which
+    /// calls on the same attribute can share.
+    pub fn reads_histogram(self) -> bool {
+        !matches!(self, Self::Ncp | Self::EntropyLeakage)
+    }
+
     /// Finalizes every class from all classes' states (one row per class, in any order).
     pub fn finalize(self, states: &ArrayRef) -> Result<ArrayRef> {
         match self {
@@ -57,6 +69,9 @@ impl WholeTableKind {
             Self::TClosenessOrdered => t_closeness_ordered::finalize(states),
             Self::Ncp => ncp::finalize(states),
             Self::EntropyLeakage => entropy_leakage::finalize(states),
+            Self::BetaLikeness => beta_likeness::finalize(states),
+            Self::EnhancedBetaLikeness => enhanced_beta_likeness::finalize(states),
+            Self::DeltaDisclosure => delta_disclosure::finalize(states),
         }
     }
 
@@ -67,14 +82,20 @@ impl WholeTableKind {
             Self::TClosenessOrdered => "__anon_t_closeness_ordered_final",
             Self::Ncp => "__anon_ncp_final",
             Self::EntropyLeakage => "__anon_entropy_leakage_final",
+            Self::BetaLikeness => "__anon_beta_likeness_final",
+            Self::EnhancedBetaLikeness => "__anon_enhanced_beta_likeness_final",
+            Self::DeltaDisclosure => "__anon_delta_disclosure_final",
         }
     }
 
-    pub const ALL: [WholeTableKind; 4] = [
+    pub const ALL: [WholeTableKind; 7] = [
         Self::TCloseness,
         Self::TClosenessOrdered,
         Self::Ncp,
         Self::EntropyLeakage,
+        Self::BetaLikeness,
+        Self::EnhancedBetaLikeness,
+        Self::DeltaDisclosure,
     ];
 }
 
@@ -152,7 +173,12 @@ impl AggregateUDFImpl for WholeTableFunction {
             ))
         };
         match self.kind {
-            WholeTableKind::TCloseness if coerced.len() != 1 => {
+            WholeTableKind::TCloseness
+            | WholeTableKind::BetaLikeness
+            | WholeTableKind::EnhancedBetaLikeness
+            | WholeTableKind::DeltaDisclosure
+                if coerced.len() != 1 =>
+            {
                 return Err(arity_error("(sensitive)"));
             }
             WholeTableKind::TClosenessOrdered => {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::bucketization::{BucketizationKeys, Method};
-use super::requirements::{LDiversity, SuppressionMode, TCloseness};
+use super::requirements::{
+    BetaLikeness, LDiversity, SensitiveRequirement, SuppressionMode, TCloseness,
+};
 use crate::bucketize::Refinement;
 use crate::tables::{BadValues, ColumnType};
 
@@ -67,6 +69,12 @@ pub struct PrivacySpec {
     pub l_diversity: Option<LDiversity>,
     /// t-closeness for every sensitive attribute that does not set its own.
     pub t_closeness: Option<TCloseness>,
+    /// α of (α,k)-anonymity for every sensitive attribute that does not set its own.
+    pub alpha: Option<f64>,
+    /// β-likeness for every sensitive attribute that does not set its own.
+    pub beta_likeness: Option<BetaLikeness>,
+    /// δ-disclosure for every sensitive attribute that does not set its own.
+    pub delta_disclosure: Option<f64>,
     /// The publishing scheme (`generalization` by default; see
     /// [`super::bucketization`]).
     #[serde(default)]
@@ -88,6 +96,19 @@ pub struct PrivacySpec {
 }
 
 impl PrivacySpec {
+    /// The requirements `[privacy]` sets for every sensitive attribute that does not set its
+    /// own (attribute name empty).
+    pub fn default_requirement(&self) -> SensitiveRequirement {
+        SensitiveRequirement {
+            attribute: String::new(),
+            l: self.l_diversity,
+            t: self.t_closeness,
+            alpha: self.alpha,
+            beta: self.beta_likeness,
+            delta: self.delta_disclosure,
+        }
+    }
+
     /// The bucketization keys.
     pub fn bucketization_keys(&self) -> BucketizationKeys {
         BucketizationKeys {
@@ -140,11 +161,31 @@ pub struct AttributeSpec {
     pub l_diversity: Option<LDiversity>,
     /// This sensitive attribute's own t-closeness (overrides `[privacy]`).
     pub t_closeness: Option<TCloseness>,
+    /// This sensitive attribute's own α of (α,k)-anonymity (overrides `[privacy]`).
+    pub alpha: Option<f64>,
+    /// This sensitive attribute's own β-likeness (overrides `[privacy]`).
+    pub beta_likeness: Option<BetaLikeness>,
+    /// This sensitive attribute's own δ-disclosure (overrides `[privacy]`).
+    pub delta_disclosure: Option<f64>,
     /// The column's type when the input is CSV (`int64`, `float64`, `utf8`, `date`,
     /// `timestamp` or `bool`), instead of the type inferred from its values; for Parquet input
     /// it must match the column's type.
     #[serde(rename = "type")]
     pub data_type: Option<ColumnType>,
+}
+
+impl AttributeSpec {
+    /// The requirements this attribute sets itself, under `attribute`.
+    pub fn own_requirement(&self, attribute: &str) -> SensitiveRequirement {
+        SensitiveRequirement {
+            attribute: attribute.to_string(),
+            l: self.l_diversity,
+            t: self.t_closeness,
+            alpha: self.alpha,
+            beta: self.beta_likeness,
+            delta: self.delta_disclosure,
+        }
+    }
 }
 
 /// A hierarchy, by kind.

@@ -45,8 +45,9 @@ use crate::tables::{BadValues, ColumnType, CsvOptions, TableFormat};
 pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
-    LDiversity, LDiversityKind, PrivacyRequirements, RELATIVE_TOLERANCE, SensitiveRequirement,
-    SuppressionMode, TCloseness, TClosenessKind,
+    BetaLikeness, Bound, Direction, LDiversity, LDiversityKind, Measure, PrivacyRequirements,
+    RELATIVE_TOLERANCE, SensitiveAchieved, SensitiveRequirement, SuppressionMode, TCloseness,
+    TClosenessKind,
 };
 
 /// A hierarchy as far as it is known before the data are seen.
@@ -160,12 +161,7 @@ impl Policy {
         if privacy.suppression != SuppressionMode::default() {
             generalization_only.push("suppression");
         }
-        if privacy.l_diversity.is_some() {
-            generalization_only.push("l_diversity");
-        }
-        if privacy.t_closeness.is_some() {
-            generalization_only.push("t_closeness");
-        }
+        generalization_only.extend(privacy.default_requirement().policy_keys());
         if file.transformation.is_some() && privacy.method != Method::Generalization {
             return Err(err(format!(
                 "[transformation] applies to method = \"generalization\", not to {}",
@@ -181,6 +177,7 @@ impl Policy {
         .map_err(err)?;
         let mut columns = Vec::new();
         let mut sensitive = Vec::new();
+        let defaults = privacy.default_requirement();
         for (column, spec) in &file.attributes {
             let hierarchy = match (spec.role, &spec.hierarchy) {
                 (Role::QuasiIdentifier, Some(h)) => {
@@ -201,18 +198,18 @@ impl Policy {
                 }
                 (_, None) => None,
             };
-            if spec.role != Role::Sensitive
-                && (spec.l_diversity.is_some() || spec.t_closeness.is_some())
-            {
+            let own = spec.own_requirement(column);
+            if spec.role != Role::Sensitive && own.is_constrained() {
                 return Err(err(format!(
-                    "attribute '{column}' is {}: l_diversity and t_closeness apply to sensitive attributes only",
-                    spec.role.name()
+                    "attribute '{column}' is {}: {} apply to sensitive attributes only",
+                    spec.role.name(),
+                    own.policy_keys().join(", ")
                 )));
             }
-            if bucketization.is_some() && (spec.l_diversity.is_some() || spec.t_closeness.is_some())
-            {
+            if bucketization.is_some() && own.is_constrained() {
                 return Err(err(format!(
-                    "attribute '{column}': l_diversity and t_closeness apply to method = \"generalization\", not to {}",
+                    "attribute '{column}': {} apply to method = \"generalization\", not to {}",
+                    own.policy_keys().join(", "),
                     privacy.method.name()
                 )));
             }
@@ -225,15 +222,9 @@ impl Policy {
                 )));
             }
             if spec.role == Role::Sensitive {
-                let l = spec.l_diversity.or(privacy.l_diversity);
-                let t = spec.t_closeness.or(privacy.t_closeness);
-                check_l(source, column, l.as_ref())?;
-                check_t(source, column, t.as_ref())?;
-                sensitive.push(SensitiveRequirement {
-                    attribute: column.clone(),
-                    l,
-                    t,
-                });
+                let requirement = own.or(&defaults);
+                requirement.validate().map_err(&err)?;
+                sensitive.push(requirement);
             }
             columns.push(PolicyColumn {
                 name: column.clone(),
@@ -271,12 +262,11 @@ impl Policy {
                 ));
             }
         }
-        if sensitive.is_empty() && (privacy.l_diversity.is_some() || privacy.t_closeness.is_some())
-        {
-            return Err(err(
-                "privacy.l_diversity / t_closeness need a sensitive attribute (role = \"sensitive\")"
-                    .into(),
-            ));
+        if sensitive.is_empty() && defaults.is_constrained() {
+            return Err(err(format!(
+                "privacy.{} need a sensitive attribute (role = \"sensitive\")",
+                defaults.policy_keys().join(", privacy.")
+            )));
         }
         if let Some(levels) = &file.transformation {
             for (column, level) in levels {
@@ -532,7 +522,9 @@ impl Policy {
         self.requirements.sensitive = sensitive;
         for s in &self.requirements.sensitive {
             let data_type = schema.field_with_name(&s.attribute)?.data_type();
-            if matches!(s.t, Some(t) if t.kind == TClosenessKind::Ordered)
+            if s.bounds()
+                .iter()
+                .any(|b| b.measure.needs_ordered_attribute())
                 && !is_orderable(data_type)
             {
                 return Err(err(format!(
@@ -716,53 +708,6 @@ impl Policy {
             requirements: self.requirements.clone(),
             suppression: self.suppression,
         })
-    }
-}
-
-fn check_l(source: &str, column: &str, l: Option<&LDiversity>) -> Result<()> {
-    let Some(l) = l else { return Ok(()) };
-    if l.l.is_nan() || l.l < 1.0 {
-        return Err(policy_error(
-            source,
-            format!(
-                "l_diversity of '{column}': l must be at least 1, got {}",
-                l.l
-            ),
-        ));
-    }
-    if l.kind != LDiversityKind::Entropy && l.l.fract() != 0.0 {
-        return Err(policy_error(
-            source,
-            format!(
-                "l_diversity of '{column}': {} l must be a whole number, got {}",
-                l.kind.name(),
-                l.l
-            ),
-        ));
-    }
-    match (l.kind, l.c) {
-        (LDiversityKind::Recursive, None) => Err(policy_error(
-            source,
-            format!("l_diversity of '{column}': kind = \"recursive\" needs c"),
-        )),
-        (LDiversityKind::Recursive, Some(c)) if c.is_nan() || c <= 0.0 => Err(policy_error(
-            source,
-            format!("l_diversity of '{column}': c must be positive, got {c}"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-fn check_t(source: &str, column: &str, t: Option<&TCloseness>) -> Result<()> {
-    match t {
-        Some(t) if !(0.0..=1.0).contains(&t.t) => Err(policy_error(
-            source,
-            format!(
-                "t_closeness of '{column}': t is a distance between 0 and 1, got {}",
-                t.t
-            ),
-        )),
-        _ => Ok(()),
     }
 }
 

@@ -1,9 +1,31 @@
 //! The privacy requirements of a policy: what a published table must satisfy.
 //!
 //! These types are shared by the policy file (`[privacy]`), the search (which evaluates them
-//! on lattice nodes) and the publisher (which verifies them on the written output).
+//! on lattice nodes), the table provider (which finds the failing classes in SQL) and the
+//! publisher (which verifies them on the written output).
+//!
+//! ## One requirement, one place
+//! Every requirement on a sensitive attribute is a [`Bound`] on a per-class [`Measure`]. A
+//! measure knows, here and nowhere else: its key in reports, its SQL function
+//! ([`Measure::call`], used by the provider and the verification), how a class's value compares
+//! with the bound ([`Bound::is_met_by`] in Rust, [`Bound::passes`] in SQL, both through
+//! [`Bound::threshold`]), and whether it is monotone for the search's pruning
+//! ([`Measure::failure_inherited_by_parts`], [`Measure::closed_under_union`]). The search's
+//! own evaluation of a measure on a class histogram is one `match` over [`Measure`]
+//! (`search::evaluate::class_measures`). Adding a requirement is: a variant here, its policy
+//! key in [`SensitiveRequirement::bounds`], and its arm in that `match`; the compiler finds
+//! every other place.
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use datafusion::logical_expr::{Expr, lit};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::functions::{
+    alpha_anonymity_udaf, beta_likeness_udaf, delta_disclosure_udaf, enhanced_beta_likeness_udaf,
+    entropy_l_diversity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
+    t_closeness_ordered_udaf, t_closeness_udaf,
+};
 
 /// The flavour of l-diversity a sensitive attribute must meet (Machanavajjhala et al. 2007).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -82,8 +104,19 @@ fn default_t_kind() -> TClosenessKind {
     TClosenessKind::Equal
 }
 
+/// A β-likeness requirement on one sensitive attribute (Cao & Karras 2012).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BetaLikeness {
+    /// The largest relative gain (p_E − p_T)/p_T allowed (> 0).
+    pub beta: f64,
+    /// Enhanced β-likeness: the gain of each value is also capped by −ln p_T(v).
+    #[serde(default)]
+    pub enhanced: bool,
+}
+
 /// The requirements on one sensitive attribute.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct SensitiveRequirement {
     /// The sensitive column.
     pub attribute: String,
@@ -91,6 +124,369 @@ pub struct SensitiveRequirement {
     pub l: Option<LDiversity>,
     /// Its t-closeness requirement, if any.
     pub t: Option<TCloseness>,
+    /// α of (α,k)-anonymity: no value may make up more than this share of a class.
+    pub alpha: Option<f64>,
+    /// Its β-likeness requirement, if any.
+    pub beta: Option<BetaLikeness>,
+    /// δ of δ-disclosure privacy: every class is below it.
+    pub delta: Option<f64>,
+}
+
+impl SensitiveRequirement {
+    /// The attribute without requirements.
+    pub fn unconstrained(attribute: impl Into<String>) -> Self {
+        Self {
+            attribute: attribute.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Every bound this attribute's classes must meet, in a fixed order (l, t, α, β, δ).
+    pub fn bounds(&self) -> Vec<Bound> {
+        let mut bounds = Vec::new();
+        if let Some(l) = self.l {
+            let measure = match l.kind {
+                LDiversityKind::Distinct => Measure::DistinctL,
+                LDiversityKind::Entropy => Measure::EntropyL,
+                // a missing c is reported by `validate`
+                LDiversityKind::Recursive => Measure::RecursiveL {
+                    c: l.c.unwrap_or(f64::NAN),
+                },
+            };
+            bounds.push(Bound::new(measure, l.l));
+        }
+        if let Some(t) = self.t {
+            let measure = match t.kind {
+                TClosenessKind::Equal => Measure::EqualT,
+                TClosenessKind::Ordered => Measure::OrderedT,
+            };
+            bounds.push(Bound::new(measure, t.t));
+        }
+        if let Some(alpha) = self.alpha {
+            bounds.push(Bound::new(Measure::Alpha, alpha));
+        }
+        if let Some(beta) = self.beta {
+            let measure = if beta.enhanced {
+                Measure::EnhancedBeta
+            } else {
+                Measure::Beta
+            };
+            bounds.push(Bound::new(measure, beta.beta));
+        }
+        if let Some(delta) = self.delta {
+            bounds.push(Bound::new(Measure::Delta, delta));
+        }
+        bounds
+    }
+
+    /// This attribute's requirements, each one it does not set taken from `defaults`.
+    pub fn or(self, defaults: &SensitiveRequirement) -> Self {
+        Self {
+            l: self.l.or(defaults.l),
+            t: self.t.or(defaults.t),
+            alpha: self.alpha.or(defaults.alpha),
+            beta: self.beta.or(defaults.beta),
+            delta: self.delta.or(defaults.delta),
+            attribute: self.attribute,
+        }
+    }
+
+    /// The policy keys of the requirements set (`l_diversity`, `alpha`, …).
+    pub fn policy_keys(&self) -> Vec<&'static str> {
+        self.bounds()
+            .iter()
+            .map(|b| b.measure.policy_key())
+            .collect()
+    }
+
+    /// Whether the attribute has any requirement (else only its presence matters).
+    pub fn is_constrained(&self) -> bool {
+        !self.bounds().is_empty()
+    }
+
+    /// Checks every bound's range; the message names the attribute and the policy key.
+    pub fn validate(&self) -> Result<(), String> {
+        self.bounds()
+            .iter()
+            .try_for_each(|b| b.validate(&self.attribute))
+    }
+}
+
+/// A per-class figure of one sensitive attribute that a requirement bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Measure {
+    /// Distinct l: distinct non-NULL values (`l_diversity`).
+    DistinctL,
+    /// Entropy l: exp(H) (`entropy_l_diversity`).
+    EntropyL,
+    /// Recursive (c,l)-diversity (`recursive_cl_diversity`).
+    RecursiveL { c: f64 },
+    /// t with equal ground distance (`t_closeness`).
+    EqualT,
+    /// t with ordered ground distance (`t_closeness_ordered`).
+    OrderedT,
+    /// α of (α,k)-anonymity (`alpha_anonymity`).
+    Alpha,
+    /// Basic β-likeness (`beta_likeness`).
+    Beta,
+    /// Enhanced β-likeness (`enhanced_beta_likeness`).
+    EnhancedBeta,
+    /// δ-disclosure (`delta_disclosure`).
+    Delta,
+}
+
+/// How a class's value must compare with the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// value ≥ bound (l).
+    AtLeast,
+    /// value ≤ bound (t, α, β).
+    AtMost,
+    /// value < bound (δ: Brickell & Shmatikov's definition is strict).
+    Below,
+}
+
+impl Measure {
+    /// The key of the measure in reports (one per attribute: an attribute has at most one l,
+    /// one t and one β requirement).
+    pub fn key(self) -> &'static str {
+        match self {
+            Measure::DistinctL | Measure::EntropyL | Measure::RecursiveL { .. } => "l",
+            Measure::EqualT | Measure::OrderedT => "t",
+            Measure::Alpha => "alpha",
+            Measure::Beta | Measure::EnhancedBeta => "beta",
+            Measure::Delta => "delta",
+        }
+    }
+
+    /// The policy key the bound comes from, for messages.
+    pub fn policy_key(self) -> &'static str {
+        match self {
+            Measure::DistinctL | Measure::EntropyL | Measure::RecursiveL { .. } => "l_diversity",
+            Measure::EqualT | Measure::OrderedT => "t_closeness",
+            Measure::Alpha => "alpha",
+            Measure::Beta | Measure::EnhancedBeta => "beta_likeness",
+            Measure::Delta => "delta_disclosure",
+        }
+    }
+
+    /// How a class's value must compare with the bound.
+    pub fn direction(self) -> Direction {
+        match self {
+            Measure::DistinctL | Measure::EntropyL | Measure::RecursiveL { .. } => {
+                Direction::AtLeast
+            }
+            Measure::Delta => Direction::Below,
+            _ => Direction::AtMost,
+        }
+    }
+
+    /// The crate's SQL aggregate computing the measure of each class of `GROUP BY` the
+    /// quasi-identifiers, on the attribute `value`.
+    pub fn call(self, value: Expr) -> Expr {
+        match self {
+            Measure::DistinctL => l_diversity_udaf().call(vec![value]),
+            Measure::EntropyL => entropy_l_diversity_udaf().call(vec![value]),
+            Measure::RecursiveL { c } => recursive_cl_diversity_udaf().call(vec![value, lit(c)]),
+            Measure::EqualT => t_closeness_udaf().call(vec![value]),
+            Measure::OrderedT => t_closeness_ordered_udaf().call(vec![value]),
+            Measure::Alpha => alpha_anonymity_udaf().call(vec![value]),
+            Measure::Beta => beta_likeness_udaf().call(vec![value]),
+            Measure::EnhancedBeta => enhanced_beta_likeness_udaf().call(vec![value]),
+            Measure::Delta => delta_disclosure_udaf().call(vec![value]),
+        }
+    }
+
+    /// Whether the measure compares values by their order (the attribute must be ordered).
+    pub fn needs_ordered_attribute(self) -> bool {
+        self == Measure::OrderedT
+    }
+
+    /// Whether a class that fails has only failing parts, so that suppression counts are
+    /// monotone over the lattice: fewer distinct values than l in a union means fewer in
+    /// every part. Not so for the others: a failing class can hold a passing part.
+    pub fn failure_inherited_by_parts(self) -> bool {
+        self == Measure::DistinctL
+    }
+
+    /// Whether a union of passing classes passes (the search prunes with it when nothing may
+    /// be suppressed). Distinct values only grow; entropy is concave; recursive (c,l) is
+    /// closed under union (Machanavajjhala et al. 2007); EMD, the largest share α and the
+    /// gains of β are convex in the class distribution, and δ's band
+    /// e^−δ < p_E/p_T < e^δ is convex. The worst-case NULL rule of entropy and recursive l
+    /// (NULLs join the most frequent value) is not covered by those proofs, so with NULLs
+    /// they are not used; α's NULL rule is (the largest count of a union is at most the sum
+    /// of the parts' largest counts).
+    pub fn closed_under_union(self, attribute_has_nulls: bool) -> bool {
+        match self {
+            Measure::EntropyL | Measure::RecursiveL { .. } => !attribute_has_nulls,
+            _ => true,
+        }
+    }
+}
+
+/// A bound on a per-class measure: the requirement every published class must meet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    /// What is measured.
+    pub measure: Measure,
+    /// The bound from the policy.
+    pub limit: f64,
+}
+
+impl Bound {
+    /// A bound of `limit` on `measure`.
+    pub fn new(measure: Measure, limit: f64) -> Self {
+        Self { measure, limit }
+    }
+
+    /// The limit a measured value is compared with: the policy's, widened by
+    /// [`RELATIVE_TOLERANCE`] to absorb floating-point rounding, and narrowed by it for the
+    /// strict bound of δ, so that rounding never lets a class pass.
+    pub fn threshold(&self) -> f64 {
+        match self.measure.direction() {
+            Direction::AtLeast => self.limit * (1.0 - RELATIVE_TOLERANCE),
+            Direction::AtMost => self.limit * (1.0 + RELATIVE_TOLERANCE),
+            Direction::Below => self.limit * (1.0 - RELATIVE_TOLERANCE),
+        }
+    }
+
+    /// Whether a class whose measure is `measured` meets the bound (NaN never does).
+    pub fn is_met_by(&self, measured: f64) -> bool {
+        let threshold = self.threshold();
+        match self.measure.direction() {
+            Direction::AtLeast => measured >= threshold,
+            Direction::AtMost => measured <= threshold,
+            Direction::Below => measured < threshold,
+        }
+    }
+
+    /// The SQL condition of [`Self::is_met_by`] on the column holding the measure; NULL (no
+    /// value) is false: never assume privacy.
+    pub fn passes(&self, measured: Expr) -> Expr {
+        let measured =
+            datafusion::prelude::cast(measured, datafusion::arrow::datatypes::DataType::Float64);
+        let threshold = lit(self.threshold());
+        let condition = match self.measure.direction() {
+            Direction::AtLeast => measured.gt_eq(threshold),
+            Direction::AtMost => measured.lt_eq(threshold),
+            Direction::Below => measured.lt(threshold),
+        };
+        condition.is_true()
+    }
+
+    /// The value a class without one counts as (never the case for a class of rows): the
+    /// worst possible.
+    pub fn unmet_value(&self) -> f64 {
+        match self.measure.direction() {
+            Direction::AtLeast => 0.0,
+            Direction::AtMost | Direction::Below => f64::INFINITY,
+        }
+    }
+
+    /// The worse of two class values: the smaller for l, the larger for the others.
+    pub fn worse(&self, a: f64, b: f64) -> f64 {
+        match self.measure.direction() {
+            Direction::AtLeast => a.min(b),
+            Direction::AtMost | Direction::Below => a.max(b),
+        }
+    }
+
+    /// Checks the limit's range; the message names `attribute` and the policy key.
+    pub fn validate(&self, attribute: &str) -> Result<(), String> {
+        let key = self.measure.policy_key();
+        let limit = self.limit;
+        let problem = match self.measure {
+            Measure::DistinctL | Measure::RecursiveL { .. }
+                if limit.is_finite() && limit >= 1.0 && limit.fract() != 0.0 =>
+            {
+                Some(format!("l must be a whole number, got {limit}"))
+            }
+            Measure::DistinctL | Measure::EntropyL | Measure::RecursiveL { .. }
+                if !(limit.is_finite() && limit >= 1.0) =>
+            {
+                Some(format!("l must be at least 1, got {limit}"))
+            }
+            Measure::RecursiveL { c } if c.is_nan() => Some("kind = \"recursive\" needs c".into()),
+            Measure::RecursiveL { c } if !(c.is_finite() && c > 0.0) => {
+                Some(format!("c must be positive, got {c}"))
+            }
+            Measure::EqualT | Measure::OrderedT if !(0.0..=1.0).contains(&limit) => {
+                Some(format!("t is a distance between 0 and 1, got {limit}"))
+            }
+            Measure::Alpha if !(limit > 0.0 && limit <= 1.0) => Some(format!(
+                "alpha is a share of a class in (0, 1], got {limit}"
+            )),
+            Measure::Beta | Measure::EnhancedBeta if !(limit.is_finite() && limit > 0.0) => {
+                Some(format!("beta must be a positive number, got {limit}"))
+            }
+            Measure::Delta if !(limit.is_finite() && limit > 0.0) => {
+                Some(format!("delta must be a positive number, got {limit}"))
+            }
+            _ => None,
+        };
+        match problem {
+            Some(problem) => Err(format!("{key} of '{attribute}': {problem}")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The worst value of each bounded measure of one sensitive attribute over the kept classes
+/// of a release, by [`Measure::key`]: `{"attribute": "disease", "l": 3, "t": 0.21}`. A value
+/// is `null` when no class is kept; +∞ (enhanced β or δ of a class no bound can meet) is
+/// written as the string `"inf"`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SensitiveAchieved {
+    /// The sensitive column.
+    pub attribute: String,
+    /// The worst value per measure key.
+    #[serde(flatten, serialize_with = "serialize_worst")]
+    pub worst: BTreeMap<&'static str, Option<f64>>,
+}
+
+impl SensitiveAchieved {
+    /// The worst values of `bounds` (aligned with `worst`) for `attribute`.
+    pub fn new(attribute: &str, bounds: &[Bound], worst: &[Option<f64>]) -> Self {
+        Self {
+            attribute: attribute.to_string(),
+            worst: bounds
+                .iter()
+                .zip(worst)
+                .map(|(b, w)| (b.measure.key(), *w))
+                .collect(),
+        }
+    }
+
+    /// The worst value under `key` (`l`, `t`, `alpha`, `beta`, `delta`).
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.worst.get(key).copied().flatten()
+    }
+
+    /// The worst l.
+    pub fn l(&self) -> Option<f64> {
+        self.get("l")
+    }
+
+    /// The worst t.
+    pub fn t(&self) -> Option<f64> {
+        self.get("t")
+    }
+}
+
+fn serialize_worst<S: Serializer>(
+    worst: &BTreeMap<&'static str, Option<f64>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(worst.len()))?;
+    for (key, value) in worst {
+        match value {
+            Some(v) if v.is_infinite() => map.serialize_entry(key, "inf")?,
+            _ => map.serialize_entry(key, value)?,
+        }
+    }
+    map.end()
 }
 
 /// What happens to the rows of classes that fail the requirements.
@@ -117,13 +513,18 @@ pub struct PrivacyRequirements {
 }
 
 impl PrivacyRequirements {
-    /// The sensitive attributes with an l or t requirement, in order.
+    /// The sensitive attributes with a requirement, in order.
     pub fn constrained_attributes(&self) -> Vec<String> {
         self.sensitive
             .iter()
-            .filter(|s| s.l.is_some() || s.t.is_some())
+            .filter(|s| s.is_constrained())
             .map(|s| s.attribute.clone())
             .collect()
+    }
+
+    /// Whether any class can fail: k > 1 or a requirement on a sensitive attribute.
+    pub fn can_fail(&self) -> bool {
+        self.k > 1 || self.sensitive.iter().any(|s| s.is_constrained())
     }
 
     /// The most rows of `n` that may be suppressed: ⌊max_suppression · n⌋, computed so that
@@ -140,27 +541,3 @@ impl PrivacyRequirements {
 /// exactly 0.2 may come out as 0.20000000000000004). Search, suppression and verification all
 /// compare through the methods below so they agree on every class.
 pub const RELATIVE_TOLERANCE: f64 = 1e-12;
-
-impl LDiversity {
-    /// The smallest measured l that meets the requirement.
-    pub fn threshold(&self) -> f64 {
-        self.l * (1.0 - RELATIVE_TOLERANCE)
-    }
-
-    /// Whether a class whose l-diversity of this kind is `measured` meets the requirement.
-    pub fn is_met_by(&self, measured: f64) -> bool {
-        measured >= self.threshold()
-    }
-}
-
-impl TCloseness {
-    /// The largest measured distance that meets the requirement.
-    pub fn threshold(&self) -> f64 {
-        self.t * (1.0 + RELATIVE_TOLERANCE)
-    }
-
-    /// Whether a class at distance `measured` meets the requirement.
-    pub fn is_met_by(&self, measured: f64) -> bool {
-        measured <= self.threshold()
-    }
-}

@@ -25,22 +25,22 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::compute::cast as arrow_cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::common::Column;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::functions_aggregate::expr_fn::count;
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, col, lit};
 use datafusion::physical_plan::execute_stream_partitioned;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::StreamExt;
 use serde::Serialize;
 
 use crate::generalize::TOP_LABEL;
-use crate::policy::{
-    LDiversityKind, PrivacyRequirements, SuppressionMode, TClosenessKind, quote_ident,
-};
+use crate::policy::{Bound, PrivacyRequirements, SensitiveAchieved, SuppressionMode, quote_ident};
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
 use classes::ClassCounter;
@@ -219,21 +219,11 @@ pub struct Verification {
     /// rows of the all-`*` class when it is excluded (mask; masked rows in an all-`*` class
     /// that meets the requirements on its own are indistinguishable from generalized ones).
     pub suppressed_rows: u64,
-    /// Per sensitive attribute with requirements: the worst l and t over the classes.
-    pub sensitive: Vec<SensitiveMeasure>,
+    /// Per sensitive attribute with requirements: the worst value of each bounded measure
+    /// over the classes.
+    pub sensitive: Vec<SensitiveAchieved>,
     /// Why the output fails the policy; empty when it passes.
     pub failures: Vec<String>,
-}
-
-/// The worst l and t of one sensitive attribute.
-#[derive(Debug, Clone, Serialize)]
-pub struct SensitiveMeasure {
-    /// The attribute.
-    pub attribute: String,
-    /// The smallest l of the required kind (`None` without an l requirement or rows).
-    pub l: Option<f64>,
-    /// The largest t of the required kind (`None` without a t requirement or rows).
-    pub t: Option<f64>,
 }
 
 impl Verification {
@@ -284,62 +274,46 @@ async fn measure(
     suppression: SuppressionMode,
     input_rows: u64,
 ) -> Result<Verification> {
-    let keys: Vec<String> = quasi_identifiers.iter().map(|q| quote_ident(q)).collect();
-    let mut per_class = vec!["count(*) AS k".to_string()];
-    let mut passes = vec![format!("k >= {}", requirements.k)];
-    for (i, s) in requirements.sensitive.iter().enumerate() {
-        let column = quote_ident(&s.attribute);
-        if let Some(l) = s.l {
-            let function = match l.kind {
-                LDiversityKind::Distinct => format!("l_diversity({column})"),
-                LDiversityKind::Entropy => format!("entropy_l_diversity({column})"),
-                LDiversityKind::Recursive => {
-                    format!("recursive_cl_diversity({column}, {})", l.c.unwrap_or(1.0))
-                }
-            };
-            per_class.push(format!("CAST({function} AS DOUBLE) AS l{i}"));
-            passes.push(format!("coalesce(l{i} >= {}, false)", l.threshold()));
-        }
-        if let Some(t) = s.t {
-            let function = match t.kind {
-                TClosenessKind::Equal => format!("t_closeness({column})"),
-                TClosenessKind::Ordered => format!("t_closeness_ordered({column})"),
-            };
-            per_class.push(format!("{function} AS t{i}"));
-            passes.push(format!("coalesce(t{i} <= {}, false)", t.threshold()));
+    let keys: Vec<Expr> = quasi_identifiers
+        .iter()
+        .map(|q| Expr::Column(Column::from_name(q)))
+        .collect();
+    // per class: its size, each bounded measure, whether it passes, whether it is all `*`
+    let mut per_class = vec![count(lit(1)).alias("__anon_k")];
+    let mut passes = vec![col("__anon_k").gt_eq(lit(requirements.k as i64))];
+    let bounds: Vec<Vec<Bound>> = requirements.sensitive.iter().map(|s| s.bounds()).collect();
+    for (i, (s, bounds)) in requirements.sensitive.iter().zip(&bounds).enumerate() {
+        for (j, bound) in bounds.iter().enumerate() {
+            let name = format!("__anon_m{i}_{j}");
+            let value = Expr::Column(Column::from_name(&s.attribute));
+            // the aggregate stays outermost: the whole-table rewrite looks for it there
+            per_class.push(bound.measure.call(value).alias(&name));
+            passes.push(bound.passes(col(name)));
         }
     }
     let all_top = keys
         .iter()
-        .map(|k| format!("coalesce({k} = '{TOP_LABEL}', false)"))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    let group_by = if keys.is_empty() {
-        String::new()
-    } else {
-        format!("GROUP BY {}", keys.join(", "))
-    };
-    // per class: its measures, whether it passes, whether it is the all-`*` class
-    let classes = format!(
-        "SELECT *, {} AS passes, {all_top} AS all_top FROM (SELECT {}{} FROM {} {group_by})",
-        passes.join(" AND "),
-        if keys.is_empty() {
-            String::new()
-        } else {
-            format!("{}, ", keys.join(", "))
-        },
-        per_class.join(", "),
-        quote_ident(table),
-    );
-    let batches = ctx.sql(&classes).await?.collect().await?;
-    let mut summary = ClassSummary::new(requirements);
+        .map(|k| k.clone().eq(lit(TOP_LABEL)).is_true())
+        .reduce(Expr::and)
+        .unwrap_or_else(|| lit(true));
+    let passes = passes.into_iter().reduce(Expr::and).unwrap_or(lit(true));
+    let classes = ctx
+        .table(table)
+        .await?
+        .aggregate(keys, per_class)?
+        .with_column("__anon_passes", passes)?
+        .with_column("__anon_all_top", all_top)?;
+    let batches = classes.collect().await?;
+    let mut summary = ClassSummary::new(&bounds);
     for batch in &batches {
         let schema = batch.schema();
         let k = batch
-            .column(schema.index_of("k")?)
+            .column(schema.index_of("__anon_k")?)
             .as_primitive::<Int64Type>();
-        let pass = batch.column(schema.index_of("passes")?).as_boolean();
-        let top = batch.column(schema.index_of("all_top")?).as_boolean();
+        let pass = batch.column(schema.index_of("__anon_passes")?).as_boolean();
+        let top = batch
+            .column(schema.index_of("__anon_all_top")?)
+            .as_boolean();
         for row in 0..batch.num_rows() {
             let size = k.value(row) as u64;
             let passes = pass.is_valid(row) && pass.value(row);
@@ -347,26 +321,24 @@ async fn measure(
             if !summary.add_class(size, passes, is_top, suppression) {
                 continue;
             }
-            for i in 0..requirements.sensitive.len() {
-                if let Ok(index) = schema.index_of(&format!("l{i}")) {
-                    let l = batch.column(index).as_primitive::<Float64Type>();
-                    let value = if l.is_valid(row) { l.value(row) } else { 0.0 };
-                    summary.l_min[i] = Some(summary.l_min[i].map_or(value, |m: f64| m.min(value)));
-                }
-                if let Ok(index) = schema.index_of(&format!("t{i}")) {
-                    let column = batch.column(index);
-                    let t = if column.data_type() == &DataType::Float64 {
-                        let t = column.as_primitive::<Float64Type>();
-                        if t.is_valid(row) { t.value(row) } else { 1.0 }
+            for (i, bounds) in bounds.iter().enumerate() {
+                for (j, bound) in bounds.iter().enumerate() {
+                    let column = batch.column(schema.index_of(&format!("__anon_m{i}_{j}"))?);
+                    let column = arrow_cast(column, &DataType::Float64)?;
+                    let values = column.as_primitive::<Float64Type>();
+                    // no value (a class without the attribute's values) counts as the worst
+                    let value = if values.is_valid(row) {
+                        values.value(row)
                     } else {
-                        1.0
+                        bound.unmet_value()
                     };
-                    summary.t_max[i] = Some(summary.t_max[i].map_or(t, |m: f64| m.max(t)));
+                    let worst = &mut summary.worst[i][j];
+                    *worst = Some(worst.map_or(value, |w| bound.worse(w, value)));
                 }
             }
         }
     }
-    Ok(summary.finish(requirements, suppression, input_rows))
+    Ok(summary.finish(requirements, &bounds, suppression, input_rows))
 }
 
 /// The output's classes summed up into a [`Verification`].
@@ -377,20 +349,19 @@ struct ClassSummary {
     /// rows of the all-`*` class when it is excluded (mask mode)
     excluded: u64,
     failing_classes: u64,
-    l_min: Vec<Option<f64>>,
-    t_max: Vec<Option<f64>>,
+    /// per sensitive attribute, per bound: the worst value over the kept classes
+    worst: Vec<Vec<Option<f64>>>,
 }
 
 impl ClassSummary {
-    fn new(requirements: &PrivacyRequirements) -> Self {
+    fn new(bounds: &[Vec<Bound>]) -> Self {
         Self {
             rows: 0,
             classes: 0,
             min_k: None,
             excluded: 0,
             failing_classes: 0,
-            l_min: vec![None; requirements.sensitive.len()],
-            t_max: vec![None; requirements.sensitive.len()],
+            worst: bounds.iter().map(|b| vec![None; b.len()]).collect(),
         }
     }
 
@@ -419,6 +390,7 @@ impl ClassSummary {
     fn finish(
         self,
         requirements: &PrivacyRequirements,
+        bounds: &[Vec<Bound>],
         suppression: SuppressionMode,
         input_rows: u64,
     ) -> Verification {
@@ -452,13 +424,10 @@ impl ClassSummary {
             sensitive: requirements
                 .sensitive
                 .iter()
-                .enumerate()
-                .filter(|(_, s)| s.l.is_some() || s.t.is_some())
-                .map(|(i, s)| SensitiveMeasure {
-                    attribute: s.attribute.clone(),
-                    l: self.l_min[i],
-                    t: self.t_max[i],
-                })
+                .zip(bounds)
+                .zip(&self.worst)
+                .filter(|((_, bounds), _)| !bounds.is_empty())
+                .map(|((s, bounds), worst)| SensitiveAchieved::new(&s.attribute, bounds, worst))
                 .collect(),
             failures,
         }
@@ -592,10 +561,7 @@ pub async fn publish_ordered(
         .collect();
     let width = quasi_identifiers.len();
     let recoded = table.recoded_plan().clone();
-    let k_only = requirements
-        .sensitive
-        .iter()
-        .all(|s| s.l.is_none() && s.t.is_none());
+    let k_only = !requirements.sensitive.iter().any(|s| s.is_constrained());
     // rows a local release suppressed itself: left out of (drop) or masked in (mask) the
     // recoded rows already, so they never reach the class counts
     let locally_suppressed = match release {
@@ -904,7 +870,8 @@ fn measure_classes(
     suppression: SuppressionMode,
     input_rows: u64,
 ) -> Verification {
-    let mut summary = ClassSummary::new(requirements);
+    let bounds: Vec<Vec<Bound>> = requirements.sensitive.iter().map(|s| s.bounds()).collect();
+    let mut summary = ClassSummary::new(&bounds);
     for class in 0..written.classes() as u32 {
         let size = written.size(class);
         if size == 0 {
@@ -916,7 +883,7 @@ fn measure_classes(
             .all(|label| label == Some(TOP_LABEL.as_bytes()));
         summary.add_class(size, size >= requirements.k, is_top, suppression);
     }
-    summary.finish(requirements, suppression, input_rows)
+    summary.finish(requirements, &bounds, suppression, input_rows)
 }
 
 fn first_i64(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> i64 {

@@ -122,11 +122,9 @@ fn whole_table_call(expr: &Expr) -> Option<(WholeTableKind, &AggregateFunction)>
 /// A histogram-based call: its use and the (attribute, filter) its histogram is keyed by.
 fn histogram_call(expr: &Expr) -> Option<(HistogramUse, &AggregateFunction)> {
     if let Some((kind, call)) = whole_table_call(expr) {
-        return matches!(
-            kind,
-            WholeTableKind::TCloseness | WholeTableKind::TClosenessOrdered
-        )
-        .then_some((HistogramUse::Window(kind), call));
+        return kind
+            .reads_histogram()
+            .then_some((HistogramUse::Window(kind), call));
     }
     let call = aggregate_call(expr)?;
     if call.params.distinct {

@@ -337,6 +337,7 @@ fn sensitive(
         attribute: attribute.into(),
         l,
         t,
+        ..Default::default()
     }
 }
 
@@ -693,7 +694,7 @@ fn invalid_requirements() {
             l(LDiversityKind::Recursive, 2.0, None),
             None,
         )]),
-        "positive c",
+        "kind = \"recursive\" needs c",
     );
     check(
         base(vec![sensitive(

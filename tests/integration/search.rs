@@ -133,6 +133,7 @@ fn policy(max_suppression: f64, l: Option<f64>, t: Option<f64>) -> PrivacyRequir
                 kind: TClosenessKind::Equal,
                 t,
             }),
+            ..Default::default()
         }],
     }
 }
@@ -202,7 +203,7 @@ async fn check_with_sql(
     let loss = cost / (n * d as u64) as f64;
     assert!((e.loss - loss).abs() < 1e-9, "{} vs {loss}", e.loss);
     if req.sensitive[0].t.is_some() {
-        let t = e.sensitive[0].t.unwrap();
+        let t = e.sensitive[0].t().unwrap();
         assert!((t - worst_t).abs() < 1e-9, "{t} vs {worst_t}");
     }
 }
@@ -626,6 +627,7 @@ async fn nulls_by_hand() {
             attribute: "s".into(),
             l,
             t,
+            ..Default::default()
         }],
     };
     // [1, 0]: a cells cost (2−1)/(3−1) = 0.5 for xy (3 rows), 0 for z and NULL; b 0:
@@ -644,7 +646,7 @@ async fn nulls_by_hand() {
     assert_eq!(e.classes_before_suppression, 2);
     assert!((e.loss - 5.0 / 6.0).abs() < 1e-12, "{}", e.loss);
     // s in the classes: {10, NULL, 3, 3} has 2 distinct (NULL adds nothing), {-5, 10} 2
-    assert_eq!(e.sensitive[0].l, Some(2.0));
+    assert_eq!(e.sensitive[0].l(), Some(2.0));
     // entropy: NULL joins the most frequent value 3: {3: 3, 10: 1},
     // exp(−(¾ ln ¾ + ¼ ln ¼)) = 1.7548; the other class 2
     let entropy = LDiversity {
@@ -653,7 +655,7 @@ async fn nulls_by_hand() {
         c: None,
     };
     let e = evaluate_levels(&freq, &req(Some(entropy), None), &[2, 1]).unwrap();
-    assert!((e.sensitive[0].l.unwrap() - 1.754765).abs() < 1e-5);
+    assert!((e.sensitive[0].l().unwrap() - 1.754765).abs() < 1e-5);
     // ordered t over NULL < -5 < 3 < 10 (p_T 1/6, 1/6, 2/6, 2/6):
     // {10, NULL, 3, 3}: r = (1/12, −2/12, 2/12, −1/12), cumulative |1/12|+|−1/12|+|1/12|+0
     //   = 3/12, over m − 1 = 3: 1/12;
@@ -663,7 +665,7 @@ async fn nulls_by_hand() {
         t: 1.0,
     };
     let e = evaluate_levels(&freq, &req(None, Some(ordered)), &[2, 1]).unwrap();
-    assert!((e.sensitive[0].t.unwrap() - 1.0 / 6.0).abs() < 1e-12);
+    assert!((e.sensitive[0].t().unwrap() - 1.0 / 6.0).abs() < 1e-12);
     // the SQL function agrees
     register_hierarchy(&ctx, "a", Arc::clone(&qis[0].1)).unwrap();
     let batches = ctx
@@ -684,7 +686,7 @@ async fn nulls_by_hand() {
         t: 1.0,
     };
     let e = evaluate_levels(&freq, &req(None, Some(equal)), &[2, 1]).unwrap();
-    assert!((e.sensitive[0].t.unwrap() - 0.5).abs() < 1e-12);
+    assert!((e.sensitive[0].t().unwrap() - 0.5).abs() < 1e-12);
 
     // errors: one line, naming the column, never a value
     let err = FrequencySet::build(&ctx, "t", &qis, &["nope".to_string()])
@@ -723,6 +725,7 @@ async fn nulls_by_hand() {
             attribute: "a".into(),
             l: None,
             t: Some(ordered),
+            ..Default::default()
         }],
     };
     let err = search(

@@ -550,6 +550,7 @@ mod tests {
                 c: None,
             }),
             t: None,
+            ..Default::default()
         }];
         for (k, rate, sensitive) in [
             (4, 0.0, vec![]),
@@ -572,7 +573,7 @@ mod tests {
                 assert!(e.satisfies, "k {k}, rate {rate}, cap {expansions}");
                 assert!(e.min_class_size.unwrap() >= k);
                 if let Some(l) = e.sensitive.first() {
-                    assert!(l.l.unwrap() >= 3.0);
+                    assert!(l.l().unwrap() >= 3.0);
                 }
                 assert_eq!(release, iab(&freq, &req, options).unwrap());
             }

@@ -593,12 +593,13 @@ mod tests {
                     c: None,
                 }),
                 t: None,
+                ..Default::default()
             }],
         };
         let release = kaca(&freq, &req, LocalOptions::default()).unwrap();
         let e = evaluate(&freq, &req, &release).unwrap();
         assert!(e.satisfies);
         assert_eq!(e.suppressed_rows, 0);
-        assert!(e.sensitive[0].l.unwrap() >= 3.0);
+        assert!(e.sensitive[0].l().unwrap() >= 3.0);
     }
 }

@@ -54,7 +54,7 @@ use datafusion::arrow::compute::kernels::sort::SortOptions;
 use datafusion::arrow::compute::sort_to_indices;
 use datafusion::error::{DataFusionError, Result};
 
-use super::evaluate::{Criteria, SensitiveAchieved, class_measures};
+use super::evaluate::{Criteria, Scratch, SensitiveAchieved, class_measures};
 use super::frequency::{FrequencySet, QiDomain};
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
@@ -270,9 +270,7 @@ pub(crate) struct Judge<'a> {
     pub criteria: Criteria,
     codes: Vec<u32>,
     counts: Vec<u64>,
-    scratch: Vec<u64>,
-    pairs: Vec<(u64, u64)>,
-    positions: Vec<(usize, u64)>,
+    scratch: Scratch,
 }
 
 /// Dense histograms of a group of leaf classes, one per criterion, and its row count.
@@ -309,11 +307,12 @@ impl Tally {
     }
 }
 
-/// l and t of one group, per criterion, and whether it meets every requirement.
+/// The measures of one group, per criterion and bound, and whether it meets every
+/// requirement.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Verdict {
     pub passes: bool,
-    pub measures: Vec<(Option<f64>, Option<f64>)>,
+    pub measures: Vec<Vec<f64>>,
 }
 
 impl<'a> Judge<'a> {
@@ -323,9 +322,7 @@ impl<'a> Judge<'a> {
             criteria: Criteria::new(freq, requirements)?,
             codes: Vec::new(),
             counts: Vec::new(),
-            scratch: Vec::new(),
-            pairs: Vec::new(),
-            positions: Vec::new(),
+            scratch: Scratch::default(),
         })
     }
 
@@ -404,18 +401,18 @@ impl<'a> Judge<'a> {
                     self.counts.push(n);
                 }
             }
-            let m = class_measures(
+            let mut values = vec![0.0; criterion.bounds.len()];
+            passes &= class_measures(
                 criterion,
                 &self.codes,
                 &self.counts,
                 tally.rows,
                 self.criteria.rows,
                 &mut self.scratch,
-                &mut self.pairs,
-                &mut self.positions,
-            );
-            passes &= m.l_pass && m.t_pass;
-            measures.push((m.l, m.t));
+                &mut values,
+            )
+            .all;
+            measures.push(values);
         }
         Verdict { passes, measures }
     }
@@ -549,8 +546,7 @@ pub fn evaluate(
         }
     }
     let n = freq.rows();
-    let sensitive_count = judge.criteria.sensitive.len();
-    let mut worst: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); sensitive_count];
+    let mut worst = judge.criteria.no_worst();
     let (mut kept, mut min_kept, mut squares, mut cost_sum) = (0u64, None::<u64>, 0u128, 0.0);
     for (c, tally) in tallies.iter().enumerate() {
         if tally.rows == 0 {
@@ -567,14 +563,7 @@ pub fn evaluate(
         let cells = release.cells_of(c);
         let cost: f64 = (0..d).map(|q| axes[q].cost(&freq.qis()[q], cells[q])).sum();
         cost_sum += tally.rows as f64 * cost;
-        for (w, m) in worst.iter_mut().zip(&verdict.measures) {
-            if let Some(l) = m.0 {
-                w.0 = Some(w.0.map_or(l, |x: f64| x.min(l)));
-            }
-            if let Some(t) = m.1 {
-                w.1 = Some(w.1.map_or(t, |x: f64| x.max(t)));
-            }
-        }
+        judge.criteria.fold_worst(&mut worst, &verdict.measures);
     }
     let nd = n as f64 * d as f64;
     let loss = if n == 0 {
@@ -589,17 +578,7 @@ pub fn evaluate(
         max_suppressed_rows: judge.budget(),
         classes: kept,
         min_class_size: min_kept,
-        sensitive: judge
-            .criteria
-            .sensitive
-            .iter()
-            .zip(&worst)
-            .map(|(s, w)| SensitiveAchieved {
-                attribute: s.name.clone(),
-                l: w.0,
-                t: w.1,
-            })
-            .collect(),
+        sensitive: judge.criteria.achieved(&worst),
         loss,
         discernibility: (squares + n as u128 * suppressed as u128) as f64,
     })

@@ -150,6 +150,7 @@ fn requirements(k: u64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
                 kind: TClosenessKind::Equal,
                 t,
             }),
+            ..Default::default()
         }],
     }
 }
