@@ -15,8 +15,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The definitions follow `METRICS.md`; each function's documentation says how it treats nulls,
-//! empty input and other edge cases (always on the side that never overstates privacy).
+//! The definitions follow `docs/definitions.md`; each function's documentation says how it
+//! treats nulls, empty input and other edge cases (always on the side that never overstates
+//! privacy).
 
 pub use datafusion;
 

@@ -14,7 +14,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DATA = REPO / "sql" / "data"
 POLICIES = REPO / "sql" / "policies"
 
-# The 9-row table of Li et al. 2007 (sql/data/li2007.csv, METRICS.md's worked example).
+# The 9-row table of Li et al. 2007 (sql/data/li2007.csv, docs/definitions.md's worked example).
 LI2007 = {
     "id": [1, 2, 3, 4, 5, 6, 7, 8, 9],
     "zip": ["47677", "47602", "47678", "47905", "47909", "47906", "47605", "47673", "47607"],

@@ -1,4 +1,4 @@
-"""The functions in a datafusion-python SessionContext, on the worked example of METRICS.md.
+"""The functions in a datafusion-python SessionContext, on docs/definitions.md's worked example.
 
 Every expected value is computed by hand in the comments from the 9 rows of Li et al. 2007
 (conftest.LI2007):

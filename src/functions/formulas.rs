@@ -1,5 +1,5 @@
-//! The formulas of `METRICS.md`, on plain counts: no Arrow, no DataFusion, so that each can be
-//! checked against the literature's worked examples in isolation.
+//! The formulas of `docs/definitions.md`, on plain counts: no Arrow, no DataFusion, so that
+//! each can be checked against the literature's worked examples in isolation.
 
 /// The weighted hierarchical distance (seed 004 §3.1) of generalizing a cell from level
 /// `from_level` to `to_level` of a hierarchy of `height` levels (this crate's levels: 0 the
@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn entropy_of_a_a_b_c() {
-        // METRICS.md: {a, a, b, c} → exp(1.0397) = 2.828
+        // docs/definitions.md: {a, a, b, c} → exp(1.0397) = 2.828
         assert!(close(entropy_l(&[2, 1, 1]), 2.8284));
         assert!(close(entropy_l(&[7]), 1.0));
         assert_eq!(entropy_l(&[]), 0.0);
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn recursive_5_3_2() {
-        // METRICS.md: (5, 3, 2) → 2 for c = 2, 3 for c = 3
+        // docs/definitions.md: (5, 3, 2) → 2 for c = 2, 3 for c = 3
         assert_eq!(recursive_l(&mut [2, 5, 3], 2.0), 2);
         assert_eq!(recursive_l(&mut [3, 2, 5], 3.0), 3);
         // one value: no l in 2..1
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn ordered_emd_worked_example() {
         // salaries 3..11 (k), each once; class {3, 4, 5}: 0.375; class {6, 8, 11}: 0.1667;
-        // class {7, 9, 10}: 0.2361 (METRICS.md, t-closeness paper)
+        // class {7, 9, 10}: 0.2361 (docs/definitions.md, t-closeness paper)
         let domain = OrderedDomain::new(&[1; 9]);
         assert!(close(
             ordered_emd(&domain, &[(0, 1), (1, 1), (2, 1)], 3),

@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn iab_sex_example() {
-        // METRICS.md: 27 F and 33 M of 60 → 0.168
+        // docs/definitions.md: 27 F and 33 M of 60 → 0.168
         let s = 27.0 * 27f64.log2() + 33.0 * 33f64.log2();
         assert!((normalized(60, s) - 0.168).abs() < 5e-4);
         // all rows distinct: 1; one value: 0

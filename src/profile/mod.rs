@@ -5,8 +5,9 @@
 //! risk (against the sample itself and, with a population table, k-map, journalist and marketer
 //! risk), the leakage ranking of single attributes, and — given the table before anonymization —
 //! utility (NCP, loss, discernibility, classification metric, WHD, entropy and
-//! mutual-information losses, query accuracy). Definitions: `METRICS.md`; every choice left open
-//! there is documented on the field and always takes the side that never understates risk.
+//! mutual-information losses, query accuracy). Definitions: `docs/definitions.md`; every
+//! choice left open there is documented on the field and always takes the side that never
+//! understates risk.
 //!
 //! The report is rendered as text ([`render_text`]), JSON (serde, stable keys documented in the
 //! README) or one self-contained HTML file ([`render_html`]), and is available from SQL as the
@@ -245,7 +246,7 @@ pub struct SensitiveFigures {
     /// Classes with a value whose (p_E − p_T)/p_T exceeds −ln p_T(v).
     pub beta_enhanced_classes_over_cap: u64,
     /// δ-disclosure: largest |ln(p_E(v)/p_T(v))| over the values present in the class (as
-    /// METRICS.md).
+    /// docs/definitions.md).
     pub delta: f64,
     /// Classes lacking some value of the table: for them Brickell & Shmatikov's δ, taken over
     /// every value of the table, is infinite.

@@ -907,7 +907,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whd_examples_of_metrics_md() {
+    fn whd_examples_of_the_definitions() {
         // birth date {D/M/Y, M/Y, Y, 10Y, C/T/G/P, *}: h = 6; D/M/Y → 10Y is level 3
         let (uniform, beta1) = whd(6, 3);
         assert!((uniform - 0.6).abs() < 1e-12, "{uniform}");

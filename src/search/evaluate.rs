@@ -26,8 +26,8 @@
 //! rounding (a class of two equally frequent values has entropy l exactly 2).
 //!
 //! ## Metrics (all over the n input rows; suppressed rows count as fully generalized)
-//! - **Loss** (METRICS.md): mean over rows × QIs of the hierarchy cost of each cell, 1 for
-//!   each QI of a suppressed row.
+//! - **Loss** (docs/definitions.md): mean over rows × QIs of the hierarchy cost of each cell,
+//!   1 for each QI of a suppressed row.
 //! - **Discernibility**: Σ_E |E|² over kept classes + n · suppressed rows.
 //! - **Precision** (height-based, Sweeney's Prec loss): mean over rows × QIs of
 //!   `level / top level`, 1 for each QI of a suppressed row.
@@ -76,7 +76,7 @@ pub struct NodeEvaluation {
     /// Per sensitive attribute with a requirement, the worst value of each bounded measure
     /// over kept classes.
     pub sensitive: Vec<SensitiveAchieved>,
-    /// Loss (hierarchy NCP, METRICS.md), suppressed rows costing 1 per QI.
+    /// Loss (hierarchy NCP, docs/definitions.md), suppressed rows costing 1 per QI.
     pub loss: f64,
     /// Discernibility: Σ |E|² over kept classes + n · suppressed rows.
     pub discernibility: f64,

@@ -12,7 +12,7 @@
 //!   labels are interned into dense *level codes*: two leaves share a level code exactly when
 //!   they are published as the same text, so the classes of a node are the groups of the
 //!   published table. Each level code carries its Loss cost from [`Hierarchy::coverage`]
-//!   (METRICS.md "Loss": `(leaves(u) − 1)/(|D| − 1)`, a leaf 0, `*` 1).
+//!   (docs/definitions.md "Loss": `(leaves(u) − 1)/(|D| − 1)`, a leaf 0, `*` 1).
 //! - **NULL quasi-identifiers.** `generalize` keeps NULL as NULL at every level, the top
 //!   included, so NULL rows form a class value of their own at every level (distinct from
 //!   every label, `*` included). A NULL cell is published unchanged and costs 0 Loss at every
@@ -191,8 +191,8 @@ impl SensitiveDomain {
 
 /// A quasi-identifier for [`FrequencySet::from_codes`]: `levels[l][leaf]` is the generalized
 /// code of `leaf` at level `l` (any `u32`s; equal codes are the same published value). The
-/// number of leaves |D| is `levels[0].len()`; Loss costs follow METRICS.md for a value tree
-/// with those leaves: `(leaves under the code − 1)/(|D| − 1)`, and 1 at the last level.
+/// number of leaves |D| is `levels[0].len()`; Loss costs follow docs/definitions.md for a value
+/// tree with those leaves: `(leaves under the code − 1)/(|D| − 1)`, and 1 at the last level.
 #[derive(Debug, Clone)]
 pub struct QiCodes {
     pub name: String,

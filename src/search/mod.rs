@@ -106,7 +106,7 @@ impl FromStr for Algorithm {
 /// What the optimal search minimizes (see [`evaluate`] for the definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Metric {
-    /// Loss (hierarchy NCP, METRICS.md): the default.
+    /// Loss (hierarchy NCP, docs/definitions.md): the default.
     #[default]
     Loss,
     /// Discernibility: Σ |E|² + n · suppressed rows.

@@ -1,5 +1,5 @@
 //! The search against an independent brute force: every lattice node of small random tables
-//! is evaluated row by row, straight from the definitions of METRICS.md (nothing from
+//! is evaluated row by row, straight from the definitions in docs/definitions.md (nothing from
 //! `evaluate.rs`, `formulas.rs` or the grouping kernels), and the best satisfying node is
 //! compared with the search's answer.
 

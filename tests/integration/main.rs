@@ -1,10 +1,12 @@
 //! Integration tests for `datafusion_anonymity`, written from `docs/functions.md` and
-//! `METRICS.md`: sqllogictest files under `sql/` and a brute-force reference comparison.
+//! `docs/definitions.md`: sqllogictest files under `sql/`, a brute-force reference comparison,
+//! and a check that the definitions page defines every JSON key of the profile.
 
 mod anonymize;
 mod bucketize;
 mod cluster;
 mod csv;
+mod definitions;
 mod profile;
 mod publish;
 mod reference;

@@ -1,7 +1,7 @@
 //! `anon profile` and `datafusion_anonymity::profile`: hand-checked figures on small tables
-//! (METRICS.md's worked example, the IAB leakage example, the WHD values 0.6 / 0.3431 / 1, a
-//! population example, a utility example), a comparison with the SQL functions and a
-//! brute-force reference on random data, and the command line: JSON keys, HTML
+//! (the worked example of docs/definitions.md, the IAB leakage example, the WHD values 0.6 /
+//! 0.3431 / 1, a population example, a utility example), a comparison with the SQL functions
+//! and a brute-force reference on random data, and the command line: JSON keys, HTML
 //! self-containment, bad input.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -68,7 +68,7 @@ async fn run(ctx: &SessionContext, options: &ProfileOptions) -> Profile {
     profile(ctx, options).await.unwrap()
 }
 
-/// The 9-row table of Li et al. 2007 (METRICS.md), generalized into three 3-anonymous
+/// The 9-row table of Li et al. 2007 (docs/definitions.md), generalized into three 3-anonymous
 /// classes: zip 476** / 4790*, age 2* / 3* / >=40.
 fn worked_example() -> RecordBatch {
     batch(vec![
@@ -101,7 +101,7 @@ fn worked_example() -> RecordBatch {
 }
 
 #[tokio::test]
-async fn worked_example_of_metrics_md() {
+async fn worked_example_of_the_definitions() {
     let ctx = context(vec![("patients", worked_example())]);
     let p = run(
         &ctx,
@@ -156,7 +156,7 @@ async fn worked_example_of_metrics_md() {
     // 1/3 lies in (0.2, 0.5]
     assert_eq!(distribution, vec![0, 9, 0, 0, 0]);
 
-    // leakage: the classes 3 × 1/6 = 0.5 (METRICS.md); age: three values of 3 rows,
+    // leakage: the classes 3 × 1/6 = 0.5 (docs/definitions.md); age: three values of 3 rows,
     // log2 3 / log2 9 = 0.5; zip: 6 and 3 rows, H = 0.9183 bits / 3.1699 = 0.2897
     close(p.leakage.quasi_identifiers, 0.5, 1e-12, "QI leakage");
     let ranking: Vec<(&str, f64)> = p
@@ -176,7 +176,8 @@ async fn worked_example_of_metrics_md() {
 
 #[tokio::test]
 async fn iab_leakage_example() {
-    // 60 people, 27 F and 33 M: learning Sex gives ΔS/S0 = 0.168 (METRICS.md); a unique id 1
+    // 60 people, 27 F and 33 M: learning Sex gives ΔS/S0 = 0.168 (docs/definitions.md);
+    // a unique id 1
     let sex: Vec<&str> = (0..60).map(|i| if i < 27 { "F" } else { "M" }).collect();
     let id: Vec<i64> = (0..60).collect();
     let ctx = context(vec![(
@@ -344,7 +345,7 @@ async fn weighted_hierarchical_distance_examples() {
     let u = run(&ctx, &o).await.utility.unwrap();
     let born = &u.attributes[0];
     assert_eq!(born.hierarchy.as_deref(), Some("born"));
-    // METRICS.md: D/M/Y → 10Y = WHD(6,3) = 3/5 = 0.6 uniform, 0.3431 with β = 1
+    // docs/definitions.md: D/M/Y → 10Y = WHD(6,3) = 3/5 = 0.6 uniform, 0.3431 with β = 1
     close(born.whd_uniform.unwrap(), 0.6, 1e-12, "born uniform");
     close(born.whd_beta1.unwrap(), 0.3431, 5e-5, "born beta1");
     // gender M/F → * = WHD(2,1) = 1

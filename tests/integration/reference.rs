@@ -1,6 +1,6 @@
 //! Brute-force reference implementation of every function, straight from the formulas of
-//! `METRICS.md` and the NULL rules of `docs/functions.md`, compared with SQL on seeded random
-//! data:
+//! `docs/definitions.md` and the NULL rules of `docs/functions.md`, compared with SQL on seeded
+//! random data:
 //! - written as several Parquet files, with target_partitions 1 and 4 and batch size 7 (many
 //!   update calls), in the default single-phase plan and in DataFusion's two-phase plan (so
 //!   partial/final state merging runs);

@@ -34,8 +34,8 @@
 //! (cost 1), the only label covering both.
 //!
 //! ## Loss
-//! The full-domain search's Loss (METRICS.md, ARX's Loss), per cell `(values covered − 1) /
-//! (|D| − 1)`: a node covers its hierarchy's leaves; an interval covers the domain's values
+//! The full-domain search's Loss (docs/definitions.md, ARX's Loss), per cell
+//! `(values covered − 1) / (|D| − 1)`: a node covers its hierarchy's leaves; an interval covers the domain's values
 //! inside it (a value tree's leaves, as ARX counts them, else the column's distinct values);
 //! `*` and suppressed cells cost 1. [`LocalEvaluation::loss`] averages over the n × d cells.
 
@@ -228,7 +228,7 @@ impl QiAxis {
         }
     }
 
-    /// The Loss of one cell (METRICS.md; see the module documentation).
+    /// The Loss of one cell (docs/definitions.md; see the module documentation).
     pub fn cost(&self, qi: &QiDomain, cell: Cell) -> f64 {
         match cell {
             Cell::Top => 1.0,

@@ -1,0 +1,174 @@
+//! `docs/definitions.md` defines every figure of the profile: each JSON key of a profile with
+//! every optional section filled (person id, population, original with a key and a hierarchy,
+//! an ordered and a categorical sensitive attribute, relink, risky classes, fingerprint
+//! attack) must appear in it as `` `key` ``.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::prelude::SessionContext;
+use datafusion_anonymity::generalize::Hierarchy;
+use datafusion_anonymity::profile::{FingerprintOptions, ProfileOptions, profile};
+
+fn strings(values: &[&str]) -> ArrayRef {
+    Arc::new(StringArray::from(values.to_vec()))
+}
+
+fn ints(values: &[i64]) -> ArrayRef {
+    Arc::new(Int64Array::from(values.to_vec()))
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap()
+}
+
+/// Every key of every object in `value`, recursively (inside arrays too).
+fn collect_keys(value: &serde_json::Value, keys: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                keys.insert(key.clone());
+                collect_keys(inner, keys);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                collect_keys(item, keys);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The profile of a small release with every optional section, as JSON.
+async fn full_profile() -> serde_json::Value {
+    let ids = [1, 2, 3, 4, 5, 6];
+    let diseases = ["flu", "hiv", "flu", "cancer", "flu", "hiv"];
+    let salaries = [3, 4, 5, 6, 11, 8];
+    let persons = [10, 10, 11, 12, 13, 14];
+    let original = batch(vec![
+        ("id", ints(&ids)),
+        (
+            "zip",
+            strings(&["47677", "47602", "47678", "47905", "47909", "47906"]),
+        ),
+        ("age", ints(&[29, 22, 27, 43, 52, 47])),
+        ("disease", strings(&diseases)),
+        ("salary", ints(&salaries)),
+        ("pid", ints(&persons)),
+    ]);
+    let release = || {
+        batch(vec![
+            ("id", ints(&ids)),
+            (
+                "zip",
+                strings(&["476**", "476**", "476**", "4790*", "4790*", "4790*"]),
+            ),
+            ("age", strings(&["2*", "2*", "2*", ">=40", ">=40", ">=40"])),
+            ("disease", strings(&diseases)),
+            ("salary", ints(&salaries)),
+            ("pid", ints(&persons)),
+        ])
+    };
+    let population = batch(vec![
+        (
+            "zip",
+            strings(&[
+                "476**", "476**", "476**", "476**", "4790*", "4790*", "4790*",
+            ]),
+        ),
+        (
+            "age",
+            strings(&["2*", "2*", "2*", "2*", ">=40", ">=40", ">=40"]),
+        ),
+    ]);
+    // a bucketized release's sensitive table: physician A in both buckets
+    let sensitive_table = batch(vec![
+        ("bucket_id", ints(&[0, 0, 0, 1, 1, 1])),
+        ("physician", strings(&["A", "B", "C", "A", "D", "E"])),
+        (
+            "specialty",
+            strings(&["card", "onco", "neuro", "card", "onco", "derm"]),
+        ),
+    ]);
+    let ctx = SessionContext::new();
+    datafusion_anonymity::register(&ctx).unwrap();
+    for (name, table) in [
+        ("anon", release()),
+        ("other", release()),
+        ("orig", original),
+        ("pop", population),
+        ("st", sensitive_table),
+    ] {
+        ctx.register_batch(name, table).unwrap();
+    }
+    let mut options = ProfileOptions::new("anon", vec!["zip".into(), "age".into()]);
+    options.sensitive = vec!["disease".into(), "salary".into()];
+    options.person_id = Some("pid".into());
+    options.population = Some("pop".into());
+    options.original = Some("orig".into());
+    options.key = Some("id".into());
+    options.relink = Some("other".into());
+    options.hierarchies = HashMap::from([("zip".to_string(), Arc::new(Hierarchy::mask("zip", 5)))]);
+    options.queries = 20;
+    options.show_values = true;
+    options.fingerprint = Some(FingerprintOptions {
+        sensitive_table: "st".into(),
+        bucket_column: "bucket_id".into(),
+        linking: "physician".into(),
+        determined: None,
+    });
+    let report = profile(&ctx, &options).await.unwrap();
+    serde_json::to_value(&report).unwrap()
+}
+
+#[tokio::test]
+async fn every_profile_json_key_is_defined_in_docs() {
+    let json = full_profile().await;
+    // every optional section is filled, so that its keys are collected
+    for section in [
+        &json["person_id"],
+        &json["anonymity"]["k_persons"],
+        &json["anonymity"]["sensitive"][1]["t_ordered"],
+        &json["anonymity"]["sensitive"][1]["tuple_diversity"],
+        &json["risk"]["population"],
+        &json["utility"],
+        &json["utility"]["whd_uniform"],
+        &json["utility"]["aecs"],
+        &json["utility"]["classification_metric"],
+        &json["utility"]["private_mutual_information_utility"],
+        &json["relink"],
+        &json["risky_classes"],
+        &json["fingerprint_attack"],
+    ] {
+        assert!(!section.is_null(), "a section is missing: {json:#}");
+    }
+    let mut keys = BTreeSet::new();
+    collect_keys(&json, &mut keys);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/definitions.md");
+    let page = std::fs::read_to_string(path).unwrap();
+    let missing: Vec<&String> = keys
+        .iter()
+        .filter(|key| !page.contains(&format!("`{key}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/definitions.md does not define these JSON keys of the profile (each must appear \
+         as `key`, in backticks): {}",
+        missing
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
