@@ -11,8 +11,8 @@ use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
 use datafusion_anonymity::policy::{Policy, Role};
 use datafusion_anonymity::profile::{
-    self, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, FingerprintOptions, ProfileOptions,
-    render_html, render_text,
+    self, DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED,
+    FingerprintOptions, ProfileOptions, render_html, render_text,
 };
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
@@ -108,6 +108,11 @@ pub struct ProfileArgs {
     /// The c of recursive (c,l)-diversity.
     #[arg(long, default_value_t = DEFAULT_RECURSIVE_C)]
     recursive_c: f64,
+    /// The background-knowledge attack: report, per sensitive attribute, the rows whose value
+    /// an adversary learns when she can rule out 1, 2, …, M values for her target (the rows of
+    /// classes with at most m + 1 distinct values; at most 100).
+    #[arg(long, value_name = "M", default_value_t = DEFAULT_BACKGROUND_VALUES)]
+    background_values: usize,
     /// Random COUNT(*) range queries of the query-accuracy figure.
     #[arg(long, default_value_t = DEFAULT_QUERIES)]
     queries: usize,
@@ -255,6 +260,7 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
     options.key = args.key;
     options.by_position = args.by_position;
     options.recursive_c = args.recursive_c;
+    options.background_values = args.background_values;
     options.queries = args.queries;
     options.seed = args.seed;
     options.show_values = args.show_values;

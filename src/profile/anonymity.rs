@@ -18,6 +18,7 @@ use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
+use super::attacks::Tally;
 use super::histogram::histogram_udaf;
 use super::keys::KeyInterner;
 use super::{Anonymity, ProfileOptions, RiskyClass, SensitiveFigures, SizeBucket, label, table};
@@ -238,6 +239,7 @@ impl ClassData {
                 &domain.values,
                 classes,
                 options.recursive_c,
+                options.background_values,
             )?;
             data.sensitive.push(figures);
             if index == 0 {
@@ -374,8 +376,9 @@ pub(crate) fn size_buckets(sizes: &[u64]) -> Vec<SizeBucket> {
     buckets
 }
 
-/// The worst-class figures of one sensitive attribute from its frequency set, and the
-/// per-class count of the most frequent value (NULL a value of its own; for the
+/// The worst-class figures of one sensitive attribute from its frequency set (with the
+/// homogeneity and background-knowledge attacks for up to `background_values` values ruled
+/// out), and the per-class count of the most frequent value (NULL a value of its own; for the
 /// classification metric).
 fn sensitive_figures(
     attribute: &str,
@@ -383,6 +386,7 @@ fn sensitive_figures(
     value_keys: &ArrayRef,
     classes: usize,
     recursive_c: f64,
+    background_values: usize,
 ) -> Result<(SensitiveFigures, Vec<u64>)> {
     let values = value_keys.len();
     let null_value = (0..values).find(|&v| value_keys.is_null(v));
@@ -447,6 +451,7 @@ fn sensitive_figures(
     };
 
     let mut worst = Worst::new();
+    let mut attacks = Tally::new(background_values);
     let mut top_counts = vec![0u64; classes];
     let (mut non_null, mut emd_pairs, mut ordered_pairs) = (Vec::new(), Vec::new(), Vec::new());
     for class in 0..classes {
@@ -507,6 +512,8 @@ fn sensitive_figures(
             (distinct, el, rl, alpha)
         };
         worst.l = worst.l.min(l);
+        // the class's l is its d of the attacks: NULLs joined the most frequent value
+        attacks.add(l, size);
         worst.el = worst.el.min(el);
         worst.rl = worst.rl.min(rl);
         worst.alpha = worst.alpha.max(alpha);
@@ -528,6 +535,7 @@ fn sensitive_figures(
         worst.delta = worst.delta.max(delta);
         worst.missing += u64::from(slice.len() < values);
     }
+    let (homogeneity, background_knowledge) = attacks.finish();
     let figures = SensitiveFigures {
         attribute: attribute.to_string(),
         ordered,
@@ -549,6 +557,8 @@ fn sensitive_figures(
         } else {
             0.0
         }),
+        homogeneity,
+        background_knowledge,
     };
     Ok((figures, top_counts))
 }

@@ -1,7 +1,8 @@
 //! `anon profile`: a risk and utility report of a table for a publisher to decide from.
 //!
 //! [`profile`] computes a [`Profile`] of a table registered on a `SessionContext`:
-//! anonymity (k, l, t, α, β, δ, tuple diversity, the class-size distribution), re-identification
+//! anonymity (k, l, t, α, β, δ, tuple diversity, the class-size distribution, the rows exposed
+//! to the homogeneity and background-knowledge attacks), re-identification
 //! risk (against the sample itself and, with a population table, k-map, journalist and marketer
 //! risk), the leakage ranking of single attributes, and — given the table before anonymization —
 //! utility (NCP, loss, discernibility, classification metric, WHD, entropy and
@@ -18,6 +19,7 @@
 //! `GROUP BY a` per attribute of the leakage ranking, reading only that attribute's column.
 
 mod anonymity;
+mod attacks;
 pub(crate) mod histogram;
 mod keys;
 mod leakage;
@@ -39,6 +41,7 @@ use serde::Serialize;
 
 use crate::generalize::Hierarchy;
 
+pub use attacks::{DEFAULT_BACKGROUND_VALUES, MAX_BACKGROUND_VALUES};
 pub use position::Relink;
 pub use table_function::{AnonymityProfileFunction, register_table_function};
 
@@ -84,6 +87,10 @@ pub struct ProfileOptions {
     pub hierarchies: HashMap<String, Arc<Hierarchy>>,
     /// `c` of recursive (c,l)-diversity.
     pub recursive_c: f64,
+    /// M of the background-knowledge attack: the figures are given for an adversary who can
+    /// rule out m = 1..=M values of a sensitive attribute for her target (at most
+    /// [`MAX_BACKGROUND_VALUES`]; 0 leaves only the homogeneity attack).
+    pub background_values: usize,
     /// Number of random range queries for query accuracy.
     pub queries: usize,
     /// Seed of the query workload.
@@ -136,6 +143,7 @@ impl ProfileOptions {
             relink: None,
             hierarchies: HashMap::new(),
             recursive_c: DEFAULT_RECURSIVE_C,
+            background_values: DEFAULT_BACKGROUND_VALUES,
             queries: DEFAULT_QUERIES,
             seed: DEFAULT_SEED,
             show_values: false,
@@ -210,9 +218,10 @@ pub struct SizeBucket {
 
 /// Diversity and closeness of one sensitive attribute s: each the worst class's value.
 ///
-/// NULLs of s: l, entropy l, recursive l and α treat them as copies of the class's most
-/// frequent value (the worst case, as the SQL functions do); t, β and δ treat NULL as a
-/// category of its own (as `t_closeness`); tuple diversity ignores them.
+/// NULLs of s: l, entropy l, recursive l, α and the homogeneity and background-knowledge
+/// attacks treat them as copies of the class's most frequent value (the worst case, as the SQL
+/// functions do); t, β and δ treat NULL as a category of its own (as `t_closeness`); tuple
+/// diversity ignores them.
 #[derive(Debug, Clone, Serialize)]
 pub struct SensitiveFigures {
     /// The attribute.
@@ -254,6 +263,43 @@ pub struct SensitiveFigures {
     /// Tuple diversity: smallest (max_E − min_E)/(max_T − min_T) of s in a class (0 when the
     /// table has a single value or a class only NULLs); `null` unless ordered.
     pub tuple_diversity: Option<f64>,
+    /// The homogeneity attack: the classes whose rows all have one value of s, and their rows.
+    /// An adversary who knows only her target's quasi-identifiers, hence its class, learns
+    /// its value (seed 004 §3.2, "Homogeneity attack"; Machanavajjhala et al. 2007). A class
+    /// whose only non-NULL value is v, with NULLs, counts (the NULLs may hide copies of v), and
+    /// so does an all-NULL class: the classes whose own distinct l is 1.
+    pub homogeneity: Homogeneity,
+    /// The background-knowledge attack, for m = 1..=M values ruled out (M =
+    /// `ProfileOptions::background_values`, in increasing m). See [`BackgroundKnowledge`].
+    pub background_knowledge: Vec<BackgroundKnowledge>,
+}
+
+/// The classes (and their rows) exposed to the homogeneity attack.
+#[derive(Debug, Clone, Serialize)]
+pub struct Homogeneity {
+    /// Classes with one distinct value of s (NULLs as copies of it; all-NULL included).
+    pub classes: u64,
+    /// Their rows: rows whose value of s follows from their class alone.
+    pub rows: u64,
+}
+
+/// The background-knowledge attack (seed 004 §3.2, "Background knowledge attack"; instance-level
+/// background knowledge, §3.1: Alice knows which values Bob does not have): an adversary knows
+/// her target's class and can rule out `ruled_out` = m values of s for it.
+///
+/// A class with d distinct values of s (NULLs as copies of the most frequent value, an
+/// all-NULL class d = 1: the class's l, the worst case) lets her learn the value of each of
+/// its rows exactly when d ≤ m + 1: she rules out the d − 1 values the target does not have
+/// and is left with one. So the rows whose value is certain are the rows of the classes with
+/// d ≤ m + 1, which grow with m; m = 0 would be the homogeneity attack.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackgroundKnowledge {
+    /// m: the values of s the adversary rules out.
+    pub ruled_out: u64,
+    /// Classes with at most m + 1 distinct values of s.
+    pub classes: u64,
+    /// Their rows: rows whose value of s is certain to such an adversary.
+    pub rows: u64,
 }
 
 /// Re-identification risk of a record: 1/|E| for a record of class E (1/persons of E with a
@@ -632,6 +678,13 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
                 "a hierarchy is given for '{name}', which is not a quasi-identifier"
             )));
         }
+    }
+    if options.background_values > MAX_BACKGROUND_VALUES {
+        return Err(DataFusionError::Plan(format!(
+            "the background-knowledge attack rules out at most {MAX_BACKGROUND_VALUES} \
+             values (--background-values), got {}",
+            options.background_values
+        )));
     }
     if options.recursive_c.is_nan() || options.recursive_c <= 0.0 {
         return Err(DataFusionError::Plan(

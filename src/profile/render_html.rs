@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::attacks::attack_figures;
 use super::position::{RELINK_CHANCE_LABEL, RELINK_CHANCE_MEANING, RELINK_LABEL, RELINK_MEANING};
 use super::render_text::{group_digits, percent, ratio};
 use super::{Profile, Relink, SensitiveFigures, Utility};
@@ -165,6 +166,11 @@ pub fn render(profile: &Profile) -> String {
             &ratio(s.t_equal),
             s.t_equal > 0.5,
         );
+        h.card(
+            &format!("homogeneous rows of {}", s.attribute),
+            &percent(s.homogeneity.rows as f64 / n as f64),
+            s.homogeneity.rows > 0,
+        );
     }
     h.push("</div>");
 
@@ -209,7 +215,7 @@ pub fn render(profile: &Profile) -> String {
         .collect();
     h.bars("Rows by class size", &bars, "#4a7ab5");
     for s in &a.sensitive {
-        sensitive(&mut h, s);
+        sensitive(&mut h, s, n);
     }
 
     h.push("<h2>Re-identification risk</h2><table><tr><th>figure</th><th>value</th><th>meaning</th></tr>");
@@ -375,7 +381,7 @@ pub fn render(profile: &Profile) -> String {
     h.0
 }
 
-fn sensitive(h: &mut Html, s: &SensitiveFigures) {
+fn sensitive(h: &mut Html, s: &SensitiveFigures, n: u64) {
     let _ = write!(
         h.0,
         "<h3>Sensitive attribute {} ({} distinct values)</h3>\
@@ -437,6 +443,13 @@ fn sensitive(h: &mut Html, s: &SensitiveFigures) {
             "tuple diversity",
             ratio(t),
             "narrowest value range in a class, share of the table's range",
+        );
+    }
+    for figure in attack_figures(s.background_knowledge.len(), Some(s)) {
+        h.row(
+            &figure.label,
+            group_digits(figure.rows.unwrap_or(0)),
+            &figure.explanation(n),
         );
     }
     h.push("</table>");

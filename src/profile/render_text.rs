@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::attacks::attack_figures;
 use super::position::{RELINK_CHANCE_LABEL, RELINK_CHANCE_MEANING, RELINK_LABEL, RELINK_MEANING};
 use super::{FingerprintAttack, Profile, Relink, SensitiveFigures, Utility};
 
@@ -118,7 +119,7 @@ pub fn render(profile: &Profile) -> String {
         );
     }
     for s in &a.sensitive {
-        sensitive(&mut out, s);
+        sensitive(&mut out, s, n);
     }
 
     let r = &profile.risk;
@@ -295,7 +296,7 @@ fn fingerprint(out: &mut Out, attack: &FingerprintAttack) {
     }
 }
 
-fn sensitive(out: &mut Out, s: &SensitiveFigures) {
+fn sensitive(out: &mut Out, s: &SensitiveFigures, n: u64) {
     let _ = writeln!(
         out.0,
         "  sensitive attribute {} ({} distinct values)",
@@ -364,6 +365,13 @@ fn sensitive(out: &mut Out, s: &SensitiveFigures) {
             "tuple diversity",
             ratio(t),
             "narrowest range of values in a class, as a share of the table's range",
+        );
+    }
+    for figure in attack_figures(s.background_knowledge.len(), Some(s)) {
+        out.line(
+            &figure.label,
+            group_digits(figure.rows.unwrap_or(0)),
+            &figure.explanation(n),
         );
     }
 }

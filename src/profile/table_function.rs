@@ -13,6 +13,12 @@
 //! arguments (one group of columns per sensitive attribute, the population and utility
 //! columns when those tables are given); a figure that does not apply (ordered t of a
 //! categorical attribute) is NULL. The profile is computed when the query is planned.
+//!
+//! Per sensitive attribute s, besides its diversity and closeness figures: the homogeneity
+//! attack as `<s>_homogeneous_rows` and `<s>_homogeneous_classes`, and the background-knowledge
+//! attack for m = 1..=3 values ruled out as `<s>_background_<m>_rows` and
+//! `<s>_background_<m>_classes` (the rows whose value is then certain: the rows of the classes
+//! with at most m + 1 distinct values; see [`super::BackgroundKnowledge`]).
 
 use std::sync::Arc;
 
@@ -31,6 +37,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
+use super::attacks::attack_figures;
 use super::{Profile, ProfileOptions, profile};
 
 /// The key argument that matches the original's rows by position instead of by a column.
@@ -292,6 +299,11 @@ fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Valu
                 _ => Value::Number(s.and_then(|s| s.tuple_diversity)),
             };
             push(&format!("{attribute}_{figure}"), value);
+        }
+        for figure in attack_figures(options.background_values, s) {
+            let stem = format!("{attribute}_{}", figure.column);
+            push(&format!("{stem}_rows"), Value::Count(figure.rows));
+            push(&format!("{stem}_classes"), Value::Count(figure.classes));
         }
     }
     push(

@@ -787,6 +787,208 @@ async fn random_tables_match_sql_functions_and_brute_force() {
     }
 }
 
+// ------------------------------------- homogeneity and background-knowledge attacks
+
+/// (classes, rows) of each background-knowledge figure, in increasing m.
+fn background(figures: &datafusion_anonymity::profile::SensitiveFigures) -> Vec<(u64, u64, u64)> {
+    figures
+        .background_knowledge
+        .iter()
+        .map(|b| (b.ruled_out, b.classes, b.rows))
+        .collect()
+}
+
+#[tokio::test]
+async fn homogeneity_and_background_knowledge_by_hand() {
+    // three classes of 3, 4 and 5 rows with 1, 2 and 3 distinct diseases:
+    //   A (3 rows): flu flu flu                     d = 1
+    //   B (4 rows): flu flu hiv hiv                 d = 2
+    //   C (5 rows): flu hiv hiv cancer cancer       d = 3
+    // homogeneity (d = 1): class A, 3 rows
+    // m = 1 value ruled out (d ≤ 2): A and B, 3 + 4 = 7 rows
+    // m = 2 values ruled out (d ≤ 3): A, B and C, 3 + 4 + 5 = 12 rows
+    let zip = ["A", "A", "A", "B", "B", "B", "B", "C", "C", "C", "C", "C"];
+    let disease = [
+        "flu", "flu", "flu", "flu", "flu", "hiv", "hiv", "flu", "hiv", "hiv", "cancer", "cancer",
+    ];
+    let table = batch(vec![("zip", strings(&zip)), ("disease", strings(&disease))]);
+    let ctx = context(vec![("t", table)]);
+    let mut o = options("t", &["zip"], &["disease"]);
+    o.background_values = 2;
+    let p = run(&ctx, &o).await;
+    let d = &p.anonymity.sensitive[0];
+    assert_eq!((d.homogeneity.classes, d.homogeneity.rows), (1, 3));
+    assert_eq!(background(d), vec![(1, 2, 7), (2, 3, 12)]);
+    // homogeneous classes are those of l = 1
+    assert_eq!(d.l_distinct, 1);
+
+    // the default M = 3: m = 3 (d ≤ 4) adds nothing, still 12 rows in 3 classes
+    let p = run(&ctx, &options("t", &["zip"], &["disease"])).await;
+    assert_eq!(
+        background(&p.anonymity.sensitive[0]),
+        vec![(1, 2, 7), (2, 3, 12), (3, 3, 12)]
+    );
+
+    // M = 0: homogeneity only; M above the limit is refused
+    o.background_values = 0;
+    let p = run(&ctx, &o).await;
+    assert!(p.anonymity.sensitive[0].background_knowledge.is_empty());
+    assert_eq!(p.anonymity.sensitive[0].homogeneity.rows, 3);
+    o.background_values = 101;
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("at most 100 values"), "{e}");
+
+    // the table function has the same figures as columns
+    let batches = ctx
+        .sql(
+            "SELECT disease_homogeneous_rows, disease_homogeneous_classes, \
+             disease_background_1_rows, disease_background_1_classes, \
+             disease_background_2_rows, disease_background_3_rows \
+             FROM anonymity_profile('t', 'zip', 'disease')",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let row: Vec<u64> = batches[0]
+        .columns()
+        .iter()
+        .map(|c| {
+            c.as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+                .value(0)
+        })
+        .collect();
+    assert_eq!(row, vec![3, 1, 7, 2, 12, 12]);
+}
+
+#[tokio::test]
+async fn attacks_count_nulls_as_copies_of_the_class_value() {
+    // NULLs may hide copies of the class's value: they never add a distinct value
+    //   A (3 rows): flu NULL NULL    d = 1 (homogeneous: the NULLs may be flu)
+    //   B (2 rows): NULL NULL        d = 1 (all NULL: homogeneous)
+    //   C (3 rows): flu hiv NULL     d = 2
+    //   D (4 rows): flu hiv cancer NULL   d = 3
+    // homogeneity: A and B, 3 + 2 = 5 rows; m = 1: + C, 8 rows; m = 2: + D, 12 rows
+    let zip = ["A", "A", "A", "B", "B", "C", "C", "C", "D", "D", "D", "D"];
+    let disease = [
+        Some("flu"),
+        None,
+        None,
+        None,
+        None,
+        Some("flu"),
+        Some("hiv"),
+        None,
+        Some("flu"),
+        Some("hiv"),
+        Some("cancer"),
+        None,
+    ];
+    let table = batch(vec![
+        ("zip", strings(&zip)),
+        ("disease", opt_strings(&disease)),
+    ]);
+    let ctx = context(vec![("t", table)]);
+    let p = run(&ctx, &options("t", &["zip"], &["disease"])).await;
+    let d = &p.anonymity.sensitive[0];
+    assert_eq!((d.homogeneity.classes, d.homogeneity.rows), (2, 5));
+    assert_eq!(background(d), vec![(1, 3, 8), (2, 4, 12), (3, 4, 12)]);
+}
+
+#[tokio::test]
+async fn attacks_match_brute_force_on_random_data() {
+    for seed in [11u64, 12, 13] {
+        let mut rng = Rng(seed);
+        let rows = 500;
+        let (mut zip, mut few, mut many) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rows {
+            // 90 classes of about 5 rows: d from 1 to 5 or so
+            let class = rng.below(90) as i64;
+            zip.push(class);
+            // few values (the histogram path of the class aggregation), skewed, some NULLs
+            let r = rng.below(12);
+            few.push(match r {
+                0 => None,
+                1..=6 => Some("a"),
+                7..=9 => Some("b"),
+                10 => Some("c"),
+                _ => Some("d"),
+            });
+            // many values over the table (a frequency set of its own) but few per class
+            many.push(if rng.below(15) == 0 {
+                None
+            } else {
+                Some((class * 7) % 120 + rng.below(3) as i64)
+            });
+        }
+        let table = batch(vec![
+            ("zip", ints(&zip)),
+            ("few", opt_strings(&few)),
+            ("many", Arc::new(Int64Array::from(many.clone())) as ArrayRef),
+        ]);
+        let ctx = context(vec![("t", table)]);
+        let mut o = options("t", &["zip"], &["few", "many"]);
+        o.background_values = 4;
+        let p = run(&ctx, &o).await;
+        assert!(
+            p.anonymity.sensitive[1].distinct_values > 64,
+            "many takes a frequency set"
+        );
+
+        // brute force: per class the distinct non-NULL values (NULLs could be copies of
+        // any of them), an all-NULL class counting 1; a class is exposed at m values ruled
+        // out when d ≤ m + 1
+        fn expected<V: Ord + Copy>(
+            zip: &[i64],
+            values: &[Option<V>],
+            max_m: u64,
+        ) -> Vec<(u64, u64)> {
+            let mut classes: BTreeMap<i64, (u64, BTreeSet<V>)> = BTreeMap::new();
+            for (z, v) in zip.iter().zip(values) {
+                let class = classes.entry(*z).or_default();
+                class.0 += 1;
+                if let Some(v) = v {
+                    class.1.insert(*v);
+                }
+            }
+            (0..=max_m)
+                .map(|m| {
+                    let exposed = classes
+                        .values()
+                        .filter(|(_, distinct)| distinct.len().max(1) as u64 <= m + 1);
+                    (
+                        exposed.clone().count() as u64,
+                        exposed.map(|(rows, _)| rows).sum(),
+                    )
+                })
+                .collect()
+        }
+        for (figures, want) in [
+            (&p.anonymity.sensitive[0], expected(&zip, &few, 4)),
+            (&p.anonymity.sensitive[1], expected(&zip, &many, 4)),
+        ] {
+            let mut got = vec![(figures.homogeneity.classes, figures.homogeneity.rows)];
+            got.extend(
+                figures
+                    .background_knowledge
+                    .iter()
+                    .map(|b| (b.classes, b.rows)),
+            );
+            assert_eq!(got, want, "{} (seed {seed})", figures.attribute);
+            let m: Vec<u64> = figures
+                .background_knowledge
+                .iter()
+                .map(|b| b.ruled_out)
+                .collect();
+            assert_eq!(m, vec![1, 2, 3, 4]);
+            // not vacuous: some classes exposed, not all of them at once
+            assert!(want[0].0 > 0 && want[0].1 < rows as u64, "{want:?}");
+            assert!(want.windows(2).any(|w| w[1].1 > w[0].1), "{want:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn bad_options_are_clear_errors() {
     let ctx = context(vec![("patients", worked_example())]);
@@ -886,6 +1088,8 @@ fn cli_json_keys_are_stable() {
         "json",
         "--queries",
         "50",
+        "--background-values",
+        "2",
     ]);
     assert_eq!(code, 0, "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -947,8 +1151,26 @@ fn cli_json_keys_are_stable() {
             "delta",
             "delta_classes_missing_values",
             "tuple_diversity",
+            "homogeneity",
+            "background_knowledge",
         ])
     );
+    let salary = &anonymity["sensitive"][0];
+    assert_eq!(keys(&salary["homogeneity"]), set(&["classes", "rows"]));
+    // --background-values 2: m = 1 and 2
+    let background = salary["background_knowledge"].as_array().unwrap();
+    assert_eq!(background.len(), 2);
+    assert_eq!(keys(&background[0]), set(&["ruled_out", "classes", "rows"]));
+    assert_eq!(
+        (
+            background[0]["ruled_out"].as_u64(),
+            background[1]["ruled_out"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
+    // salary-class has two values: every row is certain once one value is ruled out
+    assert_eq!(background[0]["rows"], 30162);
+    assert_eq!(background[0]["classes"], anonymity["classes"]);
     let risk = &json["risk"];
     assert_eq!(
         keys(risk),
@@ -1130,6 +1352,13 @@ fn cli_html_is_self_contained_and_hides_values() {
     assert!(html.contains("Rows by class size") && html.contains("<svg"));
     assert!(html.contains("Rows by re-identification risk"));
     assert!(html.contains("Leakage by attribute"));
+    // the attacks: class 99876 (flu alone) is homogeneous, 1 of 4 rows; ruling out one value
+    // exposes class 11111 (flu, hiv) too: 4 rows
+    assert!(html.contains(
+        "<tr><td>homogeneous rows</td><td class=\"v\">1</td><td class=\"e\">rows in classes of one sensitive value"
+    ), "{html}");
+    assert!(html.contains("<tr><td>rows certain, 1 value ruled out</td><td class=\"v\">4</td>"));
+    assert!(html.contains("; 100.00% of all rows, 2 classes"));
     // no quasi-identifier value without --show-values; column names escaped
     assert!(!html.contains("99876") && !html.contains("11111"));
     assert!(!html.contains("<i>") && html.contains("&lt;i&gt;note"));
@@ -1167,6 +1396,9 @@ fn cli_text_report() {
         "prosecutor risk, max",
         "LEAKAGE RANKING",
         "30,162 rows",
+        "homogeneous rows",
+        "rows certain, 1 value ruled out",
+        "rows certain, 3 values ruled out",
     ] {
         assert!(out.contains(expected), "missing {expected}:\n{out}");
     }
