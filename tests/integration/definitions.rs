@@ -172,3 +172,72 @@ async fn every_profile_json_key_is_defined_in_docs() {
             .join(", ")
     );
 }
+
+/// `docs/functions.md` lists every user-facing SQL function of the crate, and nothing else:
+/// a function added without its reference row (or a row left for a removed one) fails here.
+#[test]
+fn every_sql_function_is_in_the_function_reference() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let reference = std::fs::read_to_string(root.join("docs/functions.md")).unwrap();
+    // rows of the function table: "| `name(...)` ..."
+    let documented: BTreeSet<String> = reference
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('(').map(|(name, _)| name.to_string()))
+        .filter(|name| !name.contains(' '))
+        .collect();
+    let registered: BTreeSet<String> = datafusion_anonymity::functions::user_functions()
+        .iter()
+        .map(|f| f.name().to_string())
+        .chain(
+            datafusion_anonymity::generalize::recoding_functions()
+                .iter()
+                .map(|f| f.name().to_string()),
+        )
+        .collect();
+    let missing: Vec<_> = registered.difference(&documented).collect();
+    let stale: Vec<_> = documented.difference(&registered).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "docs/functions.md lacks {missing:?} and documents unknown {stale:?}"
+    );
+}
+
+/// Every requirement a policy can set, and every measure key a report gives for it, is
+/// defined in `docs/definitions.md`.
+#[test]
+fn every_policy_requirement_is_defined_in_docs() {
+    use datafusion_anonymity::policy::{
+        BetaLikeness, LDiversity, LDiversityKind, SensitiveRequirement,
+    };
+    use datafusion_anonymity::policy::{TCloseness, TClosenessKind};
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let definitions = std::fs::read_to_string(root.join("docs/definitions.md")).unwrap();
+    let every = SensitiveRequirement {
+        l: Some(LDiversity {
+            kind: LDiversityKind::Distinct,
+            l: 2.0,
+            c: None,
+        }),
+        t: Some(TCloseness {
+            kind: TClosenessKind::Equal,
+            t: 0.5,
+        }),
+        alpha: Some(0.5),
+        beta: Some(BetaLikeness {
+            beta: 1.0,
+            enhanced: true,
+        }),
+        delta: Some(1.0),
+        ..SensitiveRequirement::unconstrained("s")
+    };
+    let mut missing = Vec::new();
+    for bound in every.bounds() {
+        for key in [bound.measure.policy_key(), bound.measure.key()] {
+            if !definitions.contains(&format!("`{key}`")) {
+                missing.push(key);
+            }
+        }
+    }
+    assert!(missing.is_empty(), "docs/definitions.md lacks {missing:?}");
+}

@@ -279,6 +279,7 @@ slt_files!(
     k_anonymity,
     diversity,
     t_closeness,
+    attribute_disclosure,
     ncp_leakage,
     edge_cases,
     types,
