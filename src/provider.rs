@@ -193,6 +193,15 @@ impl GeneralizedTable {
         failing_classes_with_rows(&self.recoded, &self.generalization)
     }
 
+    /// The classes that fail the requirements once the `failing` classes are suppressed: the
+    /// kept rows judged again, their whole-table statistics (t, β, δ against the table's
+    /// distribution) taken from the kept rows alone, as a reader of a release whose failing
+    /// rows are dropped sees them. Same columns as [`Self::failing_classes_plan`].
+    pub fn failing_classes_among_kept(&self, failing: Vec<RecordBatch>) -> Result<LogicalPlan> {
+        let kept = self.with_failing_classes(failing)?;
+        failing_classes_with_rows(kept.plan(), &self.generalization)
+    }
+
     /// The view as DataFusion's own [`ViewTable`] (for engines that serialize plans, such as
     /// Ballista, which know views but not this type).
     pub fn into_view(self) -> ViewTable {

@@ -297,6 +297,19 @@ impl Measure {
         }
     }
 
+    /// Whether the measure compares the class with the whole table's distribution (t, β, δ):
+    /// suppressing some classes changes the others' values.
+    pub fn depends_on_table(self) -> bool {
+        matches!(
+            self,
+            Measure::EqualT
+                | Measure::OrderedT
+                | Measure::Beta
+                | Measure::EnhancedBeta
+                | Measure::Delta
+        )
+    }
+
     /// Whether the measure compares values by their order (the attribute must be ordered).
     pub fn needs_ordered_attribute(self) -> bool {
         self == Measure::OrderedT
@@ -520,6 +533,13 @@ impl PrivacyRequirements {
             .filter(|s| s.is_constrained())
             .map(|s| s.attribute.clone())
             .collect()
+    }
+
+    /// Whether some requirement compares classes with the whole table's distribution.
+    pub fn depends_on_table(&self) -> bool {
+        self.sensitive
+            .iter()
+            .any(|s| s.bounds().iter().any(|b| b.measure.depends_on_table()))
     }
 
     /// Whether any class can fail: k > 1 or a requirement on a sensitive attribute.
