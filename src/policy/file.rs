@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::bucketization::{BucketizationKeys, Method};
 use super::requirements::{
-    BetaLikeness, LDiversity, SensitiveRequirement, SuppressionMode, TCloseness,
+    BetaLikeness, LDiversity, RiskThresholds, SensitiveRequirement, SuppressionMode, TCloseness,
 };
 use crate::bucketize::Refinement;
 use crate::tables::{BadValues, ColumnType};
@@ -93,9 +93,28 @@ pub struct PrivacySpec {
     pub dependency_threshold: Option<f64>,
     /// Bucketizations: the quasi-identifiers GT publishes (marginal publication).
     pub marginal: Option<Vec<String>>,
+    /// Post-analytics: the highest prosecutor risk allowed.
+    pub max_prosecutor_risk: Option<f64>,
+    /// Post-analytics: the highest average prosecutor risk allowed.
+    pub max_average_risk: Option<f64>,
+    /// Post-analytics: the highest marketer risk allowed.
+    pub max_marketer_risk: Option<f64>,
+    /// Post-analytics: the highest leakage allowed, per attribute.
+    #[serde(default)]
+    pub max_leakage: std::collections::BTreeMap<String, f64>,
 }
 
 impl PrivacySpec {
+    /// The post-analytics thresholds.
+    pub fn thresholds(&self) -> RiskThresholds {
+        RiskThresholds {
+            max_prosecutor_risk: self.max_prosecutor_risk,
+            max_average_risk: self.max_average_risk,
+            max_marketer_risk: self.max_marketer_risk,
+            max_leakage: self.max_leakage.clone(),
+        }
+    }
+
     /// The requirements `[privacy]` sets for every sensitive attribute that does not set its
     /// own (attribute name empty).
     pub fn default_requirement(&self) -> SensitiveRequirement {

@@ -45,9 +45,9 @@ use crate::tables::{BadValues, ColumnType, CsvOptions, TableFormat};
 pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
-    BetaLikeness, Bound, Direction, LDiversity, LDiversityKind, Measure, PrivacyRequirements,
-    RELATIVE_TOLERANCE, SensitiveAchieved, SensitiveRequirement, SuppressionMode, TCloseness,
-    TClosenessKind,
+    AttributeLeakage, BetaLikeness, Bound, Direction, LDiversity, LDiversityKind, Measure,
+    PostAnalytics, PrivacyRequirements, RELATIVE_TOLERANCE, RiskThresholds, SensitiveAchieved,
+    SensitiveRequirement, SuppressionMode, TCloseness, TClosenessKind,
 };
 
 /// A hierarchy as far as it is known before the data are seen.
@@ -98,6 +98,7 @@ pub struct Policy {
     schema: Option<SchemaRef>,
     bucketization: Option<Bucketization>,
     marginal: Option<Vec<String>>,
+    thresholds: RiskThresholds,
 }
 
 fn policy_error(source: &str, message: impl std::fmt::Display) -> DataFusionError {
@@ -268,6 +269,32 @@ impl Policy {
                 defaults.policy_keys().join(", privacy.")
             )));
         }
+        let thresholds = privacy.thresholds();
+        thresholds.validate().map_err(&err)?;
+        if bucketization.is_some() && thresholds.any() {
+            return Err(err(format!(
+                "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
+                 max_marketer_risk, max_leakage) apply to method = \"generalization\", not to {}",
+                privacy.method.name()
+            )));
+        }
+        for attribute in thresholds.max_leakage.keys() {
+            match columns.iter().find(|c| &c.name == attribute) {
+                None => {
+                    return Err(err(format!(
+                        "max_leakage names '{attribute}', which is not an attribute of the policy"
+                    )));
+                }
+                Some(c) if matches!(c.role, Role::Identifier | Role::Sensitive) => {
+                    return Err(err(format!(
+                        "max_leakage names '{attribute}', which is {}: leakage is measured on \
+                         the published quasi-identifiers and insensitive attributes",
+                        c.role.name()
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
         if let Some(levels) = &file.transformation {
             for (column, level) in levels {
                 let Some(qi) = columns.iter().find(|c| &c.name == column) else {
@@ -306,6 +333,7 @@ impl Policy {
             schema: None,
             bucketization,
             marginal: privacy.marginal.clone(),
+            thresholds,
         })
     }
 
@@ -399,6 +427,11 @@ impl Policy {
             .filter(|c| c.role == Role::Sensitive)
             .map(|c| c.name.clone())
             .collect()
+    }
+
+    /// The post-analytics thresholds of `[privacy]`.
+    pub fn thresholds(&self) -> &RiskThresholds {
+        &self.thresholds
     }
 
     /// The privacy requirements.

@@ -502,6 +502,127 @@ fn serialize_worst<S: Serializer>(
     map.end()
 }
 
+/// Thresholds on what the published output gives away, measured after writing and before
+/// publishing (post-analytics, seed 000 §3): a release that breaks one is not published.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct RiskThresholds {
+    /// The highest prosecutor risk 1/|E| of any published record.
+    pub max_prosecutor_risk: Option<f64>,
+    /// The highest average prosecutor risk (#classes / rows).
+    pub max_average_risk: Option<f64>,
+    /// The highest marketer risk (the expected share of records re-identified; with the
+    /// output as its own population, #classes / rows).
+    pub max_marketer_risk: Option<f64>,
+    /// Per published attribute, the highest normalized leakage ΔS/S0 = H(a)/log2 n.
+    pub max_leakage: BTreeMap<String, f64>,
+}
+
+impl RiskThresholds {
+    /// Whether any threshold is set.
+    pub fn any(&self) -> bool {
+        self.max_prosecutor_risk.is_some()
+            || self.max_average_risk.is_some()
+            || self.max_marketer_risk.is_some()
+            || !self.max_leakage.is_empty()
+    }
+
+    /// Checks the ranges: each a share in [0, 1].
+    pub fn validate(&self) -> Result<(), String> {
+        let named = [
+            ("max_prosecutor_risk", self.max_prosecutor_risk),
+            ("max_average_risk", self.max_average_risk),
+            ("max_marketer_risk", self.max_marketer_risk),
+        ];
+        let leakage = self
+            .max_leakage
+            .iter()
+            .map(|(attribute, &v)| (attribute.as_str(), Some(v)));
+        for (name, value) in named.into_iter().chain(leakage) {
+            if let Some(v) = value
+                && !(0.0..=1.0).contains(&v)
+            {
+                return Err(format!("{name} is a share between 0 and 1, got {v}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The thresholds `figures` break, each naming the threshold and by how much.
+    pub fn broken_by(&self, figures: &PostAnalytics) -> Vec<String> {
+        let mut broken = Vec::new();
+        let check =
+            |broken: &mut Vec<String>, name: &str, figure: &str, value: f64, limit: Option<f64>| {
+                if let Some(limit) = limit
+                    && value > limit * (1.0 + RELATIVE_TOLERANCE)
+                {
+                    broken.push(format!(
+                        "{figure} {value:.4} is above {name} = {limit} (by {:.4})",
+                        value - limit
+                    ));
+                }
+            };
+        check(
+            &mut broken,
+            "max_prosecutor_risk",
+            "the prosecutor risk",
+            figures.prosecutor_max,
+            self.max_prosecutor_risk,
+        );
+        check(
+            &mut broken,
+            "max_average_risk",
+            "the average prosecutor risk",
+            figures.prosecutor_average,
+            self.max_average_risk,
+        );
+        check(
+            &mut broken,
+            "max_marketer_risk",
+            "the marketer risk",
+            figures.marketer,
+            self.max_marketer_risk,
+        );
+        for (attribute, &limit) in &self.max_leakage {
+            match figures.leakage.iter().find(|l| &l.attribute == attribute) {
+                Some(l) => check(
+                    &mut broken,
+                    &format!("max_leakage of '{attribute}'"),
+                    &format!("the leakage of '{attribute}'"),
+                    l.leakage,
+                    Some(limit),
+                ),
+                None => broken.push(format!(
+                    "max_leakage names '{attribute}', which is not a published attribute"
+                )),
+            }
+        }
+        broken
+    }
+}
+
+/// What the published output gives away, measured on the written rows (post-analytics).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PostAnalytics {
+    /// The highest prosecutor risk of a published record: 1/k.
+    pub prosecutor_max: f64,
+    /// The average prosecutor risk: #classes / rows.
+    pub prosecutor_average: f64,
+    /// The marketer risk with the output as its own population (equal to the average).
+    pub marketer: f64,
+    /// Normalized leakage ΔS/S0 of each published attribute except the sensitive ones,
+    /// highest first (ties by name).
+    pub leakage: Vec<AttributeLeakage>,
+}
+
+/// The leakage of one published attribute.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttributeLeakage {
+    /// The column.
+    pub attribute: String,
+    /// ΔS/S0 = H(a)/log2 n over the published rows (1 for a one-row output).
+    pub leakage: f64,
+}
+
 /// What happens to the rows of classes that fail the requirements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -8,6 +8,7 @@
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
+use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions::math::expr_fn::log2;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
@@ -18,6 +19,7 @@ use super::anonymity::{ClassData, count_rows};
 use super::keys::KeyInterner;
 use super::{Leakage, LeakageRanking, ProfileOptions, table};
 use crate::functions::formulas::entropy_leakage;
+use crate::policy::AttributeLeakage;
 
 /// Normalized leakage H/log2 n from n and Σ c·log2 c (1 for a one-row table).
 fn normalized(n: u64, sum_c_log_c: f64) -> f64 {
@@ -62,11 +64,17 @@ pub(crate) async fn other_attribute_sums(
         .into_iter()
         .filter(|a| !options.quasi_identifiers.iter().any(|q| q == a))
         .collect();
+    attribute_sums(&input, &attributes).await
+}
+
+/// [`Sums`] of each of `attributes` of `frame`: one `GROUP BY a` each, folded into two
+/// numbers in the same plan, run concurrently.
+async fn attribute_sums(frame: &DataFrame, attributes: &[&str]) -> Result<Vec<(String, Sums)>> {
     let rows_f = cast(col("__anon_rows"), DataType::Float64);
     let queries = attributes
         .iter()
         .map(|&attribute| {
-            let frame = input
+            let frame = frame
                 .clone()
                 .aggregate(vec![ident(attribute)], vec![count_rows()])?
                 .aggregate(
@@ -100,6 +108,29 @@ pub(crate) async fn other_attribute_sums(
             ))
         })
         .collect()
+}
+
+/// The normalized leakage of each of `attributes` of `frame` (of `rows` rows), highest first
+/// (ties by name): the profile's ranking, for the post-analytics of a published output.
+pub async fn attribute_leakage(
+    frame: &DataFrame,
+    attributes: &[&str],
+    rows: u64,
+) -> Result<Vec<AttributeLeakage>> {
+    let mut leakage: Vec<AttributeLeakage> = attribute_sums(frame, attributes)
+        .await?
+        .into_iter()
+        .map(|(attribute, sums)| AttributeLeakage {
+            attribute,
+            leakage: normalized(rows, sums.sum_c_log_c),
+        })
+        .collect();
+    leakage.sort_by(|a, b| {
+        b.leakage
+            .total_cmp(&a.leakage)
+            .then_with(|| a.attribute.cmp(&b.attribute))
+    });
+    Ok(leakage)
 }
 
 /// [`Sums`] of each quasi-identifier, from the classes: a value's count is the sum of the

@@ -22,7 +22,7 @@ mod anonymity;
 mod attacks;
 pub(crate) mod histogram;
 mod keys;
-mod leakage;
+pub(crate) mod leakage;
 pub mod position;
 pub mod render_html;
 pub mod render_text;

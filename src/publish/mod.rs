@@ -40,7 +40,9 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::generalize::TOP_LABEL;
-use crate::policy::{Bound, PrivacyRequirements, SensitiveAchieved, SuppressionMode, quote_ident};
+use crate::policy::{
+    Bound, PostAnalytics, PrivacyRequirements, SensitiveAchieved, SuppressionMode, quote_ident,
+};
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
 use classes::ClassCounter;
@@ -245,14 +247,7 @@ pub async fn verify(
     suppression: SuppressionMode,
     input_rows: u64,
 ) -> Result<Verification> {
-    let table = format!("__anon_verify_{}", std::process::id());
-    let location = match path {
-        Location::Local(local) if local.is_dir() => format!("{}/", local.display()),
-        Location::Url(_) if !is_parquet_file(path) => path.as_prefix().datafusion_path(),
-        _ => path.datafusion_path(),
-    };
-    ctx.register_parquet(&table, &location, ParquetReadOptions::default())
-        .await?;
+    let table = register_written(ctx, path, "verify").await?;
     let result = measure(
         ctx,
         &table,
@@ -261,6 +256,61 @@ pub async fn verify(
         suppression,
         input_rows,
     )
+    .await;
+    ctx.deregister_table(table.as_str())?;
+    result
+}
+
+/// Registers the Parquet output at `path` (file or directory) on `ctx` under a private name,
+/// returned.
+async fn register_written(ctx: &SessionContext, path: &Location, purpose: &str) -> Result<String> {
+    let table = format!("__anon_{purpose}_{}", std::process::id());
+    let location = match path {
+        Location::Local(local) if local.is_dir() => format!("{}/", local.display()),
+        Location::Url(_) if !is_parquet_file(path) => path.as_prefix().datafusion_path(),
+        _ => path.datafusion_path(),
+    };
+    ctx.register_parquet(&table, &location, ParquetReadOptions::default())
+        .await?;
+    Ok(table)
+}
+
+/// Post-analytics of the written output at `path` (seed 000 §3): the re-identification risk of
+/// its classes (from `verification`) and the leakage of every published attribute except
+/// the sensitive ones, read back from the files.
+pub async fn post_analytics(
+    ctx: &SessionContext,
+    path: &Location,
+    sensitive: &[String],
+    verification: &Verification,
+) -> Result<PostAnalytics> {
+    let table = register_written(ctx, path, "post_analytics").await?;
+    let result = async {
+        let frame = ctx.table(table.as_str()).await?;
+        let attributes: Vec<&str> = frame
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .filter(|name| !sensitive.iter().any(|s| s == name))
+            .collect();
+        let leakage =
+            crate::profile::leakage::attribute_leakage(&frame, &attributes, verification.rows)
+                .await?;
+        let (rows, classes) = (verification.rows as f64, verification.classes as f64);
+        // no row published: nothing to re-identify
+        let average = if rows > 0.0 { classes / rows } else { 0.0 };
+        Ok(PostAnalytics {
+            prosecutor_max: if verification.k > 0 {
+                1.0 / verification.k as f64
+            } else {
+                0.0
+            },
+            prosecutor_average: average,
+            marketer: average,
+            leakage,
+        })
+    }
     .await;
     ctx.deregister_table(table.as_str())?;
     result
@@ -455,6 +505,9 @@ pub struct PublishReport {
     pub seed: Option<u64>,
     /// What the written output achieves.
     pub verification: Verification,
+    /// What the written output gives away: risk and leakage, checked against the policy's
+    /// thresholds before it was published.
+    pub post_analytics: PostAnalytics,
     /// Seconds spent counting failing classes, writing and verifying.
     pub seconds: PublishTimings,
 }
@@ -477,7 +530,7 @@ pub struct PublishTimings {
     pub classes: f64,
     /// Writing the generalized table.
     pub write: f64,
-    /// Measuring the written output.
+    /// Measuring the written output: the verification and the post-analytics.
     pub verify: f64,
 }
 
@@ -709,7 +762,6 @@ pub async fn publish_ordered(
         )
         .await?
     };
-    let verify_seconds = started.elapsed().as_secs_f64();
     if !verification.passes() {
         return Err(DataFusionError::Execution(format!(
             "the written output fails the policy, so it was not published: {}",
@@ -729,6 +781,21 @@ pub async fn publish_ordered(
             verification.rows
         )));
     }
+    let post_analytics = post_analytics(
+        ctx,
+        staged.staging(),
+        &policy.sensitive_attributes(),
+        &verification,
+    )
+    .await?;
+    let broken = policy.thresholds().broken_by(&post_analytics);
+    if !broken.is_empty() {
+        return Err(DataFusionError::Execution(format!(
+            "the written output breaks the policy's thresholds, so it was not published: {}",
+            broken.join("; ")
+        )));
+    }
+    let verify_seconds = started.elapsed().as_secs_f64();
     let output = staged.commit().await?.to_string();
     Ok(PublishReport {
         output,
@@ -748,6 +815,7 @@ pub async fn publish_ordered(
         row_order: order.name(),
         seed: order.seed(),
         verification,
+        post_analytics,
         seconds: PublishTimings {
             classes: classes_seconds,
             write: write_seconds,

@@ -616,3 +616,110 @@ async fn adult_attribute_disclosure_requirements_publish_verified_output() {
         }
     }
 }
+
+/// Post-analytics: the report's risk and leakage figures equal a recount of the written file
+/// with plain SQL, and a threshold the output breaks publishes nothing, with an error naming
+/// the threshold and by how much.
+#[tokio::test]
+async fn post_analytics_thresholds_fail_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let privacy = "k = 5\nmax_suppression = 0.02";
+    let policy = adult_policy(dir.path(), privacy);
+    let out = dir.path().join("out.parquet");
+    let report = dir.path().join("report.json");
+    let (classes, rows, json) = anonymize_checked(&policy, &out, &report, &[], privacy, 1).await;
+    let (_, k, _, _) = recount(&out).await;
+    let figures = &json["publish"]["post_analytics"];
+    // prosecutor risk 1/k of the smallest class; average and marketer #classes / rows
+    let close = |key: &str, expected: f64| {
+        let got = figures[key].as_f64().unwrap();
+        assert!((got - expected).abs() < 1e-12, "{key}: {got} vs {expected}");
+    };
+    close("prosecutor_max", 1.0 / k as f64);
+    close("prosecutor_average", classes as f64 / rows as f64);
+    close("marketer", classes as f64 / rows as f64);
+    // leakage of sex: H(sex)/log2 n over the written rows, from plain counts
+    let ctx = read_parquet("out", &out).await;
+    let batches = ctx
+        .sql("SELECT count(*) FROM out GROUP BY sex")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let counts: Vec<f64> = batches
+        .iter()
+        .flat_map(|b| {
+            b.column(0)
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .map(|&c| c as f64)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let n: f64 = counts.iter().sum();
+    let entropy: f64 = counts.iter().map(|c| -(c / n) * (c / n).log2()).sum();
+    let sex_leakage = entropy / n.log2();
+    let leakage = figures["leakage"].as_array().unwrap();
+    let sex = leakage.iter().find(|l| l["attribute"] == "sex").unwrap();
+    assert!((sex["leakage"].as_f64().unwrap() - sex_leakage).abs() < 1e-9);
+    // the sensitive attribute is not ranked; the others are, highest first
+    assert!(leakage.iter().all(|l| l["attribute"] != "salary-class"));
+    assert_eq!(leakage.len(), QIS.len());
+    let values: Vec<f64> = leakage
+        .iter()
+        .map(|l| l["leakage"].as_f64().unwrap())
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
+
+    // thresholds just below the recounted figures: nothing is published, the error says which
+    // threshold and by how much; at the figures themselves, it is published
+    let below = 0.9 / k as f64;
+    let cases = [
+        (
+            format!("max_prosecutor_risk = {below}"),
+            "max_prosecutor_risk",
+            true,
+        ),
+        (
+            format!("max_leakage = {{ sex = {} }}", sex_leakage * 0.5),
+            "max_leakage of 'sex'",
+            true,
+        ),
+        (
+            format!(
+                "max_prosecutor_risk = {}\nmax_leakage = {{ sex = {} }}",
+                1.0 / k as f64,
+                sex_leakage
+            ),
+            "",
+            false,
+        ),
+    ];
+    for (i, (thresholds, named, fails)) in cases.iter().enumerate() {
+        let policy = adult_policy(dir.path(), &format!("{privacy}\n{thresholds}"));
+        let out = dir.path().join(format!("thresholded-{i}.parquet"));
+        let output = anonymize(&policy, &out, &dir.path().join("r.json"), &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if *fails {
+            assert!(!output.status.success(), "{thresholds}");
+            assert!(
+                stderr.contains(named)
+                    && stderr.contains("by ")
+                    && stderr.contains("not published"),
+                "{thresholds}: {stderr}"
+            );
+            assert!(!out.exists(), "{thresholds}: an output appeared");
+            let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().contains("anon-tmp"))
+                .collect();
+            assert!(leftovers.is_empty(), "staging left behind");
+        } else {
+            assert!(output.status.success(), "{thresholds}: {stderr}");
+            assert!(out.exists());
+        }
+    }
+}
