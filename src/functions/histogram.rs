@@ -42,7 +42,7 @@ use super::formulas;
 /// What a [`ClassHistograms`] accumulator returns from `evaluate`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum HistogramOutput {
-    /// Int64: distinct non-null values, all NULLs counting as one more (persons).
+    /// Int64: distinct non-null values; a class of NULLs only counts 1 (persons).
     DistinctPersons,
     /// Float64: 1 / distinct persons (NULL for an empty class).
     PersonRisk,
@@ -641,8 +641,9 @@ pub(crate) fn class_measure(
             }
         }
     };
-    // all NULL person ids count as one person
-    let persons = counts.len() + usize::from(nulls > 0);
+    // a NULL person id may be any person of the class: NULLs add no person, except that a
+    // class of NULL ids only is one person
+    let persons = counts.len().max(usize::from(nulls > 0));
     match output {
         HistogramOutput::DistinctPersons => Some(persons as f64),
         HistogramOutput::PersonRisk => (persons > 0).then(|| 1.0 / persons as f64),

@@ -14,8 +14,9 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         "Size of the equivalence class (Sweeney 2002). Without argument: the rows of the \
          class (computed as count(*)). With a person identifier: the distinct persons of the \
          class, for 1:M microdata where one person has several rows (rows would overstate k). \
-         All rows whose person identifier is NULL count as one person, since they may all be \
-         the same person. The table's k is the minimum over the classes.",
+         A row whose person identifier is NULL may belong to any person of the class, so it \
+         adds no person (the worst case); a class whose identifiers are all NULL is one \
+         person. The table's k is the minimum over the classes.",
         "k_anonymity([person_id])",
     )
     .with_argument(

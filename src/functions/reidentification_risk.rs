@@ -20,7 +20,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     doc(
         "Prosecutor re-identification risk of each record of the equivalence class \
          (El Emam & Dankar 2008): 1 / |E|. With a person identifier: 1 / (distinct persons), \
-         all NULL identifiers counting as one person. NULL only for an empty input. The \
+         persons counted as by k_anonymity(person_id) (NULL identifiers add no person; a \
+         class of NULL identifiers only is one). NULL only for an empty input. The \
          table's maximum risk is 1/k; its average risk is #classes / rows.",
         "reidentification_risk([person_id])",
     )

@@ -93,6 +93,11 @@ pub struct PrivacySpec {
     pub dependency_threshold: Option<f64>,
     /// Bucketizations: the quasi-identifiers GT publishes (marginal publication).
     pub marginal: Option<Vec<String>>,
+    /// k over distinct persons: every class holds rows of at least this many persons of
+    /// `person_id` (1:M data, several rows per person).
+    pub k_persons: Option<u64>,
+    /// The column identifying the person a row belongs to (for `k_persons`).
+    pub person_id: Option<String>,
     /// Post-analytics: the highest prosecutor risk allowed.
     pub max_prosecutor_risk: Option<f64>,
     /// Post-analytics: the highest average prosecutor risk allowed.
@@ -125,6 +130,7 @@ impl PrivacySpec {
             alpha: self.alpha,
             beta: self.beta_likeness,
             delta: self.delta_disclosure,
+            persons: None,
         }
     }
 
@@ -203,6 +209,7 @@ impl AttributeSpec {
             alpha: self.alpha,
             beta: self.beta_likeness,
             delta: self.delta_disclosure,
+            persons: None,
         }
     }
 }

@@ -269,6 +269,51 @@ impl Policy {
                 defaults.policy_keys().join(", privacy.")
             )));
         }
+        match (privacy.k_persons, &privacy.person_id) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(err(
+                    "privacy.k_persons needs privacy.person_id, the column identifying the person \
+                     of each row"
+                        .into(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(err(
+                    "privacy.person_id is set without privacy.k_persons".into()
+                ));
+            }
+            (Some(k_persons), Some(person)) => {
+                if bucketization.is_some() {
+                    return Err(err(format!(
+                        "privacy.k_persons applies to method = \"generalization\", not to {}",
+                        privacy.method.name()
+                    )));
+                }
+                match columns.iter().find(|c| &c.name == person) {
+                    None => {
+                        return Err(err(format!(
+                            "privacy.person_id names '{person}', which is not an attribute of the policy"
+                        )));
+                    }
+                    Some(c) if c.role != Role::Insensitive => {
+                        return Err(err(format!(
+                            "privacy.person_id '{person}' is {}: persons are counted on the \
+                             published table, so the person id must be published as it is \
+                             (role = \"insensitive\"; publish a pseudonym, never a real identifier)",
+                            c.role.name()
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                let requirement = SensitiveRequirement {
+                    persons: Some(k_persons),
+                    ..SensitiveRequirement::unconstrained(person.clone())
+                };
+                requirement.validate().map_err(&err)?;
+                sensitive.push(requirement);
+            }
+        }
         let thresholds = privacy.thresholds();
         thresholds.validate().map_err(&err)?;
         if bucketization.is_some() && thresholds.any() {

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::functions::{
     alpha_anonymity_udaf, beta_likeness_udaf, delta_disclosure_udaf, enhanced_beta_likeness_udaf,
-    entropy_l_diversity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
+    entropy_l_diversity_udaf, k_anonymity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
     t_closeness_ordered_udaf, t_closeness_udaf,
 };
 
@@ -130,6 +130,8 @@ pub struct SensitiveRequirement {
     pub beta: Option<BetaLikeness>,
     /// δ of δ-disclosure privacy: every class is below it.
     pub delta: Option<f64>,
+    /// k over distinct persons, when this column is the person id (`k_persons`).
+    pub persons: Option<u64>,
 }
 
 impl SensitiveRequirement {
@@ -176,6 +178,9 @@ impl SensitiveRequirement {
         if let Some(delta) = self.delta {
             bounds.push(Bound::new(Measure::Delta, delta));
         }
+        if let Some(persons) = self.persons {
+            bounds.push(Bound::new(Measure::Persons, persons as f64));
+        }
         bounds
     }
 
@@ -187,6 +192,7 @@ impl SensitiveRequirement {
             alpha: self.alpha.or(defaults.alpha),
             beta: self.beta.or(defaults.beta),
             delta: self.delta.or(defaults.delta),
+            persons: self.persons.or(defaults.persons),
             attribute: self.attribute,
         }
     }
@@ -233,6 +239,8 @@ pub enum Measure {
     EnhancedBeta,
     /// δ-disclosure (`delta_disclosure`).
     Delta,
+    /// Distinct persons, of the person-id column (`k_anonymity(person_id)`).
+    Persons,
 }
 
 /// How a class's value must compare with the bound.
@@ -256,6 +264,7 @@ impl Measure {
             Measure::Alpha => "alpha",
             Measure::Beta | Measure::EnhancedBeta => "beta",
             Measure::Delta => "delta",
+            Measure::Persons => "persons",
         }
     }
 
@@ -267,15 +276,17 @@ impl Measure {
             Measure::Alpha => "alpha",
             Measure::Beta | Measure::EnhancedBeta => "beta_likeness",
             Measure::Delta => "delta_disclosure",
+            Measure::Persons => "k_persons",
         }
     }
 
     /// How a class's value must compare with the bound.
     pub fn direction(self) -> Direction {
         match self {
-            Measure::DistinctL | Measure::EntropyL | Measure::RecursiveL { .. } => {
-                Direction::AtLeast
-            }
+            Measure::DistinctL
+            | Measure::EntropyL
+            | Measure::RecursiveL { .. }
+            | Measure::Persons => Direction::AtLeast,
             Measure::Delta => Direction::Below,
             _ => Direction::AtMost,
         }
@@ -294,6 +305,7 @@ impl Measure {
             Measure::Beta => beta_likeness_udaf().call(vec![value]),
             Measure::EnhancedBeta => enhanced_beta_likeness_udaf().call(vec![value]),
             Measure::Delta => delta_disclosure_udaf().call(vec![value]),
+            Measure::Persons => k_anonymity_udaf().call(vec![value]),
         }
     }
 
@@ -319,7 +331,7 @@ impl Measure {
     /// monotone over the lattice: fewer distinct values than l in a union means fewer in
     /// every part. Not so for the others: a failing class can hold a passing part.
     pub fn failure_inherited_by_parts(self) -> bool {
-        self == Measure::DistinctL
+        matches!(self, Measure::DistinctL | Measure::Persons)
     }
 
     /// Whether a union of passing classes passes (the search prunes with it when nothing may
@@ -435,6 +447,9 @@ impl Bound {
             }
             Measure::Delta if !(limit.is_finite() && limit > 0.0) => {
                 Some(format!("delta must be a positive number, got {limit}"))
+            }
+            Measure::Persons if limit < 1.0 => {
+                Some(format!("k_persons must be at least 1, got {limit}"))
             }
             _ => None,
         };

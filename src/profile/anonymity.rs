@@ -144,10 +144,11 @@ impl ClassData {
             data.sizes.extend(rows.iter().map(|&c| c as u64));
             if let Some(persons) = &mut data.persons {
                 let (distinct, with_person) = (counts(&batch, d + 1)?, counts(&batch, d + 2)?);
-                // rows with a NULL person id may all be one person: they count as one
+                // a NULL person id may be any person of the class: NULLs add no person,
+                // except that a class of NULL ids only is one person
                 persons.extend(
                     (0..batch.num_rows())
-                        .map(|i| distinct[i] as u64 + u64::from(rows[i] > with_person[i])),
+                        .map(|i| (distinct[i] as u64).max(u64::from(rows[i] > with_person[i]))),
                 );
             }
             let mut column = d + histograms_at;

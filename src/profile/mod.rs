@@ -191,7 +191,8 @@ pub struct Anonymity {
     /// k: rows of the smallest class.
     pub k: u64,
     /// k in persons: distinct persons of the smallest class (rows with a NULL person id count
-    /// as one person); `null` without a person id.
+    /// as any person of their class: they add none, and a class of NULL ids only is one
+    /// person); `null` without a person id.
     pub k_persons: Option<u64>,
     /// Rows in classes of one row.
     pub sample_uniques: u64,

@@ -738,6 +738,8 @@ pub(crate) fn class_measures(
                 }
             }
             Measure::Alpha => formulas::alpha(non_null, nulls),
+            // a NULL person id may be any person of the class (`k_anonymity(person_id)`)
+            Measure::Persons => non_null.len().max(usize::from(nulls > 0)) as f64,
             Measure::EqualT => {
                 table_pairs(scratch);
                 formulas::equal_emd(&scratch.pairs, size, table_rows)

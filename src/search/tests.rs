@@ -247,6 +247,16 @@ fn class_passes(req: &SensitiveRequirement, class: &[Option<u32>], table: &[Opti
             }
         }
     }
+    if let Some(persons) = req.persons {
+        // a NULL person id may be any person of the class: it adds none (all NULL: one)
+        let known: BTreeSet<u32> = class.iter().flatten().copied().collect();
+        let count = if known.is_empty() {
+            1
+        } else {
+            known.len() as u64
+        };
+        ok &= count >= persons;
+    }
     if let Some(delta) = req.delta {
         for &v in &domain {
             let (pe, pt) = (share(class, v), share(table, v));
@@ -501,6 +511,17 @@ fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
                 with(SensitiveRequirement {
                     delta: Some(1.2),
                     ..SensitiveRequirement::unconstrained("s2")
+                }),
+            ),
+        ));
+        out.push((
+            "k + persons",
+            req(
+                2,
+                rate,
+                with(SensitiveRequirement {
+                    persons: Some(3),
+                    ..SensitiveRequirement::unconstrained("s1")
                 }),
             ),
         ));

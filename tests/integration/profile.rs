@@ -226,12 +226,12 @@ async fn person_id_counts_persons_and_raises_risk() {
     let mut o = options("visits", &["zip"], &[]);
     o.person_id = Some("pid".into());
     let p = run(&ctx, &o).await;
-    // persons: A = 2, B = 2 (3 and the NULL, which may be anyone: one person)
+    // persons: A = 2; B = 1 (3 and a NULL, who may be person 3)
     assert_eq!(p.anonymity.k, 2);
-    assert_eq!(p.anonymity.k_persons, Some(2));
-    // risk from persons: 1/2 for every row
-    close(p.risk.prosecutor_max, 0.5, 1e-12, "max");
-    close(p.risk.prosecutor_average, 0.5, 1e-12, "average");
+    assert_eq!(p.anonymity.k_persons, Some(1));
+    // risk from persons: 1/2 for A's 3 rows, 1 for B's 2 rows; average (3/2 + 2)/5 = 0.7
+    close(p.risk.prosecutor_max, 1.0, 1e-12, "max");
+    close(p.risk.prosecutor_average, 0.7, 1e-12, "average");
     // the person id is a direct identifier, not ranked
     assert!(p.leakage.attributes.iter().all(|l| l.attribute != "pid"));
 }

@@ -324,10 +324,12 @@ fn key_f(v: Option<f64>) -> Option<String> {
 type CatGet = fn(&Row) -> Option<String>;
 type NumGet = fn(&Row) -> Option<f64>;
 
-/// Distinct persons: non-null ids, plus one for all NULL ids together.
+/// Distinct persons: the non-null ids; a NULL id may be any of them, so it adds none, except
+/// that a class of NULL ids only is one person.
 fn persons(e: &[&Row], get: CatGet) -> usize {
     let ids: HashSet<String> = e.iter().filter_map(|r| get(r)).collect();
-    ids.len() + usize::from(e.iter().any(|r| get(r).is_none()))
+    ids.len()
+        .max(usize::from(e.iter().any(|r| get(r).is_none())))
 }
 
 /// Counts of the non-null values, and the number of NULLs.
