@@ -111,6 +111,7 @@ struct Timings {
     suppression_count: f64,
     write: f64,
     verify: f64,
+    post_analytics: f64,
     total: f64,
 }
 
@@ -282,6 +283,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
                 suppression_count: report.seconds.classes,
                 write: report.seconds.write,
                 verify: report.seconds.verify,
+                post_analytics: report.seconds.post_analytics,
                 total: started.elapsed().as_secs_f64(),
             },
         };

@@ -84,8 +84,8 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     print_summary(&report);
     let t = report.seconds;
     eprintln!(
-        "time: classes {:.2} s, write {:.2} s, verify {:.2} s",
-        t.classes, t.write, t.verify
+        "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
+        t.classes, t.write, t.verify, t.post_analytics
     );
     Ok(())
 }

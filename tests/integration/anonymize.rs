@@ -152,6 +152,7 @@ async fn adult_policies_publish_verified_output() {
             "suppression_count",
             "write",
             "verify",
+            "post_analytics",
             "total",
         ] {
             assert!(json["seconds"][key].as_f64().unwrap() >= 0.0, "{key}");
@@ -722,4 +723,80 @@ async fn post_analytics_thresholds_fail_closed() {
             assert!(out.exists());
         }
     }
+}
+
+/// Dropping a failing class changes the table's distribution, so a class that met β against
+/// the input can fail against the published rows: the publisher settles that before writing.
+/// By hand, β = 1 on s, classes by g (level 0):
+///   A: x, y, y (3)   C: x ×5 (5)   D: y, y (2)       input p(y) = 4/10 = 0.4
+///   D: gain of y (1 − 0.4)/0.4 = 1.5 > 1: fails. A: (2/3 − 0.4)/0.4 = 0.667, C: x (1 − 0.6)/0.6
+///   = 0.667: pass.
+///   Without D, p(y) = 2/8 = 0.25: A's gain (2/3 − 0.25)/0.25 = 1.667 > 1: fails too.
+///   Without A, p(x) = 1: C's gain 0: passes. Published: C's 5 rows only (5 of 10 suppressed,
+///   the most max_suppression = 0.5 allows). Without settling, A would be written and the
+///   verification (against the written rows) would refuse the whole output.
+#[tokio::test]
+async fn dropping_classes_settles_table_relative_requirements() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("in.csv");
+    let rows = [
+        ("A", "x"),
+        ("A", "y"),
+        ("A", "y"),
+        ("C", "x"),
+        ("C", "x"),
+        ("C", "x"),
+        ("C", "x"),
+        ("C", "x"),
+        ("D", "y"),
+        ("D", "y"),
+    ];
+    let mut text = String::from("id,g,s\n");
+    for (i, (g, s)) in rows.iter().enumerate() {
+        text.push_str(&format!("{i},{g},{s}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[input]\npath = \"{}\"\n[privacy]\nk = 1\nmax_suppression = 0.5\n\
+             beta_likeness = {{ beta = 1.0 }}\n[attributes]\nid = {{ role = \"insensitive\" }}\n\
+             g = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"tree\", rows = \
+             [[\"A\", \"*\"], [\"C\", \"*\"], [\"D\", \"*\"]] }} }}\n\
+             s = {{ role = \"sensitive\" }}\n[transformation]\ng = 0\n",
+            csv.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out.parquet");
+    let output = Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(["apply", "--policy", &policy.display().to_string()])
+        .args(["--out", &out.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ctx = read_parquet("out", &out).await;
+    let batches = ctx
+        .sql("SELECT g, count(*) FROM out GROUP BY g")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut classes = Vec::new();
+    for batch in &batches {
+        let g = cast(batch.column(0), &DataType::Utf8).unwrap();
+        for row in 0..batch.num_rows() {
+            classes.push((
+                g.as_string::<i32>().value(row).to_string(),
+                batch.column(1).as_primitive::<Int64Type>().value(row),
+            ));
+        }
+    }
+    assert_eq!(classes, vec![("C".to_string(), 5)]);
 }
