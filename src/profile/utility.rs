@@ -534,14 +534,18 @@ impl CellCost {
                     &hierarchy.generalize_column(name, values, level)?,
                     &DataType::Utf8,
                 )?);
-                losses.push(
+                // the top costs 1 for every value, a NULL generalized to `*` included (its
+                // coverage has no leaves to count)
+                losses.push(if level == top {
+                    vec![1.0; values.len()]
+                } else {
                     hierarchy
                         .coverage(name, values, level)?
                         .loss()
                         .iter()
                         .map(|l| l.unwrap_or(0.0))
-                        .collect::<Vec<_>>(),
-                );
+                        .collect::<Vec<_>>()
+                });
             }
             let mut found = HashMap::with_capacity(pairs.len());
             let mut unmatched = 0usize;

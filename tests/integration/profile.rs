@@ -369,6 +369,35 @@ async fn weighted_hierarchical_distance_examples() {
     assert_eq!(u.suppressed_rows, 0);
 }
 
+/// A NULL quasi-identifier published as `*` is generalized to the top like any value: its cell
+/// costs 1 (docs/definitions.md, Loss), not the 0 of a leaf.
+#[tokio::test]
+async fn a_null_published_as_the_top_costs_one() {
+    let original = batch(vec![(
+        "sex",
+        Arc::new(StringArray::from(vec![Some("M"), None, Some("F"), None])) as ArrayRef,
+    )]);
+    // rows 0 and 1 masked to *, row 2 kept, row 3 a NULL kept as NULL
+    let anonymized = batch(vec![(
+        "sex",
+        Arc::new(StringArray::from(vec![
+            Some("*"),
+            Some("*"),
+            Some("F"),
+            None,
+        ])) as ArrayRef,
+    )]);
+    let ctx = context(vec![("anon", anonymized), ("orig", original)]);
+    let mut o = options("anon", &["sex"], &[]);
+    o.original = Some("orig".into());
+    o.by_position = true;
+    o.hierarchies = birth_and_gender_hierarchies();
+    o.hierarchies.remove("born");
+    let u = run(&ctx, &o).await.utility.unwrap();
+    // cells: M → * costs 1, NULL → * costs 1, F kept 0, NULL kept 0: (1 + 1 + 0 + 0)/4
+    close(u.attributes[0].loss, 0.5, 1e-12, "sex loss");
+}
+
 /// A local release's interval labels, with a hierarchy: ages 30, 32, 34, 40, 41, 50 published
 /// as [30, 34] ×3, [40, 41] ×2 and 50. The interval hierarchy ([x, x+10), then *) counts
 /// intervals in the column's 6 distinct values: [30, 34] covers 3 → (3 − 1)/(6 − 1) = 0.4,
