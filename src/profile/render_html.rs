@@ -11,6 +11,15 @@ use super::render_text::{group_digits, percent, ratio};
 use super::{Profile, Relink, SensitiveFigures, Utility};
 
 /// `text` escaped for HTML element content and attribute values.
+const HIGH_RISK_COLOR: &str = "#c0392b";
+const LOW_RISK_COLOR: &str = "#7f8c8d";
+
+/// Whether a re-identification risk is above the highest threshold the report counts
+/// ([`super::RISK_THRESHOLDS`], 0.2): the one rule for red in the report's risk cards and bars.
+fn risk_is_high(risk: f64) -> bool {
+    risk > super::RISK_THRESHOLDS[0]
+}
+
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -71,8 +80,17 @@ impl Html {
         );
     }
 
-    /// A horizontal bar chart: one bar per (label, share in 0..1, caption).
+    /// A horizontal bar chart: one bar per (label, share in 0..1, caption), all in `color`.
     fn bars(&mut self, title: &str, bars: &[(String, f64, String)], color: &str) {
+        let colored: Vec<(String, f64, String, &str)> = bars
+            .iter()
+            .map(|(label, share, caption)| (label.clone(), *share, caption.clone(), color))
+            .collect();
+        self.colored_bars(title, &colored);
+    }
+
+    /// A horizontal bar chart: one bar per (label, share in 0..1, caption, color).
+    fn colored_bars(&mut self, title: &str, bars: &[(String, f64, String, &str)]) {
         const LABEL: f64 = 170.0;
         const WIDTH: f64 = 420.0;
         const ROW: f64 = 22.0;
@@ -85,7 +103,7 @@ impl Html {
             LABEL + WIDTH + 180.0,
             escape(title)
         );
-        for (i, (label, share, caption)) in bars.iter().enumerate() {
+        for (i, (label, share, caption, color)) in bars.iter().enumerate() {
             let y = i as f64 * ROW + 3.0;
             let w = (share.clamp(0.0, 1.0) * WIDTH).max(if *share > 0.0 { 1.0 } else { 0.0 });
             let _ = write!(
@@ -145,15 +163,16 @@ pub fn render(profile: &Profile) -> String {
         &percent(a.sample_uniques as f64 / n as f64),
         a.sample_uniques > 0,
     );
+    // one rule for every risk figure and bar: red above the highest counted threshold
     h.card(
         "max prosecutor risk",
         &ratio(r.prosecutor_max),
-        r.prosecutor_max > 0.2,
+        risk_is_high(r.prosecutor_max),
     );
     h.card(
         "average risk",
         &ratio(r.prosecutor_average),
-        r.prosecutor_average > 0.05,
+        risk_is_high(r.prosecutor_average),
     );
     if let Some(s) = a.sensitive.first() {
         h.card(
@@ -271,7 +290,7 @@ pub fn render(profile: &Profile) -> String {
         }
     }
     h.push("</table>");
-    let bars: Vec<(String, f64, String)> = r
+    let bars: Vec<(String, f64, String, &str)> = r
         .distribution
         .iter()
         .map(|b| {
@@ -284,10 +303,16 @@ pub fn render(profile: &Profile) -> String {
                 label,
                 b.share,
                 format!("{} rows ({})", group_digits(b.rows), percent(b.share)),
+                // a range (min, max] lies above the threshold when min is at least it
+                if b.min >= super::RISK_THRESHOLDS[0] {
+                    HIGH_RISK_COLOR
+                } else {
+                    LOW_RISK_COLOR
+                },
             )
         })
         .collect();
-    h.bars("Rows by re-identification risk", &bars, "#c0392b");
+    h.colored_bars("Rows by re-identification risk", &bars);
 
     h.push(
         "<h2>Leakage ranking</h2><p>Normalized entropy leakage ΔS/S0 of each attribute alone: \

@@ -1742,3 +1742,47 @@ fn relink_counts_rows_joined_by_position() {
     assert_eq!(code, 1);
     assert!(err.contains("nothing to re-link"), "{err}");
 }
+
+/// One rule colours the HTML report's risk red: above 0.2, the highest threshold counted. With
+/// classes of 5 and 20 rows the max risk is 1/5 = 0.2 and the average 2/25 = 0.08: neither
+/// card is red, and no bar of the risk distribution is (no row's risk exceeds 0.2).
+#[tokio::test]
+async fn html_risk_colours_follow_one_threshold() {
+    let zips: Vec<&str> = std::iter::repeat_n("A", 5)
+        .chain(std::iter::repeat_n("B", 20))
+        .collect();
+    let ctx = context(vec![("t", batch(vec![("zip", strings(&zips))]))]);
+    let p = run(&ctx, &options("t", &["zip"], &[])).await;
+    close(p.risk.prosecutor_max, 0.2, 1e-12, "max");
+    close(p.risk.prosecutor_average, 0.08, 1e-12, "average");
+    let html = datafusion_anonymity::profile::render_html::render(&p);
+    let card_of = |label: &str| {
+        let end = html.find(&format!("{label}</div>")).unwrap();
+        let start = html[..end].rfind("<div class=\"card").unwrap();
+        html[start..end].to_string()
+    };
+    assert!(!card_of("max prosecutor risk").contains("bad"));
+    assert!(!card_of("average risk").contains("bad"));
+    assert!(red_bars(&html).is_empty(), "red bars {:?}", red_bars(&html));
+
+    // one class of 2 rows: risk 1/2 > 0.2, its card and its bar red
+    let ctx = context(vec![("t", batch(vec![("zip", strings(&["A", "A"]))]))]);
+    let p = run(&ctx, &options("t", &["zip"], &[])).await;
+    let html = datafusion_anonymity::profile::render_html::render(&p);
+    let end = html.find("max prosecutor risk</div>").unwrap();
+    let start = html[..end].rfind("<div class=\"card").unwrap();
+    assert!(html[start..end].contains("bad"));
+    assert_eq!(red_bars(&html).len(), 1);
+}
+
+/// The visible red bars (non-zero width) of the risk distribution chart.
+fn red_bars(html: &str) -> Vec<String> {
+    let chart = &html[html.find("Rows by re-identification risk").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    chart
+        .split("<rect")
+        .skip(1)
+        .filter(|rect| rect.contains("#c0392b") && !rect.contains("width=\"0.0\""))
+        .map(str::to_string)
+        .collect()
+}
