@@ -31,6 +31,7 @@ pub mod generate;
 pub mod options;
 pub mod policy;
 pub mod profile;
+pub mod progress;
 pub mod provider;
 pub mod publish;
 pub mod release;

@@ -1,21 +1,27 @@
 //! `anon anonymize`: search the best transformation for a policy, publish it, verify it,
 //! report it.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
+use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_plan::{StatisticsArgs, StatisticsContext};
+use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel, RowOrder};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
+use datafusion_anonymity::tables::{TableFormat, table_format};
 
 use super::apply::{output_path, print_summary};
+use super::progress::{Progress, ScanReport};
 
 #[derive(clap::Args, Debug)]
 pub struct AnonymizeArgs {
@@ -171,9 +177,23 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let phase = Instant::now();
     let qis = policy.quasi_identifiers();
     let sensitive = policy.requirements().constrained_attributes();
-    let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive)
-        .await
-        .map_err(|e| policy.locate_input_error(e))?;
+    let scanned = ScanProgress::new();
+    let total = if args.quiet {
+        None
+    } else {
+        input_rows_from_metadata(&ctx, &policy).await
+    };
+    let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
+    let freq = FrequencySet::build_with_progress(
+        &ctx,
+        policy.table_name(),
+        &qis,
+        &sensitive,
+        Some(scanned),
+    )
+    .await;
+    report.finish().await;
+    let freq = freq.map_err(|e| policy.locate_input_error(e))?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(
@@ -186,25 +206,12 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
 
     // 2. the decision, in memory
     let phase = Instant::now();
-    let mut last = Instant::now();
+    let mut nodes: Option<Progress> = None;
     let quiet = args.quiet;
-    // a terminal gets one line updated in place; a file or pipe gets whole lines, fewer of them
-    let terminal = std::io::stderr().is_terminal();
-    let every = Duration::from_millis(if terminal { 200 } else { 5_000 });
     let mut progress = |checked: usize, size: usize| {
-        if !quiet && last.elapsed() >= every {
-            last = Instant::now();
-            let line = format!(
-                "search: {checked} / {size} nodes checked, {:.1} s",
-                phase.elapsed().as_secs_f64()
-            );
-            if terminal {
-                eprint!("\r{line}");
-                let _ = std::io::stderr().flush();
-            } else {
-                eprintln!("{line}");
-            }
-        }
+        nodes
+            .get_or_insert_with(|| Progress::new("search", "nodes", Some(size as u64), quiet))
+            .set(checked as u64);
     };
     let seed = args.seed.unwrap_or_else(publish::random_seed);
     let options = LocalOptions {
@@ -220,13 +227,13 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         &mut progress,
     )
     .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
+    if let Some(nodes) = &nodes {
+        nodes.finish();
+    }
     let search_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {
         if let (Some(checked), Some(size)) = (decision.nodes_checked, decision.lattice_size) {
-            eprintln!(
-                "{}search: {checked} / {size} nodes checked",
-                if terminal { "\r" } else { "" }
-            );
+            eprintln!("search: {checked} / {size} nodes checked");
         }
         eprintln!(
             "chosen by {} ({search_seconds:.3} s)",
@@ -292,6 +299,25 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         write_report(path, policy.storage(), text).await?;
     }
     Ok(())
+}
+
+/// The input's rows from its Parquet metadata (no scan), for the progress bar's total; `None`
+/// for CSV (counting would read it all) or when the metadata has no exact count.
+async fn input_rows_from_metadata(ctx: &SessionContext, policy: &Policy) -> Option<u64> {
+    let path = policy.input().datafusion_path();
+    if !matches!(table_format(&path), Ok(TableFormat::Parquet)) {
+        return None;
+    }
+    let provider = ctx.table_provider(policy.table_name()).await.ok()?;
+    let state = ctx.state();
+    let plan = provider.scan(&state, None, &[], None).await.ok()?;
+    let statistics = StatisticsContext::new()
+        .compute(plan.as_ref(), &StatisticsArgs::new())
+        .ok()?;
+    match statistics.num_rows {
+        Precision::Exact(rows) => Some(rows as u64),
+        _ => None,
+    }
 }
 
 /// Writes the report `text` to `location` as one whole (see [`storage::put`]).

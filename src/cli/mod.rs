@@ -9,6 +9,7 @@ mod cluster;
 mod errors;
 mod output;
 mod profile;
+mod progress;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -39,6 +39,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::logical_expr::EmitTo;
+use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionContext, ident};
 use futures::StreamExt;
 use hashbrown::HashMap;
@@ -47,6 +48,7 @@ use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
 use crate::generalize::Hierarchy;
+use crate::progress::ScanProgress;
 
 /// One quasi-identifier of a [`FrequencySet`]: its levels as code maps and Loss costs.
 #[derive(Debug, Clone)]
@@ -246,6 +248,17 @@ impl FrequencySet {
         qis: &[(String, Arc<Hierarchy>)],
         sensitive: &[String],
     ) -> Result<Self> {
+        Self::build_with_progress(ctx, table, qis, sensitive, None).await
+    }
+
+    /// [`Self::build`], counting the rows scanned into `progress` as the scan goes.
+    pub async fn build_with_progress(
+        ctx: &SessionContext,
+        table: &str,
+        qis: &[(String, Arc<Hierarchy>)],
+        sensitive: &[String],
+        progress: Option<Arc<ScanProgress>>,
+    ) -> Result<Self> {
         if qis.is_empty() {
             return Err(DataFusionError::Plan(
                 "the search needs at least one quasi-identifier".to_string(),
@@ -276,7 +289,7 @@ impl FrequencySet {
             names.iter().map(|n| ident(*n)).collect(),
             vec![count_all().alias(counted)],
         )?;
-        let streamed = stream_codes(ctx, df, names.len()).await?;
+        let streamed = stream_codes(ctx, df, names.len(), progress).await?;
         let combinations = streamed.counts.len();
         let mut columns = streamed.columns.into_iter();
 
@@ -578,7 +591,12 @@ struct StreamedCodes {
 /// codes (4 bytes a row and column), the counts and the distinct values stay. They are
 /// reserved in the session's memory pool as they grow; a pool too small for them is one clear
 /// error before anything is written.
-async fn stream_codes(ctx: &SessionContext, df: DataFrame, width: usize) -> Result<StreamedCodes> {
+async fn stream_codes(
+    ctx: &SessionContext,
+    df: DataFrame,
+    width: usize,
+    progress: Option<Arc<ScanProgress>>,
+) -> Result<StreamedCodes> {
     let schema = df.schema().inner().clone();
     let mut dictionaries = (0..width)
         .map(|i| new_dictionary(decoded_type(schema.field(i).data_type())))
@@ -587,7 +605,10 @@ async fn stream_codes(ctx: &SessionContext, df: DataFrame, width: usize) -> Resu
     let mut counts: Vec<u64> = Vec::new();
     let reservation = MemoryConsumer::new("frequency set").register(&ctx.runtime_env().memory_pool);
     let mut scratch = Vec::new();
-    let mut stream = df.execute_stream().await?;
+    let task_ctx = Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await?;
+    let _watch = progress.map(|p| crate::progress::watch(Arc::clone(&plan), p));
+    let mut stream = execute_stream(plan, task_ctx)?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         for (i, dictionary) in dictionaries.iter_mut().enumerate() {
