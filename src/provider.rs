@@ -123,7 +123,7 @@ impl GeneralizedTable {
         inner: Arc<dyn TableProvider>,
         generalization: Generalization,
     ) -> Result<Self> {
-        let recoded = recoded_plan(table_name, inner, &generalization)?;
+        let recoded = recoded_plan(table_name, inner, &generalization, false)?;
         let plan = if generalization.suppresses() {
             let failing = failing_classes_plan(&recoded, &generalization)?;
             suppress(&recoded, failing, &generalization)?
@@ -241,11 +241,46 @@ impl TableProvider for GeneralizedTable {
     }
 }
 
-/// The inner table with identifiers dropped and quasi-identifiers recoded.
+/// The name of the original value of quasi-identifier `i` in [`original_pairs_plan`].
+pub fn original_name(i: usize) -> String {
+    format!("__anon_original_{i}")
+}
+
+/// The rows as published in mask mode (failing classes' quasi-identifiers `*`), each with its
+/// original quasi-identifier values beside as [`original_name`]`(i)`: the pairs a utility
+/// measure compares. `failing` gives the failing classes (as
+/// [`GeneralizedTable::failing_classes_plan`] returns them), else they are found here.
+pub fn original_pairs_plan(
+    table_name: &str,
+    inner: Arc<dyn TableProvider>,
+    generalization: &Generalization,
+    failing: Option<Vec<RecordBatch>>,
+) -> Result<LogicalPlan> {
+    let mut masked = generalization.clone();
+    masked.suppression = SuppressionMode::Mask;
+    let recoded = recoded_plan(table_name, inner, &masked, true)?;
+    let table = GeneralizedTable {
+        view: ViewTable::new(recoded.clone(), None),
+        generalization: masked,
+        recoded,
+    };
+    match failing {
+        Some(failing) => Ok(table.with_failing_classes(failing)?.plan().clone()),
+        None if table.generalization.suppresses() => {
+            let failing = failing_classes_plan(&table.recoded, &table.generalization)?;
+            suppress(&table.recoded, failing, &table.generalization)
+        }
+        None => Ok(table.recoded),
+    }
+}
+
+/// The inner table with identifiers dropped and quasi-identifiers recoded; with
+/// `with_originals`, each quasi-identifier's original value too, as [`original_name`]`(i)`.
 fn recoded_plan(
     table_name: &str,
     inner: Arc<dyn TableProvider>,
     generalization: &Generalization,
+    with_originals: bool,
 ) -> Result<LogicalPlan> {
     let schema = inner.schema();
     let qis = generalization.quasi_identifiers();
@@ -319,6 +354,11 @@ fn recoded_plan(
                 .map(|(name, _)| Expr::Column(Column::new(Some(table_name), name)))
                 .collect();
             kept.push(lookup.call(keys).alias(LOCAL_LABELS));
+            if with_originals {
+                kept.extend(qis.iter().enumerate().map(|(i, q)| {
+                    Expr::Column(Column::new(Some(table_name), *q)).alias(original_name(i))
+                }));
+            }
             let mut input = scan.project(kept)?;
             let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
             // a release that suppresses nothing needs no filter over every row
@@ -353,6 +393,18 @@ fn recoded_plan(
         return Err(DataFusionError::Plan(format!(
             "the generalization of table '{table_name}' keeps no column"
         )));
+    }
+    if with_originals {
+        exprs.extend(
+            qis.iter()
+                .enumerate()
+                .map(|(i, q)| match &generalization.release {
+                    Release::FullDomain(_) => {
+                        Expr::Column(Column::new(Some(table_name), *q)).alias(original_name(i))
+                    }
+                    Release::Local(_) => Expr::Column(Column::from_name(original_name(i))),
+                }),
+        );
     }
     input.project(exprs)?.build()
 }

@@ -12,6 +12,7 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::profile::Utility;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel, RowOrder};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
@@ -65,6 +66,11 @@ pub struct AnonymizeArgs {
     /// No progress on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Also measure the release's utility against each row's own original (the profile's
+    /// utility section, in the report as `utility`): one more scan, and the quasi-identifier
+    /// and sensitive columns held in memory.
+    #[arg(long)]
+    utility: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -107,6 +113,8 @@ struct Report<'a> {
     local_classes: Option<usize>,
     frequency_set_rows: usize,
     publish: &'a PublishReport,
+    /// With `--utility`: the profile's utility section, every row paired with its original.
+    utility: Option<Utility>,
     seconds: Timings,
 }
 
@@ -270,6 +278,22 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     }
     let metric = decision.metric;
     println!("{}: {:.4}", metric.name(), decision.metric_value);
+    let utility = if args.utility {
+        let utility = publish::release_utility(
+            &ctx,
+            &policy,
+            &decision.release,
+            report.failing_classes.clone(),
+        )
+        .await?;
+        println!(
+            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
+            utility.loss_metric, utility.ncp, utility.discernibility
+        );
+        Some(utility)
+    } else {
+        None
+    };
     if let Some(path) = &report_location {
         let json = Report {
             policy: policy.source(),
@@ -284,6 +308,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             local_classes: decision.local_classes,
             frequency_set_rows: freq.combinations(),
             publish: &report,
+            utility,
             seconds: Timings {
                 frequency_set: frequency_seconds,
                 search: search_seconds,
