@@ -8,8 +8,8 @@
 //! 1. **Scatter.** Every partition of the rows to write is read in its own task. Each row gets
 //!    a bucket among B = 2^b: the top b bits of a seeded bijective mix of its partition and its
 //!    position among the partition's rows (never of its values). Batches are kept as they are
-//!    (no copy) with their rows' buckets, within a memory budget — the session's pool when it
-//!    has a limit, else [`SHUFFLE_MEMORY`]. Beyond it, the kept batches are split by bucket
+//!    (no copy) with their rows' buckets, within a memory budget — half the session's pool when
+//!    it has a limit (the rest stays for what cannot spill), else [`SHUFFLE_MEMORY`]. Beyond it, the kept batches are split by bucket
 //!    and appended to one spill file per partition and bucket (Arrow IPC), in order.
 //! 2. **Gather.** Bucket by bucket, its rows — partition by partition, each partition's in
 //!    their order (spilled first, then kept) — are permuted by a Fisher–Yates shuffle drawn
@@ -367,8 +367,11 @@ async fn scatter(
     ctx: &TaskContext,
 ) -> Result<Scattered> {
     let pool = ctx.memory_pool();
+    // at most half a limited pool: the writer and the counters of the written classes, which
+    // cannot spill, grow while the shuffle holds its rows, and a pool the shuffle had filled
+    // would leave them nothing (a 10M-row Mondrian release, 525K classes, under 2 GiB did)
     let budget = match pool.memory_limit() {
-        MemoryLimit::Finite(limit) => limit,
+        MemoryLimit::Finite(limit) => limit / 2,
         MemoryLimit::Infinite | MemoryLimit::Unknown => SHUFFLE_MEMORY,
     };
     let reservation = MemoryConsumer::new("anon shuffle")
