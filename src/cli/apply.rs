@@ -36,6 +36,11 @@ pub struct ApplyArgs {
     memory_limit: Option<String>,
     #[command(flatten)]
     cluster: super::ClusterArg,
+    /// Also measure the release's utility against each row's own original and print it (as
+    /// `anon anonymize --utility`): one more scan, the quasi-identifier and sensitive columns
+    /// held in memory.
+    #[arg(long)]
+    utility: bool,
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
@@ -62,26 +67,29 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
-    let report = match publish::publish_ordered(
-        &ctx,
-        &policy,
-        &Release::FullDomain(levels),
-        None,
-        &out,
-        args.overwrite,
-        order,
-    )
-    .await
-    {
-        Ok(report) => report,
-        Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
-            // the refusal counted one batch's values: count them over the whole column
-            policy.check_tree_values(&ctx).await?;
-            return Err(e);
-        }
-        Err(e) => return Err(policy.locate_input_error(e)),
-    };
+    let release = Release::FullDomain(levels);
+    let report =
+        match publish::publish_ordered(&ctx, &policy, &release, None, &out, args.overwrite, order)
+            .await
+        {
+            Ok(report) => report,
+            Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
+                // the refusal counted one batch's values: count them over the whole column
+                policy.check_tree_values(&ctx).await?;
+                return Err(e);
+            }
+            Err(e) => return Err(policy.locate_input_error(e)),
+        };
     print_summary(&report);
+    if args.utility {
+        let utility =
+            publish::release_utility(&ctx, &policy, &release, report.failing_classes.clone())
+                .await?;
+        println!(
+            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
+            utility.loss_metric, utility.ncp, utility.discernibility
+        );
+    }
     let t = report.seconds;
     eprintln!(
         "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",

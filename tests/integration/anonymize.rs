@@ -850,5 +850,42 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             "{algorithm}: {}",
             utility["matched_by"]
         );
+        if *algorithm == "optimal" {
+            // `apply --utility` of the same levels prints the same Loss
+            let mut text = std::fs::read_to_string(&policy).unwrap();
+            text.push_str("[transformation]\n");
+            for level in json["levels"].as_array().unwrap() {
+                text.push_str(&format!(
+                    "\"{}\" = {}\n",
+                    level["quasi_identifier"].as_str().unwrap(),
+                    level["level"]
+                ));
+            }
+            let fixed = dir.path().join("fixed.toml");
+            std::fs::write(&fixed, text).unwrap();
+            let output = Command::new(env!("CARGO_BIN_EXE_anon"))
+                .args([
+                    "apply",
+                    "--utility",
+                    "--policy",
+                    &fixed.display().to_string(),
+                ])
+                .args([
+                    "--out",
+                    &dir.path().join("applied.parquet").display().to_string(),
+                ])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert!(
+                stdout.contains(&format!("utility: loss {search_loss:.4},")),
+                "{stdout}"
+            );
+        }
     }
 }
