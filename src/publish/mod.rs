@@ -24,7 +24,7 @@ pub use staged::{StagedOutput, is_parquet_file};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast as arrow_cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -316,6 +316,11 @@ pub async fn post_analytics(
     result
 }
 
+/// The column of the verification's per-class table holding bound `j` of attribute `i`.
+fn measure_column(i: usize, j: usize) -> String {
+    format!("__anon_m{i}_{j}")
+}
+
 async fn measure(
     ctx: &SessionContext,
     table: &str,
@@ -334,7 +339,7 @@ async fn measure(
     let bounds: Vec<Vec<Bound>> = requirements.sensitive.iter().map(|s| s.bounds()).collect();
     for (i, (s, bounds)) in requirements.sensitive.iter().zip(&bounds).enumerate() {
         for (j, bound) in bounds.iter().enumerate() {
-            let name = format!("__anon_m{i}_{j}");
+            let name = measure_column(i, j);
             let value = Expr::Column(Column::from_name(&s.attribute));
             // the aggregate stays outermost: the whole-table rewrite looks for it there
             per_class.push(bound.measure.call(value).alias(&name));
@@ -364,6 +369,16 @@ async fn measure(
         let top = batch
             .column(schema.index_of("__anon_all_top")?)
             .as_boolean();
+        // each bound's column, as Float64, once per batch
+        let mut measured: Vec<Vec<ArrayRef>> = Vec::with_capacity(bounds.len());
+        for (i, bounds) in bounds.iter().enumerate() {
+            let mut columns = Vec::with_capacity(bounds.len());
+            for j in 0..bounds.len() {
+                let column = batch.column(schema.index_of(&measure_column(i, j))?);
+                columns.push(arrow_cast(column, &DataType::Float64)?);
+            }
+            measured.push(columns);
+        }
         for row in 0..batch.num_rows() {
             let size = k.value(row) as u64;
             let passes = pass.is_valid(row) && pass.value(row);
@@ -373,9 +388,7 @@ async fn measure(
             }
             for (i, bounds) in bounds.iter().enumerate() {
                 for (j, bound) in bounds.iter().enumerate() {
-                    let column = batch.column(schema.index_of(&format!("__anon_m{i}_{j}"))?);
-                    let column = arrow_cast(column, &DataType::Float64)?;
-                    let values = column.as_primitive::<Float64Type>();
+                    let values = measured[i][j].as_primitive::<Float64Type>();
                     // no value (a class without the attribute's values) counts as the worst
                     let value = if values.is_valid(row) {
                         values.value(row)

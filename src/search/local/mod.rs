@@ -271,6 +271,8 @@ pub(crate) struct Judge<'a> {
     codes: Vec<u32>,
     counts: Vec<u64>,
     scratch: Scratch,
+    /// per criterion, per bound: the last judged group's measures
+    values: Vec<Vec<f64>>,
 }
 
 /// Dense histograms of a group of leaf classes, one per criterion, and its row count.
@@ -317,12 +319,19 @@ pub(crate) struct Verdict {
 
 impl<'a> Judge<'a> {
     pub fn new(freq: &'a FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
+        let criteria = Criteria::new(freq, requirements)?;
+        let values = criteria
+            .sensitive
+            .iter()
+            .map(|s| vec![0.0; s.bounds.len()])
+            .collect();
         Ok(Self {
             freq,
-            criteria: Criteria::new(freq, requirements)?,
+            criteria,
             codes: Vec::new(),
             counts: Vec::new(),
             scratch: Scratch::default(),
+            values,
         })
     }
 
@@ -377,21 +386,13 @@ impl<'a> Judge<'a> {
         t
     }
 
-    /// Whether a group with `tally` meets every requirement (k rows, each l and t).
+    /// Whether a group with `tally` meets every requirement (k rows, each bound); its
+    /// measures are left in `self.values` (no allocation: Mondrian asks for every cut).
     pub fn passes(&mut self, tally: &Tally) -> bool {
         if tally.rows < self.criteria.k || tally.rows == 0 {
             return false;
         }
-        if self.criteria.sensitive.is_empty() {
-            return true;
-        }
-        self.verdict(tally).passes
-    }
-
-    /// The measures of a group with `tally`.
-    pub fn verdict(&mut self, tally: &Tally) -> Verdict {
-        let mut passes = tally.rows >= self.criteria.k && tally.rows > 0;
-        let mut measures = Vec::with_capacity(self.criteria.sensitive.len());
+        let mut passes = true;
         for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
             self.codes.clear();
             self.counts.clear();
@@ -401,7 +402,6 @@ impl<'a> Judge<'a> {
                     self.counts.push(n);
                 }
             }
-            let mut values = vec![0.0; criterion.bounds.len()];
             passes &= class_measures(
                 criterion,
                 &self.codes,
@@ -409,12 +409,21 @@ impl<'a> Judge<'a> {
                 tally.rows,
                 self.criteria.rows,
                 &mut self.scratch,
-                &mut values,
+                &mut self.values[s],
             )
             .all;
-            measures.push(values);
         }
-        Verdict { passes, measures }
+        passes
+    }
+
+    /// Whether a group with `tally` meets every requirement, with its measures (meaningful
+    /// when it has k rows: a smaller group fails before any is measured).
+    pub fn verdict(&mut self, tally: &Tally) -> Verdict {
+        let passes = self.passes(tally);
+        Verdict {
+            passes,
+            measures: self.values.clone(),
+        }
     }
 }
 
