@@ -80,6 +80,9 @@ pub struct LocalRecoding {
     classes: usize,
     rows: u64,
     suppressed_rows: u64,
+    /// per class, the population rows its cells cover (when the frequency set carries a
+    /// population: k-map and δ-presence)
+    population_covered: Option<Vec<u64>>,
 }
 
 impl LocalRecoding {
@@ -130,7 +133,13 @@ impl LocalRecoding {
             .filter(|(c, _)| **c == SUPPRESSED)
             .map(|(_, &n)| n)
             .sum();
+        let population_covered = freq.population().map(|population| {
+            (0..classes)
+                .map(|c| population.covered(release.cells_of(c), &axes))
+                .collect()
+        });
         Ok(Self {
+            population_covered,
             quasi_identifiers: freq.qi_names(),
             leaf_values,
             leaf_codes: freq.leaf_codes().to_vec(),
@@ -140,6 +149,11 @@ impl LocalRecoding {
             rows: freq.rows(),
             suppressed_rows,
         })
+    }
+
+    /// Per class, the population rows its cells cover, when built with a population.
+    pub fn population_covered(&self) -> Option<&[u64]> {
+        self.population_covered.as_deref()
     }
 
     /// The quasi-identifiers, in lookup-table order.
@@ -242,6 +256,8 @@ impl LocalRecoding {
             classes: header.classes,
             rows: header.rows,
             suppressed_rows: header.suppressed_rows,
+            // the population's counts stay with the process that verifies the release
+            population_covered: None,
         })
     }
 }

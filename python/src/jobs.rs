@@ -21,7 +21,7 @@ use datafusion_anonymity::profile::{self, ProfileOptions};
 use datafusion_anonymity::publish::{self, bucketized};
 use datafusion_anonymity::release::Release;
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
+use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
 use datafusion_anonymity::tables;
@@ -174,11 +174,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
     policy.register_with(&ctx, false).await?;
 
     let phase = Instant::now();
-    let qis = policy.quasi_identifiers();
-    let sensitive = policy.requirements().constrained_attributes();
-    let freq = FrequencySet::build(&ctx, policy.table_name(), &qis, &sensitive)
-        .await
-        .map_err(|e| policy.locate_input_error(e))?;
+    let freq = policy.frequency_set(&ctx, None).await?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
 
     let phase = Instant::now();

@@ -16,7 +16,7 @@ use datafusion_anonymity::profile::Utility;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel, RowOrder};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{self, Algorithm, FrequencySet, Method, Metric};
+use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
 use datafusion_anonymity::tables::{TableFormat, table_format};
@@ -183,8 +183,6 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
 
     // 1. the frequency set: one scan
     let phase = Instant::now();
-    let qis = policy.quasi_identifiers();
-    let sensitive = policy.requirements().constrained_attributes();
     let scanned = ScanProgress::new();
     let total = if args.quiet {
         None
@@ -192,16 +190,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         input_rows_from_metadata(&ctx, &policy).await
     };
     let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
-    let freq = FrequencySet::build_with_progress(
-        &ctx,
-        policy.table_name(),
-        &qis,
-        &sensitive,
-        Some(scanned),
-    )
-    .await;
+    let freq = policy.frequency_set(&ctx, Some(scanned)).await;
     report.finish().await;
-    let freq = freq.map_err(|e| policy.locate_input_error(e))?;
+    let freq = freq?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(

@@ -8,6 +8,7 @@ use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::publish::{self, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
+use datafusion_anonymity::search;
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
 
@@ -67,19 +68,38 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
+    // k-map and δ-presence are judged on the frequency set, which carries the population's
+    // counts: one scan more than the other requirements need
+    let failing = if policy.requirements().population.is_some() {
+        let freq = policy.frequency_set(&ctx, None).await?;
+        Some(search::failing_classes(
+            &freq,
+            policy.requirements(),
+            &levels,
+        )?)
+    } else {
+        None
+    };
     let release = Release::FullDomain(levels);
-    let report =
-        match publish::publish_ordered(&ctx, &policy, &release, None, &out, args.overwrite, order)
-            .await
-        {
-            Ok(report) => report,
-            Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
-                // the refusal counted one batch's values: count them over the whole column
-                policy.check_tree_values(&ctx).await?;
-                return Err(e);
-            }
-            Err(e) => return Err(policy.locate_input_error(e)),
-        };
+    let report = match publish::publish_ordered(
+        &ctx,
+        &policy,
+        &release,
+        failing,
+        &out,
+        args.overwrite,
+        order,
+    )
+    .await
+    {
+        Ok(report) => report,
+        Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
+            // the refusal counted one batch's values: count them over the whole column
+            policy.check_tree_values(&ctx).await?;
+            return Err(e);
+        }
+        Err(e) => return Err(policy.locate_input_error(e)),
+    };
     print_summary(&report);
     if args.utility {
         let utility =

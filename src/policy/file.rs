@@ -23,6 +23,8 @@ pub struct PolicyFile {
     pub input: InputSpec,
     /// Where `anon anonymize` writes by default.
     pub output: Option<OutputSpec>,
+    /// The population the input was sampled from, for k-map and δ-presence.
+    pub population: Option<PopulationSpec>,
     /// What the published table must satisfy.
     pub privacy: PrivacySpec,
     /// The role of every column, by column name.
@@ -50,6 +52,15 @@ pub struct InputSpec {
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     /// A `.parquet` file or a directory; relative to the policy file.
+    pub path: PathBuf,
+}
+
+/// `[population]`: a table with (at least) the quasi-identifiers, raw, of the population
+/// the input is a sample of.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PopulationSpec {
+    /// Parquet or CSV, like `[input] path`; relative to the policy file.
     pub path: PathBuf,
 }
 
@@ -98,6 +109,10 @@ pub struct PrivacySpec {
     pub k_persons: Option<u64>,
     /// The column identifying the person a row belongs to (for `k_persons`).
     pub person_id: Option<String>,
+    /// k-map against `[population]`: every class matches at least this many population rows.
+    pub k_map: Option<u64>,
+    /// δ-presence against `[population]`: `{ min, max }` bounds on |E| / F_E.
+    pub delta_presence: Option<crate::policy::DeltaPresence>,
     /// Post-analytics: the highest prosecutor risk allowed.
     pub max_prosecutor_risk: Option<f64>,
     /// Post-analytics: the highest average prosecutor risk allowed.

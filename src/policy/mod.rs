@@ -45,9 +45,10 @@ use crate::tables::{BadValues, ColumnType, CsvOptions, TableFormat};
 pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
-    AttributeLeakage, BetaLikeness, Bound, Direction, LDiversity, LDiversityKind, Measure,
-    PostAnalytics, PrivacyRequirements, RELATIVE_TOLERANCE, RiskThresholds, SensitiveAchieved,
-    SensitiveRequirement, SuppressionMode, TCloseness, TClosenessKind,
+    AttributeLeakage, BetaLikeness, Bound, DeltaPresence, Direction, LDiversity, LDiversityKind,
+    Measure, PopulationAchieved, PopulationRequirement, PostAnalytics, PrivacyRequirements,
+    RELATIVE_TOLERANCE, RiskThresholds, SensitiveAchieved, SensitiveRequirement, SuppressionMode,
+    TCloseness, TClosenessKind,
 };
 
 /// A hierarchy as far as it is known before the data are seen.
@@ -89,6 +90,7 @@ pub struct Policy {
     name: String,
     input: Location,
     output: Option<Location>,
+    population: Option<Location>,
     storage: StoreOptions,
     bad_values: BadValues,
     columns: Vec<PolicyColumn>,
@@ -96,6 +98,8 @@ pub struct Policy {
     suppression: SuppressionMode,
     transformation: Option<BTreeMap<String, usize>>,
     schema: Option<SchemaRef>,
+    /// `<name>_population` once registered (population requirements only)
+    population_table: Option<String>,
     bucketization: Option<Bucketization>,
     marginal: Option<Vec<String>>,
     thresholds: RiskThresholds,
@@ -314,6 +318,27 @@ impl Policy {
                 sensitive.push(requirement);
             }
         }
+        let population_requirement = (privacy.k_map.is_some() || privacy.delta_presence.is_some())
+            .then_some(PopulationRequirement {
+                k_map: privacy.k_map,
+                delta_presence: privacy.delta_presence,
+            });
+        if let Some(requirement) = &population_requirement {
+            requirement.validate().map_err(&err)?;
+            if bucketization.is_some() {
+                return Err(err(format!(
+                    "privacy.{} apply to method = \"generalization\", not to {}",
+                    requirement.policy_keys().join(", privacy."),
+                    privacy.method.name()
+                )));
+            }
+            if file.population.is_none() {
+                return Err(err(format!(
+                    "privacy.{} need [population] path = \"…\", the table the input was sampled from",
+                    requirement.policy_keys().join(" and privacy.")
+                )));
+            }
+        }
         let thresholds = privacy.thresholds();
         thresholds.validate().map_err(&err)?;
         if bucketization.is_some() && thresholds.any() {
@@ -365,6 +390,11 @@ impl Policy {
             name,
             input,
             output: file.output.as_ref().map(|o| resolve(&o.path)).transpose()?,
+            population: file
+                .population
+                .as_ref()
+                .map(|p| resolve(&p.path))
+                .transpose()?,
             storage: storage_options,
             bad_values: file.input.bad_values.unwrap_or_default(),
             columns,
@@ -372,10 +402,12 @@ impl Policy {
                 k: privacy.k,
                 max_suppression: privacy.max_suppression,
                 sensitive,
+                population: population_requirement,
             },
             suppression: privacy.suppression,
             transformation: file.transformation,
             schema: None,
+            population_table: None,
             bucketization,
             marginal: privacy.marginal.clone(),
             thresholds,
@@ -429,6 +461,47 @@ impl Policy {
     /// The default output (`[output] path`), if any.
     pub fn output(&self) -> Option<&Location> {
         self.output.as_ref()
+    }
+
+    /// The population table (`[population] path`), if any.
+    pub fn population(&self) -> Option<&Location> {
+        self.population.as_ref()
+    }
+
+    /// The population's table name in SQL once registered (`<name>_population`), when the
+    /// policy has k-map or δ-presence requirements.
+    pub fn population_table(&self) -> Option<&str> {
+        self.population_table.as_deref()
+    }
+
+    /// The frequency set of the registered input for the search (every quasi-identifier,
+    /// the constrained sensitive attributes), with the population's counts attached when the
+    /// policy requires k-map or δ-presence. `progress` counts the input rows scanned.
+    pub async fn frequency_set(
+        &self,
+        ctx: &SessionContext,
+        progress: Option<Arc<crate::progress::ScanProgress>>,
+    ) -> Result<crate::search::FrequencySet> {
+        let mut freq = crate::search::FrequencySet::build_with_progress(
+            ctx,
+            self.table_name(),
+            &self.quasi_identifiers(),
+            &self.requirements.constrained_attributes(),
+            progress,
+        )
+        .await
+        .map_err(|e| self.locate_input_error(e))?;
+        if let (Some(table), Some(location)) = (&self.population_table, &self.population) {
+            let counts = crate::search::population::PopulationCounts::load(
+                ctx,
+                table,
+                &location.to_string(),
+                &freq,
+            )
+            .await?;
+            freq.set_population(counts);
+        }
+        Ok(freq)
     }
 
     /// The object-store settings of `[storage]` (endpoint, region, …; never credentials).
@@ -552,6 +625,30 @@ impl Policy {
             ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
         }
         self.schema = Some(schema);
+        if let (Some(population), Some(_)) = (&self.population, &self.requirements.population) {
+            crate::storage::register_store(ctx, population, &self.storage)?;
+            let table = format!("{}_population", self.name);
+            crate::tables::register_location_with(
+                ctx,
+                &table,
+                population,
+                &self.storage,
+                &self.csv_options(),
+            )
+            .await?;
+            let columns = ctx.table_provider(table.as_str()).await?.schema();
+            for (qi, _) in self.quasi_identifiers() {
+                if columns.field_with_name(&qi).is_err() {
+                    return Err(policy_error(
+                        &self.source,
+                        format!(
+                            "quasi-identifier '{qi}' is not a column of the population {population}"
+                        ),
+                    ));
+                }
+            }
+            self.population_table = Some(table);
+        }
         Ok(())
     }
 

@@ -649,6 +649,139 @@ pub enum SuppressionMode {
     Mask,
 }
 
+/// δ-presence bounds (Nergiz, Atzori, Clifton, SIGMOD 2007): the probability `|E| / F_E` that
+/// a population person matching class E is in the published table.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeltaPresence {
+    /// δ_min ∈ [0, 1] (default 0).
+    #[serde(default)]
+    pub min: f64,
+    /// δ_max ∈ [δ_min, 1].
+    pub max: f64,
+}
+
+/// Requirements against a population table, judged per published class E from its size
+/// |E| and F_E, the population rows whose quasi-identifiers its labels cover
+/// ([`crate::search::population`], docs/definitions.md "k-map", "δ-presence").
+///
+/// Rules that never overstate privacy: F_E is counted as found, so a population that does
+/// not contain the sample (F_E < |E|) only makes k-map harder and δ above 1 (failing); a
+/// class no population row matches has F_E = 0, k-map 0 and δ = +∞ (failing). δ is bounded
+/// for the published classes only: a population class without published rows (δ = 0) has
+/// nobody to suppress, as in ARX; rows suppressed into the all-`*` class are not a class.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PopulationRequirement {
+    /// Every class matches at least this many population rows (Sweeney 2001).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub k_map: Option<u64>,
+    /// δ-presence bounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_presence: Option<DeltaPresence>,
+}
+
+/// δ of a class of `size` rows matching `covered` population rows: `size / covered`, +∞
+/// when nothing covers it.
+pub fn presence(size: u64, covered: u64) -> f64 {
+    if covered == 0 {
+        f64::INFINITY
+    } else {
+        size as f64 / covered as f64
+    }
+}
+
+impl PopulationRequirement {
+    /// Whether a class of `size` rows covering `covered` population rows meets every bound
+    /// (δ with [`RELATIVE_TOLERANCE`] for rounding, as the other bounds).
+    pub fn passes(&self, size: u64, covered: u64) -> bool {
+        if self.k_map.is_some_and(|k| covered < k) {
+            return false;
+        }
+        match self.delta_presence {
+            Some(DeltaPresence { min, max }) => {
+                let delta = presence(size, covered);
+                delta >= min * (1.0 - RELATIVE_TOLERANCE)
+                    && delta <= max * (1.0 + RELATIVE_TOLERANCE)
+            }
+            None => true,
+        }
+    }
+
+    /// Whether failing is inherited by every part of a class (k-map: a part covers no more
+    /// population rows), so that the search may prune on it.
+    pub fn failure_inherited_by_parts(&self) -> bool {
+        self.delta_presence.is_none()
+    }
+
+    /// The policy keys set, as `[privacy]` names them.
+    pub fn policy_keys(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.k_map.is_some() {
+            keys.push("k_map");
+        }
+        if self.delta_presence.is_some() {
+            keys.push("delta_presence");
+        }
+        keys
+    }
+
+    /// Ranges: k_map ≥ 1, 0 ≤ δ_min ≤ δ_max ≤ 1.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.k_map == Some(0) {
+            return Err("privacy.k_map must be at least 1".into());
+        }
+        if let Some(DeltaPresence { min, max }) = self.delta_presence
+            && !(min.is_finite() && max.is_finite() && 0.0 <= min && min <= max && max <= 1.0)
+        {
+            return Err(format!(
+                "privacy.delta_presence needs 0 <= min <= max <= 1, got min = {min}, max = {max}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a release achieves against its population: over its published classes, the smallest
+/// F_E (k-map) and the range of δ = |E| / F_E.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PopulationAchieved {
+    /// Rows of the population table.
+    pub population_rows: u64,
+    /// min F_E over published classes.
+    pub k_map: Option<u64>,
+    /// min and max δ over published classes (+∞ written as "inf").
+    #[serde(serialize_with = "serialize_range")]
+    pub delta_presence: Option<(f64, f64)>,
+}
+
+fn serialize_range<S: Serializer>(range: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
+    let finite = |v: f64| {
+        if v.is_finite() {
+            serde_json::json!(v)
+        } else {
+            serde_json::json!("inf")
+        }
+    };
+    match range {
+        Some((min, max)) => {
+            serde_json::json!({ "min": finite(*min), "max": finite(*max) }).serialize(s)
+        }
+        None => s.serialize_none(),
+    }
+}
+
+impl PopulationAchieved {
+    /// Folds a published class into the figures.
+    pub fn add_class(&mut self, size: u64, covered: u64) {
+        self.k_map = Some(self.k_map.map_or(covered, |k| k.min(covered)));
+        let delta = presence(size, covered);
+        self.delta_presence = Some(match self.delta_presence {
+            Some((lo, hi)) => (lo.min(delta), hi.max(delta)),
+            None => (delta, delta),
+        });
+    }
+}
+
 /// Everything a published table must satisfy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PrivacyRequirements {
@@ -659,6 +792,9 @@ pub struct PrivacyRequirements {
     /// Per sensitive attribute, its l and t requirements (attributes without any are listed
     /// too, with `None`s).
     pub sensitive: Vec<SensitiveRequirement>,
+    /// k-map and δ-presence against the policy's `[population]` table, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub population: Option<PopulationRequirement>,
 }
 
 impl PrivacyRequirements {
@@ -678,9 +814,10 @@ impl PrivacyRequirements {
             .any(|s| s.bounds().iter().any(|b| b.measure.depends_on_table()))
     }
 
-    /// Whether any class can fail: k > 1 or a requirement on a sensitive attribute.
+    /// Whether any class can fail: k > 1, a requirement on a sensitive attribute or on the
+    /// population.
     pub fn can_fail(&self) -> bool {
-        self.k > 1 || self.sensitive.iter().any(|s| s.is_constrained())
+        self.k > 1 || self.sensitive.iter().any(|s| s.is_constrained()) || self.population.is_some()
     }
 
     /// The most rows of `n` that may be suppressed: ⌊max_suppression · n⌋, computed so that

@@ -14,6 +14,7 @@
 
 pub mod bucketized;
 mod classes;
+mod population;
 mod shuffle;
 pub mod staged;
 mod suppress;
@@ -224,6 +225,9 @@ pub struct Verification {
     /// Per sensitive attribute with requirements: the worst value of each bounded measure
     /// over the classes.
     pub sensitive: Vec<SensitiveAchieved>,
+    /// k-map and δ-presence against the policy's population, over the written classes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub population: Option<crate::policy::PopulationAchieved>,
     /// Why the output fails the policy; empty when it passes.
     pub failures: Vec<String>,
 }
@@ -492,6 +496,7 @@ impl ClassSummary {
                 .filter(|((_, bounds), _)| !bounds.is_empty())
                 .map(|((s, bounds), worst)| SensitiveAchieved::new(&s.attribute, bounds, worst))
                 .collect(),
+            population: None,
             failures,
         }
     }
@@ -715,6 +720,21 @@ pub async fn publish_ordered(
             "this transformation suppresses all {input_rows} rows; nothing written"
         )));
     }
+    // the population's rows per label tuple of the release, for k-map and δ-presence
+    let population = match (&requirements.population, policy.population_table()) {
+        (Some(requirement), Some(table)) => {
+            let (by_label, rows) =
+                population::population_by_label(ctx, table, release, &quasi_identifiers).await?;
+            Some((requirement, by_label, rows))
+        }
+        (Some(requirement), None) => {
+            return Err(DataFusionError::Plan(format!(
+                "{} need a population table ([population] path in the policy)",
+                requirement.policy_keys().join(" and ")
+            )));
+        }
+        (None, _) => None,
+    };
     let classes_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();
@@ -768,7 +788,7 @@ pub async fn publish_ordered(
             staged.rows_written
         )));
     }
-    let verification = if k_only {
+    let mut verification = if k_only {
         measure_classes(&written, requirements, policy.suppression(), input_rows)
     } else {
         verify(
@@ -781,6 +801,17 @@ pub async fn publish_ordered(
         )
         .await?
     };
+    if let Some((requirement, by_label, rows)) = &population {
+        let (achieved, failures) = population::verify_population(
+            &written,
+            by_label,
+            *rows,
+            requirement,
+            policy.suppression(),
+        );
+        verification.population = Some(achieved);
+        verification.failures.extend(failures);
+    }
     if !verification.passes() {
         return Err(DataFusionError::Execution(format!(
             "the written output fails the policy, so it was not published: {}",

@@ -45,7 +45,7 @@ use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::lattice::Lattice;
 use crate::functions::formulas::{self, OrderedDomain};
 pub use crate::policy::SensitiveAchieved;
-use crate::policy::{Bound, Measure, PrivacyRequirements};
+use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements};
 
 /// At most this many classes (over all cached nodes) are kept as roll-up sources: about
 /// 50 MB with 8 QIs and a small sensitive domain.
@@ -118,6 +118,8 @@ pub(crate) struct Criteria {
     pub budget: u64,
     pub rows: u64,
     pub sensitive: Vec<SensitiveCriterion>,
+    /// k-map and δ-presence (the frequency set then carries the population's counts)
+    pub population: Option<PopulationRequirement>,
 }
 
 impl Criteria {
@@ -171,11 +173,21 @@ impl Criteria {
                 ordered,
             });
         }
+        if let Some(population) = &requirements.population {
+            population.validate().map_err(DataFusionError::Plan)?;
+            if freq.population().is_none() {
+                return plan(format!(
+                    "{} need a population table ([population] path in the policy)",
+                    population.policy_keys().join(" and ")
+                ));
+            }
+        }
         Ok(Self {
             k: requirements.k,
             budget: requirements.max_suppressed_rows(freq.rows()),
             rows: freq.rows(),
             sensitive,
+            population: requirements.population,
         })
     }
 
@@ -190,7 +202,18 @@ impl Criteria {
     ///   ([`crate::policy::Measure::failure_inherited_by_parts`]). Otherwise only the
     ///   *monotone part* of the requirements ([`NodeStats::monotone_satisfies`]) can be used
     ///   for pruning.
+    ///
+    /// k-map is monotone both ways (F_E only grows with generalization). δ-presence is not:
+    /// a generalized class may take in population rows that matched no class before, so its
+    /// δ can drop below δ_min, and a part's δ can be anything.
     pub fn monotone(&self) -> bool {
+        let population = self.population.is_none_or(|p| match p.delta_presence {
+            None => true,
+            Some(delta) => self.budget == 0 && delta.min == 0.0,
+        });
+        if !population {
+            return false;
+        }
         if self.budget == 0 {
             self.sensitive.iter().all(|s| {
                 s.bounds
@@ -353,6 +376,8 @@ pub(crate) struct Evaluator<'a> {
     entry_class: Vec<u32>,
     class_codes: Vec<u32>,
     class_counts: Vec<u64>,
+    /// F_E of each class of the node being judged (population requirements)
+    covered: Vec<u64>,
     scratch: Scratch,
     /// nodes rolled up so far
     pub evaluated: usize,
@@ -386,6 +411,7 @@ impl<'a> Evaluator<'a> {
             entry_class: Vec::new(),
             class_codes: Vec::new(),
             class_counts: Vec::new(),
+            covered: Vec::new(),
             scratch: Scratch::default(),
             evaluated: 0,
         })
@@ -544,11 +570,28 @@ impl<'a> Evaluator<'a> {
         let mut squares: u128 = 0;
         // Σ over suppressed rows and QIs of (1 − the cell's cost)
         let mut extra_loss = 0.0;
+        let population = criteria.population.zip(self.freq.population());
+        if let Some((_, counts)) = population {
+            let cardinalities: Vec<usize> = (0..d)
+                .map(|j| qis[j].cardinality(state.levels[j]))
+                .collect();
+            counts.count_node(
+                &state.levels,
+                &state.codes,
+                &cardinalities,
+                &mut self.covered,
+            );
+        }
         for (c, &size) in state.sizes.iter().enumerate() {
-            // `monotone_pass`: k and distinct l only (see `Criteria::monotone`)
+            // `monotone_pass`: k, k-map and distinct l only (see `Criteria::monotone`)
             let mut monotone_pass = size >= criteria.k;
             let mut pass = monotone_pass;
-            if pass {
+            if let Some((requirement, _)) = population {
+                let covered = self.covered[c];
+                monotone_pass &= requirement.k_map.is_none_or(|k| covered >= k);
+                pass = monotone_pass && requirement.passes(size, covered);
+            }
+            if monotone_pass {
                 for (s, criterion) in criteria.sensitive.iter().enumerate() {
                     let (codes, counts) =
                         state.histograms[s].class(c, &mut self.class_codes, &mut self.class_counts);

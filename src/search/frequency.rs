@@ -45,6 +45,7 @@ use futures::StreamExt;
 use hashbrown::HashMap;
 
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
+use super::population::PopulationCounts;
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
 use crate::generalize::Hierarchy;
@@ -232,6 +233,8 @@ pub struct FrequencySet {
     sizes: Vec<u64>,
     /// per sensitive attribute, the histograms of the leaf classes
     histograms: Vec<ClassHistograms>,
+    /// the population table's counts, for k-map and δ-presence
+    population: Option<Arc<PopulationCounts>>,
 }
 
 impl FrequencySet {
@@ -472,7 +475,18 @@ impl FrequencySet {
             leaf_codes,
             sizes,
             histograms,
+            population: None,
         })
+    }
+
+    /// Attaches the population counts that k-map and δ-presence are judged with.
+    pub fn set_population(&mut self, population: PopulationCounts) {
+        self.population = Some(Arc::new(population));
+    }
+
+    /// The population counts, if attached ([`FrequencySet::set_population`]).
+    pub fn population(&self) -> Option<&PopulationCounts> {
+        self.population.as_deref()
     }
 
     /// The quasi-identifiers, in the order given.
@@ -581,9 +595,9 @@ fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Vec<u32> {
 
 /// The aggregate's output, interned as it streams: per column, the codes of its rows (first
 /// appearance order) and its distinct values; and the count of each row.
-struct StreamedCodes {
-    columns: Vec<(Vec<u32>, ArrayRef)>,
-    counts: Vec<u64>,
+pub(super) struct StreamedCodes {
+    pub columns: Vec<(Vec<u32>, ArrayRef)>,
+    pub counts: Vec<u64>,
 }
 
 /// Runs the `GROUP BY … count(*)` of `df` (`width` grouped columns, then the count) and
@@ -591,7 +605,7 @@ struct StreamedCodes {
 /// codes (4 bytes a row and column), the counts and the distinct values stay. They are
 /// reserved in the session's memory pool as they grow; a pool too small for them is one clear
 /// error before anything is written.
-async fn stream_codes(
+pub(super) async fn stream_codes(
     ctx: &SessionContext,
     df: DataFrame,
     width: usize,

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::evaluate::Evaluator;
 use super::*;
 use crate::policy::{
-    BetaLikeness, LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement,
-    TCloseness, TClosenessKind,
+    BetaLikeness, DeltaPresence, LDiversity, LDiversityKind, PopulationRequirement,
+    PrivacyRequirements, SensitiveRequirement, TCloseness, TClosenessKind,
 };
 
 use crate::rng::SplitMix64 as Rng;
@@ -41,6 +41,9 @@ fn hierarchies() -> Vec<Vec<Vec<u32>>> {
 struct Table {
     qis: Vec<Vec<Vec<u32>>>,
     rows: Vec<(Vec<u32>, Vec<Option<u32>>)>,
+    /// the population the rows were sampled from: their QIs, then as many rows again drawn
+    /// uniformly (values the sample lacks included)
+    population: Vec<Vec<u32>>,
 }
 
 fn random_table(seed: u64, with_nulls: bool) -> Table {
@@ -75,8 +78,20 @@ fn random_table(seed: u64, with_nulls: bool) -> Table {
             let s2 = Some(rng.below(3) as u32);
             (qi, vec![s1, s2])
         })
-        .collect();
-    Table { qis, rows }
+        .collect::<Vec<(Vec<u32>, Vec<Option<u32>>)>>();
+    let mut population: Vec<Vec<u32>> = rows.iter().map(|(qi, _)| qi.clone()).collect();
+    for _ in 0..n {
+        population.push(
+            qis.iter()
+                .map(|h| rng.below(h[0].len() as u64) as u32)
+                .collect(),
+        );
+    }
+    Table {
+        qis,
+        rows,
+        population,
+    }
 }
 
 fn frequency_set(table: &Table) -> FrequencySet {
@@ -108,7 +123,12 @@ fn frequency_set(table: &Table) -> FrequencySet {
             count: 1,
         })
         .collect();
-    FrequencySet::from_codes(qis, sensitive, &rows).unwrap()
+    let mut freq = FrequencySet::from_codes(qis, sensitive, &rows).unwrap();
+    let population: Vec<(Vec<u32>, u64)> =
+        table.population.iter().map(|qi| (qi.clone(), 1)).collect();
+    let counts = population::PopulationCounts::from_leaf_codes(&freq, &population).unwrap();
+    freq.set_population(counts);
+    freq
 }
 
 /// What the brute force finds for one node.
@@ -288,8 +308,23 @@ fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
         let mut squares = 0f64;
         let mut cost_sum = 0f64;
         let mut precision_sum = 0f64;
-        for members in classes.values() {
+        for (key, members) in &classes {
             let mut pass = members.len() as u64 >= req.k;
+            if let Some(population) = &req.population {
+                // F_E: population rows generalized to the class's codes; δ = |E| / F_E
+                let f = table
+                    .population
+                    .iter()
+                    .filter(|qi| (0..d).all(|j| table.qis[j][levels[j]][qi[j] as usize] == key[j]))
+                    .count() as f64;
+                let size = members.len() as f64;
+                if let Some(k_map) = population.k_map {
+                    pass &= f >= k_map as f64;
+                }
+                if let Some(delta) = population.delta_presence {
+                    pass &= f > 0.0 && size / f >= delta.min - 1e-9 && size / f <= delta.max + 1e-9;
+                }
+            }
             for req_s in &req.sensitive {
                 let s = if req_s.attribute == "s1" { 0 } else { 1 };
                 let class: Vec<Option<u32>> = members.iter().map(|&r| table.rows[r].1[s]).collect();
@@ -389,6 +424,7 @@ fn sensitive(
 
 fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
     let req = |k, max_suppression, sensitive| PrivacyRequirements {
+        population: None,
         k,
         max_suppression,
         sensitive,
@@ -461,6 +497,20 @@ fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
                 ],
             ),
         ));
+    }
+    for rate in [0.0, 0.25] {
+        let against = |k_map, delta_presence| PrivacyRequirements {
+            population: Some(PopulationRequirement {
+                k_map,
+                delta_presence,
+            }),
+            ..req(2, rate, vec![])
+        };
+        let delta = |min, max| Some(DeltaPresence { min, max });
+        out.push(("k-map", against(Some(5), None)));
+        out.push(("δ-presence", against(None, delta(0.3, 0.7))));
+        out.push(("δ-presence, no lower bound", against(None, delta(0.0, 0.5))));
+        out.push(("k-map + δ-presence", against(Some(4), delta(0.2, 0.8))));
     }
     for rate in [0.0, 0.25] {
         let with = |extra: SensitiveRequirement| vec![extra];
@@ -733,6 +783,7 @@ fn hand_checked_loss() {
         .collect();
     let freq = FrequencySet::from_codes(qis, vec![], &rows).unwrap();
     let req = PrivacyRequirements {
+        population: None,
         k: 2,
         max_suppression: 0.5,
         sensitive: vec![],
@@ -771,6 +822,7 @@ fn k_larger_than_the_table_has_no_solution() {
     let freq = frequency_set(&table);
     for rate in [0.0, 1.0] {
         let req = PrivacyRequirements {
+            population: None,
             k: table.rows.len() as u64 + 1,
             max_suppression: rate,
             sensitive: vec![],
@@ -800,12 +852,14 @@ fn invalid_requirements() {
         assert!(err.contains(expected), "{err}");
     };
     let base = |sensitive| PrivacyRequirements {
+        population: None,
         k: 2,
         max_suppression: 0.0,
         sensitive,
     };
     check(
         PrivacyRequirements {
+            population: None,
             k: 0,
             ..base(vec![])
         },
@@ -813,6 +867,7 @@ fn invalid_requirements() {
     );
     check(
         PrivacyRequirements {
+            population: None,
             max_suppression: 1.5,
             ..base(vec![])
         },

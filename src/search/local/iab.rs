@@ -559,6 +559,7 @@ mod tests {
             (3, 0.03, l3),
         ] {
             let req = PrivacyRequirements {
+                population: None,
                 k,
                 max_suppression: rate,
                 sensitive,

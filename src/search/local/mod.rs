@@ -56,9 +56,10 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::evaluate::{Criteria, Scratch, SensitiveAchieved, class_measures};
 use super::frequency::{FrequencySet, QiDomain};
+use super::population::PopulationCounts;
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
-use crate::policy::PrivacyRequirements;
+use crate::policy::{PopulationRequirement, PrivacyRequirements};
 
 /// The class of a suppressed leaf class in [`LocalRelease::class_of`].
 pub const SUPPRESSED: u32 = u32::MAX;
@@ -226,6 +227,14 @@ impl QiAxis {
         } else {
             Cell::Interval { lo, hi }
         }
+    }
+
+    /// The smallest and largest raw values (as numbers) of an interval's ranks `lo ..= hi`.
+    pub fn interval_values(&self, lo: u32, hi: u32) -> (f64, f64) {
+        (
+            self.value_of_rank[lo as usize],
+            self.value_of_rank[hi as usize],
+        )
     }
 
     /// The Loss of one cell (docs/definitions.md; see the module documentation).
@@ -557,12 +566,16 @@ pub fn evaluate(
     let n = freq.rows();
     let mut worst = judge.criteria.no_worst();
     let (mut kept, mut min_kept, mut squares, mut cost_sum) = (0u64, None::<u64>, 0u128, 0.0);
+    let population = requirements.population.as_ref().zip(freq.population());
     for (c, tally) in tallies.iter().enumerate() {
         if tally.rows == 0 {
             continue;
         }
         let verdict = judge.verdict(tally);
-        if !verdict.passes {
+        let meets_population = population.is_none_or(|(requirement, counts)| {
+            requirement.passes(tally.rows, counts.covered(release.cells_of(c), &axes))
+        });
+        if !verdict.passes || !meets_population {
             suppressed += tally.rows;
             continue;
         }
@@ -591,6 +604,42 @@ pub fn evaluate(
         loss,
         discernibility: (squares + n as u128 * suppressed as u128) as f64,
     })
+}
+
+/// `release` with every class that fails k-map or δ-presence suppressed. The algorithms
+/// build their classes from the sample alone (their cuts and merges do not see the
+/// population); the classes are then judged here, with F_E counted over their cells
+/// ([`PopulationCounts::covered`]), and a failing class costs its rows from the suppression
+/// budget like any other.
+fn suppress_population_failures(
+    freq: &FrequencySet,
+    requirement: &PopulationRequirement,
+    population: &PopulationCounts,
+    release: LocalRelease,
+) -> Result<LocalRelease> {
+    let axes = axes(freq)?;
+    let mut groups: Vec<Vec<u32>> = vec![Vec::new(); release.classes()];
+    for (leaf, &c) in release.class_of.iter().enumerate() {
+        if c != SUPPRESSED {
+            groups[c as usize].push(leaf as u32);
+        }
+    }
+    let mut kept_groups = Vec::with_capacity(groups.len());
+    let mut kept_cells = Vec::with_capacity(release.cells.len());
+    for (c, members) in groups.into_iter().enumerate() {
+        let size: u64 = members.iter().map(|&m| freq.sizes()[m as usize]).sum();
+        let cells = release.cells_of(c);
+        if size > 0 && requirement.passes(size, population.covered(cells, &axes)) {
+            kept_groups.push(members);
+            kept_cells.extend_from_slice(cells);
+        }
+    }
+    Ok(LocalRelease::from_groups(
+        release.class_of.len(),
+        release.width,
+        &kept_groups,
+        |g, q, _| kept_cells[g * release.width + q],
+    ))
 }
 
 /// Options of the local algorithms.
@@ -641,6 +690,12 @@ pub fn anonymize(
         LocalAlgorithm::Mondrian => mondrian::mondrian(freq, requirements)?,
         LocalAlgorithm::Kaca => kaca::kaca(freq, requirements, options)?,
         LocalAlgorithm::Iab => iab::iab(freq, requirements, options)?,
+    };
+    let release = match (&requirements.population, freq.population()) {
+        (Some(requirement), Some(population)) => {
+            suppress_population_failures(freq, requirement, population, release)?
+        }
+        _ => release,
     };
     let evaluation = evaluate(freq, requirements, &release)?;
     if !evaluation.satisfies {

@@ -70,6 +70,7 @@ pub(super) fn two_qi_rows(cells: &[(u32, u32, u64)]) -> Vec<FrequencyRow> {
 /// k and a suppression limit, nothing else.
 pub(super) fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
     PrivacyRequirements {
+        population: None,
         k,
         max_suppression,
         sensitive: vec![],
@@ -137,6 +138,7 @@ fn hierarchies(age_widths: &[f64]) -> Vec<(String, Arc<Hierarchy>)> {
 
 fn requirements(k: u64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     PrivacyRequirements {
+        population: None,
         k,
         max_suppression: 0.0,
         sensitive: vec![SensitiveRequirement {
@@ -628,6 +630,7 @@ async fn mondrian_ten_rows_k2_by_hand() {
     let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0]).into_iter().skip(1).collect();
     let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
     let req = PrivacyRequirements {
+        population: None,
         k: 2,
         max_suppression: 0.0,
         sensitive: vec![],
@@ -681,6 +684,7 @@ async fn interval_cells_of_single_values_and_nulls() {
     let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0])[1..2].to_vec();
     let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
     let req = PrivacyRequirements {
+        population: None,
         k: 2,
         max_suppression: 0.0,
         sensitive: vec![],
@@ -736,6 +740,7 @@ async fn adult_breakdown() {
     }
     for (choice, rate) in choices {
         let req = PrivacyRequirements {
+            population: None,
             k: 5,
             max_suppression: rate,
             sensitive: vec![],
@@ -777,6 +782,7 @@ fn pairwise_algorithms_refuse_large_frequency_sets() {
     use super::{LocalAlgorithm, LocalOptions, anonymize};
     let freq = random_code_freq(1);
     let req = PrivacyRequirements {
+        population: None,
         k: 2,
         max_suppression: 0.0,
         sensitive: vec![],
