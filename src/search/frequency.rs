@@ -235,6 +235,8 @@ pub struct FrequencySet {
     histograms: Vec<ClassHistograms>,
     /// the population table's counts, for k-map and δ-presence
     population: Option<Arc<PopulationCounts>>,
+    /// per leaf class, the population rows with exactly its quasi-identifiers
+    leaf_population: Vec<u64>,
 }
 
 impl FrequencySet {
@@ -476,12 +478,20 @@ impl FrequencySet {
             sizes,
             histograms,
             population: None,
+            leaf_population: Vec::new(),
         })
     }
 
     /// Attaches the population counts that k-map and δ-presence are judged with.
     pub fn set_population(&mut self, population: PopulationCounts) {
+        self.leaf_population = population.per_leaf_class(self);
         self.population = Some(Arc::new(population));
+    }
+
+    /// Per leaf class, the population rows with exactly its quasi-identifiers (empty without
+    /// a population; [`PopulationCounts::per_leaf_class`]).
+    pub(crate) fn leaf_population(&self) -> &[u64] {
+        &self.leaf_population
     }
 
     /// The population counts, if attached ([`FrequencySet::set_population`]).

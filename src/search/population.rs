@@ -175,6 +175,32 @@ impl PopulationCounts {
         })
     }
 
+    /// Per leaf class of `freq` (the frequency set this was encoded for), the population rows
+    /// with exactly its raw quasi-identifiers. Any class holding the leaf class covers them,
+    /// so a sum over a class's leaf classes is a lower bound of its F_E: what the local
+    /// algorithms judge k-map on while they cut and merge (never overstating it).
+    pub fn per_leaf_class(&self, freq: &FrequencySet) -> Vec<u64> {
+        let d = freq.qis().len();
+        let leaf_codes = freq.leaf_codes();
+        let mut index: HashMap<Vec<u32>, u32> = HashMap::with_capacity(freq.leaf_classes());
+        for c in 0..freq.leaf_classes() {
+            let key = (0..d)
+                .map(|j| freq.qis()[j].leaf_map(0)[leaf_codes[j][c] as usize])
+                .collect();
+            index.insert(key, c as u32);
+        }
+        let mut out = vec![0u64; freq.leaf_classes()];
+        let mut key = Vec::with_capacity(d);
+        for (row, &count) in self.counts.iter().enumerate() {
+            key.clear();
+            key.extend((0..d).map(|j| self.level_codes[j][0][self.values[j][row] as usize]));
+            if let Some(&c) = index.get(&key) {
+                out[c as usize] += count;
+            }
+        }
+        out
+    }
+
     /// The population as named in messages.
     pub fn name(&self) -> &str {
         &self.name

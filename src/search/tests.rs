@@ -949,3 +949,92 @@ fn invalid_requirements() {
         "{err}"
     );
 }
+
+/// k-map and δ-presence by hand. One QI of 4 leaves (pairs, then `*`); the sample has leaves
+/// 0, 0, 1, 2, 3 and the population those rows plus 0, 1, 1, 2, 3, 3. F per leaf: 0 → 3,
+/// 1 → 3, 2 → 2, 3 → 3; per pair: {0,1} → 6, {2,3} → 5; `*` → 11. Nothing may be
+/// suppressed, k = 1.
+/// - k-map 3: level 0 fails on leaf 2 (F = 2); level 1 passes (6, 5): level 1.
+/// - k-map 2: level 0 passes.
+/// - δ ≤ 0.5: level 0 has leaf 0 at 2/3; level 1 has 3/6 = 0.5 and 2/5 = 0.4: level 1.
+/// - 0.45 ≤ δ ≤ 0.6: level 1 has 0.4 < 0.45; the top has 5/11 ≈ 0.4545: level 2.
+/// - 0.5 ≤ δ ≤ 0.6: nothing (the top's 5/11 is below 0.5).
+#[test]
+fn population_requirements_by_hand() {
+    let qis = vec![QiCodes {
+        name: "a".into(),
+        levels: vec![vec![0, 1, 2, 3], vec![0, 0, 1, 1], vec![0, 0, 0, 0]],
+    }];
+    let rows: Vec<FrequencyRow> = [0, 0, 1, 2, 3]
+        .iter()
+        .map(|&a| FrequencyRow {
+            qi: vec![a],
+            sensitive: vec![],
+            count: 1,
+        })
+        .collect();
+    let mut freq = FrequencySet::from_codes(qis, vec![], &rows).unwrap();
+    let population: Vec<(Vec<u32>, u64)> = [0, 0, 1, 2, 3, 0, 1, 1, 2, 3, 3]
+        .iter()
+        .map(|&a| (vec![a], 1))
+        .collect();
+    freq.set_population(population::PopulationCounts::from_leaf_codes(&freq, &population).unwrap());
+    let chosen = |k_map, delta_presence| {
+        let req = PrivacyRequirements {
+            population: Some(PopulationRequirement {
+                k_map,
+                delta_presence,
+            }),
+            k: 1,
+            max_suppression: 0.0,
+            sensitive: vec![],
+        };
+        search(
+            &freq,
+            &req,
+            Algorithm::Optimal,
+            Metric::Loss,
+            &mut |_, _| {},
+        )
+        .unwrap()
+        .solution
+        .map(|s| s.levels)
+    };
+    let delta = |min, max| Some(DeltaPresence { min, max });
+    assert_eq!(chosen(Some(3), None), Some(vec![1]));
+    assert_eq!(chosen(Some(2), None), Some(vec![0]));
+    assert_eq!(chosen(None, delta(0.0, 0.5)), Some(vec![1]));
+    assert_eq!(chosen(None, delta(0.45, 0.6)), Some(vec![2]));
+    assert_eq!(chosen(None, delta(0.5, 0.6)), None);
+    // without the population's counts, the requirement is refused, not ignored
+    let bare = FrequencySet::from_codes(
+        vec![QiCodes {
+            name: "a".into(),
+            levels: vec![vec![0, 1], vec![0, 0]],
+        }],
+        vec![],
+        &rows[..1],
+    )
+    .unwrap();
+    let req = PrivacyRequirements {
+        population: Some(PopulationRequirement {
+            k_map: Some(2),
+            delta_presence: None,
+        }),
+        k: 1,
+        max_suppression: 0.0,
+        sensitive: vec![],
+    };
+    let err = search(
+        &bare,
+        &req,
+        Algorithm::Optimal,
+        Metric::Loss,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("k_map need a population table"),
+        "{err}"
+    );
+}

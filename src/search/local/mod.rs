@@ -59,7 +59,8 @@ use super::frequency::{FrequencySet, QiDomain};
 use super::population::PopulationCounts;
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
-use crate::policy::{PopulationRequirement, PrivacyRequirements};
+use crate::policy::requirements::presence;
+use crate::policy::{PopulationRequirement, PrivacyRequirements, RELATIVE_TOLERANCE};
 
 /// The class of a suppressed leaf class in [`LocalRelease::class_of`].
 pub const SUPPRESSED: u32 = u32::MAX;
@@ -289,11 +290,15 @@ pub(crate) struct Judge<'a> {
 pub(crate) struct Tally {
     pub rows: u64,
     pub histograms: Vec<Vec<u64>>,
+    /// population rows with exactly the raw QIs of the leaf classes tallied: a lower bound
+    /// of the class's F_E (population requirements only)
+    pub population: u64,
 }
 
 impl Tally {
     pub fn add(&mut self, other: &Tally) {
         self.rows += other.rows;
+        self.population += other.population;
         for (a, b) in self.histograms.iter_mut().zip(&other.histograms) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x += *y;
@@ -303,6 +308,7 @@ impl Tally {
 
     pub fn subtract(&mut self, other: &Tally) {
         self.rows -= other.rows;
+        self.population -= other.population;
         for (a, b) in self.histograms.iter_mut().zip(&other.histograms) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x -= *y;
@@ -312,6 +318,7 @@ impl Tally {
 
     pub fn clear(&mut self) {
         self.rows = 0;
+        self.population = 0;
         for h in &mut self.histograms {
             h.fill(0);
         }
@@ -354,15 +361,17 @@ impl<'a> Judge<'a> {
         self.criteria.budget
     }
 
-    /// Whether any l or t requirement exists (else only row counts matter).
+    /// Whether any requirement beyond k exists (l, t, … or the population's), so that
+    /// tallies are needed rather than row counts.
     pub fn has_sensitive(&self) -> bool {
-        !self.criteria.sensitive.is_empty()
+        !self.criteria.sensitive.is_empty() || self.criteria.population.is_some()
     }
 
     /// An empty tally.
     pub fn tally(&self) -> Tally {
         Tally {
             rows: 0,
+            population: 0,
             histograms: self
                 .criteria
                 .sensitive
@@ -375,6 +384,9 @@ impl<'a> Judge<'a> {
     /// Adds leaf class `leaf_class` to `tally`.
     pub fn add_leaf_class(&mut self, tally: &mut Tally, leaf_class: usize) {
         tally.rows += self.freq.sizes()[leaf_class];
+        if let Some(&n) = self.freq.leaf_population().get(leaf_class) {
+            tally.population += n;
+        }
         for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
             let (codes, counts) = self.freq.histograms(criterion.index).class(
                 leaf_class,
@@ -400,6 +412,19 @@ impl<'a> Judge<'a> {
     pub fn passes(&mut self, tally: &Tally) -> bool {
         if tally.rows < self.criteria.k || tally.rows == 0 {
             return false;
+        }
+        // the tally's population is a lower bound of F_E: k-map and δ_max judged on it hold
+        // for the class; δ_min is judged once the cells are known
+        // (`suppress_population_failures`)
+        if let Some(population) = &self.criteria.population {
+            if population.k_map.is_some_and(|k| tally.population < k) {
+                return false;
+            }
+            if population.delta_presence.is_some_and(|delta| {
+                presence(tally.rows, tally.population) > delta.max * (1.0 + RELATIVE_TOLERANCE)
+            }) {
+                return false;
+            }
         }
         let mut passes = true;
         for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
