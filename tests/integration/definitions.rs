@@ -239,5 +239,14 @@ fn every_policy_requirement_is_defined_in_docs() {
             }
         }
     }
+    let population = datafusion_anonymity::policy::PopulationRequirement {
+        k_map: Some(2),
+        delta_presence: Some(datafusion_anonymity::policy::DeltaPresence { min: 0.0, max: 0.5 }),
+    };
+    for key in population.policy_keys() {
+        if !definitions.contains(&format!("`{key}`")) {
+            missing.push(key);
+        }
+    }
     assert!(missing.is_empty(), "docs/definitions.md lacks {missing:?}");
 }
