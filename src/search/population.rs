@@ -182,13 +182,14 @@ impl PopulationCounts {
     pub fn per_leaf_class(&self, freq: &FrequencySet) -> Vec<u64> {
         let d = freq.qis().len();
         let leaf_codes = freq.leaf_codes();
-        let mut index: HashMap<Vec<u32>, u32> = HashMap::with_capacity(freq.leaf_classes());
-        for c in 0..freq.leaf_classes() {
-            let key = (0..d)
-                .map(|j| freq.qis()[j].leaf_map(0)[leaf_codes[j][c] as usize])
-                .collect();
-            index.insert(key, c as u32);
-        }
+        let index: HashMap<Vec<u32>, u32> = (0..freq.leaf_classes())
+            .map(|c| {
+                let key = (0..d)
+                    .map(|j| freq.qis()[j].leaf_map(0)[leaf_codes[j][c] as usize])
+                    .collect();
+                (key, c as u32)
+            })
+            .collect();
         let mut out = vec![0u64; freq.leaf_classes()];
         let mut key = Vec::with_capacity(d);
         for (row, &count) in self.counts.iter().enumerate() {
