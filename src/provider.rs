@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Column, NullEquality, ScalarValue};
@@ -38,7 +38,7 @@ use datafusion::logical_expr::{
     TableType, when,
 };
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::prelude::{lit, not};
+use datafusion::prelude::{coalesce, lit, not};
 
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
@@ -46,7 +46,7 @@ use crate::generalize::udf::local_recode::{
     LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
-use crate::policy::{PrivacyRequirements, SuppressionMode};
+use crate::policy::{PrivacyRequirements, RELATIVE_TOLERANCE, SuppressionMode};
 use crate::release::Release;
 use datafusion::functions::core::expr_fn::get_field;
 
@@ -78,6 +78,11 @@ pub struct Generalization {
     pub requirements: PrivacyRequirements,
     /// Drop or mask the rows of failing classes.
     pub suppression: SuppressionMode,
+    /// For k-map and δ-presence of a full-domain release: the population's rows per label
+    /// tuple at the release's levels ([`population_key`]`(i)`, [`POPULATION_ROWS`]); see
+    /// [`crate::policy::Policy::generalized_table`]. `None` for a local release, whose
+    /// classes were judged against the population when it was built.
+    pub population: Option<LogicalPlan>,
 }
 
 impl Generalization {
@@ -98,6 +103,13 @@ impl Generalization {
 
 /// Names of the helper columns of the plans; chosen not to collide with user columns.
 pub(crate) const ROWS: &str = "__anon_class_rows";
+/// The population's rows of a label tuple in [`Generalization::population`].
+pub const POPULATION_ROWS: &str = "__anon_population_rows";
+
+/// The name of the label of quasi-identifier `i` in [`Generalization::population`].
+pub fn population_key(i: usize) -> String {
+    format!("__anon_population_key_{i}")
+}
 const PASSES: &str = "__anon_class_passes";
 const SUPPRESSED: &str = "__anon_suppressed";
 const CLASSES_ALIAS: &str = "__anon_failing_classes";
@@ -428,6 +440,43 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
             conditions.push(bound.passes(Expr::Column(Column::from_name(name))));
         }
     }
+    let mut classes = LogicalPlanBuilder::from(recoded.clone()).aggregate(keys, aggregates)?;
+    if let (Some(requirement), Some(population)) = (
+        &generalization.requirements.population,
+        &generalization.population,
+    ) {
+        // F_E: the population's rows with the class's labels (NULL labels match NULL), 0
+        // when none; see `PopulationRequirement`
+        let labels: Vec<Column> = qis.iter().map(|q| Column::from_name(*q)).collect();
+        let keys: Vec<Column> = (0..qis.len())
+            .map(|i| Column::from_name(population_key(i)))
+            .collect();
+        classes = classes.join_detailed(
+            population.clone(),
+            JoinType::Left,
+            (labels, keys),
+            None,
+            NullEquality::NullEqualsNull,
+        )?;
+        let rows = Expr::Column(Column::from_name(ROWS));
+        let covered = coalesce(vec![
+            Expr::Column(Column::from_name(POPULATION_ROWS)),
+            lit(0i64),
+        ]);
+        if let Some(k_map) = requirement.k_map {
+            conditions.push(covered.clone().gt_eq(lit(k_map as i64)));
+        }
+        if let Some(delta) = requirement.delta_presence {
+            // δ = rows / F within the bounds, compared without dividing (F = 0 fails)
+            let (rows, covered) = (cast_to_f64(rows), cast_to_f64(covered.clone()));
+            conditions.push(covered.clone().gt(lit(0.0)));
+            conditions.push(
+                rows.clone()
+                    .gt_eq(covered.clone() * lit(delta.min * (1.0 - RELATIVE_TOLERANCE))),
+            );
+            conditions.push(rows.lt_eq(covered * lit(delta.max * (1.0 + RELATIVE_TOLERANCE))));
+        }
+    }
     let passes = conditions
         .into_iter()
         .reduce(Expr::and)
@@ -440,10 +489,15 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
     projection.push(Expr::Column(Column::from_name(ROWS)));
     // a NULL measure (no sensitive value in the class) fails: never assume privacy
     projection.push(passes.is_true().alias(PASSES));
-    LogicalPlanBuilder::from(recoded.clone())
-        .aggregate(keys, aggregates)?
-        .project(projection)?
-        .build()
+    classes.project(projection)?.build()
+}
+
+/// `expr` as Float64.
+fn cast_to_f64(expr: Expr) -> Expr {
+    Expr::Cast(datafusion::logical_expr::Cast::new(
+        Box::new(expr),
+        DataType::Float64,
+    ))
 }
 
 fn failing_classes_with_rows(

@@ -618,13 +618,6 @@ impl Policy {
         for (column, hierarchy) in self.quasi_identifiers() {
             crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
         }
-        if let Some(levels) = self.transformation() {
-            let table = self
-                .generalized_table(ctx, Release::FullDomain(levels))
-                .await?;
-            ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
-        }
-        self.schema = Some(schema);
         if let (Some(population), Some(_)) = (&self.population, &self.requirements.population) {
             crate::storage::register_store(ctx, population, &self.storage)?;
             let table = format!("{}_population", self.name);
@@ -649,6 +642,13 @@ impl Policy {
             }
             self.population_table = Some(table);
         }
+        if let Some(levels) = self.transformation() {
+            let table = self
+                .generalized_table(ctx, Release::FullDomain(levels))
+                .await?;
+            ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
+        }
+        self.schema = Some(schema);
         Ok(())
     }
 
@@ -840,8 +840,52 @@ impl Policy {
         release: Release,
     ) -> Result<crate::provider::GeneralizedTable> {
         let inner = ctx.table_provider(self.name.as_str()).await?;
-        let generalization = self.generalization(release)?;
+        let mut generalization = self.generalization(release)?;
+        generalization.population = self.population_plan(ctx, &generalization.release).await?;
         crate::provider::GeneralizedTable::try_new(&self.name, inner, generalization)
+    }
+
+    /// The population's rows per label tuple of a full-domain `release`, recoded with the
+    /// registered hierarchies (for k-map and δ-presence in the generalized table); `None`
+    /// without population requirements or for a local release (judged when it was built).
+    async fn population_plan(
+        &self,
+        ctx: &SessionContext,
+        release: &Release,
+    ) -> Result<Option<datafusion::logical_expr::LogicalPlan>> {
+        use crate::provider::{POPULATION_ROWS, population_key};
+        let (Some(table), Some(levels)) = (&self.population_table, release.levels()) else {
+            return Ok(None);
+        };
+        let qis = self.quasi_identifiers();
+        let labels = qis
+            .iter()
+            .zip(levels)
+            .enumerate()
+            .map(|(i, ((qi, _), &level))| {
+                Ok(crate::generalize::generalize_expr(
+                    ctx,
+                    datafusion::prelude::ident(qi),
+                    qi,
+                    level,
+                )?
+                .alias(population_key(i)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let keys = (0..qis.len())
+            .map(|i| datafusion::prelude::ident(population_key(i)))
+            .collect();
+        let plan = ctx
+            .table(table.as_str())
+            .await?
+            .select(labels)?
+            .aggregate(
+                keys,
+                vec![datafusion::functions_aggregate::count::count_all().alias(POPULATION_ROWS)],
+            )?
+            .logical_plan()
+            .clone();
+        Ok(Some(plan))
     }
 
     /// What the generalized table does with each column under `release`.
@@ -882,6 +926,7 @@ impl Policy {
             release,
             requirements: self.requirements.clone(),
             suppression: self.suppression,
+            population: None,
         })
     }
 }

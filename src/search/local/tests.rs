@@ -177,6 +177,7 @@ async fn published_labels(
         release: Release::Local(Arc::new(recoding)),
         requirements: req.clone(),
         suppression: SuppressionMode::Drop,
+        population: None,
     };
     let inner = ctx.table_provider("t").await.unwrap();
     let table = GeneralizedTable::try_new("t", inner, generalization).unwrap();
