@@ -38,7 +38,7 @@ use datafusion::logical_expr::{
     TableType, when,
 };
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::prelude::{coalesce, lit, not};
+use datafusion::prelude::{SessionContext, coalesce, lit, not};
 
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
@@ -212,6 +212,48 @@ impl GeneralizedTable {
     pub fn failing_classes_among_kept(&self, failing: Vec<RecordBatch>) -> Result<LogicalPlan> {
         let kept = self.with_failing_classes(failing)?;
         failing_classes_with_rows(kept.plan(), &self.generalization)
+    }
+
+    /// Dropping failing classes changes the distribution the kept classes are compared with
+    /// (t, β, δ measure against the whole table): judges the kept classes again against the
+    /// kept rows, adds the classes that now fail to `failing` (as
+    /// [`Self::failing_classes_plan`] gives them), and repeats until none does. Suppression
+    /// only grows, so this ends; every kept class then meets the requirements against the
+    /// served table's own distribution. Returns the batches added.
+    pub async fn settle_failing(
+        &self,
+        ctx: &SessionContext,
+        failing: &mut Vec<RecordBatch>,
+    ) -> Result<Vec<RecordBatch>> {
+        let mut added = Vec::new();
+        loop {
+            let plan = self.failing_classes_among_kept(failing.clone())?;
+            let more = ctx.execute_logical_plan(plan).await?.collect().await?;
+            if more.iter().all(|b| b.num_rows() == 0) {
+                return Ok(added);
+            }
+            failing.extend(more.iter().cloned());
+            added.extend(more);
+        }
+    }
+
+    /// This table with its failing classes computed now and settled
+    /// ([`Self::settle_failing`]) when dropping them changes what the kept classes are
+    /// measured against (drop mode with t, β or δ); otherwise as it is (lazy).
+    pub async fn settled(self, ctx: &SessionContext) -> Result<Self> {
+        let requirements = &self.generalization.requirements;
+        if self.generalization.suppression != SuppressionMode::Drop
+            || !requirements.depends_on_table()
+        {
+            return Ok(self);
+        }
+        let mut failing = ctx
+            .execute_logical_plan(self.failing_classes_plan()?)
+            .await?
+            .collect()
+            .await?;
+        self.settle_failing(ctx, &mut failing).await?;
+        self.with_failing_classes(failing)
     }
 
     /// The view as DataFusion's own [`ViewTable`] (for engines that serialize plans, such as

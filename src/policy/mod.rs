@@ -587,12 +587,26 @@ impl Policy {
     /// level)`. With a fixed transformation, also registers `<name>_anon`, the
     /// [`GeneralizedTable`](crate::provider::GeneralizedTable) serving the published data.
     pub async fn register(&mut self, ctx: &SessionContext) -> Result<()> {
-        self.register_with(ctx, true).await
+        self.register_with(ctx, true).await?;
+        if let Some(levels) = self.transformation() {
+            // settled now when dropping classes changes what the kept ones are measured
+            // against (drop with t, β or δ: scans of the input), so that SQL readers see what
+            // `anon apply` would publish
+            let table = self
+                .generalized_table(ctx, Release::FullDomain(levels))
+                .await?
+                .settled(ctx)
+                .await?;
+            ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
+        }
+        Ok(())
     }
 
-    /// [`Policy::register`], optionally without the scan that checks every value of a value
+    /// [`Policy::register`] without `<name>_anon` (the publishing commands build their own
+    /// generalized table), optionally without the scan that checks every value of a value
     /// tree's column is a leaf — for callers that check it themselves in a scan they need
-    /// anyway (the search's frequency set does). Masks sized from the data still scan.
+    /// anyway (the search's frequency set does). Masks sized from the data still scan. The
+    /// population table of k-map and δ-presence is registered as `<name>_population`.
     pub async fn register_with(&mut self, ctx: &SessionContext, check_trees: bool) -> Result<()> {
         if crate::generalize::hierarchy_registry(ctx).is_none() {
             crate::register(ctx)?;
@@ -641,12 +655,6 @@ impl Policy {
                 }
             }
             self.population_table = Some(table);
-        }
-        if let Some(levels) = self.transformation() {
-            let table = self
-                .generalized_table(ctx, Release::FullDomain(levels))
-                .await?;
-            ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
         }
         self.schema = Some(schema);
         Ok(())

@@ -699,8 +699,9 @@ pub async fn publish_ordered(
         && requirements.depends_on_table()
         && dropped_any
     {
-        suppressed +=
-            settle_failing_classes(ctx, &table, &mut failing, &mut failing_batches, width).await?;
+        let added = table.settle_failing(ctx, &mut failing_batches).await?;
+        failing.merge(&failing_from_batches(&added, width)?);
+        suppressed += failing_rows(&added);
     }
     if counted_here && policy.suppression() == SuppressionMode::Drop {
         // the rows a drop release left out were not there to be counted
@@ -1023,32 +1024,6 @@ fn failing_rows(batches: &[RecordBatch]) -> u64 {
             rows.iter().flatten().map(|r| r as u64).sum::<u64>()
         })
         .sum()
-}
-
-/// Dropping failing classes changes the distribution the kept classes are compared with (t,
-/// β, δ measure against the whole table): judges the kept classes again against the kept
-/// rows, adds the classes that now fail, and repeats until none does. Suppression only grows,
-/// so this ends; at the end every kept class meets the requirements against the published
-/// table's own distribution, which is what [`verify`] measures. Returns the rows added.
-async fn settle_failing_classes(
-    ctx: &SessionContext,
-    table: &crate::provider::GeneralizedTable,
-    failing: &mut ClassCounter,
-    batches: &mut Vec<RecordBatch>,
-    width: usize,
-) -> Result<u64> {
-    let mut added = 0;
-    loop {
-        let plan = table.failing_classes_among_kept(batches.clone())?;
-        let more = ctx.execute_logical_plan(plan).await?.collect().await?;
-        let rows = failing_rows(&more);
-        if rows == 0 {
-            return Ok(added);
-        }
-        failing.merge(&failing_from_batches(&more, width)?);
-        added += rows;
-        batches.extend(more);
-    }
 }
 
 /// The failing classes of `batches` (the first `width` columns are the labels) as a counter.
