@@ -7,9 +7,11 @@
 //! class's most frequent value, an all-NULL class d = 1: the per-class l of l-diversity, the
 //! worst case): the rows of E are exposed to an adversary ruling out m values exactly when
 //! d_E ≤ m + 1, homogeneity being m = 0. The figures are in
-//! [`SensitiveFigures`](super::SensitiveFigures); this module tallies them and gives every
-//! renderer (text, HTML, the table function's columns) the same labels.
+//! [`SensitiveFigures`](super::SensitiveFigures); this module tallies them and lists them
+//! for every renderer (text, HTML, the table function's columns), labelled from
+//! [`super::figures`].
 
+use super::figures::{BACKGROUND, HOMOGENEOUS};
 use super::render_text::{group_digits, percent};
 use super::{BackgroundKnowledge, Homogeneity, SensitiveFigures};
 
@@ -73,9 +75,10 @@ impl Tally {
 pub(crate) struct AttackFigure {
     /// The label of the text and HTML reports.
     pub label: String,
-    /// The table function's columns are `<attribute>_<column>_rows` and
-    /// `<attribute>_<column>_classes`.
-    pub column: String,
+    /// The table function's column of the rows, without the `<attribute>_` it starts with.
+    pub rows_column: String,
+    /// The same of the classes.
+    pub classes_column: String,
     /// Rows exposed (`None`: the table function's schema, before the profile is computed).
     pub rows: Option<u64>,
     /// Their classes.
@@ -105,27 +108,23 @@ pub(crate) fn attack_figures(
     s: Option<&SensitiveFigures>,
 ) -> Vec<AttackFigure> {
     let mut figures = vec![AttackFigure {
-        label: "homogeneous rows".into(),
-        column: "homogeneous".into(),
+        label: HOMOGENEOUS.label.into(),
+        rows_column: HOMOGENEOUS.column("rows"),
+        classes_column: HOMOGENEOUS.column("classes"),
         rows: s.map(|s| s.homogeneity.rows),
         classes: s.map(|s| s.homogeneity.classes),
-        meaning: "rows in classes of one sensitive value, NULLs as copies of it: the class gives \
-                  it away (homogeneity attack)"
-            .into(),
+        meaning: HOMOGENEOUS.description.into(),
     }];
     for m in 1..=background_values {
         let b = s.and_then(|s| s.background_knowledge.get(m - 1));
         let values = if m == 1 { "value" } else { "values" };
         figures.push(AttackFigure {
-            label: format!("rows certain, {m} {values} ruled out"),
-            column: format!("background_{m}"),
+            label: BACKGROUND.label_with(&[&m, &values]),
+            rows_column: BACKGROUND.column(format_args!("{m}_rows")),
+            classes_column: BACKGROUND.column(format_args!("{m}_classes")),
             rows: b.map(|b| b.rows),
             classes: b.map(|b| b.classes),
-            meaning: format!(
-                "rows in classes of at most {} values: known to one who rules out {m} {values} \
-                 (background knowledge)",
-                m + 1
-            ),
+            meaning: BACKGROUND.description_with(&[&(m + 1), &m, &values]),
         });
     }
     figures
@@ -168,8 +167,17 @@ mod tests {
     #[test]
     fn labels_and_columns_without_a_profile() {
         let figures = attack_figures(2, None);
-        let columns: Vec<&str> = figures.iter().map(|f| f.column.as_str()).collect();
-        assert_eq!(columns, ["homogeneous", "background_1", "background_2"]);
+        let columns: Vec<&str> = figures.iter().map(|f| f.rows_column.as_str()).collect();
+        assert_eq!(
+            columns,
+            ["homogeneous_rows", "background_1_rows", "background_2_rows"]
+        );
+        assert_eq!(figures[2].classes_column, "background_2_classes");
+        assert!(
+            figures[0]
+                .meaning
+                .starts_with("rows in classes of one sensitive value")
+        );
         assert_eq!(figures[1].label, "rows certain, 1 value ruled out");
         assert_eq!(figures[2].label, "rows certain, 2 values ruled out");
         assert!(figures[2].meaning.contains("at most 3 values"));

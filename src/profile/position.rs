@@ -22,18 +22,6 @@ use serde::Serialize;
 use super::{ProfileOptions, label, table};
 use crate::policy::quote_ident;
 
-/// The relink figure's label and meaning, for every renderer.
-pub const RELINK_LABEL: &str = "rows re-linked by position";
-/// See [`RELINK_LABEL`].
-pub const RELINK_MEANING: &str = "rows whose kept columns equal the other release's row at the \
-     same position: joined row by row, the two releases give each such person the finer \
-     generalization of each quasi-identifier";
-/// The chance level's label and meaning.
-pub const RELINK_CHANCE_LABEL: &str = "expected by chance";
-/// See [`RELINK_CHANCE_LABEL`].
-pub const RELINK_CHANCE_MEANING: &str =
-    "the same count if the two releases' rows were in unrelated orders";
-
 /// How many rows of two releases of the same data can be re-linked by their position.
 #[derive(Debug, Clone, Serialize)]
 pub struct Relink {

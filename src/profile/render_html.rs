@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::attacks::attack_figures;
-use super::position::{RELINK_CHANCE_LABEL, RELINK_CHANCE_MEANING, RELINK_LABEL, RELINK_MEANING};
+use super::figures::{self as f, Figure};
 use super::render_text::{group_digits, percent, ratio};
 use super::{Profile, Relink, SensitiveFigures, Utility};
 
@@ -58,6 +58,11 @@ struct Html(String);
 impl Html {
     fn push(&mut self, s: &str) {
         self.0.push_str(s);
+    }
+
+    /// A figure's row with its label and description from [`super::figures`].
+    fn figure(&mut self, figure: Figure, value: impl AsRef<str>) {
+        self.row(figure.label, value, figure.description);
     }
 
     fn row(&mut self, figure: &str, value: impl AsRef<str>, meaning: &str) {
@@ -157,36 +162,37 @@ pub fn render(profile: &Profile) -> String {
     let a = &profile.anonymity;
     let r = &profile.risk;
     h.push("<div class=\"cards\">");
-    h.card("k (smallest class)", &group_digits(a.k), a.k < 5);
+    // the cards are named as the figures' rows below
+    h.card(f::K.label, &group_digits(a.k), a.k < 5);
     h.card(
-        "sample uniques",
+        f::SAMPLE_UNIQUES.label,
         &percent(a.sample_uniques as f64 / n as f64),
         a.sample_uniques > 0,
     );
     // one rule for every risk figure and bar: red above the highest counted threshold
     h.card(
-        "max prosecutor risk",
+        f::PROSECUTOR_RISK_MAX.label,
         &ratio(r.prosecutor_max),
         risk_is_high(r.prosecutor_max),
     );
     h.card(
-        "average risk",
+        f::PROSECUTOR_RISK_AVERAGE.label,
         &ratio(r.prosecutor_average),
         risk_is_high(r.prosecutor_average),
     );
     if let Some(s) = a.sensitive.first() {
         h.card(
-            &format!("l of {}", s.attribute),
+            &format!("{} of {}", f::L_DISTINCT.label, s.attribute),
             &group_digits(s.l_distinct),
             s.l_distinct < 2,
         );
         h.card(
-            &format!("t of {}", s.attribute),
+            &format!("{} of {}", f::T_EQUAL.label, s.attribute),
             &ratio(s.t_equal),
             s.t_equal > 0.5,
         );
         h.card(
-            &format!("homogeneous rows of {}", s.attribute),
+            &format!("{} of {}", f::HOMOGENEOUS.label, s.attribute),
             &percent(s.homogeneity.rows as f64 / n as f64),
             s.homogeneity.rows > 0,
         );
@@ -194,28 +200,12 @@ pub fn render(profile: &Profile) -> String {
     h.push("</div>");
 
     h.push("<h2>Anonymity</h2><table><tr><th>figure</th><th>value</th><th>meaning</th></tr>");
-    h.row(
-        "k (rows)",
-        group_digits(a.k),
-        "rows of the smallest class: every row shares its quasi-identifier values with k−1 others",
-    );
+    h.figure(f::K, group_digits(a.k));
     if let Some(k) = a.k_persons {
-        h.row(
-            "k (persons)",
-            group_digits(k),
-            "distinct persons of the smallest class",
-        );
+        h.figure(f::K_PERSONS, group_digits(k));
     }
-    h.row(
-        "equivalence classes",
-        group_digits(a.classes),
-        "distinct combinations of the quasi-identifier values",
-    );
-    h.row(
-        "sample uniques",
-        group_digits(a.sample_uniques),
-        "rows alone in their class",
-    );
+    h.figure(f::CLASSES, group_digits(a.classes));
+    h.figure(f::SAMPLE_UNIQUES, group_digits(a.sample_uniques));
     h.push("</table>");
     let bars: Vec<(String, f64, String)> = a
         .class_sizes
@@ -238,54 +228,30 @@ pub fn render(profile: &Profile) -> String {
     }
 
     h.push("<h2>Re-identification risk</h2><table><tr><th>figure</th><th>value</th><th>meaning</th></tr>");
-    h.row(
-        "prosecutor risk, max",
-        ratio(r.prosecutor_max),
-        "1/k: the most exposed record, when the attacker knows it is in the data",
-    );
-    h.row(
-        "prosecutor risk, average",
-        ratio(r.prosecutor_average),
-        "mean over records of 1/(class size)",
-    );
-    h.row(
-        "marketer risk",
-        ratio(r.marketer),
-        "expected share of records re-identified when all are matched at once",
-    );
+    h.figure(f::PROSECUTOR_RISK_MAX, ratio(r.prosecutor_max));
+    h.figure(f::PROSECUTOR_RISK_AVERAGE, ratio(r.prosecutor_average));
+    h.figure(f::MARKETER_RISK, ratio(r.marketer));
     for t in &r.thresholds {
         h.row(
-            &format!("records with risk > {}", t.threshold),
+            &f::RISK_OVER.label_with(&[&t.threshold]),
             format!("{} ({})", group_digits(t.rows), percent(t.share)),
-            "records above a common acceptance threshold",
+            f::RISK_OVER.description,
         );
     }
     if let Some(p) = &r.population {
         h.row(
-            "population",
+            f::POPULATION_ROWS.label,
             format!("{} rows", group_digits(p.rows)),
-            &format!("risk against {}", p.population),
+            &format!("{} ({})", f::POPULATION_ROWS.description, p.population),
         );
-        h.row(
-            "k-map",
-            group_digits(p.k_map),
-            "population rows matching the least common class of the sample",
-        );
-        h.row(
-            "journalist risk",
-            ratio(p.journalist),
-            "1/(smallest matching population count)",
-        );
-        h.row(
-            "marketer risk (population)",
-            ratio(p.marketer),
-            "expected share of sample records re-identified against the population",
-        );
+        h.figure(f::K_MAP, group_digits(p.k_map));
+        h.figure(f::JOURNALIST_RISK, ratio(p.journalist));
+        h.figure(f::POPULATION_MARKETER_RISK, ratio(p.marketer));
         if p.classes_not_covered > 0 {
             h.row(
-                "classes not covered",
+                f::CLASSES_NOT_COVERED.label,
                 group_digits(p.classes_not_covered),
-                "warning: classes with fewer population rows than sample rows",
+                &format!("warning: {}", f::CLASSES_NOT_COVERED.description),
             );
         }
     }
@@ -342,7 +308,8 @@ pub fn render(profile: &Profile) -> String {
     h.bars("Leakage by attribute", &bars, "#8e44ad");
     let _ = write!(
         h.0,
-        "<p>All quasi-identifiers together: {}</p>",
+        "<p>Leakage of {}: {}</p>",
+        escape(f::LEAKAGE_QUASI_IDENTIFIERS.label),
         ratio(profile.leakage.quasi_identifiers)
     );
 
@@ -363,21 +330,13 @@ pub fn render(profile: &Profile) -> String {
             escape(&r.linking_attribute),
             escape(&r.linked_attributes.join(", "))
         );
-        h.row(
-            "records partially pinned",
-            group_digits(r.partially_pinned),
-            "some attribute besides the linking one has one possible value",
-        );
-        h.row(
-            "records fully pinned",
-            group_digits(r.fully_pinned),
-            "every attribute besides the linking one has one possible value",
-        );
+        h.figure(f::PARTIALLY_PINNED, group_digits(r.partially_pinned));
+        h.figure(f::FULLY_PINNED, group_digits(r.fully_pinned));
         for (attribute, pinned) in &r.pinned_per_attribute {
             h.row(
-                &format!("pinned on {attribute}"),
+                &f::PINNED_ON.label_with(&[attribute]),
                 group_digits(*pinned),
-                "records",
+                f::PINNED_ON.description,
             );
         }
         h.push("</table>");
@@ -414,61 +373,39 @@ fn sensitive(h: &mut Html, s: &SensitiveFigures, n: u64) {
         escape(&s.attribute),
         group_digits(s.distinct_values)
     );
+    h.figure(f::L_DISTINCT, group_digits(s.l_distinct));
+    h.figure(f::L_ENTROPY, ratio(s.l_entropy));
     h.row(
-        "l (distinct)",
-        group_digits(s.l_distinct),
-        "fewest distinct sensitive values in a class",
-    );
-    h.row(
-        "l (entropy)",
-        ratio(s.l_entropy),
-        "smallest exp(entropy) of a class",
-    );
-    h.row(
-        &format!("l (recursive, c = {})", s.recursive_c),
+        &f::L_RECURSIVE.label_with(&[&s.recursive_c]),
         group_digits(s.l_recursive),
-        "smallest recursive (c,l)-diversity",
+        f::L_RECURSIVE.description,
     );
-    h.row(
-        "t (equal distance)",
-        ratio(s.t_equal),
-        "largest distance of a class's distribution from the table's",
-    );
+    h.figure(f::T_EQUAL, ratio(s.t_equal));
     if let Some(t) = s.t_ordered {
-        h.row(
-            "t (ordered distance)",
-            ratio(t),
-            "the same, ordered ground distance",
-        );
+        h.figure(f::T_ORDERED, ratio(t));
     }
-    h.row("α", ratio(s.alpha), "largest share of one value in a class");
+    h.figure(f::ALPHA, ratio(s.alpha));
+    h.figure(f::BETA, ratio(s.beta));
     h.row(
-        "β (basic)",
-        ratio(s.beta),
-        "largest relative gain of a value's frequency in a class",
-    );
-    h.row(
-        "β (enhanced)",
+        f::BETA_ENHANCED.label,
         s.beta_enhanced.map_or_else(|| "none".to_string(), ratio),
         &format!(
-            "smallest β meeting enhanced β-likeness; {} classes exceed the −ln p cap",
+            "{}; {} classes exceed the -ln p cap",
+            f::BETA_ENHANCED.description,
             group_digits(s.beta_enhanced_classes_over_cap)
         ),
     );
     h.row(
-        "δ",
+        f::DELTA.label,
         ratio(s.delta),
         &format!(
-            "largest |ln(p_class/p_table)| over values present; {} classes lack some value (δ infinite over all values)",
+            "{}; {} classes lack some value (delta infinite over all values)",
+            f::DELTA.description,
             group_digits(s.delta_classes_missing_values)
         ),
     );
     if let Some(t) = s.tuple_diversity {
-        h.row(
-            "tuple diversity",
-            ratio(t),
-            "narrowest value range in a class, share of the table's range",
-        );
+        h.figure(f::TUPLE_DIVERSITY, ratio(t));
     }
     for figure in attack_figures(s.background_knowledge.len(), Some(s)) {
         h.row(
@@ -490,20 +427,16 @@ fn relink(h: &mut Html, r: &Relink) {
         escape(&r.columns.join(", "))
     );
     h.row(
-        RELINK_LABEL,
+        f::RELINKED.label,
         format!(
             "{} ({} of {})",
             group_digits(r.relinked),
             percent(r.share),
             group_digits(r.positions)
         ),
-        RELINK_MEANING,
+        f::RELINKED.description,
     );
-    h.row(
-        RELINK_CHANCE_LABEL,
-        format!("{:.0}", r.expected_by_chance),
-        RELINK_CHANCE_MEANING,
-    );
+    h.figure(f::RELINK_CHANCE, format!("{:.0}", r.expected_by_chance));
     h.push("</table>");
 }
 
@@ -516,75 +449,33 @@ fn utility(h: &mut Html, u: &Utility) {
         escape(&u.matched_by)
     );
     let opt = |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), ratio);
-    h.row(
-        "suppressed rows",
-        group_digits(u.suppressed_rows),
-        "rows whose quasi-identifiers are all *",
-    );
-    h.row(
-        "NCP",
-        ratio(u.ncp),
-        "mean spread of the original values in a class",
-    );
-    h.row(
-        "loss",
-        ratio(u.loss_metric),
-        "mean cost per cell (0 unchanged, 1 fully generalized)",
-    );
-    h.row(
-        "discernibility",
-        format!("{:.0}", u.discernibility),
-        "sum of squared class sizes",
-    );
-    h.row("AECS", opt(u.aecs), "average class size relative to k");
+    h.figure(f::SUPPRESSED_ROWS, group_digits(u.suppressed_rows));
+    h.figure(f::NCP, ratio(u.ncp));
+    h.figure(f::LOSS, ratio(u.loss_metric));
+    h.figure(f::DISCERNIBILITY, format!("{:.0}", u.discernibility));
+    h.figure(f::AECS, opt(u.aecs));
     if let Some(cm) = u.classification_metric {
-        h.row(
-            "classification metric",
-            ratio(cm),
-            "rows outside their class's majority label",
-        );
+        h.figure(f::CLASSIFICATION_METRIC, ratio(cm));
     }
-    h.row(
-        "modification rate",
-        ratio(u.modification_rate),
-        "share of cells changed",
-    );
+    h.figure(f::MODIFICATION_RATE, ratio(u.modification_rate));
     if u.whd_uniform.is_some() {
-        h.row(
-            "WHD (uniform)",
-            opt(u.whd_uniform),
-            "weighted hierarchical distance",
-        );
-        h.row(
-            "WHD (β = 1)",
-            opt(u.whd_beta1),
-            "the same, steps near the leaves cheaper",
-        );
+        h.figure(f::WHD_UNIFORM, opt(u.whd_uniform));
+        h.figure(f::WHD_BETA1, opt(u.whd_beta1));
     }
-    h.row(
-        "monotone entropy loss",
-        ratio(u.monotone_entropy_loss),
-        "bits of uncertainty added per cell",
-    );
-    h.row(
-        "mutual-information loss",
-        ratio(u.mutual_information_loss),
-        "bits lost per cell",
-    );
+    h.figure(f::MONOTONE_ENTROPY_LOSS, ratio(u.monotone_entropy_loss));
+    h.figure(f::MUTUAL_INFORMATION_LOSS, ratio(u.mutual_information_loss));
     if let Some(pmi) = u.private_mutual_information_utility {
-        h.row(
-            "private mutual information",
-            ratio(pmi),
-            "bits per cell about the sensitive attribute",
-        );
+        h.figure(f::PRIVATE_MUTUAL_INFORMATION, ratio(pmi));
     }
+    let q = &u.query_accuracy;
     h.row(
-        "query error (mean)",
-        ratio(u.query_accuracy.mean_relative_error),
-        &format!(
-            "mean relative error of {} random COUNT(*) range queries",
-            u.query_accuracy.queries
-        ),
+        f::QUERY_MEAN_RELATIVE_ERROR.label,
+        ratio(q.mean_relative_error),
+        &f::QUERY_MEAN_RELATIVE_ERROR.description_with(&[&q.queries, &q.seed]),
+    );
+    h.figure(
+        f::QUERY_MEDIAN_RELATIVE_ERROR,
+        ratio(q.median_relative_error),
     );
     h.push("</table>");
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::attacks::attack_figures;
-use super::position::{RELINK_CHANCE_LABEL, RELINK_CHANCE_MEANING, RELINK_LABEL, RELINK_MEANING};
+use super::figures::{self as f, Figure};
 use super::{FingerprintAttack, Profile, Relink, SensitiveFigures, Utility};
 
 /// Thousands separators: 1234567 → `1,234,567`.
@@ -39,6 +39,11 @@ struct Out(String);
 impl Out {
     fn heading(&mut self, title: &str) {
         let _ = writeln!(self.0, "\n{title}");
+    }
+
+    /// A figure's line with its label and description from [`super::figures`].
+    fn figure(&mut self, figure: Figure, value: impl AsRef<str>) {
+        self.line(figure.label, value, figure.description);
     }
 
     fn line(&mut self, label: &str, value: impl AsRef<str>, explanation: &str) {
@@ -78,35 +83,27 @@ pub fn render(profile: &Profile) -> String {
 
     let a = &profile.anonymity;
     out.heading("ANONYMITY");
-    out.line(
-        "k (rows)",
-        group_digits(a.k),
-        "rows of the smallest class: every row shares its QI values with k-1 others",
-    );
+    out.figure(f::K, group_digits(a.k));
     if let Some(k) = a.k_persons {
-        out.line(
-            "k (persons)",
-            group_digits(k),
-            "distinct persons of the smallest class (rows overstate k when persons repeat)",
-        );
+        out.figure(f::K_PERSONS, group_digits(k));
     }
+    out.figure(f::CLASSES, group_digits(a.classes));
     out.line(
-        "equivalence classes",
-        group_digits(a.classes),
-        "distinct combinations of the quasi-identifier values",
-    );
-    out.line(
-        "sample uniques",
+        f::SAMPLE_UNIQUES.label,
         group_digits(a.sample_uniques),
         &format!(
-            "rows alone in their class ({} of all rows)",
+            "{} ({} of all rows)",
+            f::SAMPLE_UNIQUES.description,
             percent(a.sample_uniques as f64 / n as f64)
         ),
     );
     let _ = writeln!(
         out.0,
-        "  {:<32} {:>14}  {:>14}  rows in classes of each size",
-        "class size", "classes", "rows"
+        "  {:<32} {:>14}  {:>14}  {}",
+        "class size",
+        "classes",
+        "rows",
+        f::ROWS_SIZE.description
     );
     for bucket in &a.class_sizes {
         let _ = writeln!(
@@ -124,24 +121,13 @@ pub fn render(profile: &Profile) -> String {
 
     let r = &profile.risk;
     out.heading("RISK (re-identification of a record)");
-    out.line(
-        "prosecutor risk, max",
-        ratio(r.prosecutor_max),
-        "1/k: the risk of the most exposed record, attacker knows it is in the data",
-    );
-    out.line(
-        "prosecutor risk, average",
-        ratio(r.prosecutor_average),
-        "mean over records of 1/(class size)",
-    );
-    out.line(
-        "marketer risk",
-        ratio(r.marketer),
-        "expected share of records re-identified when all are matched at once",
-    );
+    out.figure(f::PROSECUTOR_RISK_MAX, ratio(r.prosecutor_max));
+    out.figure(f::PROSECUTOR_RISK_AVERAGE, ratio(r.prosecutor_average));
+    out.figure(f::MARKETER_RISK, ratio(r.marketer));
+    // the text shows the share instead of the thresholds' description
     for t in &r.thresholds {
         out.line(
-            &format!("records with risk > {}", t.threshold),
+            &f::RISK_OVER.label_with(&[&t.threshold]),
             group_digits(t.rows),
             &format!("{} of all records", percent(t.share)),
         );
@@ -153,38 +139,30 @@ pub fn render(profile: &Profile) -> String {
             p.population,
             group_digits(p.rows)
         );
-        out.line(
-            "k-map",
-            group_digits(p.k_map),
-            "population rows matching the least common class of the sample",
-        );
-        out.line(
-            "journalist risk",
-            ratio(p.journalist),
-            "1/(smallest matching population count): attacker does not know who is sampled",
-        );
-        out.line(
-            "marketer risk (population)",
-            ratio(p.marketer),
-            "expected share of sample records re-identified against the population",
-        );
+        out.figure(f::K_MAP, group_digits(p.k_map));
+        out.figure(f::JOURNALIST_RISK, ratio(p.journalist));
+        out.figure(f::POPULATION_MARKETER_RISK, ratio(p.marketer));
         if p.classes_not_covered > 0 {
             out.line(
-                "classes not covered",
+                f::CLASSES_NOT_COVERED.label,
                 group_digits(p.classes_not_covered),
-                "WARNING: classes with fewer population rows than sample rows",
+                &format!("WARNING: {}", f::CLASSES_NOT_COVERED.description),
             );
         }
         for t in &p.thresholds {
             out.line(
-                &format!("records with journalist risk > {}", t.threshold),
+                &f::JOURNALIST_RISK_OVER.label_with(&[&t.threshold]),
                 group_digits(t.rows),
                 &format!("{} of all records", percent(t.share)),
             );
         }
     }
 
-    out.heading("LEAKAGE RANKING (normalized entropy leakage ΔS/S0, highest first)");
+    out.heading(&format!(
+        "{} ({})",
+        f::LEAKAGE.label.to_uppercase(),
+        f::LEAKAGE.description
+    ));
     let _ = writeln!(
         out.0,
         "  an attribute near 1 almost singles out rows by itself; treat high ones as quasi-identifiers"
@@ -201,10 +179,9 @@ pub fn render(profile: &Profile) -> String {
             if l.quasi_identifier { ", QI" } else { "" }
         );
     }
-    out.line(
-        "all quasi-identifiers together",
+    out.figure(
+        f::LEAKAGE_QUASI_IDENTIFIERS,
         ratio(profile.leakage.quasi_identifiers),
-        "leakage of the classes",
     );
 
     if let Some(u) = &profile.utility {
@@ -247,19 +224,16 @@ fn relink(out: &mut Out, r: &Relink) {
         r.columns.join(", ")
     ));
     out.line(
-        RELINK_LABEL,
+        f::RELINKED.label,
         group_digits(r.relinked),
         &format!(
-            "{} of {} positions; {RELINK_MEANING}",
+            "{} of {} positions; {}",
             percent(r.share),
-            group_digits(r.positions)
+            group_digits(r.positions),
+            f::RELINKED.description
         ),
     );
-    out.line(
-        RELINK_CHANCE_LABEL,
-        format!("{:.0}", r.expected_by_chance),
-        RELINK_CHANCE_MEANING,
-    );
+    out.figure(f::RELINK_CHANCE, format!("{:.0}", r.expected_by_chance));
 }
 
 fn fingerprint(out: &mut Out, attack: &FingerprintAttack) {
@@ -268,30 +242,21 @@ fn fingerprint(out: &mut Out, attack: &FingerprintAttack) {
         "FINGERPRINT-CORRELATION ATTACK on {} (linking attribute {})",
         attack.sensitive_table, r.linking_attribute
     ));
-    out.line(
-        "linked attributes",
+    out.figure(
+        f::LINKED_ATTRIBUTES,
         if r.linked_attributes.is_empty() {
             "none".to_string()
         } else {
             r.linked_attributes.join(", ")
         },
-        "assumed determined by the linking value, not refuted",
     );
-    out.line(
-        "records partially pinned",
-        group_digits(r.partially_pinned),
-        "some attribute besides the linking one has one possible value",
-    );
-    out.line(
-        "records fully pinned",
-        group_digits(r.fully_pinned),
-        "every attribute besides the linking one has one possible value",
-    );
+    out.figure(f::PARTIALLY_PINNED, group_digits(r.partially_pinned));
+    out.figure(f::FULLY_PINNED, group_digits(r.fully_pinned));
     for (attribute, pinned) in &r.pinned_per_attribute {
         out.line(
-            &format!("pinned on {attribute}"),
+            &f::PINNED_ON.label_with(&[attribute]),
             group_digits(*pinned),
-            "records",
+            f::PINNED_ON.description,
         );
     }
 }
@@ -303,48 +268,24 @@ fn sensitive(out: &mut Out, s: &SensitiveFigures, n: u64) {
         s.attribute,
         group_digits(s.distinct_values)
     );
+    out.figure(f::L_DISTINCT, group_digits(s.l_distinct));
+    out.figure(f::L_ENTROPY, ratio(s.l_entropy));
     out.line(
-        "l (distinct)",
-        group_digits(s.l_distinct),
-        "fewest distinct sensitive values in a class",
-    );
-    out.line(
-        "l (entropy)",
-        ratio(s.l_entropy),
-        "smallest exp(entropy) of a class's sensitive values",
-    );
-    out.line(
-        &format!("l (recursive, c = {})", s.recursive_c),
+        &f::L_RECURSIVE.label_with(&[&s.recursive_c]),
         group_digits(s.l_recursive),
-        "smallest recursive (c,l)-diversity: the top value is not too frequent",
+        f::L_RECURSIVE.description,
     );
-    out.line(
-        "t (equal distance)",
-        ratio(s.t_equal),
-        "largest distance of a class's distribution from the table's",
-    );
+    out.figure(f::T_EQUAL, ratio(s.t_equal));
     if let Some(t) = s.t_ordered {
-        out.line(
-            "t (ordered distance)",
-            ratio(t),
-            "the same, with values far apart counting more",
-        );
+        out.figure(f::T_ORDERED, ratio(t));
     }
+    out.figure(f::ALPHA, ratio(s.alpha));
+    out.figure(f::BETA, ratio(s.beta));
     out.line(
-        "alpha",
-        ratio(s.alpha),
-        "largest share of one sensitive value in a class ((alpha,k)-anonymity)",
-    );
-    out.line(
-        "beta (basic)",
-        ratio(s.beta),
-        "largest relative gain in a value's frequency inside a class (beta-likeness)",
-    );
-    out.line(
-        "beta (enhanced)",
+        f::BETA_ENHANCED.label,
         optional(s.beta_enhanced),
         &if s.beta_enhanced.is_some() {
-            "smallest beta meeting enhanced beta-likeness".to_string()
+            f::BETA_ENHANCED.description.to_string()
         } else {
             format!(
                 "none: {} classes exceed the -ln p cap for frequent values",
@@ -353,19 +294,16 @@ fn sensitive(out: &mut Out, s: &SensitiveFigures, n: u64) {
         },
     );
     out.line(
-        "delta",
+        f::DELTA.label,
         ratio(s.delta),
         &format!(
-            "largest |ln(p_class/p_table)| over values in a class; infinite over all values in {} classes",
+            "{}; infinite over all values in {} classes",
+            f::DELTA.description,
             group_digits(s.delta_classes_missing_values)
         ),
     );
     if let Some(t) = s.tuple_diversity {
-        out.line(
-            "tuple diversity",
-            ratio(t),
-            "narrowest range of values in a class, as a share of the table's range",
-        );
+        out.figure(f::TUPLE_DIVERSITY, ratio(t));
     }
     for figure in attack_figures(s.background_knowledge.len(), Some(s)) {
         out.line(
@@ -381,84 +319,33 @@ fn utility(out: &mut Out, u: &Utility) {
         "UTILITY (against {}, rows matched by {})",
         u.original, u.matched_by
     ));
-    out.line(
-        "suppressed rows",
-        group_digits(u.suppressed_rows),
-        "rows whose quasi-identifiers are all *",
-    );
-    out.line(
-        "NCP",
-        ratio(u.ncp),
-        "normalized certainty penalty: mean spread of the original values in a class",
-    );
-    out.line(
-        "loss",
-        ratio(u.loss_metric),
-        "mean cost per cell: 0 unchanged, 1 fully generalized (hierarchies where given)",
-    );
-    out.line(
-        "discernibility",
-        format!("{:.0}", u.discernibility),
-        "sum of squared class sizes (suppressed rows cost n each)",
-    );
-    out.line(
-        "AECS",
-        optional(u.aecs),
-        "average class size relative to k (1 is ideal)",
-    );
+    out.figure(f::SUPPRESSED_ROWS, group_digits(u.suppressed_rows));
+    out.figure(f::NCP, ratio(u.ncp));
+    out.figure(f::LOSS, ratio(u.loss_metric));
+    out.figure(f::DISCERNIBILITY, format!("{:.0}", u.discernibility));
+    out.figure(f::AECS, optional(u.aecs));
     if let Some(cm) = u.classification_metric {
-        out.line(
-            "classification metric",
-            ratio(cm),
-            "share of rows not in their class's majority sensitive value",
-        );
+        out.figure(f::CLASSIFICATION_METRIC, ratio(cm));
     }
-    out.line(
-        "modification rate",
-        ratio(u.modification_rate),
-        "share of quasi-identifier cells changed",
-    );
+    out.figure(f::MODIFICATION_RATE, ratio(u.modification_rate));
     if let (Some(uniform), Some(beta1)) = (u.whd_uniform, u.whd_beta1) {
-        out.line(
-            "WHD (uniform weights)",
-            ratio(uniform),
-            "weighted hierarchical distance: levels climbed, each level alike",
-        );
-        out.line(
-            "WHD (beta = 1 weights)",
-            ratio(beta1),
-            "the same, climbing near the leaves costing less",
-        );
+        out.figure(f::WHD_UNIFORM, ratio(uniform));
+        out.figure(f::WHD_BETA1, ratio(beta1));
     }
-    out.line(
-        "monotone entropy loss",
-        ratio(u.monotone_entropy_loss),
-        "bits of uncertainty added per cell (Gionis & Tassa)",
-    );
-    out.line(
-        "mutual-information loss",
-        ratio(u.mutual_information_loss),
-        "bits lost per cell about the original value",
-    );
+    out.figure(f::MONOTONE_ENTROPY_LOSS, ratio(u.monotone_entropy_loss));
+    out.figure(f::MUTUAL_INFORMATION_LOSS, ratio(u.mutual_information_loss));
     if let Some(pmi) = u.private_mutual_information_utility {
-        out.line(
-            "private mutual information",
-            ratio(pmi),
-            "bits per cell the QIs still tell about the sensitive attribute",
-        );
+        out.figure(f::PRIVATE_MUTUAL_INFORMATION, ratio(pmi));
     }
+    let q = &u.query_accuracy;
     out.line(
-        "query error (mean)",
-        ratio(u.query_accuracy.mean_relative_error),
-        &format!(
-            "mean relative error of {} random COUNT(*) range queries (seed {})",
-            u.query_accuracy.queries, u.query_accuracy.seed
-        ),
+        f::QUERY_MEAN_RELATIVE_ERROR.label,
+        ratio(q.mean_relative_error),
+        &f::QUERY_MEAN_RELATIVE_ERROR.description_with(&[&q.queries, &q.seed]),
     );
-    out.line(
-        "query error (median)",
-        ratio(u.query_accuracy.median_relative_error),
-        "median of the same",
+    out.figure(
+        f::QUERY_MEDIAN_RELATIVE_ERROR,
+        ratio(q.median_relative_error),
     );
     let _ = writeln!(
         out.0,

@@ -38,6 +38,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use super::attacks::attack_figures;
+use super::figures as f;
 use super::{Profile, ProfileOptions, profile};
 
 /// The key argument that matches the original's rows by position instead of by a column.
@@ -239,104 +240,108 @@ impl Value {
     }
 }
 
-/// Column names of a sensitive attribute's figures: `<attribute>_<figure>`.
-const SENSITIVE_FIGURES: [&str; 11] = [
-    "l_distinct",
-    "l_entropy",
-    "l_recursive",
-    "t_equal",
-    "t_ordered",
-    "alpha",
-    "beta",
-    "beta_enhanced",
-    "delta",
-    "delta_classes_missing_values",
-    "tuple_diversity",
-];
-
 /// The columns of the row, named, with their values when `profile` is given. The schema and
-/// the values come from this one function so they cannot disagree.
+/// the values come from this one function so they cannot disagree; the names are the keys of
+/// [`super::figures`] (a sensitive attribute's prefixed with `<attribute>_`).
 fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Value)> {
     let mut columns = Vec::new();
     let mut push = |name: &str, value: Value| columns.push((name.to_string(), value));
     let a = profile.map(|p| &p.anonymity);
     let r = profile.map(|p| &p.risk);
-    push("input", Value::Text(profile.map(|p| p.input.clone())));
-    push("rows", Value::Count(profile.map(|p| p.rows)));
-    push("classes", Value::Count(a.map(|a| a.classes)));
-    push("k", Value::Count(a.map(|a| a.k)));
+    push(f::INPUT.key, Value::Text(profile.map(|p| p.input.clone())));
+    push(f::ROWS.key, Value::Count(profile.map(|p| p.rows)));
+    push(f::CLASSES.key, Value::Count(a.map(|a| a.classes)));
+    push(f::K.key, Value::Count(a.map(|a| a.k)));
     if options.person_id.is_some() {
-        push("k_persons", Value::Count(a.and_then(|a| a.k_persons)));
+        push(f::K_PERSONS.key, Value::Count(a.and_then(|a| a.k_persons)));
     }
-    push("sample_uniques", Value::Count(a.map(|a| a.sample_uniques)));
+    push(
+        f::SAMPLE_UNIQUES.key,
+        Value::Count(a.map(|a| a.sample_uniques)),
+    );
     for (index, size) in ["1", "2", "3_4", "5_9", "10_plus"].iter().enumerate() {
         let bucket = a.map(|a| &a.class_sizes[index]);
         push(
-            &format!("classes_size_{size}"),
+            &f::CLASSES_SIZE.column(size),
             Value::Count(bucket.map(|b| b.classes)),
         );
         push(
-            &format!("rows_size_{size}"),
+            &f::ROWS_SIZE.column(size),
             Value::Count(bucket.map(|b| b.rows)),
         );
     }
     for (index, attribute) in options.sensitive.iter().enumerate() {
         let s = a.map(|a| &a.sensitive[index]);
-        for figure in SENSITIVE_FIGURES {
-            let value = match figure {
-                "l_distinct" => Value::Count(s.map(|s| s.l_distinct)),
-                "l_entropy" => Value::Number(s.map(|s| s.l_entropy)),
-                "l_recursive" => Value::Count(s.map(|s| s.l_recursive)),
-                "t_equal" => Value::Number(s.map(|s| s.t_equal)),
-                "t_ordered" => Value::Number(s.and_then(|s| s.t_ordered)),
-                "alpha" => Value::Number(s.map(|s| s.alpha)),
-                "beta" => Value::Number(s.map(|s| s.beta)),
-                "beta_enhanced" => Value::Number(s.and_then(|s| s.beta_enhanced)),
-                "delta" => Value::Number(s.map(|s| s.delta)),
-                "delta_classes_missing_values" => {
-                    Value::Count(s.map(|s| s.delta_classes_missing_values))
-                }
-                _ => Value::Number(s.and_then(|s| s.tuple_diversity)),
-            };
-            push(&format!("{attribute}_{figure}"), value);
+        let figures = [
+            (f::L_DISTINCT, Value::Count(s.map(|s| s.l_distinct))),
+            (f::L_ENTROPY, Value::Number(s.map(|s| s.l_entropy))),
+            (f::L_RECURSIVE, Value::Count(s.map(|s| s.l_recursive))),
+            (f::T_EQUAL, Value::Number(s.map(|s| s.t_equal))),
+            (f::T_ORDERED, Value::Number(s.and_then(|s| s.t_ordered))),
+            (f::ALPHA, Value::Number(s.map(|s| s.alpha))),
+            (f::BETA, Value::Number(s.map(|s| s.beta))),
+            (
+                f::BETA_ENHANCED,
+                Value::Number(s.and_then(|s| s.beta_enhanced)),
+            ),
+            (f::DELTA, Value::Number(s.map(|s| s.delta))),
+            (
+                f::DELTA_CLASSES_MISSING_VALUES,
+                Value::Count(s.map(|s| s.delta_classes_missing_values)),
+            ),
+            (
+                f::TUPLE_DIVERSITY,
+                Value::Number(s.and_then(|s| s.tuple_diversity)),
+            ),
+        ];
+        for (figure, value) in figures {
+            push(&format!("{attribute}_{}", figure.key), value);
         }
         for figure in attack_figures(options.background_values, s) {
-            let stem = format!("{attribute}_{}", figure.column);
-            push(&format!("{stem}_rows"), Value::Count(figure.rows));
-            push(&format!("{stem}_classes"), Value::Count(figure.classes));
+            push(
+                &format!("{attribute}_{}", figure.rows_column),
+                Value::Count(figure.rows),
+            );
+            push(
+                &format!("{attribute}_{}", figure.classes_column),
+                Value::Count(figure.classes),
+            );
         }
     }
     push(
-        "prosecutor_risk_max",
+        f::PROSECUTOR_RISK_MAX.key,
         Value::Number(r.map(|r| r.prosecutor_max)),
     );
     push(
-        "prosecutor_risk_average",
+        f::PROSECUTOR_RISK_AVERAGE.key,
         Value::Number(r.map(|r| r.prosecutor_average)),
     );
-    push("marketer_risk", Value::Number(r.map(|r| r.marketer)));
+    push(f::MARKETER_RISK.key, Value::Number(r.map(|r| r.marketer)));
     for (index, name) in ["0_2", "0_1", "0_05"].iter().enumerate() {
         push(
-            &format!("rows_risk_over_{name}"),
+            &f::RISK_OVER.column(name),
             Value::Count(r.map(|r| r.thresholds[index].rows)),
         );
     }
     if options.population.is_some() {
         let p = r.and_then(|r| r.population.as_ref());
-        push("population_rows", Value::Count(p.map(|p| p.rows)));
-        push("k_map", Value::Count(p.map(|p| p.k_map)));
-        push("journalist_risk", Value::Number(p.map(|p| p.journalist)));
+        push(f::POPULATION_ROWS.key, Value::Count(p.map(|p| p.rows)));
+        push(f::K_MAP.key, Value::Count(p.map(|p| p.k_map)));
         push(
-            "population_marketer_risk",
+            f::JOURNALIST_RISK.key,
+            Value::Number(p.map(|p| p.journalist)),
+        );
+        push(
+            f::POPULATION_MARKETER_RISK.key,
             Value::Number(p.map(|p| p.marketer)),
         );
     }
     push(
-        "leakage_quasi_identifiers",
+        f::LEAKAGE_QUASI_IDENTIFIERS.key,
         Value::Number(profile.map(|p| p.leakage.quasi_identifiers)),
     );
     push(
-        "leakage",
+        f::LEAKAGE.key,
         Value::Ranking(profile.map(|p| {
             p.leakage
                 .attributes
@@ -347,34 +352,40 @@ fn row(options: &ProfileOptions, profile: Option<&Profile>) -> Vec<(String, Valu
     );
     if options.original.is_some() {
         let u = profile.and_then(|p| p.utility.as_ref());
-        push("ncp", Value::Number(u.map(|u| u.ncp)));
-        push("loss_metric", Value::Number(u.map(|u| u.loss_metric)));
-        push("discernibility", Value::Number(u.map(|u| u.discernibility)));
-        push("aecs", Value::Number(u.and_then(|u| u.aecs)));
+        push(f::NCP.key, Value::Number(u.map(|u| u.ncp)));
+        push(f::LOSS.key, Value::Number(u.map(|u| u.loss_metric)));
         push(
-            "classification_metric",
+            f::DISCERNIBILITY.key,
+            Value::Number(u.map(|u| u.discernibility)),
+        );
+        push(f::AECS.key, Value::Number(u.and_then(|u| u.aecs)));
+        push(
+            f::CLASSIFICATION_METRIC.key,
             Value::Number(u.and_then(|u| u.classification_metric)),
         );
         push(
-            "modification_rate",
+            f::MODIFICATION_RATE.key,
             Value::Number(u.map(|u| u.modification_rate)),
         );
-        push("whd_uniform", Value::Number(u.and_then(|u| u.whd_uniform)));
-        push("whd_beta1", Value::Number(u.and_then(|u| u.whd_beta1)));
         push(
-            "monotone_entropy_loss",
+            f::WHD_UNIFORM.key,
+            Value::Number(u.and_then(|u| u.whd_uniform)),
+        );
+        push(f::WHD_BETA1.key, Value::Number(u.and_then(|u| u.whd_beta1)));
+        push(
+            f::MONOTONE_ENTROPY_LOSS.key,
             Value::Number(u.map(|u| u.monotone_entropy_loss)),
         );
         push(
-            "mutual_information_loss",
+            f::MUTUAL_INFORMATION_LOSS.key,
             Value::Number(u.map(|u| u.mutual_information_loss)),
         );
         push(
-            "private_mutual_information_utility",
+            f::PRIVATE_MUTUAL_INFORMATION.key,
             Value::Number(u.and_then(|u| u.private_mutual_information_utility)),
         );
         push(
-            "query_mean_relative_error",
+            f::QUERY_MEAN_RELATIVE_ERROR.key,
             Value::Number(u.map(|u| u.query_accuracy.mean_relative_error)),
         );
     }
@@ -392,4 +403,41 @@ fn to_batch(
         .map(|(_, value)| value.array())
         .collect();
     Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    /// Every column the function can emit (every optional group asked for) is a figure of
+    /// [`super::figures`]: a column added here without its label and description fails.
+    #[test]
+    fn every_column_is_a_figure() {
+        let mut options = ProfileOptions::new("t", vec!["zip".into(), "age".into()]);
+        options.sensitive = vec!["disease".into(), "salary".into()];
+        options.person_id = Some("pid".into());
+        options.population = Some("population".into());
+        options.original = Some("original".into());
+        options.background_values = 3;
+        let columns = row(&options, None);
+        let mut seen = HashSet::new();
+        for (name, _) in &columns {
+            assert!(seen.insert(name.as_str()), "column {name} twice");
+            let figure = options
+                .sensitive
+                .iter()
+                .find_map(|s| name.strip_prefix(&format!("{s}_")))
+                .unwrap_or(name);
+            assert!(
+                f::of_column(figure).is_some(),
+                "column {name} has no entry in profile::figures"
+            );
+        }
+        // the optional groups are there
+        for name in ["k_persons", "k_map", "ncp", "salary_background_3_classes"] {
+            assert!(seen.contains(name), "{name} missing");
+        }
+    }
 }

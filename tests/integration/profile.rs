@@ -1756,20 +1756,21 @@ async fn html_risk_colours_follow_one_threshold() {
     close(p.risk.prosecutor_max, 0.2, 1e-12, "max");
     close(p.risk.prosecutor_average, 0.08, 1e-12, "average");
     let html = datafusion_anonymity::profile::render_html::render(&p);
+    // the cards carry the figures' labels (src/profile/figures.rs)
     let card_of = |label: &str| {
         let end = html.find(&format!("{label}</div>")).unwrap();
         let start = html[..end].rfind("<div class=\"card").unwrap();
         html[start..end].to_string()
     };
-    assert!(!card_of("max prosecutor risk").contains("bad"));
-    assert!(!card_of("average risk").contains("bad"));
+    assert!(!card_of("prosecutor risk, max").contains("bad"));
+    assert!(!card_of("prosecutor risk, average").contains("bad"));
     assert!(red_bars(&html).is_empty(), "red bars {:?}", red_bars(&html));
 
     // one class of 2 rows: risk 1/2 > 0.2, its card and its bar red
     let ctx = context(vec![("t", batch(vec![("zip", strings(&["A", "A"]))]))]);
     let p = run(&ctx, &options("t", &["zip"], &[])).await;
     let html = datafusion_anonymity::profile::render_html::render(&p);
-    let end = html.find("max prosecutor risk</div>").unwrap();
+    let end = html.find("prosecutor risk, max</div>").unwrap();
     let start = html[..end].rfind("<div class=\"card").unwrap();
     assert!(html[start..end].contains("bad"));
     assert_eq!(red_bars(&html).len(), 1);
