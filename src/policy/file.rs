@@ -119,6 +119,8 @@ pub struct PrivacySpec {
     pub max_average_risk: Option<f64>,
     /// Post-analytics: the highest marketer risk allowed.
     pub max_marketer_risk: Option<f64>,
+    /// Post-analytics: the highest journalist risk against `[population]` allowed.
+    pub max_journalist_risk: Option<f64>,
     /// Post-analytics: the highest leakage allowed, per attribute.
     #[serde(default)]
     pub max_leakage: std::collections::BTreeMap<String, f64>,
@@ -131,6 +133,7 @@ impl PrivacySpec {
             max_prosecutor_risk: self.max_prosecutor_risk,
             max_average_risk: self.max_average_risk,
             max_marketer_risk: self.max_marketer_risk,
+            max_journalist_risk: self.max_journalist_risk,
             max_leakage: self.max_leakage.clone(),
         }
     }

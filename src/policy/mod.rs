@@ -341,10 +341,17 @@ impl Policy {
         }
         let thresholds = privacy.thresholds();
         thresholds.validate().map_err(&err)?;
+        if thresholds.max_journalist_risk.is_some() && file.population.is_none() {
+            return Err(err(
+                "privacy.max_journalist_risk needs [population] path = \"…\", the population the \
+                 journalist risk is measured against"
+                    .into(),
+            ));
+        }
         if bucketization.is_some() && thresholds.any() {
             return Err(err(format!(
                 "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
-                 max_marketer_risk, max_leakage) apply to method = \"generalization\", not to {}",
+                 max_marketer_risk, max_journalist_risk, max_leakage) apply to method = \"generalization\", not to {}",
                 privacy.method.name()
             )));
         }
@@ -491,6 +498,8 @@ impl Policy {
         )
         .await
         .map_err(|e| self.locate_input_error(e))?;
+        // attached whenever the policy has a population: local releases then count each
+        // class's F_E, which the report's journalist and marketer risks need
         if let (Some(table), Some(location)) = (&self.population_table, &self.population) {
             let counts = crate::search::population::PopulationCounts::load(
                 ctx,
@@ -632,7 +641,7 @@ impl Policy {
         for (column, hierarchy) in self.quasi_identifiers() {
             crate::generalize::register_hierarchy(ctx, &column, hierarchy)?;
         }
-        if let (Some(population), Some(_)) = (&self.population, &self.requirements.population) {
+        if let Some(population) = &self.population {
             crate::storage::register_store(ctx, population, &self.storage)?;
             let table = format!("{}_population", self.name);
             crate::tables::register_location_with(
@@ -862,7 +871,11 @@ impl Policy {
         release: &Release,
     ) -> Result<Option<datafusion::logical_expr::LogicalPlan>> {
         use crate::provider::{POPULATION_ROWS, population_key};
-        let (Some(table), Some(levels)) = (&self.population_table, release.levels()) else {
+        let (Some(table), Some(levels), Some(_)) = (
+            &self.population_table,
+            release.levels(),
+            &self.requirements.population,
+        ) else {
             return Ok(None);
         };
         let qis = self.quasi_identifiers();

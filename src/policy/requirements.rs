@@ -528,6 +528,9 @@ pub struct RiskThresholds {
     /// The highest marketer risk (the expected share of records re-identified; with the
     /// output as its own population, #classes / rows).
     pub max_marketer_risk: Option<f64>,
+    /// The highest journalist risk against `[population]`: max over published classes of
+    /// 1/max(F_E, 1).
+    pub max_journalist_risk: Option<f64>,
     /// Per published attribute, the highest normalized leakage ΔS/S0 = H(a)/log2 n.
     pub max_leakage: BTreeMap<String, f64>,
 }
@@ -538,6 +541,7 @@ impl RiskThresholds {
         self.max_prosecutor_risk.is_some()
             || self.max_average_risk.is_some()
             || self.max_marketer_risk.is_some()
+            || self.max_journalist_risk.is_some()
             || !self.max_leakage.is_empty()
     }
 
@@ -547,6 +551,7 @@ impl RiskThresholds {
             ("max_prosecutor_risk", self.max_prosecutor_risk),
             ("max_average_risk", self.max_average_risk),
             ("max_marketer_risk", self.max_marketer_risk),
+            ("max_journalist_risk", self.max_journalist_risk),
         ];
         let leakage = self
             .max_leakage
@@ -597,6 +602,15 @@ impl RiskThresholds {
             figures.marketer,
             self.max_marketer_risk,
         );
+        if let Some(journalist) = figures.journalist {
+            check(
+                &mut broken,
+                "max_journalist_risk",
+                "the journalist risk",
+                journalist,
+                self.max_journalist_risk,
+            );
+        }
         for (attribute, &limit) in &self.max_leakage {
             match figures.leakage.iter().find(|l| &l.attribute == attribute) {
                 Some(l) => check(
@@ -624,6 +638,12 @@ pub struct PostAnalytics {
     pub prosecutor_average: f64,
     /// The marketer risk with the output as its own population (equal to the average).
     pub marketer: f64,
+    /// With `[population]`: the journalist risk, max over published classes of 1/max(F_E, 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journalist: Option<f64>,
+    /// With `[population]`: the marketer risk against it, (1/n) Σ_E |E|/max(F_E, 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub population_marketer: Option<f64>,
     /// Normalized leakage ΔS/S0 of each published attribute except the sensitive ones,
     /// highest first (ties by name).
     pub leakage: Vec<AttributeLeakage>,
@@ -752,6 +772,9 @@ pub struct PopulationAchieved {
     /// min and max δ over published classes (+∞ written as "inf").
     #[serde(serialize_with = "serialize_range")]
     pub delta_presence: Option<(f64, f64)>,
+    /// Σ over published classes of |E| / max(F_E, 1): the marketer risk's numerator.
+    #[serde(skip)]
+    pub expected_matches: f64,
 }
 
 fn serialize_range<S: Serializer>(range: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
@@ -774,11 +797,26 @@ impl PopulationAchieved {
     /// Folds a published class into the figures.
     pub fn add_class(&mut self, size: u64, covered: u64) {
         self.k_map = Some(self.k_map.map_or(covered, |k| k.min(covered)));
+        self.expected_matches += size as f64 / covered.max(1) as f64;
         let delta = presence(size, covered);
         self.delta_presence = Some(match self.delta_presence {
             Some((lo, hi)) => (lo.min(delta), hi.max(delta)),
             None => (delta, delta),
         });
+    }
+
+    /// The journalist risk: 1/max(k-map, 1) (0 without a published class).
+    pub fn journalist_risk(&self) -> f64 {
+        self.k_map.map_or(0.0, |k| 1.0 / k.max(1) as f64)
+    }
+
+    /// The marketer risk against the population over `rows` published rows.
+    pub fn marketer_risk(&self, rows: u64) -> f64 {
+        if rows == 0 {
+            0.0
+        } else {
+            self.expected_matches / rows as f64
+        }
     }
 }
 

@@ -312,6 +312,10 @@ pub async fn post_analytics(
             },
             prosecutor_average: average,
             marketer: average,
+            journalist: verification.population.map(|p| p.journalist_risk()),
+            population_marketer: verification
+                .population
+                .map(|p| p.marketer_risk(verification.rows)),
             leakage,
         })
     }
@@ -723,7 +727,7 @@ pub async fn publish_ordered(
     }
     // the population's rows per label tuple of the release, for k-map and δ-presence
     let population = match (&requirements.population, policy.population_table()) {
-        (Some(requirement), Some(table)) => {
+        (requirement, Some(table)) => {
             let (by_label, rows) =
                 population::population_by_label(ctx, table, release, &quasi_identifiers).await?;
             Some((requirement, by_label, rows))
@@ -734,7 +738,7 @@ pub async fn publish_ordered(
                 requirement.policy_keys().join(" and ")
             )));
         }
-        (None, _) => None,
+        (None, None) => None,
     };
     let classes_seconds = started.elapsed().as_secs_f64();
 
@@ -807,7 +811,7 @@ pub async fn publish_ordered(
             &written,
             by_label,
             *rows,
-            requirement,
+            requirement.as_ref(),
             policy.suppression(),
         );
         verification.population = Some(achieved);

@@ -205,6 +205,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
 
     let (covered, population_rows) = recoded_population(&population, &levels).await;
     let (mut k_map, mut delta_min, mut delta_max) = (u64::MAX, f64::MAX, 0f64);
+    let (mut rows, mut expected_matches) = (0u64, 0f64);
     let written = grouped(&out, &QIS).await;
     assert!(!written.is_empty());
     for (labels, size) in &written {
@@ -215,11 +216,21 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
         k_map = k_map.min(f);
         delta_min = delta_min.min(delta);
         delta_max = delta_max.max(delta);
+        rows += size;
+        expected_matches += delta;
     }
+    // post-analytics against the population (Dankar & El Emam): journalist max 1/F_E,
+    // marketer (1/n) Σ |E|/F_E
+    let post = &json["publish"]["post_analytics"];
+    let close = |v: &serde_json::Value, x: f64| (v.as_f64().unwrap() - x).abs() < 1e-12;
+    assert!(close(&post["journalist"], 1.0 / k_map as f64), "{post}");
+    assert!(
+        close(&post["population_marketer"], expected_matches / rows as f64),
+        "{post}"
+    );
     let figures = &json["publish"]["verification"]["population"];
     assert_eq!(figures["population_rows"], population_rows);
     assert_eq!(figures["k_map"], k_map);
-    let close = |v: &serde_json::Value, x: f64| (v.as_f64().unwrap() - x).abs() < 1e-12;
     assert!(
         close(&figures["delta_presence"]["min"], delta_min),
         "{figures}"
@@ -318,6 +329,23 @@ async fn population_requirements_fail_closed() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("no generalization"), "{stderr}");
+    assert!(!out.exists() && !report.exists());
+
+    // a journalist risk above its threshold: checked on the written output, nothing published
+    // (k = 2 alone leaves classes of under 100 population rows, whose risk is above 0.01)
+    let risky = policy(
+        dir.path(),
+        &input,
+        "k = 2\nmax_suppression = 0.02\nmax_journalist_risk = 0.01",
+        Some(&population),
+    );
+    let output = anonymize(&risky, &out, &report, &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("the journalist risk") && stderr.contains("max_journalist_risk = 0.01"),
+        "{stderr}"
+    );
     assert!(!out.exists() && !report.exists());
 
     let without = policy(dir.path(), &input, "k = 2\nk_map = 5", None);
