@@ -805,3 +805,91 @@ fn pairwise_algorithms_refuse_large_frequency_sets() {
     }
     assert!(anonymize(&freq, &req, LocalAlgorithm::Mondrian, options).is_ok());
 }
+
+/// k-map and δ-presence with every local algorithm on random frequency sets (3 QIs of 8
+/// leaves, leaf / pairs / quads / *), against a population of the sample's rows plus as many
+/// again drawn uniformly. Every published class is checked on the raw population: a
+/// population row counts for a class when, at the lowest level where all the class's
+/// members share a node, it has that node for every QI (the class's label covers it).
+#[test]
+fn local_releases_meet_population_requirements_on_random_tables() {
+    use super::{LocalAlgorithm, LocalOptions, anonymize};
+    use crate::policy::{DeltaPresence, PopulationRequirement};
+    use crate::search::population::PopulationCounts;
+    let mut releases = 0;
+    for seed in 0..6u64 {
+        let (qis, sensitive, rows) = random_code_rows(seed);
+        let levels = qis[0].levels.clone();
+        let mut freq = FrequencySet::from_codes(qis, sensitive, &rows).unwrap();
+        let mut rng = Rng(seed + 100);
+        let mut population: Vec<(Vec<u32>, u64)> =
+            rows.iter().map(|r| (r.qi.clone(), r.count)).collect();
+        for _ in 0..rows.len() {
+            population.push(((0..3).map(|_| rng.below(8) as u32).collect(), 1));
+        }
+        freq.set_population(PopulationCounts::from_leaf_codes(&freq, &population).unwrap());
+        for (k_map, delta_max) in [(Some(12), None), (None, Some(0.7)), (Some(8), Some(0.8))] {
+            let requirement = PopulationRequirement {
+                k_map,
+                delta_presence: delta_max.map(|max| DeltaPresence { min: 0.0, max }),
+            };
+            let req = PrivacyRequirements {
+                population: Some(requirement),
+                ..k_only(2, 0.3)
+            };
+            for algorithm in [
+                LocalAlgorithm::Mondrian,
+                LocalAlgorithm::Kaca,
+                LocalAlgorithm::Iab,
+            ] {
+                let context = format!("seed {seed}, {algorithm}, {k_map:?}, {delta_max:?}");
+                let Ok((release, _)) = anonymize(&freq, &req, algorithm, LocalOptions::default())
+                else {
+                    continue;
+                };
+                releases += 1;
+                let (leaf_codes, sizes) = (freq.leaf_codes(), freq.sizes());
+                for c in 0..release.classes() {
+                    // the class's leaf classes (distinct QI combinations)
+                    let members: Vec<usize> = (0..release.class_of.len())
+                        .filter(|&m| release.class_of[m] == c as u32)
+                        .collect();
+                    if members.is_empty() {
+                        continue;
+                    }
+                    let size: u64 = members.iter().map(|&m| sizes[m]).sum();
+                    let leaf = |j: usize, m: usize| leaf_codes[j][m] as usize;
+                    // per QI: the lowest level where every member has the same node
+                    let nodes: Vec<(usize, u32)> = (0..3)
+                        .map(|j| {
+                            let level = (0..levels.len())
+                                .find(|&l| {
+                                    let first = levels[l][leaf(j, members[0])];
+                                    members.iter().all(|&m| levels[l][leaf(j, m)] == first)
+                                })
+                                .unwrap();
+                            (level, levels[level][leaf(j, members[0])])
+                        })
+                        .collect();
+                    let covered: u64 = population
+                        .iter()
+                        .filter(|(leaves, _)| {
+                            (0..3).all(|j| levels[nodes[j].0][leaves[j] as usize] == nodes[j].1)
+                        })
+                        .map(|(_, n)| n)
+                        .sum();
+                    if let Some(k) = k_map {
+                        assert!(covered >= k, "{context}: class {c} covers {covered}");
+                    }
+                    if let Some(max) = delta_max {
+                        assert!(
+                            size as f64 <= max * covered as f64 + 1e-9,
+                            "{context}: class {c} δ = {size}/{covered}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(releases >= 30, "only {releases} releases");
+}
