@@ -5,24 +5,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::physical_plan::{StatisticsArgs, StatisticsContext};
-use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::profile::Utility;
 use datafusion_anonymity::progress::ScanProgress;
-use datafusion_anonymity::publish::{self, PublishReport, QiLevel, RowOrder};
+use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, QiLevel, RowOrder};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
-use datafusion_anonymity::tables::{TableFormat, table_format};
 
 use super::apply::{output_path, print_summary};
-use super::progress::{Progress, ScanReport};
+use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
 
 #[derive(clap::Args, Debug)]
 pub struct AnonymizeArgs {
@@ -184,11 +180,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     // 1. the frequency set: one scan
     let phase = Instant::now();
     let scanned = ScanProgress::new();
-    let total = if args.quiet {
-        None
-    } else {
-        input_rows_from_metadata(&ctx, &policy).await
-    };
+    let total = policy_input_rows(&ctx, &policy, args.quiet).await;
     let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
     let freq = policy.frequency_set(&ctx, Some(scanned)).await;
     report.finish().await;
@@ -241,7 +233,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     }
 
     // 3. publish: write, verify, move into place
-    let report = publish::publish_ordered(
+    let progress = PublishProgress::new();
+    // the failing classes come from the frequency set: no count of them
+    let report = publish_report(total, args.quiet, &progress, false, true);
+    let published = publish::publish_observed(
         &ctx,
         &policy,
         &decision.release,
@@ -249,9 +244,11 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         &out,
         args.overwrite,
         RowOrder::Shuffled(seed),
+        Some(progress),
     )
-    .await
-    .map_err(|e| policy.locate_input_error(e))?;
+    .await;
+    report.finish().await;
+    let report = published.map_err(|e| policy.locate_input_error(e))?;
     print_summary(&report);
     if !args.quiet && !report.levels.is_empty() {
         // the levels as a policy section, so `anon sql --policy` can serve <name>_anon
@@ -315,25 +312,6 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         write_report(path, policy.storage(), text).await?;
     }
     Ok(())
-}
-
-/// The input's rows from its Parquet metadata (no scan), for the progress bar's total; `None`
-/// for CSV (counting would read it all) or when the metadata has no exact count.
-async fn input_rows_from_metadata(ctx: &SessionContext, policy: &Policy) -> Option<u64> {
-    let path = policy.input().datafusion_path();
-    if !matches!(table_format(&path), Ok(TableFormat::Parquet)) {
-        return None;
-    }
-    let provider = ctx.table_provider(policy.table_name()).await.ok()?;
-    let state = ctx.state();
-    let plan = provider.scan(&state, None, &[], None).await.ok()?;
-    let statistics = StatisticsContext::new()
-        .compute(plan.as_ref(), &StatisticsArgs::new())
-        .ok()?;
-    match statistics.num_rows {
-        Precision::Exact(rows) => Some(rows as u64),
-        _ => None,
-    }
 }
 
 /// Writes the report `text` to `location` as one whole (see [`storage::put`]).

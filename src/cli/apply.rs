@@ -1,16 +1,20 @@
 //! `anon apply`: publish a policy's input at the policy's fixed transformation.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::{self, PublishReport, RowOrder};
+use datafusion_anonymity::progress::ScanProgress;
+use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
 use datafusion_anonymity::search;
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
+
+use super::progress::{ScanReport, policy_input_rows, publish_report};
 
 #[derive(clap::Args, Debug)]
 pub struct ApplyArgs {
@@ -37,6 +41,9 @@ pub struct ApplyArgs {
     memory_limit: Option<String>,
     #[command(flatten)]
     cluster: super::ClusterArg,
+    /// No progress or timings on stderr (warnings and errors still).
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// Also measure the release's utility against each row's own original and print it (as
     /// `anon anonymize --utility`): one more scan, the quasi-identifier and sensitive columns
     /// held in memory.
@@ -68,10 +75,15 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
+    let total = policy_input_rows(&ctx, &policy, args.quiet).await;
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
     let failing = if policy.requirements().population.is_some() {
-        let freq = policy.frequency_set(&ctx, None).await?;
+        let scanned = ScanProgress::new();
+        let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
+        let freq = policy.frequency_set(&ctx, Some(scanned)).await;
+        report.finish().await;
+        let freq = freq?;
         Some(search::failing_classes(
             &freq,
             policy.requirements(),
@@ -81,7 +93,15 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         None
     };
     let release = Release::FullDomain(levels);
-    let report = match publish::publish_ordered(
+    let progress = PublishProgress::new();
+    let report = publish_report(
+        total,
+        args.quiet,
+        &progress,
+        failing.is_none(),
+        matches!(order, RowOrder::Shuffled(_)),
+    );
+    let published = publish::publish_observed(
         &ctx,
         &policy,
         &release,
@@ -89,9 +109,11 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         &out,
         args.overwrite,
         order,
+        Some(progress),
     )
-    .await
-    {
+    .await;
+    report.finish().await;
+    let report = match published {
         Ok(report) => report,
         Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
             // the refusal counted one batch's values: count them over the whole column
@@ -110,11 +132,13 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             utility.loss_metric, utility.ncp, utility.discernibility
         );
     }
-    let t = report.seconds;
-    eprintln!(
-        "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
-        t.classes, t.write, t.verify, t.post_analytics
-    );
+    if !args.quiet {
+        let t = report.seconds;
+        eprintln!(
+            "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
+            t.classes, t.write, t.verify, t.post_analytics
+        );
+    }
     Ok(())
 }
 

@@ -12,11 +12,13 @@ use datafusion_anonymity::generalize::Hierarchy;
 use datafusion_anonymity::policy::{Policy, Role};
 use datafusion_anonymity::profile::{
     self, DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED,
-    FingerprintOptions, ProfileOptions, render_html, render_text,
+    FingerprintOptions, ProfileOptions, ProfileProgress, render_html, render_text,
 };
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
 use datafusion_anonymity::tables::{self, BadValues, CsvOptions, TableFormat};
+
+use super::progress::{ScanReport, input_rows_from_metadata};
 
 /// How `anon profile` writes its report.
 #[derive(ValueEnum, Clone, Copy, Debug, Default)]
@@ -105,6 +107,9 @@ pub struct ProfileArgs {
     memory_limit: Option<String>,
     #[command(flatten)]
     cluster: super::ClusterArg,
+    /// No progress on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// The c of recursive (c,l)-diversity.
     #[arg(long, default_value_t = DEFAULT_RECURSIVE_C)]
     recursive_c: f64,
@@ -264,8 +269,23 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
     options.queries = args.queries;
     options.seed = args.seed;
     options.show_values = args.show_values;
+    let scanned = ProfileProgress::new();
+    options.progress = Some(Arc::clone(&scanned));
+    let total = if args.quiet {
+        None
+    } else {
+        input_rows_from_metadata(&ctx, "input", &args.input).await
+    };
+    let mut passes = Vec::new();
+    if !options.sensitive.is_empty() {
+        passes.push(("sensitive values", Arc::clone(&scanned.values)));
+    }
+    passes.push(("classes", Arc::clone(&scanned.classes)));
 
-    let report = match profile::profile(&ctx, &options).await {
+    let progress = ScanReport::start_passes(passes, total, args.quiet);
+    let profiled = profile::profile(&ctx, &options).await;
+    progress.finish().await;
+    let report = match profiled {
         Ok(report) => report,
         Err(e) if matches!(e.find_root(), DataFusionError::ArrowError(..)) => {
             // a CSV record that does not fit its inferred schema: name the file and line

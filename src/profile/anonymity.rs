@@ -15,6 +15,7 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
 use datafusion::logical_expr::{Expr, ident};
+use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
@@ -91,10 +92,14 @@ impl ClassData {
         // each sensitive attribute's distinct values (reads one column each)
         let domains = futures::future::try_join_all(options.sensitive.iter().map(|s| {
             let frame = input.clone().aggregate(vec![ident(s)], vec![count_rows()]);
+            let progress = options.progress.as_ref().map(|p| Arc::clone(&p.values));
             async move {
                 let frame = frame?;
                 let schema = Arc::new(frame.schema().as_arrow().clone());
-                let batches = frame.collect().await?;
+                let task_ctx = Arc::new(frame.task_ctx());
+                let plan = frame.create_physical_plan().await?;
+                let _watch = progress.map(|p| crate::progress::watch(Arc::clone(&plan), p));
+                let batches = collect(plan, task_ctx).await?;
                 let values = concat_batches(&schema, &batches)?.column(0).clone();
                 let value_type = decode_dictionary(values.data_type());
                 let filtered = values.len() <= FILTERED_VALUES && !value_type.is_floating();
@@ -135,7 +140,13 @@ impl ClassData {
         };
         let mut entries: Vec<Entries> = domains.iter().map(|_| Entries::default()).collect();
         let mut key_batches = Vec::new();
-        let mut stream = frame.execute_stream().await?;
+        let task_ctx = Arc::new(frame.task_ctx());
+        let plan = frame.create_physical_plan().await?;
+        let _watch = options
+            .progress
+            .as_ref()
+            .map(|p| crate::progress::watch(Arc::clone(&plan), Arc::clone(&p.classes)));
+        let mut stream = execute_stream(plan, task_ctx)?;
         // the groups of the aggregation are the classes: class id = row number, no hashing
         while let Some(batch) = stream.next().await {
             let batch = batch?;

@@ -41,6 +41,7 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use crate::generalize::Hierarchy;
+use crate::progress::ScanProgress;
 
 pub use attacks::{DEFAULT_BACKGROUND_VALUES, MAX_BACKGROUND_VALUES};
 pub use position::Relink;
@@ -100,6 +101,28 @@ pub struct ProfileOptions {
     pub show_values: bool,
     /// The sensitive table of a bucketized release to attack (fingerprint correlation).
     pub fingerprint: Option<FingerprintOptions>,
+    /// Counts the rows of the table its scans have read so far, for a progress report.
+    pub progress: Option<Arc<ProfileProgress>>,
+}
+
+/// Rows of the profiled table read so far by [`profile`]'s scans, one counter per pass, in
+/// the order they run (see [`crate::progress::watch`]); counts only, never values. The
+/// leakage ranking's aggregations, which run alongside, and the later sections (population,
+/// utility, relinking) are not counted.
+#[derive(Debug, Default)]
+pub struct ProfileProgress {
+    /// The scans of the sensitive attributes' distinct values, one per attribute, run
+    /// together: the rows of the furthest. Stays 0 without sensitive attributes.
+    pub values: Arc<ScanProgress>,
+    /// The class aggregation: every row, once.
+    pub classes: Arc<ScanProgress>,
+}
+
+impl ProfileProgress {
+    /// Every counter at 0.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
 }
 
 /// The fingerprint-correlation attack of the report: the sensitive table of a bucketized
@@ -149,6 +172,7 @@ impl ProfileOptions {
             seed: DEFAULT_SEED,
             show_values: false,
             fingerprint: None,
+            progress: None,
         }
     }
 }

@@ -44,6 +44,7 @@ use crate::generalize::TOP_LABEL;
 use crate::policy::{
     Bound, PostAnalytics, PrivacyRequirements, SensitiveAchieved, SuppressionMode, quote_ident,
 };
+use crate::progress::ScanProgress;
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
 use classes::ClassCounter;
@@ -562,6 +563,30 @@ pub struct PublishTimings {
     pub post_analytics: f64,
 }
 
+/// Rows counted while [`publish_observed`] runs, for a progress report: one counter per pass
+/// over the rows, in the order they run. Each starts at 0 and grows while its pass runs, so a
+/// reporter shows the latest pass whose counter has moved. Counts only, never values.
+#[derive(Debug, Default)]
+pub struct PublishProgress {
+    /// Rows scanned by the count of the classes to suppress (the leaves of its plan, see
+    /// [`crate::progress::rows_scanned`]); stays 0 when the failing classes are given or the
+    /// release suppresses nothing. No total: the input's rows are not known yet.
+    pub classes: Arc<ScanProgress>,
+    /// Rows read into the shuffle's buckets ([`RowOrder::Shuffled`] only), suppressed or not;
+    /// its total is set before the pass starts.
+    pub shuffled: Arc<ScanProgress>,
+    /// Rows handed to the Parquet writer (suppressed rows left out when dropped); its total is
+    /// set before the pass starts.
+    pub written: Arc<ScanProgress>,
+}
+
+impl PublishProgress {
+    /// Every counter at 0.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+}
+
 /// Publishes the registered input of `policy` (see [`crate::policy::Policy::register`])
 /// generalized at `levels` to `out`: refuses a transformation that suppresses more rows than
 /// the policy allows (before writing anything), writes through the
@@ -630,6 +655,23 @@ pub async fn publish_ordered(
     overwrite: bool,
     order: RowOrder,
 ) -> Result<PublishReport> {
+    publish_observed(ctx, policy, release, failing, out, overwrite, order, None).await
+}
+
+/// [`publish_ordered`], counting the rows each pass reads into `progress` as it goes (see
+/// [`PublishProgress`]); the same work and output.
+#[allow(clippy::too_many_arguments)]
+pub async fn publish_observed(
+    ctx: &SessionContext,
+    policy: &crate::policy::Policy,
+    release: &Release,
+    failing: Option<crate::search::FailingClasses>,
+    out: &Location,
+    overwrite: bool,
+    order: RowOrder,
+    progress: Option<Arc<PublishProgress>>,
+) -> Result<PublishReport> {
+    let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
     check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let started = std::time::Instant::now();
     let table = policy.generalized_table(ctx, release.clone()).await?;
@@ -678,7 +720,9 @@ pub async fn publish_ordered(
             // k alone: counted exactly in memory; with l or t, or when the counts do not fit
             // the memory pool, by the aggregate functions (which spill)
             let counted = if k_only {
-                match count_classes(ctx, &recoded, &quasi_identifiers).await {
+                match count_classes(ctx, &recoded, &quasi_identifiers, classes_progress.clone())
+                    .await
+                {
                     Ok(classes) => Some(classes),
                     Err(e) if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) => {
                         None
@@ -694,7 +738,7 @@ pub async fn publish_ordered(
                         failing_by_size(&classes, requirements.k);
                     (failing, suppressed, input_rows, Vec::new())
                 }
-                None => failing_by_sql(ctx, policy, &table, width).await?,
+                None => failing_by_sql(ctx, policy, &table, width, classes_progress).await?,
             }
         }
     };
@@ -766,16 +810,48 @@ pub async fn publish_ordered(
         failing: Arc::new(failing),
         mode: policy.suppression(),
         written: Arc::clone(&written_classes),
+        read: None,
     };
-    let rows = match order {
+    let schema = rows_plan.schema();
+    let partitions = match order {
         RowOrder::Shuffled(seed) => {
-            let schema = rows_plan.schema();
+            let read = progress.as_ref().map(|p| {
+                // the rows a drop release left out never reach the suppression
+                let dropped = match policy.suppression() {
+                    SuppressionMode::Drop => locally_suppressed,
+                    SuppressionMode::Mask => 0,
+                };
+                p.shuffled.set_total(input_rows.saturating_sub(dropped));
+                Arc::clone(&p.shuffled)
+            });
+            let suppression = suppress::Suppression {
+                read,
+                ..suppression
+            };
             let partitions = suppress::suppressed_partitions(rows_plan, suppression);
-            let shuffled = shuffle::shuffled(Arc::clone(&schema), partitions, seed, input_rows);
-            StreamingTable::try_new(schema, vec![shuffled])?
+            vec![shuffle::shuffled(
+                Arc::clone(&schema),
+                partitions,
+                seed,
+                input_rows,
+            )]
         }
-        RowOrder::Input => suppress::suppressed_table(rows_plan, suppression)?,
+        RowOrder::Input => suppress::suppressed_partitions(rows_plan, suppression),
     };
+    let partitions = match &progress {
+        Some(progress) => {
+            progress.written.set_total(match policy.suppression() {
+                SuppressionMode::Drop => input_rows.saturating_sub(suppressed),
+                SuppressionMode::Mask => input_rows,
+            });
+            partitions
+                .into_iter()
+                .map(|p| suppress::counted(p, Arc::clone(&progress.written)))
+                .collect()
+        }
+        None => partitions,
+    };
+    let rows = StreamingTable::try_new(schema, partitions)?;
     // one partition, written in the order it comes: no repartitioning on the way; written
     // here even when the rows come from a cluster
     let frame = SessionContext::new_with_state(in_order(&writer_context(ctx)))
@@ -1003,14 +1079,17 @@ async fn failing_by_sql(
     policy: &crate::policy::Policy,
     table: &crate::provider::GeneralizedTable,
     width: usize,
+    progress: Option<Arc<ScanProgress>>,
 ) -> Result<(ClassCounter, u64, u64, Vec<RecordBatch>)> {
     let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
     let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
-    let batches = ctx
+    let frame = ctx
         .execute_logical_plan(table.failing_classes_plan()?)
-        .await?
-        .collect()
         .await?;
+    let task_ctx = Arc::new(frame.task_ctx());
+    let plan = frame.create_physical_plan().await?;
+    let _watch = progress.map(|p| crate::progress::watch(Arc::clone(&plan), p));
+    let batches = datafusion::physical_plan::collect(plan, task_ctx).await?;
     Ok((
         failing_from_batches(&batches, width)?,
         failing_rows(&batches),
@@ -1052,6 +1131,7 @@ async fn count_classes(
     ctx: &SessionContext,
     recoded: &LogicalPlan,
     quasi_identifiers: &[String],
+    progress: Option<Arc<ScanProgress>>,
 ) -> Result<ClassCounter> {
     let keys: Vec<Expr> = quasi_identifiers
         .iter()
@@ -1061,6 +1141,7 @@ async fn count_classes(
         .project(keys)?
         .build()?;
     let plan = ctx.state().create_physical_plan(&plan).await?;
+    let _watch = progress.map(|p| crate::progress::watch(Arc::clone(&plan), p));
     let streams = execute_stream_partitioned(plan, ctx.task_ctx())?;
     let width = quasi_identifiers.len();
     let pool = Arc::clone(&ctx.runtime_env().memory_pool);

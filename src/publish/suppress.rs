@@ -17,7 +17,6 @@ use datafusion::arrow::compute::kernels::zip::zip;
 use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::streaming::StreamingTable;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -29,6 +28,7 @@ use futures::{Stream, StreamExt};
 use super::classes::ClassCounter;
 use crate::generalize::TOP_LABEL;
 use crate::policy::SuppressionMode;
+use crate::progress::ScanProgress;
 
 /// What to suppress and where the counts of the written classes go.
 #[derive(Debug, Clone)]
@@ -41,15 +41,8 @@ pub(crate) struct Suppression {
     pub mode: SuppressionMode,
     /// One counter per finished partition: the classes of the rows passed on.
     pub written: Arc<Mutex<Vec<ClassCounter>>>,
-}
-
-/// `plan`'s rows (every partition) suppressed by `suppression`, as a table to write from.
-pub(crate) fn suppressed_table(
-    plan: Arc<dyn ExecutionPlan>,
-    suppression: Suppression,
-) -> Result<StreamingTable> {
-    let schema = plan.schema();
-    StreamingTable::try_new(schema, suppressed_partitions(plan, suppression))
+    /// Counts every row that reaches this stage, suppressed or not (for a progress report).
+    pub read: Option<Arc<ScanProgress>>,
 }
 
 /// `plan`'s partitions, each suppressed by `suppression`.
@@ -140,6 +133,9 @@ impl PartitionState {
 
     fn process(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
         let rows = batch.num_rows();
+        if let Some(read) = &self.suppression.read {
+            read.add(rows as u64);
+        }
         let keys: Vec<ArrayRef> = self
             .suppression
             .quasi_identifiers
@@ -247,5 +243,39 @@ impl Stream for SuppressStream {
                 Poll::Ready(None)
             }
         }
+    }
+}
+
+/// `partition`'s rows, counted into `progress` as they are handed on.
+pub(crate) fn counted(
+    partition: Arc<dyn PartitionStream>,
+    progress: Arc<ScanProgress>,
+) -> Arc<dyn PartitionStream> {
+    Arc::new(CountedPartition {
+        partition,
+        progress,
+    })
+}
+
+#[derive(Debug)]
+struct CountedPartition {
+    partition: Arc<dyn PartitionStream>,
+    progress: Arc<ScanProgress>,
+}
+
+impl PartitionStream for CountedPartition {
+    fn schema(&self) -> &SchemaRef {
+        self.partition.schema()
+    }
+
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let schema = Arc::clone(self.partition.schema());
+        let progress = Arc::clone(&self.progress);
+        let batches = self.partition.execute(ctx).inspect(move |batch| {
+            if let Ok(batch) = batch {
+                progress.add(batch.num_rows() as u64);
+            }
+        });
+        Box::pin(RecordBatchStreamAdapter::new(schema, batches))
     }
 }

@@ -14,7 +14,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
-use datafusion_anonymity::profile::{Profile, ProfileOptions, profile};
+use datafusion_anonymity::profile::{Profile, ProfileOptions, ProfileProgress, profile};
 
 const TOL: f64 = 1e-9;
 
@@ -1786,4 +1786,35 @@ fn red_bars(html: &str) -> Vec<String> {
         .filter(|rect| rect.contains("#c0392b") && !rect.contains("width=\"0.0\""))
         .map(str::to_string)
         .collect()
+}
+
+/// The profile's progress counters count every input row once per pass: the scans of the
+/// sensitive attributes' values (run together, the furthest) and the class aggregation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_progress_counts_every_input_row() {
+    let ctx = SessionContext::new();
+    datafusion_anonymity::register(&ctx).unwrap();
+    ctx.register_parquet("adult", adult(), Default::default())
+        .await
+        .unwrap();
+    for sensitive in [&["salary-class", "education"][..], &[]] {
+        let progress = ProfileProgress::new();
+        let mut options = options("adult", &["sex", "age", "race"], sensitive);
+        options.progress = Some(Arc::clone(&progress));
+        let report = profile(&ctx, &options).await.unwrap();
+        assert_eq!(report.rows, 30162);
+        assert_eq!(progress.classes.rows(), report.rows);
+        let values = if sensitive.is_empty() { 0 } else { report.rows };
+        assert_eq!(progress.values.rows(), values, "{sensitive:?}");
+    }
+}
+
+/// `anon profile -q` prints nothing on stderr (the report alone, on stdout).
+#[test]
+fn profile_quiet_prints_nothing_on_stderr() {
+    let policy = format!("{}/examples/adult/policy.toml", env!("CARGO_MANIFEST_DIR"));
+    let (code, out, err) = run_anon(&["profile", &adult(), "--policy", &policy, "-q"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.is_empty());
+    assert_eq!(err, "");
 }

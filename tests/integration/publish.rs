@@ -1106,3 +1106,123 @@ fn sql_json_output_keeps_null_keys() {
         "{text}"
     );
 }
+
+/// The progress counters of a publication reach the totals they announce: the count of the
+/// classes scans the input once, whether it counts in memory (k alone) or by SQL
+/// (l-diversity), and stays 0 when the failing classes are given; the shuffle reads every
+/// input row, suppressed or not; the writer gets the rows kept (every row when masked). Rows
+/// are dropped or masked in every case, so the totals differ.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_progress_reaches_its_totals() {
+    use datafusion_anonymity::publish::{PublishProgress, RowOrder};
+    let dir = tempfile::tempdir().unwrap();
+    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    let cases = [
+        ("k = 5", "drop", false, RowOrder::Shuffled(3)),
+        ("k = 5", "mask", false, RowOrder::Input),
+        ("k = 5", "drop", true, RowOrder::Input),
+        (
+            "k = 3\nl_diversity = { kind = \"distinct\", l = 2 }",
+            "drop",
+            false,
+            RowOrder::Shuffled(3),
+        ),
+        (
+            "k = 3\nl_diversity = { kind = \"distinct\", l = 2 }",
+            "mask",
+            true,
+            RowOrder::Shuffled(3),
+        ),
+    ];
+    for (i, (privacy, suppression, given, order)) in cases.into_iter().enumerate() {
+        let case = format!("{privacy}, {suppression}, given {given}, {order:?}");
+        let text = adult
+            .replace("k = 5 ", &format!("{privacy}\n# "))
+            .replace("max_suppression = 0.02", "max_suppression = 0.1")
+            .replace(
+                "suppression = \"drop\"",
+                &format!("suppression = \"{suppression}\""),
+            );
+        let mut policy =
+            Policy::from_toml("adult.toml", &repo_path("examples/adult"), &text).unwrap();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+        datafusion_anonymity::register(&ctx).unwrap();
+        policy.register(&ctx).await.unwrap();
+        let release = Release::FullDomain(policy.transformation().unwrap());
+        let failing = if given {
+            let freq = policy.frequency_set(&ctx, None).await.unwrap();
+            let levels = release.levels().unwrap();
+            Some(
+                datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+                    .unwrap(),
+            )
+        } else {
+            None
+        };
+        let progress = PublishProgress::new();
+        let out = dir.path().join(format!("out-{i}.parquet"));
+        let report = publish::publish_observed(
+            &ctx,
+            &policy,
+            &release,
+            failing,
+            &out.as_path().into(),
+            false,
+            order,
+            Some(Arc::clone(&progress)),
+        )
+        .await
+        .unwrap();
+        let n = report.input_rows;
+        assert_eq!(n, 30162, "{case}");
+        assert!(report.suppressed_rows > 0, "{case}");
+        let classes = if given { 0 } else { n };
+        assert_eq!(progress.classes.rows(), classes, "{case}");
+        assert_eq!(progress.classes.total(), None, "{case}");
+        let (shuffled, shuffled_total) = match order {
+            RowOrder::Shuffled(_) => (n, Some(n)),
+            RowOrder::Input => (0, None),
+        };
+        assert_eq!(progress.shuffled.rows(), shuffled, "{case}");
+        assert_eq!(progress.shuffled.total(), shuffled_total, "{case}");
+        let written = if suppression == "drop" {
+            n - report.suppressed_rows
+        } else {
+            n
+        };
+        assert_eq!(progress.written.rows(), written, "{case}");
+        assert_eq!(progress.written.total(), Some(written), "{case}");
+    }
+}
+
+/// `anon apply -q` prints no progress and no timings: on the bundled Adult policy, whose
+/// transformation erases two quasi-identifiers, stderr holds only those two warnings.
+#[test]
+fn apply_quiet_prints_nothing_but_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = repo_path("examples/adult/policy.toml")
+        .display()
+        .to_string();
+    let run = |name: &str, quiet: bool| {
+        let out = dir.path().join(name).display().to_string();
+        let mut args = vec!["apply", "--policy", &policy, "--out", &out, "--seed", "1"];
+        if quiet {
+            args.push("-q");
+        }
+        let output = anon(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stderr(&output)
+    };
+    let loud = run("loud.parquet", false);
+    assert!(loud.contains("time: classes"), "{loud}");
+    let quiet = run("quiet.parquet", true);
+    let lines: Vec<&str> = quiet.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "warning: quasi-identifier 'race' is erased entirely: level 1 publishes every value as *",
+            "warning: quasi-identifier 'education' is erased entirely: level 3 publishes every value as *",
+        ],
+        "{quiet}"
+    );
+}
