@@ -431,3 +431,35 @@ async fn apply_suppresses_classes_under_k_map() {
     // k = 1 alone would publish every row: some classes were under 20
     assert!(rows < input_rows, "{rows} of {input_rows}");
 }
+
+/// With the sample as its own population, F_E = |E|, so k-map k is k-anonymity k (Sweeney
+/// 2001: the two coincide when the population is the sample): the search must choose the
+/// same levels and suppress the same rows for k = 2 plus k_map = 20 as for k = 20 alone.
+#[tokio::test]
+async fn k_map_against_the_sample_itself_is_k_anonymity() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample(dir.path()).await;
+    let out = dir.path().join("out.parquet");
+    let report = dir.path().join("report.json");
+    let run = |privacy: &str, population: Option<&Path>| {
+        let policy = policy(dir.path(), &input, privacy, population);
+        let output = anonymize(&policy, &out, &report, &["--overwrite"]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (
+            json["publish"]["levels"].clone(),
+            json["publish"]["suppressed_rows"].clone(),
+        )
+    };
+    let k = run("k = 20\nmax_suppression = 0.02", None);
+    let k_map = run(
+        "k = 2\nmax_suppression = 0.02\nk_map = 20",
+        Some(input.as_path()),
+    );
+    assert_eq!(k, k_map);
+}
