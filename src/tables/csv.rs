@@ -172,6 +172,8 @@ impl Source {
 struct CsvFile {
     /// As named in messages: the path or URL as given.
     name: String,
+    /// Where DataFusion reads it from.
+    url: String,
     source: Source,
     delimiter: u8,
 }
@@ -184,6 +186,7 @@ impl CsvFile {
         let delimiter = delimiter_of(&name, &source)?;
         Ok(Self {
             name,
+            url: location.datafusion_path(),
             source,
             delimiter,
         })
@@ -271,6 +274,36 @@ async fn files_of(location: &Location, store: &StoreOptions) -> Result<Vec<CsvFi
                 .collect()
         }
         Location::Local(path) => Ok(vec![CsvFile::new(location, Source::Local(path.clone()))?]),
+        Location::Url(url) if url.path().ends_with('/') || location.extension().is_none() => {
+            // a prefix: its CSV (and TSV) objects, in key order
+            let prefix = location.as_prefix();
+            let Location::Url(prefix_url) = &prefix else {
+                return Err(DataFusionError::Internal("a URL prefix is a URL".into()));
+            };
+            let key = prefix_url.path().trim_start_matches('/').to_string();
+            let mut names: Vec<String> = storage::list(&prefix, store)
+                .await?
+                .into_iter()
+                .map(|o| o.location.as_ref().to_string())
+                .filter(|name| {
+                    let lower = name.to_ascii_lowercase();
+                    lower.ends_with(".csv") || lower.ends_with(".tsv")
+                })
+                .collect();
+            names.sort();
+            if names.is_empty() {
+                return Err(DataFusionError::Plan(format!(
+                    "{prefix}: no CSV files under this prefix"
+                )));
+            }
+            let mut files = Vec::with_capacity(names.len());
+            for name in names {
+                let file = prefix.join(name.strip_prefix(&key).unwrap_or(&name))?;
+                let bytes = storage::read_bytes(&file, store).await?;
+                files.push(CsvFile::new(&file, Source::Bytes(bytes))?);
+            }
+            Ok(files)
+        }
         Location::Url(_) => {
             let bytes = storage::read_bytes(location, store).await?;
             Ok(vec![CsvFile::new(location, Source::Bytes(bytes))?])
@@ -295,7 +328,7 @@ pub(super) async fn register(
         .iter()
         .map(|file| match &file.source {
             Source::Local(path) => ListingTableUrl::parse(path.to_string_lossy()),
-            Source::Bytes(_) => ListingTableUrl::parse(location.datafusion_path()),
+            Source::Bytes(_) => ListingTableUrl::parse(&file.url),
         })
         .collect::<Result<Vec<_>>>()?;
     let scan_options = options.clone();

@@ -116,7 +116,7 @@ pub async fn register_location(
 
 /// Registers `location` as table `name` on `ctx`: a Parquet file, a directory (or prefix) of
 /// Parquet files, a glob of them, or a CSV file with a header row (`,`- or `;`-separated,
-/// detected from the header line) or a local directory of them. A prefix holding this crate's
+/// detected from the header line) or a directory (or bucket prefix) of them. A prefix holding this crate's
 /// `_SUCCESS` manifest is read as the files the manifest lists (see
 /// [`crate::publish::staged`]). A CSV table is read whole first, to infer its column types
 /// from every value and to convert the columns `csv_options` gives a type (see [`csv`]).
@@ -131,7 +131,19 @@ pub async fn register_location_with(
         |e: DataFusionError| DataFusionError::Plan(format!("table '{name}': {}", e.message()));
     storage::register_store(ctx, location, options).map_err(in_table)?;
     let path = location.datafusion_path();
-    match table_format(&path).map_err(in_table)? {
+    let format = match table_format(&path).map_err(in_table)? {
+        // a prefix in a bucket cannot be told apart by its name: by the files it holds
+        TableFormat::Parquet
+            if location.is_url()
+                && !is_glob(&path)
+                && !crate::publish::is_parquet_file(location)
+                && holds_csv_only(location, options).await.map_err(in_table)? =>
+        {
+            TableFormat::Csv
+        }
+        format => format,
+    };
+    match format {
         TableFormat::Parquet if location.is_url() && is_glob(&path) => {
             // DataFusion reads globs in local paths only: list the prefix, match the rest
             let split = path[..path.find(['*', '?', '[']).unwrap_or(0)]
@@ -157,6 +169,18 @@ pub async fn register_location_with(
         // the messages of CSV reading name the file (and the line) themselves
         TableFormat::Csv => csv::register(ctx, name, location, options, csv_options).await,
     }
+}
+
+/// Whether the bucket prefix `location` holds CSV (or TSV) files and no Parquet file.
+async fn holds_csv_only(location: &Location, options: &StoreOptions) -> Result<bool> {
+    let listed = storage::list(&location.as_prefix(), options).await?;
+    let ends = |suffixes: &[&str]| {
+        listed.iter().any(|o| {
+            let name = o.location.as_ref().to_ascii_lowercase();
+            suffixes.iter().any(|s| name.ends_with(s))
+        })
+    };
+    Ok(!ends(&[".parquet"]) && ends(&[".csv", ".tsv"]))
 }
 
 /// A Parquet object or prefix in a bucket: a prefix with a manifest is read as the files it

@@ -213,6 +213,43 @@ fn sql_reads_a_csv_object_without_losing_leading_zeros() {
     );
 }
 
+/// CSV files under a prefix, read as one table (each file's header skipped, ZIP codes kept
+/// as text); a glob of CSV objects is refused with a message saying why.
+#[test]
+fn sql_reads_csv_files_under_a_prefix_and_refuses_a_csv_glob() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    std::fs::create_dir_all(bucket.join("c2")).unwrap();
+    std::fs::write(bucket.join("c2/a.csv"), "zip,n\n02134,1\n").unwrap();
+    std::fs::write(bucket.join("c2/b.csv"), "zip,n\n00501,2\n10001,3\n").unwrap();
+    // 1 + 2 + 3 over 3 rows
+    assert_eq!(
+        sql_value(
+            &server,
+            "t",
+            "s3://lake/c2/",
+            "SELECT count(*), sum(n), min(zip) FROM t"
+        ),
+        "3,6,00501"
+    );
+    assert_eq!(
+        sql_value(&server, "t", "s3://lake/c2", "SELECT sum(n) FROM t"),
+        "6"
+    );
+    let glob = server.anon(&[
+        "sql",
+        "--table",
+        "t=s3://lake/c2/b*.csv",
+        "SELECT sum(n) FROM t",
+    ]);
+    assert!(!glob.status.success());
+    assert!(
+        stderr(&glob).contains("a glob must match Parquet files"),
+        "{}",
+        stderr(&glob)
+    );
+}
+
 #[test]
 fn anonymize_from_a_bucket_to_a_bucket_is_verified_and_complete() {
     let server = S3Server::start();
