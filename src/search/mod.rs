@@ -262,7 +262,7 @@ pub fn search(
                 "no generalization satisfies the privacy requirements: the table has no rows"
                     .to_string()
             } else {
-                format!(
+                let mut message = format!(
                     "no generalization of the {} quasi-identifiers satisfies the privacy \
                  requirements (k = {}, at most {} of {} rows suppressed): even with every \
                  quasi-identifier at its top level, {} rows fail",
@@ -271,7 +271,18 @@ pub fn search(
                     top.max_suppressed_rows,
                     top.rows,
                     top.suppressed_rows
-                )
+                );
+                if let (Some(_), Some(population)) = (&requirements.population, freq.population()) {
+                    // at the top the whole table is (about) one class: say what it achieves
+                    message.push_str(&format!(
+                        " (there the table is one class, NULLs apart: {} rows against {} population rows, \
+                         δ = {:.4})",
+                        top.rows,
+                        population.rows(),
+                        crate::policy::requirements::presence(top.rows, population.rows())
+                    ));
+                }
+                message
             };
             (None, Some(message))
         }

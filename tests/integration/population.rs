@@ -329,6 +329,21 @@ async fn population_requirements_fail_closed() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("no generalization"), "{stderr}");
+    // and why: the top class holds every sample row against every population row
+    let (sample_rows, population_rows) = (
+        grouped(&input, &QIS)
+            .await
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<u64>(),
+        grouped(&population, &QIS)
+            .await
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<u64>(),
+    );
+    let delta = format!("δ = {:.4}", sample_rows as f64 / population_rows as f64);
+    assert!(stderr.contains(&delta), "{delta} in {stderr}");
     assert!(!out.exists() && !report.exists());
 
     // a journalist risk above its threshold: checked on the written output, nothing published
