@@ -857,25 +857,28 @@ impl Policy {
         release: Release,
     ) -> Result<crate::provider::GeneralizedTable> {
         let inner = ctx.table_provider(self.name.as_str()).await?;
+        let release_levels = release.levels().map(<[usize]>::to_vec);
         let mut generalization = self.generalization(release)?;
-        generalization.population = self.population_plan(ctx, &generalization.release).await?;
+        // a local release's classes were judged against the population when it was built
+        if let (Some(_), Some(levels)) = (&self.requirements.population, release_levels) {
+            generalization.population = self.population_counts_plan(ctx, &levels).await?;
+        }
         crate::provider::GeneralizedTable::try_new(&self.name, inner, generalization)
     }
 
-    /// The population's rows per label tuple of a full-domain `release`, recoded with the
-    /// registered hierarchies (for k-map and δ-presence in the generalized table); `None`
-    /// without population requirements or for a local release (judged when it was built).
-    async fn population_plan(
+    /// The population's rows per label tuple at `levels` (one per quasi-identifier),
+    /// recoded with the registered hierarchies: columns
+    /// [`population_key`](crate::provider::population_key)`(i)` and
+    /// [`POPULATION_ROWS`](crate::provider::POPULATION_ROWS); `None` without `[population]`.
+    /// The generalized table joins its classes with it (k-map, δ-presence) and publishing
+    /// verifies the written classes with it.
+    pub async fn population_counts_plan(
         &self,
         ctx: &SessionContext,
-        release: &Release,
+        levels: &[usize],
     ) -> Result<Option<datafusion::logical_expr::LogicalPlan>> {
         use crate::provider::{POPULATION_ROWS, population_key};
-        let (Some(table), Some(levels), Some(_)) = (
-            &self.population_table,
-            release.levels(),
-            &self.requirements.population,
-        ) else {
+        let Some(table) = &self.population_table else {
             return Ok(None);
         };
         let qis = self.quasi_identifiers();

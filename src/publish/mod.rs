@@ -773,7 +773,7 @@ pub async fn publish_observed(
     let population = match (&requirements.population, policy.population_table()) {
         (requirement, Some(table)) => {
             let (by_label, rows) =
-                population::population_by_label(ctx, table, release, &quasi_identifiers).await?;
+                population::population_by_label(ctx, policy, table, release, width).await?;
             Some((requirement, by_label, rows))
         }
         (Some(requirement), None) => {

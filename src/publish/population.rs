@@ -5,8 +5,9 @@
 //! F_E is counted apart from the search's level-code alignment
 //! ([`crate::search::population`]), so that the two cross-check each other:
 //! - **full-domain**: the population is recoded at the release's levels with the registered
-//!   hierarchies (`SELECT generalize(qi, 'qi', level)…, count(*) FROM population GROUP BY …`)
-//!   and a written class's F_E is the count of its label tuple;
+//!   hierarchies (`SELECT generalize(qi, 'qi', level)…, count(*) FROM population GROUP BY …`,
+//!   [`Policy::population_counts_plan`], the plan the generalized table joins with too) and a
+//!   written class's F_E is the count of its label tuple;
 //! - **local**: labels overlap, so a label tuple is not a function of the raw values; each
 //!   class's F_E is counted over its cells when the release is built
 //!   ([`crate::release::LocalRecoding::population_covered`]) and looked up by its labels.
@@ -15,40 +16,33 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::functions_aggregate::count::count_all;
-use datafusion::prelude::{SessionContext, ident};
+use datafusion::prelude::SessionContext;
 
 use super::classes::ClassCounter;
-use crate::generalize::{TOP_LABEL, generalize_expr};
-use crate::policy::{PopulationAchieved, PopulationRequirement, SuppressionMode};
+use crate::generalize::TOP_LABEL;
+use crate::policy::{Policy, PopulationAchieved, PopulationRequirement, SuppressionMode};
 use crate::release::Release;
 
-/// The population's rows per label tuple of `release`, and the population's rows.
+/// The population's rows per label tuple of `release` (of `width` quasi-identifiers), and
+/// the population's rows.
 pub(super) async fn population_by_label(
     ctx: &SessionContext,
+    policy: &Policy,
     population_table: &str,
     release: &Release,
-    quasi_identifiers: &[String],
+    width: usize,
 ) -> Result<(ClassCounter, u64)> {
-    let width = quasi_identifiers.len();
     let mut counter = ClassCounter::new(width);
-    let frame = ctx.table(population_table).await?;
-    let total = frame.clone().count().await? as u64;
     match release {
         Release::FullDomain(levels) => {
-            let labels = quasi_identifiers
-                .iter()
-                .zip(levels)
-                .map(|(qi, &level)| Ok(generalize_expr(ctx, ident(qi), qi, level)?.alias(qi)))
-                .collect::<Result<Vec<_>>>()?;
-            let batches = frame
-                .select(labels)?
-                .aggregate(
-                    quasi_identifiers.iter().map(ident).collect(),
-                    vec![count_all()],
-                )?
-                .collect()
-                .await?;
+            let plan = policy
+                .population_counts_plan(ctx, levels)
+                .await?
+                .ok_or_else(|| {
+                    DataFusionError::Internal("the policy has no population".to_string())
+                })?;
+            let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
+            let mut total = 0;
             for batch in &batches {
                 let columns = batch.columns()[..width]
                     .iter()
@@ -62,10 +56,13 @@ pub(super) async fn population_by_label(
                         let c = c.as_string::<i32>();
                         c.is_valid(row).then(|| c.value(row).as_bytes())
                     }));
+                    let rows = counts.value(row).max(0) as u64;
                     let class = counter.intern(&labels);
-                    counter.add_rows(class, counts.value(row).max(0) as u64);
+                    counter.add_rows(class, rows);
+                    total += rows;
                 }
             }
+            Ok((counter, total))
         }
         Release::Local(local) => {
             let covered = local.population_covered().ok_or_else(|| {
@@ -91,9 +88,10 @@ pub(super) async fn population_by_label(
                     counter.add_rows(id, f);
                 }
             }
+            let total = ctx.table(population_table).await?.count().await? as u64;
+            Ok((counter, total))
         }
     }
-    Ok((counter, total))
 }
 
 /// The population figures of the written classes `written`, and why they fail

@@ -45,6 +45,29 @@ async fn sample(dir: &Path) -> PathBuf {
     path
 }
 
+/// A scratch directory with the sample in it, the population (all of Adult), and the output
+/// and report paths.
+async fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample(dir.path()).await;
+    let (out, report) = (
+        dir.path().join("out.parquet"),
+        dir.path().join("report.json"),
+    );
+    (
+        dir,
+        input,
+        repo("examples/adult/adult.parquet"),
+        out,
+        report,
+    )
+}
+
+/// The JSON report at `path`.
+fn report_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 /// A policy over `input` (the 4 QIs with Adult's tree hierarchies, salary-class sensitive)
 /// with `privacy` and, if given, `[population] path`.
 fn policy(dir: &Path, input: &Path, privacy: &str, population: Option<&Path>) -> String {
@@ -157,11 +180,7 @@ async fn recoded_population(
 /// exactly the recount's.
 #[tokio::test]
 async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = sample(dir.path()).await;
-    let population = repo("examples/adult/adult.parquet");
-    let out = dir.path().join("out.parquet");
-    let report = dir.path().join("report.json");
+    let (dir, input, population, out, report) = setup().await;
     let base = "k = 2\nmax_suppression = 0.02";
 
     // k = 2 alone
@@ -172,8 +191,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json: serde_json::Value = report_json(&report);
     let plain_loss = json["metric_value"].as_f64().unwrap();
 
     let privacy = format!("{base}\nk_map = 20\ndelta_presence = {{ max = 0.5 }}");
@@ -184,8 +202,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json: serde_json::Value = report_json(&report);
     let loss = json["metric_value"].as_f64().unwrap();
     assert!(
         loss > plain_loss,
@@ -247,11 +264,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
 /// labels, an interval `[lo, hi]` holding it, or `*`.
 #[tokio::test]
 async fn mondrian_release_meets_k_map_recounted_by_cover() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = sample(dir.path()).await;
-    let population = repo("examples/adult/adult.parquet");
-    let out = dir.path().join("out.parquet");
-    let report = dir.path().join("report.json");
+    let (dir, input, population, out, report) = setup().await;
     let with_population = policy(
         dir.path(),
         &input,
@@ -301,8 +314,7 @@ async fn mondrian_release_meets_k_map_recounted_by_cover() {
         assert!(f >= 10, "class {labels:?}: F = {f}");
         k_map = k_map.min(f);
     }
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json: serde_json::Value = report_json(&report);
     assert_eq!(
         json["publish"]["verification"]["population"]["k_map"],
         k_map
@@ -314,11 +326,7 @@ async fn mondrian_release_meets_k_map_recounted_by_cover() {
 /// or column.
 #[tokio::test]
 async fn population_requirements_fail_closed() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = sample(dir.path()).await;
-    let population = repo("examples/adult/adult.parquet");
-    let out = dir.path().join("out.parquet");
-    let report = dir.path().join("report.json");
+    let (dir, input, population, out, report) = setup().await;
     let impossible = policy(
         dir.path(),
         &input,
@@ -464,8 +472,7 @@ async fn k_map_against_the_sample_itself_is_k_anonymity() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let json: serde_json::Value = report_json(&report);
         (
             json["publish"]["levels"].clone(),
             json["publish"]["suppressed_rows"].clone(),
