@@ -15,6 +15,7 @@
 pub mod bucketized;
 mod classes;
 mod population;
+mod scatter;
 mod shuffle;
 pub mod staged;
 mod suppress;

@@ -8,22 +8,24 @@
 //! 1. **Scatter.** Every partition of the rows to write is read in its own task. Each row gets
 //!    a *fine bucket* among F = 2^f: the top f bits of a seeded bijective mix of its partition
 //!    and its position among the partition's rows (never of its values); its *bucket* among
-//!    B = 2^b ≤ F is the top b of those bits, so a bucket is a range of fine buckets. Each
-//!    batch's rows are grouped by fine bucket in the partition's task (a stable counting sort
-//!    and one `take`), and the grouped batch is kept, within a memory budget — half the
-//!    session's pool when it has a limit (the rest stays for what cannot spill), else
-//!    [`SHUFFLE_MEMORY`]. Beyond it, each kept batch's bucket ranges are appended to one spill
-//!    file per partition and bucket (Arrow IPC), in order.
+//!    B = 2^b ≤ F is the top b of those bits, so a bucket is a range of fine buckets. The
+//!    partition's rows are grouped by fine bucket [`GROUP_ROWS`] at a time (a stable counting
+//!    sort, the rows written to their places by the [`scattered`] kernel), and the grouped
+//!    batch is kept within the partition's share of a memory budget — half the session's pool
+//!    when it has a limit (the rest stays for what cannot spill), else [`SHUFFLE_MEMORY`].
+//!    Beyond it, the partition appends each kept batch's bucket ranges to its own spill file
+//!    per bucket (Arrow IPC), in order; partitions never wait for each other.
 //! 2. **Gather.** Bucket by bucket (its spill files read back), fine bucket by fine bucket,
 //!    the fine bucket's rows — partition by partition, each partition's in their order
 //!    (spilled first, then kept) — are permuted by a Fisher–Yates shuffle drawn from the seed
-//!    and the fine bucket, and written out in batches by one `interleave` per column.
+//!    and the fine bucket, written to their permuted places by [`scattered`] (reading the
+//!    sources in order) and passed on in slices of [`BATCH_ROWS`].
 //!
 //! Fine buckets are i.i.d. uniform per row and each is permuted uniformly, so every output
 //! position is equally likely for every row. B and F depend only on the input's row count and
 //! the schema: a bucket holds about [`BUCKET_BYTES`] by the schema's estimate of a row, so it
 //! fits in memory at the gather; a fine bucket about [`FINE_BUCKET_BYTES`], so that the
-//! gather's random reads stay in the processor's cache (with one fine bucket per 256 MiB
+//! gather's random writes stay in the processor's cache (with one fine bucket per 256 MiB
 //! bucket, the `interleave` of 10M rows took 6 of the gather's 9 seconds, waiting on memory).
 //! The order does not depend on when, or whether, the scatter spilled: the same input,
 //! release, seed and session configuration (`target_partitions`, which decides how the scan
@@ -33,10 +35,9 @@
 //! row's bucket and permutation and so undo the shuffle.
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::{concat_batches, interleave_record_batch, take_record_batch};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
@@ -49,6 +50,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use futures::StreamExt;
 
+use super::scatter::scattered;
 use crate::rng::SplitMix64;
 
 /// The shuffle's memory when the session has no limit: the scatter spills beyond it.
@@ -281,12 +283,17 @@ struct Kept {
     starts: Vec<u32>,
 }
 
-/// One partition's rows after the scatter.
-#[derive(Default)]
+/// One partition's rows during and after the scatter: kept in memory within the partition's
+/// share of the budget, spilled beyond it. Each partition is scattered by its own task and
+/// spills only its own rows, so a spill never holds up another partition.
 struct PartitionRows {
     kept: Vec<Kept>,
     /// per bucket, the spill file of the rows spilled so far, and its writer until finished
     spilled: HashMap<u16, Spill>,
+    kept_bytes: usize,
+    budget: usize,
+    /// the memory of `kept` (held until the gather has written every row)
+    reservation: MemoryReservation,
 }
 
 struct Spill {
@@ -297,61 +304,62 @@ struct Spill {
     starts: Vec<Vec<u32>>,
 }
 
-/// The scatter's result and state.
+/// The scatter's result.
 struct Scattered {
     schema: SchemaRef,
     seed: u64,
     levels: Levels,
     partitions: Vec<PartitionRows>,
-    kept_bytes: usize,
-    budget: usize,
-    reservation: MemoryReservation,
-    disk: Arc<DiskManager>,
 }
 
-impl Scattered {
-    /// Keeps `batch` of `partition` (already grouped by fine bucket, see [`Kept`]); spills
-    /// everything kept when over the budget.
-    fn keep(&mut self, partition: usize, batch: RecordBatch, starts: Vec<u32>) -> Result<()> {
+impl PartitionRows {
+    /// Keeps `batch` (already grouped by fine bucket, see [`Kept`]); spills everything kept
+    /// when over the budget.
+    fn keep(
+        &mut self,
+        batch: RecordBatch,
+        starts: Vec<u32>,
+        levels: Levels,
+        disk: &Arc<DiskManager>,
+    ) -> Result<()> {
         let bytes = batch.get_array_memory_size() + starts.len() * 4;
-        self.partitions[partition].kept.push(Kept { batch, starts });
+        self.kept.push(Kept { batch, starts });
         self.kept_bytes += bytes;
         if self.kept_bytes > self.budget || self.reservation.try_grow(bytes).is_err() {
-            self.spill()?;
+            self.spill(levels, disk)?;
         }
         Ok(())
     }
 
     /// Appends every kept batch, split by bucket (a range of fine buckets, contiguous in the
-    /// grouped batch), to its partition's bucket files.
-    fn spill(&mut self) -> Result<()> {
-        let (buckets, per_bucket) = (1usize << self.levels.bits, self.levels.per_bucket());
-        for partition in &mut self.partitions {
-            for kept in std::mem::take(&mut partition.kept) {
-                for bucket in 0..buckets {
-                    let fine = &kept.starts[bucket * per_bucket..=(bucket + 1) * per_bucket];
-                    let (start, end) = (fine[0] as usize, fine[per_bucket] as usize);
-                    if start == end {
-                        continue;
+    /// grouped batch), to the partition's bucket files.
+    fn spill(&mut self, levels: Levels, disk: &Arc<DiskManager>) -> Result<()> {
+        let (buckets, per_bucket) = (1usize << levels.bits, levels.per_bucket());
+        for kept in std::mem::take(&mut self.kept) {
+            for bucket in 0..buckets {
+                let fine = &kept.starts[bucket * per_bucket..=(bucket + 1) * per_bucket];
+                let (start, end) = (fine[0] as usize, fine[per_bucket] as usize);
+                if start == end {
+                    continue;
+                }
+                let spill = match self.spilled.entry(bucket as u16) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let file = disk.create_tmp_file("anon shuffle")?;
+                        let writer =
+                            StreamWriter::try_new(file.open_writer()?, &kept.batch.schema())?;
+                        e.insert(Spill {
+                            file,
+                            writer: Some(writer),
+                            starts: Vec::new(),
+                        })
                     }
-                    let spill = match partition.spilled.entry(bucket as u16) {
-                        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(e) => {
-                            let file = self.disk.create_tmp_file("anon shuffle")?;
-                            let writer = StreamWriter::try_new(file.open_writer()?, &self.schema)?;
-                            e.insert(Spill {
-                                file,
-                                writer: Some(writer),
-                                starts: Vec::new(),
-                            })
-                        }
-                    };
-                    if let Some(writer) = spill.writer.as_mut() {
-                        writer.write(&compacted(&kept.batch.slice(start, end - start))?)?;
-                        spill
-                            .starts
-                            .push(fine.iter().map(|&s| s - fine[0]).collect());
-                    }
+                };
+                if let Some(writer) = spill.writer.as_mut() {
+                    writer.write(&compacted(&kept.batch.slice(start, end - start))?)?;
+                    spill
+                        .starts
+                        .push(fine.iter().map(|&s| s - fine[0]).collect());
                 }
             }
         }
@@ -362,12 +370,10 @@ impl Scattered {
 
     /// Closes the spill files.
     fn finish(&mut self) -> Result<()> {
-        for partition in &mut self.partitions {
-            for spill in partition.spilled.values_mut() {
-                if let Some(mut writer) = spill.writer.take() {
-                    writer.finish()?;
-                    writer.get_mut().finish()?;
-                }
+        for spill in self.spilled.values_mut() {
+            if let Some(mut writer) = spill.writer.take() {
+                writer.finish()?;
+                writer.get_mut().finish()?;
             }
         }
         Ok(())
@@ -406,25 +412,21 @@ async fn scatter(
         MemoryLimit::Finite(limit) => limit / 2,
         MemoryLimit::Infinite | MemoryLimit::Unknown => SHUFFLE_MEMORY,
     };
-    let reservation = MemoryConsumer::new("anon shuffle")
-        .with_can_spill(true)
-        .register(pool);
-    let state = Arc::new(Mutex::new(Scattered {
-        schema,
-        seed,
-        levels,
-        partitions: (0..inputs.len())
-            .map(|_| PartitionRows::default())
-            .collect(),
-        kept_bytes: 0,
-        budget,
-        reservation,
-        disk: Arc::clone(&ctx.runtime_env().disk_manager),
-    }));
-    let lost = || DataFusionError::Execution("the shuffle's state was lost".to_string());
+    // each partition its share, in its own task
+    let share = budget / inputs.len().max(1);
     let mut tasks = tokio::task::JoinSet::new();
     for (partition, mut input) in inputs.into_iter().enumerate() {
-        let state = Arc::clone(&state);
+        let mut rows = PartitionRows {
+            kept: Vec::new(),
+            spilled: HashMap::new(),
+            kept_bytes: 0,
+            budget: share,
+            reservation: MemoryConsumer::new(format!("anon shuffle[{partition}]"))
+                .with_can_spill(true)
+                .register(pool),
+        };
+        let disk = Arc::clone(&ctx.runtime_env().disk_manager);
+        let schema = Arc::clone(&schema);
         tasks.spawn(async move {
             let mut keys = OrderKeys::new(seed, partition);
             let mut pending: Vec<RecordBatch> = Vec::new();
@@ -437,35 +439,42 @@ async fn scatter(
                     pending.push(batch);
                 }
                 if pending_rows > 0 && (end || pending_rows >= group_rows) {
-                    // grouped here, in this partition's task (in parallel), not under the lock
                     let buckets = keys.buckets(pending_rows, levels.fine);
-                    let (batch, starts) = grouped_by_bucket(&pending, &buckets, 1 << levels.fine)?;
+                    let (batch, starts) =
+                        grouped_by_bucket(&schema, &pending, &buckets, 1 << levels.fine)?;
                     pending.clear();
                     pending_rows = 0;
-                    let mut state = state.lock().map_err(|_| lost())?;
-                    state.keep(partition, batch, starts)?;
+                    rows.keep(batch, starts, levels, &disk)?;
                 }
                 if end {
                     break;
                 }
             }
-            Ok::<_, DataFusionError>(())
+            rows.finish()?;
+            Ok::<_, DataFusionError>((partition, rows))
         });
     }
+    let mut partitions: Vec<Option<PartitionRows>> = Vec::new();
     while let Some(done) = tasks.join_next().await {
-        done.map_err(|e| DataFusionError::Execution(format!("the shuffle failed: {e}")))??;
+        let (partition, rows) =
+            done.map_err(|e| DataFusionError::Execution(format!("the shuffle failed: {e}")))??;
+        if partitions.len() <= partition {
+            partitions.resize_with(partition + 1, || None);
+        }
+        partitions[partition] = Some(rows);
     }
-    let mut state = Arc::try_unwrap(state)
-        .map_err(|_| lost())?
-        .into_inner()
-        .map_err(|_| lost())?;
-    state.finish()?;
-    Ok(state)
+    Ok(Scattered {
+        schema,
+        seed,
+        levels,
+        partitions: partitions.into_iter().flatten().collect(),
+    })
 }
 
 /// The rows of `batches` (in order) grouped by their `buckets` (stable: each bucket's rows in
 /// order, a counting sort) into one batch, and where each bucket starts (`count + 1` offsets).
 fn grouped_by_bucket(
+    schema: &SchemaRef,
     batches: &[RecordBatch],
     buckets: &[u16],
     count: usize,
@@ -477,23 +486,19 @@ fn grouped_by_bucket(
     for i in 0..count {
         starts[i + 1] += starts[i];
     }
-    if let [batch] = batches {
-        if count == 1 {
-            return Ok((batch.clone(), starts));
-        }
+    if let ([batch], 1) = (batches, count) {
+        return Ok((batch.clone(), starts));
     }
     let mut fill = starts.clone();
-    let mut indices = vec![(0usize, 0usize); buckets.len()];
-    let rows = batches
+    let dest: Vec<u32> = buckets
         .iter()
-        .enumerate()
-        .flat_map(|(source, batch)| (0..batch.num_rows()).map(move |row| (source, row)));
-    for (&b, source_row) in buckets.iter().zip(rows) {
-        indices[fill[b as usize] as usize] = source_row;
-        fill[b as usize] += 1;
-    }
-    let sources: Vec<&RecordBatch> = batches.iter().collect();
-    Ok((interleave_record_batch(&sources, &indices)?, starts))
+        .map(|&b| {
+            let to = fill[b as usize];
+            fill[b as usize] += 1;
+            to
+        })
+        .collect();
+    Ok((scattered(schema, batches, &dest)?, starts))
 }
 
 /// The gather: the buckets in order, each permuted fine bucket by fine bucket, as batches.
@@ -509,10 +514,12 @@ struct Gather {
     sources: Vec<(RecordBatch, Vec<u32>)>,
     /// the next fine bucket of the loaded bucket
     fine: usize,
-    /// the current fine bucket's rows, contiguous, and their permutation, next chunk first
-    rows: Option<RecordBatch>,
-    order: Vec<u32>,
+    /// the current fine bucket's rows in their permuted order, and the next row to pass on
+    permuted: Option<RecordBatch>,
     next: usize,
+    /// the permutation and its inverse (buffers reused from fine bucket to fine bucket)
+    order: Vec<u32>,
+    dest: Vec<u32>,
 }
 
 impl Gather {
@@ -524,9 +531,10 @@ impl Gather {
             loaded: 0,
             sources: Vec::new(),
             fine,
-            rows: None,
-            order: Vec::new(),
+            permuted: None,
             next: 0,
+            order: Vec::new(),
+            dest: Vec::new(),
         }
     }
 
@@ -564,12 +572,11 @@ impl Gather {
         Ok(())
     }
 
-    /// Collects fine bucket `self.fine` of the loaded bucket into one batch (source by source,
-    /// each in order: the same whether or not they were spilled) and draws its permutation,
-    /// a Fisher–Yates shuffle from the seed and the fine bucket. Copying each source's slice
-    /// once, in order, then permuting within the collected batch (a few MiB, in cache) reads
-    /// memory sequentially where gathering row by row from every source would not.
-    fn collect_fine_bucket(&mut self) -> Result<()> {
+    /// Writes fine bucket `self.fine` of the loaded bucket out in its permuted order: its rows
+    /// listed source by source, each in order (the same whether or not they were spilled),
+    /// are permuted by a Fisher–Yates shuffle drawn from the seed and the fine bucket, and
+    /// scattered (read in order, each written to its position; see [`scattered`]).
+    fn permute_fine_bucket(&mut self) -> Result<()> {
         let f = self.fine;
         let slices: Vec<RecordBatch> = self
             .sources
@@ -579,16 +586,22 @@ impl Gather {
                 (start < end).then(|| batch.slice(start, end - start))
             })
             .collect();
-        let rows = concat_batches(&self.scattered.schema, &slices)?;
+        let rows = slices.iter().map(|s| s.num_rows()).sum::<usize>();
+        // order[p]: the listed row written at position p; dest, its inverse
         let fine_bucket = (self.loaded * self.scattered.levels.per_bucket() + f) as u64;
         let mut rng = SplitMix64(fmix64(self.scattered.seed ^ fmix64(fine_bucket + 1)));
         self.order.clear();
-        self.order.extend(0..rows.num_rows() as u32);
-        for i in (1..self.order.len()).rev() {
+        self.order.extend(0..rows as u32);
+        for i in (1..rows).rev() {
             let j = rng.below(i as u64 + 1) as usize;
             self.order.swap(i, j);
         }
-        self.rows = Some(rows);
+        self.dest.clear();
+        self.dest.resize(rows, 0);
+        for (position, &row) in self.order.iter().enumerate() {
+            self.dest[row as usize] = position as u32;
+        }
+        self.permuted = Some(scattered(&self.scattered.schema, &slices, &self.dest)?);
         self.next = 0;
         self.fine += 1;
         Ok(())
@@ -601,15 +614,17 @@ impl Gather {
             self.scattered.levels.per_bucket(),
         );
         loop {
-            if let Some(rows) = self.rows.as_ref().filter(|_| self.next < self.order.len()) {
-                let end = (self.next + BATCH_ROWS).min(self.order.len());
-                let indices = UInt32Array::from(self.order[self.next..end].to_vec());
-                self.next = end;
-                return Ok(Some(take_record_batch(rows, &indices)?));
+            if let Some(permuted) = self.permuted.as_ref() {
+                if self.next < permuted.num_rows() {
+                    let rows = BATCH_ROWS.min(permuted.num_rows() - self.next);
+                    let batch = permuted.slice(self.next, rows);
+                    self.next += rows;
+                    return Ok(Some(batch));
+                }
+                self.permuted = None;
             }
-            self.rows = None;
             if self.fine < per_bucket {
-                self.collect_fine_bucket()?;
+                self.permute_fine_bucket()?;
             } else if self.bucket < buckets {
                 self.load()?;
                 self.bucket += 1;
@@ -631,7 +646,7 @@ impl Iterator for Gather {
                 // nothing after an error
                 self.bucket = 1usize << self.scattered.levels.bits;
                 self.fine = self.scattered.levels.per_bucket();
-                self.rows = None;
+                self.permuted = None;
                 Some(Err(e))
             }
         }
