@@ -234,10 +234,12 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     }
     let path = data_path(&args, rows)?;
     if args.suite == Suite::Large {
-        let input = args
-            .data_url
-            .clone()
-            .unwrap_or_else(|| path.display().to_string());
+        // absolute: the policy is written to the scratch directory, and a relative input
+        // path would be read relative to it
+        let input = match &args.data_url {
+            Some(url) => url.clone(),
+            None => std::path::absolute(&path)?.display().to_string(),
+        };
         let scratch = path.with_extension("bench-large");
         large::run(&input, &scratch, &args.memory_limit, iterations)?;
         return Ok(());

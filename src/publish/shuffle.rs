@@ -39,8 +39,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::ipc::CompressionType;
 use datafusion::arrow::ipc::reader::StreamReader;
-use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::disk_manager::DiskManager;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryReservation};
@@ -331,36 +332,72 @@ impl PartitionRows {
         Ok(())
     }
 
-    /// Appends every kept batch, split by bucket (a range of fine buckets, contiguous in the
-    /// grouped batch), to the partition's bucket files.
+    /// Appends the kept rows to the partition's bucket files: per bucket, one batch of the
+    /// bucket's rows of every kept group, regrouped by fine bucket (each fine bucket's rows
+    /// in their order). One batch per bucket and spill, not one per group, so that the gather
+    /// copies long runs: with a group's share of a fine bucket (~16 rows at 100M rows, 4,096
+    /// fine buckets) as the unit, the per-slice work outweighed the rows' own.
     fn spill(&mut self, levels: Levels, disk: &Arc<DiskManager>) -> Result<()> {
         let (buckets, per_bucket) = (1usize << levels.bits, levels.per_bucket());
-        for kept in std::mem::take(&mut self.kept) {
-            for bucket in 0..buckets {
-                let fine = &kept.starts[bucket * per_bucket..=(bucket + 1) * per_bucket];
-                let (start, end) = (fine[0] as usize, fine[per_bucket] as usize);
-                if start == end {
+        let kept = std::mem::take(&mut self.kept);
+        let Some(schema) = kept.first().map(|k| k.batch.schema()) else {
+            return Ok(());
+        };
+        let mut dest: Vec<u32> = Vec::new();
+        for bucket in 0..buckets {
+            let ranges: Vec<&[u32]> = kept
+                .iter()
+                .map(|k| &k.starts[bucket * per_bucket..=(bucket + 1) * per_bucket])
+                .collect();
+            // where each fine bucket starts in the regrouped batch
+            let mut starts = vec![0u32; per_bucket + 1];
+            for fine in &ranges {
+                for f in 0..per_bucket {
+                    starts[f + 1] += fine[f + 1] - fine[f];
+                }
+            }
+            for f in 0..per_bucket {
+                starts[f + 1] += starts[f];
+            }
+            if starts[per_bucket] == 0 {
+                continue;
+            }
+            let mut fill = starts.clone();
+            dest.clear();
+            let mut slices = Vec::new();
+            for (kept, fine) in kept.iter().zip(&ranges) {
+                if fine[0] == fine[per_bucket] {
                     continue;
                 }
-                let spill = match self.spilled.entry(bucket as u16) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        let file = disk.create_tmp_file("anon shuffle")?;
-                        let writer =
-                            StreamWriter::try_new(file.open_writer()?, &kept.batch.schema())?;
-                        e.insert(Spill {
-                            file,
-                            writer: Some(writer),
-                            starts: Vec::new(),
-                        })
-                    }
-                };
-                if let Some(writer) = spill.writer.as_mut() {
-                    writer.write(&compacted(&kept.batch.slice(start, end - start))?)?;
-                    spill
-                        .starts
-                        .push(fine.iter().map(|&s| s - fine[0]).collect());
+                let (start, end) = (fine[0] as usize, fine[per_bucket] as usize);
+                slices.push(kept.batch.slice(start, end - start));
+                for f in 0..per_bucket {
+                    let rows = (fine[f + 1] - fine[f]) as usize;
+                    dest.extend(fill[f]..fill[f] + rows as u32);
+                    fill[f] += rows as u32;
                 }
+            }
+            let spill = match self.spilled.entry(bucket as u16) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let file = disk.create_tmp_file("anon shuffle")?;
+                    // LZ4: the spilled rows (mostly short strings in 16-byte views) shrink
+                    // several times, and the spill's write and read-back through the page
+                    // cache (23 of the 160 CPU seconds of a 100M-row anonymize) with them
+                    let options = IpcWriteOptions::default()
+                        .try_with_compression(Some(CompressionType::LZ4_FRAME))?;
+                    let writer =
+                        StreamWriter::try_new_with_options(file.open_writer()?, &schema, options)?;
+                    e.insert(Spill {
+                        file,
+                        writer: Some(writer),
+                        starts: Vec::new(),
+                    })
+                }
+            };
+            if let Some(writer) = spill.writer.as_mut() {
+                writer.write(&compacted(&scattered(&schema, &slices, &dest)?)?)?;
+                spill.starts.push(starts);
             }
         }
         self.kept_bytes = 0;
@@ -380,15 +417,20 @@ impl PartitionRows {
     }
 }
 
-/// `batch` with its view columns holding only the bytes their rows use: a slice of a view
-/// array shares its whole buffers, which the IPC writer would write out once per slice.
+/// `batch` with its view columns holding only the bytes their rows use: a slice or scatter of
+/// a view array shares its sources' whole buffers, which the IPC writer would write out once
+/// per batch. Columns without data buffers (every string inline) are left as they are.
 fn compacted(batch: &RecordBatch) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = batch
         .columns()
         .iter()
         .map(|column| match column.data_type() {
-            DataType::Utf8View => Arc::new(column.as_string_view().gc()) as ArrayRef,
-            DataType::BinaryView => Arc::new(column.as_binary_view().gc()) as ArrayRef,
+            DataType::Utf8View if !column.as_string_view().data_buffers().is_empty() => {
+                Arc::new(column.as_string_view().gc()) as ArrayRef
+            }
+            DataType::BinaryView if !column.as_binary_view().data_buffers().is_empty() => {
+                Arc::new(column.as_binary_view().gc()) as ArrayRef
+            }
             _ => Arc::clone(column),
         })
         .collect();
