@@ -52,7 +52,8 @@ fn scattered_column(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
     let data_type = arrays
         .first()
         .map_or(DataType::Null, |a| a.data_type().clone());
-    let nulls = scattered_nulls(arrays, dest);
+    // computed only by the branches that scatter (the fallback carries its own)
+    let nulls = || scattered_nulls(arrays, dest);
     let array: ArrayRef = match &data_type {
         DataType::Utf8View => {
             let (views, buffers) = scattered_views(arrays, dest, |a| {
@@ -61,7 +62,7 @@ fn scattered_column(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
             });
             // SAFETY: every view is a source's valid view, its buffer index moved to where that
             // source's buffers now start, so it points at the same valid UTF-8 bytes
-            Arc::new(unsafe { StringViewArray::new_unchecked(views, buffers, nulls) })
+            Arc::new(unsafe { StringViewArray::new_unchecked(views, buffers, nulls()) })
         }
         DataType::BinaryView => {
             let (views, buffers) = scattered_views(arrays, dest, |a| {
@@ -69,7 +70,7 @@ fn scattered_column(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
                 (a.views(), a.data_buffers())
             });
             // SAFETY: as for strings, each view points at the bytes it pointed at before
-            Arc::new(unsafe { BinaryViewArray::new_unchecked(views, buffers, nulls) })
+            Arc::new(unsafe { BinaryViewArray::new_unchecked(views, buffers, nulls()) })
         }
         t if t.is_primitive() => {
             let width = t.primitive_width().unwrap_or(0);
@@ -85,7 +86,7 @@ fn scattered_column(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
             let data = ArrayData::builder(data_type)
                 .len(dest.len())
                 .add_buffer(values)
-                .nulls(nulls)
+                .nulls(nulls())
                 .build()?;
             make_array(data)
         }

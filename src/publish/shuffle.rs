@@ -343,40 +343,29 @@ impl PartitionRows {
         let Some(schema) = kept.first().map(|k| k.batch.schema()) else {
             return Ok(());
         };
-        let mut dest: Vec<u32> = Vec::new();
+        let mut fine_of_row: Vec<u16> = Vec::new();
         for bucket in 0..buckets {
-            let ranges: Vec<&[u32]> = kept
-                .iter()
-                .map(|k| &k.starts[bucket * per_bucket..=(bucket + 1) * per_bucket])
-                .collect();
-            // where each fine bucket starts in the regrouped batch
-            let mut starts = vec![0u32; per_bucket + 1];
-            for fine in &ranges {
-                for f in 0..per_bucket {
-                    starts[f + 1] += fine[f + 1] - fine[f];
-                }
-            }
-            for f in 0..per_bucket {
-                starts[f + 1] += starts[f];
-            }
-            if starts[per_bucket] == 0 {
-                continue;
-            }
-            let mut fill = starts.clone();
-            dest.clear();
+            // the bucket's slice of every kept group, and each of its rows' fine bucket
+            // (relative to the bucket's first), group by group
+            fine_of_row.clear();
             let mut slices = Vec::new();
-            for (kept, fine) in kept.iter().zip(&ranges) {
-                if fine[0] == fine[per_bucket] {
+            for kept in &kept {
+                let fine = &kept.starts[bucket * per_bucket..=(bucket + 1) * per_bucket];
+                let (start, end) = (fine[0] as usize, fine[per_bucket] as usize);
+                if start == end {
                     continue;
                 }
-                let (start, end) = (fine[0] as usize, fine[per_bucket] as usize);
                 slices.push(kept.batch.slice(start, end - start));
                 for f in 0..per_bucket {
                     let rows = (fine[f + 1] - fine[f]) as usize;
-                    dest.extend(fill[f]..fill[f] + rows as u32);
-                    fill[f] += rows as u32;
+                    fine_of_row.extend(std::iter::repeat_n(f as u16, rows));
                 }
             }
+            if slices.is_empty() {
+                continue;
+            }
+            let (regrouped, starts) =
+                grouped_by_bucket(&schema, &slices, &fine_of_row, per_bucket)?;
             let spill = match self.spilled.entry(bucket as u16) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
@@ -396,7 +385,7 @@ impl PartitionRows {
                 }
             };
             if let Some(writer) = spill.writer.as_mut() {
-                writer.write(&compacted(&scattered(&schema, &slices, &dest)?)?)?;
+                writer.write(&compacted(&regrouped)?)?;
                 spill.starts.push(starts);
             }
         }
@@ -559,8 +548,7 @@ struct Gather {
     /// the current fine bucket's rows in their permuted order, and the next row to pass on
     permuted: Option<RecordBatch>,
     next: usize,
-    /// the permutation and its inverse (buffers reused from fine bucket to fine bucket)
-    order: Vec<u32>,
+    /// the permutation: each listed row's position (reused from fine bucket to fine bucket)
     dest: Vec<u32>,
 }
 
@@ -575,7 +563,6 @@ impl Gather {
             fine,
             permuted: None,
             next: 0,
-            order: Vec::new(),
             dest: Vec::new(),
         }
     }
@@ -629,19 +616,14 @@ impl Gather {
             })
             .collect();
         let rows = slices.iter().map(|s| s.num_rows()).sum::<usize>();
-        // order[p]: the listed row written at position p; dest, its inverse
+        // dest[r]: the position of the r-th listed row, a uniform permutation (Fisher–Yates)
         let fine_bucket = (self.loaded * self.scattered.levels.per_bucket() + f) as u64;
         let mut rng = SplitMix64(fmix64(self.scattered.seed ^ fmix64(fine_bucket + 1)));
-        self.order.clear();
-        self.order.extend(0..rows as u32);
+        self.dest.clear();
+        self.dest.extend(0..rows as u32);
         for i in (1..rows).rev() {
             let j = rng.below(i as u64 + 1) as usize;
-            self.order.swap(i, j);
-        }
-        self.dest.clear();
-        self.dest.resize(rows, 0);
-        for (position, &row) in self.order.iter().enumerate() {
-            self.dest[row as usize] = position as u32;
+            self.dest.swap(i, j);
         }
         self.permuted = Some(scattered(&self.scattered.schema, &slices, &self.dest)?);
         self.next = 0;
