@@ -19,124 +19,9 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringViewArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
-use hashbrown::{HashMap, HashTable};
+use hashbrown::HashTable;
 
-use crate::generalize::common::{inline_bytes_key, inline_view_key};
-
-/// Dense codes for the labels of one column.
-#[derive(Debug, Default, Clone)]
-struct LabelCodes {
-    /// labels of at most 12 bytes, keyed by their canonical view (length + bytes, rest zero)
-    inline: HashMap<u128, u32>,
-    /// longer labels, keyed by their bytes
-    long: HashMap<Box<[u8]>, u32>,
-    null: Option<u32>,
-    /// the label of each code (`None` for NULL)
-    labels: Vec<Option<Box<[u8]>>>,
-    /// a direct-mapped cache in front of `inline`: one load per row on a hit
-    cache: Vec<CacheEntry>,
-}
-
-/// One entry of [`LabelCodes::cache`]; `code == EMPTY` when unused.
-#[derive(Debug, Clone, Copy)]
-struct CacheEntry {
-    key: u128,
-    code: u32,
-}
-
-const CACHE_BITS: u32 = 12;
-
-#[inline]
-fn cache_slot(key: u128) -> usize {
-    let folded = (key as u64) ^ ((key >> 64) as u64);
-    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_BITS)) as usize
-}
-
-impl LabelCodes {
-    fn next_code(&mut self, label: Option<&[u8]>) -> u32 {
-        let code = self.labels.len() as u32;
-        self.labels.push(label.map(Box::from));
-        code
-    }
-
-    /// The code of `label`, given one if new.
-    fn intern(&mut self, label: Option<&[u8]>) -> u32 {
-        if let Some(code) = self.get(label) {
-            return code;
-        }
-        let code = self.next_code(label);
-        match label {
-            None => self.null = Some(code),
-            Some(bytes) => match inline_bytes_key(bytes) {
-                Some(key) => {
-                    self.inline.insert(key, code);
-                }
-                None => {
-                    self.long.insert(Box::from(bytes), code);
-                }
-            },
-        }
-        code
-    }
-
-    /// The code of `label`, if it has one.
-    fn get(&self, label: Option<&[u8]>) -> Option<u32> {
-        match label {
-            None => self.null,
-            Some(bytes) => match inline_bytes_key(bytes) {
-                Some(key) => self.inline.get(&key).copied(),
-                None => self.long.get(bytes).copied(),
-            },
-        }
-    }
-
-    /// The codes of `array`'s rows into `codes`, interning new labels.
-    fn encode(&mut self, array: &StringViewArray, codes: &mut Vec<u32>) {
-        codes.clear();
-        codes.reserve(array.len());
-        if self.cache.is_empty() {
-            let unused = CacheEntry {
-                key: 0,
-                code: EMPTY,
-            };
-            self.cache = vec![unused; 1 << CACHE_BITS];
-        }
-        let views = array.views();
-        for (row, &view) in views.iter().enumerate() {
-            let code = if array.is_null(row) {
-                self.intern(None)
-            } else if let Some(key) = inline_view_key(view) {
-                let slot = cache_slot(key);
-                let entry = self.cache[slot];
-                if entry.code != EMPTY && entry.key == key {
-                    entry.code
-                } else {
-                    let code = match self.inline.get(&key) {
-                        Some(&code) => code,
-                        None => {
-                            let code = self.next_code(Some(array.value(row).as_bytes()));
-                            self.inline.insert(key, code);
-                            code
-                        }
-                    };
-                    self.cache[slot] = CacheEntry { key, code };
-                    code
-                }
-            } else {
-                let bytes = array.value(row).as_bytes();
-                match self.long.get(bytes) {
-                    Some(&code) => code,
-                    None => {
-                        let code = self.next_code(Some(bytes));
-                        self.long.insert(Box::from(bytes), code);
-                        code
-                    }
-                }
-            };
-            codes.push(code);
-        }
-    }
-}
+use super::codes::LabelCodes;
 
 /// Rows grouped into classes by the exact values of some label columns, with a row count
 /// per class; see the module documentation.
@@ -255,11 +140,7 @@ impl ClassCounter {
         if self.dense_given_up {
             return;
         }
-        let counts: Vec<u32> = self
-            .columns
-            .iter()
-            .map(|c| c.labels.len().max(1) as u32)
-            .collect();
+        let counts: Vec<u32> = self.columns.iter().map(|c| c.len().max(1) as u32).collect();
         let capacity: Vec<u32> = match &self.dense {
             Some(dense) if counts.iter().zip(&dense.capacity).all(|(n, cap)| n <= cap) => return,
             Some(dense) => counts
@@ -327,17 +208,7 @@ impl ClassCounter {
 
     /// Bytes held, about (for the memory pool).
     pub(crate) fn memory_size(&self) -> usize {
-        let columns: usize = self
-            .columns
-            .iter()
-            .map(|c| {
-                c.inline.capacity() * (size_of::<(u128, u32)>() + 1)
-                    + c.long.capacity() * (size_of::<(Box<[u8]>, u32)>() + 1)
-                    + c.labels.iter().flatten().map(|l| l.len()).sum::<usize>()
-                    + c.labels.capacity() * size_of::<Option<Box<[u8]>>>()
-                    + c.cache.capacity() * size_of::<CacheEntry>()
-            })
-            .sum();
+        let columns: usize = self.columns.iter().map(LabelCodes::memory_size).sum();
         columns
             + self.table.capacity() * (size_of::<u32>() + 1)
             + self.codes.capacity() * size_of::<u32>()
@@ -373,7 +244,7 @@ impl ClassCounter {
         self.codes[class as usize * n..(class as usize + 1) * n]
             .iter()
             .zip(&self.columns)
-            .map(|(&code, column)| column.labels[code as usize].as_deref())
+            .map(|(&code, column)| column.label(code))
     }
 
     /// The class of each of `rows` rows of `columns` (one array per label column) into
@@ -513,6 +384,7 @@ impl ClassCounter {
 
 #[cfg(test)]
 mod tests {
+    use crate::generalize::common::inline_bytes_key;
     use std::collections::HashMap as StdHashMap;
     use std::sync::Arc;
 

@@ -14,6 +14,7 @@
 
 pub mod bucketized;
 mod classes;
+mod codes;
 mod population;
 mod scatter;
 mod shuffle;

@@ -12,6 +12,11 @@
 //! Fixed-width columns and string/binary views are scattered directly (a view of a string
 //! longer than 12 bytes gets its buffer's new index: the destination keeps every source's data
 //! buffers, in source order); any other type falls back to `interleave`.
+//!
+//! A text column may also arrive *coded* ([`scattered_decoding`]): as the `u16` codes of a
+//! [`LabelCodes`](super::codes::LabelCodes) dictionary, which the shuffle holds instead of
+//! 16-byte views. Each code is written out as its label's view, so decoding costs nothing
+//! beyond the scatter itself.
 
 use std::sync::Arc;
 
@@ -20,9 +25,9 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use datafusion::arrow::compute::interleave;
-use datafusion::arrow::datatypes::{ArrowNativeType, i256};
+use datafusion::arrow::datatypes::{ArrowNativeType, UInt16Type, i256};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 
 /// The rows of `sources` (taken in order, batch after batch) written to one batch of
 /// `schema`: the r-th row read goes to position `dest[r]`. `dest` must be a permutation of
@@ -32,12 +37,34 @@ pub(crate) fn scattered(
     sources: &[RecordBatch],
     dest: &[u32],
 ) -> Result<RecordBatch> {
+    scattered_decoding(schema, sources, |_, _| None, dest)
+}
+
+/// [`scattered`], where a source's column may be coded: `UInt16` where `schema` has
+/// `Utf8View`, each value a row of the dictionary `dictionary(source, column)` (the labels of
+/// a [`LabelCodes`](super::codes::LabelCodes), code c at row c), written out decoded.
+pub(crate) fn scattered_decoding<'a>(
+    schema: &SchemaRef,
+    sources: &[RecordBatch],
+    dictionary: impl Fn(usize, usize) -> Option<&'a StringViewArray>,
+    dest: &[u32],
+) -> Result<RecordBatch> {
     let rows = dest.len();
     debug_assert_eq!(rows, sources.iter().map(|b| b.num_rows()).sum::<usize>());
-    let columns = (0..schema.fields().len())
-        .map(|c| {
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(c, field)| {
             let arrays: Vec<&ArrayRef> = sources.iter().map(|b| b.column(c)).collect();
-            scattered_column(&arrays, dest)
+            let coded = |a: &&ArrayRef| a.data_type() == &DataType::UInt16;
+            if field.data_type() == &DataType::Utf8View && arrays.iter().any(coded) {
+                let dictionaries: Vec<Option<&StringViewArray>> =
+                    (0..sources.len()).map(|s| dictionary(s, c)).collect();
+                scattered_text(&arrays, &dictionaries, dest)
+            } else {
+                scattered_column(&arrays, dest)
+            }
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(RecordBatch::try_new_with_options(
@@ -141,6 +168,129 @@ fn scattered_views<'a>(
     (ScalarBuffer::from(out), buffers)
 }
 
+/// A text column some of whose sources are coded (see [`scattered_decoding`]): each code
+/// written as its label's view, each dictionary's data buffers kept once.
+fn scattered_text(
+    arrays: &[&ArrayRef],
+    dictionaries: &[Option<&StringViewArray>],
+    dest: &[u32],
+) -> Result<ArrayRef> {
+    enum Text<'a> {
+        Views(&'a StringViewArray),
+        Coded(&'a [u16], &'a StringViewArray),
+    }
+    let texts = arrays
+        .iter()
+        .zip(dictionaries)
+        .map(
+            |(array, dictionary)| match (array.data_type(), dictionary) {
+                (DataType::UInt16, Some(dictionary)) => Ok(Text::Coded(
+                    array.as_primitive::<UInt16Type>().values(),
+                    dictionary,
+                )),
+                (DataType::Utf8View, _) => Ok(Text::Views(array.as_string_view())),
+                (other, _) => Err(DataFusionError::Internal(format!(
+                    "a text column to scatter holds {other} without a dictionary"
+                ))),
+            },
+        )
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = vec![0u128; dest.len()];
+    let mut buffers: Vec<Buffer> = Vec::new();
+    // where each dictionary's buffers start (a dictionary serves many sources)
+    let mut placed: Vec<(*const StringViewArray, u128)> = Vec::new();
+    let mut next = 0;
+    for text in &texts {
+        let (len, first) = match text {
+            Text::Views(array) => {
+                let first = buffers.len() as u128;
+                buffers.extend(array.data_buffers().iter().cloned());
+                (array.len(), first)
+            }
+            Text::Coded(codes, dictionary) => {
+                let key = *dictionary as *const StringViewArray;
+                let first = match placed.iter().find(|(d, _)| *d == key) {
+                    Some(&(_, first)) => first,
+                    None => {
+                        let first = buffers.len() as u128;
+                        buffers.extend(dictionary.data_buffers().iter().cloned());
+                        placed.push((key, first));
+                        first
+                    }
+                };
+                (codes.len(), first)
+            }
+        };
+        let to = &dest[next..next + len];
+        // bits 64..96 of a long view (length > 12) hold its buffer index
+        let moved = |view: u128| {
+            let long = (view as u32) > 12;
+            if long { view + (first << 64) } else { view }
+        };
+        match text {
+            Text::Views(array) if first == 0 || array.data_buffers().is_empty() => {
+                for (&view, &to) in array.views().iter().zip(to) {
+                    out[to as usize] = view;
+                }
+            }
+            Text::Views(array) => {
+                for (&view, &to) in array.views().iter().zip(to) {
+                    out[to as usize] = moved(view);
+                }
+            }
+            Text::Coded(codes, dictionary) => {
+                let views = dictionary.views();
+                if first == 0 || dictionary.data_buffers().is_empty() {
+                    for (&code, &to) in codes.iter().zip(to) {
+                        out[to as usize] = views[code as usize];
+                    }
+                } else {
+                    for (&code, &to) in codes.iter().zip(to) {
+                        out[to as usize] = moved(views[code as usize]);
+                    }
+                }
+            }
+        }
+        next += len;
+    }
+    let nullable = texts.iter().any(|text| match text {
+        Text::Views(array) => array.null_count() > 0,
+        Text::Coded(_, dictionary) => dictionary.null_count() > 0,
+    });
+    let nulls = nullable.then(|| {
+        let mut bits = vec![0u8; dest.len().div_ceil(8)];
+        let mut next = 0;
+        let mut set = |to: u32| bits[to as usize / 8] |= 1 << (to % 8);
+        for text in &texts {
+            match text {
+                Text::Views(array) => {
+                    let to = &dest[next..next + array.len()];
+                    for (row, &to) in to.iter().enumerate() {
+                        if array.is_valid(row) {
+                            set(to);
+                        }
+                    }
+                    next += array.len();
+                }
+                Text::Coded(codes, dictionary) => {
+                    for (&code, &to) in codes.iter().zip(&dest[next..]) {
+                        if dictionary.is_valid(code as usize) {
+                            set(to);
+                        }
+                    }
+                    next += codes.len();
+                }
+            }
+        }
+        NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(bits), 0, dest.len()))
+    });
+    // SAFETY: every view is a source's or a dictionary's valid view, its buffer index moved to
+    // where that array's buffers now start, so it points at the same valid UTF-8 bytes
+    Ok(Arc::new(unsafe {
+        StringViewArray::new_unchecked(ScalarBuffer::from(out), buffers, nulls)
+    }))
+}
+
 /// The validity of the scattered column, if any source has nulls.
 fn scattered_nulls(arrays: &[&ArrayRef], dest: &[u32]) -> Option<NullBuffer> {
     if arrays.iter().all(|a| a.null_count() == 0) {
@@ -190,8 +340,10 @@ fn fallback(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::publish::codes::LabelCodes;
     use datafusion::arrow::array::{
         BooleanArray, Float64Array, Int32Array, Int64Array, StringArray, StringViewArray,
+        UInt16Array,
     };
     use datafusion::arrow::compute::interleave_record_batch;
     use datafusion::arrow::datatypes::{Field, Schema};
@@ -266,5 +418,44 @@ mod tests {
         assert_eq!(got, expected);
         // and every view is valid (its buffer index and bytes)
         got.column(3).to_data().validate_full().unwrap();
+
+        // the same with the text column coded in the first and last sources (one dictionary
+        // each; inline and long labels, and NULL): decoded, the rows are the same
+        let mut coded_fields = schema.fields().to_vec();
+        coded_fields[3] = Arc::new(Field::new("text", DataType::UInt16, false));
+        let coded_schema = Arc::new(Schema::new(coded_fields));
+        let mut dictionaries = Vec::new();
+        let mixed: Vec<RecordBatch> = sources
+            .iter()
+            .enumerate()
+            .map(|(source, batch)| {
+                if source == 1 {
+                    return batch.clone();
+                }
+                let mut codes = LabelCodes::default();
+                let mut scratch = Vec::new();
+                // a code taken first, so that codes and rows differ
+                codes.intern(Some(b"not in the column"));
+                codes.encode(batch.column(3).as_string_view(), &mut scratch);
+                dictionaries.push(codes.dictionary());
+                let narrow: Vec<u16> = scratch.iter().map(|&c| c as u16).collect();
+                let mut columns = batch.columns().to_vec();
+                columns[3] = Arc::new(UInt16Array::from(narrow));
+                RecordBatch::try_new(Arc::clone(&coded_schema), columns).unwrap()
+            })
+            .collect();
+        let decoded = scattered_decoding(
+            &schema,
+            &mixed,
+            |source, column| match (source, column) {
+                (0, 3) => Some(&dictionaries[0]),
+                (2, 3) => Some(&dictionaries[1]),
+                _ => None,
+            },
+            &dest,
+        )
+        .unwrap();
+        assert_eq!(decoded, expected);
+        decoded.column(3).to_data().validate_full().unwrap();
     }
 }

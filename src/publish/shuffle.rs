@@ -10,16 +10,18 @@
 //!    and its position among the partition's rows (never of its values); its *bucket* among
 //!    B = 2^b ≤ F is the top b of those bits, so a bucket is a range of fine buckets. The
 //!    partition's rows are grouped by fine bucket [`GROUP_ROWS`] at a time (a stable counting
-//!    sort, the rows written to their places by the [`scattered`] kernel), and the grouped
-//!    batch is kept within the partition's share of a memory budget — half the session's pool
+//!    sort, the rows written to their places by the [`scattered`] kernel), their text columns
+//!    coded (each value as the 2-byte code of its label; see [`PartitionRows`]), and the
+//!    grouped batch is kept within the partition's share of a memory budget — half the session's pool
 //!    when it has a limit (the rest stays for what cannot spill), else [`SHUFFLE_MEMORY`].
 //!    Beyond it, the partition appends each kept batch's bucket ranges to its own spill file
 //!    per bucket (Arrow IPC), in order; partitions never wait for each other.
 //! 2. **Gather.** Bucket by bucket (its spill files read back), fine bucket by fine bucket,
 //!    the fine bucket's rows — partition by partition, each partition's in their order
 //!    (spilled first, then kept) — are permuted by a Fisher–Yates shuffle drawn from the seed
-//!    and the fine bucket, written to their permuted places by [`scattered`] (reading the
-//!    sources in order) and passed on in slices of [`BATCH_ROWS`].
+//!    and the fine bucket, written to their permuted places (and decoded) by
+//!    [`scattered_decoding`] (reading the sources in order) and passed on in slices of
+//!    [`BATCH_ROWS`].
 //!
 //! Fine buckets are i.i.d. uniform per row and each is permuted uniformly, so every output
 //! position is equally likely for every row. B and F depend only on the input's row count and
@@ -37,8 +39,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringViewArray, UInt16Array};
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::CompressionType;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
@@ -51,7 +54,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use futures::StreamExt;
 
-use super::scatter::scattered;
+use super::codes::LabelCodes;
+use super::scatter::{scattered, scattered_decoding};
 use crate::rng::SplitMix64;
 
 /// The shuffle's memory when the session has no limit: the scatter spills beyond it.
@@ -165,6 +169,10 @@ const MAX_FINE_BITS: u32 = 16;
 /// Rows per written batch.
 const BATCH_ROWS: usize = 8192;
 
+/// At most this many codes per text column and partition (codes are `u16`): a column with
+/// more distinct values is kept as views from then on.
+const MAX_CODES: usize = 1 << 16;
+
 /// Rows the scatter groups by fine bucket at a time (a partition's batches are collected up
 /// to this many): the gather copies each fine bucket's slice of every group, so fewer,
 /// larger groups mean fewer, longer copies (with one group per 8,192-row batch, a fine bucket
@@ -223,16 +231,18 @@ pub(crate) fn shuffled(
     rows: u64,
 ) -> Arc<dyn PartitionStream> {
     let levels = bucket_levels(rows, &schema);
-    shuffled_in_buckets(schema, partitions, seed, levels, GROUP_ROWS)
+    shuffled_in_buckets(schema, partitions, seed, levels, GROUP_ROWS, MAX_CODES)
 }
 
-/// [`shuffled`] into the buckets of `levels`, grouping `group_rows` rows at a time.
+/// [`shuffled`] into the buckets of `levels`, grouping `group_rows` rows at a time, coding
+/// text columns with up to `max_codes` codes (0: none coded).
 fn shuffled_in_buckets(
     schema: SchemaRef,
     partitions: Vec<Arc<dyn PartitionStream>>,
     seed: u64,
     levels: Levels,
     group_rows: usize,
+    max_codes: usize,
 ) -> Arc<dyn PartitionStream> {
     Arc::new(ShuffledPartition {
         schema,
@@ -240,6 +250,7 @@ fn shuffled_in_buckets(
         seed,
         levels,
         group_rows,
+        max_codes: max_codes.min(MAX_CODES),
     })
 }
 
@@ -250,6 +261,7 @@ struct ShuffledPartition {
     seed: u64,
     levels: Levels,
     group_rows: usize,
+    max_codes: usize,
 }
 
 impl PartitionStream for ShuffledPartition {
@@ -264,17 +276,32 @@ impl PartitionStream for ShuffledPartition {
             .iter()
             .map(|p| p.execute(Arc::clone(&ctx)))
             .collect();
-        let (seed, levels, group_rows) = (self.seed, self.levels, self.group_rows);
+        let settings = Settings {
+            seed: self.seed,
+            levels: self.levels,
+            group_rows: self.group_rows,
+            max_codes: self.max_codes,
+        };
         let scatter_schema = Arc::clone(&schema);
-        let batches = futures::stream::once(async move {
-            scatter(inputs, scatter_schema, seed, levels, group_rows, &ctx).await
-        })
-        .flat_map(|scattered| match scattered {
-            Ok(scattered) => futures::stream::iter(Gather::new(scattered)).boxed(),
-            Err(e) => futures::stream::once(async { Err(e) }).boxed(),
-        });
+        let batches =
+            futures::stream::once(
+                async move { scatter(inputs, scatter_schema, settings, &ctx).await },
+            )
+            .flat_map(|scattered| match scattered {
+                Ok(scattered) => futures::stream::iter(Gather::new(scattered)).boxed(),
+                Err(e) => futures::stream::once(async { Err(e) }).boxed(),
+            });
         Box::pin(RecordBatchStreamAdapter::new(schema, batches))
     }
+}
+
+/// How a shuffle runs.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    seed: u64,
+    levels: Levels,
+    group_rows: usize,
+    max_codes: usize,
 }
 
 /// A batch kept in memory, its rows grouped by fine bucket (stably: each fine bucket's rows
@@ -287,14 +314,47 @@ struct Kept {
 /// One partition's rows during and after the scatter: kept in memory within the partition's
 /// share of the budget, spilled beyond it. Each partition is scattered by its own task and
 /// spills only its own rows, so a spill never holds up another partition.
+///
+/// Text columns are held *coded*: each value as the `u16` code of its label in the
+/// partition's [`LabelCodes`] of the column (2 bytes a row instead of a 16-byte view; a
+/// 10M-row release of 7 short text columns then fits a 2 GiB limit instead of spilling most
+/// of its rows), decoded by the gather's scatter. A column that outgrows `max_codes` codes
+/// is held as views from then on: the kept batches are decoded, and later spills go to a new
+/// generation of spill files, whose batches hold it as views.
 struct PartitionRows {
     kept: Vec<Kept>,
-    /// per bucket, the spill file of the rows spilled so far, and its writer until finished
-    spilled: HashMap<u16, Spill>,
+    /// per generation (see above), per bucket, the spill file of the rows spilled so far, and
+    /// its writer until finished
+    spilled: Vec<HashMap<u16, Spill>>,
     kept_bytes: usize,
     budget: usize,
-    /// the memory of `kept` (held until the gather has written every row)
+    /// the memory of `kept` and `codes` (held until the gather has written every row)
     reservation: MemoryReservation,
+    /// per column, the codes of a text column (`None` for other columns)
+    codes: Vec<Option<LabelCodes>>,
+    /// per column, whether it is coded now; the schema of the kept batches
+    coded: Vec<bool>,
+    coded_schema: SchemaRef,
+    max_codes: usize,
+    /// the rows' schema
+    schema: SchemaRef,
+}
+
+/// `schema` with the columns `coded` marks as codes (`UInt16`, no NULLs: NULL has a code).
+fn coded_schema(schema: &SchemaRef, coded: &[bool]) -> SchemaRef {
+    if !coded.contains(&true) {
+        return Arc::clone(schema);
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(coded)
+        .map(|(field, &coded)| match coded {
+            true => Field::new(field.name(), DataType::UInt16, false),
+            false => field.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
 struct Spill {
@@ -323,13 +383,89 @@ impl PartitionRows {
         levels: Levels,
         disk: &Arc<DiskManager>,
     ) -> Result<()> {
-        let bytes = batch.get_array_memory_size() + starts.len() * 4;
+        self.kept_bytes += batch.get_array_memory_size() + starts.len() * 4;
         self.kept.push(Kept { batch, starts });
-        self.kept_bytes += bytes;
-        if self.kept_bytes > self.budget || self.reservation.try_grow(bytes).is_err() {
+        self.fit(levels, disk)
+    }
+
+    /// Spills everything kept if it and the codes are over the budget.
+    fn fit(&mut self, levels: Levels, disk: &Arc<DiskManager>) -> Result<()> {
+        let held = self.kept_bytes + self.codes_bytes();
+        if held > self.budget || self.reservation.try_resize(held).is_err() {
             self.spill(levels, disk)?;
         }
         Ok(())
+    }
+
+    fn codes_bytes(&self) -> usize {
+        self.codes
+            .iter()
+            .flatten()
+            .map(LabelCodes::memory_size)
+            .sum()
+    }
+
+    /// `batches` (the rows of a group, as read) with their coded columns coded. A column
+    /// that outgrows the codes is given up (see [`PartitionRows`]) and stays as it is.
+    fn coded_batches(
+        &mut self,
+        batches: &[RecordBatch],
+        levels: Levels,
+        disk: &Arc<DiskManager>,
+    ) -> Result<Vec<RecordBatch>> {
+        let mut columns: Vec<Vec<ArrayRef>> =
+            batches.iter().map(|b| b.columns().to_vec()).collect();
+        let mut scratch = Vec::new();
+        for c in 0..self.coded.len() {
+            let Some(codes) = self.codes[c].as_mut().filter(|_| self.coded[c]) else {
+                continue;
+            };
+            let mut coded = Vec::with_capacity(batches.len());
+            for batch in batches {
+                codes.encode(batch.column(c).as_string_view(), &mut scratch);
+                if codes.len() > self.max_codes {
+                    break;
+                }
+                let narrow: Vec<u16> = scratch.iter().map(|&code| code as u16).collect();
+                coded.push(Arc::new(UInt16Array::from(narrow)) as ArrayRef);
+            }
+            if coded.len() < batches.len() {
+                self.give_up(c, levels, disk)?;
+                continue;
+            }
+            for (row, array) in columns.iter_mut().zip(coded) {
+                row[c] = array;
+            }
+        }
+        columns
+            .into_iter()
+            .map(|columns| {
+                Ok(RecordBatch::try_new(
+                    Arc::clone(&self.coded_schema),
+                    columns,
+                )?)
+            })
+            .collect()
+    }
+
+    /// Holds column `c` as views from now on: decodes it in the kept batches, and starts a
+    /// new generation of spill files.
+    fn give_up(&mut self, c: usize, levels: Levels, disk: &Arc<DiskManager>) -> Result<()> {
+        self.coded[c] = false;
+        self.coded_schema = coded_schema(&self.schema, &self.coded);
+        self.spilled.push(HashMap::new());
+        let Some(codes) = self.codes[c].as_ref() else {
+            return Ok(());
+        };
+        let dictionary = codes.dictionary();
+        self.kept_bytes = 0;
+        for kept in &mut self.kept {
+            let mut columns = kept.batch.columns().to_vec();
+            columns[c] = take(&dictionary, columns[c].as_ref(), None)?;
+            kept.batch = RecordBatch::try_new(Arc::clone(&self.coded_schema), columns)?;
+            self.kept_bytes += kept.batch.get_array_memory_size() + kept.starts.len() * 4;
+        }
+        self.fit(levels, disk)
     }
 
     /// Appends the kept rows to the partition's bucket files: per bucket, one batch of the
@@ -366,7 +502,10 @@ impl PartitionRows {
             }
             let (regrouped, starts) =
                 grouped_by_bucket(&schema, &slices, &fine_of_row, per_bucket)?;
-            let spill = match self.spilled.entry(bucket as u16) {
+            let Some(generation) = self.spilled.last_mut() else {
+                continue;
+            };
+            let spill = match generation.entry(bucket as u16) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
                     let file = disk.create_tmp_file("anon shuffle")?;
@@ -390,13 +529,13 @@ impl PartitionRows {
             }
         }
         self.kept_bytes = 0;
-        self.reservation.free();
+        self.reservation.resize(self.codes_bytes());
         Ok(())
     }
 
     /// Closes the spill files.
     fn finish(&mut self) -> Result<()> {
-        for spill in self.spilled.values_mut() {
+        for spill in self.spilled.iter_mut().flat_map(|g| g.values_mut()) {
             if let Some(mut writer) = spill.writer.take() {
                 writer.finish()?;
                 writer.get_mut().finish()?;
@@ -430,11 +569,15 @@ fn compacted(batch: &RecordBatch) -> Result<RecordBatch> {
 async fn scatter(
     inputs: Vec<SendableRecordBatchStream>,
     schema: SchemaRef,
-    seed: u64,
-    levels: Levels,
-    group_rows: usize,
+    settings: Settings,
     ctx: &TaskContext,
 ) -> Result<Scattered> {
+    let Settings {
+        seed,
+        levels,
+        group_rows,
+        max_codes,
+    } = settings;
     let pool = ctx.memory_pool();
     // at most half a limited pool: the writer and the counters of the written classes, which
     // cannot spill, grow while the shuffle holds its rows, and a pool the shuffle had filled
@@ -447,17 +590,29 @@ async fn scatter(
     let share = budget / inputs.len().max(1);
     let mut tasks = tokio::task::JoinSet::new();
     for (partition, mut input) in inputs.into_iter().enumerate() {
+        let codes: Vec<Option<LabelCodes>> = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                (f.data_type() == &DataType::Utf8View && max_codes > 0).then(LabelCodes::default)
+            })
+            .collect();
+        let coded: Vec<bool> = codes.iter().map(Option::is_some).collect();
         let mut rows = PartitionRows {
             kept: Vec::new(),
-            spilled: HashMap::new(),
+            spilled: vec![HashMap::new()],
             kept_bytes: 0,
             budget: share,
             reservation: MemoryConsumer::new(format!("anon shuffle[{partition}]"))
                 .with_can_spill(true)
                 .register(pool),
+            coded_schema: coded_schema(&schema, &coded),
+            codes,
+            coded,
+            max_codes,
+            schema: Arc::clone(&schema),
         };
         let disk = Arc::clone(&ctx.runtime_env().disk_manager);
-        let schema = Arc::clone(&schema);
         tasks.spawn(async move {
             let mut keys = OrderKeys::new(seed, partition);
             let mut pending: Vec<RecordBatch> = Vec::new();
@@ -471,8 +626,13 @@ async fn scatter(
                 }
                 if pending_rows > 0 && (end || pending_rows >= group_rows) {
                     let buckets = keys.buckets(pending_rows, levels.fine);
-                    let (batch, starts) =
-                        grouped_by_bucket(&schema, &pending, &buckets, 1 << levels.fine)?;
+                    let pending_coded = rows.coded_batches(&pending, levels, &disk)?;
+                    let (batch, starts) = grouped_by_bucket(
+                        &rows.coded_schema,
+                        &pending_coded,
+                        &buckets,
+                        1 << levels.fine,
+                    )?;
                     pending.clear();
                     pending_rows = 0;
                     rows.keep(batch, starts, levels, &disk)?;
@@ -541,8 +701,10 @@ struct Gather {
     loaded: usize,
     /// the loaded bucket's sources (kept batches and spilled ones read back), each with its
     /// fine buckets' row ranges (relative to the bucket's first fine bucket, as
-    /// [`Kept::starts`])
-    sources: Vec<(RecordBatch, Vec<u32>)>,
+    /// [`Kept::starts`]) and its partition
+    sources: Vec<(RecordBatch, Vec<u32>, usize)>,
+    /// per partition, per column, the labels of its codes (see [`PartitionRows`])
+    dictionaries: Vec<Vec<Option<StringViewArray>>>,
     /// the next fine bucket of the loaded bucket
     fine: usize,
     /// the current fine bucket's rows in their permuted order, and the next row to pass on
@@ -555,7 +717,18 @@ struct Gather {
 impl Gather {
     fn new(scattered: Scattered) -> Self {
         let fine = scattered.levels.per_bucket();
+        let dictionaries = scattered
+            .partitions
+            .iter()
+            .map(|p| {
+                p.codes
+                    .iter()
+                    .map(|codes| codes.as_ref().map(LabelCodes::dictionary))
+                    .collect()
+            })
+            .collect();
         Self {
+            dictionaries,
             scattered,
             bucket: 0,
             loaded: 0,
@@ -574,8 +747,12 @@ impl Gather {
         self.sources.clear();
         self.loaded = bucket;
         self.fine = 0;
-        for partition in &self.scattered.partitions {
-            if let Some(spill) = partition.spilled.get(&(bucket as u16)) {
+        for (p, partition) in self.scattered.partitions.iter().enumerate() {
+            let spills = partition
+                .spilled
+                .iter()
+                .filter_map(|g| g.get(&(bucket as u16)));
+            for spill in spills {
                 let path = spill.file.path().ok_or_else(|| {
                     DataFusionError::Execution("the shuffle needs local spill files".into())
                 })?;
@@ -588,13 +765,13 @@ impl Gather {
                 // UTF-8 validated again — would only cost time (5 % of a 10M-row shuffle)
                 let reader = unsafe { reader.with_skip_validation(true) };
                 for (batch, starts) in reader.zip(&spill.starts) {
-                    self.sources.push((batch?, starts.clone()));
+                    self.sources.push((batch?, starts.clone(), p));
                 }
             }
             for kept in &partition.kept {
                 let fine = &kept.starts[bucket * per_bucket..=(bucket + 1) * per_bucket];
                 if fine[0] < fine[per_bucket] {
-                    self.sources.push((kept.batch.clone(), fine.to_vec()));
+                    self.sources.push((kept.batch.clone(), fine.to_vec(), p));
                 }
             }
         }
@@ -607,14 +784,14 @@ impl Gather {
     /// scattered (read in order, each written to its position; see [`scattered`]).
     fn permute_fine_bucket(&mut self) -> Result<()> {
         let f = self.fine;
-        let slices: Vec<RecordBatch> = self
+        let (slices, partitions): (Vec<RecordBatch>, Vec<usize>) = self
             .sources
             .iter()
-            .filter_map(|(batch, starts)| {
+            .filter_map(|(batch, starts, p)| {
                 let (start, end) = (starts[f] as usize, starts[f + 1] as usize);
-                (start < end).then(|| batch.slice(start, end - start))
+                (start < end).then(|| (batch.slice(start, end - start), *p))
             })
-            .collect();
+            .unzip();
         let rows = slices.iter().map(|s| s.num_rows()).sum::<usize>();
         // dest[r]: the position of the r-th listed row, a uniform permutation (Fisher–Yates)
         let fine_bucket = (self.loaded * self.scattered.levels.per_bucket() + f) as u64;
@@ -625,7 +802,13 @@ impl Gather {
             let j = rng.below(i as u64 + 1) as usize;
             self.dest.swap(i, j);
         }
-        self.permuted = Some(scattered(&self.scattered.schema, &slices, &self.dest)?);
+        let dictionaries = &self.dictionaries;
+        self.permuted = Some(scattered_decoding(
+            &self.scattered.schema,
+            &slices,
+            |source, column| dictionaries[partitions[source]][column].as_ref(),
+            &self.dest,
+        )?);
         self.next = 0;
         self.fine += 1;
         Ok(())
@@ -679,6 +862,7 @@ impl Iterator for Gather {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::Array;
     use datafusion::arrow::datatypes::UInt64Type;
 
     #[test]
@@ -728,13 +912,19 @@ mod tests {
         }
     }
 
-    /// 3 partitions of 4 batches of 1,000 rows: (id, text), id = the row's number.
+    /// The short label of row `id`: 5 values and NULL.
+    fn label(id: i64) -> Option<String> {
+        (id % 7 != 0).then(|| format!("v{}", id % 5))
+    }
+
+    /// 3 partitions of 4 batches of 1,000 rows: (id, text, label), id = the row's number, text
+    /// a long string of its own per row, label [`label`].
     fn partitions() -> (SchemaRef, Vec<Arc<dyn PartitionStream>>) {
-        use datafusion::arrow::array::{Int64Array, StringViewArray};
-        use datafusion::arrow::datatypes::{DataType, Field};
+        use datafusion::arrow::array::Int64Array;
         let schema = Arc::new(Schema::new(vec![
             Field::new("id", DataType::Int64, false),
             Field::new("text", DataType::Utf8View, false),
+            Field::new("label", DataType::Utf8View, true),
         ]));
         let mut id = 0i64;
         let partitions = (0..3)
@@ -750,8 +940,9 @@ mod tests {
                         RecordBatch::try_new(
                             Arc::clone(&schema),
                             vec![
-                                Arc::new(Int64Array::from(ids)),
+                                Arc::new(Int64Array::from(ids.clone())),
                                 Arc::new(StringViewArray::from_iter_values(texts)),
+                                Arc::new(StringViewArray::from_iter(ids.iter().map(|&i| label(i)))),
                             ],
                         )
                         .unwrap()
@@ -764,8 +955,14 @@ mod tests {
     }
 
     /// The ids written by the shuffle of [`partitions`] with `seed` into the buckets of `levels`,
-    /// under a memory pool of `pool` bytes (`None`: unbounded).
-    async fn shuffled_ids(seed: u64, levels: Levels, pool: Option<usize>) -> Vec<i64> {
+    /// under a memory pool of `pool` bytes (`None`: unbounded), with at most `max_codes` codes
+    /// per text column; checks that each row's texts are its own.
+    async fn shuffled_ids(
+        seed: u64,
+        levels: Levels,
+        pool: Option<usize>,
+        max_codes: usize,
+    ) -> Vec<i64> {
         use datafusion::arrow::datatypes::Int64Type;
         use datafusion::execution::memory_pool::FairSpillPool;
         use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -777,13 +974,15 @@ mod tests {
         let ctx =
             SessionContext::new_with_config_rt(SessionConfig::new(), runtime.build_arc().unwrap());
         let (schema, partitions) = partitions();
-        let shuffled = shuffled_in_buckets(schema, partitions, seed, levels, 1500);
+        let shuffled = shuffled_in_buckets(schema, partitions, seed, levels, 1500, max_codes);
         let mut stream = shuffled.execute(ctx.task_ctx());
         let mut ids = Vec::new();
         while let Some(batch) = stream.next().await {
             let batch = batch.unwrap();
             assert!(batch.num_rows() <= BATCH_ROWS);
+            assert_eq!(batch.schema(), shuffled.schema().clone());
             let texts = batch.column(1).as_string_view();
+            let labels = batch.column(2).as_string_view();
             for (row, id) in batch
                 .column(0)
                 .as_primitive::<Int64Type>()
@@ -792,6 +991,8 @@ mod tests {
                 .enumerate()
             {
                 assert_eq!(texts.value(row), format!("a longer text, row {id}"));
+                let written = labels.is_valid(row).then(|| labels.value(row).to_string());
+                assert_eq!(written, label(*id));
                 ids.push(*id);
             }
         }
@@ -802,16 +1003,26 @@ mod tests {
     async fn spilling_does_not_change_the_order_and_keeps_every_row() {
         for (bits, fine) in [(0, 0), (0, 2), (3, 3), (3, 6)] {
             let levels = Levels { bits, fine };
-            let free = shuffled_ids(5, levels, None).await;
+            let free = shuffled_ids(5, levels, None, MAX_CODES).await;
             // 64 KiB: every few batches the kept rows are spilled to the bucket files
-            let spilled = shuffled_ids(5, levels, Some(64 << 10)).await;
+            let spilled = shuffled_ids(5, levels, Some(64 << 10), MAX_CODES).await;
             assert_eq!(free, spilled, "{levels:?}");
+            // nothing coded; and the 4,000 texts of a partition outgrowing 2,500 codes in its
+            // second group (1,500 rows a group, 1,000 a batch), after the first was kept (and,
+            // under 64 KiB, spilled) coded
+            for (pool, max_codes) in [(None, 0), (None, 2500), (Some(64 << 10), 2500)] {
+                let other = shuffled_ids(5, levels, pool, max_codes).await;
+                assert_eq!(free, other, "{levels:?} {pool:?} {max_codes}");
+            }
             let mut sorted = free.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, (0..12_000).collect::<Vec<i64>>(), "{levels:?}");
             // not the input order, and another seed gives another order
             assert!(free != sorted, "{levels:?}");
-            assert!(free != shuffled_ids(6, levels, None).await, "{levels:?}");
+            assert!(
+                free != shuffled_ids(6, levels, None, MAX_CODES).await,
+                "{levels:?}"
+            );
             // each row's position is independent of its input position: the rank correlation
             // of 12,000 positions is within 5 standard deviations (1/√(n−1)) of 0
             let n = free.len() as f64;
