@@ -37,12 +37,17 @@ struct CacheEntry {
     code: u32,
 }
 
-const CACHE_BITS: u32 = 12;
+/// The cache has at most 2^12 slots (128 KiB), at least 2^6, and about 4 per code: a
+/// column of a few labels keeps its cache in the processor's first-level cache (a table
+/// and its shuffle encode up to a dozen columns at once, and a dozen 128 KiB caches did
+/// not fit the second level).
+const MAX_CACHE_BITS: u32 = 12;
+const MIN_CACHE_BITS: u32 = 6;
 
 #[inline]
-fn cache_slot(key: u128) -> usize {
+fn cache_slot(key: u128, bits: u32) -> usize {
     let folded = (key as u64) ^ ((key >> 64) as u64);
-    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_BITS)) as usize
+    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
 }
 
 impl LabelCodes {
@@ -88,19 +93,34 @@ impl LabelCodes {
     pub(crate) fn encode(&mut self, array: &StringViewArray, codes: &mut Vec<u32>) {
         codes.clear();
         codes.reserve(array.len());
-        if self.cache.is_empty() {
+        self.encode_each(array, |_, code| codes.push(code));
+    }
+
+    /// Each row's code, in order, to `code(row, code)`, interning new labels.
+    #[inline]
+    pub(crate) fn encode_each(
+        &mut self,
+        array: &StringViewArray,
+        mut each: impl FnMut(usize, u32),
+    ) {
+        // resized (emptied) as the codes grow; entries are refilled from the map as rows ask
+        let bits = (self.labels.len() * 4)
+            .next_power_of_two()
+            .trailing_zeros()
+            .clamp(MIN_CACHE_BITS, MAX_CACHE_BITS);
+        if self.cache.len() != 1 << bits {
             let unused = CacheEntry {
                 key: 0,
                 code: EMPTY,
             };
-            self.cache = vec![unused; 1 << CACHE_BITS];
+            self.cache = vec![unused; 1 << bits];
         }
         let views = array.views();
         for (row, &view) in views.iter().enumerate() {
             let code = if array.is_null(row) {
                 self.intern(None)
             } else if let Some(key) = inline_view_key(view) {
-                let slot = cache_slot(key);
+                let slot = cache_slot(key, bits);
                 let entry = self.cache[slot];
                 if entry.code != EMPTY && entry.key == key {
                     entry.code
@@ -127,7 +147,7 @@ impl LabelCodes {
                     }
                 }
             };
-            codes.push(code);
+            each(row, code);
         }
     }
 }

@@ -74,8 +74,8 @@ pub(crate) fn scattered_decoding<'a>(
     )?)
 }
 
-/// One column of [`scattered`].
-fn scattered_column(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
+/// One column of [`scattered`]: the rows of `arrays` (in order), row r written to `dest[r]`.
+pub(crate) fn scattered_column(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
     let data_type = arrays
         .first()
         .map_or(DataType::Null, |a| a.data_type().clone());

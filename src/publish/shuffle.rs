@@ -39,7 +39,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringViewArray, UInt16Array};
+use datafusion::arrow::array::{
+    ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringViewArray, UInt16Array,
+};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::CompressionType;
@@ -55,7 +57,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use futures::StreamExt;
 
 use super::codes::LabelCodes;
-use super::scatter::{scattered, scattered_decoding};
+use super::scatter::{scattered, scattered_column, scattered_decoding};
 use crate::rng::SplitMix64;
 
 /// The shuffle's memory when the session has no limit: the scatter spills beyond it.
@@ -405,47 +407,58 @@ impl PartitionRows {
             .sum()
     }
 
-    /// `batches` (the rows of a group, as read) with their coded columns coded. A column
-    /// that outgrows the codes is given up (see [`PartitionRows`]) and stays as it is.
-    fn coded_batches(
+    /// The rows of `batches` (a group, as read), row r written to position `dest[r]` (see
+    /// [`scattered`]), their coded columns coded on the way. A column that outgrows the codes
+    /// is given up (see [`PartitionRows`]) and written as it is.
+    fn grouped_coded(
         &mut self,
         batches: &[RecordBatch],
+        dest: &[u32],
         levels: Levels,
         disk: &Arc<DiskManager>,
-    ) -> Result<Vec<RecordBatch>> {
-        let mut columns: Vec<Vec<ArrayRef>> =
-            batches.iter().map(|b| b.columns().to_vec()).collect();
-        let mut scratch = Vec::new();
-        for c in 0..self.coded.len() {
+    ) -> Result<RecordBatch> {
+        let rows = dest.len();
+        let mut columns: Vec<Option<ArrayRef>> = vec![None; self.coded.len()];
+        for (c, column) in columns.iter_mut().enumerate() {
             let Some(codes) = self.codes[c].as_mut().filter(|_| self.coded[c]) else {
                 continue;
             };
-            let mut coded = Vec::with_capacity(batches.len());
+            let mut out = vec![0u16; rows];
+            let mut next = 0;
+            let mut fits = true;
             for batch in batches {
-                codes.encode(batch.column(c).as_string_view(), &mut scratch);
+                let to = &dest[next..next + batch.num_rows()];
+                codes.encode_each(batch.column(c).as_string_view(), |row, code| {
+                    out[to[row] as usize] = code as u16;
+                });
+                next += batch.num_rows();
                 if codes.len() > self.max_codes {
+                    fits = false;
                     break;
                 }
-                let narrow: Vec<u16> = scratch.iter().map(|&code| code as u16).collect();
-                coded.push(Arc::new(UInt16Array::from(narrow)) as ArrayRef);
             }
-            if coded.len() < batches.len() {
+            if fits {
+                *column = Some(Arc::new(UInt16Array::from(out)));
+            } else {
                 self.give_up(c, levels, disk)?;
-                continue;
-            }
-            for (row, array) in columns.iter_mut().zip(coded) {
-                row[c] = array;
             }
         }
-        columns
+        let columns = columns
             .into_iter()
-            .map(|columns| {
-                Ok(RecordBatch::try_new(
-                    Arc::clone(&self.coded_schema),
-                    columns,
-                )?)
+            .enumerate()
+            .map(|(c, coded)| match coded {
+                Some(coded) => Ok(coded),
+                None => {
+                    let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(c)).collect();
+                    scattered_column(&arrays, dest)
+                }
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.coded_schema),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
     }
 
     /// Holds column `c` as views from now on: decodes it in the kept batches, and starts a
@@ -626,13 +639,8 @@ async fn scatter(
                 }
                 if pending_rows > 0 && (end || pending_rows >= group_rows) {
                     let buckets = keys.buckets(pending_rows, levels.fine);
-                    let pending_coded = rows.coded_batches(&pending, levels, &disk)?;
-                    let (batch, starts) = grouped_by_bucket(
-                        &rows.coded_schema,
-                        &pending_coded,
-                        &buckets,
-                        1 << levels.fine,
-                    )?;
+                    let (dest, starts) = bucket_positions(&buckets, 1 << levels.fine);
+                    let batch = rows.grouped_coded(&pending, &dest, levels, &disk)?;
                     pending.clear();
                     pending_rows = 0;
                     rows.keep(batch, starts, levels, &disk)?;
@@ -670,15 +678,22 @@ fn grouped_by_bucket(
     buckets: &[u16],
     count: usize,
 ) -> Result<(RecordBatch, Vec<u32>)> {
+    let (dest, starts) = bucket_positions(buckets, count);
+    if let ([batch], 1) = (batches, count) {
+        return Ok((batch.clone(), starts));
+    }
+    Ok((scattered(schema, batches, &dest)?, starts))
+}
+
+/// Where a stable counting sort of rows by their `buckets` (among `count`) puts each row,
+/// and where each bucket starts (`count + 1` offsets).
+fn bucket_positions(buckets: &[u16], count: usize) -> (Vec<u32>, Vec<u32>) {
     let mut starts = vec![0u32; count + 1];
     for &b in buckets {
         starts[b as usize + 1] += 1;
     }
     for i in 0..count {
         starts[i + 1] += starts[i];
-    }
-    if let ([batch], 1) = (batches, count) {
-        return Ok((batch.clone(), starts));
     }
     let mut fill = starts.clone();
     let dest: Vec<u32> = buckets
@@ -689,7 +704,7 @@ fn grouped_by_bucket(
             to
         })
         .collect();
-    Ok((scattered(schema, batches, &dest)?, starts))
+    (dest, starts)
 }
 
 /// The gather: the buckets in order, each permuted fine bucket by fine bucket, as batches.
