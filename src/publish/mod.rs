@@ -14,7 +14,7 @@
 
 pub mod bucketized;
 mod classes;
-mod codes;
+pub(crate) mod codes;
 mod population;
 mod scatter;
 mod shuffle;

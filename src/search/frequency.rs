@@ -289,12 +289,16 @@ impl FrequencySet {
                 hierarchy.check_column(name, field.data_type())?;
             }
         }
-        let counted = "__anon_frequency";
-        let df = df.aggregate(
-            names.iter().map(|n| ident(*n)).collect(),
-            vec![count_all().alias(counted)],
-        )?;
-        let streamed = stream_codes(ctx, df, names.len(), progress).await?;
+        let columns: Vec<_> = names.iter().map(|n| ident(*n)).collect();
+        let projected = df.clone().select(columns.clone())?;
+        let streamed = match super::packed::counted(ctx, projected, progress.clone()).await? {
+            Some(streamed) => streamed,
+            None => {
+                let counted = "__anon_frequency";
+                let df = df.aggregate(columns, vec![count_all().alias(counted)])?;
+                stream_codes(ctx, df, names.len(), progress).await?
+            }
+        };
         let combinations = streamed.counts.len();
         let mut columns = streamed.columns.into_iter();
 

@@ -42,6 +42,7 @@ pub mod iab;
 pub mod lattice;
 pub mod local;
 pub mod optimal;
+mod packed;
 pub mod population;
 
 #[cfg(test)]
