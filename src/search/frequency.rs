@@ -669,7 +669,7 @@ pub(super) async fn stream_codes(
 }
 
 /// The value type of a dictionary-encoded type, else the type itself.
-fn decoded_type(data_type: &DataType) -> &DataType {
+pub(super) fn decoded_type(data_type: &DataType) -> &DataType {
     match data_type {
         DataType::Dictionary(_, value) => value,
         other => other,
@@ -677,7 +677,7 @@ fn decoded_type(data_type: &DataType) -> &DataType {
 }
 
 /// `values` with a dictionary decoded.
-fn decoded(values: &ArrayRef) -> Result<ArrayRef> {
+pub(super) fn decoded(values: &ArrayRef) -> Result<ArrayRef> {
     Ok(match values.data_type() {
         DataType::Dictionary(_, value) => cast(values, value)?,
         _ => Arc::clone(values),

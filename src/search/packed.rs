@@ -48,7 +48,7 @@ use std::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator};
 use hashbrown::{DefaultHashBuilder, HashMap};
 
-use super::frequency::StreamedCodes;
+use super::frequency::{StreamedCodes, decoded, decoded_type};
 use crate::functions::histogram::new_dictionary;
 use crate::progress::ScanProgress;
 use crate::publish::codes::LabelCodes;
@@ -396,12 +396,7 @@ fn merged(
     let mut dictionaries = schema
         .fields()
         .iter()
-        .map(|f| {
-            new_dictionary(match f.data_type() {
-                DataType::Dictionary(_, value) => value,
-                other => other,
-            })
-        })
+        .map(|f| new_dictionary(decoded_type(f.data_type())))
         .collect::<Result<Vec<_>>>()?;
     let mut remaps: Vec<Vec<Vec<u32>>> = Vec::with_capacity(partitions.len());
     let mut scratch = Vec::new();
@@ -412,13 +407,7 @@ fn merged(
             let global: Vec<u32> = if values.is_empty() {
                 Vec::new()
             } else {
-                let values = concat(&values)?;
-                let values = match values.data_type() {
-                    DataType::Dictionary(_, value) => {
-                        cast_with_options(&values, value, &CastOptions::default())?
-                    }
-                    _ => values,
-                };
+                let values = decoded(&concat(&values)?)?;
                 scratch.clear();
                 dictionary.intern(std::slice::from_ref(&values), &mut scratch)?;
                 scratch.iter().map(|&c| c as u32).collect()
