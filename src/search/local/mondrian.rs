@@ -49,7 +49,11 @@
 
 use datafusion::error::Result;
 
-use super::{Cell, Judge, LocalRelease, QiAxis, Tally, axes, covering_cell};
+use std::ops::Range;
+
+use super::{
+    Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, covering_cell, lowest_common_node,
+};
 use crate::policy::PrivacyRequirements;
 use crate::search::FrequencySet;
 
@@ -110,33 +114,39 @@ pub fn mondrian_with(
 ) -> Result<LocalRelease> {
     let axes = axes(freq)?;
     let mut judge = Judge::new(freq, requirements)?;
-    let all: Vec<u32> = (0..freq.leaf_classes() as u32).collect();
     let mut root = judge.tally();
-    for &m in &all {
-        judge.add_leaf_class(&mut root, m as usize);
+    for m in 0..freq.leaf_classes() {
+        judge.add_leaf_class(&mut root, m);
     }
     if !judge.passes(&root) {
         return Ok(LocalRelease::covering(freq, &axes, &[]));
     }
+    let layout = Layout::new(freq.qis().len());
+    let mut points = layout.points(freq, &axes);
+    let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
     let new_cutter = |judge| Cutter {
         freq,
         axes: &axes,
         judge,
         options,
-        nested: freq.qis().iter().map(|q| q.is_nested()).collect(),
+        nested: &nested,
+        layout,
         prefix: Vec::new(),
         suffix: Vec::new(),
+        keys: Vec::new(),
+        scratch: Vec::new(),
     };
     let mut cutter = new_cutter(judge);
     // cut on one thread until there are regions enough to share, then each thread finishes
     // its share (every region's cuts depend on that region alone, so the classes are the
     // same however the work is split)
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut stack = vec![all];
-    let mut classes = Vec::new();
+    let mut stack: Vec<Range<usize>> = Vec::new();
+    stack.push(0..freq.leaf_classes());
+    let mut classes: Vec<Range<usize>> = Vec::new();
     while let Some(region) = stack.pop() {
-        match cutter.cut(&region) {
-            Some(parts) => stack.extend(parts),
+        match cutter.cut(&mut points[layout.span(&region)]) {
+            Some(lengths) => stack.extend(parts(region.start, &lengths)),
             None => classes.push(region),
         }
         if threads > 1 && stack.len() >= SHARE_AT {
@@ -144,27 +154,37 @@ pub fn mondrian_with(
         }
     }
     if !stack.is_empty() {
-        // largest first, each to the thread with the fewest leaf classes so far
-        stack.sort_by_key(|r| std::cmp::Reverse(r.len()));
-        let mut shares: Vec<(usize, Vec<Vec<u32>>)> = vec![(0, Vec::new()); threads];
-        for region in stack {
-            let lightest = (0..threads).min_by_key(|&t| shares[t].0).unwrap_or(0);
-            shares[lightest].0 += region.len();
-            shares[lightest].1.push(region);
+        // the regions' records as disjoint slices, largest first, each to the thread with
+        // the fewest records so far
+        stack.sort_by_key(|r| r.start);
+        let mut slices: Vec<RegionSlice> = Vec::with_capacity(stack.len());
+        let mut rest: &mut [u32] = &mut points;
+        let mut cursor = 0;
+        for region in &stack {
+            let (_, tail) = rest.split_at_mut((region.start - cursor) * layout.width);
+            let (records, tail) = tail.split_at_mut(region.len() * layout.width);
+            slices.push((region.start, records));
+            rest = tail;
+            cursor = region.end;
         }
-        let results: Vec<Result<Vec<Vec<u32>>>> = std::thread::scope(|scope| {
+        slices.sort_by_key(|(start, records)| (std::cmp::Reverse(records.len()), *start));
+        let mut shares: Vec<(usize, Vec<RegionSlice>)> =
+            (0..threads).map(|_| (0, Vec::new())).collect();
+        for slice in slices {
+            let lightest = (0..threads).min_by_key(|&t| shares[t].0).unwrap_or(0);
+            shares[lightest].0 += slice.1.len();
+            shares[lightest].1.push(slice);
+        }
+        let results: Vec<Result<Vec<Range<usize>>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = shares
                 .into_iter()
-                .map(|(_, mut stack)| {
+                .map(|(_, regions)| {
                     let new_cutter = &new_cutter;
-                    scope.spawn(move || -> Result<Vec<Vec<u32>>> {
+                    scope.spawn(move || -> Result<Vec<Range<usize>>> {
                         let mut cutter = new_cutter(Judge::new(freq, requirements)?);
                         let mut done = Vec::new();
-                        while let Some(region) = stack.pop() {
-                            match cutter.cut(&region) {
-                                Some(parts) => stack.extend(parts),
-                                None => done.push(region),
-                            }
+                        for (offset, records) in regions {
+                            cutter.finish(records, offset, &mut done);
                         }
                         Ok(done)
                     })
@@ -186,13 +206,46 @@ pub fn mondrian_with(
         }
     }
     // a deterministic class order: by the smallest leaf class of each
-    classes.sort_unstable_by_key(|members| members.iter().copied().min());
+    let mut numbered: Vec<(u32, Range<usize>)> = classes
+        .into_iter()
+        .map(|region| {
+            let smallest = region
+                .clone()
+                .map(|i| layout.member(&points, i))
+                .min()
+                .unwrap_or(u32::MAX);
+            (smallest, region)
+        })
+        .collect();
+    numbered.sort_unstable_by_key(|(smallest, _)| *smallest);
     let budget = cutter.judge.budget();
     if budget > 0 {
-        cutter.trim_outliers(&mut classes, budget);
+        let mut groups: Vec<Vec<u32>> = numbered
+            .iter()
+            .map(|(_, region)| region.clone().map(|i| layout.member(&points, i)).collect())
+            .collect();
+        cutter.trim_outliers(&mut groups, budget);
+        return Ok(LocalRelease::covering(freq, &axes, &groups));
     }
-    Ok(LocalRelease::covering(freq, &axes, &classes))
+    // the cells straight from each class's records (no lookup per leaf class)
+    let d = layout.d;
+    let mut class_of = vec![SUPPRESSED; freq.leaf_classes()];
+    let mut cells = Vec::with_capacity(numbered.len() * d);
+    for (c, (_, region)) in numbered.iter().enumerate() {
+        for i in region.clone() {
+            class_of[layout.member(&points, i) as usize] = c as u32;
+        }
+        cutter.region_cells(&points[layout.span(region)], &mut cells);
+    }
+    Ok(LocalRelease {
+        class_of,
+        cells,
+        width: d,
+    })
 }
+
+/// A region's first record and its records, handed to a thread.
+type RegionSlice<'a> = (usize, &'a mut [u32]);
 
 /// Regions cut on one thread before the rest is shared between threads.
 pub const SHARE_AT: usize = 8;
@@ -201,28 +254,82 @@ pub const SHARE_AT: usize = 8;
 /// (each candidate costs a pass over the class).
 pub const TRIM_CANDIDATES: usize = 64;
 
-/// `pairs` of (key < `keys`, member) in ascending key order, members in their order within
-/// a key: a counting sort when the keys are few next to the pairs (ranks of ages, children of
-/// a node), a comparison sort otherwise.
-fn sort_by_key(pairs: &mut Vec<(u32, u32)>, keys: usize) {
-    if keys > 4 * pairs.len() {
-        pairs.sort_by_key(|p| p.0);
-        return;
+/// The ranges of consecutive parts of `lengths` records from `start`.
+fn parts(start: usize, lengths: &[usize]) -> impl Iterator<Item = Range<usize>> + '_ {
+    lengths.iter().scan(start, |at, &len| {
+        let part = *at..*at + len;
+        *at += len;
+        Some(part)
+    })
+}
+
+/// The leaf classes as records in one flat array, permuted in place so that every region is
+/// a contiguous run (as quicksort partitions): a cut reads its region's keys in order instead
+/// of looking each leaf class up in d columns of |F| codes (a cache miss each, at millions of
+/// leaf classes). A record is d keys (an ordered QI's value rank, a hierarchical QI's leaf
+/// code), the leaf class, and its row count in two words.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    d: usize,
+    width: usize,
+}
+
+impl Layout {
+    fn new(d: usize) -> Self {
+        Self { d, width: d + 3 }
     }
-    let mut start = vec![0u32; keys + 1];
-    for &(k, _) in pairs.iter() {
-        start[k as usize + 1] += 1;
+
+    /// Every leaf class's record, in leaf class order.
+    fn points(&self, freq: &FrequencySet, axes: &[QiAxis]) -> Vec<u32> {
+        let leaf_codes = freq.leaf_codes();
+        let mut points = Vec::with_capacity(freq.leaf_classes() * self.width);
+        for (m, &size) in freq.sizes().iter().enumerate() {
+            for (q, axis) in axes.iter().enumerate() {
+                let leaf = leaf_codes[q][m];
+                points.push(if axis.is_ordered() {
+                    axis.rank_of_leaf()[leaf as usize]
+                } else {
+                    leaf
+                });
+            }
+            points.extend([m as u32, size as u32, (size >> 32) as u32]);
+        }
+        points
     }
-    for i in 1..start.len() {
-        start[i] += start[i - 1];
+
+    /// The words of the records of `region`.
+    fn span(&self, region: &Range<usize>) -> Range<usize> {
+        region.start * self.width..region.end * self.width
     }
-    let mut sorted = vec![(0u32, 0u32); pairs.len()];
-    for &(k, m) in pairs.iter() {
-        let slot = &mut start[k as usize];
-        sorted[*slot as usize] = (k, m);
-        *slot += 1;
+
+    fn len(&self, records: &[u32]) -> usize {
+        records.len() / self.width
     }
-    *pairs = sorted;
+
+    fn key(&self, records: &[u32], i: usize, q: usize) -> u32 {
+        records[i * self.width + q]
+    }
+
+    fn member(&self, records: &[u32], i: usize) -> u32 {
+        records[i * self.width + self.d]
+    }
+
+    fn size(&self, records: &[u32], i: usize) -> u64 {
+        let at = i * self.width + self.d;
+        records[at + 1] as u64 | (records[at + 2] as u64) << 32
+    }
+
+    fn rows(&self, records: &[u32]) -> u64 {
+        (0..self.len(records)).map(|i| self.size(records, i)).sum()
+    }
+}
+
+/// One child of a hierarchical cut: its records (a run of the sorted region), tally and
+/// smallest leaf class (the tie-break between children of equal size).
+struct Child {
+    records: Range<usize>,
+    tally: Tally,
+    smallest: u32,
 }
 
 struct Cutter<'a> {
@@ -231,43 +338,142 @@ struct Cutter<'a> {
     judge: Judge<'a>,
     options: MondrianOptions,
     /// per QI: whether its hierarchy is nested (cells can then be folded leaf by leaf)
-    nested: Vec<bool>,
+    nested: &'a [bool],
+    layout: Layout,
     /// scratch: the cost of the covering cells of each prefix / suffix of a sorted region
     prefix: Vec<f64>,
     suffix: Vec<f64>,
+    /// scratch: sort keys and records
+    keys: Vec<u32>,
+    scratch: Vec<u32>,
 }
 
 impl Cutter<'_> {
-    /// The parts of the region's allowable cut on its widest QI that has one.
-    fn cut(&mut self, region: &[u32]) -> Option<Vec<Vec<u32>>> {
+    /// Cuts `records` (one region) and its parts until none has an allowable cut, appending
+    /// the classes, offset by `offset` records, to `done`.
+    fn finish(&mut self, records: &mut [u32], offset: usize, done: &mut Vec<Range<usize>>) {
+        let mut stack: Vec<Range<usize>> = Vec::new();
+        stack.push(0..self.layout.len(records));
+        while let Some(region) = stack.pop() {
+            match self.cut(&mut records[self.layout.span(&region)]) {
+                Some(lengths) => stack.extend(parts(region.start, &lengths)),
+                None => done.push(region.start + offset..region.end + offset),
+            }
+        }
+    }
+
+    /// The allowable cut of the region's widest QI that has one: the records reordered so
+    /// that the parts are consecutive, and the parts' lengths.
+    fn cut(&mut self, records: &mut [u32]) -> Option<Vec<usize>> {
+        let d = self.layout.d;
+        let mut cells = Vec::with_capacity(d);
+        self.region_cells(records, &mut cells);
         let qis = self.freq.qis();
-        let leaf_codes = self.freq.leaf_codes();
-        let mut order: Vec<(f64, usize, Cell)> = (0..qis.len())
-            .map(|q| {
-                let cell = covering_cell(&qis[q], &self.axes[q], &leaf_codes[q], region);
-                (self.axes[q].cost(&qis[q], cell), q, cell)
-            })
+        let mut order: Vec<(f64, usize, Cell)> = cells
+            .iter()
+            .enumerate()
+            .map(|(q, &cell)| (self.axes[q].cost(&qis[q], cell), q, cell))
             .collect();
         // widest first; ties by QI order
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut best: Option<(f64, Vec<Vec<u32>>)> = None;
+        // (the Loss after the cut, its QI, its lengths); each try reorders the records, so
+        // the best is cut again unless it was the last tried
+        let mut best: Option<(f64, usize, Cell, Vec<usize>)> = None;
+        let mut last = None;
         for (_, q, cell) in order {
-            let parts = if self.axes[q].is_ordered() {
-                self.ordered_cut(q, region)
-            } else {
-                self.hierarchical_cut(q, cell, region)
+            let Some(lengths) = self.cut_on(q, cell, records) else {
+                continue;
             };
-            let Some(parts) = parts else { continue };
             if self.options.dimension == Dimension::Range {
-                return Some(parts);
+                return Some(lengths);
             }
             // the Loss after the cut (the region's own Loss is the same for every QI)
-            let after: f64 = parts.iter().map(|p| self.region_cost(p)).sum();
-            if best.as_ref().is_none_or(|(b, _)| after < *b) {
-                best = Some((after, parts));
+            let after: f64 = parts(0, &lengths)
+                .map(|p| self.records_cost(&records[self.layout.span(&p)]))
+                .sum();
+            last = Some(q);
+            if best.as_ref().is_none_or(|(b, ..)| after < *b) {
+                best = Some((after, q, cell, lengths));
             }
         }
-        best.map(|(_, parts)| parts)
+        let (_, q, cell, lengths) = best?;
+        if last == Some(q) {
+            Some(lengths)
+        } else {
+            self.cut_on(q, cell, records)
+        }
+    }
+
+    /// The allowable cut of QI `q` (current cell `cell`), if any.
+    fn cut_on(&mut self, q: usize, cell: Cell, records: &mut [u32]) -> Option<Vec<usize>> {
+        if self.axes[q].is_ordered() {
+            self.ordered_cut(q, records)
+        } else {
+            self.hierarchical_cut(q, cell, records)
+        }
+    }
+
+    /// Appends the tightest cell of every QI over `records` to `cells`: the lowest common
+    /// node of hierarchical QIs, the `[min, max]` interval of ordered ones.
+    fn region_cells(&self, records: &[u32], cells: &mut Vec<Cell>) {
+        let layout = self.layout;
+        let n = layout.len(records);
+        for (q, (qi, axis)) in self.freq.qis().iter().zip(self.axes).enumerate() {
+            let keys = (0..n).map(|i| layout.key(records, i, q));
+            cells.push(if axis.is_ordered() {
+                let (lo, hi) = keys.fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
+                axis.interval_cell(qi, lo, hi)
+            } else {
+                lowest_common_node(qi, keys)
+            });
+        }
+    }
+
+    /// Sorts `records` by `key_of` (keys below `keys`), stably: a counting sort when the keys
+    /// are few next to the records (ranks of ages, children of a node), a comparison sort
+    /// otherwise.
+    fn sort_records(&mut self, records: &mut [u32], keys: usize, key_of: impl Fn(&[u32]) -> u32) {
+        let width = self.layout.width;
+        let n = self.layout.len(records);
+        self.keys.clear();
+        self.keys.extend(records.chunks_exact(width).map(&key_of));
+        self.scratch.clear();
+        self.scratch.resize(records.len(), 0);
+        if keys > 4 * n {
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by_key(|&i| self.keys[i as usize]);
+            for (to, &from) in order.iter().enumerate() {
+                let from = from as usize;
+                self.scratch[to * width..(to + 1) * width]
+                    .copy_from_slice(&records[from * width..(from + 1) * width]);
+            }
+        } else {
+            let mut start = vec![0u32; keys + 1];
+            for &k in &self.keys {
+                start[k as usize + 1] += 1;
+            }
+            for i in 1..start.len() {
+                start[i] += start[i - 1];
+            }
+            for (from, &k) in self.keys.iter().enumerate() {
+                let to = start[k as usize] as usize;
+                start[k as usize] += 1;
+                self.scratch[to * width..(to + 1) * width]
+                    .copy_from_slice(&records[from * width..(from + 1) * width]);
+            }
+        }
+        records.copy_from_slice(&self.scratch);
+    }
+
+    /// Adds record `i` to `tally`: its rows, and with sensitive or population requirements
+    /// its histograms.
+    fn add_record(&mut self, tally: &mut Tally, records: &[u32], i: usize, full: bool) {
+        if full {
+            let m = self.layout.member(records, i) as usize;
+            self.judge.add_leaf_class(tally, m);
+        } else {
+            tally.rows += self.layout.size(records, i);
+        }
     }
 
     /// Suppresses outliers within `budget` rows where that lowers the Loss: per class, the leaf
@@ -284,7 +490,7 @@ impl Cutter<'_> {
                 if members.len() < 2 || members.len() > TRIM_CANDIDATES {
                     continue;
                 }
-                let before = self.region_cost(members);
+                let before = self.members_cost(members);
                 let mut best: Option<(f64, usize)> = None;
                 let mut rest = Vec::with_capacity(members.len() - 1);
                 for i in 0..members.len() {
@@ -300,7 +506,7 @@ impl Cutter<'_> {
                             .filter(|&(j, _)| j != i)
                             .map(|(_, &m)| m),
                     );
-                    let gain = before - self.region_cost(&rest) - rows as f64 * d;
+                    let gain = before - self.members_cost(&rest) - rows as f64 * d;
                     if gain <= 1e-9 || best.is_some_and(|(b, _)| b >= gain) {
                         continue;
                     }
@@ -332,72 +538,89 @@ impl Cutter<'_> {
         }
     }
 
-    /// The cost (Σ over QIs of the Loss of the covering cells) of every prefix of `members`
-    /// (entry i: the first i + 1 members) into `self.prefix`, or `self.suffix` when `suffix`.
-    /// Ordered QIs keep a rank range; hierarchical ones climb from one representative leaf,
-    /// which finds the lowest common node when the hierarchy is nested (else the prefix is
-    /// recomputed). A QI's cost is recomputed only when its cell changes.
-    fn fold_cells(&mut self, members: impl Iterator<Item = u32> + Clone, suffix: bool) {
+    /// The cost (Σ over QIs of the Loss of the covering cells) of the prefixes of `records`
+    /// (sorted by QI `q`) that end a run of equal keys of `q` (entry i: the first i + 1
+    /// records) into `self.prefix`, or of the suffixes that start one (entry j: the last
+    /// j + 1) into `self.suffix`; the other entries are not meaningful, since a cut falls
+    /// between runs only. Ordered QIs keep a rank range; hierarchical ones climb from one
+    /// representative leaf, which finds the lowest common node when the hierarchy is nested
+    /// (else the cell is recomputed). Cells and costs are computed at run ends only: a large
+    /// region has few runs (distinct ages) next to its records.
+    fn fold_cells(&mut self, records: &[u32], q: usize, suffix: bool) {
         let qis = self.freq.qis();
-        let leaf_codes = self.freq.leaf_codes();
-        let d = qis.len();
+        let layout = self.layout;
+        let d = layout.d;
+        let n = layout.len(records);
         let mut out = std::mem::take(if suffix {
             &mut self.suffix
         } else {
             &mut self.prefix
         });
         out.clear();
+        out.resize(n, f64::NAN);
         // per QI: (lo rank, hi rank) or (representative leaf, level); level = height is `*`
         let mut state: Vec<(u32, u32)> = vec![(u32::MAX, 0); d];
-        let mut cells: Vec<Option<Cell>> = vec![None; d];
-        let mut costs = vec![0.0; d];
         let all_nested = self.nested.iter().all(|&n| n);
-        let mut seen: Vec<u32> = Vec::new();
-        for (i, m) in members.enumerate() {
+        let mut seen: Vec<usize> = Vec::new();
+        for (step, entry) in out.iter_mut().enumerate() {
+            let i = if suffix { n - 1 - step } else { step };
             if !all_nested {
-                seen.push(m);
+                seen.push(i);
             }
-            for q in 0..d {
-                let (qi, axis) = (&qis[q], &self.axes[q]);
-                let leaf = leaf_codes[q][m as usize];
-                let cell = if axis.is_ordered() {
-                    let r = axis.rank_of_leaf()[leaf as usize];
-                    let (lo, hi) = &mut state[q];
-                    (*lo, *hi) = if i == 0 {
-                        (r, r)
+            for (p, (qi, axis)) in qis.iter().zip(self.axes).enumerate() {
+                let key = layout.key(records, i, p);
+                let (a, b) = &mut state[p];
+                if axis.is_ordered() {
+                    (*a, *b) = if step == 0 {
+                        (key, key)
                     } else {
-                        ((*lo).min(r), (*hi).max(r))
+                        ((*a).min(key), (*b).max(key))
                     };
-                    axis.interval_cell(qi, *lo, *hi)
-                } else if self.nested[q] {
-                    let (rep, level) = &mut state[q];
-                    if i == 0 {
-                        (*rep, *level) = (leaf, 0);
+                } else if self.nested[p] {
+                    if step == 0 {
+                        (*a, *b) = (key, 0);
                     }
                     let height = qi.height() as u32;
-                    while *level < height
-                        && qi.leaf_map(*level as usize)[leaf as usize]
-                            != qi.leaf_map(*level as usize)[*rep as usize]
+                    while *b < height
+                        && qi.leaf_map(*b as usize)[key as usize]
+                            != qi.leaf_map(*b as usize)[*a as usize]
                     {
-                        *level += 1;
+                        *b += 1;
                     }
-                    if *level == height {
+                }
+            }
+            // the end of a run of equal keys of `q`, in the direction of the fold
+            let next = if suffix {
+                i.checked_sub(1)
+            } else {
+                Some(i + 1)
+            };
+            let run_ends = next
+                .filter(|&j| j < n)
+                .is_none_or(|j| layout.key(records, j, q) != layout.key(records, i, q));
+            if !run_ends {
+                continue;
+            }
+            let mut cost = 0.0;
+            for (p, (qi, axis)) in qis.iter().zip(self.axes).enumerate() {
+                let (a, b) = state[p];
+                let cell = if axis.is_ordered() {
+                    axis.interval_cell(qi, a, b)
+                } else if self.nested[p] {
+                    if b == qi.height() as u32 {
                         Cell::Top
                     } else {
                         Cell::Node {
-                            level: *level,
-                            code: qi.leaf_map(*level as usize)[*rep as usize],
+                            level: b,
+                            code: qi.leaf_map(b as usize)[a as usize],
                         }
                     }
                 } else {
-                    covering_cell(qi, axis, &leaf_codes[q], &seen)
+                    lowest_common_node(qi, seen.iter().map(|&j| layout.key(records, j, p)))
                 };
-                if cells[q] != Some(cell) {
-                    cells[q] = Some(cell);
-                    costs[q] = axis.cost(qi, cell);
-                }
+                cost += axis.cost(qi, cell);
             }
-            out.push(costs.iter().sum());
+            *entry = cost;
         }
         if suffix {
             self.suffix = out;
@@ -407,62 +630,70 @@ impl Cutter<'_> {
     }
 
     /// Σ over the region's rows and QIs of the cost of its tightest cells.
-    fn region_cost(&self, region: &[u32]) -> f64 {
+    fn records_cost(&self, records: &[u32]) -> f64 {
+        let qis = self.freq.qis();
+        let mut cells = Vec::with_capacity(self.layout.d);
+        self.region_cells(records, &mut cells);
+        let cost: f64 = cells
+            .iter()
+            .enumerate()
+            .map(|(q, &cell)| self.axes[q].cost(&qis[q], cell))
+            .sum();
+        self.layout.rows(records) as f64 * cost
+    }
+
+    /// [`Self::records_cost`] of a list of leaf classes.
+    fn members_cost(&self, members: &[u32]) -> f64 {
         let qis = self.freq.qis();
         let leaf_codes = self.freq.leaf_codes();
-        let rows: u64 = region.iter().map(|&m| self.freq.sizes()[m as usize]).sum();
+        let rows: u64 = members.iter().map(|&m| self.freq.sizes()[m as usize]).sum();
         let cost: f64 = (0..qis.len())
             .map(|q| {
-                let cell = covering_cell(&qis[q], &self.axes[q], &leaf_codes[q], region);
+                let cell = covering_cell(&qis[q], &self.axes[q], &leaf_codes[q], members);
                 self.axes[q].cost(&qis[q], cell)
             })
             .sum();
         rows as f64 * cost
     }
 
-    /// The allowable threshold closest to the median of QI `q`'s values in the region.
-    fn ordered_cut(&mut self, q: usize, region: &[u32]) -> Option<Vec<Vec<u32>>> {
-        let codes = &self.freq.leaf_codes()[q];
-        let rank = self.axes[q].rank_of_leaf();
-        let mut sorted: Vec<(u32, u32)> = region
-            .iter()
-            .map(|&m| (rank[codes[m as usize] as usize], m))
-            .collect();
-        sort_by_key(&mut sorted, rank.len());
-        if sorted.first()?.0 == sorted.last()?.0 {
+    /// The allowable threshold of ordered QI `q` (see [`Threshold`]).
+    fn ordered_cut(&mut self, q: usize, records: &mut [u32]) -> Option<Vec<usize>> {
+        let layout = self.layout;
+        let n = layout.len(records);
+        let (lo, hi) = (0..n)
+            .map(|i| layout.key(records, i, q))
+            .fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
+        if n == 0 || lo == hi {
             return None;
         }
-        let sizes = self.freq.sizes();
-        let total_rows: u64 = region.iter().map(|&m| sizes[m as usize]).sum();
+        let ranks = self.axes[q].rank_of_leaf().len();
+        self.sort_records(records, ranks, |record| record[q]);
+        let records = &*records;
+        let total_rows = layout.rows(records);
         let k = self.judge.k();
         let with_sensitive = self.judge.has_sensitive();
         let (mut total, mut left, mut right) =
             (self.judge.tally(), self.judge.tally(), Tally::default());
         if with_sensitive {
-            for &(_, m) in &sorted {
-                self.judge.add_leaf_class(&mut total, m as usize);
+            for i in 0..n {
+                self.add_record(&mut total, records, i, true);
             }
         }
         let by_loss = self.options.threshold == Threshold::Loss;
         if by_loss {
-            self.fold_cells(sorted.iter().map(|&(_, m)| m), false);
-            self.fold_cells(sorted.iter().rev().map(|&(_, m)| m), true);
+            self.fold_cells(records, q, false);
+            self.fold_cells(records, q, true);
         }
         // (the parts' cost, distance of the left part's rows from half, end of the left part)
         let mut best: Option<(f64, u64, usize)> = None;
         let mut i = 0;
-        while i < sorted.len() {
-            let value = sorted[i].0;
-            while i < sorted.len() && sorted[i].0 == value {
-                let m = sorted[i].1 as usize;
-                if with_sensitive {
-                    self.judge.add_leaf_class(&mut left, m);
-                } else {
-                    left.rows += sizes[m];
-                }
+        while i < n {
+            let value = layout.key(records, i, q);
+            while i < n && layout.key(records, i, q) == value {
+                self.add_record(&mut left, records, i, with_sensitive);
                 i += 1;
             }
-            if i == sorted.len() {
+            if i == n {
                 break;
             }
             let right_rows = total_rows - left.rows;
@@ -471,8 +702,8 @@ impl Cutter<'_> {
             }
             let distance = (2 * left.rows).abs_diff(total_rows);
             let cost = if by_loss {
-                // prefix i − 1 covers sorted[..i]; suffix j covers the last j + 1 members
-                let j = sorted.len() - i - 1;
+                // prefix i − 1 covers the first i records; suffix j the last j + 1
+                let j = n - i - 1;
                 left.rows as f64 * self.prefix[i - 1] + right_rows as f64 * self.suffix[j]
             } else {
                 0.0
@@ -492,15 +723,19 @@ impl Cutter<'_> {
             }
         }
         let (_, _, end) = best?;
-        let left_part = sorted[..end].iter().map(|&(_, m)| m).collect();
-        let right_part = sorted[end..].iter().map(|&(_, m)| m).collect();
-        Some(vec![left_part, right_part])
+        Some(vec![end, n - end])
     }
 
     /// Splits the region's lowest common node of QI `q` into its children (see the module
     /// documentation).
-    fn hierarchical_cut(&mut self, q: usize, cell: Cell, region: &[u32]) -> Option<Vec<Vec<u32>>> {
-        let qi = &self.freq.qis()[q];
+    fn hierarchical_cut(
+        &mut self,
+        q: usize,
+        cell: Cell,
+        records: &mut [u32],
+    ) -> Option<Vec<usize>> {
+        let freq = self.freq;
+        let qi = &freq.qis()[q];
         let child_level = match cell {
             Cell::Node { level: 0, .. } | Cell::Interval { .. } => return None,
             Cell::Node { level, .. } => level as usize - 1,
@@ -508,74 +743,103 @@ impl Cutter<'_> {
             Cell::Top => qi.height().checked_sub(1)?,
         };
         let map = qi.leaf_map(child_level);
-        let codes = &self.freq.leaf_codes()[q];
-        let mut by_child: Vec<(u32, u32)> = region
-            .iter()
-            .map(|&m| (map[codes[m as usize] as usize], m))
-            .collect();
-        sort_by_key(&mut by_child, qi.cardinality(child_level));
-        let mut children: Vec<(Vec<u32>, Tally)> = Vec::new();
-        for chunk in by_child.chunk_by(|a, b| a.0 == b.0) {
-            let members: Vec<u32> = chunk.iter().map(|&(_, m)| m).collect();
+        self.sort_records(records, qi.cardinality(child_level), |record| {
+            map[record[q] as usize]
+        });
+        let layout = self.layout;
+        let n = layout.len(records);
+        let with_sensitive = self.judge.has_sensitive();
+        let mut children: Vec<Child> = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let (start, child) = (i, self.keys_sorted_child(map, records, i, q));
             let mut tally = self.judge.tally();
-            for &m in &members {
-                self.judge.add_leaf_class(&mut tally, m as usize);
+            let mut smallest = u32::MAX;
+            while i < n && self.keys_sorted_child(map, records, i, q) == child {
+                self.add_record(&mut tally, records, i, with_sensitive);
+                smallest = smallest.min(layout.member(records, i));
+                i += 1;
             }
-            children.push((members, tally));
+            children.push(Child {
+                records: start..i,
+                tally,
+                smallest,
+            });
         }
         if children.len() < 2 {
             return None;
         }
-        if let Some(parts) = self.pooled_parts(&children) {
-            return Some(parts);
+        let groups = match self.pooled_parts(&children) {
+            Some(groups) => groups,
+            None if children.len() <= EXHAUSTIVE_CHILDREN => self.best_two_groups(&children)?,
+            None => return None,
+        };
+        // the parts' records consecutive, in part order
+        let width = layout.width;
+        self.scratch.clear();
+        let mut lengths = Vec::with_capacity(groups.len());
+        for group in &groups {
+            let mut length = 0;
+            for &c in group {
+                let run = &children[c].records;
+                self.scratch
+                    .extend_from_slice(&records[run.start * width..run.end * width]);
+                length += run.len();
+            }
+            lengths.push(length);
         }
-        if children.len() <= EXHAUSTIVE_CHILDREN {
-            return self.best_two_groups(&children);
-        }
-        None
+        records.copy_from_slice(&self.scratch);
+        Some(lengths)
+    }
+
+    /// The child code of record `i` (QI `q`'s leaf mapped by `map`).
+    fn keys_sorted_child(&self, map: &[u32], records: &[u32], i: usize, q: usize) -> u32 {
+        map[self.layout.key(records, i, q) as usize]
     }
 
     /// Children meeting the policy alone as parts, the others pooled; `None` unless that
-    /// gives at least two parts.
-    fn pooled_parts(&mut self, children: &[(Vec<u32>, Tally)]) -> Option<Vec<Vec<u32>>> {
-        let mut parts: Vec<(Vec<u32>, Tally)> = Vec::new();
-        let mut pool: (Vec<u32>, Tally) = (Vec::new(), self.judge.tally());
-        for (members, tally) in children {
-            if self.judge.passes(tally) {
-                parts.push((members.clone(), tally.clone()));
+    /// gives at least two parts. Parts are lists of children.
+    fn pooled_parts(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
+        // (children, tally, smallest leaf class)
+        let mut parts: Vec<(Vec<usize>, Tally, u32)> = Vec::new();
+        let mut pool: (Vec<usize>, Tally) = (Vec::new(), self.judge.tally());
+        for (c, child) in children.iter().enumerate() {
+            if self.judge.passes(&child.tally) {
+                parts.push((vec![c], child.tally.clone(), child.smallest));
             } else {
-                pool.0.extend_from_slice(members);
-                pool.1.add(tally);
+                pool.0.push(c);
+                pool.1.add(&child.tally);
             }
         }
         // largest first, so the pool joins the smallest parts
-        parts.sort_by(|a, b| b.1.rows.cmp(&a.1.rows).then(a.0.cmp(&b.0)));
+        parts.sort_by(|a, b| b.1.rows.cmp(&a.1.rows).then(a.2.cmp(&b.2)));
         while !pool.0.is_empty() && !self.judge.passes(&pool.1) {
-            let (members, tally) = parts.pop()?;
+            let (members, tally, _) = parts.pop()?;
             pool.0.extend(members);
             pool.1.add(&tally);
         }
+        let mut parts: Vec<Vec<usize>> = parts.into_iter().map(|(c, ..)| c).collect();
         if !pool.0.is_empty() {
-            parts.push(pool);
+            parts.push(pool.0);
         }
-        (parts.len() >= 2).then(|| parts.into_iter().map(|(m, _)| m).collect())
+        (parts.len() >= 2).then_some(parts)
     }
 
     /// The most balanced split of the children into two groups that both meet the policy.
-    fn best_two_groups(&mut self, children: &[(Vec<u32>, Tally)]) -> Option<Vec<Vec<u32>>> {
+    fn best_two_groups(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
         let c = children.len();
         let mut total = self.judge.tally();
-        for (_, t) in children {
-            total.add(t);
+        for child in children {
+            total.add(&child.tally);
         }
         let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
         let mut best: Option<(u64, u32)> = None;
         // the last child always goes right: each split is tried once
         for mask in 1u32..(1 << (c - 1)) {
             left.clear();
-            for (i, (_, t)) in children.iter().enumerate() {
+            for (i, child) in children.iter().enumerate() {
                 if mask & (1 << i) != 0 {
-                    left.add(t);
+                    left.add(&child.tally);
                 }
             }
             let distance = (2 * left.rows).abs_diff(total.rows);
@@ -589,14 +853,7 @@ impl Cutter<'_> {
             }
         }
         let (_, mask) = best?;
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for (i, (members, _)) in children.iter().enumerate() {
-            if mask & (1 << i) != 0 {
-                a.extend_from_slice(members);
-            } else {
-                b.extend_from_slice(members);
-            }
-        }
+        let (a, b): (Vec<usize>, Vec<usize>) = (0..c).partition(|&i| mask & (1 << i) != 0);
         Some(vec![a, b])
     }
 }
