@@ -9,15 +9,17 @@
 //! a small map per column (the column's distinct values: integers and dates by value,
 //! floats by bits, strings by bytes, other types in Arrow's row format), the codes of a row
 //! are packed into one mixed-radix integer, which a hash index built once per table maps to
-//! the row's class, and each label column is one `take` from its class labels. No
-//! allocation per row. A row whose values or combination are not in the release (the input
+//! the row's class. Each class's labels are held as one record of per-QI label codes, so a
+//! row costs one lookup in the class table (not one per label column, each a cache miss at
+//! hundreds of thousands of classes); each label column is then one `take` from the QI's
+//! distinct labels, a small array. No allocation per row. A row whose values or combination are not in the release (the input
 //! changed since it was computed) fails the query: publishing it would be publishing
 //! something nobody checked.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StructArray, UInt32Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StructArray, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::error::{DataFusionError, Result};
@@ -62,6 +64,9 @@ impl ColumnLookup {
 /// Packed leaf codes of a combination → its class.
 #[derive(Debug)]
 enum CombinationIndex {
+    /// Mixed radix over the columns' leaf counts, when the key and the class fit 64 bits
+    /// together (the common case), in a [`DirectTable`].
+    Direct { radix: Vec<u64>, table: DirectTable },
     /// Mixed radix over the columns' leaf counts, when their product fits 64 bits (the
     /// common case: half the index of 128-bit keys, fewer cache misses).
     Packed64 {
@@ -75,6 +80,119 @@ enum CombinationIndex {
     },
     /// The codes themselves otherwise.
     Tuples(HashMap<Box<[u32]>, u32>),
+}
+
+/// An open-addressing table of 64-bit entries `key << class_bits | class`, linear probing, at
+/// most half full: a lookup usually reads one slot, where a hash map reads its control bytes
+/// and then its bucket (two cache misses each at millions of combinations).
+#[derive(Debug)]
+struct DirectTable {
+    slots: Vec<u64>,
+    mask: usize,
+    /// 64 − log2(slots): the hash's top bits pick the slot
+    shift: u32,
+    class_bits: u32,
+}
+
+/// No entry: a key and class both all ones, which [`DirectTable::new`] rules out.
+const EMPTY: u64 = u64::MAX;
+
+/// Rows whose slots are fetched ahead of their lookup.
+const PREFETCH_DISTANCE: usize = 16;
+
+impl DirectTable {
+    /// A table for `entries` keys below 2^`key_bits` and classes up to `max_class`; `None` if
+    /// a key and a class do not fit 64 bits together.
+    fn new(entries: usize, key_bits: u32, max_class: u32) -> Option<Self> {
+        // one value more than the largest class, so no entry is all ones
+        let class_bits = u64::BITS - (max_class as u64 + 1).leading_zeros();
+        if key_bits.saturating_add(class_bits) > 64 {
+            return None;
+        }
+        let slots = (entries.max(1) * 2).next_power_of_two();
+        Some(Self {
+            slots: vec![EMPTY; slots],
+            mask: slots - 1,
+            shift: 64 - slots.trailing_zeros(),
+            class_bits,
+        })
+    }
+
+    #[inline]
+    fn slot(&self, key: u64) -> usize {
+        // Fibonacci hashing: the multiplication spreads the low bits into the top ones
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize & self.mask
+    }
+
+    fn insert(&mut self, key: u64, class: u32) {
+        let mut i = self.slot(key);
+        while self.slots[i] != EMPTY && self.slots[i] >> self.class_bits != key {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i] = key << self.class_bits | class as u64;
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<u32> {
+        let mut i = self.slot(key);
+        loop {
+            let entry = self.slots[i];
+            if entry == EMPTY {
+                return None;
+            }
+            if entry >> self.class_bits == key {
+                return Some((entry & ((1 << self.class_bits) - 1)) as u32);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Asks the CPU to load `key`'s slot.
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        prefetch(&self.slots[self.slot(key)]);
+    }
+
+    /// The class of every row, from each column's leaf codes.
+    fn classes(
+        &self,
+        codes: &[Vec<u32>],
+        radix: &[u64],
+        rows: usize,
+        classes: &mut Vec<u32>,
+    ) -> Result<()> {
+        let mut keys = vec![0u64; rows];
+        for (c, &r) in codes.iter().zip(radix) {
+            for (key, &code) in keys.iter_mut().zip(c) {
+                *key += code as u64 * r;
+            }
+        }
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
+                self.prefetch(ahead);
+            }
+            classes.push(
+                self.get(key)
+                    .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Asks the CPU to load `value`'s cache line: a hint, with no effect on results.
+#[inline]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let at: *const T = value;
+        // SAFETY: a prefetch reads nothing into the program; `at` is a valid address
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast::<i8>())
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// A mixed-radix key (u64 or u128) of leaf codes.
@@ -136,6 +254,32 @@ fn packed_classes<K: PackedKey>(
     Ok(())
 }
 
+/// Per QI, the distinct labels of `class_labels` (one label per class, Utf8View), and per
+/// class, per QI, the code of its label among them (`label_codes[class * d + q]`).
+fn distinct_labels(class_labels: &[ArrayRef]) -> Result<(Vec<ArrayRef>, Vec<u32>)> {
+    let d = class_labels.len();
+    let classes = class_labels.first().map_or(0, |l| l.len());
+    let mut label_codes = vec![0u32; classes * d];
+    let mut distinct = Vec::with_capacity(d);
+    for (q, labels) in class_labels.iter().enumerate() {
+        let views = labels.as_string_view_opt().ok_or_else(|| {
+            DataFusionError::Internal("local labels are not Utf8View".to_string())
+        })?;
+        let mut code_of: HashMap<Option<&str>, u32> = HashMap::new();
+        let mut first: Vec<u32> = Vec::new();
+        for (class, label) in views.iter().enumerate() {
+            let next = code_of.len() as u32;
+            let code = *code_of.entry(label).or_insert_with(|| {
+                first.push(class as u32);
+                next
+            });
+            label_codes[class * d + q] = code;
+        }
+        distinct.push(take(labels.as_ref(), &UInt32Array::from(first), None)?);
+    }
+    Ok((distinct, label_codes))
+}
+
 /// The lookup of one local release, for rows whose quasi-identifiers have `raw_types`.
 #[derive(Debug)]
 pub struct LocalRecodeFunction {
@@ -143,10 +287,12 @@ pub struct LocalRecodeFunction {
     raw_types: Vec<DataType>,
     columns: Vec<ColumnLookup>,
     index: CombinationIndex,
-    /// per QI, each class's label then `*`
+    /// per QI, its distinct labels (`*` among them)
     labels: Vec<ArrayRef>,
-    /// per class (then the suppressed one): suppressed?
-    suppressed: BooleanArray,
+    /// per class (then the suppressed one), per QI: the code of its label in `labels`
+    label_codes: Vec<u32>,
+    /// the class of suppressed combinations
+    suppressed_class: u32,
     return_type: DataType,
     /// identity of the release, for equality
     release: Arc<LocalRecoding>,
@@ -176,7 +322,20 @@ impl LocalRecodeFunction {
             radix.push(span.unwrap_or(0));
             span = span.and_then(|s| s.checked_mul(values.len().max(1) as u128));
         }
-        let index = if span.is_some_and(|s| s <= u64::MAX as u128) {
+        let key_bits = span.map_or(u32::MAX, |s| u128::BITS - (s - 1).leading_zeros());
+        let direct = DirectTable::new(class_of.len(), key_bits, release.classes() as u32);
+        let index = if let Some(mut table) = direct {
+            let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
+            for (combination, &class) in class_of.iter().enumerate() {
+                let key: u64 = leaf_codes
+                    .iter()
+                    .zip(&radix)
+                    .map(|(codes, &r)| codes[combination] as u64 * r)
+                    .sum();
+                table.insert(key, class);
+            }
+            CombinationIndex::Direct { radix, table }
+        } else if span.is_some_and(|s| s <= u64::MAX as u128) {
             let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
             let classes = packed_index(leaf_codes, class_of, &radix);
             CombinationIndex::Packed64 { radix, classes }
@@ -191,8 +350,7 @@ impl LocalRecodeFunction {
             }
             CombinationIndex::Tuples(classes)
         };
-        let classes = release.classes();
-        let suppressed: BooleanArray = (0..=classes).map(|c| Some(c == classes)).collect();
+        let (labels, label_codes) = distinct_labels(release.class_labels())?;
         let mut fields: Vec<Field> = (0..leaf_values.len())
             .map(|i| Field::new(label_field_name(i), LABEL_TYPE, true))
             .collect();
@@ -202,8 +360,9 @@ impl LocalRecodeFunction {
             raw_types: raw_types.to_vec(),
             columns,
             index,
-            labels: release.class_labels().to_vec(),
-            suppressed,
+            labels,
+            label_codes,
+            suppressed_class: release.classes() as u32,
             return_type: DataType::Struct(Fields::from(fields)),
             release,
         })
@@ -228,6 +387,9 @@ impl LocalRecodeFunction {
         }
         let mut classes = Vec::with_capacity(rows);
         match &self.index {
+            CombinationIndex::Direct { radix, table } => {
+                table.classes(&codes, radix, rows, &mut classes)?
+            }
             CombinationIndex::Packed64 {
                 radix,
                 classes: map,
@@ -285,16 +447,88 @@ impl ScalarUDFImpl for LocalRecodeFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let classes = UInt32Array::from(self.classes(&columns, rows)?);
-        let mut children: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + 1);
-        for labels in &self.labels {
-            children.push(take(labels.as_ref(), &classes, None)?);
+        let classes = self.classes(&columns, rows)?;
+        let d = self.labels.len();
+        let mut codes: Vec<Vec<u32>> = (0..d).map(|_| Vec::with_capacity(rows)).collect();
+        for (i, &class) in classes.iter().enumerate() {
+            // the records are spread over the class table: fetch a few rows ahead
+            if let Some(record) = classes
+                .get(i + PREFETCH_DISTANCE)
+                .and_then(|&ahead| self.label_codes.get(ahead as usize * d))
+            {
+                prefetch(record);
+            }
+            let record = &self.label_codes[class as usize * d..(class as usize + 1) * d];
+            for (out, &code) in codes.iter_mut().zip(record) {
+                out.push(code);
+            }
         }
-        children.push(take(&self.suppressed, &classes, None)?);
+        let mut children: Vec<ArrayRef> = Vec::with_capacity(d + 1);
+        for (labels, codes) in self.labels.iter().zip(codes) {
+            children.push(take(labels.as_ref(), &UInt32Array::from(codes), None)?);
+        }
+        let suppressed: BooleanArray = classes
+            .iter()
+            .map(|&c| Some(c == self.suppressed_class))
+            .collect();
+        children.push(Arc::new(suppressed));
         let DataType::Struct(fields) = &self.return_type else {
             return Err(DataFusionError::Internal("not a struct".to_string()));
         };
         let array = StructArray::try_new(fields.clone(), children, None)?;
         Ok(ColumnarValue::Array(Arc::new(array)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table against a hash map: every key inserted is found with its class, every other
+    /// key is absent; keys and classes at the widths' limits, with collisions forced by a
+    /// small table.
+    #[test]
+    fn direct_table_matches_a_hash_map() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (entries, key_bits, max_class) in
+            [(1usize, 0u32, 0u32), (1000, 20, 999), (5000, 40, 65_534)]
+        {
+            let class_bits = u64::BITS - (max_class as u64 + 1).leading_zeros();
+            let mut table = DirectTable::new(entries, key_bits, max_class).unwrap();
+            let mut reference: HashMap<u64, u32> = HashMap::new();
+            let key_mask = if key_bits == 0 {
+                0
+            } else {
+                (1u64 << key_bits) - 1
+            };
+            // the largest key and class: an entry one bit short of EMPTY
+            table.insert(key_mask, max_class);
+            reference.insert(key_mask, max_class);
+            while reference.len() < entries {
+                let key = next() & key_mask;
+                let class = (next() % (max_class as u64 + 1)) as u32;
+                if let hashbrown::hash_map::Entry::Vacant(e) = reference.entry(key) {
+                    e.insert(class);
+                    table.insert(key, class);
+                }
+            }
+            for (&key, &class) in &reference {
+                assert_eq!(table.get(key), Some(class), "key {key}");
+            }
+            for _ in 0..10_000 {
+                let key = next() & key_mask;
+                assert_eq!(table.get(key), reference.get(&key).copied(), "key {key}");
+            }
+            assert!(key_bits + class_bits <= 64);
+        }
+        // a key and a class that do not fit 64 bits together
+        assert!(DirectTable::new(10, 50, 1 << 20).is_none());
+        assert!(DirectTable::new(10, u32::MAX, 1).is_none());
     }
 }
