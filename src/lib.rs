@@ -23,6 +23,7 @@ pub use datafusion;
 
 pub mod bench;
 pub mod bucketize;
+mod direct_table;
 pub mod distributed;
 pub mod errors;
 pub mod functions;

@@ -7,7 +7,9 @@
 //! each column's labels get dense codes first — a short label is inline in its 16-byte
 //! Utf8View view, so the view itself (its unused bytes cleared) is the key of a small map —
 //! and the class is then found from the row's codes: by a direct index over the codes while
-//! the label counts allow one, else by hashing the few integers.
+//! the label counts allow one; else, while the codes and class ids fit one 64-bit word, in a
+//! [`DirectTable`] keyed by the packed codes (one slot per row, fetched a few rows ahead);
+//! else by hashing the few integers.
 //!
 //! Grouping is exact: two rows share a class exactly when every column holds the same bytes
 //! or both hold NULL (NULL is a value of its own, as in `GROUP BY`). Nothing is hashed
@@ -22,6 +24,7 @@ use datafusion::error::{DataFusionError, Result};
 use hashbrown::HashTable;
 
 use super::codes::LabelCodes;
+use crate::direct_table::{DirectTable, PREFETCH_DISTANCE};
 
 /// Rows grouped into classes by the exact values of some label columns, with a row count
 /// per class; see the module documentation.
@@ -37,8 +40,14 @@ pub(crate) struct ClassCounter {
     scratch: Vec<Vec<u32>>,
     /// direct index by the codes in mixed radix, while the label counts allow one
     dense: Option<DenseIndex>,
-    /// the codes outgrew [`DENSE_SLOTS`]: classes are found by hashing from then on
+    /// the codes outgrew [`DENSE_SLOTS`]: classes are found in `packed` from then on
     dense_given_up: bool,
+    /// classes by their packed codes, once the direct index is given up
+    packed: Option<PackedIndex>,
+    /// the codes or classes outgrew 64 bits: classes are found by hashing from then on
+    packed_given_up: bool,
+    /// the packed keys of the batch being classified
+    packed_keys: Vec<u64>,
     /// the direct-index keys of the batch being classified
     keys: Vec<u32>,
     /// the classes of the batch being counted
@@ -76,6 +85,39 @@ impl DenseIndex {
             .zip(&self.capacity)
             .all(|(&code, &cap)| code < cap)
     }
+}
+
+/// Classes by their codes packed into one word, each column in the bits of its room: for
+/// label counts whose product is too large for a [`DenseIndex`].
+#[derive(Debug, Clone)]
+struct PackedIndex {
+    /// per column, the bits of its codes (room for 2^bits codes)
+    bits: Vec<u32>,
+    /// per column, the position of its bits in a key
+    shifts: Vec<u32>,
+    table: DirectTable,
+}
+
+impl PackedIndex {
+    fn key(&self, codes: &[u32]) -> u64 {
+        codes
+            .iter()
+            .zip(&self.shifts)
+            .map(|(&code, &shift)| (code as u64) << shift)
+            .sum()
+    }
+
+    fn fits(&self, codes: &[u32]) -> bool {
+        codes
+            .iter()
+            .zip(&self.bits)
+            .all(|(&code, &bits)| (code as u64) < 1 << bits)
+    }
+}
+
+/// Bits for codes below `n`.
+fn bits_for(n: u64) -> u32 {
+    u64::BITS - n.saturating_sub(1).leading_zeros()
 }
 
 fn mix(hash: u64, code: u32) -> u64 {
@@ -126,6 +168,9 @@ impl ClassCounter {
             scratch: vec![Vec::new(); columns],
             dense: None,
             dense_given_up: false,
+            packed: None,
+            packed_given_up: false,
+            packed_keys: Vec::new(),
             keys: Vec::new(),
             batch_classes: Vec::new(),
         }
@@ -185,6 +230,60 @@ impl ClassCounter {
         self.dense = Some(dense);
     }
 
+    /// Sets up (or rebuilds) the packed index once the direct index is given up, when the
+    /// codes and class ids fit 64 bits: each column with room for twice its codes, the table
+    /// for twice the classes (so a rebuild, when a batch outgrows it, comes at doublings).
+    fn ensure_packed(&mut self) {
+        if self.packed_given_up || !self.dense_given_up {
+            return;
+        }
+        let classes = self.sizes.len();
+        if let Some(packed) = &self.packed {
+            let fits = self
+                .columns
+                .iter()
+                .zip(&packed.bits)
+                .all(|(c, &bits)| (c.len() as u64) <= 1 << bits);
+            if fits {
+                return;
+            }
+        }
+        let bits: Vec<u32> = self
+            .columns
+            .iter()
+            .map(|c| bits_for(2 * c.len().max(8) as u64))
+            .collect();
+        let key_bits: u32 = bits.iter().sum();
+        let room = 2 * classes.max(1 << 12);
+        let Some(table) = u32::try_from(room)
+            .ok()
+            .and_then(|max_class| DirectTable::new(room, key_bits, max_class))
+        else {
+            self.packed = None;
+            self.packed_given_up = true;
+            return;
+        };
+        let shifts = bits
+            .iter()
+            .scan(0u32, |shift, &b| {
+                let this = *shift;
+                *shift += b;
+                Some(this)
+            })
+            .collect();
+        let mut packed = PackedIndex {
+            bits,
+            shifts,
+            table,
+        };
+        let n = self.width();
+        for class in 0..classes {
+            let key = packed.key(&self.codes[class * n..(class + 1) * n]);
+            packed.table.insert(key, class as u32);
+        }
+        self.packed = Some(packed);
+    }
+
     /// A new class with these codes, in the hash table and the direct index.
     fn new_class(&mut self, row: &[u32], hash: u64) -> u32 {
         let n = self.width();
@@ -203,6 +302,15 @@ impl ClassCounter {
             Some(_) => self.dense = None,
             None => {}
         }
+        match &mut self.packed {
+            Some(packed) if packed.fits(row) && packed.table.has_room_for(class) => {
+                let key = packed.key(row);
+                packed.table.insert(key, class);
+            }
+            // full, or a code past its room: rebuilt larger at the next batch
+            Some(_) => self.packed = None,
+            None => {}
+        }
         class
     }
 
@@ -216,6 +324,8 @@ impl ClassCounter {
             + self.scratch.iter().map(|s| s.capacity() * 4).sum::<usize>()
             + (self.keys.capacity() + self.batch_classes.capacity()) * size_of::<u32>()
             + self.dense.as_ref().map_or(0, |d| d.slots.capacity() * 4)
+            + self.packed.as_ref().map_or(0, |p| p.table.memory_size())
+            + self.packed_keys.capacity() * size_of::<u64>()
     }
 
     /// Number of label columns.
@@ -302,6 +412,47 @@ impl ClassCounter {
                 classes.push(class);
             }
             self.keys = keys;
+            return Ok(());
+        }
+        self.ensure_packed();
+        if let Some(packed) = &self.packed {
+            // every code of the batch is below its column's count, so within its bits
+            let mut keys = std::mem::take(&mut self.packed_keys);
+            keys.clear();
+            keys.resize(rows, 0);
+            for (codes, &shift) in self.scratch.iter().zip(&packed.shifts) {
+                for (key, &code) in keys.iter_mut().zip(codes) {
+                    *key += (code as u64) << shift;
+                }
+            }
+            for (r, &key) in keys.iter().enumerate() {
+                if let (Some(packed), Some(&ahead)) =
+                    (&self.packed, keys.get(r + PREFETCH_DISTANCE))
+                {
+                    packed.table.prefetch(ahead);
+                }
+                let class = match self.packed.as_ref().and_then(|p| p.table.get(key)) {
+                    Some(class) => class,
+                    None => {
+                        for (value, codes) in row.iter_mut().zip(&self.scratch) {
+                            *value = codes[r];
+                        }
+                        // new in the index, but maybe not new (the index may have been
+                        // dropped)
+                        let hash = hash_codes(&row);
+                        let codes = &self.codes;
+                        match self
+                            .table
+                            .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
+                        {
+                            Some(&class) => class,
+                            None => self.new_class(&row, hash),
+                        }
+                    }
+                };
+                classes.push(class);
+            }
+            self.packed_keys = keys;
             return Ok(());
         }
         for r in 0..rows {
@@ -422,15 +573,27 @@ mod tests {
 
     /// Counts random batches drawn from `pool(batch)` with two counters (merged at the end)
     /// and checks them against the brute-force grouping.
-    fn check_against_brute_force(seed: u64, pool: impl Fn(usize) -> Vec<Option<String>>) {
+    fn check_against_brute_force(
+        seed: u64,
+        pool: impl Fn(usize) -> Vec<Option<String>>,
+    ) -> ClassCounter {
+        check_columns_against_brute_force(seed, 3, pool)
+    }
+
+    /// [`check_against_brute_force`] with `width` label columns.
+    fn check_columns_against_brute_force(
+        seed: u64,
+        width: usize,
+        pool: impl Fn(usize) -> Vec<Option<String>>,
+    ) -> ClassCounter {
         let mut rng = SplitMix64(seed);
         let mut rows = Vec::new();
-        let mut counter = ClassCounter::new(3);
-        let mut other = ClassCounter::new(3);
+        let mut counter = ClassCounter::new(width);
+        let mut other = ClassCounter::new(width);
         for batch in 0..6 {
             let pool = pool(batch);
             let len = 1 + rng.below(3000) as usize;
-            let cols: Vec<Vec<Option<&str>>> = (0..3)
+            let cols: Vec<Vec<Option<&str>>> = (0..width)
                 .map(|_| {
                     (0..len)
                         .map(|_| pool[rng.below(pool.len() as u64) as usize].as_deref())
@@ -449,6 +612,7 @@ mod tests {
         }
         counter.merge(&other);
         assert_eq!(as_map(&counter), reference(&rows));
+        counter
     }
 
     /// Short and long labels (inline and not), NULLs, labels that differ only after the
@@ -475,27 +639,41 @@ mod tests {
     #[test]
     fn few_labels_match_a_brute_force_grouping() {
         // 11 labels per column: the direct index
-        check_against_brute_force(7, |_| tricky_labels());
+        let counter = check_against_brute_force(7, |_| tricky_labels());
+        assert!(counter.dense.is_some());
     }
 
     #[test]
     fn many_labels_match_a_brute_force_grouping() {
-        // 3 × 1000 labels need 30 bits: hashed from the start
-        check_against_brute_force(8, |_| {
+        // 3 × 1000 labels need 30 bits: the packed index from the start
+        let counter = check_against_brute_force(8, |_| {
             let mut pool = tricky_labels();
             pool.extend((0..1000).map(|i| Some(format!("{i:05}"))));
             pool
         });
+        assert!(counter.dense_given_up && !counter.packed_given_up);
+    }
+
+    #[test]
+    fn labels_past_64_bits_match_a_brute_force_grouping() {
+        // 8 × 300 labels need 80 bits: hashed from the start
+        let counter = check_columns_against_brute_force(10, 8, |_| {
+            let mut pool = tricky_labels();
+            pool.extend((0..300).map(|i| Some(format!("{i:05}"))));
+            pool
+        });
+        assert!(counter.packed_given_up);
     }
 
     #[test]
     fn growing_labels_match_a_brute_force_grouping() {
-        // the direct index is rebuilt as labels arrive, then given up for hashing
-        check_against_brute_force(9, |batch| {
+        // the direct index is rebuilt as labels arrive, then given up for the packed one
+        let counter = check_against_brute_force(9, |batch| {
             let mut pool = tricky_labels();
             pool.extend((0..[2, 30, 90, 400, 3000, 10][batch]).map(|i| Some(format!("v{i}"))));
             pool
         });
+        assert!(counter.dense_given_up && !counter.packed_given_up);
     }
 
     #[test]

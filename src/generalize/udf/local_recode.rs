@@ -29,6 +29,7 @@ use datafusion::logical_expr::{
 use hashbrown::HashMap;
 
 use super::LABEL_TYPE;
+use crate::direct_table::{DirectTable, PREFETCH_DISTANCE, prefetch};
 use crate::release::LocalRecoding;
 use crate::value_codes::ValueCodes;
 
@@ -82,117 +83,31 @@ enum CombinationIndex {
     Tuples(HashMap<Box<[u32]>, u32>),
 }
 
-/// An open-addressing table of 64-bit entries `key << class_bits | class`, linear probing, at
-/// most half full: a lookup usually reads one slot, where a hash map reads its control bytes
-/// and then its bucket (two cache misses each at millions of combinations).
-#[derive(Debug)]
-struct DirectTable {
-    slots: Vec<u64>,
-    mask: usize,
-    /// 64 − log2(slots): the hash's top bits pick the slot
-    shift: u32,
-    class_bits: u32,
-}
-
-/// No entry: a key and class both all ones, which [`DirectTable::new`] rules out.
-const EMPTY: u64 = u64::MAX;
-
-/// Rows whose slots are fetched ahead of their lookup.
-const PREFETCH_DISTANCE: usize = 16;
-
-impl DirectTable {
-    /// A table for `entries` keys below 2^`key_bits` and classes up to `max_class`; `None` if
-    /// a key and a class do not fit 64 bits together.
-    fn new(entries: usize, key_bits: u32, max_class: u32) -> Option<Self> {
-        // one value more than the largest class, so no entry is all ones
-        let class_bits = u64::BITS - (max_class as u64 + 1).leading_zeros();
-        if key_bits.saturating_add(class_bits) > 64 {
-            return None;
-        }
-        let slots = (entries.max(1) * 2).next_power_of_two();
-        Some(Self {
-            slots: vec![EMPTY; slots],
-            mask: slots - 1,
-            shift: 64 - slots.trailing_zeros(),
-            class_bits,
-        })
-    }
-
-    #[inline]
-    fn slot(&self, key: u64) -> usize {
-        // Fibonacci hashing: the multiplication spreads the low bits into the top ones
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize & self.mask
-    }
-
-    fn insert(&mut self, key: u64, class: u32) {
-        let mut i = self.slot(key);
-        while self.slots[i] != EMPTY && self.slots[i] >> self.class_bits != key {
-            i = (i + 1) & self.mask;
-        }
-        self.slots[i] = key << self.class_bits | class as u64;
-    }
-
-    #[inline]
-    fn get(&self, key: u64) -> Option<u32> {
-        let mut i = self.slot(key);
-        loop {
-            let entry = self.slots[i];
-            if entry == EMPTY {
-                return None;
-            }
-            if entry >> self.class_bits == key {
-                return Some((entry & ((1 << self.class_bits) - 1)) as u32);
-            }
-            i = (i + 1) & self.mask;
+/// The class of every row, from each column's leaf codes, looked up in `table`.
+fn direct_classes(
+    table: &DirectTable,
+    codes: &[Vec<u32>],
+    radix: &[u64],
+    rows: usize,
+    classes: &mut Vec<u32>,
+) -> Result<()> {
+    let mut keys = vec![0u64; rows];
+    for (c, &r) in codes.iter().zip(radix) {
+        for (key, &code) in keys.iter_mut().zip(c) {
+            *key += code as u64 * r;
         }
     }
-
-    /// Asks the CPU to load `key`'s slot.
-    #[inline]
-    fn prefetch(&self, key: u64) {
-        prefetch(&self.slots[self.slot(key)]);
-    }
-
-    /// The class of every row, from each column's leaf codes.
-    fn classes(
-        &self,
-        codes: &[Vec<u32>],
-        radix: &[u64],
-        rows: usize,
-        classes: &mut Vec<u32>,
-    ) -> Result<()> {
-        let mut keys = vec![0u64; rows];
-        for (c, &r) in codes.iter().zip(radix) {
-            for (key, &code) in keys.iter_mut().zip(c) {
-                *key += code as u64 * r;
-            }
+    for (i, &key) in keys.iter().enumerate() {
+        if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
+            table.prefetch(ahead);
         }
-        for (i, &key) in keys.iter().enumerate() {
-            if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
-                self.prefetch(ahead);
-            }
-            classes.push(
-                self.get(key)
-                    .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
-            );
-        }
-        Ok(())
+        classes.push(
+            table
+                .get(key)
+                .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
+        );
     }
-}
-
-/// Asks the CPU to load `value`'s cache line: a hint, with no effect on results.
-#[inline]
-fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let at: *const T = value;
-        // SAFETY: a prefetch reads nothing into the program; `at` is a valid address
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast::<i8>())
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    Ok(())
 }
 
 /// A mixed-radix key (u64 or u128) of leaf codes.
@@ -388,7 +303,7 @@ impl LocalRecodeFunction {
         let mut classes = Vec::with_capacity(rows);
         match &self.index {
             CombinationIndex::Direct { radix, table } => {
-                table.classes(&codes, radix, rows, &mut classes)?
+                direct_classes(table, &codes, radix, rows, &mut classes)?
             }
             CombinationIndex::Packed64 {
                 radix,
@@ -477,58 +392,5 @@ impl ScalarUDFImpl for LocalRecodeFunction {
         };
         let array = StructArray::try_new(fields.clone(), children, None)?;
         Ok(ColumnarValue::Array(Arc::new(array)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The table against a hash map: every key inserted is found with its class, every other
-    /// key is absent; keys and classes at the widths' limits, with collisions forced by a
-    /// small table.
-    #[test]
-    fn direct_table_matches_a_hash_map() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for (entries, key_bits, max_class) in
-            [(1usize, 0u32, 0u32), (1000, 20, 999), (5000, 40, 65_534)]
-        {
-            let class_bits = u64::BITS - (max_class as u64 + 1).leading_zeros();
-            let mut table = DirectTable::new(entries, key_bits, max_class).unwrap();
-            let mut reference: HashMap<u64, u32> = HashMap::new();
-            let key_mask = if key_bits == 0 {
-                0
-            } else {
-                (1u64 << key_bits) - 1
-            };
-            // the largest key and class: an entry one bit short of EMPTY
-            table.insert(key_mask, max_class);
-            reference.insert(key_mask, max_class);
-            while reference.len() < entries {
-                let key = next() & key_mask;
-                let class = (next() % (max_class as u64 + 1)) as u32;
-                if let hashbrown::hash_map::Entry::Vacant(e) = reference.entry(key) {
-                    e.insert(class);
-                    table.insert(key, class);
-                }
-            }
-            for (&key, &class) in &reference {
-                assert_eq!(table.get(key), Some(class), "key {key}");
-            }
-            for _ in 0..10_000 {
-                let key = next() & key_mask;
-                assert_eq!(table.get(key), reference.get(&key).copied(), "key {key}");
-            }
-            assert!(key_bits + class_bits <= 64);
-        }
-        // a key and a class that do not fit 64 bits together
-        assert!(DirectTable::new(10, 50, 1 << 20).is_none());
-        assert!(DirectTable::new(10, u32::MAX, 1).is_none());
     }
 }
