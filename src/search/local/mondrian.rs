@@ -55,7 +55,7 @@ use super::{
     Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, covering_cell, lowest_common_node,
 };
 use crate::policy::PrivacyRequirements;
-use crate::search::FrequencySet;
+use crate::search::{FrequencySet, QiDomain};
 
 /// Up to this many children, a hierarchical cut the greedy pooling misses is searched for
 /// among all two-group splits (2^(c−1) of them).
@@ -324,6 +324,58 @@ impl Layout {
     }
 }
 
+/// The lowest common node of the leaves added so far, in a nested hierarchy: it climbs from
+/// the first leaf while a new leaf's code at the current level differs (one load per leaf,
+/// where [`lowest_common_node`] passes over the leaves once per level it tries).
+#[derive(Clone, Copy)]
+struct Climb<'a> {
+    qi: &'a QiDomain,
+    /// the first leaf added
+    leaf: u32,
+    /// the current level; the height is `*`
+    level: u32,
+    /// the current level's leaf map (empty at `*`) and the first leaf's code in it
+    map: &'a [u32],
+    code: u32,
+}
+
+impl<'a> Climb<'a> {
+    fn start(qi: &'a QiDomain, leaf: u32) -> Self {
+        let map = qi.leaf_map(0);
+        Self {
+            qi,
+            leaf,
+            level: 0,
+            map,
+            code: map[leaf as usize],
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, leaf: u32) {
+        while !self.map.is_empty() && self.map[leaf as usize] != self.code {
+            self.level += 1;
+            if self.level as usize == self.qi.height() {
+                self.map = &[];
+            } else {
+                self.map = self.qi.leaf_map(self.level as usize);
+                self.code = self.map[self.leaf as usize];
+            }
+        }
+    }
+
+    fn cell(&self) -> Cell {
+        if self.map.is_empty() {
+            Cell::Top
+        } else {
+            Cell::Node {
+                level: self.level,
+                code: self.code,
+            }
+        }
+    }
+}
+
 /// One child of a hierarchical cut: its records (a run of the sorted region), tally and
 /// smallest leaf class (the tie-break between children of equal size).
 struct Child {
@@ -419,10 +471,19 @@ impl Cutter<'_> {
         let layout = self.layout;
         let n = layout.len(records);
         for (q, (qi, axis)) in self.freq.qis().iter().zip(self.axes).enumerate() {
-            let keys = (0..n).map(|i| layout.key(records, i, q));
+            let mut keys = (0..n).map(|i| layout.key(records, i, q));
             cells.push(if axis.is_ordered() {
                 let (lo, hi) = keys.fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
                 axis.interval_cell(qi, lo, hi)
+            } else if self.nested[q] {
+                match keys.next() {
+                    Some(first) => {
+                        let mut climb = Climb::start(qi, first);
+                        keys.for_each(|leaf| climb.add(leaf));
+                        climb.cell()
+                    }
+                    None => Cell::Top,
+                }
             } else {
                 lowest_common_node(qi, keys)
             });
@@ -558,8 +619,9 @@ impl Cutter<'_> {
         });
         out.clear();
         out.resize(n, f64::NAN);
-        // per QI: (lo rank, hi rank) or (representative leaf, level); level = height is `*`
-        let mut state: Vec<(u32, u32)> = vec![(u32::MAX, 0); d];
+        // per ordered QI: (lo rank, hi rank); per nested hierarchical one, its climb
+        let mut ranks: Vec<(u32, u32)> = vec![(u32::MAX, 0); d];
+        let mut climbs: Vec<Option<Climb>> = vec![None; d];
         let all_nested = self.nested.iter().all(|&n| n);
         let mut seen: Vec<usize> = Vec::new();
         for (step, entry) in out.iter_mut().enumerate() {
@@ -569,23 +631,17 @@ impl Cutter<'_> {
             }
             for (p, (qi, axis)) in qis.iter().zip(self.axes).enumerate() {
                 let key = layout.key(records, i, p);
-                let (a, b) = &mut state[p];
                 if axis.is_ordered() {
+                    let (a, b) = &mut ranks[p];
                     (*a, *b) = if step == 0 {
                         (key, key)
                     } else {
                         ((*a).min(key), (*b).max(key))
                     };
                 } else if self.nested[p] {
-                    if step == 0 {
-                        (*a, *b) = (key, 0);
-                    }
-                    let height = qi.height() as u32;
-                    while *b < height
-                        && qi.leaf_map(*b as usize)[key as usize]
-                            != qi.leaf_map(*b as usize)[*a as usize]
-                    {
-                        *b += 1;
+                    match &mut climbs[p] {
+                        Some(climb) => climb.add(key),
+                        None => climbs[p] = Some(Climb::start(qi, key)),
                     }
                 }
             }
@@ -603,18 +659,10 @@ impl Cutter<'_> {
             }
             let mut cost = 0.0;
             for (p, (qi, axis)) in qis.iter().zip(self.axes).enumerate() {
-                let (a, b) = state[p];
                 let cell = if axis.is_ordered() {
-                    axis.interval_cell(qi, a, b)
-                } else if self.nested[p] {
-                    if b == qi.height() as u32 {
-                        Cell::Top
-                    } else {
-                        Cell::Node {
-                            level: b,
-                            code: qi.leaf_map(b as usize)[a as usize],
-                        }
-                    }
+                    axis.interval_cell(qi, ranks[p].0, ranks[p].1)
+                } else if let Some(climb) = &climbs[p] {
+                    climb.cell()
                 } else {
                     lowest_common_node(qi, seen.iter().map(|&j| layout.key(records, j, p)))
                 };
