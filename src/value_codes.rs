@@ -18,6 +18,8 @@ use datafusion::error::Result;
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
+use crate::direct_table::DirectTable;
+
 /// The key maps of one column, by the kind of its type.
 #[derive(Debug)]
 enum Keys {
@@ -36,6 +38,22 @@ pub(crate) struct ValueCodes {
     keys: Keys,
     null: Option<u32>,
     len: u32,
+    /// a fixed domain of text values of at most [`SHORT`] bytes: their codes by
+    /// [`short_key`] in one-word slots (a quarter of the map's bucket size, so a domain of
+    /// thousands of values stays in the first-level cache while rows are looked up)
+    short: Option<DirectTable>,
+}
+
+/// Longest value of a domain looked up in [`ValueCodes::short`].
+const SHORT: u32 = 6;
+
+/// The length and bytes of a value of at most [`SHORT`] bytes, from its view (bytes past the
+/// length ignored), in 51 bits.
+#[inline]
+fn short_key(view: u128) -> u64 {
+    let len = view as u32;
+    let bytes = (view >> 32) as u64 & ((1u64 << (8 * len)) - 1);
+    bytes | (len as u64) << 48
 }
 
 fn int_like(t: &DataType) -> bool {
@@ -167,7 +185,24 @@ impl ValueCodes {
             keys,
             null: None,
             len: 0,
+            short: None,
         })
+    }
+
+    /// The [`ValueCodes::short`] table of a text domain whose values all have at most
+    /// [`SHORT`] bytes.
+    fn short_table(&self) -> Option<DirectTable> {
+        let Keys::Bytes { inline, long } = &self.keys else {
+            return None;
+        };
+        if !long.is_empty() || inline.keys().any(|&key| key as u32 > SHORT) {
+            return None;
+        }
+        let mut table = DirectTable::new(inline.len(), 51, self.len)?;
+        for (&key, &code) in inline {
+            table.insert(short_key(key), code);
+        }
+        Some(table)
     }
 
     /// The codes of `values` (code = position) for columns of type `data_type`.
@@ -188,6 +223,7 @@ impl ValueCodes {
                 first.len()
             )));
         }
+        codes.short = codes.short_table();
         Ok(codes)
     }
 
@@ -286,6 +322,42 @@ impl ValueCodes {
     ) -> Result<()> {
         out.clear();
         out.resize(column.len(), u32::MAX);
+        match (&self.keys, &self.short) {
+            (Keys::Bytes { .. }, Some(short)) => {
+                let values = cast(column, &DataType::BinaryView)?;
+                let values = values.as_binary_view();
+                for (i, (slot, &view)) in out.iter_mut().zip(values.views()).enumerate() {
+                    // a NULL's view is arbitrary: its code is set below
+                    let found = (view as u32 <= SHORT)
+                        .then(|| short.get(short_key(view)))
+                        .flatten();
+                    *slot = match found {
+                        Some(code) => code,
+                        None if values.is_null(i) => u32::MAX,
+                        None => return Err(missing()),
+                    };
+                }
+            }
+            _ => self.lookup_by_keys(column, out, &missing)?,
+        }
+        if column.null_count() > 0 {
+            let null = self.null.ok_or_else(&missing)?;
+            for (i, slot) in out.iter_mut().enumerate() {
+                if column.is_null(i) {
+                    *slot = null;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`ValueCodes::lookup`] by the key maps, NULLs left for the caller.
+    fn lookup_by_keys(
+        &self,
+        column: &ArrayRef,
+        out: &mut [u32],
+        missing: &impl Fn() -> datafusion::error::DataFusionError,
+    ) -> Result<()> {
         match &self.keys {
             Keys::Int(map) => {
                 let ints = cast(column, &DataType::Int64)?;
@@ -325,14 +397,54 @@ impl ValueCodes {
                 }
             }
         }
-        if column.null_count() > 0 {
-            let null = self.null.ok_or_else(&missing)?;
-            for (i, slot) in out.iter_mut().enumerate() {
-                if column.is_null(i) {
-                    *slot = null;
-                }
-            }
-        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::StringViewArray;
+    use datafusion::error::DataFusionError;
+
+    use super::*;
+
+    fn text(values: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringViewArray::from(values.to_vec()))
+    }
+
+    fn codes_of(domain: &[Option<&str>], column: &[Option<&str>]) -> Result<Vec<u32>> {
+        let codes = ValueCodes::of_domain(&text(domain), &DataType::Utf8View)?;
+        let mut out = Vec::new();
+        codes.lookup(&text(column), &mut out, || {
+            DataFusionError::Execution("missing".to_string())
+        })?;
+        Ok(out)
+    }
+
+    /// Codes are domain positions, by the one-word table when every value has at most 6
+    /// bytes and by the maps otherwise: the same answers either way, and a value outside the
+    /// domain (shorter, longer, or differing only in length) is an error.
+    #[test]
+    fn short_domains_look_up_like_the_maps() {
+        let short: Vec<Option<&str>> = vec![Some(""), Some("a"), Some("ab"), None, Some("123456")];
+        let column = [Some("123456"), None, Some(""), Some("ab"), Some("a")];
+        // position in the domain: 123456 → 4, NULL → 3, "" → 0, ab → 2, a → 1
+        let expected = vec![4, 3, 0, 2, 1];
+        let table = ValueCodes::of_domain(&text(&short), &DataType::Utf8View).unwrap();
+        assert!(table.short.is_some());
+        assert_eq!(codes_of(&short, &column).unwrap(), expected);
+        // one value of 7 bytes: the maps
+        let mut long = short.clone();
+        long.push(Some("1234567"));
+        let maps = ValueCodes::of_domain(&text(&long), &DataType::Utf8View).unwrap();
+        assert!(maps.short.is_none());
+        assert_eq!(codes_of(&long, &column).unwrap(), expected);
+        for outside in ["b", "a\0", "1234567", "12345678901234"] {
+            let error = codes_of(&short, &[Some("a"), Some(outside)]).unwrap_err();
+            assert!(error.to_string().contains("missing"), "{outside}: {error}");
+        }
+        // NULL outside a domain without it
+        let error = codes_of(&[Some("a")], &[None]).unwrap_err();
+        assert!(error.to_string().contains("missing"));
     }
 }
