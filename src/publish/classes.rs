@@ -395,19 +395,8 @@ impl ClassCounter {
                 let class = if slot != EMPTY {
                     slot
                 } else {
-                    for (value, codes) in row.iter_mut().zip(&self.scratch) {
-                        *value = codes[r];
-                    }
                     // new in the index, but maybe not new (the index may have been dropped)
-                    let hash = hash_codes(&row);
-                    let codes = &self.codes;
-                    match self
-                        .table
-                        .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
-                    {
-                        Some(&class) => class,
-                        None => self.new_class(&row, hash),
-                    }
+                    self.hashed_class(r, &mut row)
                 };
                 classes.push(class);
             }
@@ -433,22 +422,8 @@ impl ClassCounter {
                 }
                 let class = match self.packed.as_ref().and_then(|p| p.table.get(key)) {
                     Some(class) => class,
-                    None => {
-                        for (value, codes) in row.iter_mut().zip(&self.scratch) {
-                            *value = codes[r];
-                        }
-                        // new in the index, but maybe not new (the index may have been
-                        // dropped)
-                        let hash = hash_codes(&row);
-                        let codes = &self.codes;
-                        match self
-                            .table
-                            .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
-                        {
-                            Some(&class) => class,
-                            None => self.new_class(&row, hash),
-                        }
-                    }
+                    // new in the index, but maybe not new (the index may have been dropped)
+                    None => self.hashed_class(r, &mut row),
                 };
                 classes.push(class);
             }
@@ -456,21 +431,32 @@ impl ClassCounter {
             return Ok(());
         }
         for r in 0..rows {
-            for (value, codes) in row.iter_mut().zip(&self.scratch) {
-                *value = codes[r];
-            }
-            let hash = hash_codes(&row);
-            let codes = &self.codes;
-            let class = match self
-                .table
-                .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
-            {
-                Some(&class) => class,
-                None => self.new_class(&row, hash),
-            };
-            classes.push(class);
+            classes.push(self.hashed_class(r, &mut row));
         }
         Ok(())
+    }
+
+    /// The class of row `r` of the batch's codes (copied into `row`), found by hashing,
+    /// interned if new.
+    fn hashed_class(&mut self, r: usize, row: &mut [u32]) -> u32 {
+        for (value, codes) in row.iter_mut().zip(&self.scratch) {
+            *value = codes[r];
+        }
+        self.find_or_new(row)
+    }
+
+    /// The class with these codes, found by hashing, interned with size 0 if new.
+    fn find_or_new(&mut self, row: &[u32]) -> u32 {
+        let n = self.width();
+        let hash = hash_codes(row);
+        let codes = &self.codes;
+        match self
+            .table
+            .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], row))
+        {
+            Some(&class) => class,
+            None => self.new_class(row, hash),
+        }
     }
 
     /// Counts `rows` rows of `columns` into their classes.
@@ -492,16 +478,7 @@ impl ClassCounter {
             .zip(labels)
             .map(|(column, label)| column.intern(*label))
             .collect();
-        let n = self.width();
-        let hash = hash_codes(&row);
-        let codes = &self.codes;
-        if let Some(&class) = self
-            .table
-            .find(hash, |&c| same_codes(&codes[c as usize * n..][..n], &row))
-        {
-            return class;
-        }
-        self.new_class(&row, hash)
+        self.find_or_new(&row)
     }
 
     /// The class of this counter with the labels of `other`'s class `class`, if any.

@@ -8,13 +8,14 @@
 //! Per batch, vectorized: each column's values become the frequency set's leaf codes through
 //! a small map per column (the column's distinct values: integers and dates by value,
 //! floats by bits, strings by bytes, other types in Arrow's row format), the codes of a row
-//! are packed into one mixed-radix integer, which a hash index built once per table maps to
-//! the row's class. Each class's labels are held as one record of per-QI label codes, so a
+//! are packed into one mixed-radix integer, which an index built once per table (a
+//! [`DirectTable`] when the key and class fit 64 bits, else a hash map) maps to the row's
+//! class. Each class's labels are held as one record of per-QI label codes, so a
 //! row costs one lookup in the class table (not one per label column, each a cache miss at
 //! hundreds of thousands of classes); each label column is then one `take` from the QI's
-//! distinct labels, a small array. No allocation per row. A row whose values or combination are not in the release (the input
-//! changed since it was computed) fails the query: publishing it would be publishing
-//! something nobody checked.
+//! distinct labels, a small array. No allocation per row. A row whose values or combination
+//! are not in the release (the input changed since it was computed) fails the query:
+//! publishing it would be publishing something nobody checked.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -91,12 +92,7 @@ fn direct_classes(
     rows: usize,
     classes: &mut Vec<u32>,
 ) -> Result<()> {
-    let mut keys = vec![0u64; rows];
-    for (c, &r) in codes.iter().zip(radix) {
-        for (key, &code) in keys.iter_mut().zip(c) {
-            *key += code as u64 * r;
-        }
-    }
+    let keys = packed_keys(codes, radix, rows);
     for (i, &key) in keys.iter().enumerate() {
         if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
             table.prefetch(ahead);
@@ -136,14 +132,24 @@ fn packed_index<K: PackedKey>(
     radix: &[K],
 ) -> HashMap<K, u32> {
     let mut classes = HashMap::with_capacity(class_of.len());
-    for (combination, &class) in class_of.iter().enumerate() {
-        let mut key = K::default();
-        for (codes, &r) in leaf_codes.iter().zip(radix) {
-            key += K::of(codes[combination]) * r;
-        }
+    for (key, &class) in packed_keys(leaf_codes, radix, class_of.len())
+        .into_iter()
+        .zip(class_of)
+    {
         classes.insert(key, class);
     }
     classes
+}
+
+/// The mixed-radix key of each of `rows` rows of per-column `codes`.
+fn packed_keys<K: PackedKey>(codes: &[Vec<u32>], radix: &[K], rows: usize) -> Vec<K> {
+    let mut keys = vec![K::default(); rows];
+    for (c, &r) in codes.iter().zip(radix) {
+        for (key, &code) in keys.iter_mut().zip(c) {
+            *key += K::of(code) * r;
+        }
+    }
+    keys
 }
 
 /// The class of every row, from each column's leaf codes.
@@ -154,13 +160,7 @@ fn packed_classes<K: PackedKey>(
     rows: usize,
     classes: &mut Vec<u32>,
 ) -> Result<()> {
-    let mut keys = vec![K::default(); rows];
-    for (c, &r) in codes.iter().zip(radix) {
-        for (key, &code) in keys.iter_mut().zip(c) {
-            *key += K::of(code) * r;
-        }
-    }
-    for key in &keys {
+    for key in &packed_keys(codes, radix, rows) {
         classes.push(
             *map.get(key)
                 .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
@@ -241,12 +241,10 @@ impl LocalRecodeFunction {
         let direct = DirectTable::new(class_of.len(), key_bits, release.classes() as u32);
         let index = if let Some(mut table) = direct {
             let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
-            for (combination, &class) in class_of.iter().enumerate() {
-                let key: u64 = leaf_codes
-                    .iter()
-                    .zip(&radix)
-                    .map(|(codes, &r)| codes[combination] as u64 * r)
-                    .sum();
+            for (key, &class) in packed_keys(leaf_codes, &radix, class_of.len())
+                .into_iter()
+                .zip(class_of)
+            {
                 table.insert(key, class);
             }
             CombinationIndex::Direct { radix, table }
