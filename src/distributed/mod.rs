@@ -66,6 +66,12 @@ pub fn cluster_config(config: SessionConfig) -> SessionConfig {
             ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED,
             false,
         )
+        // an executor runs one partition of a scan as its own task: with DataFusion's work
+        // stealing, that task would also read the files of the partitions it never polls
+        .set_bool(
+            "datafusion.execution.enable_file_stream_work_stealing",
+            false,
+        )
 }
 
 /// A session state with the crate's rules and functions, Ballista's configuration and the

@@ -31,7 +31,9 @@
 //! bucket, the `interleave` of 10M rows took 6 of the gather's 9 seconds, waiting on memory).
 //! The order does not depend on when, or whether, the scatter spilled: the same input,
 //! release, seed and session configuration (`target_partitions`, which decides how the scan
-//! splits the input) write the same rows in the same order.
+//! splits the input) write the same rows in the same order, as long as each partition reads
+//! the same rows every run (publishing's plans turn off DataFusion's file work stealing for
+//! that: see [`super::in_order`]).
 //!
 //! The seed is as secret as the data: whoever holds it and the input can recompute every
 //! row's bucket and permutation and so undo the shuffle.
