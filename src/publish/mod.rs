@@ -55,7 +55,7 @@ use classes::ClassCounter;
 /// other's files, so that every partition reads the same rows in every run and its batches
 /// reach a writer in the order they are made. (With DataFusion's default work stealing, a
 /// partition that goes idle reads its sibling's byte ranges: the same seed then shuffled
-/// 200,000 rows differently in 1 run of 12 on a busy machine.)
+/// 200,000 rows differently in 1 run of 24 on a busy machine.)
 pub(crate) fn in_order(ctx: &SessionContext) -> datafusion::execution::SessionState {
     let mut state = ctx.state();
     let options = state.config_mut().options_mut();
