@@ -129,7 +129,8 @@ impl Linking<'_> {
     }
 
     /// Deals the members' records into rounds: (round, record) pairs grouped by round.
-    /// Record i of the line goes to round i mod R (see [`dealt_by_round`]).
+    /// Record i of the line goes to round i mod R, so round r is the line's records r, r + R,
+    /// r + 2R, …: a strided gather, no sort.
     fn deal(&self, members: &[u32], rounds: usize) -> Vec<(u32, u32)> {
         let mut line: Vec<u32> = members.to_vec();
         line.sort_by(|&a, &b| {
@@ -137,12 +138,21 @@ impl Linking<'_> {
                 .cmp(&self.determined_values[b as usize])
                 .then(a.cmp(&b))
         });
-        let total = line.iter().map(|&v| self.records[v as usize].len()).sum();
-        let mut records = Vec::with_capacity(total);
-        for &v in &line {
-            records.extend_from_slice(&self.records[v as usize]);
+        let records: Vec<u32> = line
+            .iter()
+            .flat_map(|&v| self.records[v as usize].iter().copied())
+            .collect();
+        let mut dealt = Vec::with_capacity(records.len());
+        for round in 0..rounds {
+            dealt.extend(
+                records
+                    .iter()
+                    .skip(round)
+                    .step_by(rounds)
+                    .map(|&r| (round as u32, r)),
+            );
         }
-        dealt_by_round(&records, rounds)
+        dealt
     }
 
     /// Every round has ≥ k records and ≥ c + 1 distinct values of every attribute. Counting
@@ -434,37 +444,6 @@ pub fn make_buckets(
     }
 }
 
-/// `line` dealt round-robin into `rounds` rounds, as (round, record) pairs grouped by round:
-/// round r holds the line's entries r, r + R, r + 2R, … in that order.
-///
-/// Seen as a matrix of rows of R entries (row t is `line[t·R..(t + 1)·R]`), round r is column
-/// r. A column read straight down strides R entries (1.5 MB at 10M records in one cohort of
-/// 371,327 rounds): a cache miss per entry, most of the (c,k) construction's time. So the
-/// columns are transposed [`DEAL_BLOCK`] at a time: each row's slice of the block is one
-/// contiguous read, and the block's rounds are written within a few KiB.
-fn dealt_by_round(line: &[u32], rounds: usize) -> Vec<(u32, u32)> {
-    let rounds = rounds.max(1);
-    let (per_round, extra) = (line.len() / rounds, line.len() % rounds);
-    // rounds below `extra` hold one entry more
-    let start = |r: usize| r * per_round + r.min(extra);
-    let mut dealt = vec![(0u32, 0u32); line.len()];
-    for from in (0..rounds).step_by(DEAL_BLOCK) {
-        for (t, row) in line.chunks(rounds).enumerate() {
-            let to = (from + DEAL_BLOCK).min(row.len());
-            if from >= to {
-                break;
-            }
-            for (r, &record) in (from..to).zip(&row[from..to]) {
-                dealt[start(r) + t] = (r as u32, record);
-            }
-        }
-    }
-    dealt
-}
-
-/// Rounds transposed together by [`dealt_by_round`]: a row's slice of them is 4 cache lines.
-const DEAL_BLOCK: usize = 64;
-
 fn unsatisfiable(
     name: &str,
     options: &CkOptions,
@@ -508,48 +487,4 @@ fn assign(
         cohort_of_bucket.extend(std::iter::repeat_n(c, rounds));
     }
     (bucket_of, next, cohort_of_bucket)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::dealt_by_round;
-
-    /// The definition read straight off: round r takes the line's entries r, r + R, ….
-    fn dealt_by_stride(line: &[u32], rounds: usize) -> Vec<(u32, u32)> {
-        (0..rounds)
-            .flat_map(|r| {
-                line.iter()
-                    .skip(r)
-                    .step_by(rounds)
-                    .map(move |&record| (r as u32, record))
-            })
-            .collect()
-    }
-
-    #[test]
-    fn dealing_by_blocks_is_dealing_by_stride() {
-        // rounds below, at and across the block of 64, lines that fill the last row or not,
-        // fewer entries than rounds, one round
-        for (len, rounds) in [
-            (0, 3),
-            (1, 1),
-            (10, 1),
-            (10, 3),
-            (5, 8),
-            (640, 64),
-            (1000, 64),
-            (1000, 65),
-            (3001, 200),
-            (4099, 1024),
-        ] {
-            let line: Vec<u32> = (0..len as u32)
-                .map(|i| i.wrapping_mul(2_654_435_761))
-                .collect();
-            assert_eq!(
-                dealt_by_round(&line, rounds),
-                dealt_by_stride(&line, rounds),
-                "{len} entries, {rounds} rounds"
-            );
-        }
-    }
 }
