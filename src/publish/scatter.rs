@@ -37,20 +37,52 @@ pub(crate) fn scattered(
     sources: &[RecordBatch],
     dest: &[u32],
 ) -> Result<RecordBatch> {
-    scattered_decoding(schema, sources, |_, _| None, dest)
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(c, _)| {
+            let arrays: Vec<&ArrayRef> = sources.iter().map(|b| b.column(c)).collect();
+            scattered_column(&arrays, dest)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(schema),
+        columns,
+        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(dest.len())),
+    )?)
 }
 
-/// [`scattered`], where a source's column may be coded: `UInt16` where `schema` has
-/// `Utf8View`, each value a row of the dictionary `dictionary(source, column)` (the labels of
-/// a [`LabelCodes`](super::codes::LabelCodes), code c at row c), written out decoded.
-pub(crate) fn scattered_decoding<'a>(
+/// The rows of `sources` (taken in order, batch after batch) in the order `order`: output
+/// position p holds the `order[p]`-th row read, so `order` must be a permutation of
+/// `0..order.len()` (the inverse of [`scattered`]'s `dest`). A source's column may be coded:
+/// `UInt16` where `schema` has `Utf8View`, each value a row of the dictionary
+/// `dictionary(source, column)` (the labels of a [`LabelCodes`](super::codes::LabelCodes), code
+/// c at row c), written out decoded.
+///
+/// A column coded in every source is *gathered* ([`gathered_codes`]): its codes are a few
+/// bytes a row and stay in cache, so reading them at random is cheap, and the 16-byte views
+/// are written in order into memory that needs no clearing first. Any other column is
+/// scattered by the inverse permutation.
+pub(crate) fn permuted_decoding<'a>(
     schema: &SchemaRef,
     sources: &[RecordBatch],
     dictionary: impl Fn(usize, usize) -> Option<&'a StringViewArray>,
-    dest: &[u32],
+    order: &[u32],
 ) -> Result<RecordBatch> {
-    let rows = dest.len();
+    let rows = order.len();
     debug_assert_eq!(rows, sources.iter().map(|b| b.num_rows()).sum::<usize>());
+    // the inverse permutation, computed once if some column is scattered
+    let dest = std::cell::OnceCell::new();
+    let dest = || {
+        dest.get_or_init(|| {
+            let mut dest = vec![0u32; rows];
+            for (position, &row) in order.iter().enumerate() {
+                dest[row as usize] = position as u32;
+            }
+            dest
+        })
+    };
     let columns = schema
         .fields()
         .iter()
@@ -58,12 +90,22 @@ pub(crate) fn scattered_decoding<'a>(
         .map(|(c, field)| {
             let arrays: Vec<&ArrayRef> = sources.iter().map(|b| b.column(c)).collect();
             let coded = |a: &&ArrayRef| a.data_type() == &DataType::UInt16;
-            if field.data_type() == &DataType::Utf8View && arrays.iter().any(coded) {
-                let dictionaries: Vec<Option<&StringViewArray>> =
-                    (0..sources.len()).map(|s| dictionary(s, c)).collect();
-                scattered_text(&arrays, &dictionaries, dest)
-            } else {
-                scattered_column(&arrays, dest)
+            if field.data_type() != &DataType::Utf8View || !arrays.iter().any(coded) {
+                return scattered_column(&arrays, dest());
+            }
+            let dictionaries: Vec<Option<&StringViewArray>> =
+                (0..sources.len()).map(|s| dictionary(s, c)).collect();
+            let every_coded: Option<Vec<(&[u16], &StringViewArray)>> = arrays
+                .iter()
+                .zip(&dictionaries)
+                .map(|(array, dictionary)| {
+                    let codes = array.as_primitive_opt::<UInt16Type>()?.values();
+                    Some((&codes[..], (*dictionary)?))
+                })
+                .collect();
+            match every_coded {
+                Some(coded) => Ok(gathered_codes(&coded, order)),
+                None => scattered_text(&arrays, &dictionaries, dest()),
             }
         })
         .collect::<Result<Vec<_>>>()?;
@@ -72,6 +114,55 @@ pub(crate) fn scattered_decoding<'a>(
         columns,
         &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )?)
+}
+
+/// A text column coded in every source, each source's codes with its dictionary, in the
+/// order `order` (see [`permuted_decoding`]): the dictionaries' views are put in one table
+/// (each distinct dictionary once, its long views re-pointed at its buffers' new indices),
+/// every listed row's code becomes an index into it, and output position p is the view of
+/// row `order[p]`.
+fn gathered_codes(sources: &[(&[u16], &StringViewArray)], order: &[u32]) -> ArrayRef {
+    let nullable = sources.iter().any(|(_, d)| d.null_count() > 0);
+    let mut table: Vec<u128> = Vec::new();
+    let mut valid: Vec<bool> = Vec::new();
+    let mut buffers: Vec<Buffer> = Vec::new();
+    // where each dictionary starts in the table (a dictionary serves many sources)
+    let mut placed: Vec<(*const StringViewArray, u32)> = Vec::new();
+    let mut indices: Vec<u32> = Vec::with_capacity(order.len());
+    for &(codes, dictionary) in sources {
+        let key = dictionary as *const StringViewArray;
+        let base = match placed.iter().find(|(d, _)| *d == key) {
+            Some(&(_, base)) => base,
+            None => {
+                let base = table.len() as u32;
+                let first = buffers.len() as u128;
+                buffers.extend(dictionary.data_buffers().iter().cloned());
+                // bits 64..96 of a long view (length > 12) hold its buffer index
+                table.extend(dictionary.views().iter().map(|&view| {
+                    let long = (view as u32) > 12;
+                    if long { view + (first << 64) } else { view }
+                }));
+                if nullable {
+                    valid.extend((0..dictionary.len()).map(|i| dictionary.is_valid(i)));
+                }
+                placed.push((key, base));
+                base
+            }
+        };
+        indices.extend(codes.iter().map(|&code| base + code as u32));
+    }
+    let views: Vec<u128> = order
+        .iter()
+        .map(|&row| table[indices[row as usize] as usize])
+        .collect();
+    let nulls = nullable.then(|| {
+        NullBuffer::new(BooleanBuffer::collect_bool(order.len(), |p| {
+            valid[indices[order[p] as usize] as usize]
+        }))
+    });
+    // SAFETY: every view is a dictionary's valid view, its buffer index moved to where that
+    // dictionary's buffers now start, so it points at the same valid UTF-8 bytes
+    Arc::new(unsafe { StringViewArray::new_unchecked(ScalarBuffer::from(views), buffers, nulls) })
 }
 
 /// One column of [`scattered`]: the rows of `arrays` (in order), row r written to `dest[r]`.
@@ -168,7 +259,7 @@ fn scattered_views<'a>(
     (ScalarBuffer::from(out), buffers)
 }
 
-/// A text column some of whose sources are coded (see [`scattered_decoding`]): each code
+/// A text column some of whose sources are coded (see [`permuted_decoding`]): each code
 /// written as its label's view, each dictionary's data buffers kept once.
 fn scattered_text(
     arrays: &[&ArrayRef],
@@ -419,43 +510,52 @@ mod tests {
         // and every view is valid (its buffer index and bytes)
         got.column(3).to_data().validate_full().unwrap();
 
-        // the same with the text column coded in the first and last sources (one dictionary
-        // each; inline and long labels, and NULL): decoded, the rows are the same
+        // the same through permuted_decoding, which takes the inverse: order[p] = the row
+        // with dest[row] = p
+        let mut order = vec![0u32; rows];
+        for (row, &p) in dest.iter().enumerate() {
+            order[p as usize] = row as u32;
+        }
+        // the text column coded (one dictionary per source; inline and long labels, and
+        // NULL) in the first and last sources only (scattered), then in every source, the
+        // last two sharing one dictionary (gathered): decoded, the rows are the same
         let mut coded_fields = schema.fields().to_vec();
         coded_fields[3] = Arc::new(Field::new("text", DataType::UInt16, false));
         let coded_schema = Arc::new(Schema::new(coded_fields));
-        let mut dictionaries = Vec::new();
-        let mixed: Vec<RecordBatch> = sources
-            .iter()
-            .enumerate()
-            .map(|(source, batch)| {
-                if source == 1 {
-                    return batch.clone();
-                }
-                let mut codes = LabelCodes::default();
-                let mut scratch = Vec::new();
-                // a code taken first, so that codes and rows differ
-                codes.intern(Some(b"not in the column"));
-                codes.encode(batch.column(3).as_string_view(), &mut scratch);
-                dictionaries.push(codes.dictionary());
-                let narrow: Vec<u16> = scratch.iter().map(|&c| c as u16).collect();
-                let mut columns = batch.columns().to_vec();
-                columns[3] = Arc::new(UInt16Array::from(narrow));
-                RecordBatch::try_new(Arc::clone(&coded_schema), columns).unwrap()
-            })
-            .collect();
-        let decoded = scattered_decoding(
-            &schema,
-            &mixed,
-            |source, column| match (source, column) {
-                (0, 3) => Some(&dictionaries[0]),
-                (2, 3) => Some(&dictionaries[1]),
-                _ => None,
-            },
-            &dest,
-        )
-        .unwrap();
-        assert_eq!(decoded, expected);
-        decoded.column(3).to_data().validate_full().unwrap();
+        for every_source in [false, true] {
+            let mut dictionaries: Vec<LabelCodes> = vec![LabelCodes::default(); 2];
+            let coded: Vec<RecordBatch> = sources
+                .iter()
+                .enumerate()
+                .map(|(source, batch)| {
+                    if source == 1 && !every_source {
+                        return batch.clone();
+                    }
+                    let codes = &mut dictionaries[source.min(1)];
+                    // a code taken first, so that codes and rows differ
+                    codes.intern(Some(b"not in the column"));
+                    let mut scratch = Vec::new();
+                    codes.encode(batch.column(3).as_string_view(), &mut scratch);
+                    let narrow: Vec<u16> = scratch.iter().map(|&c| c as u16).collect();
+                    let mut columns = batch.columns().to_vec();
+                    columns[3] = Arc::new(UInt16Array::from(narrow));
+                    RecordBatch::try_new(Arc::clone(&coded_schema), columns).unwrap()
+                })
+                .collect();
+            let dictionaries: Vec<StringViewArray> =
+                dictionaries.iter().map(LabelCodes::dictionary).collect();
+            let decoded = permuted_decoding(
+                &schema,
+                &coded,
+                |source, column| {
+                    let coded = column == 3 && (source != 1 || every_source);
+                    coded.then(|| &dictionaries[source.min(1)])
+                },
+                &order,
+            )
+            .unwrap();
+            assert_eq!(decoded, expected, "coded in every source: {every_source}");
+            decoded.column(3).to_data().validate_full().unwrap();
+        }
     }
 }

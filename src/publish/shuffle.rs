@@ -19,9 +19,8 @@
 //! 2. **Gather.** Bucket by bucket (its spill files read back), fine bucket by fine bucket,
 //!    the fine bucket's rows — partition by partition, each partition's in their order
 //!    (spilled first, then kept) — are permuted by a Fisher–Yates shuffle drawn from the seed
-//!    and the fine bucket, written to their permuted places (and decoded) by
-//!    [`scattered_decoding`] (reading the sources in order) and passed on in slices of
-//!    [`BATCH_ROWS`].
+//!    and the fine bucket, put in their permuted order (and decoded) by [`permuted_decoding`]
+//!    and passed on in slices of [`BATCH_ROWS`].
 //!
 //! Fine buckets are i.i.d. uniform per row and each is permuted uniformly, so every output
 //! position is equally likely for every row. B and F depend only on the input's row count and
@@ -59,7 +58,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use futures::StreamExt;
 
 use super::codes::LabelCodes;
-use super::scatter::{scattered, scattered_column, scattered_decoding};
+use super::scatter::{permuted_decoding, scattered, scattered_column};
 use crate::rng::SplitMix64;
 
 /// The shuffle's memory when the session has no limit: the scatter spills beyond it.
@@ -727,8 +726,9 @@ struct Gather {
     /// the current fine bucket's rows in their permuted order, and the next row to pass on
     permuted: Option<RecordBatch>,
     next: usize,
-    /// the permutation: each listed row's position (reused from fine bucket to fine bucket)
-    dest: Vec<u32>,
+    /// the permutation: the listed row at each position (reused from fine bucket to fine
+    /// bucket)
+    order: Vec<u32>,
 }
 
 impl Gather {
@@ -753,7 +753,7 @@ impl Gather {
             fine,
             permuted: None,
             next: 0,
-            dest: Vec::new(),
+            order: Vec::new(),
         }
     }
 
@@ -797,8 +797,8 @@ impl Gather {
 
     /// Writes fine bucket `self.fine` of the loaded bucket out in its permuted order: its rows
     /// listed source by source, each in order (the same whether or not they were spilled),
-    /// are permuted by a Fisher–Yates shuffle drawn from the seed and the fine bucket, and
-    /// scattered (read in order, each written to its position; see [`scattered`]).
+    /// are permuted by a Fisher–Yates shuffle drawn from the seed and the fine bucket (see
+    /// [`permuted_decoding`]).
     fn permute_fine_bucket(&mut self) -> Result<()> {
         let f = self.fine;
         let (slices, partitions): (Vec<RecordBatch>, Vec<usize>) = self
@@ -810,21 +810,21 @@ impl Gather {
             })
             .unzip();
         let rows = slices.iter().map(|s| s.num_rows()).sum::<usize>();
-        // dest[r]: the position of the r-th listed row, a uniform permutation (Fisher–Yates)
+        // order[p]: the listed row at position p, a uniform permutation (Fisher–Yates)
         let fine_bucket = (self.loaded * self.scattered.levels.per_bucket() + f) as u64;
         let mut rng = SplitMix64(fmix64(self.scattered.seed ^ fmix64(fine_bucket + 1)));
-        self.dest.clear();
-        self.dest.extend(0..rows as u32);
+        self.order.clear();
+        self.order.extend(0..rows as u32);
         for i in (1..rows).rev() {
             let j = rng.below(i as u64 + 1) as usize;
-            self.dest.swap(i, j);
+            self.order.swap(i, j);
         }
         let dictionaries = &self.dictionaries;
-        self.permuted = Some(scattered_decoding(
+        self.permuted = Some(permuted_decoding(
             &self.scattered.schema,
             &slices,
             |source, column| dictionaries[partitions[source]][column].as_ref(),
-            &self.dest,
+            &self.order,
         )?);
         self.next = 0;
         self.fine += 1;
