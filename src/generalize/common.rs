@@ -55,7 +55,7 @@ pub(crate) fn is_temporal(data_type: &DataType) -> bool {
 pub const LABEL_TYPE: DataType = DataType::Utf8View;
 
 /// The longest string a Utf8View view holds inline.
-const INLINE_MAX: usize = 12;
+pub(crate) const INLINE_MAX: usize = 12;
 
 /// The key of a Utf8View value of at most 12 bytes: its view (length and bytes) with the
 /// unused bytes cleared, so equal strings have equal keys whoever wrote the view. `None` for

@@ -10,9 +10,7 @@
 use datafusion::arrow::array::{Array, StringViewArray, StringViewBuilder};
 use hashbrown::HashMap;
 
-use crate::generalize::common::{inline_bytes_key, inline_view_key};
-
-const EMPTY: u32 = u32::MAX;
+use crate::generalize::common::{INLINE_MAX, inline_bytes_key, inline_view_key};
 
 /// Dense codes for the labels of one column.
 #[derive(Debug, Default, Clone)]
@@ -30,12 +28,19 @@ pub(crate) struct LabelCodes {
     cache: Vec<CacheEntry>,
 }
 
-/// One entry of [`LabelCodes::cache`]; `code == EMPTY` when unused.
+/// One entry of [`LabelCodes::cache`]: an inline view, as read, and its label's code.
 #[derive(Debug, Clone, Copy)]
 struct CacheEntry {
     key: u128,
     code: u32,
 }
+
+/// An unused entry: its key's length (the low 32 bits) is no inline view's, so no lookup
+/// matches it.
+const UNUSED: CacheEntry = CacheEntry {
+    key: u128::MAX,
+    code: u32::MAX,
+};
 
 /// The cache has at most 2^12 slots (128 KiB), at least 2^6, and about 4 per code: a
 /// column of a few labels keeps its cache in the processor's first-level cache (a table
@@ -109,22 +114,24 @@ impl LabelCodes {
             .trailing_zeros()
             .clamp(MIN_CACHE_BITS, MAX_CACHE_BITS);
         if self.cache.len() != 1 << bits {
-            let unused = CacheEntry {
-                key: 0,
-                code: EMPTY,
-            };
-            self.cache = vec![unused; 1 << bits];
+            self.cache = vec![UNUSED; 1 << bits];
         }
         let views = array.views();
+        let nulls = array.nulls().filter(|nulls| nulls.null_count() > 0);
         for (row, &view) in views.iter().enumerate() {
-            let code = if array.is_null(row) {
-                self.intern(None)
-            } else if let Some(key) = inline_view_key(view) {
-                let slot = cache_slot(key, bits);
+            if nulls.is_some_and(|nulls| nulls.is_null(row)) {
+                each(row, self.intern(None));
+                continue;
+            }
+            // the cache is keyed by the raw view: equal inline views are equal labels
+            // (padding included), so a hit needs no canonical key
+            let code = if (view as u32) as usize <= INLINE_MAX {
+                let slot = cache_slot(view, bits);
                 let entry = self.cache[slot];
-                if entry.code != EMPTY && entry.key == key {
+                if entry.key == view {
                     entry.code
                 } else {
+                    let key = inline_view_key(view).unwrap_or(view);
                     let code = match self.inline.get(&key) {
                         Some(&code) => code,
                         None => {
@@ -133,7 +140,7 @@ impl LabelCodes {
                             code
                         }
                     };
-                    self.cache[slot] = CacheEntry { key, code };
+                    self.cache[slot] = CacheEntry { key: view, code };
                     code
                 }
             } else {
