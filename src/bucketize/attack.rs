@@ -65,23 +65,55 @@ impl SensitiveBuckets {
         for b in 0..buckets {
             offsets[b + 1] += offsets[b];
         }
-        // records in bucket order (stable: by record within a bucket)
+        // each record's slot in bucket order (stable: by record within a bucket)
         let mut next = offsets.clone();
-        let mut order = vec![0u32; bucket_of.len()];
-        for (record, &b) in bucket_of.iter().enumerate() {
-            order[next[b as usize]] = record as u32;
-            next[b as usize] += 1;
-        }
-        let cells = columns
+        let slots: Vec<u32> = bucket_of
             .iter()
-            .map(|c| {
-                let mut cells: Vec<u32> = order.iter().map(|&r| c.codes[r as usize]).collect();
-                for b in 0..buckets {
-                    cells[offsets[b]..offsets[b + 1]].sort_unstable();
-                }
-                cells
+            .map(|&b| {
+                let slot = next[b as usize];
+                next[b as usize] += 1;
+                slot as u32
             })
             .collect();
+        // per column: the codes written to their slots (read in order; a gather by bucket
+        // order reads at random), then sorted within each bucket; columns in parallel
+        let cell_column = |c: &EncodedColumn| {
+            let mut cells = vec![0u32; c.codes.len()];
+            for (&code, &slot) in c.codes.iter().zip(&slots) {
+                cells[slot as usize] = code;
+            }
+            for b in 0..buckets {
+                cells[offsets[b]..offsets[b + 1]].sort_unstable();
+            }
+            cells
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(columns.len())
+            .max(1);
+        let per_thread = columns.len().div_ceil(threads).max(1);
+        let cells: Vec<Vec<u32>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = columns
+                .chunks(per_thread)
+                .skip(1)
+                .map(|chunk| scope.spawn(move || chunk.iter().map(cell_column).collect::<Vec<_>>()))
+                .collect();
+            let mut cells: Vec<Vec<u32>> = columns
+                .chunks(per_thread)
+                .next()
+                .unwrap_or(&[])
+                .iter()
+                .map(cell_column)
+                .collect();
+            for handle in handles {
+                // a panic in a worker is a bug: raise it here
+                match handle.join() {
+                    Ok(more) => cells.extend(more),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            cells
+        });
         Self {
             attributes: columns.iter().map(|c| c.name.clone()).collect(),
             cardinalities: columns.iter().map(EncodedColumn::cardinality).collect(),
@@ -175,6 +207,25 @@ pub fn fingerprint_attack(
     }
 }
 
+/// The first attribute `a` with `attributes[a]` whose value the attack through `linking` pins
+/// for some record, where `attributes` holds only attributes that `linking` determines
+/// exactly in the data the cells come from. Only step 1 runs: for an exact determination the
+/// cells never refute the adversary's assumption (f(v) is in every bucket of v, with all of
+/// v's records), so steps 2–3 can only pin more where step 1 pinned something — the attack
+/// pins a value of `a` exactly when some intersection has one value.
+pub fn first_pinned_attribute(
+    st: &SensitiveBuckets,
+    linking: usize,
+    attributes: &[bool],
+) -> Option<usize> {
+    let links = LinkIndex::new(st, linking);
+    (0..st.attributes.len())
+        .filter(|&a| a != linking && attributes.get(a).copied().unwrap_or(false))
+        .find(|&a| {
+            intersections(st, &links, a).is_some_and(|sets| sets.iter().any(|s| s.len() == 1))
+        })
+}
+
 /// Per bucket, its linking values with their record counts; per linking value, its buckets.
 struct LinkIndex {
     /// `members[member_offsets[b]..member_offsets[b + 1]]`: (linking value, records) of bucket b.
@@ -232,18 +283,74 @@ impl LinkIndex {
     }
 }
 
-/// Steps 1–3 for attribute `a`: the pinned value per linking value and the rounds, or `None`
-/// when the cells refute that `a` is determined by the linking value.
-fn pin_attribute(
+/// Bitset intersections for attributes of at most this many values (16 words a linking value).
+const BITSET_VALUES: usize = 1024;
+
+/// Step 1 for attribute `a`: per linking value, the values of `a` found in every bucket that
+/// holds it (sorted; empty for a value in no bucket), or `None` as soon as one such
+/// intersection is empty (the cells refute that `a` is determined).
+///
+/// The buckets are taken in order (intersection is order-free): the cells are read in memory
+/// order and the few linking values' candidates stay in cache. Value by value, each of the up
+/// to 371,327 buckets of a busy value was a cache miss. An attribute of at most
+/// [`BITSET_VALUES`] values intersects bitsets, one AND per word for each (bucket, linking
+/// value); a wider one sorted lists ([`intersections_by_lists`]).
+fn intersections(st: &SensitiveBuckets, links: &LinkIndex, a: usize) -> Option<Vec<Vec<u32>>> {
+    let cardinality = st.cardinalities[a];
+    if cardinality > BITSET_VALUES {
+        return intersections_by_lists(st, links, a);
+    }
+    let words = cardinality.div_ceil(64).max(1);
+    let values = links.linking_values();
+    let mut sets = vec![0u64; values * words];
+    let mut seen = vec![false; values];
+    let mut cell_set = vec![0u64; words];
+    for b in 0..st.buckets() {
+        cell_set.fill(0);
+        for &x in st.cell(a, b) {
+            cell_set[x as usize / 64] |= 1 << (x % 64);
+        }
+        for &(v, _) in links.members(b) {
+            let v = v as usize;
+            let set = &mut sets[v * words..(v + 1) * words];
+            if std::mem::replace(&mut seen[v], true) {
+                let mut any = 0;
+                for (word, &cell) in set.iter_mut().zip(&cell_set) {
+                    *word &= cell;
+                    any |= *word;
+                }
+                if any == 0 {
+                    return None;
+                }
+            } else {
+                set.copy_from_slice(&cell_set);
+            }
+        }
+    }
+    Some(
+        sets.chunks_exact(words)
+            .map(|set| {
+                let mut members = Vec::new();
+                for (w, &word) in set.iter().enumerate() {
+                    let mut bits = word;
+                    while bits != 0 {
+                        members.push((w * 64) as u32 + bits.trailing_zeros());
+                        bits &= bits - 1;
+                    }
+                }
+                members
+            })
+            .collect(),
+    )
+}
+
+/// [`intersections`] by sorted lists, for attributes of many values.
+fn intersections_by_lists(
     st: &SensitiveBuckets,
     links: &LinkIndex,
     a: usize,
-) -> Option<(Vec<Option<u32>>, usize)> {
+) -> Option<Vec<Vec<u32>>> {
     let values = links.linking_values();
-    // step 1: candidates = the intersection of the distinct values over v's buckets, taken
-    // bucket by bucket (intersection is order-free): the cells are then read in memory order
-    // and the few linking values' candidates stay in cache. Value by value, each of the up to
-    // 371,327 buckets of a busy value was a cache miss — most of the attack's time at 10M rows.
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); values];
     let mut seen = vec![false; values];
     for b in 0..st.buckets() {
@@ -252,14 +359,25 @@ fn pin_attribute(
             let v = v as usize;
             if std::mem::replace(&mut seen[v], true) {
                 candidates[v].retain(|x| cell.binary_search(x).is_ok());
+                if candidates[v].is_empty() {
+                    return None;
+                }
             } else {
                 candidates[v].extend(runs(cell).map(|(x, _)| x));
             }
         }
     }
-    if (0..values).any(|v| seen[v] && candidates[v].is_empty()) {
-        return None;
-    }
+    Some(candidates)
+}
+
+/// Steps 1–3 for attribute `a`: the pinned value per linking value and the rounds, or `None`
+/// when the cells refute that `a` is determined by the linking value.
+fn pin_attribute(
+    st: &SensitiveBuckets,
+    links: &LinkIndex,
+    a: usize,
+) -> Option<(Vec<Option<u32>>, usize)> {
+    let mut candidates = intersections(st, links, a)?;
     let mut pinned: Vec<Option<u32>> = candidates
         .iter()
         .map(|c| (c.len() == 1).then(|| c[0]))
@@ -439,4 +557,96 @@ pub async fn attack_table(
         .map(|a| attributes[a].clone())
         .collect();
     Ok((outcome.report(&st), refuted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+    use std::collections::BTreeSet;
+
+    /// Random cells: `buckets` buckets of 1–6 records; attribute 0 links (few values), and
+    /// attribute 1 has `values` values, a function of the linking value in most records (so
+    /// that intersections are often non-empty) and random in the rest.
+    fn random_cells(
+        rng: &mut SplitMix64,
+        buckets: usize,
+        values: u64,
+        noise: u64,
+    ) -> SensitiveBuckets {
+        let linking_values = 12;
+        let function: Vec<u32> = (0..linking_values)
+            .map(|_| rng.below(values) as u32)
+            .collect();
+        let mut offsets = vec![0];
+        let (mut linking, mut other) = (Vec::new(), Vec::new());
+        for _ in 0..buckets {
+            let size = 1 + rng.below(6) as usize;
+            let start = linking.len();
+            for _ in 0..size {
+                let v = rng.below(linking_values) as u32;
+                linking.push(v);
+                other.push(if rng.below(100) < noise {
+                    rng.below(values) as u32
+                } else {
+                    function[v as usize]
+                });
+            }
+            linking[start..].sort_unstable();
+            other[start..].sort_unstable();
+            offsets.push(linking.len());
+        }
+        SensitiveBuckets {
+            attributes: vec!["linking".into(), "other".into()],
+            cardinalities: vec![linking_values as usize, values as usize],
+            offsets,
+            columns: vec![linking, other],
+        }
+    }
+
+    #[test]
+    fn bitset_and_list_intersections_match_a_brute_force_one() {
+        let mut rng = SplitMix64(7);
+        let (mut refuted, mut kept) = (0, 0);
+        // one word, several words, and past the bitsets' limit (lists only)
+        for values in [5u64, 150, BITSET_VALUES as u64 + 7] {
+            for trial in 0..200 {
+                let st = random_cells(&mut rng, 1 + trial % 9, values, trial as u64 % 3 * 10);
+                let links = LinkIndex::new(&st, 0);
+                // the reference: per linking value, the intersection of its buckets' values
+                let mut expected: Vec<Option<BTreeSet<u32>>> = vec![None; 12];
+                for b in 0..st.buckets() {
+                    let cell: BTreeSet<u32> = st.cell(1, b).iter().copied().collect();
+                    for (v, _) in runs(st.cell(0, b)) {
+                        let slot = &mut expected[v as usize];
+                        *slot = Some(match slot.take() {
+                            None => cell.clone(),
+                            Some(set) => set.intersection(&cell).copied().collect(),
+                        });
+                    }
+                }
+                let expected: Option<Vec<Vec<u32>>> = if expected
+                    .iter()
+                    .any(|s| s.as_ref().is_some_and(BTreeSet::is_empty))
+                {
+                    None
+                } else {
+                    Some(
+                        expected
+                            .into_iter()
+                            .map(|s| s.unwrap_or_default().into_iter().collect())
+                            .collect(),
+                    )
+                };
+                match &expected {
+                    None => refuted += 1,
+                    Some(_) => kept += 1,
+                }
+                assert_eq!(intersections_by_lists(&st, &links, 1), expected);
+                assert_eq!(intersections(&st, &links, 1), expected, "{values} values");
+            }
+        }
+        // both outcomes were exercised
+        assert!(refuted > 50 && kept > 50, "{refuted} refuted, {kept} kept");
+    }
 }

@@ -48,7 +48,7 @@
 
 use datafusion::error::{DataFusionError, Result};
 
-use super::attack::{SensitiveBuckets, fingerprint_attack};
+use super::attack::{SensitiveBuckets, fingerprint_attack, first_pinned_attribute};
 use super::weights::Dependencies;
 use super::{CkOptions, MsaTable, Refinement};
 
@@ -377,14 +377,11 @@ pub fn make_buckets(
                 .into_iter()
                 .filter(|(linker, _)| *linker != dependencies.linking)
                 .find_map(|(linker, mask)| {
-                    let outcome = fingerprint_attack(&st, linker, &dependencies.determines[linker]);
-                    (0..mask.len())
-                        .find(|&a| {
-                            mask[a]
-                                && outcome.linked[a]
-                                && outcome.pinned[a].iter().any(Option::is_some)
-                        })
-                        .map(|a| (linker, a))
+                    // only existence matters here, and these determinations are exact
+                    let attributes: Vec<bool> = (0..mask.len())
+                        .map(|a| mask[a] && dependencies.determines[linker][a])
+                        .collect();
+                    first_pinned_attribute(&st, linker, &attributes).map(|a| (linker, a))
                 });
             match other_pin {
                 None => {

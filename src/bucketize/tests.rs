@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, StringArray};
 
-use super::attack::{SensitiveBuckets, fingerprint_attack};
+use super::attack::{SensitiveBuckets, fingerprint_attack, first_pinned_attribute};
 use super::groups::pk_angelize;
 use super::*;
 use crate::rng::SplitMix64;
@@ -301,6 +301,14 @@ fn the_attack_never_pins_what_the_cells_do_not_determine() {
         }
         let st = SensitiveBuckets::from_columns(&table.sensitive, &bucket_of, used.len());
         let outcome = fingerprint_attack(&st, 0, &[false, true, false]);
+        // the refinement's shortcut (step 1 only) agrees with the whole attack on whether
+        // anything is pinned: specialty is determined exactly, so nothing is refuted
+        assert!(outcome.linked[1]);
+        let any_pinned = outcome.pinned[1].iter().any(Option::is_some);
+        assert_eq!(
+            first_pinned_attribute(&st, 0, &[false, true, false]),
+            any_pinned.then_some(1)
+        );
         let brute = brute_force_pins(&st, 0, 1);
         let truth = |v: usize| {
             (0..rows)
