@@ -457,11 +457,20 @@ impl AttackOutcome {
         let mut per_attribute = vec![0u64; attributes];
         let (mut partial, mut full) = (0u64, 0u64);
         let others = attributes - 1;
+        // per bucket, which cells hold one value (as `is_pinned`, found once per bucket)
+        let mut homogeneous = vec![false; attributes];
         for b in 0..st.buckets() {
+            for (a, flag) in homogeneous.iter_mut().enumerate() {
+                let cell = st.cell(a, b);
+                *flag = a != self.linking && !cell.is_empty() && cell[0] == cell[cell.len() - 1];
+            }
             for (v, records) in runs(st.cell(self.linking, b)) {
                 let mut count = 0;
                 for (a, total) in per_attribute.iter_mut().enumerate() {
-                    if self.is_pinned(st, b, v, a) {
+                    let pinned = a != self.linking
+                        && (homogeneous[a]
+                            || (self.linked[a] && self.pinned[a][v as usize].is_some()));
+                    if pinned {
                         *total += records as u64;
                         count += 1;
                     }

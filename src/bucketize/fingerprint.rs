@@ -128,49 +128,38 @@ impl Linking<'_> {
         busiest.div_ceil(self.lambda).max(1)
     }
 
-    /// Deals the members' records into rounds: (round, record) pairs grouped by round.
+    /// The members' records lined up for dealing: members ordered by their values of the
+    /// protected attributes, then by linking value; each member's records in input order.
     /// Record i of the line goes to round i mod R, so round r is the line's records r, r + R,
-    /// r + 2R, …: a strided gather, no sort.
-    fn deal(&self, members: &[u32], rounds: usize) -> Vec<(u32, u32)> {
-        let mut line: Vec<u32> = members.to_vec();
-        line.sort_by(|&a, &b| {
+    /// r + 2R, …; nothing else is materialized.
+    fn line(&self, members: &[u32]) -> Vec<u32> {
+        let mut members: Vec<u32> = members.to_vec();
+        members.sort_by(|&a, &b| {
             self.determined_values[a as usize]
                 .cmp(&self.determined_values[b as usize])
                 .then(a.cmp(&b))
         });
-        let records: Vec<u32> = line
+        members
             .iter()
             .flat_map(|&v| self.records[v as usize].iter().copied())
-            .collect();
-        let mut dealt = Vec::with_capacity(records.len());
-        for round in 0..rounds {
-            dealt.extend(
-                records
-                    .iter()
-                    .skip(round)
-                    .step_by(rounds)
-                    .map(|&r| (round as u32, r)),
-            );
-        }
-        dealt
+            .collect()
     }
 
-    /// Every round has ≥ k records and ≥ c + 1 distinct values of every attribute. Counting
-    /// stops at c + 1, so a diverse round costs a few reads per attribute.
-    fn rounds_valid(&self, dealt: &[(u32, u32)], rounds: usize, seen: &mut Marks) -> bool {
-        let mut start = 0;
-        let mut round = 0;
-        while start < dealt.len() {
-            let end = start + dealt[start..].partition_point(|&(r, _)| r == dealt[start].0);
-            if dealt[start].0 as usize != round || end - start < self.k {
-                return false;
-            }
+    /// Dealt from `line` into `rounds` rounds, every round has ≥ k records and ≥ c + 1
+    /// distinct values of every attribute. Round r holds ⌈(n − r) / R⌉ records, the last
+    /// the fewest (⌊n / R⌋). Counting stops at c + 1, so a diverse round costs a few reads
+    /// per attribute.
+    fn rounds_valid(&self, line: &[u32], rounds: usize, seen: &mut Marks) -> bool {
+        if rounds == 0 || line.len() / rounds < self.k.max(1) {
+            return false;
+        }
+        for round in 0..rounds {
             for (a, column) in self.table.sensitive.iter().enumerate() {
                 seen.stamp += 1;
                 let stamp = seen.stamp;
                 let marks = &mut seen.marks[a];
                 let mut distinct = 0;
-                for &(_, r) in &dealt[start..end] {
+                for &r in line[round..].iter().step_by(rounds) {
                     let mark = &mut marks[column.codes[r as usize] as usize];
                     if *mark != stamp {
                         *mark = stamp;
@@ -184,10 +173,8 @@ impl Linking<'_> {
                     return false;
                 }
             }
-            round += 1;
-            start = end;
         }
-        round == rounds
+        true
     }
 
     /// The protected attributes (positions in `protected`) with fewer than two values held
@@ -305,7 +292,7 @@ pub fn make_buckets(
         loop {
             let lacking = linking.lacking_cover(&members, rounds);
             if lacking.is_empty() && total >= check_at {
-                if linking.rounds_valid(&linking.deal(&members, rounds), rounds, &mut seen) {
+                if linking.rounds_valid(&linking.line(&members), rounds, &mut seen) {
                     cohorts.push(members);
                     next += 1;
                     continue 'cohorts;
@@ -349,7 +336,7 @@ pub fn make_buckets(
                     }
                     merged += 1;
                     let rounds = linking.rounds_of(last);
-                    if !linking.rounds_valid(&linking.deal(last, rounds), rounds, &mut seen) {
+                    if !linking.rounds_valid(&linking.line(last), rounds, &mut seen) {
                         return Err(unsatisfiable(name, options, &[], dependencies, &linking));
                     }
                     break 'cohorts;
@@ -362,18 +349,12 @@ pub fn make_buckets(
     loop {
         let (bucket_of, buckets, cohort_of_bucket) = assign(&linking, &cohorts, table.rows());
         let st = SensitiveBuckets::from_columns(&table.sensitive, &bucket_of, buckets);
-        let outcome = fingerprint_attack(&st, dependencies.linking, determined);
-        let offending = protected_mask.iter().enumerate().find_map(|(a, &p)| {
-            if !p || !outcome.linked[a] {
-                return None;
-            }
-            outcome.pinned[a].iter().position(Option::is_some)
-        });
-        let Some(v) = offending else {
-            // the links of every other determining attribute: cohorts are formed on the
-            // linking attribute, so only one cohort for all (each determining attribute's
-            // covering values then in every bucket) cuts them
-            let other_pin = protected_links(dependencies, options.refinement)
+        // the links of every other determining attribute, checked on a second thread while
+        // the attack through the linking attribute runs: cohorts are formed on the linking
+        // attribute, so only one cohort for all (each determining attribute's covering
+        // values then in every bucket) cuts them
+        let other_link_pin = || {
+            protected_links(dependencies, options.refinement)
                 .into_iter()
                 .filter(|(linker, _)| *linker != dependencies.linking)
                 .find_map(|(linker, mask)| {
@@ -382,7 +363,24 @@ pub fn make_buckets(
                         .map(|a| mask[a] && dependencies.determines[linker][a])
                         .collect();
                     first_pinned_attribute(&st, linker, &attributes).map(|a| (linker, a))
-                });
+                })
+        };
+        let (outcome, other_pin) = std::thread::scope(|scope| {
+            let other_pin = scope.spawn(other_link_pin);
+            let outcome = fingerprint_attack(&st, dependencies.linking, determined);
+            // a panic in the check is a bug: raise it here
+            let other_pin = other_pin
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (outcome, other_pin)
+        });
+        let offending = protected_mask.iter().enumerate().find_map(|(a, &p)| {
+            if !p || !outcome.linked[a] {
+                return None;
+            }
+            outcome.pinned[a].iter().position(Option::is_some)
+        });
+        let Some(v) = offending else {
             match other_pin {
                 None => {
                     return Ok(FingerprintBuckets {
@@ -407,7 +405,7 @@ pub fn make_buckets(
                     merged += cohorts.len() - 1;
                     let all: Vec<u32> = cohorts.drain(..).flatten().collect();
                     let rounds = linking.rounds_of(&all);
-                    if !linking.rounds_valid(&linking.deal(&all, rounds), rounds, &mut seen) {
+                    if !linking.rounds_valid(&linking.line(&all), rounds, &mut seen) {
                         return Err(unsatisfiable(name, options, &[], dependencies, &linking));
                     }
                     cohorts.push(all);
@@ -435,7 +433,7 @@ pub fn make_buckets(
         cohorts[low].extend(absorbed);
         merged += 1;
         let rounds = linking.rounds_of(&cohorts[low]);
-        if !linking.rounds_valid(&linking.deal(&cohorts[low], rounds), rounds, &mut seen) {
+        if !linking.rounds_valid(&linking.line(&cohorts[low]), rounds, &mut seen) {
             return Err(unsatisfiable(name, options, &[], dependencies, &linking));
         }
     }
@@ -477,8 +475,14 @@ fn assign(
     let mut cohort_of_bucket = Vec::new();
     for (c, members) in cohorts.iter().enumerate() {
         let rounds = linking.rounds_of(members);
-        for (round, record) in linking.deal(members, rounds) {
-            bucket_of[record as usize] = (next + round as usize) as u32;
+        // record i of the line to round i mod R
+        let mut round = 0;
+        for record in linking.line(members) {
+            bucket_of[record as usize] = (next + round) as u32;
+            round += 1;
+            if round == rounds {
+                round = 0;
+            }
         }
         next += rounds;
         cohort_of_bucket.extend(std::iter::repeat_n(c, rounds));

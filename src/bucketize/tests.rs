@@ -324,6 +324,32 @@ fn the_attack_never_pins_what_the_cells_do_not_determine() {
                 }
             }
         }
+        // the report counts, record by record, what `is_pinned` says
+        let report = outcome.report(&st);
+        let (mut per_attribute, mut partial, mut full) = ([0u64; 3], 0u64, 0u64);
+        for b in 0..st.buckets() {
+            for &v in st.cell(0, b) {
+                let pinned: Vec<usize> = (1..3)
+                    .filter(|&a| outcome.is_pinned(&st, b, v, a))
+                    .collect();
+                for &a in &pinned {
+                    per_attribute[a] += 1;
+                }
+                partial += u64::from(!pinned.is_empty());
+                full += u64::from(pinned.len() == 2);
+            }
+        }
+        assert_eq!(
+            report.pinned_per_attribute,
+            vec![
+                ("specialty".to_string(), per_attribute[1]),
+                ("diagnosis".to_string(), per_attribute[2])
+            ]
+        );
+        assert_eq!(
+            (report.partially_pinned, report.fully_pinned),
+            (partial, full)
+        );
         // the free attribute is pinned exactly where its cell is homogeneous
         for b in 0..st.buckets() {
             let cell = st.cell(2, b);

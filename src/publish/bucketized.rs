@@ -502,8 +502,13 @@ async fn scan_gt(
                         .all(|(v, p)| v.is_valid(0) && v.value(0) == p)
                 })
             } else {
+                // equal views are equal strings (same length and inline bytes, or the same
+                // bytes of the same buffer): the bytes are compared only when they differ
                 views.iter().all(|v| {
-                    v.is_valid(row) && v.is_valid(row - 1) && v.value(row) == v.value(row - 1)
+                    let (a, b) = (v.views()[row], v.views()[row - 1]);
+                    v.is_valid(row)
+                        && v.is_valid(row - 1)
+                        && (a == b || v.value(row) == v.value(row - 1))
                 })
             };
             if same {
