@@ -184,7 +184,9 @@ pub fn fingerprint_attack(
     linking: usize,
     determined: &[bool],
 ) -> AttackOutcome {
-    let links = LinkIndex::new(st, linking);
+    // the index of links is needed only where step 1 pins something (steps 2-3)
+    let links = std::cell::OnceCell::new();
+    let links = || links.get_or_init(|| LinkIndex::new(st, linking));
     let attributes = st.attributes.len();
     let mut linked = vec![false; attributes];
     let mut pinned = vec![Vec::new(); attributes];
@@ -193,7 +195,7 @@ pub fn fingerprint_attack(
         if a == linking || !determined.get(a).copied().unwrap_or(false) {
             continue;
         }
-        if let Some((values, r)) = pin_attribute(st, &links, a) {
+        if let Some((values, r)) = pin_attribute(st, linking, &links, a) {
             linked[a] = true;
             pinned[a] = values;
             rounds = rounds.max(r);
@@ -218,11 +220,10 @@ pub fn first_pinned_attribute(
     linking: usize,
     attributes: &[bool],
 ) -> Option<usize> {
-    let links = LinkIndex::new(st, linking);
     (0..st.attributes.len())
         .filter(|&a| a != linking && attributes.get(a).copied().unwrap_or(false))
         .find(|&a| {
-            intersections(st, &links, a).is_some_and(|sets| sets.iter().any(|s| s.len() == 1))
+            intersections(st, linking, a).is_some_and(|sets| sets.iter().any(|s| s.len() == 1))
         })
 }
 
@@ -277,10 +278,6 @@ impl LinkIndex {
     fn buckets_of(&self, v: usize) -> &[u32] {
         &self.occurrences[self.occurrence_offsets[v]..self.occurrence_offsets[v + 1]]
     }
-
-    fn linking_values(&self) -> usize {
-        self.occurrence_offsets.len() - 1
-    }
 }
 
 /// Bitset intersections for attributes of at most this many values (16 words a linking value).
@@ -295,13 +292,13 @@ const BITSET_VALUES: usize = 1024;
 /// to 371,327 buckets of a busy value was a cache miss. An attribute of at most
 /// [`BITSET_VALUES`] values intersects bitsets, one AND per word for each (bucket, linking
 /// value); a wider one sorted lists ([`intersections_by_lists`]).
-fn intersections(st: &SensitiveBuckets, links: &LinkIndex, a: usize) -> Option<Vec<Vec<u32>>> {
+fn intersections(st: &SensitiveBuckets, linking: usize, a: usize) -> Option<Vec<Vec<u32>>> {
     let cardinality = st.cardinalities[a];
     if cardinality > BITSET_VALUES {
-        return intersections_by_lists(st, links, a);
+        return intersections_by_lists(st, linking, a);
     }
     let words = cardinality.div_ceil(64).max(1);
-    let values = links.linking_values();
+    let values = st.cardinalities[linking];
     let mut sets = vec![0u64; values * words];
     let mut seen = vec![false; values];
     let mut cell_set = vec![0u64; words];
@@ -310,7 +307,7 @@ fn intersections(st: &SensitiveBuckets, links: &LinkIndex, a: usize) -> Option<V
         for &x in st.cell(a, b) {
             cell_set[x as usize / 64] |= 1 << (x % 64);
         }
-        for &(v, _) in links.members(b) {
+        for (v, _) in runs(st.cell(linking, b)) {
             let v = v as usize;
             let set = &mut sets[v * words..(v + 1) * words];
             if std::mem::replace(&mut seen[v], true) {
@@ -347,15 +344,15 @@ fn intersections(st: &SensitiveBuckets, links: &LinkIndex, a: usize) -> Option<V
 /// [`intersections`] by sorted lists, for attributes of many values.
 fn intersections_by_lists(
     st: &SensitiveBuckets,
-    links: &LinkIndex,
+    linking: usize,
     a: usize,
 ) -> Option<Vec<Vec<u32>>> {
-    let values = links.linking_values();
+    let values = st.cardinalities[linking];
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); values];
     let mut seen = vec![false; values];
     for b in 0..st.buckets() {
         let cell = st.cell(a, b);
-        for &(v, _) in links.members(b) {
+        for (v, _) in runs(st.cell(linking, b)) {
             let v = v as usize;
             if std::mem::replace(&mut seen[v], true) {
                 candidates[v].retain(|x| cell.binary_search(x).is_ok());
@@ -372,16 +369,22 @@ fn intersections_by_lists(
 
 /// Steps 1–3 for attribute `a`: the pinned value per linking value and the rounds, or `None`
 /// when the cells refute that `a` is determined by the linking value.
-fn pin_attribute(
+fn pin_attribute<'a>(
     st: &SensitiveBuckets,
-    links: &LinkIndex,
+    linking: usize,
+    links: &impl Fn() -> &'a LinkIndex,
     a: usize,
 ) -> Option<(Vec<Option<u32>>, usize)> {
-    let mut candidates = intersections(st, links, a)?;
+    let mut candidates = intersections(st, linking, a)?;
     let mut pinned: Vec<Option<u32>> = candidates
         .iter()
         .map(|c| (c.len() == 1).then(|| c[0]))
         .collect();
+    if pinned.iter().all(Option::is_none) {
+        // steps 2-3 start from pinned values: nothing to revisit
+        return Some((pinned, 1));
+    }
+    let links = links();
     // steps 2-3: revisit the buckets of every newly pinned value until nothing changes
     let mut dirty = vec![false; st.buckets()];
     let mut queue: Vec<u32> = Vec::new();
@@ -621,7 +624,6 @@ mod tests {
         for values in [5u64, 150, BITSET_VALUES as u64 + 7] {
             for trial in 0..200 {
                 let st = random_cells(&mut rng, 1 + trial % 9, values, trial as u64 % 3 * 10);
-                let links = LinkIndex::new(&st, 0);
                 // the reference: per linking value, the intersection of its buckets' values
                 let mut expected: Vec<Option<BTreeSet<u32>>> = vec![None; 12];
                 for b in 0..st.buckets() {
@@ -651,8 +653,8 @@ mod tests {
                     None => refuted += 1,
                     Some(_) => kept += 1,
                 }
-                assert_eq!(intersections_by_lists(&st, &links, 1), expected);
-                assert_eq!(intersections(&st, &links, 1), expected, "{values} values");
+                assert_eq!(intersections_by_lists(&st, 0, 1), expected);
+                assert_eq!(intersections(&st, 0, 1), expected, "{values} values");
             }
         }
         // both outcomes were exercised
