@@ -93,23 +93,25 @@ pub fn analyse(table: &MsaTable, options: &CkOptions) -> Result<Dependencies> {
         .iter()
         .map(|c| entropy(&counts(&c.codes, c.cardinality())))
         .collect();
+    // one joint count per pair serves both directions
     for i in 0..m {
-        for j in 0..m {
-            if i == j {
-                continue;
-            }
-            let (conditional, is_functional) = conditional_entropy(
+        for j in i + 1..m {
+            let (h_joint, i_determines_j, j_determines_i) = joint_entropy(
                 &table.sensitive[i].codes,
                 table.sensitive[i].cardinality(),
                 &table.sensitive[j].codes,
                 table.sensitive[j].cardinality(),
             );
-            functional[i][j] = is_functional;
-            uncertainty[i][j] = if entropies[j] > 0.0 {
-                ((entropies[j] - conditional) / entropies[j]).clamp(0.0, 1.0)
-            } else {
-                0.0
-            };
+            for (given, of, determines) in [(i, j, i_determines_j), (j, i, j_determines_i)] {
+                // H(of | given) = H(given, of) − H(given)
+                let conditional = (h_joint - entropies[given]).max(0.0);
+                functional[given][of] = determines;
+                uncertainty[given][of] = if entropies[of] > 0.0 {
+                    ((entropies[of] - conditional) / entropies[of]).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+            }
         }
     }
     let weights: Vec<usize> = (0..m)
@@ -203,45 +205,106 @@ fn entropy(counts: &[u64]) -> f64 {
         .sum()
 }
 
-/// H(j | i) from the joint counts, and whether i determines j (one j value per i value).
-/// A dense table when the pair of domains is small, a hash map otherwise.
-fn conditional_entropy(
-    given: &[u32],
-    given_cardinality: usize,
-    of: &[u32],
-    of_cardinality: usize,
-) -> (f64, bool) {
-    let n = given.len() as f64;
-    let given_counts = counts(given, given_cardinality);
-    let h_given = entropy(&given_counts);
-    let joint_entropy_and_pairs = |joint: &mut dyn Iterator<Item = (u32, u64)>| {
+/// H(a, b) from the joint counts, whether a determines b (one b value per a value) and
+/// whether b determines a. A dense table when the pair of domains is small, a hash map
+/// otherwise.
+fn joint_entropy(
+    a: &[u32],
+    a_cardinality: usize,
+    b: &[u32],
+    b_cardinality: usize,
+) -> (f64, bool, bool) {
+    let n = a.len() as f64;
+    let entropy_and_pairs = |joint: &mut dyn Iterator<Item = (u32, u32, u64)>| {
         let mut h = 0.0;
-        let mut values_per_given = vec![0u32; given_cardinality];
-        for (g, c) in joint {
+        let mut per_a = vec![0u32; a_cardinality];
+        let mut per_b = vec![0u32; b_cardinality];
+        for (x, y, c) in joint {
             let p = c as f64 / n;
             h -= p * p.ln();
-            values_per_given[g as usize] += 1;
+            per_a[x as usize] += 1;
+            per_b[y as usize] += 1;
         }
-        (h, values_per_given.iter().all(|&v| v <= 1))
-    };
-    let (h_joint, functional) = if given_cardinality.saturating_mul(of_cardinality) <= 1 << 24 {
-        let mut joint = vec![0u64; given_cardinality * of_cardinality];
-        for (&g, &o) in given.iter().zip(of) {
-            joint[g as usize * of_cardinality + o as usize] += 1;
-        }
-        joint_entropy_and_pairs(
-            &mut joint
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(cell, &c)| ((cell / of_cardinality) as u32, c)),
+        (
+            h,
+            per_a.iter().all(|&v| v <= 1),
+            per_b.iter().all(|&v| v <= 1),
         )
+    };
+    if a_cardinality.saturating_mul(b_cardinality) <= 1 << 24 {
+        let mut joint = vec![0u64; a_cardinality * b_cardinality];
+        for (&x, &y) in a.iter().zip(b) {
+            joint[x as usize * b_cardinality + y as usize] += 1;
+        }
+        entropy_and_pairs(&mut joint.iter().enumerate().filter(|(_, c)| **c > 0).map(
+            |(cell, &c)| {
+                (
+                    (cell / b_cardinality) as u32,
+                    (cell % b_cardinality) as u32,
+                    c,
+                )
+            },
+        ))
     } else {
         let mut joint: HashMap<u64, u64> = HashMap::new();
-        for (&g, &o) in given.iter().zip(of) {
-            *joint.entry(((g as u64) << 32) | o as u64).or_insert(0) += 1;
+        for (&x, &y) in a.iter().zip(b) {
+            *joint.entry(((x as u64) << 32) | y as u64).or_insert(0) += 1;
         }
-        joint_entropy_and_pairs(&mut joint.iter().map(|(&key, &c)| ((key >> 32) as u32, c)))
-    };
-    ((h_joint - h_given).max(0.0), functional)
+        entropy_and_pairs(
+            &mut joint
+                .iter()
+                .map(|(&key, &c)| ((key >> 32) as u32, key as u32, c)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    #[test]
+    fn joint_entropy_matches_a_brute_force_count_in_both_layouts() {
+        let mut rng = SplitMix64(5);
+        // dense (20 × 30 cells) and hashed (5,000 × 4,000 > 2^24 cells); b a function of a in
+        // some trials, so both answers of "determines" are exercised
+        for (a_card, b_card) in [(20u64, 30u64), (5_000, 4_000)] {
+            for trial in 0..6 {
+                let rows = 3_000;
+                let a: Vec<u32> = (0..rows).map(|_| rng.below(a_card) as u32).collect();
+                let b: Vec<u32> = if trial % 2 == 0 {
+                    a.iter().map(|&x| (x as u64 * 7 % b_card) as u32).collect()
+                } else {
+                    (0..rows).map(|_| rng.below(b_card) as u32).collect()
+                };
+                let mut pairs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+                for (&x, &y) in a.iter().zip(&b) {
+                    *pairs.entry((x, y)).or_insert(0) += 1;
+                }
+                let h: f64 = pairs
+                    .values()
+                    .map(|&c| {
+                        let p = c as f64 / rows as f64;
+                        -p * p.ln()
+                    })
+                    .sum();
+                let determines =
+                    |left: &dyn Fn(&(u32, u32)) -> u32, right: &dyn Fn(&(u32, u32)) -> u32| {
+                        let mut images: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+                        for pair in pairs.keys() {
+                            images.entry(left(pair)).or_default().insert(right(pair));
+                        }
+                        images.values().all(|s| s.len() == 1)
+                    };
+                let a_b = determines(&|p| p.0, &|p| p.1);
+                let b_a = determines(&|p| p.1, &|p| p.0);
+                let (got_h, got_a_b, got_b_a) =
+                    joint_entropy(&a, a_card as usize, &b, b_card as usize);
+                assert!((got_h - h).abs() < 1e-9, "{got_h} against {h}");
+                assert_eq!((got_a_b, got_b_a), (a_b, b_a), "{a_card} × {b_card}");
+                assert_eq!(a_b, trial % 2 == 0);
+            }
+        }
+    }
 }
