@@ -16,12 +16,12 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::{BucketizedRelease, GroupRanges, MsaTable, check_input};
 
-/// Sorts `words` by their bits 32..32 + `bits` (`bits` ≤ 32), stably: an LSD radix sort of
-/// 8-bit digits, one counting pass and one scatter per digit.
-fn radix_sort_high(words: &mut Vec<u64>, bits: u32) {
+/// Sorts `words` by their bits `low..low + bits` (the rest ignored), stably: an LSD radix
+/// sort of 8-bit digits, one counting pass and one scatter per digit.
+pub(crate) fn radix_sort(words: &mut Vec<u64>, low: u32, bits: u32) {
     let mut other = vec![0u64; words.len()];
-    let mut shift = 32;
-    while shift < 32 + bits {
+    let mut shift = low;
+    while shift < low + bits {
         let mut counts = [0usize; 257];
         for &w in words.iter() {
             counts[((w >> shift) & 0xff) as usize + 1] += 1;
@@ -70,7 +70,7 @@ fn sorted_by_quasi_identifiers(table: &MsaTable) -> Vec<u32> {
                 (key << 32) | r as u64
             })
             .collect();
-        radix_sort_high(&mut keyed, bits);
+        radix_sort(&mut keyed, 32, bits);
         return keyed.into_iter().map(|k| k as u32).collect();
     }
     if bits <= 64 {
@@ -223,7 +223,7 @@ mod tests {
             let mut expected: Vec<(u64, u32)> =
                 words.iter().map(|&w| (w >> 32, w as u32)).collect();
             expected.sort_unstable();
-            radix_sort_high(&mut words, bits);
+            radix_sort(&mut words, 32, bits);
             let got: Vec<(u64, u32)> = words.iter().map(|&w| (w >> 32, w as u32)).collect();
             assert_eq!(got, expected, "{bits} bits");
         }

@@ -373,25 +373,29 @@ fn generalized_table(table: &MsaTable, release: &BucketizedRelease) -> Result<La
         }
         labels.push(Arc::new(per_group.finish()));
     }
+    // (group, bucket) packed in as few bits as they need, radix-sorted
+    let width = |n: usize| u32::BITS - (n.max(1) as u32 - 1).leading_zeros();
+    let bucket_bits = width(release.buckets);
+    let key_bits = width(release.group_ranges.len()) + bucket_bits;
     let mut keys: Vec<u64> = release
         .group_of
         .iter()
         .zip(&release.bucket_of)
-        .map(|(&g, &b)| ((g as u64) << 32) | b as u64)
+        .map(|(&g, &b)| ((g as u64) << bucket_bits) | b as u64)
         .collect();
-    keys.sort_unstable();
+    crate::bucketize::groups::radix_sort(&mut keys, 0, key_bits);
     let keys = Arc::new(keys);
     let rows = keys.len();
     let batch_schema = Arc::clone(&schema);
     let make = move |i: usize| {
         let slice = &keys[i * BATCH_ROWS..((i + 1) * BATCH_ROWS).min(rows)];
-        let groups = UInt32Array::from_iter_values(slice.iter().map(|k| (k >> 32) as u32));
+        let groups = UInt32Array::from_iter_values(slice.iter().map(|k| (k >> bucket_bits) as u32));
         let mut columns: Vec<ArrayRef> = labels
             .iter()
             .map(|l| take(l.as_ref(), &groups, None))
             .collect::<std::result::Result<_, _>>()?;
         columns.push(Arc::new(Int64Array::from_iter_values(
-            slice.iter().map(|k| (k & 0xFFFF_FFFF) as i64),
+            slice.iter().map(|k| (k & ((1 << bucket_bits) - 1)) as i64),
         )));
         Ok(RecordBatch::try_new(Arc::clone(&batch_schema), columns)?)
     };
