@@ -103,8 +103,13 @@ pub fn analyse(table: &MsaTable, options: &CkOptions) -> Result<Dependencies> {
                 table.sensitive[j].cardinality(),
             );
             for (given, of, determines) in [(i, j, i_determines_j), (j, i, j_determines_i)] {
-                // H(of | given) = H(given, of) − H(given)
-                let conditional = (h_joint - entropies[given]).max(0.0);
+                // H(of | given) = H(given, of) − H(given); exactly 0 when given determines of
+                // (the difference of the two sums may be a rounding error away from it)
+                let conditional = if determines {
+                    0.0
+                } else {
+                    (h_joint - entropies[given]).max(0.0)
+                };
                 functional[given][of] = determines;
                 uncertainty[given][of] = if entropies[of] > 0.0 {
                     ((entropies[of] - conditional) / entropies[of]).clamp(0.0, 1.0)
