@@ -37,20 +37,37 @@ pub(crate) fn scattered(
     sources: &[RecordBatch],
     dest: &[u32],
 ) -> Result<RecordBatch> {
-    let columns = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(c, _)| {
+    batch_of(schema, sources, dest.len(), |_, arrays| {
+        scattered_column(arrays, dest)
+    })
+}
+
+/// A batch of `schema` and `rows` rows whose column c is `column(c, the sources' column c)`.
+fn batch_of(
+    schema: &SchemaRef,
+    sources: &[RecordBatch],
+    rows: usize,
+    mut column: impl FnMut(usize, &[&ArrayRef]) -> Result<ArrayRef>,
+) -> Result<RecordBatch> {
+    let columns = (0..schema.fields().len())
+        .map(|c| {
             let arrays: Vec<&ArrayRef> = sources.iter().map(|b| b.column(c)).collect();
-            scattered_column(&arrays, dest)
+            column(c, &arrays)
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(RecordBatch::try_new_with_options(
         Arc::clone(schema),
         columns,
-        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(dest.len())),
+        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )?)
+}
+
+/// A view moved to a destination whose copy of its array's data buffers starts at index
+/// `first`: bits 64..96 of a long view (length > 12) hold its buffer index.
+#[inline]
+fn moved_view(view: u128, first: u128) -> u128 {
+    let long = (view as u32) > 12;
+    if long { view + (first << 64) } else { view }
 }
 
 /// The rows of `sources` (taken in order, batch after batch) in the order `order`: output
@@ -83,37 +100,27 @@ pub(crate) fn permuted_decoding<'a>(
             dest
         })
     };
-    let columns = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(c, field)| {
-            let arrays: Vec<&ArrayRef> = sources.iter().map(|b| b.column(c)).collect();
-            let coded = |a: &&ArrayRef| a.data_type() == &DataType::UInt16;
-            if field.data_type() != &DataType::Utf8View || !arrays.iter().any(coded) {
-                return scattered_column(&arrays, dest());
-            }
-            let dictionaries: Vec<Option<&StringViewArray>> =
-                (0..sources.len()).map(|s| dictionary(s, c)).collect();
-            let every_coded: Option<Vec<(&[u16], &StringViewArray)>> = arrays
-                .iter()
-                .zip(&dictionaries)
-                .map(|(array, dictionary)| {
-                    let codes = array.as_primitive_opt::<UInt16Type>()?.values();
-                    Some((&codes[..], (*dictionary)?))
-                })
-                .collect();
-            match every_coded {
-                Some(coded) => Ok(gathered_codes(&coded, order)),
-                None => scattered_text(&arrays, &dictionaries, dest()),
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(RecordBatch::try_new_with_options(
-        Arc::clone(schema),
-        columns,
-        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
-    )?)
+    batch_of(schema, sources, rows, |c, arrays| {
+        let field = schema.field(c);
+        let coded = |a: &&ArrayRef| a.data_type() == &DataType::UInt16;
+        if field.data_type() != &DataType::Utf8View || !arrays.iter().any(coded) {
+            return scattered_column(arrays, dest());
+        }
+        let dictionaries: Vec<Option<&StringViewArray>> =
+            (0..sources.len()).map(|s| dictionary(s, c)).collect();
+        let every_coded: Option<Vec<(&[u16], &StringViewArray)>> = arrays
+            .iter()
+            .zip(&dictionaries)
+            .map(|(array, dictionary)| {
+                let codes = array.as_primitive_opt::<UInt16Type>()?.values();
+                Some((&codes[..], (*dictionary)?))
+            })
+            .collect();
+        match every_coded {
+            Some(coded) => Ok(gathered_codes(&coded, order)),
+            None => scattered_text(arrays, &dictionaries, dest()),
+        }
+    })
 }
 
 /// A text column coded in every source, each source's codes with its dictionary, in the
@@ -137,11 +144,12 @@ fn gathered_codes(sources: &[(&[u16], &StringViewArray)], order: &[u32]) -> Arra
                 let base = table.len() as u32;
                 let first = buffers.len() as u128;
                 buffers.extend(dictionary.data_buffers().iter().cloned());
-                // bits 64..96 of a long view (length > 12) hold its buffer index
-                table.extend(dictionary.views().iter().map(|&view| {
-                    let long = (view as u32) > 12;
-                    if long { view + (first << 64) } else { view }
-                }));
+                table.extend(
+                    dictionary
+                        .views()
+                        .iter()
+                        .map(|&view| moved_view(view, first)),
+                );
                 if nullable {
                     valid.extend((0..dictionary.len()).map(|i| dictionary.is_valid(i)));
                 }
@@ -249,9 +257,7 @@ fn scattered_views<'a>(
             }
         } else {
             for (&view, &to) in views.iter().zip(to) {
-                // bits 64..96 of a long view (length > 12) hold its buffer index
-                let long = (view as u32) > 12;
-                out[to as usize] = if long { view + (first << 64) } else { view };
+                out[to as usize] = moved_view(view, first);
             }
         }
         next += views.len();
@@ -313,11 +319,7 @@ fn scattered_text(
             }
         };
         let to = &dest[next..next + len];
-        // bits 64..96 of a long view (length > 12) hold its buffer index
-        let moved = |view: u128| {
-            let long = (view as u32) > 12;
-            if long { view + (first << 64) } else { view }
-        };
+        let moved = |view: u128| moved_view(view, first);
         match text {
             Text::Views(array) if first == 0 || array.data_buffers().is_empty() => {
                 for (&view, &to) in array.views().iter().zip(to) {
