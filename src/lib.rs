@@ -40,6 +40,7 @@ pub mod rewrite;
 mod rng;
 pub mod search;
 pub mod session;
+mod sort;
 pub mod storage;
 pub mod tables;
 mod value_codes;

@@ -16,29 +16,6 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::{BucketizedRelease, GroupRanges, MsaTable, check_input};
 
-/// Sorts `words` by their bits `low..low + bits` (the rest ignored), stably: an LSD radix
-/// sort of 8-bit digits, one counting pass and one scatter per digit.
-pub(crate) fn radix_sort(words: &mut Vec<u64>, low: u32, bits: u32) {
-    let mut other = vec![0u64; words.len()];
-    let mut shift = low;
-    while shift < low + bits {
-        let mut counts = [0usize; 257];
-        for &w in words.iter() {
-            counts[((w >> shift) & 0xff) as usize + 1] += 1;
-        }
-        for d in 0..256 {
-            counts[d + 1] += counts[d];
-        }
-        for &w in words.iter() {
-            let slot = &mut counts[((w >> shift) & 0xff) as usize];
-            other[*slot] = w;
-            *slot += 1;
-        }
-        std::mem::swap(words, &mut other);
-        shift += 8;
-    }
-}
-
 /// Records in quasi-identifier order (policy order of the columns, then record).
 fn sorted_by_quasi_identifiers(table: &MsaTable) -> Vec<u32> {
     let columns: Vec<&[u32]> = table
@@ -46,56 +23,12 @@ fn sorted_by_quasi_identifiers(table: &MsaTable) -> Vec<u32> {
         .iter()
         .map(|c| c.codes.as_slice())
         .collect();
-    // the codes of a record packed into one mixed-radix key when they fit 64 bits: one
-    // integer sort instead of a comparison per column
-    let mut bits = 0u32;
-    let widths: Vec<u32> = table
+    let cardinalities: Vec<usize> = table
         .quasi_identifiers
         .iter()
-        .map(|c| {
-            let width = u32::BITS - (c.cardinality().max(1) as u32 - 1).leading_zeros();
-            bits += width;
-            width
-        })
+        .map(|c| c.cardinality())
         .collect();
-    if bits <= 32 {
-        // key and record in one word, sorted by the key's bits only (LSD radix: stable, so
-        // ties stay in record order, as the comparison sort below orders them)
-        let mut keyed: Vec<u64> = (0..table.rows())
-            .map(|r| {
-                let key = columns
-                    .iter()
-                    .zip(&widths)
-                    .fold(0u64, |key, (c, &w)| (key << w) | c[r] as u64);
-                (key << 32) | r as u64
-            })
-            .collect();
-        radix_sort(&mut keyed, 32, bits);
-        return keyed.into_iter().map(|k| k as u32).collect();
-    }
-    if bits <= 64 {
-        let mut keyed: Vec<(u64, u32)> = (0..table.rows())
-            .map(|r| {
-                let key = columns
-                    .iter()
-                    .zip(&widths)
-                    .fold(0u64, |key, (c, &w)| (key << w) | c[r] as u64);
-                (key, r as u32)
-            })
-            .collect();
-        keyed.sort_unstable();
-        return keyed.into_iter().map(|(_, r)| r).collect();
-    }
-    let mut order: Vec<u32> = (0..table.rows() as u32).collect();
-    order.sort_unstable_by(|&a, &b| {
-        columns
-            .iter()
-            .map(|c| c[a as usize].cmp(&c[b as usize]))
-            .find(|o| o.is_ne())
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.cmp(&b))
-    });
-    order
+    crate::sort::order_by_codes(&columns, &cardinalities, table.rows())
 }
 
 /// Per group, per quasi-identifier, the smallest and largest code of its records.
@@ -201,31 +134,4 @@ pub fn pk_angelize(table: &MsaTable, p: usize, k: usize) -> Result<BucketizedRel
         group_of,
         group_ranges,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rng::SplitMix64;
-
-    #[test]
-    fn radix_sort_orders_like_a_comparison_sort_of_key_then_record() {
-        let mut rng = SplitMix64(3);
-        for bits in [1u32, 7, 8, 9, 16, 22, 32] {
-            let rows = 5_000;
-            let mut words: Vec<u64> = (0..rows)
-                .map(|r| {
-                    let key = rng.next_u64() & ((1u64 << bits) - 1);
-                    (key << 32) | r
-                })
-                .collect();
-            // the reference: (key, record) pairs, compared
-            let mut expected: Vec<(u64, u32)> =
-                words.iter().map(|&w| (w >> 32, w as u32)).collect();
-            expected.sort_unstable();
-            radix_sort(&mut words, 32, bits);
-            let got: Vec<(u64, u32)> = words.iter().map(|&w| (w >> 32, w as u32)).collect();
-            assert_eq!(got, expected, "{bits} bits");
-        }
-    }
 }

@@ -38,6 +38,23 @@ pub(crate) struct Sums {
     values: u64,
 }
 
+impl Sums {
+    /// The sums of an attribute whose values hold `counts` rows each (zeros skipped: values
+    /// no row holds).
+    pub(crate) fn of_counts(counts: impl IntoIterator<Item = u64>) -> Self {
+        let (mut sum_c_log_c, mut values) = (0.0, 0);
+        for c in counts.into_iter().filter(|&c| c > 0) {
+            let c = c as f64;
+            sum_c_log_c += c * c.log2();
+            values += 1;
+        }
+        Self {
+            sum_c_log_c,
+            values,
+        }
+    }
+}
+
 /// The attributes ranked: every column of `schema` except the sensitive attributes and the
 /// person id (a direct identifier).
 fn ranked<'a>(options: &ProfileOptions, schema: &'a SchemaRef) -> Vec<&'a str> {
@@ -112,13 +129,26 @@ async fn attribute_sums(frame: &DataFrame, attributes: &[&str]) -> Result<Vec<(S
 
 /// The normalized leakage of each of `attributes` of `frame` (of `rows` rows), highest first
 /// (ties by name): the profile's ranking, for the post-analytics of a published output.
+/// `known` holds the sums of attributes already counted elsewhere (the published
+/// quasi-identifiers, from the written classes): the others take a `GROUP BY` each.
 pub async fn attribute_leakage(
     frame: &DataFrame,
     attributes: &[&str],
     rows: u64,
+    known: Vec<(String, Sums)>,
 ) -> Result<Vec<AttributeLeakage>> {
-    let mut leakage: Vec<AttributeLeakage> = attribute_sums(frame, attributes)
-        .await?
+    let others: Vec<&str> = attributes
+        .iter()
+        .copied()
+        .filter(|a| !known.iter().any(|(name, _)| name == a))
+        .collect();
+    let mut sums = attribute_sums(frame, &others).await?;
+    sums.extend(
+        known
+            .into_iter()
+            .filter(|(name, _)| attributes.contains(&name.as_str())),
+    );
+    let mut leakage: Vec<AttributeLeakage> = sums
         .into_iter()
         .map(|(attribute, sums)| AttributeLeakage {
             attribute,

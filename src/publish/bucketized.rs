@@ -383,7 +383,7 @@ fn generalized_table(table: &MsaTable, release: &BucketizedRelease) -> Result<La
         .zip(&release.bucket_of)
         .map(|(&g, &b)| ((g as u64) << bucket_bits) | b as u64)
         .collect();
-    crate::bucketize::groups::radix_sort(&mut keys, 0, key_bits);
+    crate::sort::radix_sort(&mut keys, 0, key_bits);
     let keys = Arc::new(keys);
     let rows = keys.len();
     let batch_schema = Arc::clone(&schema);

@@ -348,6 +348,17 @@ impl ClassCounter {
         self.sizes[class as usize] += rows;
     }
 
+    /// The rows holding each label of column `column` (indexed by label code; a code no
+    /// class holds any more counts 0): a `GROUP BY` of that column alone, from the classes.
+    pub(crate) fn label_sizes(&self, column: usize) -> Vec<u64> {
+        let n = self.width();
+        let mut sizes = vec![0u64; self.columns[column].len()];
+        for (codes, &size) in self.codes.chunks_exact(n.max(1)).zip(&self.sizes) {
+            sizes[codes[column] as usize] += size;
+        }
+        sizes
+    }
+
     /// The labels of class `class`, one per column (`None` for NULL).
     pub(crate) fn labels(&self, class: u32) -> impl Iterator<Item = Option<&[u8]>> + '_ {
         let n = self.width();

@@ -577,34 +577,9 @@ impl FrequencySet {
 /// The rows in ascending order of their QI leaf codes (value ranks), ties in row order.
 fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Vec<u32> {
     let rows = leaf_codes.first().map_or(0, Vec::len);
-    let mut order: Vec<u32> = (0..rows as u32).collect();
-    let mut span: Option<u128> = Some(1);
-    let mut radix = vec![0u128; domains.len()];
-    for (j, d) in domains.iter().enumerate().rev() {
-        radix[j] = span.unwrap_or(0);
-        span = span.and_then(|s| s.checked_mul(d.leaves().max(1) as u128));
-    }
-    if span.is_some() {
-        let keys: Vec<u128> = (0..rows)
-            .map(|r| {
-                leaf_codes
-                    .iter()
-                    .zip(&radix)
-                    .map(|(c, &x)| c[r] as u128 * x)
-                    .sum()
-            })
-            .collect();
-        order.sort_by_key(|&r| keys[r as usize]);
-    } else {
-        order.sort_by(|&a, &b| {
-            leaf_codes
-                .iter()
-                .map(|c| c[a as usize].cmp(&c[b as usize]))
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-    }
-    order
+    let columns: Vec<&[u32]> = leaf_codes.iter().map(Vec::as_slice).collect();
+    let cardinalities: Vec<usize> = domains.iter().map(QiDomain::leaves).collect();
+    crate::sort::order_by_codes(&columns, &cardinalities, rows)
 }
 
 /// The aggregate's output, interned as it streams: per column, the codes of its rows (first

@@ -67,6 +67,11 @@ impl Grouper {
         let dense_limit = (4 * rows as u128).clamp(1 << 12, DENSE_CAP);
         if product <= u64::MAX as u128 {
             self.mixed_radix_keys(rows, columns);
+            // rows already in key order (the frequency set's canonical order): classes are
+            // the runs of equal keys, numbered in order, as first appearance numbers them
+            if self.keys.is_sorted() {
+                return self.group_runs(class_of, representative);
+            }
             if product <= dense_limit {
                 self.group_dense(product as usize, class_of, representative)
             } else {
@@ -120,6 +125,21 @@ impl Grouper {
         // reset only the cells used, so the next call starts clean without an O(cells) fill
         for &row in representative.iter() {
             dense[self.keys[row as usize] as usize] = EMPTY;
+        }
+        representative.len()
+    }
+
+    fn group_runs(&self, class_of: &mut Vec<u32>, representative: &mut Vec<u32>) -> usize {
+        let mut class = 0u32;
+        class_of.reserve(self.keys.len());
+        for (row, &key) in self.keys.iter().enumerate() {
+            if row > 0 && key != self.keys[row - 1] {
+                class += 1;
+            }
+            if class as usize == representative.len() {
+                representative.push(row as u32);
+            }
+            class_of.push(class);
         }
         representative.len()
     }
@@ -445,6 +465,43 @@ mod tests {
                     assert_eq!(class_of[r] as usize, expected[&(a[r], map[b[r] as usize])]);
                 }
             }
+        }
+    }
+
+    /// Rows in key order (as the frequency set's canonical order gives them) are grouped by
+    /// runs: the same classes, numbered by first appearance, as a BTreeMap gives.
+    #[test]
+    fn rows_in_key_order_are_grouped_by_runs() {
+        let mut rows: Vec<(u32, u32)> = (0..500u32).map(|i| ((i * 7) % 5, (i * 13) % 11)).collect();
+        rows.sort_unstable();
+        let (a, b): (Vec<u32>, Vec<u32>) = rows.into_iter().unzip();
+        let columns = [
+            Column {
+                codes: &a,
+                map: None,
+                cardinality: 5,
+            },
+            Column {
+                codes: &b,
+                map: None,
+                cardinality: 11,
+            },
+        ];
+        let (mut class_of, mut reps) = (Vec::new(), Vec::new());
+        let n = Grouper::default().group(a.len(), &columns, &mut class_of, &mut reps);
+        let mut expected = std::collections::BTreeMap::new();
+        let mut first = Vec::new();
+        for r in 0..a.len() {
+            let next = expected.len();
+            expected.entry((a[r], b[r])).or_insert_with(|| {
+                first.push(r as u32);
+                next
+            });
+        }
+        assert_eq!(n, expected.len());
+        assert_eq!(reps, first);
+        for r in 0..a.len() {
+            assert_eq!(class_of[r] as usize, expected[&(a[r], b[r])]);
         }
     }
 

@@ -52,7 +52,7 @@ use datafusion::error::Result;
 use std::ops::Range;
 
 use super::{
-    Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, covering_cell, lowest_common_node,
+    Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node,
 };
 use crate::policy::PrivacyRequirements;
 use crate::search::{FrequencySet, QiDomain};
@@ -218,24 +218,23 @@ pub fn mondrian_with(
         })
         .collect();
     numbered.sort_unstable_by_key(|(smallest, _)| *smallest);
+    // each class's first `kept[c]` records are published; outliers trimmed go after them
+    let regions: Vec<Range<usize>> = numbered.into_iter().map(|(_, region)| region).collect();
+    let mut kept: Vec<usize> = regions.iter().map(Range::len).collect();
     let budget = cutter.judge.budget();
     if budget > 0 {
-        let mut groups: Vec<Vec<u32>> = numbered
-            .iter()
-            .map(|(_, region)| region.clone().map(|i| layout.member(&points, i)).collect())
-            .collect();
-        cutter.trim_outliers(&mut groups, budget);
-        return Ok(LocalRelease::covering(freq, &axes, &groups));
+        cutter.trim_outliers(&mut points, &regions, &mut kept, budget);
     }
     // the cells straight from each class's records (no lookup per leaf class)
     let d = layout.d;
     let mut class_of = vec![SUPPRESSED; freq.leaf_classes()];
-    let mut cells = Vec::with_capacity(numbered.len() * d);
-    for (c, (_, region)) in numbered.iter().enumerate() {
-        for i in region.clone() {
-            class_of[layout.member(&points, i) as usize] = c as u32;
+    let mut cells = Vec::with_capacity(regions.len() * d);
+    for (c, (region, &kept)) in regions.iter().zip(&kept).enumerate() {
+        let records = &points[layout.span(region)][..kept * layout.width];
+        for i in 0..kept {
+            class_of[layout.member(records, i) as usize] = c as u32;
         }
-        cutter.region_cells(&points[layout.span(region)], &mut cells);
+        cutter.region_cells(records, &mut cells);
     }
     Ok(LocalRelease {
         class_of,
@@ -441,7 +440,7 @@ impl Cutter<'_> {
             }
             // the Loss after the cut (the region's own Loss is the same for every QI)
             let after: f64 = parts(0, &lengths)
-                .map(|p| self.records_cost(&records[self.layout.span(&p)]))
+                .map(|p| self.records_cost(&records[self.layout.span(&p)], None))
                 .sum();
             last = Some(q);
             if best.as_ref().is_none_or(|(b, ..)| after < *b) {
@@ -468,10 +467,17 @@ impl Cutter<'_> {
     /// Appends the tightest cell of every QI over `records` to `cells`: the lowest common
     /// node of hierarchical QIs, the `[min, max]` interval of ordered ones.
     fn region_cells(&self, records: &[u32], cells: &mut Vec<Cell>) {
+        self.region_cells_without(records, None, cells);
+    }
+
+    /// [`Self::region_cells`] of `records` without record `skip`.
+    fn region_cells_without(&self, records: &[u32], skip: Option<usize>, cells: &mut Vec<Cell>) {
         let layout = self.layout;
         let n = layout.len(records);
         for (q, (qi, axis)) in self.freq.qis().iter().zip(self.axes).enumerate() {
-            let mut keys = (0..n).map(|i| layout.key(records, i, q));
+            let mut keys = (0..n)
+                .filter(|&i| Some(i) != skip)
+                .map(|i| layout.key(records, i, q));
             cells.push(if axis.is_ordered() {
                 let (lo, hi) = keys.fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
                 axis.interval_cell(qi, lo, hi)
@@ -541,39 +547,52 @@ impl Cutter<'_> {
     /// class whose removal lowers the class's total cell cost by more than its own rows cost
     /// when suppressed (d per row), the rest still meeting the policy; best gains first, one
     /// per class per round, until no gain or no budget is left.
-    fn trim_outliers(&mut self, classes: &mut [Vec<u32>], mut budget: u64) {
+    ///
+    /// Class c is the first `kept[c]` records of `regions[c]` (in `points`); a trimmed record
+    /// moves behind them, the others keeping their order. A class without a candidate in one
+    /// round has none in the next (its records are the same and the budget only shrinks), so
+    /// only the others are searched again.
+    fn trim_outliers(
+        &mut self,
+        points: &mut [u32],
+        regions: &[Range<usize>],
+        kept: &mut [usize],
+        mut budget: u64,
+    ) {
         let d = self.freq.qis().len() as f64;
-        let sizes = self.freq.sizes();
+        let layout = self.layout;
+        let width = layout.width;
+        let mut open: Vec<usize> = (0..regions.len()).collect();
         loop {
-            // (gain, class, position of the leaf class in it)
+            // (gain, class, position of the record in it)
             let mut candidates: Vec<(f64, usize, usize)> = Vec::new();
-            for (c, members) in classes.iter().enumerate() {
-                if members.len() < 2 || members.len() > TRIM_CANDIDATES {
+            for &c in &open {
+                let n = kept[c];
+                if !(2..=TRIM_CANDIDATES).contains(&n) {
                     continue;
                 }
-                let before = self.members_cost(members);
+                let records = &points[layout.span(&regions[c])][..n * width];
+                let before = self.records_cost(records, None);
                 let mut best: Option<(f64, usize)> = None;
-                let mut rest = Vec::with_capacity(members.len() - 1);
-                for i in 0..members.len() {
-                    let rows = sizes[members[i] as usize];
+                for i in 0..n {
+                    let rows = layout.size(records, i);
                     if rows > budget {
                         continue;
                     }
-                    rest.clear();
-                    rest.extend(
-                        members
-                            .iter()
-                            .enumerate()
-                            .filter(|&(j, _)| j != i)
-                            .map(|(_, &m)| m),
-                    );
-                    let gain = before - self.members_cost(&rest) - rows as f64 * d;
+                    // the cost without the record is at least 0, so the gain is at most
+                    // `bound` (rounding is monotonic, so in floating point too): most records
+                    // of tight classes are ruled out without computing their cells
+                    let bound = before - rows as f64 * d;
+                    if bound <= 1e-9 || best.is_some_and(|(b, _)| b >= bound) {
+                        continue;
+                    }
+                    let gain = before - self.records_cost(records, Some(i)) - rows as f64 * d;
                     if gain <= 1e-9 || best.is_some_and(|(b, _)| b >= gain) {
                         continue;
                     }
                     let mut tally = self.judge.tally();
-                    for &m in &rest {
-                        self.judge.add_leaf_class(&mut tally, m as usize);
+                    for j in (0..n).filter(|&j| j != i) {
+                        self.add_record(&mut tally, records, j, true);
                     }
                     if self.judge.passes(&tally) {
                         best = Some((gain, i));
@@ -584,18 +603,21 @@ impl Cutter<'_> {
                 }
             }
             candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let mut trimmed = false;
+            open.clear();
             for (_, c, i) in candidates {
-                let rows = sizes[classes[c][i] as usize];
+                open.push(c);
+                let records = &mut points[layout.span(&regions[c])][..kept[c] * width];
+                let rows = layout.size(records, i);
                 if rows <= budget {
                     budget -= rows;
-                    classes[c].remove(i);
-                    trimmed = true;
+                    records[i * width..].rotate_left(width);
+                    kept[c] -= 1;
                 }
             }
-            if !trimmed {
+            if open.is_empty() {
                 return;
             }
+            open.sort_unstable();
         }
     }
 
@@ -677,31 +699,19 @@ impl Cutter<'_> {
         }
     }
 
-    /// Σ over the region's rows and QIs of the cost of its tightest cells.
-    fn records_cost(&self, records: &[u32]) -> f64 {
+    /// Σ over the region's rows and QIs of the cost of its tightest cells; with `skip`, of the
+    /// region without that record.
+    fn records_cost(&self, records: &[u32], skip: Option<usize>) -> f64 {
         let qis = self.freq.qis();
         let mut cells = Vec::with_capacity(self.layout.d);
-        self.region_cells(records, &mut cells);
+        self.region_cells_without(records, skip, &mut cells);
         let cost: f64 = cells
             .iter()
             .enumerate()
             .map(|(q, &cell)| self.axes[q].cost(&qis[q], cell))
             .sum();
-        self.layout.rows(records) as f64 * cost
-    }
-
-    /// [`Self::records_cost`] of a list of leaf classes.
-    fn members_cost(&self, members: &[u32]) -> f64 {
-        let qis = self.freq.qis();
-        let leaf_codes = self.freq.leaf_codes();
-        let rows: u64 = members.iter().map(|&m| self.freq.sizes()[m as usize]).sum();
-        let cost: f64 = (0..qis.len())
-            .map(|q| {
-                let cell = covering_cell(&qis[q], &self.axes[q], &leaf_codes[q], members);
-                self.axes[q].cost(&qis[q], cell)
-            })
-            .sum();
-        rows as f64 * cost
+        let skipped = skip.map_or(0, |i| self.layout.size(records, i));
+        (self.layout.rows(records) - skipped) as f64 * cost
     }
 
     /// The allowable threshold of ordered QI `q` (see [`Threshold`]).

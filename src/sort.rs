@@ -1,0 +1,138 @@
+//! Sorting rows by columns of small integer codes: the frequency set's canonical order and
+//! the generalized buckets' record order share this one kernel.
+//!
+//! A row's codes are packed into one key (each column in the fewest bits that hold its
+//! cardinality, the first column highest), so the order of keys is the lexicographic order
+//! of the code tuples. Keys of at most 32 bits travel with their row in one `u64` and are
+//! sorted by an LSD radix sort (stable, so ties stay in row order); longer keys are sorted as
+//! `(key, row)` pairs; tuples over 64 bits are compared column by column.
+
+/// Sorts `words` by their bits `low..low + bits` (the rest ignored), stably: an LSD radix
+/// sort of 8-bit digits, one counting pass and one scatter per digit.
+pub(crate) fn radix_sort(words: &mut Vec<u64>, low: u32, bits: u32) {
+    let mut other = vec![0u64; words.len()];
+    let mut shift = low;
+    while shift < low + bits {
+        let mut counts = [0usize; 257];
+        for &w in words.iter() {
+            counts[((w >> shift) & 0xff) as usize + 1] += 1;
+        }
+        for d in 0..256 {
+            counts[d + 1] += counts[d];
+        }
+        for &w in words.iter() {
+            let slot = &mut counts[((w >> shift) & 0xff) as usize];
+            other[*slot] = w;
+            *slot += 1;
+        }
+        std::mem::swap(words, &mut other);
+        shift += 8;
+    }
+}
+
+/// The rows `0..rows` in ascending order of their code tuples (`columns[0]` first), ties in
+/// row order. `cardinalities[c]` bounds the codes of `columns[c]` (codes are below it).
+pub(crate) fn order_by_codes(columns: &[&[u32]], cardinalities: &[usize], rows: usize) -> Vec<u32> {
+    let widths: Vec<u32> = cardinalities
+        .iter()
+        .map(|&n| u32::BITS - (n.max(1) as u32 - 1).leading_zeros())
+        .collect();
+    let bits: u32 = widths.iter().sum();
+    if bits <= 64 {
+        // one column at a time: vectorizable loops, no per-row fold over the columns
+        let mut keys = vec![0u64; rows];
+        for (codes, &width) in columns.iter().zip(&widths) {
+            for (key, &code) in keys.iter_mut().zip(codes.iter()) {
+                *key = (*key << width) | u64::from(code);
+            }
+        }
+        if bits <= 32 {
+            let mut keyed: Vec<u64> = keys
+                .into_iter()
+                .enumerate()
+                .map(|(r, key)| (key << 32) | r as u64)
+                .collect();
+            radix_sort(&mut keyed, 32, bits);
+            return keyed.into_iter().map(|k| k as u32).collect();
+        }
+        let mut keyed: Vec<(u64, u32)> = keys
+            .into_iter()
+            .enumerate()
+            .map(|(r, key)| (key, r as u32))
+            .collect();
+        keyed.sort_unstable();
+        return keyed.into_iter().map(|(_, r)| r).collect();
+    }
+    let mut order: Vec<u32> = (0..rows as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        columns
+            .iter()
+            .map(|c| c[a as usize].cmp(&c[b as usize]))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    #[test]
+    fn radix_sort_orders_like_a_comparison_sort_of_key_then_record() {
+        let mut rng = SplitMix64(3);
+        for bits in [1u32, 7, 8, 9, 16, 22, 32] {
+            let rows = 5_000;
+            let mut words: Vec<u64> = (0..rows)
+                .map(|r| {
+                    let key = rng.next_u64() & ((1u64 << bits) - 1);
+                    (key << 32) | r
+                })
+                .collect();
+            // the reference: (key, record) pairs, compared
+            let mut expected: Vec<(u64, u32)> =
+                words.iter().map(|&w| (w >> 32, w as u32)).collect();
+            expected.sort_unstable();
+            radix_sort(&mut words, 32, bits);
+            let got: Vec<(u64, u32)> = words.iter().map(|&w| (w >> 32, w as u32)).collect();
+            assert_eq!(got, expected, "{bits} bits");
+        }
+    }
+
+    #[test]
+    fn rows_ordered_like_a_comparison_of_their_tuples_then_row() {
+        let mut rng = SplitMix64(11);
+        // keys of 3 + 10 = 13 bits (radix), 3 × 16 + 10 = 58 bits (pairs), 5 × 16 = 80 bits
+        // (compared); few values per column, so ties are many
+        for cardinalities in [
+            vec![5usize, 1000],
+            vec![60_000, 60_000, 60_000, 1000],
+            vec![40_000; 5],
+        ] {
+            let rows = 4_000;
+            let columns: Vec<Vec<u32>> = cardinalities
+                .iter()
+                .map(|&n| {
+                    let used = (n as u64).min(7);
+                    (0..rows)
+                        .map(|_| (n as u64 - 1 - rng.next_u64() % used) as u32)
+                        .collect()
+                })
+                .collect();
+            let views: Vec<&[u32]> = columns.iter().map(Vec::as_slice).collect();
+            // the reference: each row's tuple, then the row, compared
+            let mut expected: Vec<(Vec<u32>, u32)> = (0..rows)
+                .map(|r| (columns.iter().map(|c| c[r]).collect(), r as u32))
+                .collect();
+            expected.sort();
+            let expected: Vec<u32> = expected.into_iter().map(|(_, r)| r).collect();
+            assert_eq!(
+                order_by_codes(&views, &cardinalities, rows),
+                expected,
+                "{cardinalities:?}"
+            );
+        }
+    }
+}
