@@ -46,6 +46,10 @@ pub(crate) fn order_by_codes(columns: &[&[u32]], cardinalities: &[usize], rows: 
                 *key = (*key << width) | u64::from(code);
             }
         }
+        if keys.is_sorted() {
+            // already in order (the packed frequency set comes sorted)
+            return (0..rows as u32).collect();
+        }
         if bits <= 32 {
             let mut keyed: Vec<u64> = keys
                 .into_iter()

@@ -582,8 +582,8 @@ fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Vec<u32> {
     crate::sort::order_by_codes(&columns, &cardinalities, rows)
 }
 
-/// The aggregate's output, interned as it streams: per column, the codes of its rows (first
-/// appearance order) and its distinct values; and the count of each row.
+/// The aggregate's output, interned as it streams: per column, the codes of its rows (in
+/// first appearance or value order) and its distinct values; and the count of each row.
 pub(super) struct StreamedCodes {
     pub columns: Vec<(Vec<u32>, ArrayRef)>,
     pub counts: Vec<u64>,
@@ -661,7 +661,7 @@ pub(super) fn decoded(values: &ArrayRef) -> Result<ArrayRef> {
 
 /// The rank of each distinct value in ascending value order (NULL first), or `None` for a
 /// type without an order.
-fn value_ranks(distinct: &ArrayRef) -> Option<Vec<u32>> {
+pub(super) fn value_ranks(distinct: &ArrayRef) -> Option<Vec<u32>> {
     let options = SortOptions {
         descending: false,
         nulls_first: true,
