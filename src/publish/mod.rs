@@ -46,10 +46,10 @@ use crate::generalize::TOP_LABEL;
 use crate::policy::{
     Bound, PostAnalytics, PrivacyRequirements, SensitiveAchieved, SuppressionMode, quote_ident,
 };
+use crate::profile::leakage::Sums;
 use crate::progress::ScanProgress;
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
-use crate::profile::leakage::Sums;
 use classes::ClassCounter;
 
 /// `ctx`'s state without round-robin repartitioning and without file scans stealing each

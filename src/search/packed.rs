@@ -446,21 +446,23 @@ fn merged(
         .map(|c| widths[c + 1..].iter().sum::<u32>())
         .collect();
     let total: usize = partitions.iter().map(|p| p.counts.len()).sum();
-    let radix = key_bits <= 32 && total <= u32::MAX as usize;
-    // the keys (with their entry when radix sorted), the counts, and the sort's scratch
-    let entry_bytes = if radix { 8 + 8 + 8 } else { 32 + 8 };
+    // a partition's count of one combination fits 32 bits unless it read 2^32 rows
+    let small_counts = partitions
+        .iter()
+        .all(|p| p.counts.values().all(|&c| c <= u64::from(u32::MAX)));
+    let radix = key_bits <= 32 && small_counts;
+    // the keys and counts, and the sort's scratch
+    let entry_bytes = if radix { 8 + 8 } else { 2 * 32 };
     let reservation = MemoryConsumer::new("frequency set").register(pool);
     if reservation.try_grow(total * entry_bytes).is_err() {
         return Ok(None);
     }
-    let mut keys: Vec<u128> = Vec::new();
-    let mut words: Vec<u64> = Vec::new();
-    let mut counts: Vec<u64> = Vec::with_capacity(total);
-    if radix {
-        words.reserve_exact(total);
+    // radix sorted: the key and the count in one word; else (key, count) pairs
+    let (mut words, mut entries): (Vec<u64>, Vec<(u128, u64)>) = if radix {
+        (Vec::with_capacity(total), Vec::new())
     } else {
-        keys.reserve_exact(total);
-    }
+        (Vec::new(), Vec::with_capacity(total))
+    };
     for (partition, remap) in partitions.into_iter().zip(&remaps) {
         let PartitionCount {
             counts: partition_counts,
@@ -475,17 +477,28 @@ fn merged(
                 ranked_key |= u128::from(remap[local]) << shifts[c];
             }
             if radix {
-                words.push(((ranked_key as u64) << 32) | counts.len() as u64);
+                words.push(((ranked_key as u64) << 32) | count);
             } else {
-                keys.push(ranked_key);
+                entries.push((ranked_key, count));
             }
-            counts.push(count);
         }
         // the partition's map is gone: its memory with it
         reservation.free();
     }
-    let mut columns: Vec<Vec<u32>> = vec![Vec::new(); width];
-    let mut totals: Vec<u64> = Vec::new();
+    // the combinations counted first, so that their columns are allocated once
+    let unique = if radix {
+        crate::sort::radix_sort(&mut words, 32, key_bits);
+        1 + words
+            .windows(2)
+            .filter(|w| w[0] >> 32 != w[1] >> 32)
+            .count()
+    } else {
+        entries.sort_unstable_by_key(|&(key, _)| key);
+        1 + entries.windows(2).filter(|w| w[0].0 != w[1].0).count()
+    }
+    .min(total);
+    let mut columns: Vec<Vec<u32>> = (0..width).map(|_| Vec::with_capacity(unique)).collect();
+    let mut totals: Vec<u64> = Vec::with_capacity(unique);
     let mut push = |key: u128, count: u64, same: bool| {
         if same && let Some(last) = totals.last_mut() {
             *last += count;
@@ -497,20 +510,17 @@ fn merged(
         totals.push(count);
     };
     if radix {
-        crate::sort::radix_sort(&mut words, 32, key_bits);
         let mut previous = None;
         for &word in &words {
             let key = word >> 32;
             push(
                 u128::from(key),
-                counts[word as u32 as usize],
+                word & u64::from(u32::MAX),
                 previous == Some(key),
             );
             previous = Some(key);
         }
     } else {
-        let mut entries: Vec<(u128, u64)> = keys.into_iter().zip(counts).collect();
-        entries.sort_unstable_by_key(|&(key, _)| key);
         let mut previous = None;
         for &(key, count) in &entries {
             push(key, count, previous == Some(key));
@@ -554,7 +564,9 @@ mod tests {
 
     /// Rows of every kind counted here: short and long text with NULLs (as views), plain
     /// Utf8, dictionary-coded text, integers with NULLs, dates; values drawn from an LCG.
-    fn batch(schema: &SchemaRef, seed: u64, rows: usize) -> RecordBatch {
+    /// With `wide`, integers and dates take thousands of values, so that the packed ranks
+    /// need more than 32 bits (the comparison sort rather than the radix sort).
+    fn batch(schema: &SchemaRef, seed: u64, rows: usize, wide: bool) -> RecordBatch {
         let mut state = seed;
         let mut draw = |n: u64| {
             state = state
@@ -574,9 +586,9 @@ mod tests {
             long.push(format!("a value longer than twelve bytes {}", draw(3)));
             plain.push(format!("p{}", draw(2)));
             coded.push(["x", "y"][draw(2) as usize]);
-            let i = draw(5) as i32;
+            let i = draw(if wide { 1 << 22 } else { 5 }) as i32;
             ints.push((i != 4).then_some(i - 2));
-            dates.push(19000 + draw(3) as i32);
+            dates.push(19000 + draw(if wide { 1 << 16 } else { 3 }) as i32);
         }
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringViewArray::from(short)),
@@ -605,12 +617,12 @@ mod tests {
     }
 
     /// A session over three partitions of `batches` batches each.
-    fn session(schema: &SchemaRef, batches: usize) -> SessionContext {
+    fn session(schema: &SchemaRef, batches: usize, wide: bool) -> SessionContext {
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(3));
         let partitions: Vec<Vec<RecordBatch>> = (0..3)
             .map(|p| {
                 (0..batches)
-                    .map(|b| batch(schema, (p * 100 + b) as u64, 500))
+                    .map(|b| batch(schema, (p * 100 + b) as u64, 500, wide))
                     .collect()
             })
             .collect();
@@ -637,8 +649,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn counts_match_a_brute_force_grouping() {
+        for wide in [false, true] {
+            counts_match_a_brute_force_grouping_of(wide).await;
+        }
+    }
+
+    async fn counts_match_a_brute_force_grouping_of(wide: bool) {
         let schema = schema();
-        let ctx = session(&schema, 4);
+        let ctx = session(&schema, 4, wide);
         let df = ctx.table("t").await.unwrap();
         let streamed = counted(&ctx, df.clone(), None).await.unwrap().unwrap();
         // the reference: every row's value tuple counted, one by one
@@ -662,13 +680,26 @@ mod tests {
         }
         assert_eq!(got, expected);
         assert_eq!(expected.values().sum::<u64>(), 3 * 4 * 500);
-        // each column's distinct values once
+        // each column's distinct values once, in value order (NULL first)
         for (_, distinct) in &streamed.columns {
-            let values: std::collections::HashSet<ScalarValue> = (0..distinct.len())
+            let values: Vec<ScalarValue> = (0..distinct.len())
                 .map(|r| ScalarValue::try_from_array(distinct, r).unwrap())
                 .collect();
-            assert_eq!(values.len(), distinct.len());
+            let unique: std::collections::HashSet<&ScalarValue> = values.iter().collect();
+            assert_eq!(unique.len(), distinct.len());
+            let mut sorted = values.clone();
+            sorted.sort_by(|a, b| match (a.is_null(), b.is_null()) {
+                (true, false) => std::cmp::Ordering::Less,
+                (false, true) => std::cmp::Ordering::Greater,
+                _ => a.partial_cmp(b).unwrap(),
+            });
+            assert_eq!(values, sorted, "wide: {wide}");
         }
+        // the combinations in ascending order of their codes
+        let tuples: Vec<Vec<u32>> = (0..streamed.counts.len())
+            .map(|i| streamed.columns.iter().map(|(codes, _)| codes[i]).collect())
+            .collect();
+        assert!(tuples.windows(2).all(|w| w[0] < w[1]), "wide: {wide}");
     }
 
     #[tokio::test]
@@ -714,7 +745,7 @@ mod tests {
             .unwrap();
         let mixed = super::tests::schema();
         let small = SessionContext::new_with_config_rt(SessionConfig::new(), runtime);
-        let rows = super::tests::batch(&mixed, 1, 500);
+        let rows = super::tests::batch(&mixed, 1, 500, false);
         let table = MemTable::try_new(Arc::clone(&mixed), vec![vec![rows]]);
         small.register_table("t", Arc::new(table.unwrap())).unwrap();
         let df = small.table("t").await.unwrap();

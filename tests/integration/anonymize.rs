@@ -647,7 +647,9 @@ async fn post_analytics_thresholds_fail_closed() {
     for figure in leakage {
         let attribute = figure["attribute"].as_str().unwrap();
         let batches = ctx
-            .sql(&format!("SELECT count(*) FROM out GROUP BY \"{attribute}\""))
+            .sql(&format!(
+                "SELECT count(*) FROM out GROUP BY \"{attribute}\""
+            ))
             .await
             .unwrap()
             .collect()
@@ -668,7 +670,10 @@ async fn post_analytics_thresholds_fail_closed() {
         let entropy: f64 = counts.iter().map(|c| -(c / n) * (c / n).log2()).sum();
         let expected = entropy / n.log2();
         let got = figure["leakage"].as_f64().unwrap();
-        assert!((got - expected).abs() < 1e-9, "{attribute}: {got} vs {expected}");
+        assert!(
+            (got - expected).abs() < 1e-9,
+            "{attribute}: {got} vs {expected}"
+        );
         if attribute == "sex" {
             sex_leakage = expected;
         }

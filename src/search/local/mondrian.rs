@@ -51,9 +51,7 @@ use datafusion::error::Result;
 
 use std::ops::Range;
 
-use super::{
-    Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node,
-};
+use super::{Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node};
 use crate::policy::PrivacyRequirements;
 use crate::search::{FrequencySet, QiDomain};
 
