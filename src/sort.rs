@@ -46,10 +46,6 @@ pub(crate) fn order_by_codes(columns: &[&[u32]], cardinalities: &[usize], rows: 
                 *key = (*key << width) | u64::from(code);
             }
         }
-        if keys.is_sorted() {
-            // already in order (the packed frequency set comes sorted)
-            return (0..rows as u32).collect();
-        }
         if bits <= 32 {
             let mut keyed: Vec<u64> = keys
                 .into_iter()
@@ -76,6 +72,35 @@ pub(crate) fn order_by_codes(columns: &[&[u32]], cardinalities: &[usize], rows: 
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.cmp(&b))
     });
+    order
+}
+
+/// How rows stand in the order of their code tuples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CodeOrder {
+    Unsorted,
+    /// ascending, some rows equal
+    Sorted,
+    /// ascending, no two rows equal
+    Strict,
+}
+
+/// Whether the rows `0..rows` are in ascending order of their code tuples (`columns[0]`
+/// first): one pass comparing each row with the one before.
+pub(crate) fn code_order(columns: &[&[u32]], rows: usize) -> CodeOrder {
+    let mut order = CodeOrder::Strict;
+    for r in 1..rows {
+        let step = columns
+            .iter()
+            .map(|c| c[r - 1].cmp(&c[r]))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal);
+        match step {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => order = CodeOrder::Sorted,
+            std::cmp::Ordering::Greater => return CodeOrder::Unsorted,
+        }
+    }
     order
 }
 
@@ -137,6 +162,24 @@ mod tests {
                 expected,
                 "{cardinalities:?}"
             );
+            // the rows put in that order are sorted, with ties (few values a column)
+            assert_eq!(code_order(&views, rows), CodeOrder::Unsorted);
+            let sorted: Vec<Vec<u32>> = columns
+                .iter()
+                .map(|c| expected.iter().map(|&r| c[r as usize]).collect())
+                .collect();
+            let sorted: Vec<&[u32]> = sorted.iter().map(Vec::as_slice).collect();
+            assert_eq!(code_order(&sorted, rows), CodeOrder::Sorted);
+            // and strictly so once the ties are gone
+            let mut distinct: Vec<Vec<u32>> = (0..rows)
+                .map(|r| sorted.iter().map(|c| c[r]).collect())
+                .collect();
+            distinct.dedup();
+            let strict: Vec<Vec<u32>> = (0..columns.len())
+                .map(|c| distinct.iter().map(|t| t[c]).collect())
+                .collect();
+            let strict: Vec<&[u32]> = strict.iter().map(Vec::as_slice).collect();
+            assert_eq!(code_order(&strict, distinct.len()), CodeOrder::Strict);
         }
     }
 }

@@ -138,19 +138,31 @@ impl IntervalDomain {
 
     /// Domain values `x` with `lo ≤ x ≤ hi`.
     pub fn covered(&self, lo: f64, hi: f64) -> u64 {
-        let below = self.points.partition_point(|&x| x < lo);
-        let up_to = self.points.partition_point(|&x| x <= hi);
-        up_to.saturating_sub(below) as u64
+        self.positions(hi).1.saturating_sub(self.positions(lo).0)
     }
 
     /// The Loss of a cell published as `[lo, hi]`: (covered − 1)/(|D| − 1), at least one value
     /// covered (the cell's own), 0 when |D| ≤ 1.
     pub fn loss(&self, lo: f64, hi: f64) -> f64 {
+        self.loss_of_covered(self.covered(lo, hi))
+    }
+
+    /// [`Self::loss`] of a cell covering `covered` domain values.
+    pub fn loss_of_covered(&self, covered: u64) -> f64 {
         if self.size <= 1 {
             return 0.0;
         }
-        let covered = self.covered(lo, hi).max(1);
+        let covered = covered.max(1);
         ((covered - 1) as f64 / (self.size - 1) as f64).min(1.0)
+    }
+
+    /// Domain values below `x`, and at most `x`: [`Self::covered`]`(lo, hi)` is
+    /// `at_most(hi) − below(lo)`.
+    pub fn positions(&self, x: f64) -> (u64, u64) {
+        (
+            self.points.partition_point(|&p| p < x) as u64,
+            self.points.partition_point(|&p| p <= x) as u64,
+        )
     }
 }
 

@@ -511,12 +511,26 @@ impl ClassCounter {
     /// Adds `other`'s classes and sizes to this counter's (the two may have coded their
     /// labels differently: they are matched by label).
     pub(crate) fn merge(&mut self, other: &ClassCounter) {
-        let mut labels: Vec<Option<&[u8]>> = Vec::with_capacity(self.width());
-        for class in 0..other.classes() as u32 {
-            labels.clear();
-            labels.extend(other.labels(class));
-            let mine = self.intern(&labels);
-            self.sizes[mine as usize] += other.size(class);
+        // each column's few labels matched once, then each class by its codes alone
+        let remaps: Vec<Vec<u32>> = self
+            .columns
+            .iter_mut()
+            .zip(&other.columns)
+            .map(|(mine, theirs)| {
+                (0..theirs.len() as u32)
+                    .map(|code| mine.intern(theirs.label(code)))
+                    .collect()
+            })
+            .collect();
+        let n = self.width();
+        let mut row = vec![0u32; n];
+        for (class, &size) in other.sizes.iter().enumerate() {
+            let codes = &other.codes[class * n..(class + 1) * n];
+            for ((mine, &code), remap) in row.iter_mut().zip(codes).zip(&remaps) {
+                *mine = remap[code as usize];
+            }
+            let mine = self.find_or_new(&row);
+            self.sizes[mine as usize] += size;
         }
     }
 }

@@ -320,11 +320,13 @@ impl FrequencySet {
         let mut counts = streamed.counts;
         // the aggregation emits groups in an order that depends on its partitions' timing;
         // the leaf classes (so the local algorithms' tie-breaks) must not
-        let order = canonical_order(&leaf_codes, &domains);
-        for codes in leaf_codes.iter_mut().chain(sensitive_codes.iter_mut()) {
-            *codes = order.iter().map(|&r| codes[r as usize]).collect();
+        // (the packed count gives them in that order already: nothing to move)
+        if let Some(order) = canonical_order(&leaf_codes, &domains) {
+            for codes in leaf_codes.iter_mut().chain(sensitive_codes.iter_mut()) {
+                *codes = order.iter().map(|&r| codes[r as usize]).collect();
+            }
+            counts = order.iter().map(|&r| counts[r as usize]).collect();
         }
-        counts = order.iter().map(|&r| counts[r as usize]).collect();
         Self::assemble(
             domains,
             sensitive_domains,
@@ -420,25 +422,40 @@ impl FrequencySet {
         combinations: usize,
     ) -> Result<Self> {
         let rows = counts.len();
-        let columns: Vec<Column<'_>> = row_leaf_codes
-            .iter()
-            .zip(&qis)
-            .map(|(codes, qi)| Column {
-                codes,
-                map: None,
-                cardinality: qi.leaves(),
-            })
-            .collect();
-        let (mut class_of, mut representative) = (Vec::new(), Vec::new());
-        let classes = Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
-        let leaf_codes: Vec<Vec<u32>> = row_leaf_codes
-            .iter()
-            .map(|codes| representative.iter().map(|&r| codes[r as usize]).collect())
-            .collect();
-        let mut sizes = vec![0u64; classes];
-        for (&c, &n) in class_of.iter().zip(&counts) {
-            sizes[c as usize] += n;
-        }
+        let views: Vec<&[u32]> = row_leaf_codes.iter().map(Vec::as_slice).collect();
+        let (classes, class_of, leaf_codes, sizes) =
+            if crate::sort::code_order(&views, rows) == crate::sort::CodeOrder::Strict {
+                // every row a leaf class of its own, already numbered in order
+                drop(views);
+                let class_of = if sensitive.is_empty() {
+                    Vec::new()
+                } else {
+                    (0..rows as u32).collect()
+                };
+                (rows, class_of, row_leaf_codes, counts.clone())
+            } else {
+                let columns: Vec<Column<'_>> = row_leaf_codes
+                    .iter()
+                    .zip(&qis)
+                    .map(|(codes, qi)| Column {
+                        codes,
+                        map: None,
+                        cardinality: qi.leaves(),
+                    })
+                    .collect();
+                let (mut class_of, mut representative) = (Vec::new(), Vec::new());
+                let classes =
+                    Grouper::default().group(rows, &columns, &mut class_of, &mut representative);
+                let leaf_codes: Vec<Vec<u32>> = row_leaf_codes
+                    .iter()
+                    .map(|codes| representative.iter().map(|&r| codes[r as usize]).collect())
+                    .collect();
+                let mut sizes = vec![0u64; classes];
+                for (&c, &n) in class_of.iter().zip(&counts) {
+                    sizes[c as usize] += n;
+                }
+                (classes, class_of, leaf_codes, sizes)
+            };
         let total: u64 = counts.iter().sum();
         let mut merger = HistogramMerger::default();
         let mut histograms = Vec::with_capacity(sensitive.len());
@@ -574,12 +591,16 @@ impl FrequencySet {
     }
 }
 
-/// The rows in ascending order of their QI leaf codes (value ranks), ties in row order.
-fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Vec<u32> {
+/// The rows in ascending order of their QI leaf codes (value ranks), ties in row order;
+/// `None` when they are in that order already.
+fn canonical_order(leaf_codes: &[Vec<u32>], domains: &[QiDomain]) -> Option<Vec<u32>> {
     let rows = leaf_codes.first().map_or(0, Vec::len);
     let columns: Vec<&[u32]> = leaf_codes.iter().map(Vec::as_slice).collect();
+    if crate::sort::code_order(&columns, rows) != crate::sort::CodeOrder::Unsorted {
+        return None;
+    }
     let cardinalities: Vec<usize> = domains.iter().map(QiDomain::leaves).collect();
-    crate::sort::order_by_codes(&columns, &cardinalities, rows)
+    Some(crate::sort::order_by_codes(&columns, &cardinalities, rows))
 }
 
 /// The aggregate's output, interned as it streams: per column, the codes of its rows (in
@@ -686,10 +707,11 @@ fn in_value_order(codes: Vec<u32>, distinct: ArrayRef) -> Result<(Vec<u32>, Arra
         order[r as usize] = code as u32;
     }
     let distinct = take(distinct.as_ref(), &UInt32Array::from(order), None)?;
-    Ok((
-        codes.into_iter().map(|c| rank[c as usize]).collect(),
-        distinct,
-    ))
+    let mut codes = codes;
+    for code in &mut codes {
+        *code = rank[*code as usize];
+    }
+    Ok((codes, distinct))
 }
 
 /// The level maps and costs of a QI from its hierarchy and distinct values.

@@ -134,6 +134,9 @@ pub struct QiAxis {
     value_of_rank: Vec<f64>,
     /// what intervals cover (ordered QIs)
     domain: Option<IntervalDomain>,
+    /// per rank, the domain values below its value and at most it (ordered QIs): an
+    /// interval's cost from two loads instead of two binary searches
+    domain_positions: Vec<(u64, u64)>,
 }
 
 impl QiAxis {
@@ -162,6 +165,7 @@ impl QiAxis {
                 null_first: false,
                 value_of_rank: Vec::new(),
                 domain: None,
+                domain_positions: Vec::new(),
             });
         }
         let values = values.ok_or_else(|| DataFusionError::Internal("no leaf values".into()))?;
@@ -181,10 +185,11 @@ impl QiAxis {
             .ok_or_else(|| DataFusionError::Internal("no hierarchy".into()))?;
         let domain = hierarchy.interval_domain(values)?;
         let numbers = ordered_as_f64(values)?;
-        let value_of_rank = leaf_of_rank
+        let value_of_rank: Vec<f64> = leaf_of_rank
             .iter()
             .map(|&leaf| numbers[leaf as usize].unwrap_or(f64::NEG_INFINITY))
             .collect();
+        let domain_positions = value_of_rank.iter().map(|&v| domain.positions(v)).collect();
         Ok(Self {
             ordered,
             rank_of_leaf,
@@ -192,6 +197,7 @@ impl QiAxis {
             null_first,
             value_of_rank,
             domain: Some(domain),
+            domain_positions,
         })
     }
 
@@ -244,10 +250,9 @@ impl QiAxis {
             Cell::Top => 1.0,
             Cell::Node { level, code } => qi.costs(level as usize)[code as usize],
             Cell::Interval { lo, hi } => self.domain.as_ref().map_or(1.0, |d| {
-                d.loss(
-                    self.value_of_rank[lo as usize],
-                    self.value_of_rank[hi as usize],
-                )
+                let below = self.domain_positions[lo as usize].0;
+                let at_most = self.domain_positions[hi as usize].1;
+                d.loss_of_covered(at_most.saturating_sub(below))
             }),
         }
     }
