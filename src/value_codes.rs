@@ -44,7 +44,16 @@ pub(crate) struct ValueCodes {
     short: Option<DirectTable>,
     /// codes of long values by their view, valid within one array (see [`LongViews`])
     long_views: LongViews,
+    /// a fixed domain of integers within a small range: their codes by `value − min`
+    /// (`u32::MAX` for a value outside the domain), no hashing per row
+    dense_ints: Option<(i64, Vec<u32>)>,
 }
+
+/// The widest range of a fixed integer domain looked up in [`ValueCodes::dense_ints`].
+const DENSE_INT_RANGE: i64 = 1 << 16;
+
+/// Slots of the per-array memo of a text lookup (see [`ValueCodes::lookup`]).
+const VIEW_MEMO_BITS: u32 = 8;
 
 /// A direct-mapped cache of long values' codes by their view, for one array at a time. A
 /// long view names its bytes by buffer and offset, which mean the same bytes only within the
@@ -246,6 +255,7 @@ impl ValueCodes {
             len: 0,
             short: None,
             long_views: LongViews::default(),
+            dense_ints: None,
         })
     }
 
@@ -263,6 +273,24 @@ impl ValueCodes {
             table.insert(short_key(key), code);
         }
         Some(table)
+    }
+
+    /// The [`ValueCodes::dense_ints`] table of an integer domain within
+    /// [`DENSE_INT_RANGE`].
+    fn dense_int_table(&self) -> Option<(i64, Vec<u32>)> {
+        let Keys::Int(map) = &self.keys else {
+            return None;
+        };
+        let min = *map.keys().min()?;
+        let max = *map.keys().max()?;
+        if max.checked_sub(min)? >= DENSE_INT_RANGE {
+            return None;
+        }
+        let mut table = vec![u32::MAX; (max - min + 1) as usize];
+        for (&value, &code) in map {
+            table[(value - min) as usize] = code;
+        }
+        Some((min, table))
     }
 
     /// The codes of `values` (code = position) for columns of type `data_type`.
@@ -284,6 +312,7 @@ impl ValueCodes {
             )));
         }
         codes.short = codes.short_table();
+        codes.dense_ints = codes.dense_int_table();
         Ok(codes)
     }
 
@@ -407,6 +436,56 @@ impl ValueCodes {
                     };
                 }
             }
+            (Keys::Int(_), _) if self.dense_ints.is_some() => {
+                let Some((min, table)) = &self.dense_ints else {
+                    return Err(missing());
+                };
+                let ints = cast(column, &DataType::Int64)?;
+                let ints = ints.as_primitive::<Int64Type>();
+                for (i, (slot, &value)) in out.iter_mut().zip(ints.values()).enumerate() {
+                    if ints.is_valid(i) {
+                        let code = value
+                            .checked_sub(*min)
+                            .and_then(|at| table.get(usize::try_from(at).ok()?))
+                            .copied()
+                            .unwrap_or(u32::MAX);
+                        if code == u32::MAX {
+                            return Err(missing());
+                        }
+                        *slot = code;
+                    }
+                }
+            }
+            (Keys::Bytes { inline, long }, None) => {
+                // a memo of the array's views: a value repeated in the array (Parquet's
+                // dictionary pages decode into one view per value) is found by its view,
+                // without hashing or comparing bytes; a view names the same bytes everywhere
+                // in one array, and an inline view is the value itself
+                let values = cast(column, &DataType::BinaryView)?;
+                let values = values.as_binary_view();
+                let mut memo = [(0u128, u32::MAX); 1 << VIEW_MEMO_BITS];
+                for (i, (slot, &view)) in out.iter_mut().zip(values.views()).enumerate() {
+                    if values.is_null(i) {
+                        continue;
+                    }
+                    let folded = (view as u64) ^ ((view >> 64) as u64);
+                    let at = (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - VIEW_MEMO_BITS))
+                        as usize;
+                    let (seen, code) = memo[at];
+                    if code != u32::MAX && seen == view {
+                        *slot = code;
+                        continue;
+                    }
+                    let code = if (view as u32) <= INLINE {
+                        inline.get(&inline_key(view))
+                    } else {
+                        long.get(values.value(i))
+                    };
+                    let code = *code.ok_or_else(&missing)?;
+                    memo[at] = (view, code);
+                    *slot = code;
+                }
+            }
             _ => self.lookup_by_keys(column, out, &missing)?,
         }
         if column.null_count() > 0 {
@@ -515,6 +594,69 @@ mod tests {
         // NULL outside a domain without it
         let error = codes_of(&[Some("a")], &[None]).unwrap_err();
         assert!(error.to_string().contains("missing"));
+    }
+
+    /// A fixed domain looked up row by row: by the per-array memo of views (text), by the
+    /// dense table (integers within a small range) or by the map (a wide range) — each code
+    /// the value's position in the domain, as a brute-force search finds it, and a value
+    /// outside the domain an error.
+    #[test]
+    fn fixed_domains_look_up_as_positions() {
+        use crate::rng::SplitMix64;
+        let mut rng = SplitMix64(17);
+        // text: inline and long values, NULL in the domain; the same views over many rows
+        let domain: Vec<Option<String>> = (0..40)
+            .map(|i| match i {
+                7 => None,
+                i if i % 3 == 0 => Some(format!("a value of more than twelve bytes #{i}")),
+                i => Some(format!("v{i}")),
+            })
+            .collect();
+        let domain_refs: Vec<Option<&str>> = domain.iter().map(|v| v.as_deref()).collect();
+        let rows: Vec<Option<&str>> = (0..3_000)
+            .map(|_| domain_refs[(rng.next_u64() % 40) as usize])
+            .collect();
+        let expected: Vec<u32> = rows
+            .iter()
+            .map(|v| domain_refs.iter().position(|d| d == v).unwrap() as u32)
+            .collect();
+        let table = ValueCodes::of_domain(&text(&domain_refs), &DataType::Utf8View).unwrap();
+        assert!(table.short.is_none());
+        assert_eq!(codes_of(&domain_refs, &rows).unwrap(), expected);
+        // integers: a small range (dense) and a wide one (map), with a value outside each
+        for (values, dense) in [
+            (vec![Some(-3i64), Some(90), None, Some(17), Some(0)], true),
+            (vec![Some(-3i64), Some(1 << 40), None, Some(17)], false),
+        ] {
+            let domain: ArrayRef =
+                Arc::new(datafusion::arrow::array::Int64Array::from(values.clone()));
+            let codes = ValueCodes::of_domain(&domain, &DataType::Int64).unwrap();
+            assert_eq!(codes.dense_ints.is_some(), dense);
+            let rows: Vec<Option<i64>> = (0..500)
+                .map(|_| values[(rng.next_u64() % values.len() as u64) as usize])
+                .collect();
+            let expected: Vec<u32> = rows
+                .iter()
+                .map(|v| values.iter().position(|d| d == v).unwrap() as u32)
+                .collect();
+            let column: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(rows));
+            let mut out = Vec::new();
+            let missing = || DataFusionError::Execution("missing".to_string());
+            codes.lookup(&column, &mut out, missing).unwrap();
+            assert_eq!(out, expected, "dense: {dense}");
+            for outside in [1i64, -4, 91, i64::MIN, i64::MAX] {
+                let column: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(vec![
+                    Some(17),
+                    Some(outside),
+                ]));
+                let error = codes.lookup(&column, &mut out, missing).unwrap_err();
+                assert!(error.to_string().contains("missing"), "{outside}");
+            }
+        }
+        for outside in ["v1 ", "a value of more than twelve bytes #4", "v"] {
+            let error = codes_of(&domain_refs, &[Some("v1"), Some(outside)]).unwrap_err();
+            assert!(error.to_string().contains("missing"), "{outside}: {error}");
+        }
     }
 
     /// Long values are cached by their view within an array only: two arrays whose views

@@ -66,6 +66,14 @@ impl ColumnLookup {
 /// Packed leaf codes of a combination → its class.
 #[derive(Debug)]
 enum CombinationIndex {
+    /// Mixed radix over the columns' leaf counts → the class's label codes themselves,
+    /// packed with its suppressed flag (see [`LabelWord`]), when key and word fit 64 bits:
+    /// a row then costs one lookup, not a second one in the classes' label records.
+    Labels {
+        radix: Vec<u64>,
+        table: DirectTable,
+        word: LabelWord,
+    },
     /// Mixed radix over the columns' leaf counts, when the key and the class fit 64 bits
     /// together (the common case), in a [`DirectTable`].
     Direct { radix: Vec<u64>, table: DirectTable },
@@ -82,6 +90,45 @@ enum CombinationIndex {
     },
     /// The codes themselves otherwise.
     Tuples(HashMap<Box<[u32]>, u32>),
+}
+
+/// A class's label codes in one word: QI q's code at `shifts[q]` (its `bits[q]` bits), the
+/// suppressed flag in bit 0.
+#[derive(Debug)]
+struct LabelWord {
+    shifts: Vec<u32>,
+    bits: Vec<u32>,
+}
+
+impl LabelWord {
+    /// The layout for QIs of `labels[q]` distinct labels; `None` over 32 bits.
+    fn new(labels: &[ArrayRef]) -> Option<Self> {
+        let bits: Vec<u32> = labels
+            .iter()
+            .map(|l| u32::BITS - (l.len().max(1) as u32 - 1).leading_zeros())
+            .collect();
+        let mut shifts = Vec::with_capacity(bits.len());
+        let mut at = 1;
+        for &b in &bits {
+            shifts.push(at);
+            at += b;
+        }
+        (at <= 32).then_some(Self { shifts, bits })
+    }
+
+    fn pack(&self, codes: &[u32], suppressed: bool) -> u32 {
+        codes
+            .iter()
+            .zip(&self.shifts)
+            .fold(u32::from(suppressed), |word, (&code, &shift)| {
+                word | code << shift
+            })
+    }
+
+    #[inline]
+    fn code(&self, word: u32, q: usize) -> u32 {
+        (word >> self.shifts[q]) & (((1u64 << self.bits[q]) - 1) as u32)
+    }
 }
 
 /// The class of every row, from each column's leaf codes, looked up in `table`.
@@ -216,6 +263,30 @@ pub struct LocalRecodeFunction {
 impl LocalRecodeFunction {
     /// The lookup of `release` for quasi-identifier columns of types `raw_types`.
     pub fn try_new(release: Arc<LocalRecoding>, raw_types: &[DataType]) -> Result<Self> {
+        Self::try_new_indexed(release, raw_types, true)
+    }
+
+    /// [`Self::try_new`] whose combination table holds classes, not their labels (what
+    /// releases whose label codes do not fit one word get), for tests of that index.
+    #[cfg(test)]
+    pub(crate) fn try_new_by_class(
+        release: Arc<LocalRecoding>,
+        raw_types: &[DataType],
+    ) -> Result<Self> {
+        Self::try_new_indexed(release, raw_types, false)
+    }
+
+    /// Whether rows find their labels in the combination table itself.
+    #[cfg(test)]
+    pub(crate) fn indexes_labels(&self) -> bool {
+        matches!(self.index, CombinationIndex::Labels { .. })
+    }
+
+    fn try_new_indexed(
+        release: Arc<LocalRecoding>,
+        raw_types: &[DataType],
+        labels_in_index: bool,
+    ) -> Result<Self> {
         let leaf_values = release.leaf_values();
         if raw_types.len() != leaf_values.len() {
             return Err(DataFusionError::Internal(format!(
@@ -238,8 +309,30 @@ impl LocalRecodeFunction {
             span = span.and_then(|s| s.checked_mul(values.len().max(1) as u128));
         }
         let key_bits = span.map_or(u32::MAX, |s| u128::BITS - (s - 1).leading_zeros());
+        let (labels, label_codes) = distinct_labels(release.class_labels())?;
+        let d = leaf_values.len();
+        let suppressed_class = release.classes();
+        let word = LabelWord::new(&labels).filter(|_| labels_in_index);
+        let with_labels = word
+            .as_ref()
+            .and_then(|_| DirectTable::new(class_of.len(), key_bits, u32::MAX));
         let direct = DirectTable::new(class_of.len(), key_bits, release.classes() as u32);
-        let index = if let Some(mut table) = direct {
+        let index = if let (Some(mut table), Some(word)) = (with_labels, word) {
+            let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
+            // per class (then the suppressed one), its word
+            let words: Vec<u32> = label_codes
+                .chunks_exact(d.max(1))
+                .enumerate()
+                .map(|(class, codes)| word.pack(codes, class == suppressed_class))
+                .collect();
+            for (key, &class) in packed_keys(leaf_codes, &radix, class_of.len())
+                .into_iter()
+                .zip(class_of)
+            {
+                table.insert(key, words[class as usize]);
+            }
+            CombinationIndex::Labels { radix, table, word }
+        } else if let Some(mut table) = direct {
             let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
             for (key, &class) in packed_keys(leaf_codes, &radix, class_of.len())
                 .into_iter()
@@ -263,7 +356,6 @@ impl LocalRecodeFunction {
             }
             CombinationIndex::Tuples(classes)
         };
-        let (labels, label_codes) = distinct_labels(release.class_labels())?;
         let mut fields: Vec<Field> = (0..leaf_values.len())
             .map(|i| Field::new(label_field_name(i), LABEL_TYPE, true))
             .collect();
@@ -291,15 +383,68 @@ impl LocalRecodeFunction {
         &self.raw_types
     }
 
-    /// The class of every row of `columns`.
-    fn classes(&self, columns: &[ArrayRef], rows: usize) -> Result<Vec<u32>> {
-        let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
+    /// The label codes (per QI) and suppressed flag of every row of `columns`.
+    pub(crate) fn labelled(
+        &self,
+        columns: &[ArrayRef],
+        rows: usize,
+    ) -> Result<(Vec<Vec<u32>>, BooleanArray)> {
         let mut codes = vec![Vec::new(); columns.len()];
         for ((lookup, column), out) in self.columns.iter().zip(columns).zip(&mut codes) {
             lookup.codes(column, out)?;
         }
+        let d = self.labels.len();
+        let mut labels: Vec<Vec<u32>> = (0..d).map(|_| Vec::with_capacity(rows)).collect();
+        if let CombinationIndex::Labels { radix, table, word } = &self.index {
+            let keys = packed_keys(&codes, radix, rows);
+            let mut words = Vec::with_capacity(rows);
+            for (i, &key) in keys.iter().enumerate() {
+                if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
+                    table.prefetch(ahead);
+                }
+                words.push(
+                    table
+                        .get(key)
+                        .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
+                );
+            }
+            for (q, out) in labels.iter_mut().enumerate() {
+                out.extend(words.iter().map(|&w| word.code(w, q)));
+            }
+            let suppressed = words.iter().map(|&w| Some(w & 1 == 1)).collect();
+            return Ok((labels, suppressed));
+        }
+        let classes = self.classes(&codes, rows)?;
+        for (i, &class) in classes.iter().enumerate() {
+            // the records are spread over the class table: fetch a few rows ahead
+            if let Some(record) = classes
+                .get(i + PREFETCH_DISTANCE)
+                .and_then(|&ahead| self.label_codes.get(ahead as usize * d))
+            {
+                prefetch(record);
+            }
+            let record = &self.label_codes[class as usize * d..(class as usize + 1) * d];
+            for (out, &code) in labels.iter_mut().zip(record) {
+                out.push(code);
+            }
+        }
+        let suppressed = classes
+            .iter()
+            .map(|&c| Some(c == self.suppressed_class))
+            .collect();
+        Ok((labels, suppressed))
+    }
+
+    /// The class of every row, from each QI's leaf codes `codes`.
+    fn classes(&self, codes: &[Vec<u32>], rows: usize) -> Result<Vec<u32>> {
+        let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
         let mut classes = Vec::with_capacity(rows);
         match &self.index {
+            CombinationIndex::Labels { .. } => {
+                return Err(DataFusionError::Internal(
+                    "a release indexed by labels has no class index".to_string(),
+                ));
+            }
             CombinationIndex::Direct { radix, table } => {
                 direct_classes(table, &codes, radix, rows, &mut classes)?
             }
@@ -312,9 +457,9 @@ impl LocalRecodeFunction {
                 classes: map,
             } => packed_classes(&codes, radix, map, rows, &mut classes)?,
             CombinationIndex::Tuples(map) => {
-                let mut key = vec![0u32; columns.len()];
+                let mut key = vec![0u32; codes.len()];
                 for row in 0..rows {
-                    for (k, c) in key.iter_mut().zip(&codes) {
+                    for (k, c) in key.iter_mut().zip(codes) {
                         *k = c[row];
                     }
                     classes.push(*map.get(key.as_slice()).ok_or_else(missing)?);
@@ -360,30 +505,11 @@ impl ScalarUDFImpl for LocalRecodeFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let classes = self.classes(&columns, rows)?;
-        let d = self.labels.len();
-        let mut codes: Vec<Vec<u32>> = (0..d).map(|_| Vec::with_capacity(rows)).collect();
-        for (i, &class) in classes.iter().enumerate() {
-            // the records are spread over the class table: fetch a few rows ahead
-            if let Some(record) = classes
-                .get(i + PREFETCH_DISTANCE)
-                .and_then(|&ahead| self.label_codes.get(ahead as usize * d))
-            {
-                prefetch(record);
-            }
-            let record = &self.label_codes[class as usize * d..(class as usize + 1) * d];
-            for (out, &code) in codes.iter_mut().zip(record) {
-                out.push(code);
-            }
-        }
-        let mut children: Vec<ArrayRef> = Vec::with_capacity(d + 1);
+        let (codes, suppressed) = self.labelled(&columns, rows)?;
+        let mut children: Vec<ArrayRef> = Vec::with_capacity(codes.len() + 1);
         for (labels, codes) in self.labels.iter().zip(codes) {
             children.push(take(labels.as_ref(), &UInt32Array::from(codes), None)?);
         }
-        let suppressed: BooleanArray = classes
-            .iter()
-            .map(|&c| Some(c == self.suppressed_class))
-            .collect();
         children.push(Arc::new(suppressed));
         let DataType::Struct(fields) = &self.return_type else {
             return Err(DataFusionError::Internal("not a struct".to_string()));

@@ -893,3 +893,33 @@ fn local_releases_meet_population_requirements_on_random_tables() {
     }
     assert!(releases >= 30, "only {releases} releases");
 }
+
+/// The recoding's two combination indexes — label codes in the table itself, or classes and
+/// their label records — give every row the same labels and suppressed flag (releases of
+/// k = 2 and 4, outliers trimmed within 30 %).
+#[tokio::test]
+async fn both_combination_indexes_recode_alike() {
+    use crate::generalize::udf::local_recode::LocalRecodeFunction;
+    let mut rng = Rng(41);
+    for k in [2, 4] {
+        let rows = random_rows(&mut rng, 300);
+        let ctx = session(&rows);
+        let qis = hierarchies(&[5.0, 10.0, 20.0]);
+        let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
+        let mut req = k_only(k, 0.3);
+        req.sensitive.clear();
+        let release = mondrian(&freq, &req).unwrap();
+        let recoding = Arc::new(LocalRecoding::new(&freq, &release).unwrap());
+        let b = batch(&rows);
+        let columns: Vec<ArrayRef> = b.columns()[..3].to_vec();
+        let types: Vec<DataType> = columns.iter().map(|c| c.data_type().clone()).collect();
+        let by_labels = LocalRecodeFunction::try_new(Arc::clone(&recoding), &types).unwrap();
+        let by_class = LocalRecodeFunction::try_new_by_class(recoding, &types).unwrap();
+        assert!(by_labels.indexes_labels() && !by_class.indexes_labels());
+        let (labels, suppressed) = by_labels.labelled(&columns, rows.len()).unwrap();
+        let (labels_by_class, suppressed_by_class) =
+            by_class.labelled(&columns, rows.len()).unwrap();
+        assert_eq!(labels, labels_by_class, "k = {k}");
+        assert_eq!(suppressed, suppressed_by_class, "k = {k}");
+    }
+}
