@@ -219,20 +219,22 @@ pub fn mondrian_with(
     // each class's first `kept[c]` records are published; outliers trimmed go after them
     let regions: Vec<Range<usize>> = numbered.into_iter().map(|(_, region)| region).collect();
     let mut kept: Vec<usize> = regions.iter().map(Range::len).collect();
-    let budget = cutter.judge.budget();
-    if budget > 0 {
-        cutter.trim_outliers(&mut points, &regions, &mut kept, budget);
-    }
     // the cells straight from each class's records (no lookup per leaf class)
     let d = layout.d;
-    let mut class_of = vec![SUPPRESSED; freq.leaf_classes()];
     let mut cells = Vec::with_capacity(regions.len() * d);
+    for region in &regions {
+        cutter.region_cells(&points[layout.span(region)], &mut cells);
+    }
+    let budget = cutter.judge.budget();
+    if budget > 0 {
+        cutter.trim_outliers(&mut points, &regions, &mut kept, &mut cells, budget);
+    }
+    let mut class_of = vec![SUPPRESSED; freq.leaf_classes()];
     for (c, (region, &kept)) in regions.iter().zip(&kept).enumerate() {
         let records = &points[layout.span(region)][..kept * layout.width];
         for i in 0..kept {
             class_of[layout.member(records, i) as usize] = c as u32;
         }
-        cutter.region_cells(records, &mut cells);
     }
     Ok(LocalRelease {
         class_of,
@@ -555,9 +557,11 @@ impl Cutter<'_> {
         points: &mut [u32],
         regions: &[Range<usize>],
         kept: &mut [usize],
+        cells: &mut [Cell],
         mut budget: u64,
     ) {
-        let d = self.freq.qis().len() as f64;
+        let d = self.layout.d;
+        let per_suppressed_row = d as f64;
         let layout = self.layout;
         let width = layout.width;
         let mut open: Vec<usize> = (0..regions.len()).collect();
@@ -570,7 +574,9 @@ impl Cutter<'_> {
                     continue;
                 }
                 let records = &points[layout.span(&regions[c])][..n * width];
-                let before = self.records_cost(records, None);
+                // the class's cells as they stand (recomputed below when it is trimmed)
+                let before =
+                    layout.rows(records) as f64 * self.cells_cost(&cells[c * d..(c + 1) * d]);
                 let mut best: Option<(f64, usize)> = None;
                 for i in 0..n {
                     let rows = layout.size(records, i);
@@ -580,11 +586,13 @@ impl Cutter<'_> {
                     // the cost without the record is at least 0, so the gain is at most
                     // `bound` (rounding is monotonic, so in floating point too): most records
                     // of tight classes are ruled out without computing their cells
-                    let bound = before - rows as f64 * d;
+                    let bound = before - rows as f64 * per_suppressed_row;
                     if bound <= 1e-9 || best.is_some_and(|(b, _)| b >= bound) {
                         continue;
                     }
-                    let gain = before - self.records_cost(records, Some(i)) - rows as f64 * d;
+                    let gain = before
+                        - self.records_cost(records, Some(i))
+                        - rows as f64 * per_suppressed_row;
                     if gain <= 1e-9 || best.is_some_and(|(b, _)| b >= gain) {
                         continue;
                     }
@@ -610,6 +618,9 @@ impl Cutter<'_> {
                     budget -= rows;
                     records[i * width..].rotate_left(width);
                     kept[c] -= 1;
+                    let mut trimmed = Vec::with_capacity(d);
+                    self.region_cells(&records[..kept[c] * width], &mut trimmed);
+                    cells[c * d..(c + 1) * d].copy_from_slice(&trimmed);
                 }
             }
             if open.is_empty() {
@@ -700,16 +711,20 @@ impl Cutter<'_> {
     /// Σ over the region's rows and QIs of the cost of its tightest cells; with `skip`, of the
     /// region without that record.
     fn records_cost(&self, records: &[u32], skip: Option<usize>) -> f64 {
-        let qis = self.freq.qis();
         let mut cells = Vec::with_capacity(self.layout.d);
         self.region_cells_without(records, skip, &mut cells);
-        let cost: f64 = cells
+        let skipped = skip.map_or(0, |i| self.layout.size(records, i));
+        (self.layout.rows(records) - skipped) as f64 * self.cells_cost(&cells)
+    }
+
+    /// Σ over QIs of the cost of one class's `cells`.
+    fn cells_cost(&self, cells: &[Cell]) -> f64 {
+        let qis = self.freq.qis();
+        cells
             .iter()
             .enumerate()
             .map(|(q, &cell)| self.axes[q].cost(&qis[q], cell))
-            .sum();
-        let skipped = skip.map_or(0, |i| self.layout.size(records, i));
-        (self.layout.rows(records) - skipped) as f64 * cost
+            .sum()
     }
 
     /// The allowable threshold of ordered QI `q` (see [`Threshold`]).
