@@ -543,7 +543,7 @@ async fn anonymize_case(
         .await?;
         let total = start.elapsed();
         phases = format!(
-            "register+check {:.2} s, frequency set {:.2} s ({} combinations), decision {:.3} s ({}), suppression count {:.2} s, write {:.2} s, verify {:.2} s; {} rows suppressed",
+            "register+check {:.2} s, frequency set {:.2} s ({} combinations), decision {:.3} s ({}), suppression count {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s; {} rows suppressed",
             secs(registered),
             secs(built - registered),
             freq.combinations(),
@@ -552,6 +552,7 @@ async fn anonymize_case(
             report.seconds.classes,
             report.seconds.write,
             report.seconds.verify,
+            report.seconds.post_analytics,
             report.suppressed_rows,
         );
         Ok(total)

@@ -446,16 +446,16 @@ impl LocalRecodeFunction {
                 ));
             }
             CombinationIndex::Direct { radix, table } => {
-                direct_classes(table, &codes, radix, rows, &mut classes)?
+                direct_classes(table, codes, radix, rows, &mut classes)?
             }
             CombinationIndex::Packed64 {
                 radix,
                 classes: map,
-            } => packed_classes(&codes, radix, map, rows, &mut classes)?,
+            } => packed_classes(codes, radix, map, rows, &mut classes)?,
             CombinationIndex::Packed {
                 radix,
                 classes: map,
-            } => packed_classes(&codes, radix, map, rows, &mut classes)?,
+            } => packed_classes(codes, radix, map, rows, &mut classes)?,
             CombinationIndex::Tuples(map) => {
                 let mut key = vec![0u32; codes.len()];
                 for row in 0..rows {
