@@ -8,12 +8,13 @@
 //! Per batch, vectorized: each column's values become the frequency set's leaf codes through
 //! a small map per column (the column's distinct values: integers and dates by value,
 //! floats by bits, strings by bytes, other types in Arrow's row format), the codes of a row
-//! are packed into one mixed-radix integer, which an index built once per table (a
-//! [`DirectTable`] when the key and class fit 64 bits, else a hash map) maps to the row's
-//! class. Each class's labels are held as one record of per-QI label codes, so a
-//! row costs one lookup in the class table (not one per label column, each a cache miss at
-//! hundreds of thousands of classes); each label column is then one `take` from the QI's
-//! distinct labels, a small array. No allocation per row. A row whose values or combination
+//! are packed into one mixed-radix integer, which an index built once per table maps to the
+//! row's labels: a [`DirectTable`] whose word holds the class's per-QI label codes and its
+//! suppressed flag when key and word fit 64 bits (one random read a row), else the class
+//! (in a `DirectTable` or a hash map) and then the class's record of label codes. Each label
+//! column is then one `take` from the QI's distinct labels, a small array. A text column's
+//! values are looked up through a memo of the batch's views, a small integer range through a
+//! dense table. No allocation per row. A row whose values or combination
 //! are not in the release (the input changed since it was computed) fails the query:
 //! publishing it would be publishing something nobody checked.
 
