@@ -90,8 +90,7 @@ impl LongViews {
 
     #[inline]
     fn slot(view: u128) -> usize {
-        let folded = (view as u64) ^ ((view >> 64) as u64);
-        (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - LONG_VIEW_BITS)) as usize
+        view_slot(view, LONG_VIEW_BITS)
     }
 
     #[inline]
@@ -109,6 +108,14 @@ impl LongViews {
             code,
         };
     }
+}
+
+/// The slot of `view` in a direct-mapped table of 2^`bits` slots: its two halves folded,
+/// then Fibonacci hashing.
+#[inline]
+fn view_slot(view: u128, bits: u32) -> usize {
+    let folded = (view as u64) ^ ((view >> 64) as u64);
+    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
 }
 
 /// Longest value of a domain looked up in [`ValueCodes::short`].
@@ -420,8 +427,8 @@ impl ValueCodes {
     ) -> Result<()> {
         out.clear();
         out.resize(column.len(), u32::MAX);
-        match (&self.keys, &self.short) {
-            (Keys::Bytes { .. }, Some(short)) => {
+        match (&self.keys, &self.short, &self.dense_ints) {
+            (Keys::Bytes { .. }, Some(short), _) => {
                 let values = cast(column, &DataType::BinaryView)?;
                 let values = values.as_binary_view();
                 for (i, (slot, &view)) in out.iter_mut().zip(values.views()).enumerate() {
@@ -436,10 +443,7 @@ impl ValueCodes {
                     };
                 }
             }
-            (Keys::Int(_), _) if self.dense_ints.is_some() => {
-                let Some((min, table)) = &self.dense_ints else {
-                    return Err(missing());
-                };
+            (Keys::Int(_), _, Some((min, table))) => {
                 let ints = cast(column, &DataType::Int64)?;
                 let ints = ints.as_primitive::<Int64Type>();
                 for (i, (slot, &value)) in out.iter_mut().zip(ints.values()).enumerate() {
@@ -456,7 +460,7 @@ impl ValueCodes {
                     }
                 }
             }
-            (Keys::Bytes { inline, long }, None) => {
+            (Keys::Bytes { inline, long }, None, _) => {
                 // a memo of the array's views: a value repeated in the array (Parquet's
                 // dictionary pages decode into one view per value) is found by its view,
                 // without hashing or comparing bytes; a view names the same bytes everywhere
@@ -468,9 +472,7 @@ impl ValueCodes {
                     if values.is_null(i) {
                         continue;
                     }
-                    let folded = (view as u64) ^ ((view >> 64) as u64);
-                    let at = (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - VIEW_MEMO_BITS))
-                        as usize;
+                    let at = view_slot(view, VIEW_MEMO_BITS);
                     let (seen, code) = memo[at];
                     if code != u32::MAX && seen == view {
                         *slot = code;

@@ -295,7 +295,7 @@ pub(crate) async fn post_analytics(
     path: &Location,
     sensitive: &[String],
     verification: &Verification,
-    written: Option<(&ClassCounter, &[String])>,
+    written: (&ClassCounter, &[String]),
 ) -> Result<PostAnalytics> {
     let table = register_written(ctx, path, "post_analytics").await?;
     let result = async {
@@ -307,13 +307,12 @@ pub(crate) async fn post_analytics(
             .map(|f| f.name().as_str())
             .filter(|name| !sensitive.iter().any(|s| s == name))
             .collect();
-        let known = written.map_or_else(Vec::new, |(classes, quasi_identifiers)| {
-            quasi_identifiers
-                .iter()
-                .enumerate()
-                .map(|(q, name)| (name.clone(), Sums::of_counts(classes.label_sizes(q))))
-                .collect()
-        });
+        let (classes, quasi_identifiers) = written;
+        let known = quasi_identifiers
+            .iter()
+            .enumerate()
+            .map(|(q, name)| (name.clone(), Sums::of_counts(classes.label_sizes(q))))
+            .collect();
         let leakage = crate::profile::leakage::attribute_leakage(
             &frame,
             &attributes,
@@ -938,7 +937,7 @@ pub async fn publish_observed(
         staged.staging(),
         &policy.sensitive_attributes(),
         &verification,
-        Some((&written, &quasi_identifiers)),
+        (&written, &quasi_identifiers),
     )
     .await?;
     let broken = policy.thresholds().broken_by(&post_analytics);

@@ -682,7 +682,7 @@ pub(super) fn decoded(values: &ArrayRef) -> Result<ArrayRef> {
 
 /// The rank of each distinct value in ascending value order (NULL first), or `None` for a
 /// type without an order.
-pub(super) fn value_ranks(distinct: &ArrayRef) -> Option<Vec<u32>> {
+fn value_ranks(distinct: &ArrayRef) -> Option<Vec<u32>> {
     let options = SortOptions {
         descending: false,
         nulls_first: true,
@@ -697,21 +697,26 @@ pub(super) fn value_ranks(distinct: &ArrayRef) -> Option<Vec<u32>> {
 
 /// First-appearance `codes` and their `distinct` values renumbered in ascending value order
 /// (NULL first): the same data give the same codes however the rows arrive.
-fn in_value_order(codes: Vec<u32>, distinct: ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
-    let Some(rank) = value_ranks(&distinct) else {
-        // a type without an order keeps first appearance (never a QI type in practice)
-        return Ok((codes, distinct));
+fn in_value_order(mut codes: Vec<u32>, distinct: ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
+    let (rank, distinct) = ranked(distinct)?;
+    for code in &mut codes {
+        *code = rank[*code as usize];
+    }
+    Ok((codes, distinct))
+}
+
+/// The rank of each value of `values` in value order (NULL first), and the values in that
+/// order; a type without an order (never a QI type in practice) keeps its order.
+pub(super) fn ranked(values: ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
+    let Some(rank) = value_ranks(&values) else {
+        return Ok(((0..values.len() as u32).collect(), values));
     };
     let mut order = vec![0u32; rank.len()];
     for (code, &r) in rank.iter().enumerate() {
         order[r as usize] = code as u32;
     }
-    let distinct = take(distinct.as_ref(), &UInt32Array::from(order), None)?;
-    let mut codes = codes;
-    for code in &mut codes {
-        *code = rank[*code as usize];
-    }
-    Ok((codes, distinct))
+    let sorted = take(values.as_ref(), &UInt32Array::from(order), None)?;
+    Ok((rank, sorted))
 }
 
 /// The level maps and costs of a QI from its hierarchy and distinct values.

@@ -49,7 +49,7 @@ use std::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator};
 use hashbrown::{DefaultHashBuilder, HashMap};
 
-use super::frequency::{StreamedCodes, decoded, decoded_type, value_ranks};
+use super::frequency::{StreamedCodes, decoded, decoded_type, ranked};
 use crate::functions::histogram::new_dictionary;
 use crate::progress::ScanProgress;
 use crate::publish::codes::LabelCodes;
@@ -531,20 +531,6 @@ fn merged(
         columns: columns.into_iter().zip(distinct).collect(),
         counts: totals,
     }))
-}
-
-/// The rank of each value of `values` in value order (NULL first), and the values in that
-/// order; a type without an order keeps its order.
-fn ranked(values: ArrayRef) -> Result<(Vec<u32>, ArrayRef)> {
-    let Some(rank) = value_ranks(&values) else {
-        return Ok(((0..values.len() as u32).collect(), values));
-    };
-    let mut order = vec![0u32; rank.len()];
-    for (code, &r) in rank.iter().enumerate() {
-        order[r as usize] = code as u32;
-    }
-    let sorted = take(values.as_ref(), &UInt32Array::from(order), None)?;
-    Ok((rank, sorted))
 }
 
 #[cfg(test)]

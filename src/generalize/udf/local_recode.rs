@@ -132,20 +132,21 @@ impl LabelWord {
     }
 }
 
-/// The class of every row, from each column's leaf codes, looked up in `table`.
-fn direct_classes(
+/// The value (class or label word) of every row, from each column's leaf codes, looked up in
+/// `table`.
+fn direct_lookup(
     table: &DirectTable,
     codes: &[Vec<u32>],
     radix: &[u64],
     rows: usize,
-    classes: &mut Vec<u32>,
+    values: &mut Vec<u32>,
 ) -> Result<()> {
     let keys = packed_keys(codes, radix, rows);
     for (i, &key) in keys.iter().enumerate() {
         if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
             table.prefetch(ahead);
         }
-        classes.push(
+        values.push(
             table
                 .get(key)
                 .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
@@ -317,7 +318,8 @@ impl LocalRecodeFunction {
         let with_labels = word
             .as_ref()
             .and_then(|_| DirectTable::new(class_of.len(), key_bits, u32::MAX));
-        let direct = DirectTable::new(class_of.len(), key_bits, release.classes() as u32);
+        // the class table only when the labels' one is not built (each holds millions of slots)
+        let direct = || DirectTable::new(class_of.len(), key_bits, release.classes() as u32);
         let index = if let (Some(mut table), Some(word)) = (with_labels, word) {
             let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
             // per class (then the suppressed one), its word
@@ -333,7 +335,7 @@ impl LocalRecodeFunction {
                 table.insert(key, words[class as usize]);
             }
             CombinationIndex::Labels { radix, table, word }
-        } else if let Some(mut table) = direct {
+        } else if let Some(mut table) = direct() {
             let radix: Vec<u64> = radix.iter().map(|&r| r as u64).collect();
             for (key, &class) in packed_keys(leaf_codes, &radix, class_of.len())
                 .into_iter()
@@ -397,18 +399,8 @@ impl LocalRecodeFunction {
         let d = self.labels.len();
         let mut labels: Vec<Vec<u32>> = (0..d).map(|_| Vec::with_capacity(rows)).collect();
         if let CombinationIndex::Labels { radix, table, word } = &self.index {
-            let keys = packed_keys(&codes, radix, rows);
             let mut words = Vec::with_capacity(rows);
-            for (i, &key) in keys.iter().enumerate() {
-                if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
-                    table.prefetch(ahead);
-                }
-                words.push(
-                    table
-                        .get(key)
-                        .ok_or_else(|| DataFusionError::Execution(NOT_IN_RELEASE.to_string()))?,
-                );
-            }
+            direct_lookup(table, &codes, radix, rows, &mut words)?;
             for (q, out) in labels.iter_mut().enumerate() {
                 out.extend(words.iter().map(|&w| word.code(w, q)));
             }
@@ -447,7 +439,7 @@ impl LocalRecodeFunction {
                 ));
             }
             CombinationIndex::Direct { radix, table } => {
-                direct_classes(table, codes, radix, rows, &mut classes)?
+                direct_lookup(table, codes, radix, rows, &mut classes)?
             }
             CombinationIndex::Packed64 {
                 radix,
