@@ -30,6 +30,7 @@ pub mod functions;
 pub mod generalize;
 pub mod generate;
 pub mod options;
+mod parallel;
 pub mod policy;
 pub mod profile;
 pub mod progress;

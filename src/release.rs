@@ -99,27 +99,24 @@ impl LocalRecoding {
         }
         let classes = release.classes();
         let mut leaf_values = Vec::with_capacity(qis.len());
-        let mut class_labels = Vec::with_capacity(qis.len());
-        for (q, qi) in qis.iter().enumerate() {
-            let (Some(hierarchy), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
+        for qi in qis {
+            let (Some(_), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
                 return Err(DataFusionError::Plan(format!(
                     "quasi-identifier '{}' has no values (a frequency set built from codes): \
                      a local release of it cannot be labelled",
                     qi.name()
                 )));
             };
-            let texts = class_labels_of(qi, &axes[q], hierarchy, values, release, q)?;
-            let mut builder = StringViewBuilder::with_capacity(classes + 1);
-            for text in &texts {
-                match text {
-                    Some(text) => builder.append_value(text),
-                    None => builder.append_null(),
-                }
-            }
-            builder.append_value(TOP_LABEL);
-            class_labels.push(Arc::new(builder.finish()) as ArrayRef);
             leaf_values.push(Arc::clone(values));
         }
+        // each QI's labels on a thread of its own: they are independent, and each takes a
+        // pass over the classes
+        let class_labels = crate::parallel::map_scoped(
+            "labelling a local release",
+            qis.iter().enumerate(),
+            |(q, qi)| class_labels_of(qi, &axes[q], &leaf_values[q], release, q),
+        )?;
+        let class_labels = class_labels.into_iter().collect::<Result<Vec<_>>>()?;
         let suppressed_class = classes as u32;
         let class_of = release
             .class_of
@@ -262,61 +259,89 @@ impl LocalRecoding {
     }
 }
 
-/// The label of QI `q` for every class of `release` (`None`: NULL).
+/// The label of QI `q` for every class of `release` (NULL: only NULLs), then `*` (the label
+/// of the suppressed combinations), as Utf8View. A hierarchy node's label is computed once per
+/// node, not once per class.
 fn class_labels_of(
     qi: &crate::search::QiDomain,
     axis: &QiAxis,
-    hierarchy: &crate::generalize::Hierarchy,
     values: &ArrayRef,
     release: &LocalRelease,
     q: usize,
-) -> Result<Vec<Option<String>>> {
+) -> Result<ArrayRef> {
     let classes = release.classes();
-    let level0 = hierarchy.generalize_column(qi.name(), values, 0)?;
-    let level0 = cast(&level0, &DataType::Utf8)?;
-    let level0 = level0
-        .as_any()
-        .downcast_ref::<StringArray>()
-        .ok_or_else(|| DataFusionError::Internal("labels are not Utf8".to_string()))?;
-    let text = |leaf: u32| -> Option<String> {
-        level0
-            .is_valid(leaf as usize)
-            .then(|| level0.value(leaf as usize).to_string())
-    };
-    let mut out: Vec<Option<String>> = vec![None; classes];
-    // nodes above level 0 are labelled by the hierarchy, one call per level
-    let mut by_level: Vec<Vec<(usize, u32)>> = vec![Vec::new(); qi.height()];
-    for (c, slot) in out.iter_mut().enumerate() {
-        match release.cells_of(c)[q] {
-            Cell::Top => *slot = Some(TOP_LABEL.to_string()),
-            Cell::Interval { lo, hi } => {
-                let (lo, hi) = (
-                    axis.leaf_of_rank()[lo as usize],
-                    axis.leaf_of_rank()[hi as usize],
-                );
-                *slot = Some(format!(
-                    "[{}, {}]",
-                    text(lo).unwrap_or_default(),
-                    text(hi).unwrap_or_default()
-                ));
-            }
-            Cell::Node { level, code } => by_level[level as usize].push((c, code)),
-        }
-    }
-    for (level, wanted) in by_level.iter().enumerate() {
-        if wanted.is_empty() {
-            continue;
-        }
-        let codes: Vec<u32> = wanted.iter().map(|&(_, code)| code).collect();
-        let labels = qi.labels_of_codes(level, &codes)?;
+    let as_text = |labels: ArrayRef| -> Result<StringArray> {
         let labels = cast(&labels, &DataType::Utf8)?;
-        let labels = labels
+        labels
             .as_any()
             .downcast_ref::<StringArray>()
-            .ok_or_else(|| DataFusionError::Internal("labels are not Utf8".to_string()))?;
-        for (i, &(c, _)) in wanted.iter().enumerate() {
-            out[c] = labels.is_valid(i).then(|| labels.value(i).to_string());
+            .cloned()
+            .ok_or_else(|| DataFusionError::Internal("labels are not Utf8".to_string()))
+    };
+    let hierarchy = qi.hierarchy().ok_or_else(|| {
+        DataFusionError::Internal(format!("quasi-identifier '{}' has no hierarchy", qi.name()))
+    })?;
+    let level0 = as_text(hierarchy.generalize_column(qi.name(), values, 0)?)?;
+    // per level, the distinct nodes the classes use, and each one's label
+    let mut slot_of: Vec<Vec<u32>> = vec![Vec::new(); qi.height()];
+    let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); qi.height()];
+    for c in 0..classes {
+        if let Cell::Node { level, code } = release.cells_of(c)[q] {
+            let (level, code) = (level as usize, code as usize);
+            let slots = &mut slot_of[level];
+            if slots.is_empty() {
+                slots.resize(qi.cardinality(level), u32::MAX);
+            }
+            if slots[code] == u32::MAX {
+                slots[code] = nodes[level].len() as u32;
+                nodes[level].push(code as u32);
+            }
         }
     }
-    Ok(out)
+    let node_labels = nodes
+        .iter()
+        .enumerate()
+        .map(|(level, codes)| {
+            if codes.is_empty() {
+                Ok(None)
+            } else {
+                as_text(qi.labels_of_codes(level, codes)?).map(Some)
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut builder = StringViewBuilder::with_capacity(classes + 1);
+    let mut interval = String::new();
+    for c in 0..classes {
+        match release.cells_of(c)[q] {
+            Cell::Top => builder.append_value(TOP_LABEL),
+            Cell::Interval { lo, hi } => {
+                let text = |rank: u32| {
+                    let leaf = axis.leaf_of_rank()[rank as usize] as usize;
+                    if level0.is_valid(leaf) {
+                        level0.value(leaf)
+                    } else {
+                        ""
+                    }
+                };
+                interval.clear();
+                interval.push('[');
+                interval.push_str(text(lo));
+                interval.push_str(", ");
+                interval.push_str(text(hi));
+                interval.push(']');
+                builder.append_value(&interval);
+            }
+            Cell::Node { level, code } => {
+                let slot = slot_of[level as usize][code as usize] as usize;
+                match &node_labels[level as usize] {
+                    Some(labels) if labels.is_valid(slot) => {
+                        builder.append_value(labels.value(slot))
+                    }
+                    _ => builder.append_null(),
+                }
+            }
+        }
+    }
+    builder.append_value(TOP_LABEL);
+    Ok(Arc::new(builder.finish()))
 }

@@ -474,22 +474,28 @@ impl FrequencySet {
                 domain.cardinality,
             ));
         }
-        for (qi, codes) in qis.iter_mut().zip(&leaf_codes) {
-            qi.mean_cost = (0..qi.height())
-                .map(|level| {
-                    if total == 0 {
-                        return 0.0;
-                    }
-                    let (map, cost) = (&qi.leaf_to_code[level], &qi.cost[level]);
-                    let sum: f64 = codes
-                        .iter()
-                        .zip(&sizes)
-                        .map(|(&leaf, &n)| n as f64 * cost[map[leaf as usize] as usize])
-                        .sum();
-                    sum / total as f64
-                })
-                .collect();
-        }
+        // each QI's mean cost per level on a thread of its own (a pass over the leaf classes
+        // per level)
+        crate::parallel::map_scoped(
+            "costing the frequency set's levels",
+            qis.iter_mut().zip(&leaf_codes),
+            |(qi, codes)| {
+                qi.mean_cost = (0..qi.height())
+                    .map(|level| {
+                        if total == 0 {
+                            return 0.0;
+                        }
+                        let (map, cost) = (&qi.leaf_to_code[level], &qi.cost[level]);
+                        let sum: f64 = codes
+                            .iter()
+                            .zip(&sizes)
+                            .map(|(&leaf, &n)| n as f64 * cost[map[leaf as usize] as usize])
+                            .sum();
+                        sum / total as f64
+                    })
+                    .collect();
+            },
+        )?;
         Ok(Self {
             qis,
             sensitive,

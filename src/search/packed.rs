@@ -457,80 +457,117 @@ fn merged(
     if reservation.try_grow(total * entry_bytes).is_err() {
         return Ok(None);
     }
-    // radix sorted: the key and the count in one word; else (key, count) pairs
-    let (mut words, mut entries): (Vec<u64>, Vec<(u128, u64)>) = if radix {
-        (Vec::with_capacity(total), Vec::new())
-    } else {
-        (Vec::new(), Vec::with_capacity(total))
-    };
-    for (partition, remap) in partitions.into_iter().zip(&remaps) {
-        let PartitionCount {
-            counts: partition_counts,
-            reservation,
-            ..
-        } = partition;
-        for (key, count) in partition_counts {
-            let key = unstored(key);
-            let mut ranked_key = 0u128;
-            for (c, remap) in remap.iter().enumerate() {
-                let local = ((key >> (c as u32 * bits)) & mask) as usize;
-                ranked_key |= u128::from(remap[local]) << shifts[c];
-            }
-            if radix {
-                words.push(((ranked_key as u64) << 32) | count);
-            } else {
-                entries.push((ranked_key, count));
-            }
+    // each partition's combinations recoded on a thread of its own, into its own stretch of
+    // one array: radix sorted, the key and the count in one word; else (key, count) pairs
+    let ranked_key = |remap: &[Vec<u32>], key: Key| {
+        let key = unstored(key);
+        let mut ranked = 0u128;
+        for (c, remap) in remap.iter().enumerate() {
+            let local = ((key >> (c as u32 * bits)) & mask) as usize;
+            ranked |= u128::from(remap[local]) << shifts[c];
         }
-        // the partition's map is gone: its memory with it
-        reservation.free();
+        ranked
+    };
+    let (mut words, mut entries): (Vec<u64>, Vec<(u128, u64)>) = if radix {
+        let mut words = vec![0u64; total];
+        recode_partitions(&partitions, &remaps, &mut words, |remap, key, count| {
+            ((ranked_key(remap, key) as u64) << 32) | count
+        })?;
+        (words, Vec::new())
+    } else {
+        let mut entries = vec![(0u128, 0u64); total];
+        recode_partitions(&partitions, &remaps, &mut entries, |remap, key, count| {
+            (ranked_key(remap, key), count)
+        })?;
+        (Vec::new(), entries)
+    };
+    // the partitions' maps are gone: their memory with them
+    for partition in partitions {
+        partition.reservation.free();
     }
-    // the combinations counted first, so that their columns are allocated once
-    let unique = if radix {
+    let (columns, totals) = if radix {
         crate::sort::radix_sort(&mut words, 32, key_bits);
-        1 + words
-            .windows(2)
-            .filter(|w| w[0] >> 32 != w[1] >> 32)
-            .count()
+        unpacked(
+            || {
+                words
+                    .iter()
+                    .map(|&word| (u128::from(word >> 32), word & u64::from(u32::MAX)))
+            },
+            &shifts,
+            &widths,
+        )?
     } else {
         entries.sort_unstable_by_key(|&(key, _)| key);
-        1 + entries.windows(2).filter(|w| w[0].0 != w[1].0).count()
-    }
-    .min(total);
-    let mut columns: Vec<Vec<u32>> = (0..width).map(|_| Vec::with_capacity(unique)).collect();
-    let mut totals: Vec<u64> = Vec::with_capacity(unique);
-    let mut push = |key: u128, count: u64, same: bool| {
-        if same && let Some(last) = totals.last_mut() {
-            *last += count;
-            return;
-        }
-        for (c, codes) in columns.iter_mut().enumerate() {
-            codes.push(((key >> shifts[c]) & ((1u128 << widths[c]) - 1)) as u32);
-        }
-        totals.push(count);
+        unpacked(|| entries.iter().copied(), &shifts, &widths)?
     };
-    if radix {
-        let mut previous = None;
-        for &word in &words {
-            let key = word >> 32;
-            push(
-                u128::from(key),
-                word & u64::from(u32::MAX),
-                previous == Some(key),
-            );
-            previous = Some(key);
-        }
-    } else {
-        let mut previous = None;
-        for &(key, count) in &entries {
-            push(key, count, previous == Some(key));
-            previous = Some(key);
-        }
-    }
     Ok(Some(StreamedCodes {
         columns: columns.into_iter().zip(distinct).collect(),
         counts: totals,
     }))
+}
+
+/// Fills `out` with every partition's combinations, `recode(remap, key, count)` each, the
+/// partitions one after the other, each on a thread of its own.
+fn recode_partitions<T: Send>(
+    partitions: &[PartitionCount],
+    remaps: &[Vec<Vec<u32>>],
+    out: &mut [T],
+    recode: impl Fn(&[Vec<u32>], Key, u64) -> T + Sync,
+) -> Result<()> {
+    let mut stretches = Vec::with_capacity(partitions.len());
+    let mut rest = out;
+    for partition in partitions {
+        let (stretch, tail) = rest.split_at_mut(partition.counts.len());
+        stretches.push(stretch);
+        rest = tail;
+    }
+    crate::parallel::map_scoped(
+        "recoding the frequency set",
+        partitions.iter().zip(remaps).zip(stretches),
+        |((partition, remap), stretch)| {
+            for (slot, (&key, &count)) in stretch.iter_mut().zip(partition.counts.iter()) {
+                *slot = recode(remap, key, count);
+            }
+        },
+    )?;
+    Ok(())
+}
+
+/// Per column, its code in each distinct key of the sorted `(key, count)` pairs `sorted`
+/// gives (column c in `widths[c]` bits from `shifts[c]`), each column on a thread of its own;
+/// and each distinct key's total count.
+fn unpacked<I: Iterator<Item = (u128, u64)>>(
+    sorted: impl Fn() -> I + Sync,
+    shifts: &[u32],
+    widths: &[u32],
+) -> Result<(Vec<Vec<u32>>, Vec<u64>)> {
+    let mut totals: Vec<u64> = Vec::new();
+    let mut previous = None;
+    for (key, count) in sorted() {
+        match totals.last_mut() {
+            Some(last) if previous == Some(key) => *last += count,
+            _ => totals.push(count),
+        }
+        previous = Some(key);
+    }
+    let unique = totals.len();
+    let columns = crate::parallel::map_scoped(
+        "unpacking the frequency set",
+        shifts.iter().zip(widths),
+        |(&shift, &width)| {
+            let mask = (1u128 << width) - 1;
+            let mut codes = Vec::with_capacity(unique);
+            let mut previous = None;
+            for (key, _) in sorted() {
+                if previous != Some(key) {
+                    codes.push(((key >> shift) & mask) as u32);
+                    previous = Some(key);
+                }
+            }
+            codes
+        },
+    )?;
+    Ok((columns, totals))
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@
 pub mod iab;
 pub mod kaca;
 pub mod mondrian;
+mod pool;
 
 #[cfg(test)]
 mod tests;

@@ -44,13 +44,16 @@
 //!
 //! Cost: each level of the recursion sorts the leaf classes of the regions it cuts (a counting
 //! sort when the keys are few), so the whole run is O(|F| log² |F| · d) on |F| leaf classes,
-//! and never touches the rows. Once [`SHARE_AT`] regions exist they are shared between the
-//! machine's threads (a region's cuts depend on that region alone).
+//! and never touches the rows. The machine's threads share the regions as they go, through a
+//! [`WorkPool`] (a region's cuts depend on that region alone, so the split of the work does
+//! not change the classes); each finished class's cells are computed by the thread that
+//! found it.
 
 use datafusion::error::Result;
 
 use std::ops::Range;
 
+use super::pool::WorkPool;
 use super::{Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node};
 use crate::policy::PrivacyRequirements;
 use crate::search::{FrequencySet, QiDomain};
@@ -133,98 +136,42 @@ pub fn mondrian_with(
         suffix: Vec::new(),
         keys: Vec::new(),
         scratch: Vec::new(),
+        cells: Vec::new(),
     };
     let mut cutter = new_cutter(judge);
-    // cut on one thread until there are regions enough to share, then each thread finishes
-    // its share (every region's cuts depend on that region alone, so the classes are the
-    // same however the work is split)
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut stack: Vec<Range<usize>> = Vec::new();
-    stack.push(0..freq.leaf_classes());
-    let mut classes: Vec<Range<usize>> = Vec::new();
-    while let Some(region) = stack.pop() {
-        match cutter.cut(&mut points[layout.span(&region)]) {
-            Some(lengths) => stack.extend(parts(region.start, &lengths)),
-            None => classes.push(region),
-        }
-        if threads > 1 && stack.len() >= SHARE_AT {
-            break;
-        }
-    }
-    if !stack.is_empty() {
-        // the regions' records as disjoint slices, largest first, each to the thread with
-        // the fewest records so far
-        stack.sort_by_key(|r| r.start);
-        let mut slices: Vec<RegionSlice> = Vec::with_capacity(stack.len());
-        let mut rest: &mut [u32] = &mut points;
-        let mut cursor = 0;
-        for region in &stack {
-            let (_, tail) = rest.split_at_mut((region.start - cursor) * layout.width);
-            let (records, tail) = tail.split_at_mut(region.len() * layout.width);
-            slices.push((region.start, records));
-            rest = tail;
-            cursor = region.end;
-        }
-        slices.sort_by_key(|(start, records)| (std::cmp::Reverse(records.len()), *start));
-        let mut shares: Vec<(usize, Vec<RegionSlice>)> =
-            (0..threads).map(|_| (0, Vec::new())).collect();
-        for slice in slices {
-            let lightest = (0..threads).min_by_key(|&t| shares[t].0).unwrap_or(0);
-            shares[lightest].0 += slice.1.len();
-            shares[lightest].1.push(slice);
-        }
-        let results: Vec<Result<Vec<Range<usize>>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = shares
-                .into_iter()
-                .map(|(_, regions)| {
-                    let new_cutter = &new_cutter;
-                    scope.spawn(move || -> Result<Vec<Range<usize>>> {
-                        let mut cutter = new_cutter(Judge::new(freq, requirements)?);
-                        let mut done = Vec::new();
-                        for (offset, records) in regions {
-                            cutter.finish(records, offset, &mut done);
-                        }
-                        Ok(done)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(datafusion::error::DataFusionError::Internal(
-                            "a Mondrian thread panicked".to_string(),
-                        ))
-                    })
-                })
-                .collect()
-        });
-        for done in results {
-            classes.extend(done?);
-        }
-    }
+    // the threads share the regions as they go (every region's cuts depend on that region
+    // alone, so the classes are the same however the work is split)
+    let threads = crate::parallel::threads();
+    let pool = WorkPool::new(threads, vec![(0, points.as_mut_slice())]);
+    let finished = crate::parallel::map_scoped("a Mondrian thread", 0..threads, |_| {
+        let _guard = pool.guard();
+        let mut cutter = new_cutter(Judge::new(freq, requirements)?);
+        Ok::<_, datafusion::error::DataFusionError>(cutter.work(&pool))
+    })?
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     // a deterministic class order: by the smallest leaf class of each
-    let mut numbered: Vec<(u32, Range<usize>)> = classes
-        .into_iter()
-        .map(|region| {
-            let smallest = region
-                .clone()
-                .map(|i| layout.member(&points, i))
-                .min()
-                .unwrap_or(u32::MAX);
-            (smallest, region)
+    let mut numbered: Vec<(u32, usize, usize)> = finished
+        .iter()
+        .enumerate()
+        .flat_map(|(t, done)| {
+            done.classes
+                .iter()
+                .enumerate()
+                .map(move |(i, &(smallest, _))| (smallest, t, i))
         })
         .collect();
-    numbered.sort_unstable_by_key(|(smallest, _)| *smallest);
+    numbered.sort_unstable_by_key(|&(smallest, ..)| smallest);
     // each class's first `kept[c]` records are published; outliers trimmed go after them
-    let regions: Vec<Range<usize>> = numbered.into_iter().map(|(_, region)| region).collect();
-    let mut kept: Vec<usize> = regions.iter().map(Range::len).collect();
-    // the cells straight from each class's records (no lookup per leaf class)
     let d = layout.d;
-    let mut cells = Vec::with_capacity(regions.len() * d);
-    for region in &regions {
-        cutter.region_cells(&points[layout.span(region)], &mut cells);
+    let mut regions: Vec<Range<usize>> = Vec::with_capacity(numbered.len());
+    let mut cells = Vec::with_capacity(numbered.len() * d);
+    for &(_, t, i) in &numbered {
+        regions.push(finished[t].classes[i].1.clone());
+        cells.extend_from_slice(&finished[t].cells[i * d..(i + 1) * d]);
     }
+    drop(finished);
+    let mut kept: Vec<usize> = regions.iter().map(Range::len).collect();
     let budget = cutter.judge.budget();
     if budget > 0 {
         cutter.trim_outliers(&mut points, &regions, &mut kept, &mut cells, budget);
@@ -246,8 +193,13 @@ pub fn mondrian_with(
 /// A region's first record and its records, handed to a thread.
 type RegionSlice<'a> = (usize, &'a mut [u32]);
 
-/// Regions cut on one thread before the rest is shared between threads.
-pub const SHARE_AT: usize = 8;
+/// The classes one thread finished: per class, its smallest leaf class and its records, and
+/// its cells at `cells[i * d..(i + 1) * d]`.
+#[derive(Default)]
+struct FinishedClasses {
+    classes: Vec<(u32, Range<usize>)>,
+    cells: Vec<Cell>,
+}
 
 /// Classes with more leaf classes than this are not searched for an outlier to suppress
 /// (each candidate costs a pass over the class).
@@ -397,30 +349,62 @@ struct Cutter<'a> {
     /// scratch: sort keys and records
     keys: Vec<u32>,
     scratch: Vec<u32>,
+    /// the cells of the region [`Self::cut`] was last given
+    cells: Vec<Cell>,
 }
 
 impl Cutter<'_> {
-    /// Cuts `records` (one region) and its parts until none has an allowable cut, appending
-    /// the classes, offset by `offset` records, to `done`.
-    fn finish(&mut self, records: &mut [u32], offset: usize, done: &mut Vec<Range<usize>>) {
-        let mut stack: Vec<Range<usize>> = Vec::new();
-        stack.push(0..self.layout.len(records));
-        while let Some(region) = stack.pop() {
-            match self.cut(&mut records[self.layout.span(&region)]) {
-                Some(lengths) => stack.extend(parts(region.start, &lengths)),
-                None => done.push(region.start + offset..region.end + offset),
+    /// Cuts regions taken from `pool` and their parts until none has an allowable cut, handing
+    /// parts back to the pool while another thread waits for one; the classes found, with
+    /// their cells (computed while their records are in cache).
+    fn work<'r>(&mut self, pool: &WorkPool<RegionSlice<'r>>) -> FinishedClasses {
+        let layout = self.layout;
+        let mut done = FinishedClasses::default();
+        let mut stack: Vec<RegionSlice<'r>> = Vec::new();
+        while let Some((offset, records)) = stack.pop().or_else(|| pool.take()) {
+            let len = layout.len(records);
+            match self.cut(records) {
+                Some(lengths) => {
+                    let mut rest = records;
+                    let mut at = offset;
+                    let mut parts = Vec::with_capacity(lengths.len());
+                    for &part in &lengths {
+                        let (head, tail) = rest.split_at_mut(part * layout.width);
+                        parts.push((at, head));
+                        at += part;
+                        rest = tail;
+                    }
+                    if pool.is_hungry() && parts.len() > 1 {
+                        let kept = parts.remove(0);
+                        pool.give(parts);
+                        stack.push(kept);
+                    } else {
+                        stack.extend(parts);
+                    }
+                }
+                None => {
+                    let smallest = (0..len)
+                        .map(|i| layout.member(records, i))
+                        .min()
+                        .unwrap_or(u32::MAX);
+                    done.classes.push((smallest, offset..offset + len));
+                    done.cells.extend_from_slice(&self.cells);
+                }
             }
         }
+        done
     }
 
     /// The allowable cut of the region's widest QI that has one: the records reordered so
     /// that the parts are consecutive, and the parts' lengths.
     fn cut(&mut self, records: &mut [u32]) -> Option<Vec<usize>> {
-        let d = self.layout.d;
-        let mut cells = Vec::with_capacity(d);
+        let mut cells = std::mem::take(&mut self.cells);
+        cells.clear();
         self.region_cells(records, &mut cells);
+        self.cells = cells;
         let qis = self.freq.qis();
-        let mut order: Vec<(f64, usize, Cell)> = cells
+        let mut order: Vec<(f64, usize, Cell)> = self
+            .cells
             .iter()
             .enumerate()
             .map(|(q, &cell)| (self.axes[q].cost(&qis[q], cell), q, cell))
