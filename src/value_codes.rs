@@ -18,7 +18,7 @@ use datafusion::error::Result;
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
-use crate::direct_table::DirectTable;
+use crate::direct_table::{DirectTable, PREFETCH_DISTANCE};
 
 /// The key maps of one column, by the kind of its type.
 #[derive(Debug)]
@@ -431,7 +431,14 @@ impl ValueCodes {
             (Keys::Bytes { .. }, Some(short), _) => {
                 let values = cast(column, &DataType::BinaryView)?;
                 let values = values.as_binary_view();
-                for (i, (slot, &view)) in out.iter_mut().zip(values.views()).enumerate() {
+                let views = values.views();
+                for (i, (slot, &view)) in out.iter_mut().zip(views).enumerate() {
+                    // a large domain's table is out of cache: fetch a few rows ahead
+                    if let Some(&ahead) = views.get(i + PREFETCH_DISTANCE)
+                        && ahead as u32 <= SHORT
+                    {
+                        short.prefetch(short_key(ahead));
+                    }
                     // a NULL's view is arbitrary: its code is set below
                     let found = (view as u32 <= SHORT)
                         .then(|| short.get(short_key(view)))

@@ -21,7 +21,10 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StructArray, UInt32Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, StringViewArray, StructArray, UInt32Array,
+};
+use datafusion::arrow::buffer::{BooleanBuffer, ScalarBuffer};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::error::{DataFusionError, Result};
@@ -126,10 +129,18 @@ impl LabelWord {
             })
     }
 
-    #[inline]
-    fn code(&self, word: u32, q: usize) -> u32 {
-        (word >> self.shifts[q]) & (((1u64 << self.bits[q]) - 1) as u32)
+    /// The shift and mask of QI q's code in a word.
+    fn field(&self, q: usize) -> (u32, u32) {
+        (self.shifts[q], ((1u64 << self.bits[q]) - 1) as u32)
     }
+}
+
+/// Every row's labels as the combination index gives them.
+enum RowLabels<'a> {
+    /// label words, in the index's layout ([`CombinationIndex::Labels`])
+    Words(Vec<u32>, &'a LabelWord),
+    /// classes (the other indexes)
+    Classes(Vec<u32>),
 }
 
 /// The value (class or label word) of every row, from each column's leaf codes, looked up in
@@ -386,46 +397,112 @@ impl LocalRecodeFunction {
         &self.raw_types
     }
 
+    /// Every row's labels as the index gives them: its label word, or its class.
+    fn row_labels(&self, columns: &[ArrayRef], rows: usize) -> Result<RowLabels<'_>> {
+        let mut codes = vec![Vec::new(); columns.len()];
+        for ((lookup, column), out) in self.columns.iter().zip(columns).zip(&mut codes) {
+            lookup.codes(column, out)?;
+        }
+        if let CombinationIndex::Labels { radix, table, word } = &self.index {
+            let mut words = Vec::with_capacity(rows);
+            direct_lookup(table, &codes, radix, rows, &mut words)?;
+            return Ok(RowLabels::Words(words, word));
+        }
+        Ok(RowLabels::Classes(self.classes(&codes, rows)?))
+    }
+
+    /// Each row's label code of QI `q`, in order, to `each`.
+    fn for_each_label_code(&self, rows: &RowLabels, q: usize, mut each: impl FnMut(u32)) {
+        match rows {
+            RowLabels::Words(words, word) => {
+                let (shift, mask) = word.field(q);
+                words.iter().for_each(|&w| each((w >> shift) & mask))
+            }
+            RowLabels::Classes(classes) => {
+                let d = self.labels.len();
+                for (i, &class) in classes.iter().enumerate() {
+                    // the records are spread over the class table: fetch a few rows ahead
+                    if let Some(record) = classes
+                        .get(i + PREFETCH_DISTANCE)
+                        .and_then(|&ahead| self.label_codes.get(ahead as usize * d))
+                    {
+                        prefetch(record);
+                    }
+                    each(self.label_codes[class as usize * d + q]);
+                }
+            }
+        }
+    }
+
+    /// Whether each row is suppressed.
+    fn suppressed(&self, rows: &RowLabels) -> BooleanArray {
+        match rows {
+            RowLabels::Words(words, _) => BooleanArray::new(
+                BooleanBuffer::collect_bool(words.len(), |i| words[i] & 1 == 1),
+                None,
+            ),
+            RowLabels::Classes(classes) => BooleanArray::new(
+                BooleanBuffer::collect_bool(classes.len(), |i| classes[i] == self.suppressed_class),
+                None,
+            ),
+        }
+    }
+
+    /// The labels of QI `q` of every row: each row's view is its label's view among the QI's
+    /// distinct labels (a gather of 16-byte views, no bytes copied).
+    fn gathered_labels(&self, rows: &RowLabels, q: usize, len: usize) -> Result<ArrayRef> {
+        let labels = &self.labels[q];
+        let distinct = labels.as_string_view_opt().ok_or_else(|| {
+            DataFusionError::Internal("local labels are not Utf8View".to_string())
+        })?;
+        if distinct.null_count() > 0 {
+            // a QI whose class holds only NULLs: rare, taken the general way
+            let mut codes = Vec::with_capacity(len);
+            self.for_each_label_code(rows, q, |code| codes.push(code));
+            return Ok(take(labels.as_ref(), &UInt32Array::from(codes), None)?);
+        }
+        let source = distinct.views();
+        let views: Vec<u128> = match rows {
+            RowLabels::Words(words, word) => {
+                let (shift, mask) = word.field(q);
+                words
+                    .iter()
+                    .map(|&w| source[((w >> shift) & mask) as usize])
+                    .collect()
+            }
+            RowLabels::Classes(_) => {
+                let mut views = Vec::with_capacity(len);
+                self.for_each_label_code(rows, q, |code| views.push(source[code as usize]));
+                views
+            }
+        };
+        // SAFETY: every view is one of `distinct`'s valid views, with `distinct`'s buffers,
+        // so it points at the same valid UTF-8 bytes
+        Ok(Arc::new(unsafe {
+            StringViewArray::new_unchecked(
+                ScalarBuffer::from(views),
+                distinct.data_buffers().to_vec(),
+                None,
+            )
+        }))
+    }
+
     /// The label codes (per QI) and suppressed flag of every row of `columns`.
+    #[cfg(test)]
     pub(crate) fn labelled(
         &self,
         columns: &[ArrayRef],
         rows: usize,
     ) -> Result<(Vec<Vec<u32>>, BooleanArray)> {
-        let mut codes = vec![Vec::new(); columns.len()];
-        for ((lookup, column), out) in self.columns.iter().zip(columns).zip(&mut codes) {
-            lookup.codes(column, out)?;
-        }
-        let d = self.labels.len();
-        let mut labels: Vec<Vec<u32>> = (0..d).map(|_| Vec::with_capacity(rows)).collect();
-        if let CombinationIndex::Labels { radix, table, word } = &self.index {
-            let mut words = Vec::with_capacity(rows);
-            direct_lookup(table, &codes, radix, rows, &mut words)?;
-            for (q, out) in labels.iter_mut().enumerate() {
-                out.extend(words.iter().map(|&w| word.code(w, q)));
-            }
-            let suppressed = words.iter().map(|&w| Some(w & 1 == 1)).collect();
-            return Ok((labels, suppressed));
-        }
-        let classes = self.classes(&codes, rows)?;
-        for (i, &class) in classes.iter().enumerate() {
-            // the records are spread over the class table: fetch a few rows ahead
-            if let Some(record) = classes
-                .get(i + PREFETCH_DISTANCE)
-                .and_then(|&ahead| self.label_codes.get(ahead as usize * d))
-            {
-                prefetch(record);
-            }
-            let record = &self.label_codes[class as usize * d..(class as usize + 1) * d];
-            for (out, &code) in labels.iter_mut().zip(record) {
-                out.push(code);
-            }
-        }
-        let suppressed = classes
-            .iter()
-            .map(|&c| Some(c == self.suppressed_class))
+        let labels = self.row_labels(columns, rows)?;
+        let codes = (0..self.labels.len())
+            .map(|q| {
+                let mut codes = Vec::with_capacity(rows);
+                self.for_each_label_code(&labels, q, |code| codes.push(code));
+                codes
+            })
             .collect();
-        Ok((labels, suppressed))
+        Ok((codes, self.suppressed(&labels)))
     }
 
     /// The class of every row, from each QI's leaf codes `codes`.
@@ -498,12 +575,12 @@ impl ScalarUDFImpl for LocalRecodeFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let (codes, suppressed) = self.labelled(&columns, rows)?;
-        let mut children: Vec<ArrayRef> = Vec::with_capacity(codes.len() + 1);
-        for (labels, codes) in self.labels.iter().zip(codes) {
-            children.push(take(labels.as_ref(), &UInt32Array::from(codes), None)?);
+        let labels = self.row_labels(&columns, rows)?;
+        let mut children: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + 1);
+        for q in 0..self.labels.len() {
+            children.push(self.gathered_labels(&labels, q, rows)?);
         }
-        children.push(Arc::new(suppressed));
+        children.push(Arc::new(self.suppressed(&labels)));
         let DataType::Struct(fields) = &self.return_type else {
             return Err(DataFusionError::Internal("not a struct".to_string()));
         };
