@@ -113,6 +113,28 @@ pub fn mondrian_with(
     requirements: &PrivacyRequirements,
     options: MondrianOptions,
 ) -> Result<LocalRelease> {
+    partition(freq, requirements, options, true)
+}
+
+/// [`mondrian_with`] with an ordered cut's prefix and suffix cells always folded record by
+/// record ([`Cutter::fold_cells`]): the reference [`Cutter::fold_runs`] is tested against.
+#[cfg(test)]
+pub(crate) fn mondrian_folding_each_record(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    options: MondrianOptions,
+) -> Result<LocalRelease> {
+    partition(freq, requirements, options, false)
+}
+
+/// [`mondrian_with`]; `fold_by_runs`: fold an ordered cut's cells run by run where every QI
+/// allows it.
+fn partition(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    options: MondrianOptions,
+    fold_by_runs: bool,
+) -> Result<LocalRelease> {
     let axes = axes(freq)?;
     let mut judge = Judge::new(freq, requirements)?;
     let mut root = judge.tally();
@@ -125,6 +147,11 @@ pub fn mondrian_with(
     let layout = Layout::new(freq.qis().len());
     let mut points = layout.points(freq, &axes);
     let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
+    let runs_fold = fold_by_runs
+        && axes
+            .iter()
+            .zip(&nested)
+            .all(|(axis, &nested)| axis.is_ordered() || nested);
     let new_cutter = |judge| Cutter {
         freq,
         axes: &axes,
@@ -137,6 +164,7 @@ pub fn mondrian_with(
         keys: Vec::new(),
         scratch: Vec::new(),
         cells: Vec::new(),
+        runs_fold,
     };
     let mut cutter = new_cutter(judge);
     // the threads share the regions as they go (every region's cuts depend on that region
@@ -315,6 +343,26 @@ impl<'a> Climb<'a> {
         }
     }
 
+    /// Moves the climb up to `level` (at least its own).
+    fn raise(&mut self, level: u32) {
+        self.level = level;
+        if level as usize >= self.qi.height() {
+            self.map = &[];
+        } else {
+            self.map = self.qi.leaf_map(level as usize);
+            self.code = self.map[self.leaf as usize];
+        }
+    }
+
+    /// The lowest common node of this climb's leaves and `other`'s: in a nested hierarchy,
+    /// the lowest level at or above both nodes where their representative leaves meet.
+    fn join(&mut self, other: &Climb<'a>) {
+        if other.level > self.level {
+            self.raise(other.level);
+        }
+        self.add(other.leaf);
+    }
+
     fn cell(&self) -> Cell {
         if self.map.is_empty() {
             Cell::Top
@@ -323,6 +371,48 @@ impl<'a> Climb<'a> {
                 level: self.level,
                 code: self.code,
             }
+        }
+    }
+}
+
+/// The cell of one QI over records folded one by one, or joined run by run: a rank range
+/// for an ordered QI, a climb for a nested hierarchy.
+#[derive(Clone, Copy)]
+enum Fold<'a> {
+    Ranks(u32, u32),
+    Climb(Climb<'a>),
+}
+
+impl<'a> Fold<'a> {
+    fn start(qi: &'a QiDomain, axis: &QiAxis, key: u32) -> Self {
+        if axis.is_ordered() {
+            Fold::Ranks(key, key)
+        } else {
+            Fold::Climb(Climb::start(qi, key))
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, key: u32) {
+        match self {
+            Fold::Ranks(lo, hi) => (*lo, *hi) = ((*lo).min(key), (*hi).max(key)),
+            Fold::Climb(climb) => climb.add(key),
+        }
+    }
+
+    fn join(&mut self, other: &Fold<'a>) {
+        match (self, other) {
+            (Fold::Ranks(lo, hi), Fold::Ranks(a, b)) => (*lo, *hi) = ((*lo).min(*a), (*hi).max(*b)),
+            (Fold::Climb(climb), Fold::Climb(other)) => climb.join(other),
+            // the folds of one QI are all of one kind
+            _ => {}
+        }
+    }
+
+    fn cell(&self, qi: &QiDomain, axis: &QiAxis) -> Cell {
+        match self {
+            Fold::Ranks(lo, hi) => axis.interval_cell(qi, *lo, *hi),
+            Fold::Climb(climb) => climb.cell(),
         }
     }
 }
@@ -351,6 +441,9 @@ struct Cutter<'a> {
     scratch: Vec<u32>,
     /// the cells of the region [`Self::cut`] was last given
     cells: Vec<Cell>,
+    /// every QI ordered or nested: an ordered cut's prefix and suffix cells are folded run
+    /// by run ([`Self::fold_runs`])
+    runs_fold: bool,
 }
 
 impl Cutter<'_> {
@@ -614,6 +707,75 @@ impl Cutter<'_> {
         }
     }
 
+    /// [`Self::fold_cells`] both ways in one pass, when every QI is ordered or nested: each
+    /// run of equal keys of `q` is folded once into a cell per QI, and the prefixes and
+    /// suffixes that end a run are joins of whole runs (the same cells, so the same costs).
+    fn fold_runs(&mut self, records: &[u32], q: usize) {
+        let (qis, axes) = (self.freq.qis(), self.axes);
+        let layout = self.layout;
+        let d = layout.d;
+        let n = layout.len(records);
+        // per run, its first record and (at `folds[r * d..]`) its cells
+        let mut starts: Vec<usize> = Vec::new();
+        let mut folds: Vec<Fold> = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let key = layout.key(records, i, q);
+            starts.push(i);
+            let run = folds.len();
+            folds.extend(
+                qis.iter()
+                    .zip(axes)
+                    .enumerate()
+                    .map(|(p, (qi, axis))| Fold::start(qi, axis, layout.key(records, i, p))),
+            );
+            i += 1;
+            while i < n && layout.key(records, i, q) == key {
+                for (p, fold) in folds[run..].iter_mut().enumerate() {
+                    fold.add(layout.key(records, i, p));
+                }
+                i += 1;
+            }
+        }
+        let cost = |acc: &[Fold]| -> f64 {
+            acc.iter()
+                .zip(qis.iter().zip(axes))
+                .map(|(fold, (qi, axis))| axis.cost(qi, fold.cell(qi, axis)))
+                .sum()
+        };
+        let runs = starts.len();
+        let mut acc: Vec<Fold> = Vec::with_capacity(d);
+        let mut prefix = std::mem::take(&mut self.prefix);
+        prefix.clear();
+        prefix.resize(n, f64::NAN);
+        for r in 0..runs {
+            let run = &folds[r * d..(r + 1) * d];
+            if r == 0 {
+                acc.extend_from_slice(run);
+            } else {
+                acc.iter_mut().zip(run).for_each(|(a, b)| a.join(b));
+            }
+            // prefix entry i covers the first i + 1 records
+            prefix[starts.get(r + 1).copied().unwrap_or(n) - 1] = cost(&acc);
+        }
+        let mut suffix = std::mem::take(&mut self.suffix);
+        suffix.clear();
+        suffix.resize(n, f64::NAN);
+        acc.clear();
+        for r in (0..runs).rev() {
+            let run = &folds[r * d..(r + 1) * d];
+            if r == runs - 1 {
+                acc.extend_from_slice(run);
+            } else {
+                acc.iter_mut().zip(run).for_each(|(a, b)| a.join(b));
+            }
+            // suffix entry j covers the last j + 1 records
+            suffix[n - 1 - starts[r]] = cost(&acc);
+        }
+        self.prefix = prefix;
+        self.suffix = suffix;
+    }
+
     /// The cost (Σ over QIs of the Loss of the covering cells) of the prefixes of `records`
     /// (sorted by QI `q`) that end a run of equal keys of `q` (entry i: the first i + 1
     /// records) into `self.prefix`, or of the suffixes that start one (entry j: the last
@@ -735,7 +897,9 @@ impl Cutter<'_> {
             }
         }
         let by_loss = self.options.threshold == Threshold::Loss;
-        if by_loss {
+        if by_loss && self.runs_fold {
+            self.fold_runs(records, q);
+        } else if by_loss {
             self.fold_cells(records, q, false);
             self.fold_cells(records, q, true);
         }
