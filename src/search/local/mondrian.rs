@@ -145,7 +145,7 @@ fn partition(
         return Ok(LocalRelease::covering(freq, &axes, &[]));
     }
     let layout = Layout::new(freq.qis().len());
-    let mut points = layout.points(freq, &axes);
+    let mut points = layout.points(freq, &axes)?;
     let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
     let runs_fold = fold_by_runs
         && axes
@@ -178,26 +178,41 @@ fn partition(
     })?
     .into_iter()
     .collect::<Result<Vec<_>>>()?;
-    // a deterministic class order: by the smallest leaf class of each
-    let mut numbered: Vec<(u32, usize, usize)> = finished
-        .iter()
-        .enumerate()
-        .flat_map(|(t, done)| {
+    // a deterministic class order: by the smallest leaf class of each (distinct, as the
+    // classes are disjoint), radix sorted with its class's position among the threads'
+    let mut numbered: Vec<u64> = Vec::with_capacity(finished.iter().map(|f| f.classes.len()).sum());
+    for done in &finished {
+        let at = numbered.len() as u64;
+        numbered.extend(
             done.classes
                 .iter()
                 .enumerate()
-                .map(move |(i, &(smallest, _))| (smallest, t, i))
+                .map(|(i, &(smallest, _))| u64::from(smallest) << 32 | (at + i as u64)),
+        );
+    }
+    crate::sort::radix_sort(
+        &mut numbered,
+        32,
+        u32::BITS - (freq.leaf_classes() as u32).leading_zeros(),
+    );
+    // every class's records and cells, at its position in `numbered`
+    let found: Vec<(Range<usize>, &[Cell])> = finished
+        .iter()
+        .flat_map(|done| {
+            let records = done.classes.iter().map(|(_, records)| records.clone());
+            records.zip(done.cells.chunks_exact(layout.d.max(1)))
         })
         .collect();
-    numbered.sort_unstable_by_key(|&(smallest, ..)| smallest);
     // each class's first `kept[c]` records are published; outliers trimmed go after them
     let d = layout.d;
     let mut regions: Vec<Range<usize>> = Vec::with_capacity(numbered.len());
     let mut cells = Vec::with_capacity(numbered.len() * d);
-    for &(_, t, i) in &numbered {
-        regions.push(finished[t].classes[i].1.clone());
-        cells.extend_from_slice(&finished[t].cells[i * d..(i + 1) * d]);
+    for &word in &numbered {
+        let (records, class_cells) = &found[(word & u64::from(u32::MAX)) as usize];
+        regions.push(records.clone());
+        cells.extend_from_slice(class_cells);
     }
+    drop(found);
     drop(finished);
     let mut kept: Vec<usize> = regions.iter().map(Range::len).collect();
     let budget = cutter.judge.budget();
@@ -258,22 +273,35 @@ impl Layout {
         Self { d, width: d + 3 }
     }
 
-    /// Every leaf class's record, in leaf class order.
-    fn points(&self, freq: &FrequencySet, axes: &[QiAxis]) -> Vec<u32> {
+    /// Every leaf class's record, in leaf class order; the machine's threads each lay out a
+    /// stretch.
+    fn points(&self, freq: &FrequencySet, axes: &[QiAxis]) -> Result<Vec<u32>> {
         let leaf_codes = freq.leaf_codes();
-        let mut points = Vec::with_capacity(freq.leaf_classes() * self.width);
-        for (m, &size) in freq.sizes().iter().enumerate() {
-            for (q, axis) in axes.iter().enumerate() {
-                let leaf = leaf_codes[q][m];
-                points.push(if axis.is_ordered() {
-                    axis.rank_of_leaf()[leaf as usize]
-                } else {
-                    leaf
-                });
-            }
-            points.extend([m as u32, size as u32, (size >> 32) as u32]);
-        }
-        points
+        let sizes = freq.sizes();
+        let width = self.width;
+        let mut points = vec![0u32; sizes.len() * width];
+        let per_thread = sizes.len().div_ceil(crate::parallel::threads()).max(1);
+        crate::parallel::map_scoped(
+            "laying out Mondrian's records",
+            points.chunks_mut(per_thread * width).enumerate(),
+            |(stretch, records)| {
+                let first = stretch * per_thread;
+                for (i, record) in records.chunks_exact_mut(width).enumerate() {
+                    let m = first + i;
+                    for (q, axis) in axes.iter().enumerate() {
+                        let leaf = leaf_codes[q][m];
+                        record[q] = if axis.is_ordered() {
+                            axis.rank_of_leaf()[leaf as usize]
+                        } else {
+                            leaf
+                        };
+                    }
+                    let size = sizes[m];
+                    record[self.d..].copy_from_slice(&[m as u32, size as u32, (size >> 32) as u32]);
+                }
+            },
+        )?;
+        Ok(points)
     }
 
     /// The words of the records of `region`.
