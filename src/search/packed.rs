@@ -305,12 +305,10 @@ pub(super) async fn counted(
     };
     let bits = bits_per_column(width);
     let task_ctx = Arc::new(df.task_ctx());
-    // twice the partitions the session runs at once: the scan's byte ranges hold unequal
-    // rows, and with two per thread one that finishes early takes another (the merge below
-    // gives the same frequency set however the rows are split)
+    // each partition counts into its own map (the merge below gives the same frequency set
+    // however the rows are split)
     let (mut state, logical) = df.into_parts();
-    let partitions = state.config().target_partitions().saturating_mul(2);
-    state.config_mut().options_mut().execution.target_partitions = partitions;
+    crate::session::two_partitions_per_thread(&mut state);
     let plan = state.create_physical_plan(&logical).await?;
     let _watch = progress.map(|p| crate::progress::watch(Arc::clone(&plan), p));
     let pool = &ctx.runtime_env().memory_pool;
