@@ -234,23 +234,41 @@ fn packed_classes<K: PackedKey>(
 fn distinct_labels(class_labels: &[ArrayRef]) -> Result<(Vec<ArrayRef>, Vec<u32>)> {
     let d = class_labels.len();
     let classes = class_labels.first().map_or(0, |l| l.len());
+    // each QI's labels coded on a thread of its own
+    let coded = crate::parallel::map_scoped(
+        "coding a local release's labels",
+        class_labels,
+        |labels| -> Result<(ArrayRef, Vec<u32>)> {
+            let views = labels.as_string_view_opt().ok_or_else(|| {
+                DataFusionError::Internal("local labels are not Utf8View".to_string())
+            })?;
+            let mut code_of: HashMap<Option<&str>, u32> = HashMap::new();
+            let mut first: Vec<u32> = Vec::new();
+            let codes = views
+                .iter()
+                .enumerate()
+                .map(|(class, label)| {
+                    let next = code_of.len() as u32;
+                    *code_of.entry(label).or_insert_with(|| {
+                        first.push(class as u32);
+                        next
+                    })
+                })
+                .collect();
+            Ok((
+                take(labels.as_ref(), &UInt32Array::from(first), None)?,
+                codes,
+            ))
+        },
+    )?;
     let mut label_codes = vec![0u32; classes * d];
     let mut distinct = Vec::with_capacity(d);
-    for (q, labels) in class_labels.iter().enumerate() {
-        let views = labels.as_string_view_opt().ok_or_else(|| {
-            DataFusionError::Internal("local labels are not Utf8View".to_string())
-        })?;
-        let mut code_of: HashMap<Option<&str>, u32> = HashMap::new();
-        let mut first: Vec<u32> = Vec::new();
-        for (class, label) in views.iter().enumerate() {
-            let next = code_of.len() as u32;
-            let code = *code_of.entry(label).or_insert_with(|| {
-                first.push(class as u32);
-                next
-            });
+    for (q, coded) in coded.into_iter().enumerate() {
+        let (labels, codes) = coded?;
+        for (class, code) in codes.into_iter().enumerate() {
             label_codes[class * d + q] = code;
         }
-        distinct.push(take(labels.as_ref(), &UInt32Array::from(first), None)?);
+        distinct.push(labels);
     }
     Ok((distinct, label_codes))
 }
