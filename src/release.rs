@@ -98,23 +98,25 @@ impl LocalRecoding {
             ));
         }
         let classes = release.classes();
-        let mut leaf_values = Vec::with_capacity(qis.len());
+        let mut labelled = Vec::with_capacity(qis.len());
         for qi in qis {
-            let (Some(_), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
+            let (Some(hierarchy), Some(values)) = (qi.hierarchy(), qi.leaf_values()) else {
                 return Err(DataFusionError::Plan(format!(
                     "quasi-identifier '{}' has no values (a frequency set built from codes): \
                      a local release of it cannot be labelled",
                     qi.name()
                 )));
             };
-            leaf_values.push(Arc::clone(values));
+            labelled.push((qi, hierarchy, values));
         }
         // each QI's labels on a thread of its own: they are independent, and each takes a
         // pass over the classes
         let class_labels = crate::parallel::map_scoped(
             "labelling a local release",
-            qis.iter().enumerate(),
-            |(q, qi)| class_labels_of(qi, &axes[q], &leaf_values[q], release, q),
+            labelled.iter().enumerate(),
+            |(q, &(qi, hierarchy, values))| {
+                class_labels_of(qi, &axes[q], hierarchy, values, release, q)
+            },
         )?;
         let class_labels = class_labels.into_iter().collect::<Result<Vec<_>>>()?;
         let suppressed_class = classes as u32;
@@ -138,7 +140,10 @@ impl LocalRecoding {
         Ok(Self {
             population_covered,
             quasi_identifiers: freq.qi_names(),
-            leaf_values,
+            leaf_values: labelled
+                .iter()
+                .map(|(_, _, values)| Arc::clone(values))
+                .collect(),
             leaf_codes: freq.leaf_codes().to_vec(),
             class_of,
             class_labels,
@@ -265,6 +270,7 @@ impl LocalRecoding {
 fn class_labels_of(
     qi: &crate::search::QiDomain,
     axis: &QiAxis,
+    hierarchy: &crate::generalize::Hierarchy,
     values: &ArrayRef,
     release: &LocalRelease,
     q: usize,
@@ -278,9 +284,6 @@ fn class_labels_of(
             .cloned()
             .ok_or_else(|| DataFusionError::Internal("labels are not Utf8".to_string()))
     };
-    let hierarchy = qi.hierarchy().ok_or_else(|| {
-        DataFusionError::Internal(format!("quasi-identifier '{}' has no hierarchy", qi.name()))
-    })?;
     let level0 = as_text(hierarchy.generalize_column(qi.name(), values, 0)?)?;
     // per level, the distinct nodes the classes use, and each one's label
     let mut slot_of: Vec<Vec<u32>> = vec![Vec::new(); qi.height()];
