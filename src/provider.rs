@@ -43,7 +43,7 @@ use datafusion::prelude::{SessionContext, coalesce, lit, not};
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::udf::local_recode::{
-    LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
+    CLASS_KEY_FIELD, LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
 use crate::policy::{PrivacyRequirements, RELATIVE_TOLERANCE, SuppressionMode};
@@ -125,7 +125,12 @@ pub struct GeneralizedTable {
     view: ViewTable,
     generalization: Generalization,
     recoded: LogicalPlan,
+    /// a local release's lookup, as the recoded plan calls it
+    lookup: Option<Arc<LocalRecodeFunction>>,
 }
+
+/// The name of the class key column of [`GeneralizedTable::keyed_recoded_plan`].
+pub(crate) const CLASS_KEY_COLUMN: &str = "__anon_class_key";
 
 impl GeneralizedTable {
     /// `inner` (registered or referred to as `table_name` in plans and `EXPLAIN`) generalized
@@ -135,7 +140,7 @@ impl GeneralizedTable {
         inner: Arc<dyn TableProvider>,
         generalization: Generalization,
     ) -> Result<Self> {
-        let recoded = recoded_plan(table_name, inner, &generalization, false)?;
+        let (recoded, lookup) = recoded_plan(table_name, inner, &generalization, false)?;
         let plan = if generalization.suppresses() {
             let failing = failing_classes_plan(&recoded, &generalization)?;
             suppress(&recoded, failing, &generalization)?
@@ -146,6 +151,7 @@ impl GeneralizedTable {
             view: ViewTable::new(plan, None),
             generalization,
             recoded,
+            lookup,
         })
     }
 
@@ -180,6 +186,7 @@ impl GeneralizedTable {
             view: ViewTable::new(plan, None),
             generalization: self.generalization.clone(),
             recoded: self.recoded.clone(),
+            lookup: self.lookup.clone(),
         })
     }
 
@@ -196,6 +203,27 @@ impl GeneralizedTable {
     /// The recoded rows before suppression.
     pub fn recoded_plan(&self) -> &LogicalPlan {
         &self.recoded
+    }
+
+    /// For a local release: the recoded rows before suppression with each row's class key
+    /// (see [`CLASS_KEY_FIELD`]) as a last column, [`CLASS_KEY_COLUMN`], and the lookup
+    /// that turns keys back into labels. `None` for a full-domain release.
+    pub(crate) fn keyed_recoded_plan(
+        &self,
+    ) -> Result<Option<(LogicalPlan, Arc<LocalRecodeFunction>)>> {
+        let (Some(lookup), LogicalPlan::Projection(projection)) = (&self.lookup, &self.recoded)
+        else {
+            return Ok(None);
+        };
+        let key = get_field(
+            Expr::Column(Column::from_name(LOCAL_LABELS)),
+            CLASS_KEY_FIELD,
+        )
+        .alias(CLASS_KEY_COLUMN);
+        let plan = LogicalPlanBuilder::from(Arc::clone(&projection.input))
+            .project(projection.expr.iter().cloned().chain(std::iter::once(key)))?
+            .build()?;
+        Ok(Some((plan, Arc::clone(lookup))))
     }
 
     /// The classes that fail the requirements: their recoded quasi-identifiers as
@@ -312,11 +340,12 @@ pub fn original_pairs_plan(
 ) -> Result<LogicalPlan> {
     let mut masked = generalization.clone();
     masked.suppression = SuppressionMode::Mask;
-    let recoded = recoded_plan(table_name, inner, &masked, true)?;
+    let (recoded, lookup) = recoded_plan(table_name, inner, &masked, true)?;
     let table = GeneralizedTable {
         view: ViewTable::new(recoded.clone(), None),
         generalization: masked,
         recoded,
+        lookup,
     };
     match failing {
         Some(failing) => Ok(table.with_failing_classes(failing)?.plan().clone()),
@@ -330,12 +359,13 @@ pub fn original_pairs_plan(
 
 /// The inner table with identifiers dropped and quasi-identifiers recoded; with
 /// `with_originals`, each quasi-identifier's original value too, as [`original_name`]`(i)`.
+/// With a local release, also the lookup the plan calls.
 fn recoded_plan(
     table_name: &str,
     inner: Arc<dyn TableProvider>,
     generalization: &Generalization,
     with_originals: bool,
-) -> Result<LogicalPlan> {
+) -> Result<(LogicalPlan, Option<Arc<LocalRecodeFunction>>)> {
     let schema = inner.schema();
     let qis = generalization.quasi_identifiers();
     let mut qi_types = Vec::with_capacity(qis.len());
@@ -351,6 +381,7 @@ fn recoded_plan(
         }
     }
     let scan = LogicalPlanBuilder::scan(table_name, provider_as_source(inner), None)?;
+    let mut local_lookup = None;
     // each QI's recoded expression, in QI order
     let (input, recoded): (LogicalPlanBuilder, Vec<Expr>) = match &generalization.release {
         Release::FullDomain(levels) => {
@@ -392,10 +423,9 @@ fn recoded_plan(
                     qis.join(", ")
                 )));
             }
-            let lookup = ScalarUDF::new_from_impl(LocalRecodeFunction::try_new(
-                Arc::clone(local),
-                &qi_types,
-            )?);
+            let function = Arc::new(LocalRecodeFunction::try_new(Arc::clone(local), &qi_types)?);
+            local_lookup = Some(Arc::clone(&function));
+            let lookup = ScalarUDF::new_from_shared_impl(function);
             let keys = qis
                 .iter()
                 .map(|q| Expr::Column(Column::new(Some(table_name), *q)))
@@ -460,7 +490,7 @@ fn recoded_plan(
                 }),
         );
     }
-    input.project(exprs)?.build()
+    Ok((input.project(exprs)?.build()?, local_lookup))
 }
 
 /// Per class of the recoded rows: its keys, its size and whether it meets every requirement.

@@ -55,14 +55,20 @@ pub async fn engine(memory_limit: Option<&str>, cluster: Option<&str>) -> Result
     }
 }
 
-/// `state` planning two partitions per partition it runs at once, for a scan whose every
-/// partition is one task with state of its own (the frequency set's counts): the scan's byte
-/// ranges hold unequal rows, and with two partitions per thread a thread whose partition ends
-/// early takes another instead of idling while the largest finishes. (Publishing does not:
-/// its partitions' written-class counters then cost more to merge than the balance saves.)
-pub(crate) fn two_partitions_per_thread(state: &mut datafusion::execution::SessionState) {
+/// `state` planning `factor` partitions per partition it runs at once, for a scan whose every
+/// partition is one task with state of its own (the frequency set's counts, a local release's
+/// written rows): a scan's partitions are whole row groups, so they hold unequal rows, and
+/// with several partitions per thread a thread whose partition ends early takes another
+/// instead of idling while the largest finishes. (Only where the partitions' states are cheap
+/// to merge: a full-domain release's written-class counters cost more to merge than the
+/// balance saves.)
+pub(crate) fn partitions_per_thread(
+    state: &mut datafusion::execution::SessionState,
+    factor: usize,
+) {
     let options = state.config_mut().options_mut();
-    options.execution.target_partitions = options.execution.target_partitions.saturating_mul(2);
+    options.execution.target_partitions =
+        options.execution.target_partitions.saturating_mul(factor);
 }
 
 /// Parses a size such as `2GiB`, `512M`, `1.5G` or `1000000` (bytes); K, M, G, T are powers

@@ -492,6 +492,17 @@ impl ClassCounter {
         self.find_or_new(&row)
     }
 
+    /// The code of `label` (`None` for NULL) in column `column`, given one if new.
+    pub(crate) fn intern_label(&mut self, column: usize, label: Option<&[u8]>) -> u32 {
+        self.columns[column].intern(label)
+    }
+
+    /// The class with these label codes (one per column, as [`Self::intern_label`] gives
+    /// them), interned with size 0 if new.
+    pub(crate) fn intern_codes(&mut self, codes: &[u32]) -> u32 {
+        self.find_or_new(codes)
+    }
+
     /// The class of this counter with the labels of `other`'s class `class`, if any.
     pub(crate) fn find(&self, other: &ClassCounter, class: u32) -> Option<u32> {
         let n = self.width();

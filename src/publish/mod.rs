@@ -13,6 +13,7 @@
 //! is refused.
 
 pub mod bucketized;
+mod class_keys;
 mod classes;
 pub(crate) mod codes;
 mod population;
@@ -43,6 +44,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::generalize::TOP_LABEL;
+use crate::generalize::udf::local_recode::LocalRecodeFunction;
 use crate::policy::{
     Bound, PostAnalytics, PrivacyRequirements, SensitiveAchieved, SuppressionMode, quote_ident,
 };
@@ -50,6 +52,7 @@ use crate::profile::leakage::Sums;
 use crate::progress::ScanProgress;
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
+use class_keys::KeyCounts;
 use classes::ClassCounter;
 
 /// `ctx`'s state without round-robin repartitioning and without file scans stealing each
@@ -819,18 +822,32 @@ pub async fn publish_observed(
         })
         .collect::<Result<Vec<_>>>()?;
     let written_classes = Arc::new(Mutex::new(Vec::new()));
+    let written_keys = Arc::new(Mutex::new(Vec::new()));
+    // a local release's rows carry their class key, by which they are counted
+    let (rows_source, lookup) = match table.keyed_recoded_plan()? {
+        Some((plan, lookup)) => (plan, Some(lookup)),
+        None => (recoded.clone(), None),
+    };
     // no round-robin repartition (DataFusion adds one ahead of a filter, such as a local
     // release's drop of suppressed rows): each input partition's rows reach the writer in
     // their input order, so the same input and release write the same bytes
-    let rows_plan = in_order(ctx).create_physical_plan(&recoded).await?;
+    let mut rows_state = in_order(ctx);
+    if lookup.is_some() {
+        // rows counted by class key merge cheaply: many partitions keep both threads busy
+        // to the end (a partition is whole row groups, ~0.3 s each at 10M rows)
+        crate::session::partitions_per_thread(&mut rows_state, 8);
+    }
+    let rows_plan = rows_state.create_physical_plan(&rows_source).await?;
     let suppression = suppress::Suppression {
         quasi_identifiers: positions,
         failing: Arc::new(failing),
         mode: policy.suppression(),
         written: Arc::clone(&written_classes),
+        class_key: lookup.as_ref().map(|_| recoded_schema.fields().len()),
+        written_keys: Arc::clone(&written_keys),
         read: None,
     };
-    let schema = rows_plan.schema();
+    let schema = suppress::suppressed_schema(&rows_plan.schema(), suppression.class_key);
     let partitions = match order {
         RowOrder::Shuffled(seed) => {
             let read = progress.as_ref().map(|p| {
@@ -878,7 +895,7 @@ pub async fn publish_observed(
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();
-    let written = merge_counters(&written_classes, width)?;
+    let written = merge_counters(&written_classes, &written_keys, lookup.as_deref(), width)?;
     let passed_on: u64 = (0..written.classes() as u32).map(|c| written.size(c)).sum();
     if passed_on != staged.rows_written {
         return Err(DataFusionError::Execution(format!(
@@ -1194,11 +1211,27 @@ async fn count_classes(
     Ok(total.map_or_else(|| ClassCounter::new(width), |(counter, _)| counter))
 }
 
-/// The partitions' counters of written classes, merged.
-fn merge_counters(counters: &Mutex<Vec<ClassCounter>>, width: usize) -> Result<ClassCounter> {
-    let mut counters = counters.lock().map_err(|_| {
-        DataFusionError::Execution("the counts of the written classes were lost".to_string())
-    })?;
+/// The partitions' counters of written classes, merged, with the rows counted by class key
+/// (`keys`, whose labels `lookup` gives).
+fn merge_counters(
+    counters: &Mutex<Vec<ClassCounter>>,
+    keys: &Mutex<Vec<KeyCounts>>,
+    lookup: Option<&LocalRecodeFunction>,
+    width: usize,
+) -> Result<ClassCounter> {
+    let lost =
+        || DataFusionError::Execution("the counts of the written classes were lost".to_string());
+    let mut counters = counters.lock().map_err(|_| lost())?;
+    let mut keys = keys.lock().map_err(|_| lost())?;
+    if let Some(mut merged_keys) = keys.pop() {
+        for other in keys.iter() {
+            merged_keys.merge(other);
+        }
+        let lookup = lookup.ok_or_else(|| {
+            DataFusionError::Internal("rows counted by class key without a lookup".to_string())
+        })?;
+        counters.push(merged_keys.classes(lookup)?);
+    }
     let mut merged = counters.pop().unwrap_or_else(|| ClassCounter::new(width));
     for counter in counters.iter() {
         merged.merge(counter);

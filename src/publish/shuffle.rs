@@ -645,6 +645,9 @@ async fn scatter(
                     pending.clear();
                     pending_rows = 0;
                     rows.keep(batch, starts, levels, &disk)?;
+                    // the input is read without waiting, so a task would otherwise keep its
+                    // thread to the end: yielding lets an idle thread take a partition over
+                    tokio::task::yield_now().await;
                 }
                 if end {
                     break;

@@ -7,15 +7,18 @@
 //! it classifies each row once with a [`ClassCounter`] instead: the class decides
 //! suppression (a lookup per class, not per row) and the same class ids count the output.
 //! The partitions stay parallel up to the Parquet writer.
+//!
+//! Rows of a local release carry their class key (an extra column, removed here): while no
+//! class fails, they are counted by it ([`KeyCounts`]), one integer a row.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Scalar, StringViewArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Scalar, StringViewArray};
 use datafusion::arrow::compute::kernels::zip::zip;
 use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Schema, SchemaRef, UInt32Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
@@ -25,6 +28,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use futures::{Stream, StreamExt};
 
+use super::class_keys::KeyCounts;
 use super::classes::ClassCounter;
 use crate::generalize::TOP_LABEL;
 use crate::policy::SuppressionMode;
@@ -41,6 +45,12 @@ pub(crate) struct Suppression {
     pub mode: SuppressionMode,
     /// One counter per finished partition: the classes of the rows passed on.
     pub written: Arc<Mutex<Vec<ClassCounter>>>,
+    /// The position of the rows' class key (a local release's; removed from the rows passed
+    /// on), if they carry one.
+    pub class_key: Option<usize>,
+    /// One count per finished partition of the rows passed on by class key (rows counted
+    /// here are not in `written`).
+    pub written_keys: Arc<Mutex<Vec<KeyCounts>>>,
     /// Counts every row that reaches this stage, suppressed or not (for a progress report).
     pub read: Option<Arc<ScanProgress>>,
 }
@@ -50,7 +60,7 @@ pub(crate) fn suppressed_partitions(
     plan: Arc<dyn ExecutionPlan>,
     suppression: Suppression,
 ) -> Vec<Arc<dyn PartitionStream>> {
-    let schema = plan.schema();
+    let schema = suppressed_schema(&plan.schema(), suppression.class_key);
     (0..plan.output_partitioning().partition_count())
         .map(|partition| {
             Arc::new(SuppressedPartition {
@@ -61,6 +71,25 @@ pub(crate) fn suppressed_partitions(
             }) as Arc<dyn PartitionStream>
         })
         .collect()
+}
+
+/// The schema of the rows passed on: `schema` without the class key at `class_key`.
+pub(crate) fn suppressed_schema(schema: &SchemaRef, class_key: Option<usize>) -> SchemaRef {
+    match class_key {
+        Some(at) => {
+            let fields = schema
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != at)
+                .map(|(_, f)| Arc::clone(f));
+            Arc::new(Schema::new_with_metadata(
+                fields.collect::<Vec<_>>(),
+                schema.metadata().clone(),
+            ))
+        }
+        None => Arc::clone(schema),
+    }
 }
 
 #[derive(Debug)]
@@ -101,6 +130,8 @@ struct PartitionState {
     suppression: Suppression,
     /// the classes of this partition's rows; sizes count the rows passed on
     output: ClassCounter,
+    /// the rows passed on by class key, when they carry one and no class fails
+    keyed: Option<KeyCounts>,
     /// per class of `output`: whether it is a failing class
     failing: Vec<bool>,
     /// the all-`*` class of `output` (mask mode, once needed)
@@ -113,7 +144,10 @@ struct PartitionState {
 impl PartitionState {
     fn new(suppression: Suppression, reservation: MemoryReservation) -> Self {
         let output = ClassCounter::new(suppression.quasi_identifiers.len());
+        let keyed = (suppression.class_key.is_some() && suppression.failing.classes() == 0)
+            .then(KeyCounts::default);
         Self {
+            keyed,
             suppression,
             output,
             reservation,
@@ -136,6 +170,29 @@ impl PartitionState {
         if let Some(read) = &self.suppression.read {
             read.add(rows as u64);
         }
+        let batch = match self.suppression.class_key {
+            Some(at) => {
+                let class_keys = batch
+                    .column(at)
+                    .as_primitive_opt::<UInt32Type>()
+                    .ok_or_else(|| {
+                        DataFusionError::Internal("the class keys are not UInt32".to_string())
+                    })?;
+                if let Some(keyed) = &mut self.keyed {
+                    keyed.count(class_keys.values());
+                    self.reservation
+                        .try_resize(keyed.memory_size())
+                        .map_err(|e| written_classes_exhausted(e, None))?;
+                }
+                let mut batch = batch;
+                batch.remove_column(at);
+                if self.keyed.is_some() {
+                    return Ok(batch);
+                }
+                batch
+            }
+            None => batch,
+        };
         let keys: Vec<ArrayRef> = self
             .suppression
             .quasi_identifiers
@@ -145,13 +202,7 @@ impl PartitionState {
         self.output.classify(&keys, rows, &mut self.classes)?;
         self.reservation
             .try_resize(self.output.memory_size())
-            .map_err(|e| {
-                DataFusionError::ResourcesExhausted(format!(
-                    "counting the {} classes of the rows being written needs more memory than \
-                     the limit allows; raise --memory-limit ({e})",
-                    self.output.classes()
-                ))
-            })?;
+            .map_err(|e| written_classes_exhausted(e, Some(self.output.classes())))?;
         self.flag_new_classes();
         let failing = &self.failing;
         if !self.classes.iter().any(|&c| failing[c as usize]) {
@@ -212,6 +263,16 @@ impl PartitionState {
     }
 }
 
+/// The error of a partition whose written classes (`classes` of them, if known) do not fit
+/// the memory pool.
+fn written_classes_exhausted(e: DataFusionError, classes: Option<usize>) -> DataFusionError {
+    let classes = classes.map_or(String::new(), |n| format!("{n} "));
+    DataFusionError::ResourcesExhausted(format!(
+        "counting the {classes}classes of the rows being written needs more memory than the \
+         limit allows; raise --memory-limit ({e})"
+    ))
+}
+
 /// The input stream, suppressed; hands its counter over when the input ends.
 struct SuppressStream {
     input: SendableRecordBatchStream,
@@ -238,6 +299,11 @@ impl Stream for SuppressStream {
                     // written rows against the counted rows then reports
                     if let Ok(mut written) = state.suppression.written.lock() {
                         written.push(state.output);
+                    }
+                    if let (Some(keyed), Ok(mut written)) =
+                        (state.keyed, state.suppression.written_keys.lock())
+                    {
+                        written.push(keyed);
                     }
                 }
                 Poll::Ready(None)

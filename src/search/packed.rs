@@ -308,7 +308,7 @@ pub(super) async fn counted(
     // each partition counts into its own map (the merge below gives the same frequency set
     // however the rows are split)
     let (mut state, logical) = df.into_parts();
-    crate::session::two_partitions_per_thread(&mut state);
+    crate::session::partitions_per_thread(&mut state, 2);
     let plan = state.create_physical_plan(&logical).await?;
     let _watch = progress.map(|p| crate::progress::watch(Arc::clone(&plan), p));
     let pool = &ctx.runtime_env().memory_pool;
@@ -328,6 +328,7 @@ pub(super) async fn counted(
         let given_up = Arc::clone(&given_up);
         tasks.spawn(async move {
             let (mut codes, mut new_rows, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+            let mut batches = 0usize;
             while let Some(batch) = stream.next().await {
                 if given_up.load(Ordering::Relaxed) {
                     return Ok(None);
@@ -365,6 +366,12 @@ pub(super) async fn counted(
                 for &key in &keys {
                     *count.counts.entry(stored(key)).or_insert(0) += 1;
                 }
+                batches += 1;
+                if batches.is_multiple_of(YIELD_EVERY_BATCHES) {
+                    // the input is read without waiting, so a task would otherwise keep its
+                    // thread to the end: yielding lets an idle thread take a partition over
+                    tokio::task::yield_now().await;
+                }
             }
             Ok::<_, DataFusionError>(Some((partition, count)))
         });
@@ -387,6 +394,10 @@ pub(super) async fn counted(
         pool,
     )
 }
+
+/// A partition's task yields its thread after this many batches (see
+/// [`crate::session::partitions_per_thread`]).
+const YIELD_EVERY_BATCHES: usize = 8;
 
 /// The partitions' counts under one dictionary per column, in value order, the combinations
 /// in ascending order of their codes (the frequency set's canonical order).

@@ -2,7 +2,7 @@
 //! release, and the row gets its class's labels.
 //!
 //! It is a scalar function (`__anon_local_recode(qi_0, …, qi_{d−1})`, returning a struct of
-//! the d labels and a `suppressed` flag) rather than a join, so rows keep their input order
+//! the d labels, a `suppressed` flag and a class key) rather than a join, so rows keep their input order
 //! and partitioning: the same input and release give the same output, byte for byte.
 //!
 //! Per batch, vectorized: each column's values become the frequency set's leaf codes through
@@ -40,6 +40,12 @@ use crate::value_codes::ValueCodes;
 
 /// The struct field holding whether the row's combination is suppressed.
 pub const SUPPRESSED_FIELD: &str = "suppressed";
+
+/// The struct field holding the row's class key: a number that determines the row's labels and
+/// suppressed flag (equal keys, equal labels), which [`LocalRecodeFunction::key_label_codes`]
+/// and [`LocalRecodeFunction::label`] turn back into the labels. Publishing counts the written classes by it, one integer a
+/// row instead of the label bytes.
+pub const CLASS_KEY_FIELD: &str = "class_key";
 
 /// The struct field holding the label of the `i`-th quasi-identifier.
 pub fn label_field_name(i: usize) -> String {
@@ -135,7 +141,8 @@ impl LabelWord {
     }
 }
 
-/// Every row's labels as the combination index gives them.
+/// Every row's labels as the combination index gives them; either vector is the rows' class
+/// keys ([`CLASS_KEY_FIELD`]).
 enum RowLabels<'a> {
     /// label words, in the index's layout ([`CombinationIndex::Labels`])
     Words(Vec<u32>, &'a LabelWord),
@@ -392,6 +399,13 @@ impl LocalRecodeFunction {
             .map(|i| Field::new(label_field_name(i), LABEL_TYPE, true))
             .collect();
         fields.push(Field::new(SUPPRESSED_FIELD, DataType::Boolean, false));
+        fields.push(Field::new(CLASS_KEY_FIELD, DataType::UInt32, false));
+        if release.classes() >= u32::MAX as usize {
+            return Err(DataFusionError::Plan(format!(
+                "a local release of {} classes is more than publishing can number",
+                release.classes()
+            )));
+        }
         Ok(Self {
             signature: Signature::exact(raw_types.to_vec(), Volatility::Immutable),
             raw_types: raw_types.to_vec(),
@@ -413,6 +427,40 @@ impl LocalRecodeFunction {
     /// The quasi-identifier column types the function takes.
     pub fn raw_types(&self) -> &[DataType] {
         &self.raw_types
+    }
+
+    /// How many distinct labels QI `q` has (its label codes are below this).
+    pub fn label_count(&self, q: usize) -> usize {
+        self.labels.get(q).map_or(0, |l| l.len())
+    }
+
+    /// The label codes (one per QI) of the rows of class key `key`, as [`CLASS_KEY_FIELD`]
+    /// gives it, into `codes`; false for a key this function never gives.
+    pub fn key_label_codes(&self, key: u32, codes: &mut [u32]) -> bool {
+        let d = self.labels.len();
+        match &self.index {
+            CombinationIndex::Labels { word, .. } => {
+                for (q, code) in codes.iter_mut().enumerate().take(d) {
+                    let (shift, mask) = word.field(q);
+                    *code = (key >> shift) & mask;
+                }
+            }
+            _ => match self
+                .label_codes
+                .get(key as usize * d..(key as usize + 1) * d)
+            {
+                Some(record) => codes[..d].copy_from_slice(record),
+                None => return false,
+            },
+        }
+        codes.len() == d
+    }
+
+    /// The label of code `code` of QI `q` (`Some(None)` for NULL; `None` for no such code).
+    pub fn label(&self, q: usize, code: u32) -> Option<Option<&[u8]>> {
+        let labels = self.labels.get(q)?.as_string_view_opt()?;
+        let code = code as usize;
+        (code < labels.len()).then(|| labels.is_valid(code).then(|| labels.value(code).as_bytes()))
     }
 
     /// Every row's labels as the index gives them: its label word, or its class.
@@ -599,6 +647,8 @@ impl ScalarUDFImpl for LocalRecodeFunction {
             children.push(self.gathered_labels(&labels, q, rows)?);
         }
         children.push(Arc::new(self.suppressed(&labels)));
+        let (RowLabels::Words(keys, _) | RowLabels::Classes(keys)) = labels;
+        children.push(Arc::new(UInt32Array::from(keys)));
         let DataType::Struct(fields) = &self.return_type else {
             return Err(DataFusionError::Internal("not a struct".to_string()));
         };
