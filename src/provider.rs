@@ -125,12 +125,15 @@ pub struct GeneralizedTable {
     view: ViewTable,
     generalization: Generalization,
     recoded: LogicalPlan,
-    /// a local release's lookup, as the recoded plan calls it
-    lookup: Option<Arc<LocalRecodeFunction>>,
+    /// a local release's keyed plan
+    keyed: Option<KeyedPlan>,
 }
 
 /// The name of the class key column of [`GeneralizedTable::keyed_recoded_plan`].
 pub(crate) const CLASS_KEY_COLUMN: &str = "__anon_class_key";
+
+/// A plan of rows with class keys, and the lookup that gives their labels.
+pub(crate) type KeyedPlan = (LogicalPlan, Arc<LocalRecodeFunction>);
 
 impl GeneralizedTable {
     /// `inner` (registered or referred to as `table_name` in plans and `EXPLAIN`) generalized
@@ -140,7 +143,7 @@ impl GeneralizedTable {
         inner: Arc<dyn TableProvider>,
         generalization: Generalization,
     ) -> Result<Self> {
-        let (recoded, lookup) = recoded_plan(table_name, inner, &generalization, false)?;
+        let (recoded, keyed) = recoded_plan(table_name, inner, &generalization, false)?;
         let plan = if generalization.suppresses() {
             let failing = failing_classes_plan(&recoded, &generalization)?;
             suppress(&recoded, failing, &generalization)?
@@ -151,7 +154,7 @@ impl GeneralizedTable {
             view: ViewTable::new(plan, None),
             generalization,
             recoded,
-            lookup,
+            keyed,
         })
     }
 
@@ -186,7 +189,7 @@ impl GeneralizedTable {
             view: ViewTable::new(plan, None),
             generalization: self.generalization.clone(),
             recoded: self.recoded.clone(),
-            lookup: self.lookup.clone(),
+            keyed: self.keyed.clone(),
         })
     }
 
@@ -205,25 +208,13 @@ impl GeneralizedTable {
         &self.recoded
     }
 
-    /// For a local release: the recoded rows before suppression with each row's class key
-    /// (see [`CLASS_KEY_FIELD`]) as a last column, [`CLASS_KEY_COLUMN`], and the lookup
-    /// that turns keys back into labels. `None` for a full-domain release.
-    pub(crate) fn keyed_recoded_plan(
-        &self,
-    ) -> Result<Option<(LogicalPlan, Arc<LocalRecodeFunction>)>> {
-        let (Some(lookup), LogicalPlan::Projection(projection)) = (&self.lookup, &self.recoded)
-        else {
-            return Ok(None);
-        };
-        let key = get_field(
-            Expr::Column(Column::from_name(LOCAL_LABELS)),
-            CLASS_KEY_FIELD,
-        )
-        .alias(CLASS_KEY_COLUMN);
-        let plan = LogicalPlanBuilder::from(Arc::clone(&projection.input))
-            .project(projection.expr.iter().cloned().chain(std::iter::once(key)))?
-            .build()?;
-        Ok(Some((plan, Arc::clone(lookup))))
+    /// For a local release: the rows before suppression as [`Self::recoded_plan`] gives them,
+    /// but with each row's class key (see [`CLASS_KEY_FIELD`]), [`CLASS_KEY_COLUMN`], as the
+    /// last column in place of the label columns, and the lookup whose
+    /// [`LocalRecodeFunction::labels_of_keys`] makes the labels from the keys. The other
+    /// columns keep their order. `None` for a full-domain release.
+    pub(crate) fn keyed_recoded_plan(&self) -> Option<&KeyedPlan> {
+        self.keyed.as_ref()
     }
 
     /// The classes that fail the requirements: their recoded quasi-identifiers as
@@ -340,12 +331,12 @@ pub fn original_pairs_plan(
 ) -> Result<LogicalPlan> {
     let mut masked = generalization.clone();
     masked.suppression = SuppressionMode::Mask;
-    let (recoded, lookup) = recoded_plan(table_name, inner, &masked, true)?;
+    let (recoded, keyed) = recoded_plan(table_name, inner, &masked, true)?;
     let table = GeneralizedTable {
         view: ViewTable::new(recoded.clone(), None),
         generalization: masked,
         recoded,
-        lookup,
+        keyed,
     };
     match failing {
         Some(failing) => Ok(table.with_failing_classes(failing)?.plan().clone()),
@@ -359,13 +350,14 @@ pub fn original_pairs_plan(
 
 /// The inner table with identifiers dropped and quasi-identifiers recoded; with
 /// `with_originals`, each quasi-identifier's original value too, as [`original_name`]`(i)`.
-/// With a local release, also the lookup the plan calls.
+/// With a local release (and without originals), also its keyed plan (see
+/// [`GeneralizedTable::keyed_recoded_plan`]).
 fn recoded_plan(
     table_name: &str,
     inner: Arc<dyn TableProvider>,
     generalization: &Generalization,
     with_originals: bool,
-) -> Result<(LogicalPlan, Option<Arc<LocalRecodeFunction>>)> {
+) -> Result<(LogicalPlan, Option<KeyedPlan>)> {
     let schema = inner.schema();
     let qis = generalization.quasi_identifiers();
     let mut qi_types = Vec::with_capacity(qis.len());
@@ -381,7 +373,7 @@ fn recoded_plan(
         }
     }
     let scan = LogicalPlanBuilder::scan(table_name, provider_as_source(inner), None)?;
-    let mut local_lookup = None;
+    let mut keyed = None;
     // each QI's recoded expression, in QI order
     let (input, recoded): (LogicalPlanBuilder, Vec<Expr>) = match &generalization.release {
         Release::FullDomain(levels) => {
@@ -423,30 +415,61 @@ fn recoded_plan(
                     qis.join(", ")
                 )));
             }
-            let function = Arc::new(LocalRecodeFunction::try_new(Arc::clone(local), &qi_types)?);
-            local_lookup = Some(Arc::clone(&function));
-            let lookup = ScalarUDF::new_from_shared_impl(function);
-            let keys = qis
+            let function = LocalRecodeFunction::try_new(Arc::clone(local), &qi_types)?;
+            let keys: Vec<Expr> = qis
                 .iter()
                 .map(|q| Expr::Column(Column::new(Some(table_name), *q)))
                 .collect();
             // the inner columns kept, and the struct of labels computed once per row
-            let mut kept: Vec<Expr> = generalization
+            let kept_names: Vec<&String> = generalization
                 .columns
                 .iter()
                 .filter(|(_, t)| matches!(t, ColumnTreatment::Keep))
-                .map(|(name, _)| Expr::Column(Column::new(Some(table_name), name)))
+                .map(|(name, _)| name)
                 .collect();
-            kept.push(lookup.call(keys).alias(LOCAL_LABELS));
+            let kept_columns = || {
+                kept_names
+                    .iter()
+                    .map(|name| Expr::Column(Column::new(Some(table_name), *name)))
+                    .collect::<Vec<_>>()
+            };
+            let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
+            // a release that suppresses nothing needs no filter over every row
+            let drops_rows =
+                generalization.suppression == SuppressionMode::Drop && local.suppressed_rows() > 0;
+            if !with_originals {
+                let key_lookup = Arc::new(function.class_keys());
+                let mut kept = kept_columns();
+                kept.push(
+                    ScalarUDF::new_from_shared_impl(Arc::clone(&key_lookup) as _)
+                        .call(keys.clone())
+                        .alias(LOCAL_LABELS),
+                );
+                let mut input = scan.clone().project(kept)?;
+                if drops_rows {
+                    input = input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))?;
+                }
+                let columns = kept_names
+                    .iter()
+                    .map(|name| Expr::Column(Column::from_name(*name)))
+                    .chain(std::iter::once(
+                        get_field(labels(), CLASS_KEY_FIELD).alias(CLASS_KEY_COLUMN),
+                    ));
+                keyed = Some((input.project(columns)?.build()?, key_lookup));
+            }
+            let mut kept = kept_columns();
+            kept.push(
+                ScalarUDF::new_from_impl(function)
+                    .call(keys)
+                    .alias(LOCAL_LABELS),
+            );
             if with_originals {
                 kept.extend(qis.iter().enumerate().map(|(i, q)| {
                     Expr::Column(Column::new(Some(table_name), *q)).alias(original_name(i))
                 }));
             }
             let mut input = scan.project(kept)?;
-            let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
-            // a release that suppresses nothing needs no filter over every row
-            if generalization.suppression == SuppressionMode::Drop && local.suppressed_rows() > 0 {
+            if drops_rows {
                 input = input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))?;
             }
             let exprs = (0..qis.len())
@@ -490,7 +513,7 @@ fn recoded_plan(
                 }),
         );
     }
-    Ok((input.project(exprs)?.build()?, local_lookup))
+    Ok((input.project(exprs)?.build()?, keyed))
 }
 
 /// Per class of the recoded rows: its keys, its size and whether it meets every requirement.

@@ -39,6 +39,8 @@ pub const MAGIC: &[u8] = b"\0anon1";
 
 const TAG_GENERALIZE: u8 = b'G';
 const TAG_LOCAL_RECODE: u8 = b'L';
+/// the same payload, for the lookup that returns class keys only
+const TAG_LOCAL_CLASS_KEY: u8 = b'K';
 const TAG_HISTOGRAM: u8 = b'H';
 const TAG_MEM_TABLE: u8 = b'M';
 
@@ -62,7 +64,12 @@ fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<bool> {
         return Ok(true);
     }
     if let Some(lookup) = node.inner().downcast_ref::<LocalRecodeFunction>() {
-        start(buf, TAG_LOCAL_RECODE);
+        let tag = if lookup.returns_class_keys() {
+            TAG_LOCAL_CLASS_KEY
+        } else {
+            TAG_LOCAL_RECODE
+        };
+        start(buf, tag);
         wire::put_bytes(buf, &(lookup.raw_types().len() as u64).to_le_bytes());
         for data_type in lookup.raw_types() {
             wire::put_array(buf, &new_empty_array(data_type))?;
@@ -78,7 +85,7 @@ fn decode_udf(name: &str, tag: u8, payload: &[u8]) -> Result<Arc<ScalarUDF>> {
         TAG_GENERALIZE => Ok(Arc::new(ScalarUDF::new_from_impl(GeneralizeFunction::new(
             Arc::new(decode_registry(payload)?),
         )))),
-        TAG_LOCAL_RECODE => {
+        TAG_LOCAL_RECODE | TAG_LOCAL_CLASS_KEY => {
             let mut reader = WireReader::new(payload);
             let count = reader
                 .bytes()?
@@ -89,8 +96,13 @@ fn decode_udf(name: &str, tag: u8, payload: &[u8]) -> Result<Arc<ScalarUDF>> {
                 .map(|_| reader.array().map(|a| a.data_type().clone()))
                 .collect::<Result<Vec<_>>>()?;
             let release = LocalRecoding::from_wire(&mut reader)?;
+            let lookup = LocalRecodeFunction::try_new(Arc::new(release), &raw_types)?;
             Ok(Arc::new(ScalarUDF::new_from_impl(
-                LocalRecodeFunction::try_new(Arc::new(release), &raw_types)?,
+                if tag == TAG_LOCAL_CLASS_KEY {
+                    lookup.class_keys()
+                } else {
+                    lookup
+                },
             )))
         }
         _ => Err(malformed(name)),

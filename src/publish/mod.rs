@@ -16,6 +16,7 @@ pub mod bucketized;
 mod class_keys;
 mod classes;
 pub(crate) mod codes;
+mod expand;
 mod population;
 mod scatter;
 mod shuffle;
@@ -50,6 +51,7 @@ use crate::policy::{
 };
 use crate::profile::leakage::Sums;
 use crate::progress::ScanProgress;
+use crate::provider::CLASS_KEY_COLUMN;
 use crate::release::Release;
 use crate::storage::{self, Location, StoreOptions};
 use class_keys::KeyCounts;
@@ -823,10 +825,11 @@ pub async fn publish_observed(
         .collect::<Result<Vec<_>>>()?;
     let written_classes = Arc::new(Mutex::new(Vec::new()));
     let written_keys = Arc::new(Mutex::new(Vec::new()));
-    // a local release's rows carry their class key, by which they are counted
-    let (rows_source, lookup) = match table.keyed_recoded_plan()? {
-        Some((plan, lookup)) => (plan, Some(lookup)),
-        None => (recoded.clone(), None),
+    // a local release's rows carry their class key in place of their labels while no class
+    // fails (nothing to look up by label): counted and shuffled by it, labelled when written
+    let (rows_source, lookup) = match table.keyed_recoded_plan() {
+        Some((plan, lookup)) if failing.classes() == 0 => (plan.clone(), Some(Arc::clone(lookup))),
+        _ => (recoded.clone(), None),
     };
     // no round-robin repartition (DataFusion adds one ahead of a filter, such as a local
     // release's drop of suppressed rows): each input partition's rows reach the writer in
@@ -843,11 +846,24 @@ pub async fn publish_observed(
         failing: Arc::new(failing),
         mode: policy.suppression(),
         written: Arc::clone(&written_classes),
-        class_key: lookup.as_ref().map(|_| recoded_schema.fields().len()),
+        class_key: match &lookup {
+            Some(_) => Some(rows_plan.schema().index_of(CLASS_KEY_COLUMN)?),
+            None => None,
+        },
         written_keys: Arc::clone(&written_keys),
         read: None,
     };
-    let schema = suppress::suppressed_schema(&rows_plan.schema(), suppression.class_key);
+    let schema = rows_plan.schema();
+    let expansion = match (&lookup, suppression.class_key) {
+        (Some(lookup), Some(key)) => Some(Arc::new(expand::LabelExpansion::new(
+            &schema,
+            key,
+            Arc::new(recoded_schema.as_arrow().clone()),
+            &quasi_identifiers,
+            Arc::clone(lookup),
+        )?)),
+        _ => None,
+    };
     let partitions = match order {
         RowOrder::Shuffled(seed) => {
             let read = progress.as_ref().map(|p| {
@@ -872,6 +888,16 @@ pub async fn publish_observed(
             )]
         }
         RowOrder::Input => suppress::suppressed_partitions(rows_plan, suppression),
+    };
+    let (schema, partitions) = match &expansion {
+        Some(expansion) => (
+            Arc::clone(expansion.schema()),
+            partitions
+                .into_iter()
+                .map(|p| expand::expanded(p, Arc::clone(expansion)))
+                .collect(),
+        ),
+        None => (schema, partitions),
     };
     let partitions = match &progress {
         Some(progress) => {

@@ -8,8 +8,9 @@
 //! suppression (a lookup per class, not per row) and the same class ids count the output.
 //! The partitions stay parallel up to the Parquet writer.
 //!
-//! Rows of a local release carry their class key (an extra column, removed here): while no
-//! class fails, they are counted by it ([`KeyCounts`]), one integer a row.
+//! Rows of a local release carry their class key instead of their labels (see
+//! `publish/expand.rs`) when no class fails: they are counted by it ([`KeyCounts`]), one
+//! integer a row, and passed on as they are.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use std::task::{Context, Poll};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Scalar, StringViewArray};
 use datafusion::arrow::compute::kernels::zip::zip;
 use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::{Schema, SchemaRef, UInt32Type};
+use datafusion::arrow::datatypes::{SchemaRef, UInt32Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
@@ -45,8 +46,8 @@ pub(crate) struct Suppression {
     pub mode: SuppressionMode,
     /// One counter per finished partition: the classes of the rows passed on.
     pub written: Arc<Mutex<Vec<ClassCounter>>>,
-    /// The position of the rows' class key (a local release's; removed from the rows passed
-    /// on), if they carry one.
+    /// The position of the rows' class key, if they carry one in place of their labels (a
+    /// local release's, with no failing class).
     pub class_key: Option<usize>,
     /// One count per finished partition of the rows passed on by class key (rows counted
     /// here are not in `written`).
@@ -60,7 +61,7 @@ pub(crate) fn suppressed_partitions(
     plan: Arc<dyn ExecutionPlan>,
     suppression: Suppression,
 ) -> Vec<Arc<dyn PartitionStream>> {
-    let schema = suppressed_schema(&plan.schema(), suppression.class_key);
+    let schema = plan.schema();
     (0..plan.output_partitioning().partition_count())
         .map(|partition| {
             Arc::new(SuppressedPartition {
@@ -71,25 +72,6 @@ pub(crate) fn suppressed_partitions(
             }) as Arc<dyn PartitionStream>
         })
         .collect()
-}
-
-/// The schema of the rows passed on: `schema` without the class key at `class_key`.
-pub(crate) fn suppressed_schema(schema: &SchemaRef, class_key: Option<usize>) -> SchemaRef {
-    match class_key {
-        Some(at) => {
-            let fields = schema
-                .fields()
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| i != at)
-                .map(|(_, f)| Arc::clone(f));
-            Arc::new(Schema::new_with_metadata(
-                fields.collect::<Vec<_>>(),
-                schema.metadata().clone(),
-            ))
-        }
-        None => Arc::clone(schema),
-    }
 }
 
 #[derive(Debug)]
@@ -130,7 +112,7 @@ struct PartitionState {
     suppression: Suppression,
     /// the classes of this partition's rows; sizes count the rows passed on
     output: ClassCounter,
-    /// the rows passed on by class key, when they carry one and no class fails
+    /// the rows passed on by class key, when they carry one
     keyed: Option<KeyCounts>,
     /// per class of `output`: whether it is a failing class
     failing: Vec<bool>,
@@ -144,8 +126,7 @@ struct PartitionState {
 impl PartitionState {
     fn new(suppression: Suppression, reservation: MemoryReservation) -> Self {
         let output = ClassCounter::new(suppression.quasi_identifiers.len());
-        let keyed = (suppression.class_key.is_some() && suppression.failing.classes() == 0)
-            .then(KeyCounts::default);
+        let keyed = suppression.class_key.map(|_| KeyCounts::default());
         Self {
             keyed,
             suppression,
@@ -170,29 +151,24 @@ impl PartitionState {
         if let Some(read) = &self.suppression.read {
             read.add(rows as u64);
         }
-        let batch = match self.suppression.class_key {
-            Some(at) => {
-                let class_keys = batch
-                    .column(at)
-                    .as_primitive_opt::<UInt32Type>()
-                    .ok_or_else(|| {
-                        DataFusionError::Internal("the class keys are not UInt32".to_string())
-                    })?;
-                if let Some(keyed) = &mut self.keyed {
-                    keyed.count(class_keys.values());
-                    self.reservation
-                        .try_resize(keyed.memory_size())
-                        .map_err(|e| written_classes_exhausted(e, None))?;
-                }
-                let mut batch = batch;
-                batch.remove_column(at);
-                if self.keyed.is_some() {
-                    return Ok(batch);
-                }
-                batch
+        if let (Some(at), Some(keyed)) = (self.suppression.class_key, &mut self.keyed) {
+            if self.suppression.failing.classes() > 0 {
+                return Err(DataFusionError::Internal(
+                    "rows without labels where classes fail".to_string(),
+                ));
             }
-            None => batch,
-        };
+            let class_keys = batch
+                .column(at)
+                .as_primitive_opt::<UInt32Type>()
+                .ok_or_else(|| {
+                    DataFusionError::Internal("the class keys are not UInt32".to_string())
+                })?;
+            keyed.count(class_keys.values());
+            self.reservation
+                .try_resize(keyed.memory_size())
+                .map_err(|e| written_classes_exhausted(e, None))?;
+            return Ok(batch);
+        }
         let keys: Vec<ArrayRef> = self
             .suppression
             .quasi_identifiers

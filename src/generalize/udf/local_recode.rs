@@ -285,6 +285,27 @@ fn distinct_labels(class_labels: &[ArrayRef]) -> Result<(Vec<ArrayRef>, Vec<u32>
 pub struct LocalRecodeFunction {
     signature: Signature,
     raw_types: Vec<DataType>,
+    /// the tables, shared with the sibling of the other output ([`Self::class_keys`])
+    tables: Arc<Tables>,
+    output: Output,
+    return_type: DataType,
+    /// identity of the release, for equality
+    release: Arc<LocalRecoding>,
+}
+
+/// What the function returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Output {
+    /// the labels, the suppressed flag and the class key
+    Labels,
+    /// the suppressed flag and the class key only (the labels are made from the key later:
+    /// [`LocalRecodeFunction::labels_of_keys`])
+    ClassKeys,
+}
+
+/// The lookup's tables, built once per release.
+#[derive(Debug)]
+struct Tables {
     columns: Vec<ColumnLookup>,
     index: CombinationIndex,
     /// per QI, its distinct labels (`*` among them)
@@ -293,9 +314,19 @@ pub struct LocalRecodeFunction {
     label_codes: Vec<u32>,
     /// the class of suppressed combinations
     suppressed_class: u32,
-    return_type: DataType,
-    /// identity of the release, for equality
-    release: Arc<LocalRecoding>,
+}
+
+/// The struct a lookup of `d` QIs returns.
+fn return_type(d: usize, output: Output) -> DataType {
+    let mut fields: Vec<Field> = match output {
+        Output::Labels => (0..d)
+            .map(|i| Field::new(label_field_name(i), LABEL_TYPE, true))
+            .collect(),
+        Output::ClassKeys => Vec::new(),
+    };
+    fields.push(Field::new(SUPPRESSED_FIELD, DataType::Boolean, false));
+    fields.push(Field::new(CLASS_KEY_FIELD, DataType::UInt32, false));
+    DataType::Struct(Fields::from(fields))
 }
 
 impl LocalRecodeFunction {
@@ -317,7 +348,7 @@ impl LocalRecodeFunction {
     /// Whether rows find their labels in the combination table itself.
     #[cfg(test)]
     pub(crate) fn indexes_labels(&self) -> bool {
-        matches!(self.index, CombinationIndex::Labels { .. })
+        matches!(self.tables.index, CombinationIndex::Labels { .. })
     }
 
     fn try_new_indexed(
@@ -395,28 +426,66 @@ impl LocalRecodeFunction {
             }
             CombinationIndex::Tuples(classes)
         };
-        let mut fields: Vec<Field> = (0..leaf_values.len())
-            .map(|i| Field::new(label_field_name(i), LABEL_TYPE, true))
-            .collect();
-        fields.push(Field::new(SUPPRESSED_FIELD, DataType::Boolean, false));
-        fields.push(Field::new(CLASS_KEY_FIELD, DataType::UInt32, false));
         if release.classes() >= u32::MAX as usize {
             return Err(DataFusionError::Plan(format!(
                 "a local release of {} classes is more than publishing can number",
                 release.classes()
             )));
         }
-        Ok(Self {
-            signature: Signature::exact(raw_types.to_vec(), Volatility::Immutable),
-            raw_types: raw_types.to_vec(),
+        let tables = Tables {
             columns,
             index,
             labels,
             label_codes,
             suppressed_class: release.classes() as u32,
-            return_type: DataType::Struct(Fields::from(fields)),
+        };
+        Ok(Self {
+            signature: Signature::exact(raw_types.to_vec(), Volatility::Immutable),
+            raw_types: raw_types.to_vec(),
+            return_type: return_type(leaf_values.len(), Output::Labels),
+            tables: Arc::new(tables),
+            output: Output::Labels,
             release,
         })
+    }
+
+    /// The same lookup returning only each row's suppressed flag and class key (sharing this
+    /// one's tables): for publishing, which counts and shuffles the rows by their key and
+    /// makes their labels from it as they are written ([`Self::labels_of_keys`]).
+    pub fn class_keys(&self) -> Self {
+        Self {
+            signature: self.signature.clone(),
+            raw_types: self.raw_types.clone(),
+            tables: Arc::clone(&self.tables),
+            output: Output::ClassKeys,
+            return_type: return_type(self.raw_types.len(), Output::ClassKeys),
+            release: Arc::clone(&self.release),
+        }
+    }
+
+    /// Whether the function returns only the suppressed flag and class key
+    /// ([`Self::class_keys`]).
+    pub fn returns_class_keys(&self) -> bool {
+        self.output == Output::ClassKeys
+    }
+
+    /// The label columns (one per QI) of rows of class keys `keys`, as [`CLASS_KEY_FIELD`]
+    /// gives them: the labels the labelling function gives those rows.
+    pub fn labels_of_keys(&self, keys: &[u32]) -> Result<Vec<ArrayRef>> {
+        let t = &*self.tables;
+        let classes = t.suppressed_class as usize;
+        let rows = match &t.index {
+            CombinationIndex::Labels { word, .. } => RowLabels::Words(keys.to_vec(), word),
+            _ if keys.iter().all(|&k| k as usize <= classes) => RowLabels::Classes(keys.to_vec()),
+            _ => {
+                return Err(DataFusionError::Internal(
+                    "a class key beyond the release's classes".to_string(),
+                ));
+            }
+        };
+        (0..t.labels.len())
+            .map(|q| self.gathered_labels(&rows, q, keys.len()))
+            .collect()
     }
 
     /// The release the function looks rows up in.
@@ -431,14 +500,14 @@ impl LocalRecodeFunction {
 
     /// How many distinct labels QI `q` has (its label codes are below this).
     pub fn label_count(&self, q: usize) -> usize {
-        self.labels.get(q).map_or(0, |l| l.len())
+        self.tables.labels.get(q).map_or(0, |l| l.len())
     }
 
     /// The label codes (one per QI) of the rows of class key `key`, as [`CLASS_KEY_FIELD`]
     /// gives it, into `codes`; false for a key this function never gives.
     pub fn key_label_codes(&self, key: u32, codes: &mut [u32]) -> bool {
-        let d = self.labels.len();
-        match &self.index {
+        let d = self.tables.labels.len();
+        match &self.tables.index {
             CombinationIndex::Labels { word, .. } => {
                 for (q, code) in codes.iter_mut().enumerate().take(d) {
                     let (shift, mask) = word.field(q);
@@ -446,6 +515,7 @@ impl LocalRecodeFunction {
                 }
             }
             _ => match self
+                .tables
                 .label_codes
                 .get(key as usize * d..(key as usize + 1) * d)
             {
@@ -458,7 +528,7 @@ impl LocalRecodeFunction {
 
     /// The label of code `code` of QI `q` (`Some(None)` for NULL; `None` for no such code).
     pub fn label(&self, q: usize, code: u32) -> Option<Option<&[u8]>> {
-        let labels = self.labels.get(q)?.as_string_view_opt()?;
+        let labels = self.tables.labels.get(q)?.as_string_view_opt()?;
         let code = code as usize;
         (code < labels.len()).then(|| labels.is_valid(code).then(|| labels.value(code).as_bytes()))
     }
@@ -466,10 +536,10 @@ impl LocalRecodeFunction {
     /// Every row's labels as the index gives them: its label word, or its class.
     fn row_labels(&self, columns: &[ArrayRef], rows: usize) -> Result<RowLabels<'_>> {
         let mut codes = vec![Vec::new(); columns.len()];
-        for ((lookup, column), out) in self.columns.iter().zip(columns).zip(&mut codes) {
+        for ((lookup, column), out) in self.tables.columns.iter().zip(columns).zip(&mut codes) {
             lookup.codes(column, out)?;
         }
-        if let CombinationIndex::Labels { radix, table, word } = &self.index {
+        if let CombinationIndex::Labels { radix, table, word } = &self.tables.index {
             let mut words = Vec::with_capacity(rows);
             direct_lookup(table, &codes, radix, rows, &mut words)?;
             return Ok(RowLabels::Words(words, word));
@@ -485,16 +555,16 @@ impl LocalRecodeFunction {
                 words.iter().for_each(|&w| each((w >> shift) & mask))
             }
             RowLabels::Classes(classes) => {
-                let d = self.labels.len();
+                let d = self.tables.labels.len();
                 for (i, &class) in classes.iter().enumerate() {
                     // the records are spread over the class table: fetch a few rows ahead
                     if let Some(record) = classes
                         .get(i + PREFETCH_DISTANCE)
-                        .and_then(|&ahead| self.label_codes.get(ahead as usize * d))
+                        .and_then(|&ahead| self.tables.label_codes.get(ahead as usize * d))
                     {
                         prefetch(record);
                     }
-                    each(self.label_codes[class as usize * d + q]);
+                    each(self.tables.label_codes[class as usize * d + q]);
                 }
             }
         }
@@ -508,7 +578,9 @@ impl LocalRecodeFunction {
                 None,
             ),
             RowLabels::Classes(classes) => BooleanArray::new(
-                BooleanBuffer::collect_bool(classes.len(), |i| classes[i] == self.suppressed_class),
+                BooleanBuffer::collect_bool(classes.len(), |i| {
+                    classes[i] == self.tables.suppressed_class
+                }),
                 None,
             ),
         }
@@ -517,7 +589,7 @@ impl LocalRecodeFunction {
     /// The labels of QI `q` of every row: each row's view is its label's view among the QI's
     /// distinct labels (a gather of 16-byte views, no bytes copied).
     fn gathered_labels(&self, rows: &RowLabels, q: usize, len: usize) -> Result<ArrayRef> {
-        let labels = &self.labels[q];
+        let labels = &self.tables.labels[q];
         let distinct = labels.as_string_view_opt().ok_or_else(|| {
             DataFusionError::Internal("local labels are not Utf8View".to_string())
         })?;
@@ -561,7 +633,7 @@ impl LocalRecodeFunction {
         rows: usize,
     ) -> Result<(Vec<Vec<u32>>, BooleanArray)> {
         let labels = self.row_labels(columns, rows)?;
-        let codes = (0..self.labels.len())
+        let codes = (0..self.tables.labels.len())
             .map(|q| {
                 let mut codes = Vec::with_capacity(rows);
                 self.for_each_label_code(&labels, q, |code| codes.push(code));
@@ -575,7 +647,7 @@ impl LocalRecodeFunction {
     fn classes(&self, codes: &[Vec<u32>], rows: usize) -> Result<Vec<u32>> {
         let missing = || DataFusionError::Execution(NOT_IN_RELEASE.to_string());
         let mut classes = Vec::with_capacity(rows);
-        match &self.index {
+        match &self.tables.index {
             CombinationIndex::Labels { .. } => {
                 return Err(DataFusionError::Internal(
                     "a release indexed by labels has no class index".to_string(),
@@ -608,7 +680,9 @@ impl LocalRecodeFunction {
 
 impl PartialEq for LocalRecodeFunction {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.release, &other.release) && self.raw_types == other.raw_types
+        Arc::ptr_eq(&self.release, &other.release)
+            && self.raw_types == other.raw_types
+            && self.output == other.output
     }
 }
 
@@ -618,12 +692,16 @@ impl Hash for LocalRecodeFunction {
     fn hash<H: Hasher>(&self, state: &mut H) {
         Arc::as_ptr(&self.release).hash(state);
         self.raw_types.hash(state);
+        self.output.hash(state);
     }
 }
 
 impl ScalarUDFImpl for LocalRecodeFunction {
     fn name(&self) -> &str {
-        "__anon_local_recode"
+        match self.output {
+            Output::Labels => "__anon_local_recode",
+            Output::ClassKeys => "__anon_local_class_key",
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -641,10 +719,21 @@ impl ScalarUDFImpl for LocalRecodeFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let labels = self.row_labels(&columns, rows)?;
-        let mut children: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + 1);
-        for q in 0..self.labels.len() {
-            children.push(self.gathered_labels(&labels, q, rows)?);
+        Ok(ColumnarValue::Array(Arc::new(
+            self.recoded(&columns, rows)?,
+        )))
+    }
+}
+
+impl LocalRecodeFunction {
+    /// What the function returns for `rows` rows of quasi-identifier columns `columns`.
+    pub(crate) fn recoded(&self, columns: &[ArrayRef], rows: usize) -> Result<StructArray> {
+        let labels = self.row_labels(columns, rows)?;
+        let mut children: Vec<ArrayRef> = Vec::with_capacity(self.tables.labels.len() + 2);
+        if self.output == Output::Labels {
+            for q in 0..self.tables.labels.len() {
+                children.push(self.gathered_labels(&labels, q, rows)?);
+            }
         }
         children.push(Arc::new(self.suppressed(&labels)));
         let (RowLabels::Words(keys, _) | RowLabels::Classes(keys)) = labels;
@@ -652,7 +741,6 @@ impl ScalarUDFImpl for LocalRecodeFunction {
         let DataType::Struct(fields) = &self.return_type else {
             return Err(DataFusionError::Internal("not a struct".to_string()));
         };
-        let array = StructArray::try_new(fields.clone(), children, None)?;
-        Ok(ColumnarValue::Array(Arc::new(array)))
+        Ok(StructArray::try_new(fields.clone(), children, None)?)
     }
 }

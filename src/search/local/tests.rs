@@ -907,7 +907,11 @@ fn local_releases_meet_population_requirements_on_random_tables() {
 /// k = 2 and 4, outliers trimmed within 30 %).
 #[tokio::test]
 async fn both_combination_indexes_recode_alike() {
-    use crate::generalize::udf::local_recode::LocalRecodeFunction;
+    use crate::generalize::udf::local_recode::{
+        CLASS_KEY_FIELD, LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
+    };
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::UInt32Type;
     let mut rng = Rng(41);
     for k in [2, 4] {
         let rows = random_rows(&mut rng, 300);
@@ -929,5 +933,33 @@ async fn both_combination_indexes_recode_alike() {
             by_class.labelled(&columns, rows.len()).unwrap();
         assert_eq!(labels, labels_by_class, "k = {k}");
         assert_eq!(suppressed, suppressed_by_class, "k = {k}");
+        // publishing's path: class keys only, labels made from them later, must give every
+        // row the labels and suppressed flag the labelling function gives it
+        for lookup in [&by_labels, &by_class] {
+            let labelled = lookup.recoded(&columns, rows.len()).unwrap();
+            let keyed = lookup.class_keys().recoded(&columns, rows.len()).unwrap();
+            assert_eq!(keyed.num_columns(), 2, "suppressed flag and class key only");
+            let keys = keyed.column_by_name(CLASS_KEY_FIELD).unwrap();
+            assert_eq!(keys, labelled.column_by_name(CLASS_KEY_FIELD).unwrap());
+            let suppressed_field = keyed.column_by_name(SUPPRESSED_FIELD).unwrap();
+            assert_eq!(
+                suppressed_field,
+                labelled.column_by_name(SUPPRESSED_FIELD).unwrap()
+            );
+            let made = lookup
+                .labels_of_keys(keys.as_primitive::<UInt32Type>().values())
+                .unwrap();
+            for (q, made) in made.iter().enumerate() {
+                let given = labelled.column_by_name(&label_field_name(q)).unwrap();
+                // compared as strings: the views may differ, the labels may not
+                let as_text = |a: &ArrayRef| -> Vec<Option<String>> {
+                    a.as_string_view()
+                        .iter()
+                        .map(|v| v.map(String::from))
+                        .collect()
+                };
+                assert_eq!(as_text(made), as_text(given), "k = {k}, QI {q}");
+            }
+        }
     }
 }
