@@ -3,8 +3,11 @@
 //!
 //! The rows are recoded once per pass and grouped by an exact label-tuple counter
 //! (`publish/classes.rs`); suppression and the measurement of the written rows happen on the way
-//! to the Parquet writer (`publish/suppress.rs`). See [`publish_with_failing_classes`] for the
-//! passes.
+//! to the Parquet writer (`publish/suppress.rs`). A local release with no failing class is
+//! published by class key instead: each row carries one integer that determines its labels,
+//! by which it is counted (`publish/class_keys.rs`) and shuffled, and its labels are made
+//! from the key just before the writer (`publish/expand.rs`). See
+//! [`publish_with_failing_classes`] for the passes.
 //!
 //! Either the whole, verified output appears at the output path, or nothing does: a failed
 //! write or verification removes the temporary copy, and a process killed midway leaves at
