@@ -5,7 +5,8 @@
 //! registers them ([`crate::register_udfs`]). Three carry parameters in their struct, which a
 //! name cannot bring along, so their payload holds the parameters:
 //! - `generalize`: the hierarchies of its registry ([`crate::generalize::spec`]);
-//! - `__anon_local_recode`: the local release it looks rows up in, and its column types;
+//! - `__anon_local_recode` and `__anon_local_class_key` (the same lookup returning class
+//!   keys only): the local release it looks rows up in, and its column types;
 //! - `__anon_domain_histogram` (the profile's histograms): its domain.
 //!
 //! A `MemTable` (the failing classes a `GeneralizedTable` joins against, a table registered
