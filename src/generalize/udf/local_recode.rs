@@ -2,8 +2,11 @@
 //! release, and the row gets its class's labels.
 //!
 //! It is a scalar function (`__anon_local_recode(qi_0, …, qi_{d−1})`, returning a struct of
-//! the d labels, a `suppressed` flag and a class key) rather than a join, so rows keep their input order
-//! and partitioning: the same input and release give the same output, byte for byte.
+//! the d labels, a `suppressed` flag and a class key) rather than a join, so rows keep their
+//! input order and partitioning: the same input and release give the same output, byte for
+//! byte. Its sibling `__anon_local_class_key` returns the flag and the key alone, for
+//! publishing, which makes the labels from the key as it writes
+//! ([`LocalRecodeFunction::labels_of_keys`]).
 //!
 //! Per batch, vectorized: each column's values become the frequency set's leaf codes through
 //! a small map per column (the column's distinct values: integers and dates by value,
@@ -41,10 +44,11 @@ use crate::value_codes::ValueCodes;
 /// The struct field holding whether the row's combination is suppressed.
 pub const SUPPRESSED_FIELD: &str = "suppressed";
 
-/// The struct field holding the row's class key: a number that determines the row's labels and
-/// suppressed flag (equal keys, equal labels), which [`LocalRecodeFunction::key_label_codes`]
-/// and [`LocalRecodeFunction::label`] turn back into the labels. Publishing counts the written classes by it, one integer a
-/// row instead of the label bytes.
+/// The struct field holding the row's class key: a number that determines the row's labels
+/// and suppressed flag (equal keys, equal labels), which
+/// [`LocalRecodeFunction::key_label_codes`] and [`LocalRecodeFunction::label`] turn back into
+/// the labels. Publishing counts and shuffles the rows by it, one integer a row instead of the
+/// label bytes.
 pub const CLASS_KEY_FIELD: &str = "class_key";
 
 /// The struct field holding the label of the `i`-th quasi-identifier.
