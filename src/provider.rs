@@ -427,51 +427,48 @@ fn recoded_plan(
                 .filter(|(_, t)| matches!(t, ColumnTreatment::Keep))
                 .map(|(name, _)| name)
                 .collect();
-            let kept_columns = || {
-                kept_names
-                    .iter()
-                    .map(|name| Expr::Column(Column::new(Some(table_name), *name)))
-                    .collect::<Vec<_>>()
-            };
             let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
             // a release that suppresses nothing needs no filter over every row
             let drops_rows =
                 generalization.suppression == SuppressionMode::Drop && local.suppressed_rows() > 0;
+            // the kept columns, `lookup`'s struct for each row and `more`; rows dropped by the
+            // release left out
+            let looked_up = |lookup: ScalarUDF, more: Vec<Expr>| -> Result<LogicalPlanBuilder> {
+                let kept = kept_names
+                    .iter()
+                    .map(|name| Expr::Column(Column::new(Some(table_name), *name)))
+                    .chain(std::iter::once(
+                        lookup.call(keys.clone()).alias(LOCAL_LABELS),
+                    ))
+                    .chain(more);
+                let input = scan.clone().project(kept)?;
+                if drops_rows {
+                    input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))
+                } else {
+                    Ok(input)
+                }
+            };
             if !with_originals {
                 let key_lookup = Arc::new(function.class_keys());
-                let mut kept = kept_columns();
-                kept.push(
-                    ScalarUDF::new_from_shared_impl(Arc::clone(&key_lookup) as _)
-                        .call(keys.clone())
-                        .alias(LOCAL_LABELS),
-                );
-                let mut input = scan.clone().project(kept)?;
-                if drops_rows {
-                    input = input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))?;
-                }
+                let udf = ScalarUDF::new_from_shared_impl(Arc::clone(&key_lookup) as _);
                 let columns = kept_names
                     .iter()
                     .map(|name| Expr::Column(Column::from_name(*name)))
                     .chain(std::iter::once(
                         get_field(labels(), CLASS_KEY_FIELD).alias(CLASS_KEY_COLUMN),
                     ));
-                keyed = Some((input.project(columns)?.build()?, key_lookup));
+                let plan = looked_up(udf, Vec::new())?.project(columns)?.build()?;
+                keyed = Some((plan, key_lookup));
             }
-            let mut kept = kept_columns();
-            kept.push(
-                ScalarUDF::new_from_impl(function)
-                    .call(keys)
-                    .alias(LOCAL_LABELS),
-            );
-            if with_originals {
-                kept.extend(qis.iter().enumerate().map(|(i, q)| {
+            let originals: Vec<Expr> = qis
+                .iter()
+                .enumerate()
+                .filter(|_| with_originals)
+                .map(|(i, q)| {
                     Expr::Column(Column::new(Some(table_name), *q)).alias(original_name(i))
-                }));
-            }
-            let mut input = scan.project(kept)?;
-            if drops_rows {
-                input = input.filter(not(get_field(labels(), SUPPRESSED_FIELD)))?;
-            }
+                })
+                .collect();
+            let input = looked_up(ScalarUDF::new_from_impl(function), originals)?;
             let exprs = (0..qis.len())
                 .map(|i| get_field(labels(), label_field_name(i)))
                 .collect();

@@ -206,13 +206,8 @@ mod tests {
     /// Counts against a hash map, through growth, a merge and a count past 32 bits.
     #[test]
     fn key_counts_match_a_hash_map() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::rng::SplitMix64(0x2545_F491_4F6C_DD1D);
+        let mut next = move || rng.next_u64();
         let mut reference: HashMap<u32, u64> = HashMap::new();
         let mut counts = KeyCounts::default();
         let mut other = KeyCounts::default();

@@ -13,13 +13,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{SchemaRef, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
-use futures::StreamExt;
 
 use crate::generalize::udf::local_recode::LocalRecodeFunction;
 
@@ -77,6 +74,11 @@ impl LabelExpansion {
         })
     }
 
+    /// The position of the class key in the keyed rows.
+    pub(crate) fn key(&self) -> usize {
+        self.key
+    }
+
     /// The schema of the written rows.
     pub(crate) fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -88,20 +90,15 @@ impl LabelExpansion {
             .column(self.key)
             .as_primitive_opt::<UInt32Type>()
             .ok_or_else(|| DataFusionError::Internal("the class keys are not UInt32".into()))?;
-        let mut label_columns: Vec<Option<ArrayRef>> = self
-            .lookup
-            .labels_of_keys(keys.values())?
-            .into_iter()
-            .map(Some)
-            .collect();
+        let labels = self.lookup.labels_of_keys(keys.values())?;
         let columns = self
             .layout
             .iter()
             .map(|source| match *source {
                 Source::Kept(i) => Ok(Arc::clone(batch.column(i))),
-                Source::Label(q) => label_columns
-                    .get_mut(q)
-                    .and_then(Option::take)
+                Source::Label(q) => labels
+                    .get(q)
+                    .cloned()
                     .ok_or_else(|| DataFusionError::Internal(format!("no label {q}"))),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -114,32 +111,6 @@ pub(crate) fn expanded(
     partition: Arc<dyn PartitionStream>,
     expansion: Arc<LabelExpansion>,
 ) -> Arc<dyn PartitionStream> {
-    Arc::new(ExpandedPartition {
-        partition,
-        expansion,
-    })
-}
-
-#[derive(Debug)]
-struct ExpandedPartition {
-    partition: Arc<dyn PartitionStream>,
-    expansion: Arc<LabelExpansion>,
-}
-
-impl PartitionStream for ExpandedPartition {
-    fn schema(&self) -> &SchemaRef {
-        &self.expansion.schema
-    }
-
-    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let expansion = Arc::clone(&self.expansion);
-        let batches = self
-            .partition
-            .execute(ctx)
-            .map(move |batch| batch.and_then(|b| expansion.expand(&b)));
-        Box::pin(RecordBatchStreamAdapter::new(
-            Arc::clone(&self.expansion.schema),
-            batches,
-        ))
-    }
+    let schema = Arc::clone(&expansion.schema);
+    super::suppress::mapped(partition, schema, move |batch| expansion.expand(&batch))
 }

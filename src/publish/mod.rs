@@ -844,28 +844,25 @@ pub async fn publish_observed(
         crate::session::partitions_per_thread(&mut rows_state, 8);
     }
     let rows_plan = rows_state.create_physical_plan(&rows_source).await?;
+    let schema = rows_plan.schema();
+    let expansion = match &lookup {
+        Some(lookup) => Some(Arc::new(expand::LabelExpansion::new(
+            &schema,
+            schema.index_of(CLASS_KEY_COLUMN)?,
+            Arc::new(recoded_schema.as_arrow().clone()),
+            &quasi_identifiers,
+            Arc::clone(lookup),
+        )?)),
+        None => None,
+    };
     let suppression = suppress::Suppression {
         quasi_identifiers: positions,
         failing: Arc::new(failing),
         mode: policy.suppression(),
         written: Arc::clone(&written_classes),
-        class_key: match &lookup {
-            Some(_) => Some(rows_plan.schema().index_of(CLASS_KEY_COLUMN)?),
-            None => None,
-        },
+        class_key: expansion.as_ref().map(|e| e.key()),
         written_keys: Arc::clone(&written_keys),
         read: None,
-    };
-    let schema = rows_plan.schema();
-    let expansion = match (&lookup, suppression.class_key) {
-        (Some(lookup), Some(key)) => Some(Arc::new(expand::LabelExpansion::new(
-            &schema,
-            key,
-            Arc::new(recoded_schema.as_arrow().clone()),
-            &quasi_identifiers,
-            Arc::clone(lookup),
-        )?)),
-        _ => None,
     };
     let partitions = match order {
         RowOrder::Shuffled(seed) => {

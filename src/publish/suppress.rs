@@ -293,31 +293,57 @@ pub(crate) fn counted(
     partition: Arc<dyn PartitionStream>,
     progress: Arc<ScanProgress>,
 ) -> Arc<dyn PartitionStream> {
-    Arc::new(CountedPartition {
-        partition,
-        progress,
+    let schema = Arc::clone(partition.schema());
+    mapped(partition, schema, move |batch| {
+        progress.add(batch.num_rows() as u64);
+        Ok(batch)
     })
 }
 
-#[derive(Debug)]
-struct CountedPartition {
+/// `partition`'s batches passed through `map`, as a partition of `schema`.
+pub(crate) fn mapped(
     partition: Arc<dyn PartitionStream>,
-    progress: Arc<ScanProgress>,
+    schema: SchemaRef,
+    map: impl Fn(RecordBatch) -> Result<RecordBatch> + Send + Sync + 'static,
+) -> Arc<dyn PartitionStream> {
+    Arc::new(MappedPartition {
+        partition,
+        schema,
+        map: Arc::new(map),
+    })
 }
 
-impl PartitionStream for CountedPartition {
+/// A batch map, shared by the streams of a [`MappedPartition`].
+type BatchMap = Arc<dyn Fn(RecordBatch) -> Result<RecordBatch> + Send + Sync>;
+
+struct MappedPartition {
+    partition: Arc<dyn PartitionStream>,
+    schema: SchemaRef,
+    map: BatchMap,
+}
+
+impl std::fmt::Debug for MappedPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedPartition")
+            .field("partition", &self.partition)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for MappedPartition {
     fn schema(&self) -> &SchemaRef {
-        self.partition.schema()
+        &self.schema
     }
 
     fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let schema = Arc::clone(self.partition.schema());
-        let progress = Arc::clone(&self.progress);
-        let batches = self.partition.execute(ctx).inspect(move |batch| {
-            if let Ok(batch) = batch {
-                progress.add(batch.num_rows() as u64);
-            }
-        });
-        Box::pin(RecordBatchStreamAdapter::new(schema, batches))
+        let map = Arc::clone(&self.map);
+        let batches = self
+            .partition
+            .execute(ctx)
+            .map(move |batch| batch.and_then(|b| map(b)));
+        Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            batches,
+        ))
     }
 }

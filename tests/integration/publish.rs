@@ -1084,6 +1084,16 @@ async fn publish_with_derived_failing_classes_matches_publish() {
     }
 }
 
+/// The Adult policy of TOML `text` (relative paths from `examples/adult`), registered in a
+/// session of two partitions with the crate's functions.
+async fn adult_registered(text: &str) -> (Policy, SessionContext) {
+    let mut policy = Policy::from_toml("adult.toml", &repo_path("examples/adult"), text).unwrap();
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    datafusion_anonymity::register(&ctx).unwrap();
+    policy.register(&ctx).await.unwrap();
+    (policy, ctx)
+}
+
 fn repo_path(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -1143,11 +1153,7 @@ async fn publish_progress_reaches_its_totals() {
                 "suppression = \"drop\"",
                 &format!("suppression = \"{suppression}\""),
             );
-        let mut policy =
-            Policy::from_toml("adult.toml", &repo_path("examples/adult"), &text).unwrap();
-        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
-        datafusion_anonymity::register(&ctx).unwrap();
-        policy.register(&ctx).await.unwrap();
+        let (policy, ctx) = adult_registered(&text).await;
         let release = Release::FullDomain(policy.transformation().unwrap());
         let failing = if given {
             let freq = policy.frequency_set(&ctx, None).await.unwrap();
@@ -1245,11 +1251,7 @@ async fn a_local_release_writes_the_rows_its_view_serves() {
             "suppression = \"drop\"",
             &format!("suppression = \"{suppression}\""),
         );
-        let mut policy =
-            Policy::from_toml("adult.toml", &repo_path("examples/adult"), &text).unwrap();
-        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
-        datafusion_anonymity::register(&ctx).unwrap();
-        policy.register(&ctx).await.unwrap();
+        let (policy, ctx) = adult_registered(&text).await;
         let freq = policy.frequency_set(&ctx, None).await.unwrap();
         let decision = datafusion_anonymity::search::decide(
             &freq,
