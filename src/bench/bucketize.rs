@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use super::{interleaved, peak_rss_mib, print_row, run_once, secs};
+use super::{interleaved, peak_rss_mib, print_row, run_once};
 use crate::bucketize::attack::{attack_table, fingerprint_attack};
 use crate::bucketize::{CkOptions, MsaTable, Refinement, encode, groups, utility, weights};
 use crate::policy::Policy;
@@ -131,8 +131,7 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
     .await?;
     let attack_seconds = started.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&scratch);
-    let ratio = secs(query.median()) / secs(floor.median());
-    print_row("anonymize (c,k)", &floor, &query, TARGET, "-");
+    let pass = print_row("anonymize (c,k)", &floor, &query, TARGET, "-");
     println!("                       (last run: {phases})");
     println!(
         "                       (memory pool 2 GiB; peak RSS of the process since the case began, COPY included: {})",
@@ -142,7 +141,7 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
         "                       (anon attack fingerprint on the written ST: {attack_seconds:.2} s, {} of {} records pinned)",
         attack.partially_pinned, attack.records
     );
-    Ok(ratio <= TARGET)
+    Ok(pass)
 }
 
 /// The sensitive attributes of the experiments, in the order they are added.

@@ -157,6 +157,15 @@ fn as_views(column: &ArrayRef) -> Result<Cow<'_, StringViewArray>> {
     }
 }
 
+/// The classes of several counters coded alike ([`ClassCounter::joint_codes`]).
+#[derive(Debug)]
+pub(crate) struct JointCodes {
+    /// per column, the label of each code (NULL for NULL)
+    pub dictionaries: Vec<StringViewArray>,
+    /// the codes of class `c` at `codes[c * width .. (c + 1) * width]`
+    pub codes: Vec<u32>,
+}
+
 impl ClassCounter {
     /// A counter of classes over `columns` label columns.
     pub(crate) fn new(columns: usize) -> Self {
@@ -366,6 +375,39 @@ impl ClassCounter {
             .iter()
             .zip(&self.columns)
             .map(|(&code, column)| column.label(code))
+    }
+
+    /// The classes of `counters` (all of `width` columns), one counter's after another, coded
+    /// alike: per column, every label once (code `i` at row `i` of its dictionary), and per
+    /// class its codes, `width` at a time.
+    pub(crate) fn joint_codes(counters: &[&ClassCounter], width: usize) -> JointCodes {
+        let mut columns = vec![LabelCodes::default(); width];
+        let classes = counters.iter().map(|c| c.classes()).sum::<usize>();
+        let mut codes = Vec::with_capacity(classes * width);
+        for counter in counters {
+            // each column's few labels matched once, then each class by its codes alone
+            let remaps: Vec<Vec<u32>> = columns
+                .iter_mut()
+                .zip(&counter.columns)
+                .map(|(joint, own)| {
+                    (0..own.len() as u32)
+                        .map(|code| joint.intern(own.label(code)))
+                        .collect()
+                })
+                .collect();
+            for class in counter.codes.chunks_exact(width.max(1)) {
+                codes.extend(
+                    class
+                        .iter()
+                        .zip(&remaps)
+                        .map(|(&c, remap)| remap[c as usize]),
+                );
+            }
+        }
+        JointCodes {
+            dictionaries: columns.iter().map(LabelCodes::dictionary).collect(),
+            codes,
+        }
     }
 
     /// The class of each of `rows` rows of `columns` (one array per label column) into
@@ -741,5 +783,58 @@ mod tests {
         counter.count(&[], 3).unwrap();
         assert_eq!(counter.classes(), 1);
         assert_eq!(counter.size(0), 7);
+    }
+
+    #[test]
+    fn joint_codes_give_every_class_of_every_counter_its_labels() {
+        // two counters that met the same labels in other orders (so coded them differently),
+        // NULL among them, and a third with no classes
+        let mut rng = SplitMix64(23);
+        let pool = [
+            Some("a"),
+            Some("b"),
+            None,
+            Some("a much longer label than twelve"),
+        ];
+        let mut counters = vec![
+            ClassCounter::new(2),
+            ClassCounter::new(2),
+            ClassCounter::new(2),
+        ];
+        for counter in &mut counters[..2] {
+            let mut column = || -> ArrayRef {
+                let values: Vec<Option<&str>> =
+                    (0..50).map(|_| pool[rng.below(4) as usize]).collect();
+                views(&values)
+            };
+            let columns = [column(), column()];
+            counter.count(&columns, 50).unwrap();
+        }
+        let refs: Vec<&ClassCounter> = counters.iter().collect();
+        let joint = ClassCounter::joint_codes(&refs, 2);
+        let label = |column: usize, code: u32| {
+            let dictionary = &joint.dictionaries[column];
+            dictionary
+                .is_valid(code as usize)
+                .then(|| dictionary.value(code as usize).as_bytes().to_vec())
+        };
+        let mut row = 0;
+        for counter in &counters {
+            for class in 0..counter.classes() as u32 {
+                let own: Vec<Option<Vec<u8>>> = counter
+                    .labels(class)
+                    .map(|l| l.map(<[u8]>::to_vec))
+                    .collect();
+                let codes = &joint.codes[row * 2..][..2];
+                let joint_labels: Vec<Option<Vec<u8>>> =
+                    (0..2).map(|q| label(q, codes[q])).collect();
+                assert_eq!(joint_labels, own, "class {class}");
+                row += 1;
+            }
+        }
+        assert_eq!(joint.codes.len(), row * 2);
+        assert!(row > 8, "both counters have several classes");
+        // every label once per column
+        assert_eq!(joint.dictionaries[0].len(), 4);
     }
 }

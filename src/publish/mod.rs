@@ -42,7 +42,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, col, lit};
-use datafusion::physical_plan::execute_stream_partitioned;
+use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream_partitioned};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::StreamExt;
 use serde::Serialize;
@@ -845,22 +845,32 @@ pub async fn publish_observed(
     }
     let rows_plan = rows_state.create_physical_plan(&rows_source).await?;
     let schema = rows_plan.schema();
-    let expansion = match &lookup {
+    let written_schema = Arc::new(recoded_schema.as_arrow().clone());
+    let local_expansion = match &lookup {
         Some(lookup) => Some(Arc::new(expand::LabelExpansion::new(
             &schema,
             schema.index_of(CLASS_KEY_COLUMN)?,
-            Arc::new(recoded_schema.as_arrow().clone()),
+            Arc::clone(&written_schema),
             &quasi_identifiers,
-            Arc::clone(lookup),
+            expand::KeyLabels::Lookup(Arc::clone(lookup)),
         )?)),
         None => None,
     };
+    // shuffled rows counted by label travel by their written class's key, one integer in
+    // place of the label columns the shuffle would otherwise code again
+    let keyed_output = matches!(order, RowOrder::Shuffled(_))
+        && lookup.is_none()
+        && positions
+            .iter()
+            .all(|&i| schema.field(i).data_type() == &DataType::Utf8View);
+    let rows_partitions = rows_plan.output_partitioning().partition_count();
     let suppression = suppress::Suppression {
         quasi_identifiers: positions,
         failing: Arc::new(failing),
         mode: policy.suppression(),
         written: Arc::clone(&written_classes),
-        class_key: expansion.as_ref().map(|e| e.key()),
+        keyed_output,
+        class_key: local_expansion.as_ref().map(|e| e.key()),
         written_keys: Arc::clone(&written_keys),
         read: None,
     };
@@ -880,14 +890,29 @@ pub async fn publish_observed(
                 ..suppression
             };
             let partitions = suppress::suppressed_partitions(rows_plan, suppression);
-            vec![shuffle::shuffled(
-                Arc::clone(&schema),
-                partitions,
-                seed,
-                input_rows,
-            )]
+            let schema = partitions
+                .first()
+                .map_or_else(|| Arc::clone(&schema), |p| Arc::clone(p.schema()));
+            vec![shuffle::shuffled(schema, partitions, seed, input_rows)]
         }
         RowOrder::Input => suppress::suppressed_partitions(rows_plan, suppression),
+    };
+    let schema = partitions
+        .first()
+        .map_or_else(|| Arc::clone(&schema), |p| Arc::clone(p.schema()));
+    let expansion = match local_expansion {
+        Some(expansion) => Some(expansion),
+        None if keyed_output => Some(Arc::new(expand::LabelExpansion::new(
+            &schema,
+            schema.index_of(CLASS_KEY_COLUMN)?,
+            written_schema,
+            &quasi_identifiers,
+            expand::KeyLabels::Written(expand::WrittenClassLabels::new(
+                Arc::clone(&written_classes),
+                rows_partitions,
+            )),
+        )?)),
+        None => None,
     };
     let (schema, partitions) = match &expansion {
         Some(expansion) => (
@@ -1240,7 +1265,7 @@ async fn count_classes(
 /// The partitions' counters of written classes, merged, with the rows counted by class key
 /// (`keys`, whose labels `lookup` gives).
 fn merge_counters(
-    counters: &Mutex<Vec<ClassCounter>>,
+    counters: &Mutex<Vec<(usize, ClassCounter)>>,
     keys: &Mutex<Vec<KeyCounts>>,
     lookup: Option<&LocalRecodeFunction>,
     width: usize,
@@ -1256,10 +1281,12 @@ fn merge_counters(
         let lookup = lookup.ok_or_else(|| {
             DataFusionError::Internal("rows counted by class key without a lookup".to_string())
         })?;
-        counters.push(merged_keys.classes(lookup)?);
+        counters.push((usize::MAX, merged_keys.classes(lookup)?));
     }
-    let mut merged = counters.pop().unwrap_or_else(|| ClassCounter::new(width));
-    for counter in counters.iter() {
+    let mut merged = counters
+        .pop()
+        .map_or_else(|| ClassCounter::new(width), |(_, counter)| counter);
+    for (_, counter) in counters.iter() {
         merged.merge(counter);
     }
     Ok(merged)

@@ -11,14 +11,22 @@
 //! Rows of a local release carry their class key instead of their labels (see
 //! `publish/expand.rs`) when no class fails: they are counted by it ([`KeyCounts`]), one
 //! integer a row, and passed on as they are.
+//!
+//! Rows counted by label can leave this stage by key too ([`Suppression::keyed_output`], for
+//! the shuffle): each row passed on carries `partition << 32 | class`, its written class in
+//! this partition's counter, in place of its labels, and the labels are made from the same
+//! counter before the writer. The counts are then of the classes the writer gets labelled,
+//! by construction; `publish/expand.rs` explains why it pays.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Scalar, StringViewArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Scalar, StringViewArray, UInt64Array,
+};
 use datafusion::arrow::compute::kernels::zip::zip;
-use datafusion::arrow::compute::{cast, filter_record_batch};
+use datafusion::arrow::compute::{cast, filter, filter_record_batch};
 use datafusion::arrow::datatypes::{SchemaRef, UInt32Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
@@ -44,8 +52,12 @@ pub(crate) struct Suppression {
     pub failing: Arc<ClassCounter>,
     /// Drop or mask their rows.
     pub mode: SuppressionMode,
-    /// One counter per finished partition: the classes of the rows passed on.
-    pub written: Arc<Mutex<Vec<ClassCounter>>>,
+    /// One counter per finished partition, with the partition's number: the classes of the
+    /// rows passed on.
+    pub written: Arc<Mutex<Vec<(usize, ClassCounter)>>>,
+    /// Pass rows counted by label on with their written class's key
+    /// ([`WrittenClassLabels`](super::expand::WrittenClassLabels)) in place of their labels.
+    pub keyed_output: bool,
     /// The position of the rows' class key, if they carry one in place of their labels (a
     /// local release's, with no failing class).
     pub class_key: Option<usize>,
@@ -61,7 +73,10 @@ pub(crate) fn suppressed_partitions(
     plan: Arc<dyn ExecutionPlan>,
     suppression: Suppression,
 ) -> Vec<Arc<dyn PartitionStream>> {
-    let schema = plan.schema();
+    let schema = match suppression.keyed_output {
+        true => super::expand::written_keyed_schema(&plan.schema(), &suppression.quasi_identifiers),
+        false => plan.schema(),
+    };
     (0..plan.output_partitioning().partition_count())
         .map(|partition| {
             Arc::new(SuppressedPartition {
@@ -96,7 +111,12 @@ impl PartitionStream for SuppressedPartition {
                 schema,
                 SuppressStream {
                     input,
-                    state: Some(PartitionState::new(self.suppression.clone(), reservation)),
+                    state: Some(PartitionState::new(
+                        self.suppression.clone(),
+                        self.partition,
+                        Arc::clone(&self.schema),
+                        reservation,
+                    )),
                 },
             )),
             Err(e) => Box::pin(RecordBatchStreamAdapter::new(
@@ -110,6 +130,9 @@ impl PartitionStream for SuppressedPartition {
 /// One partition's classification state.
 struct PartitionState {
     suppression: Suppression,
+    partition: usize,
+    /// the schema of the rows passed on
+    schema: SchemaRef,
     /// the classes of this partition's rows; sizes count the rows passed on
     output: ClassCounter,
     /// the rows passed on by class key, when they carry one
@@ -124,12 +147,19 @@ struct PartitionState {
 }
 
 impl PartitionState {
-    fn new(suppression: Suppression, reservation: MemoryReservation) -> Self {
+    fn new(
+        suppression: Suppression,
+        partition: usize,
+        schema: SchemaRef,
+        reservation: MemoryReservation,
+    ) -> Self {
         let output = ClassCounter::new(suppression.quasi_identifiers.len());
         let keyed = suppression.class_key.map(|_| KeyCounts::default());
         Self {
             keyed,
             suppression,
+            partition,
+            schema,
             output,
             reservation,
             failing: Vec::new(),
@@ -185,6 +215,9 @@ impl PartitionState {
             for &class in &self.classes {
                 self.output.add_rows(class, 1);
             }
+            if self.suppression.keyed_output {
+                return self.keyed(&batch, None);
+            }
             return Ok(batch);
         }
         let suppressed: BooleanArray = self
@@ -200,6 +233,9 @@ impl PartitionState {
                     }
                 }
                 let kept = datafusion::arrow::compute::not(&suppressed)?;
+                if self.suppression.keyed_output {
+                    return self.keyed(&batch, Some(&kept));
+                }
                 Ok(filter_record_batch(&batch, &kept)?)
             }
             SuppressionMode::Mask => {
@@ -221,6 +257,9 @@ impl PartitionState {
                     };
                     self.output.add_rows(counted, 1);
                 }
+                if self.suppression.keyed_output {
+                    return self.keyed(&batch, None);
+                }
                 let mut columns = batch.columns().to_vec();
                 let star: ArrayRef = Arc::new(StringViewArray::from(vec![TOP_LABEL]));
                 for &i in &self.suppression.quasi_identifiers {
@@ -236,6 +275,46 @@ impl PartitionState {
                 Ok(RecordBatch::try_new(batch.schema(), columns)?)
             }
         }
+    }
+}
+
+impl PartitionState {
+    /// `batch`'s rows passed on (those `kept` marks, or all) with their written class's key
+    /// in place of their labels: a failing class's rows are masked, so their key is the
+    /// all-`*` class's.
+    fn keyed(&self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Result<RecordBatch> {
+        let high = (self.partition as u64) << 32;
+        let written_class = |class: u32| match (self.failing[class as usize], self.top) {
+            (true, Some(top)) => top,
+            _ => class,
+        };
+        let keys: UInt64Array = match kept {
+            Some(kept) => self
+                .classes
+                .iter()
+                .zip(kept.values())
+                .filter(|(_, kept)| *kept)
+                .map(|(&class, _)| high | u64::from(written_class(class)))
+                .collect(),
+            None => self
+                .classes
+                .iter()
+                .map(|&class| high | u64::from(written_class(class)))
+                .collect(),
+        };
+        let quasi_identifiers = &self.suppression.quasi_identifiers;
+        let mut columns: Vec<ArrayRef> = batch
+            .columns()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !quasi_identifiers.contains(i))
+            .map(|(_, column)| match kept {
+                Some(kept) => Ok(filter(column, kept)?),
+                None => Ok(Arc::clone(column)),
+            })
+            .collect::<Result<_>>()?;
+        columns.push(Arc::new(keys));
+        Ok(RecordBatch::try_new(Arc::clone(&self.schema), columns)?)
     }
 }
 
@@ -274,7 +353,7 @@ impl Stream for SuppressStream {
                     // a poisoned lock loses this partition's counts, which the check of the
                     // written rows against the counted rows then reports
                     if let Ok(mut written) = state.suppression.written.lock() {
-                        written.push(state.output);
+                        written.push((state.partition, state.output));
                     }
                     if let (Some(keyed), Ok(mut written)) =
                         (state.keyed, state.suppression.written_keys.lock())

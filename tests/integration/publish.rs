@@ -1086,6 +1086,183 @@ async fn publish_with_derived_failing_classes_matches_publish() {
 
 /// The Adult policy of TOML `text` (relative paths from `examples/adult`), registered in a
 /// session of two partitions with the crate's functions.
+/// Publishes `release` in input order and shuffled, and checks that each writes exactly the
+/// rows of the release's view (`EXCEPT ALL` both ways), whether the rows travel by label or
+/// by class key on the way; the rows written.
+async fn assert_writes_what_it_serves(
+    ctx: &SessionContext,
+    policy: &Policy,
+    release: &Release,
+    failing: Option<datafusion_anonymity::search::FailingClasses>,
+    tag: &str,
+) -> i64 {
+    use datafusion_anonymity::publish::RowOrder;
+    let dir = tempfile::tempdir().unwrap();
+    let view = policy
+        .generalized_table(ctx, release.clone())
+        .await
+        .unwrap();
+    ctx.register_table("served", Arc::new(view)).unwrap();
+    let count = async |sql: &str| -> i64 {
+        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        batches[0].column(0).as_primitive::<Int64Type>().value(0)
+    };
+    let input_rows = count(&format!("SELECT count(*) FROM \"{}\"", policy.table_name())).await;
+    let columns = ctx
+        .table("served")
+        .await
+        .unwrap()
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("\"{}\"", f.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut written_rows = Vec::new();
+    for order in [RowOrder::Input, RowOrder::Shuffled(5)] {
+        let case = format!("{tag}, {order:?}");
+        let out = dir.path().join(format!("{}.parquet", order.name()));
+        let report = publish::publish_ordered(
+            ctx,
+            policy,
+            release,
+            failing.clone(),
+            &out.as_path().into(),
+            false,
+            order,
+        )
+        .await
+        .unwrap();
+        ctx.register_parquet("written", out.to_str().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let written = count("SELECT count(*) FROM written").await;
+        assert_eq!(
+            written,
+            count("SELECT count(*) FROM served").await,
+            "{case}"
+        );
+        assert_eq!(report.verification.rows as i64, written, "{case}");
+        assert_eq!(report.input_rows as i64, input_rows, "{case}");
+        written_rows.push(written);
+        // as multisets: each distinct row with its count (an `EXCEPT ALL` of the rows
+        // themselves pairs equal rows quadratically, and a release has many)
+        let counted = |table: &str| {
+            format!("SELECT {columns}, count(*) AS n FROM {table} GROUP BY {columns}")
+        };
+        for (a, b) in [("written", "served"), ("served", "written")] {
+            let sql = format!(
+                "SELECT count(*) FROM ({} EXCEPT {})",
+                counted(a),
+                counted(b)
+            );
+            assert_eq!(count(&sql).await, 0, "{case}: rows of {a} not in {b}");
+        }
+        ctx.deregister_table("written").unwrap();
+    }
+    ctx.deregister_table("served").unwrap();
+    written_rows[0]
+}
+
+/// A full-domain release, shuffled, travels by written class key (`publish/expand.rs`):
+/// Adult at the example's transformation (some classes under k), dropped and masked;
+/// and a table with NULL labels, read in three partitions (one of them empty), with failing
+/// classes of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_domain_release_writes_the_rows_its_view_serves() {
+    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    for suppression in ["drop", "mask"] {
+        let text = adult.replace(
+            "suppression = \"drop\"",
+            &format!("suppression = \"{suppression}\""),
+        );
+        let (policy, ctx) = adult_registered(&text).await;
+        let release = Release::FullDomain(policy.transformation().unwrap());
+        let tag = format!("Adult, {suppression}");
+        let written = assert_writes_what_it_serves(&ctx, &policy, &release, None, &tag).await;
+        // some classes fail at this transformation: dropped, their rows are missing
+        match suppression {
+            "drop" => assert!(written < 30162, "{tag}: nothing dropped"),
+            _ => assert_eq!(written, 30162, "{tag}"),
+        }
+    }
+
+    // 3,000 rows in row groups of 1,200, read in three partitions; `a` is NULL in every 7th
+    // row
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("nulls.parquet");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Utf8, true),
+        Field::new("c", DataType::Utf8, false),
+        Field::new("s", DataType::Utf8, false),
+    ]));
+    let mut rng = Rng(11);
+    let rows = 3000;
+    let a: StringArray = (0..rows)
+        .map(|i| (i % 7 != 0).then(|| format!("{:03}", rng.below(300))))
+        .collect();
+    let c: StringArray = (0..rows)
+        .map(|_| Some(["x", "y", "z"][rng.below(3) as usize]))
+        .collect();
+    let s_values: StringArray = (0..rows)
+        .map(|_| Some(format!("s{}", rng.below(5))))
+        .collect();
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(a), Arc::new(c), Arc::new(s_values)],
+    )
+    .unwrap();
+    let props = datafusion::parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_size(1200)
+        .build();
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    for suppression in ["drop", "mask"] {
+        let text = format!(
+            r#"name = "nulls"
+[input]
+path = "nulls.parquet"
+[privacy]
+k = 4
+max_suppression = 1.0
+suppression = "{suppression}"
+[attributes]
+a = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask", length = 3 }} }}
+c = {{ role = "quasi_identifier", hierarchy = {{ kind = "tree", rows = [["x", "*"], ["y", "*"], ["z", "*"]] }} }}
+s = {{ role = "sensitive" }}
+[transformation]
+a = 0
+c = 0
+"#
+        );
+        let mut policy = Policy::from_toml("nulls.toml", dir.path(), &text).unwrap();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(3));
+        datafusion_anonymity::register(&ctx).unwrap();
+        policy.register(&ctx).await.unwrap();
+        let release = Release::FullDomain(policy.transformation().unwrap());
+        let count = async |sql: &str| -> i64 {
+            let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            batches[0].column(0).as_primitive::<Int64Type>().value(0)
+        };
+        // the rows of classes under k, counted by a plain GROUP BY (NULL a class of its own)
+        let failing = count(
+            "SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM nulls GROUP BY a, c \
+             HAVING count(*) < 4)",
+        )
+        .await;
+        assert!(failing > 0, "some classes fail");
+        let expected = match suppression {
+            "drop" => rows as i64 - failing,
+            _ => rows as i64,
+        };
+        let tag = format!("NULL labels, {suppression}");
+        let written = assert_writes_what_it_serves(&ctx, &policy, &release, None, &tag).await;
+        assert_eq!(written, expected, "{tag}");
+    }
+}
+
 async fn adult_registered(text: &str) -> (Policy, SessionContext) {
     let mut policy = Policy::from_toml("adult.toml", &repo_path("examples/adult"), text).unwrap();
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
@@ -1241,10 +1418,8 @@ fn apply_quiet_prints_nothing_but_warnings() {
 /// add up (dropped: the view's rows; masked: every input row).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_release_writes_the_rows_its_view_serves() {
-    use datafusion_anonymity::publish::RowOrder;
     use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
     use datafusion_anonymity::search::{Method, Metric};
-    let dir = tempfile::tempdir().unwrap();
     let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
     for suppression in ["drop", "mask"] {
         let text = adult.replace(
@@ -1269,50 +1444,14 @@ async fn a_local_release_writes_the_rows_its_view_serves() {
             local.suppressed_rows() > 0,
             "the release suppresses outliers"
         );
-        let view = policy
-            .generalized_table(&ctx, decision.release.clone())
-            .await
-            .unwrap();
-        ctx.register_table("served", Arc::new(view)).unwrap();
-        for order in [RowOrder::Input, RowOrder::Shuffled(5)] {
-            let case = format!("{suppression}, {order:?}");
-            let out = dir
-                .path()
-                .join(format!("{suppression}-{}.parquet", order.name()));
-            let report = publish::publish_ordered(
-                &ctx,
-                &policy,
-                &decision.release,
-                Some(decision.failing.clone()),
-                &out.as_path().into(),
-                false,
-                order,
-            )
-            .await
-            .unwrap();
-            ctx.register_parquet("written", out.to_str().unwrap(), Default::default())
-                .await
-                .unwrap();
-            let count = async |sql: &str| -> i64 {
-                let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-                batches[0].column(0).as_primitive::<Int64Type>().value(0)
-            };
-            let written = count("SELECT count(*) FROM written").await;
-            let served = count("SELECT count(*) FROM served").await;
-            assert_eq!(written, served, "{case}");
-            let expected = match suppression {
-                "drop" => 30162 - local.suppressed_rows() as i64,
-                _ => 30162,
-            };
-            assert_eq!(written, expected, "{case}");
-            assert_eq!(report.input_rows, 30162, "{case}");
-            for (a, b) in [("written", "served"), ("served", "written")] {
-                let sql = format!(
-                    "SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})"
-                );
-                assert_eq!(count(&sql).await, 0, "{case}: rows of {a} not in {b}");
-            }
-            ctx.deregister_table("written").unwrap();
-        }
+        let expected = match suppression {
+            "drop" => 30162 - local.suppressed_rows() as i64,
+            _ => 30162,
+        };
+        let failing = Some(decision.failing.clone());
+        let tag = format!("Mondrian, {suppression}");
+        let written =
+            assert_writes_what_it_serves(&ctx, &policy, &decision.release, failing, &tag).await;
+        assert_eq!(written, expected, "{tag}");
     }
 }
