@@ -1213,7 +1213,7 @@ async fn a_full_domain_release_writes_the_rows_its_view_serves() {
     )
     .unwrap();
     let props = datafusion::parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_size(1200)
+        .set_max_row_group_row_count(Some(1200))
         .build();
     let mut writer =
         ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, Some(props)).unwrap();
