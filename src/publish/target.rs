@@ -1,0 +1,148 @@
+//! Where publishing may write: refusing an output that exists (unless overwriting), has the
+//! wrong extension, or is, contains or lies inside the input.
+
+use std::path::{Path, PathBuf};
+
+use datafusion::error::{DataFusionError, Result};
+
+use crate::storage::{self, Location, StoreOptions};
+
+/// Refuses a Parquet output that [`check_target`] refuses, or whose name has another
+/// extension than `.parquet` (`out.csv` would hold Parquet).
+pub async fn check_output(
+    out: &Location,
+    input: &Location,
+    overwrite: bool,
+    options: &StoreOptions,
+) -> Result<()> {
+    check_target(out, input, overwrite, options, true).await
+}
+
+/// Refuses an output (data or report) that exists (unless `overwrite`), equals the input,
+/// lies inside a directory input, or contains the input (overwriting it would delete the
+/// input); with `parquet`, also one named with another extension than `.parquet`.
+pub async fn check_target(
+    out: &Location,
+    input: &Location,
+    overwrite: bool,
+    options: &StoreOptions,
+    parquet: bool,
+) -> Result<()> {
+    let refuse = |why: String| DataFusionError::Plan(format!("output {out}: {why}"));
+    match (out, input) {
+        (Location::Local(out_path), _) if out_path.as_os_str().is_empty() => {
+            return Err(refuse("empty path".into()));
+        }
+        (Location::Local(out_path), Location::Local(input_path)) => {
+            check_local_overlap(out_path, input_path).map_err(refuse)?
+        }
+        (Location::Url(_), Location::Url(_)) => {
+            // compared as shown (no credentials or query); a glob input by the prefix it lists
+            let (out_shown, input_shown) = (out.to_string(), input.to_string());
+            let out_text = out_shown.trim_end_matches('/');
+            let input_base = match input_shown.find(['*', '?', '[']) {
+                Some(i) => &input_shown[..input_shown[..i].rfind('/').unwrap_or(i)],
+                None => input_shown.as_str(),
+            }
+            .trim_end_matches('/');
+            if out_text == input_base {
+                return Err(refuse("is the input; choose another location".into()));
+            }
+            if out_text.starts_with(&format!("{input_base}/")) {
+                return Err(refuse(format!(
+                    "lies inside the input {input}; it would be read as input next time"
+                )));
+            }
+            if input_base.starts_with(&format!("{out_text}/")) {
+                return Err(refuse(format!(
+                    "contains the input {input}; writing it would destroy the input"
+                )));
+            }
+        }
+        _ => {}
+    }
+    if let Some(extension) = out.extension().filter(|e| parquet && e != "parquet") {
+        return Err(refuse(format!(
+            "the output is Parquet; name a .parquet file or a directory, not a .{extension} file"
+        )));
+    }
+    if !overwrite && storage::exists(out, options).await? {
+        return Err(refuse("exists; pass --overwrite to replace it".into()));
+    }
+    if let Location::Local(out_path) = out {
+        match absolute(out_path).parent() {
+            Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => {
+                return Err(refuse(format!(
+                    "its directory {} does not exist",
+                    parent.display()
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The local overlap rules of [`check_output`]: the reason to refuse, if any.
+fn check_local_overlap(out: &Path, input: &Path) -> std::result::Result<(), String> {
+    let out_abs = absolute(out);
+    // a glob input is judged by the directory it lists
+    let input_base = glob_base(input);
+    let input_abs = absolute(&input_base);
+    if out_abs == input_abs {
+        return Err("is the input; choose another path".into());
+    }
+    if input_base.is_dir() && out_abs.starts_with(&input_abs) {
+        return Err(format!(
+            "lies inside the input directory {}; it would be read as input next time",
+            input_base.display()
+        ));
+    }
+    if input_abs.starts_with(&out_abs) {
+        return Err(format!(
+            "contains the input {}; writing it would destroy the input",
+            input.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `path` made absolute and, where it exists, canonical (symlinks resolved).
+fn absolute(path: &Path) -> PathBuf {
+    if let Ok(canonical) = path.canonicalize() {
+        return canonical;
+    }
+    // not there yet: canonicalize the nearest existing ancestor, keep the rest
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+    let mut result = existing
+        .canonicalize()
+        .unwrap_or_else(|_| existing.to_path_buf());
+    for name in rest.into_iter().rev() {
+        result.push(name);
+    }
+    result
+}
+
+/// The directory part of a glob path (`data/*.parquet` → `data`), or the path itself.
+fn glob_base(path: &Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    match text.find(['*', '?', '[']) {
+        Some(i) => {
+            let prefix = &text[..i];
+            let cut = prefix.rfind('/').map(|j| &prefix[..j]).unwrap_or(".");
+            PathBuf::from(if cut.is_empty() { "/" } else { cut })
+        }
+        None => path.to_path_buf(),
+    }
+}
