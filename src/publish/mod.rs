@@ -1,13 +1,20 @@
 //! Publishing: write the generalized table to a temporary location next to the output, verify
 //! what was written, and only then move it into place.
 //!
-//! The rows are recoded once per pass and grouped by an exact label-tuple counter
-//! (`publish/classes.rs`); suppression and the measurement of the written rows happen on the way
-//! to the Parquet writer (`publish/suppress.rs`). A local release with no failing class is
-//! published by class key instead: each row carries one integer that determines its labels,
-//! by which it is counted (`publish/class_keys.rs`) and shuffled, and its labels are made
-//! from the key just before the writer (`publish/expand.rs`). See
-//! [`publish_with_failing_classes`] for the passes.
+//! The data flow, one file each:
+//! - where it may write (`target.rs`: never over or inside the input);
+//! - the failing classes, counted (`count.rs`, with the exact label-tuple counter of
+//!   `classes.rs`);
+//! - suppression and the counts of the written rows, on the way to the Parquet writer
+//!   (`suppress.rs`), the rows shuffled (`shuffle.rs`, `scatter.rs`);
+//! - the staged write (`staged.rs`), its verification (`verify.rs`, `population.rs`), its
+//!   post-analytics (`post_analytics.rs`), and on request its utility (`utility.rs`).
+//!
+//! Rows can travel by class key: a local release with no failing class carries one integer
+//! a row that determines its labels from the scan on, by which it is counted
+//! (`class_keys.rs`) and shuffled; shuffled rows of a full-domain release carry their written
+//! class from the suppression stage on. Their labels are made from the key just before the
+//! writer (`expand.rs`). See [`publish_ordered`] for the passes.
 //!
 //! Either the whole, verified output appears at the output path, or nothing does: a failed
 //! write or verification removes the temporary copy, and a process killed midway leaves at
