@@ -427,9 +427,13 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
     let release = crate::release::Release::FullDomain(policy.transformation().unwrap_or_default());
     let mut peaks = [0u64; 2];
     let mut phases = [crate::publish::PublishTimings::default(); 2];
+    // CPU seconds of each run: on a machine shared with other work, the wall-clock ratio
+    // swings with the neighbours' load, the work done much less
+    let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let mut once = async |order: RowOrder| -> Result<Duration> {
         let variant = usize::from(order != RowOrder::Input);
         reset_peak_rss();
+        let cpu_start = cpu_seconds();
         let start = Instant::now();
         let report = crate::publish::publish_ordered(
             &ctx,
@@ -442,6 +446,9 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
         )
         .await?;
         let elapsed = start.elapsed();
+        if let (Some(from), Some(to)) = (cpu_start, cpu_seconds()) {
+            cpu[variant].push(to - from);
+        }
         peaks[variant] = peaks[variant].max(peak_rss_mib().unwrap_or(0));
         phases[variant] = report.seconds;
         Ok(elapsed)
@@ -453,6 +460,10 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
     for _ in 0..iterations {
         kept.0.push(once(RowOrder::Input).await?);
         shuffled.0.push(once(RowOrder::Shuffled(1)).await?);
+    }
+    for runs in &mut cpu {
+        // the warm-up's
+        runs.remove(0);
     }
     let _ = std::fs::remove_dir_all(&scratch);
     let pass = print_row("anon apply, shuffled", &kept, &shuffled, TARGET, "-");
@@ -467,6 +478,13 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
         memory_limit >> 20,
         ((memory_limit as f64 * crate::session::POOL_SHARE) as usize) >> 20
     );
+    if let [Some(kept), Some(shuffled)] = cpu.map(|runs| median(&runs)) {
+        println!(
+            "                       (CPU time, user + system, median: {kept:.2} s in input \
+             order, {shuffled:.2} s shuffled, ratio {:.2})",
+            shuffled / kept
+        );
+    }
     Ok(pass)
 }
 
@@ -614,6 +632,25 @@ async fn interleaved(
 /// what runs after this call.
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's CPU time so far, user and system, in seconds (Linux `/proc/self/stat`, in
+/// ticks of 1/100 s), if readable.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // the fields after the command name, which is in parentheses and may hold spaces:
+    // utime and stime are the 12th and 13th
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
+/// The median of `values`, if any.
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
 }
 
 /// The process's peak RSS in MiB (Linux `VmHWM`), if readable.
