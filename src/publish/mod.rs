@@ -6,7 +6,8 @@
 //! - the failing classes, counted (`count.rs`, with the exact label-tuple counter of
 //!   `classes.rs`);
 //! - suppression and the counts of the written rows, on the way to the Parquet writer
-//!   (`suppress.rs`), the rows shuffled (`shuffle.rs`, `scatter.rs`);
+//!   (`suppress.rs`), the rows shuffled (`shuffle/`: its scatter and gather passes;
+//!   `scatter.rs`: their kernels);
 //! - the staged write (`staged.rs`), its verification (`verify.rs`, `population.rs`), its
 //!   post-analytics (`post_analytics.rs`), and on request its utility (`utility.rs`).
 //!
@@ -221,7 +222,7 @@ pub async fn publish_with_failing_classes(
 ///   rows of failing classes are dropped or masked there (no join), and the rows passed on are
 ///   counted per class.
 /// - **Order.** With [`RowOrder::Shuffled`], the rows passed on are shuffled by a two-pass
-///   bucket shuffle, spilling beyond its memory (`publish/shuffle.rs`); with
+///   bucket shuffle, spilling beyond its memory (`publish/shuffle/`); with
 ///   [`RowOrder::Input`], each partition's rows are written in the order they are read.
 /// - **Verification.** With k the only requirement, the classes of the rows passed on are the
 ///   output's classes: k is measured on them, and their total must equal the rows the Parquet
