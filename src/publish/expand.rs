@@ -130,13 +130,14 @@ impl WrittenClassLabels {
 
     /// Per quasi-identifier (`width` of them), the label of each of `keys`: the class's codes
     /// read once a row (the one access to the class table, which is too large for the
-    /// processor's cache), then each column's label from its dictionary of a few labels.
+    /// processor's first-level cache; rows are in random order), then each column's label
+    /// from its dictionary of a few labels.
     fn labels(&self, keys: &[u64], width: usize) -> Result<Vec<ArrayRef>> {
         let table = self.table(width)?;
         let JointCodes {
             dictionaries,
             codes,
-            ..
+            packed,
         } = &table.classes;
         let mut rows = Vec::with_capacity(keys.len());
         for &key in keys {
@@ -150,17 +151,40 @@ impl WrittenClassLabels {
                 }
             }
         }
-        // the rows are in random order: fetch a few classes ahead, so that their cache misses
-        // overlap instead of each stalling the loop
-        let mut columns: Vec<Vec<u32>> = vec![vec![0; rows.len()]; width];
-        for (i, &row) in rows.iter().enumerate() {
-            if let Some(&ahead) = rows.get(i + PREFETCH_DISTANCE) {
-                prefetch(&codes[ahead * width]);
+        // fetch a few classes ahead, so that their cache misses overlap instead of each
+        // stalling the loop
+        let columns: Vec<Vec<u32>> = match packed {
+            Some(packed) => {
+                let words: Vec<u32> = rows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &row)| {
+                        if let Some(&ahead) = rows.get(i + PREFETCH_DISTANCE) {
+                            prefetch(&packed.words[ahead]);
+                        }
+                        packed.words[row]
+                    })
+                    .collect();
+                packed
+                    .shifts
+                    .iter()
+                    .zip(&packed.masks)
+                    .map(|(&shift, &mask)| words.iter().map(|&w| w >> shift & mask).collect())
+                    .collect()
             }
-            for (column, &code) in columns.iter_mut().zip(&codes[row * width..][..width]) {
-                column[i] = code;
+            None => {
+                let mut columns = vec![vec![0; rows.len()]; width];
+                for (i, &row) in rows.iter().enumerate() {
+                    if let Some(&ahead) = rows.get(i + PREFETCH_DISTANCE) {
+                        prefetch(&codes[ahead * width]);
+                    }
+                    for (column, &code) in columns.iter_mut().zip(&codes[row * width..][..width]) {
+                        column[i] = code;
+                    }
+                }
+                columns
             }
-        }
+        };
         columns
             .into_iter()
             .zip(dictionaries)
@@ -275,4 +299,114 @@ pub(crate) fn expanded(
 ) -> Arc<dyn PartitionStream> {
     let schema = Arc::clone(&expansion.schema);
     super::suppress::mapped(partition, schema, move |batch| expansion.expand(&batch))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, StringViewArray};
+
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    /// Labels of `rows` rows drawn from `pool`, three columns.
+    fn columns(rng: &mut SplitMix64, pool: &[Option<&str>], rows: usize) -> Vec<ArrayRef> {
+        (0..3)
+            .map(|_| {
+                let values: Vec<Option<&str>> = (0..rows)
+                    .map(|_| pool[rng.below(pool.len() as u64) as usize])
+                    .collect();
+                Arc::new(StringViewArray::from(values)) as ArrayRef
+            })
+            .collect()
+    }
+
+    #[test]
+    fn written_class_keys_give_their_counters_labels_packed_or_not() {
+        // three partitions (the second counts nothing), labels long and short and NULL
+        let mut rng = SplitMix64(5);
+        let pool = [
+            Some("x"),
+            Some("a label longer than twelve"),
+            None,
+            Some("y"),
+        ];
+        let mut counters = Vec::new();
+        for (partition, rows) in [(0, 200), (1, 0), (2, 300)] {
+            let mut counter = ClassCounter::new(3);
+            if rows > 0 {
+                counter
+                    .count(&columns(&mut rng, &pool, rows), rows)
+                    .unwrap();
+            }
+            counters.push((partition, counter));
+        }
+        // keys of every class of every partition, in a random order, some twice
+        let mut keys: Vec<u64> = counters
+            .iter()
+            .flat_map(|(p, c)| (0..c.classes() as u64).map(move |class| (*p as u64) << 32 | class))
+            .collect();
+        keys.extend(keys.clone().iter().step_by(3));
+        for i in (1..keys.len()).rev() {
+            keys.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let expected: Vec<Vec<Option<String>>> = keys
+            .iter()
+            .map(|&key| {
+                let counter = &counters[(key >> 32) as usize].1;
+                counter
+                    .labels(key as u32)
+                    .map(|l| l.map(|b| String::from_utf8(b.to_vec()).unwrap()))
+                    .collect()
+            })
+            .collect();
+        let written = WrittenClassLabels::new(Arc::new(Mutex::new(counters)), 3);
+        let packed_table = written.table(3).unwrap();
+        assert!(
+            packed_table.classes.packed.is_some(),
+            "4 labels a column pack"
+        );
+        for packed in [true, false] {
+            if !packed {
+                // the same table with the codes one per column, as when they do not fit a word
+                let table = ClassLabelTable {
+                    starts: packed_table.starts.clone(),
+                    classes: JointCodes {
+                        dictionaries: packed_table.classes.dictionaries.clone(),
+                        codes: packed_table.classes.codes.clone(),
+                        packed: None,
+                    },
+                };
+                *written.built.lock().unwrap() = Some(Arc::new(table));
+            }
+            let labels = written.labels(&keys, 3).unwrap();
+            for (row, expected) in expected.iter().enumerate() {
+                let got: Vec<Option<String>> = labels
+                    .iter()
+                    .map(|column| {
+                        let column = column.as_string_view();
+                        column.is_valid(row).then(|| column.value(row).to_string())
+                    })
+                    .collect();
+                assert_eq!(&got, expected, "row {row}, packed {packed}");
+            }
+        }
+        // a key past its partition's classes, or of no partition, is an error naming it
+        let classes = packed_table.starts[1];
+        let error = written.labels(&[u64::from(classes)], 3).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("no written class {classes} in partition 0"))
+        );
+        let error = written.labels(&[7 << 32], 3).unwrap_err();
+        assert!(error.to_string().contains("partition 7"), "{error}");
+    }
+
+    #[test]
+    fn labels_wait_for_every_partition() {
+        let written =
+            WrittenClassLabels::new(Arc::new(Mutex::new(vec![(0, ClassCounter::new(1))])), 2);
+        let error = written.labels(&[0], 1).unwrap_err();
+        assert!(error.to_string().contains("partition 1"), "{error}");
+    }
 }
