@@ -1,0 +1,406 @@
+//! Reading a policy: the parsed TOML checked and turned into a [`Policy`], the hierarchies it
+//! names loaded (errors name the policy file, the attribute and, for hierarchy files, the
+//! file and line).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::error::{DataFusionError, Result};
+
+use super::bucketization::{self, Method};
+use super::file::{HierarchySpec, PolicyFile, Role};
+use super::{
+    PendingHierarchy, Policy, PolicyColumn, PopulationRequirement, PrivacyRequirements,
+    SensitiveRequirement, SuppressionMode, policy_error,
+};
+use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
+use crate::storage::{self, Location, StoreOptions};
+
+impl Policy {
+    pub(super) fn from_parsed(
+        source: &str,
+        directory: &Location,
+        file: PolicyFile,
+    ) -> Result<Self> {
+        let err = |message: String| policy_error(source, message);
+        let storage_options = file.storage.clone().unwrap_or_default();
+        let resolve = |p: &Path| directory.join(&p.to_string_lossy());
+        let input = resolve(&file.input.path)?;
+        let name = match &file.name {
+            Some(name) if !name.trim().is_empty() => name.trim().to_string(),
+            Some(_) => return Err(err("name must not be empty".into())),
+            None => default_table_name(&input),
+        };
+        let privacy = &file.privacy;
+        if privacy.k == 0 {
+            return Err(err("privacy.k must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&privacy.max_suppression) {
+            return Err(err(format!(
+                "privacy.max_suppression is a share of rows between 0 and 1, got {}",
+                privacy.max_suppression
+            )));
+        }
+        let mut generalization_only = Vec::new();
+        if privacy.max_suppression != 0.0 {
+            generalization_only.push("max_suppression");
+        }
+        if privacy.suppression != SuppressionMode::default() {
+            generalization_only.push("suppression");
+        }
+        generalization_only.extend(privacy.default_requirement().policy_keys());
+        if file.transformation.is_some() && privacy.method != Method::Generalization {
+            return Err(err(format!(
+                "[transformation] applies to method = \"generalization\", not to {}",
+                privacy.method.name()
+            )));
+        }
+        let bucketization = bucketization::check(
+            privacy.method,
+            &privacy.bucketization_keys(),
+            privacy.k,
+            &generalization_only,
+        )
+        .map_err(err)?;
+        let mut columns = Vec::new();
+        let mut sensitive = Vec::new();
+        let defaults = privacy.default_requirement();
+        for (column, spec) in &file.attributes {
+            let hierarchy = match (spec.role, &spec.hierarchy) {
+                (Role::QuasiIdentifier, Some(h)) => {
+                    Some(load_hierarchy(column, h, &resolve, &storage_options)?)
+                }
+                (Role::QuasiIdentifier, None) if bucketization.is_some() => None,
+                (Role::QuasiIdentifier, None) => {
+                    return Err(err(format!(
+                        "quasi-identifier '{column}' needs a hierarchy \
+                         (hierarchy = {{ kind = \"mask\" | \"interval\" | \"date\" | \"tree\", ... }})"
+                    )));
+                }
+                (role, Some(_)) => {
+                    return Err(err(format!(
+                        "attribute '{column}' is {} but has a hierarchy; only quasi-identifiers are generalized",
+                        role.name()
+                    )));
+                }
+                (_, None) => None,
+            };
+            let own = spec.own_requirement(column);
+            if spec.role != Role::Sensitive && own.is_constrained() {
+                return Err(err(format!(
+                    "attribute '{column}' is {}: {} apply to sensitive attributes only",
+                    spec.role.name(),
+                    own.policy_keys().join(", ")
+                )));
+            }
+            if bucketization.is_some() && own.is_constrained() {
+                return Err(err(format!(
+                    "attribute '{column}': {} apply to method = \"generalization\", not to {}",
+                    own.policy_keys().join(", "),
+                    privacy.method.name()
+                )));
+            }
+            if bucketization.is_some() && spec.role == Role::Insensitive {
+                return Err(err(format!(
+                    "attribute '{column}' is insensitive, but {} publishes only quasi-identifiers \
+                     (in the generalized table) and sensitive attributes (in the sensitive table): \
+                     make it an identifier (not published), a quasi-identifier or sensitive",
+                    privacy.method.name()
+                )));
+            }
+            if spec.role == Role::Sensitive {
+                let requirement = own.or(&defaults);
+                requirement.validate().map_err(&err)?;
+                sensitive.push(requirement);
+            }
+            columns.push(PolicyColumn {
+                name: column.clone(),
+                role: spec.role,
+                data_type: spec.data_type,
+                hierarchy,
+            });
+        }
+        if !columns.iter().any(|c| c.role == Role::QuasiIdentifier) {
+            return Err(err(
+                "no quasi-identifier: give at least one attribute role = \"quasi_identifier\" with a hierarchy"
+                    .into(),
+            ));
+        }
+        if bucketization.is_some() && sensitive.is_empty() {
+            return Err(err(format!(
+                "{} needs at least one sensitive attribute (role = \"sensitive\")",
+                privacy.method.name()
+            )));
+        }
+        if let Some(marginal) = &privacy.marginal {
+            for name in marginal {
+                if !columns
+                    .iter()
+                    .any(|c| &c.name == name && c.role == Role::QuasiIdentifier)
+                {
+                    return Err(err(format!(
+                        "privacy.marginal names '{name}', which is not a quasi-identifier"
+                    )));
+                }
+            }
+            if marginal.is_empty() {
+                return Err(err(
+                    "privacy.marginal must name at least one quasi-identifier".into(),
+                ));
+            }
+        }
+        if sensitive.is_empty() && defaults.is_constrained() {
+            return Err(err(format!(
+                "privacy.{} need a sensitive attribute (role = \"sensitive\")",
+                defaults.policy_keys().join(", privacy.")
+            )));
+        }
+        match (privacy.k_persons, &privacy.person_id) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(err(
+                    "privacy.k_persons needs privacy.person_id, the column identifying the person \
+                     of each row"
+                        .into(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(err(
+                    "privacy.person_id is set without privacy.k_persons".into()
+                ));
+            }
+            (Some(k_persons), Some(person)) => {
+                if bucketization.is_some() {
+                    return Err(err(format!(
+                        "privacy.k_persons applies to method = \"generalization\", not to {}",
+                        privacy.method.name()
+                    )));
+                }
+                match columns.iter().find(|c| &c.name == person) {
+                    None => {
+                        return Err(err(format!(
+                            "privacy.person_id names '{person}', which is not an attribute of the policy"
+                        )));
+                    }
+                    Some(c) if c.role != Role::Insensitive => {
+                        return Err(err(format!(
+                            "privacy.person_id '{person}' is {}: persons are counted on the \
+                             published table, so the person id must be published as it is \
+                             (role = \"insensitive\"; publish a pseudonym, never a real identifier)",
+                            c.role.name()
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                let requirement = SensitiveRequirement {
+                    persons: Some(k_persons),
+                    ..SensitiveRequirement::unconstrained(person.clone())
+                };
+                requirement.validate().map_err(&err)?;
+                sensitive.push(requirement);
+            }
+        }
+        let population_requirement = (privacy.k_map.is_some() || privacy.delta_presence.is_some())
+            .then_some(PopulationRequirement {
+                k_map: privacy.k_map,
+                delta_presence: privacy.delta_presence,
+            });
+        if let Some(requirement) = &population_requirement {
+            requirement.validate().map_err(&err)?;
+            if bucketization.is_some() {
+                return Err(err(format!(
+                    "privacy.{} apply to method = \"generalization\", not to {}",
+                    requirement.policy_keys().join(", privacy."),
+                    privacy.method.name()
+                )));
+            }
+            if file.population.is_none() {
+                return Err(err(format!(
+                    "privacy.{} need [population] path = \"…\", the table the input was sampled from",
+                    requirement.policy_keys().join(" and privacy.")
+                )));
+            }
+        }
+        let thresholds = privacy.thresholds();
+        thresholds.validate().map_err(&err)?;
+        if thresholds.max_journalist_risk.is_some() && file.population.is_none() {
+            return Err(err(
+                "privacy.max_journalist_risk needs [population] path = \"…\", the population the \
+                 journalist risk is measured against"
+                    .into(),
+            ));
+        }
+        if bucketization.is_some() && thresholds.any() {
+            return Err(err(format!(
+                "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
+                 max_marketer_risk, max_journalist_risk, max_leakage) apply to method = \"generalization\", not to {}",
+                privacy.method.name()
+            )));
+        }
+        for attribute in thresholds.max_leakage.keys() {
+            match columns.iter().find(|c| &c.name == attribute) {
+                None => {
+                    return Err(err(format!(
+                        "max_leakage names '{attribute}', which is not an attribute of the policy"
+                    )));
+                }
+                Some(c) if matches!(c.role, Role::Identifier | Role::Sensitive) => {
+                    return Err(err(format!(
+                        "max_leakage names '{attribute}', which is {}: leakage is measured on \
+                         the published quasi-identifiers and insensitive attributes",
+                        c.role.name()
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(levels) = &file.transformation {
+            for (column, level) in levels {
+                let Some(qi) = columns.iter().find(|c| &c.name == column) else {
+                    return Err(err(format!(
+                        "transformation names '{column}', which is not an attribute of the policy"
+                    )));
+                };
+                if qi.role != Role::QuasiIdentifier {
+                    return Err(err(format!(
+                        "transformation names '{column}', which is {}, not a quasi-identifier",
+                        qi.role.name()
+                    )));
+                }
+                if let Some(h) = qi.hierarchy() {
+                    h.check_level(*level)
+                        .map_err(|e| err(e.message().to_string()))?;
+                }
+            }
+        }
+        Ok(Self {
+            source: source.to_string(),
+            directory: directory.clone(),
+            name,
+            input,
+            output: file.output.as_ref().map(|o| resolve(&o.path)).transpose()?,
+            population: file
+                .population
+                .as_ref()
+                .map(|p| resolve(&p.path))
+                .transpose()?,
+            storage: storage_options,
+            bad_values: file.input.bad_values.unwrap_or_default(),
+            columns,
+            requirements: PrivacyRequirements {
+                k: privacy.k,
+                max_suppression: privacy.max_suppression,
+                sensitive,
+                population: population_requirement,
+            },
+            suppression: privacy.suppression,
+            transformation: file.transformation,
+            schema: None,
+            population_table: None,
+            bucketization,
+            marginal: privacy.marginal.clone(),
+            thresholds,
+        })
+    }
+}
+
+/// Builds a hierarchy from its policy description; errors name the attribute.
+fn load_hierarchy(
+    column: &str,
+    spec: &HierarchySpec,
+    resolve: &dyn Fn(&Path) -> Result<Location>,
+    storage_options: &StoreOptions,
+) -> Result<PendingHierarchy> {
+    let in_attribute = |e: DataFusionError| {
+        DataFusionError::Plan(format!("attribute '{column}': {}", e.message()))
+    };
+    let hierarchy = match spec {
+        HierarchySpec::Mask { length: None } => return Ok(PendingHierarchy::MaskFromData),
+        HierarchySpec::Mask {
+            length: Some(length),
+        } => Hierarchy::mask(column, *length),
+        HierarchySpec::Interval {
+            widths,
+            origin,
+            breaks,
+            bottom,
+            top,
+        } => {
+            let levels = match (widths, breaks) {
+                (Some(widths), None) => widths
+                    .iter()
+                    .map(|&width| IntervalLevel::Width {
+                        width,
+                        origin: origin.unwrap_or(0.0),
+                    })
+                    .collect(),
+                (None, Some(breaks)) if origin.is_none() => {
+                    breaks.iter().cloned().map(IntervalLevel::Breaks).collect()
+                }
+                _ => {
+                    return Err(in_attribute(DataFusionError::Plan(
+                        "an interval hierarchy takes either widths (with an optional origin) or breaks"
+                            .into(),
+                    )));
+                }
+            };
+            let interval = IntervalHierarchy::new(levels, *bottom, *top).map_err(in_attribute)?;
+            Hierarchy::interval(column, interval)
+        }
+        HierarchySpec::Date { units } => {
+            let date = DateHierarchy::from_names(units).map_err(in_attribute)?;
+            Hierarchy::new(column, crate::generalize::HierarchyKind::Date(date))
+        }
+        HierarchySpec::Tree {
+            file: Some(file),
+            rows: None,
+        } => {
+            let location = resolve(file).map_err(in_attribute)?;
+            let text = storage::read_text_blocking(&location, storage_options).map_err(|e| {
+                in_attribute(DataFusionError::Plan(format!("hierarchy: {}", e.message())))
+            })?;
+            Hierarchy::tree_from_csv_str(column, &location.to_string(), &text)
+                .map_err(in_attribute)?
+        }
+        HierarchySpec::Tree {
+            file: None,
+            rows: Some(rows),
+        } => Hierarchy::tree_from_rows(column, rows).map_err(in_attribute)?,
+        HierarchySpec::Tree { .. } => {
+            return Err(in_attribute(DataFusionError::Plan(
+                "a tree hierarchy takes either file (an ARX hierarchy CSV) or rows".into(),
+            )));
+        }
+    };
+    Ok(PendingHierarchy::Ready(Arc::new(hierarchy)))
+}
+
+/// The 1-based line of byte `offset` in `text`.
+pub(super) fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The table name a path suggests: its file stem (`adult.parquet` → `adult`), else `input`.
+fn default_table_name(location: &Location) -> String {
+    let name = location.file_name().unwrap_or_default();
+    let stem = match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name,
+    };
+    let cleaned: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if cleaned.is_empty()
+        || cleaned.contains('*')
+        || cleaned.starts_with(|c: char| c.is_ascii_digit())
+    {
+        "input".to_string()
+    } else {
+        cleaned
+    }
+}
