@@ -4,7 +4,8 @@
 //! 2134: a ZIP code masked afterwards names a wrong region. Here a CSV file (or a directory of
 //! them) is read once, sequentially, before it is registered, and a column is given a type
 //! other than text only when every value of the column is the exact spelling of its value in
-//! that type (see `Candidates`); the table is then registered with that explicit schema.
+//! that type (see `Candidates`, candidates.rs); the table is then registered with that
+//! explicit schema.
 //!
 //! A policy may name a column's type (`type = "date"`, [`ColumnType`]): such a column is read
 //! as text and converted as SQL's `CAST` would. A value that does not convert is an error
@@ -12,8 +13,8 @@
 //! [`BadValues::Null`] is read as NULL, counted on stderr.
 //!
 //! Every error of reading a CSV file goes through `read_error` (arrow's errors) or
-//! `value_error` (a value that does not convert), which name the file's own line: the
-//! line where the record starts, also when quoted values hold line breaks.
+//! `value_error` (a value that does not convert; both in errors.rs), which name the file's own
+//! line: the line where the record starts, also when quoted values hold line breaks.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -23,13 +24,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::kernels::cast_utils::string_to_timestamp_nanos;
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::csv::reader::Format;
-use datafusion::arrow::datatypes::{DataType, Date32Type, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::temporal_conversions::{date32_to_datetime, timestamp_ns_to_datetime};
 use datafusion::datasource::listing::{ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::options::ReadOptions;
@@ -37,8 +36,13 @@ use datafusion::logical_expr::{Expr, cast, try_cast};
 use datafusion::prelude::{CsvReadOptions, SessionContext, ident};
 use serde::Deserialize;
 
-use super::redact;
 use crate::storage::{self, Location, StoreOptions};
+use candidates::Candidates;
+pub use errors::check_csv;
+use errors::{read_error, record_start_line, value_error};
+
+mod candidates;
+mod errors;
 
 /// A column type a policy may give a CSV column (`type = "..."` of an attribute).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -537,382 +541,11 @@ fn read_file(
     Ok(())
 }
 
-/// A value of data record `record` (from 0) in `column` that does not convert to `ty`: the
-/// file, its line and the column, not the value.
-fn value_error(file: &CsvFile, record: usize, column: &str, ty: ColumnType) -> DataFusionError {
-    let line = file
-        .line_of_record(record + 1)
-        .map_or_else(|| "a line".to_string(), |l| format!("line {l}"));
-    DataFusionError::Execution(format!(
-        "{}: {line}, column '{column}': a value is not a valid {} (the policy gives the column \
-         type = \"{}\"; the value is not shown; bad_values = \"null\" reads such values as NULL)",
-        file.name,
-        ty.data_type(),
-        ty.name()
-    ))
-}
-
-/// An error of arrow's CSV reader over `file` (columns `names`), reworded to name the file,
-/// the file's own line and the column, without any value.
-///
-/// Arrow counts records, not lines: a parse error's "at line L" is record L counting the
-/// header as record 0, a field-count error's "for line N" is record N counting it as 1.
-fn read_error(file: &CsvFile, names: &[String], error: ArrowError) -> DataFusionError {
-    let message = match error {
-        ArrowError::ParseError(m) | ArrowError::CsvError(m) => {
-            let m = replace_number(&m, "at line ", |record| file.line_of_record(record));
-            let m = replace_number(&m, "fields for line ", |record| {
-                file.line_of_record(record.checked_sub(1)?)
-            });
-            describe_csv_message(&m, names)
-        }
-        other => redact(&other.to_string()),
-    };
-    DataFusionError::Execution(format!("{}: {message}", file.name))
-}
-
-/// `text` with the number after the first `marker` replaced by `f` of it (left as it is when
-/// `f` gives nothing).
-fn replace_number(text: &str, marker: &str, f: impl Fn(usize) -> Option<usize>) -> String {
-    let replaced = text.split_once(marker).and_then(|(before, rest)| {
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        let number = f(rest[..digits].parse::<usize>().ok()?)?;
-        Some(format!("{before}{marker}{number}{}", &rest[digits..]))
-    });
-    replaced.unwrap_or_else(|| text.to_string())
-}
-
-/// The line (from 1) where record `record` of a CSV text starts, the header being record 0,
-/// as arrow's reader splits records: `"` quotes a field (a doubled `"` inside stands for
-/// one) and may hold delimiters and line breaks; `\n`, `\r` or `\r\n` ends a record outside
-/// quotes; empty lines are skipped.
-fn record_start_line(reader: impl BufRead, delimiter: u8, record: usize) -> Option<usize> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum State {
-        RecordStart,
-        FieldStart,
-        Unquoted,
-        Quoted,
-        QuoteInQuoted,
-    }
-    let mut state = State::RecordStart;
-    let (mut line, mut current) = (1, 0);
-    for byte in reader.bytes() {
-        let byte = byte.ok()?;
-        // a byte may end one state and be read again in the next
-        loop {
-            match state {
-                State::RecordStart => match byte {
-                    b'\n' => line += 1,
-                    b'\r' => {}
-                    _ => {
-                        if current == record {
-                            return Some(line);
-                        }
-                        state = State::FieldStart;
-                        continue;
-                    }
-                },
-                State::FieldStart if byte == b'"' => state = State::Quoted,
-                State::FieldStart | State::Unquoted => match byte {
-                    b'\n' | b'\r' => {
-                        if byte == b'\n' {
-                            line += 1;
-                        }
-                        current += 1;
-                        state = State::RecordStart;
-                    }
-                    b if b == delimiter => state = State::FieldStart,
-                    _ => state = State::Unquoted,
-                },
-                State::Quoted => match byte {
-                    b'"' => state = State::QuoteInQuoted,
-                    b'\n' => line += 1,
-                    _ => {}
-                },
-                State::QuoteInQuoted if byte == b'"' => state = State::Quoted,
-                State::QuoteInQuoted => {
-                    state = State::Unquoted;
-                    continue;
-                }
-            }
-            break;
-        }
-    }
-    None
-}
-
-/// Reads the CSV file or directory `path` from start to end as the table registered from it
-/// is read (with `schema`, the table's schema; columns `options` gives a type read as text
-/// and converted) and reports the first record that does not fit: a wrong number of fields,
-/// or a value that does not parse as its column's type. The error names the file, the line
-/// and the column, but not the value.
-///
-/// The types were inferred from the whole file when it was registered, so this finds
-/// something only when the file changed since; a URL is not read again.
-pub fn check_csv(path: &str, schema: SchemaRef, options: &CsvOptions) -> Result<()> {
-    let location = Location::parse(path)?;
-    let paths = match &location {
-        Location::Url(_) => return Ok(()),
-        Location::Local(dir) if dir.is_dir() => csv_files_in(dir)?.unwrap_or_default(),
-        Location::Local(file) => vec![file.clone()],
-    };
-    for path in paths {
-        let file = CsvFile::new(&Location::Local(path.clone()), Source::Local(path))?;
-        let names = file.header()?;
-        let mut types = Vec::with_capacity(names.len());
-        let mut forced = Vec::with_capacity(names.len());
-        for name in &names {
-            let ty = options.types.get(name).copied();
-            let converted = ty.filter(|ty| *ty != ColumnType::Utf8);
-            forced.push(converted);
-            types.push(match (converted, schema.field_with_name(name)) {
-                (Some(_), _) | (None, Err(_)) => DataType::Utf8,
-                (None, Ok(field)) => field.data_type().clone(),
-            });
-        }
-        read_file(&file, &names, &types, |first_record, batch| {
-            for (i, values) in batch.columns().iter().enumerate() {
-                if let (Some(ty), BadValues::Error) = (forced[i], options.bad_values)
-                    && let Some(&row) = failed_casts(values, ty)?.first()
-                {
-                    return Err(Fault::Value {
-                        record: first_record + row,
-                        column: i,
-                        ty,
-                    });
-                }
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-/// Arrow's CSV messages, reworded without the values they quote (arrow-csv 59):
-/// - `Error while parsing value '<v>' as type '<T>' for column <c> at line <l>. Row data: '<row>'`
-/// - `Error parsing column <c> at line <l>: <detail with the value>`
-/// - `incorrect number of fields for line <l>, expected <e> got <g>`
-/// - `Encountered unequal lengths between records on CSV file. Expected <e> records, found <g>
-///   records at line <l>` (schema inference)
-fn describe_csv_message(message: &str, names: &[String]) -> String {
-    let column = |index: Option<usize>| match index.and_then(|i| names.get(i).map(|n| (i, n))) {
-        Some((_, name)) => format!("column '{name}'"),
-        None => match index {
-            Some(i) => format!("column {}", i + 1),
-            None => "a column".to_string(),
-        },
-    };
-    let line = number_after(message, "at line ");
-    let line = line.map_or_else(|| "a line".to_string(), |l| format!("line {l}"));
-    if message.starts_with("Error while parsing value") {
-        let data_type = message
-            .split_once("' as type '")
-            .and_then(|(_, rest)| rest.split_once('\''))
-            .map_or("the column's type", |(t, _)| t);
-        let index = number_after(message, "for column ");
-        format!(
-            "{line}, {}: a value is not a valid {data_type} (the column's type was inferred \
-             when the table was registered: has the file changed since? The value is not shown)",
-            column(index)
-        )
-    } else if message.starts_with("Error parsing column") {
-        let index = number_after(message, "Error parsing column ");
-        format!(
-            "{line}, {}: a value does not parse as the column's type (the value is not shown)",
-            column(index)
-        )
-    } else if let (Some(l), Some(expected), Some(got)) = (
-        number_after(message, "fields for line "),
-        number_after(message, "expected "),
-        number_after(message, "got "),
-    ) {
-        format!("line {l} has {got} fields, the header has {expected}")
-    } else if let (Some(expected), Some(got)) = (
-        number_after(message, "Expected "),
-        number_after(message, "found "),
-    ) {
-        format!("{line} has {got} fields, the header has {expected}")
-    } else {
-        redact(message)
-    }
-}
-
-/// The decimal number right after the first `marker` in `text`.
-fn number_after(text: &str, marker: &str) -> Option<usize> {
-    let (_, rest) = text.split_once(marker)?;
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
-/// The types a column may still be read as, narrowed by each of its values: a type stays
-/// only while every value is the exact text the type would print for it, so reading the
-/// column as that type loses nothing (`02134`, `+49`, ` 7`, `1,234` or `1.50` keep a column
-/// text). A style shared by the whole column is allowed: floats printed plainly (`1`, `0.5`)
-/// or with a decimal point (`1.0`, `1e20`), timestamps with `T` or a space and 0, 3, 6 or 9
-/// fraction digits. Empty values (NULL) narrow nothing.
-#[derive(Debug, Clone, Copy)]
-struct Candidates {
-    bits: u8,
-    /// Whether a non-NULL value was seen.
-    seen: bool,
-    /// The timestamp style of the column: the separator and the fraction digits.
-    timestamp: Option<(u8, usize)>,
-}
-
-const BOOL: u8 = 1;
-const INT: u8 = 2;
-const FLOAT_PLAIN: u8 = 4;
-const FLOAT_POINT: u8 = 8;
-const DATE: u8 = 16;
-const TIMESTAMP: u8 = 32;
-const NUMBERS: u8 = INT | FLOAT_PLAIN | FLOAT_POINT;
-
-impl Default for Candidates {
-    fn default() -> Self {
-        Self {
-            bits: BOOL | NUMBERS | DATE | TIMESTAMP,
-            seen: false,
-            timestamp: None,
-        }
-    }
-}
-
-impl Candidates {
-    /// Narrows by every non-NULL value of `values`.
-    fn update(&mut self, values: &datafusion::arrow::array::StringArray) {
-        for value in values.iter().flatten() {
-            if self.bits == 0 {
-                return;
-            }
-            self.seen = true;
-            self.narrow(value);
-        }
-    }
-
-    fn narrow(&mut self, text: &str) {
-        let mut bits = 0;
-        if self.bits & BOOL != 0 && (text == "true" || text == "false") {
-            bits |= BOOL;
-        }
-        if self.bits & NUMBERS != 0 && starts_like_a_number(text) {
-            if self.bits & INT != 0 && text.parse::<i64>().is_ok_and(|v| v.to_string() == text) {
-                bits |= INT;
-            }
-            if let Ok(v) = text.parse::<f64>()
-                && v.is_finite()
-            {
-                if self.bits & FLOAT_PLAIN != 0 && format!("{v}") == text {
-                    bits |= FLOAT_PLAIN;
-                }
-                if self.bits & FLOAT_POINT != 0 && format!("{v:?}") == text {
-                    bits |= FLOAT_POINT;
-                }
-            }
-        }
-        if self.bits & DATE != 0 && is_canonical_date(text) {
-            bits |= DATE;
-        }
-        if self.bits & TIMESTAMP != 0
-            && let Some(style) = timestamp_style(text)
-            && self.timestamp.is_none_or(|s| s == style)
-        {
-            self.timestamp = Some(style);
-            bits |= TIMESTAMP;
-        }
-        self.bits &= bits;
-    }
-
-    /// The most specific type left: integers before floats; text when none is left or no
-    /// value was seen.
-    fn data_type(&self) -> DataType {
-        if !self.seen {
-            return DataType::Utf8;
-        }
-        if self.bits & INT != 0 {
-            DataType::Int64
-        } else if self.bits & (FLOAT_PLAIN | FLOAT_POINT) != 0 {
-            DataType::Float64
-        } else if self.bits & BOOL != 0 {
-            DataType::Boolean
-        } else if self.bits & DATE != 0 {
-            DataType::Date32
-        } else if let (true, Some((_, digits))) = (self.bits & TIMESTAMP != 0, self.timestamp) {
-            let unit = match digits {
-                0 => TimeUnit::Second,
-                3 => TimeUnit::Millisecond,
-                6 => TimeUnit::Microsecond,
-                _ => TimeUnit::Nanosecond,
-            };
-            DataType::Timestamp(unit, None)
-        } else {
-            DataType::Utf8
-        }
-    }
-}
-
-/// A digit, or `-` and a digit: rules out `+1`, `.5`, ` 1`, `inf` and `NaN` at once.
-fn starts_like_a_number(text: &str) -> bool {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    digits.starts_with(|c: char| c.is_ascii_digit())
-}
-
-/// Whether `pattern` (`d` a digit, anything else itself) matches `text` exactly.
-fn shaped(text: &[u8], pattern: &[u8]) -> bool {
-    text.len() == pattern.len()
-        && text.iter().zip(pattern).all(|(&t, &p)| match p {
-            b'd' => t.is_ascii_digit(),
-            _ => t == p,
-        })
-}
-
-/// `YYYY-MM-DD`, a valid date.
-fn is_canonical_date(text: &str) -> bool {
-    shaped(text.as_bytes(), b"dddd-dd-dd")
-        && <Date32Type as datafusion::arrow::compute::kernels::cast_utils::Parser>::parse(text)
-            .and_then(date32_to_datetime)
-            .is_some_and(|d| d.date().to_string() == text)
-}
-
-/// The style (separator, fraction digits) of `YYYY-MM-DD[T ]HH:MM:SS[.f]`, a valid timestamp
-/// with 0, 3, 6 or 9 fraction digits printed back exactly as written.
-fn timestamp_style(text: &str) -> Option<(u8, usize)> {
-    let bytes = text.as_bytes();
-    if bytes.len() < 19 || !matches!(bytes[10], b'T' | b' ') {
-        return None;
-    }
-    let separator = bytes[10];
-    let mut pattern = b"dddd-dd-ddTdd:dd:dd".to_vec();
-    pattern[10] = separator;
-    if !shaped(&bytes[..19], &pattern) {
-        return None;
-    }
-    let digits = match &bytes[19..] {
-        [] => 0,
-        [b'.', fraction @ ..] if fraction.iter().all(u8::is_ascii_digit) => fraction.len(),
-        _ => return None,
-    };
-    if ![0, 3, 6, 9].contains(&digits) {
-        return None;
-    }
-    let datetime = timestamp_ns_to_datetime(string_to_timestamp_nanos(text).ok()?)?;
-    let format = format!(
-        "%Y-%m-%d{}%H:%M:%S{}",
-        separator as char,
-        match digits {
-            0 => "",
-            3 => "%.3f",
-            6 => "%.6f",
-            _ => "%.9f",
-        }
-    );
-    (datetime.format(&format).to_string() == text).then_some((separator, digits))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use datafusion::arrow::array::StringArray;
+    use errors::describe_csv_message;
 
     fn inferred(values: &[Option<&str>]) -> DataType {
         let mut candidates = Candidates::default();
