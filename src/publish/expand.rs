@@ -12,6 +12,10 @@
 //!   complete by then: the shuffle reads every partition to its end before it passes a row
 //!   on.
 //!
+//! Either way the labels written for a key are those its class was counted under, which the
+//! verification of a k-only policy measures: the key → label mapping is what makes the two
+//! agree, and the tests check it against the release's view (`tests/integration/publish.rs`).
+//!
 //! ```text
 //! rows:     kept columns…, __anon_class_key
 //! written:  the recoded table's columns, in its order: kept columns and labels
