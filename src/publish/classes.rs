@@ -168,6 +168,21 @@ pub(crate) struct JointCodes {
     pub packed: Option<PackedCodes>,
 }
 
+impl JointCodes {
+    /// Bytes held, about (for the memory pool).
+    pub(crate) fn memory_size(&self) -> usize {
+        self.dictionaries
+            .iter()
+            .map(|d| d.get_array_memory_size())
+            .sum::<usize>()
+            + self.codes.capacity() * size_of::<u32>()
+            + self
+                .packed
+                .as_ref()
+                .map_or(0, |p| p.words.capacity() * size_of::<u32>())
+    }
+}
+
 /// Every class's codes in one `u32`: column `q`'s code is `word >> shifts[q] & masks[q]`. A
 /// table of a quarter the size or less, which a lookup in random order then finds in the
 /// processor's second-level cache more often.

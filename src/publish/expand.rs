@@ -27,6 +27,7 @@ use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::physical_plan::streaming::PartitionStream;
 
 use super::classes::{ClassCounter, JointCodes};
@@ -70,6 +71,8 @@ pub(crate) struct WrittenClassLabels {
     partitions: usize,
     /// built from the counters at the first batch
     built: Mutex<Option<Arc<ClassLabelTable>>>,
+    /// the table's memory, in the session's pool
+    reservation: Mutex<MemoryReservation>,
 }
 
 /// Every partition's classes in one table: partition `p`'s class `c` is class `starts[p] + c`
@@ -82,12 +85,20 @@ struct ClassLabelTable {
 }
 
 impl WrittenClassLabels {
-    /// The labels of the classes that the `partitions` partitions count into `counters`.
-    pub(crate) fn new(counters: Arc<Mutex<Vec<(usize, ClassCounter)>>>, partitions: usize) -> Self {
+    /// The labels of the classes that the `partitions` partitions count into `counters`; the
+    /// table of them is held in `pool`.
+    pub(crate) fn new(
+        counters: Arc<Mutex<Vec<(usize, ClassCounter)>>>,
+        partitions: usize,
+        pool: &Arc<dyn MemoryPool>,
+    ) -> Self {
         Self {
             counters,
             partitions,
             built: Mutex::new(None),
+            reservation: Mutex::new(
+                MemoryConsumer::new("anon written class labels").register(pool),
+            ),
         }
     }
 
@@ -124,10 +135,19 @@ impl WrittenClassLabels {
                 })?,
             );
         }
-        let table = Arc::new(ClassLabelTable {
-            starts,
-            classes: ClassCounter::joint_codes(&by_partition, width),
-        });
+        let classes = ClassCounter::joint_codes(&by_partition, width);
+        self.reservation
+            .lock()
+            .map_err(|_| lost())?
+            .try_grow(classes.memory_size())
+            .map_err(|e| {
+                DataFusionError::ResourcesExhausted(format!(
+                    "the labels of the {} classes being written need more memory than the \
+                     limit allows; raise --memory-limit ({e})",
+                    starts.last().copied().unwrap_or(0)
+                ))
+            })?;
+        let table = Arc::new(ClassLabelTable { starts, classes });
         *built = Some(Arc::clone(&table));
         Ok(table)
     }
@@ -309,8 +329,39 @@ pub(crate) fn expanded(
 mod tests {
     use datafusion::arrow::array::{Array, StringViewArray};
 
+    use datafusion::execution::memory_pool::{GreedyMemoryPool, UnboundedMemoryPool};
+
     use super::*;
     use crate::rng::SplitMix64;
+
+    fn unbounded() -> Arc<dyn MemoryPool> {
+        Arc::new(UnboundedMemoryPool::default())
+    }
+
+    #[test]
+    fn the_label_table_is_held_in_the_pool() {
+        let mut counter = ClassCounter::new(3);
+        let mut rng = SplitMix64(9);
+        let pool = [Some("a"), Some("b"), Some("c")];
+        counter.count(&columns(&mut rng, &pool, 100), 100).unwrap();
+        let counters = Arc::new(Mutex::new(vec![(0, counter)]));
+        // room for a few bytes: the table does not fit, and the error says what to raise
+        let small: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(64));
+        let written = WrittenClassLabels::new(Arc::clone(&counters), 1, &small);
+        let error = written.labels(&[0], 3).unwrap_err();
+        assert!(
+            matches!(error, DataFusionError::ResourcesExhausted(_)),
+            "{error}"
+        );
+        assert!(error.to_string().contains("--memory-limit"), "{error}");
+        // with room, it is reserved for as long as the labels are made
+        let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1 << 20));
+        let written = WrittenClassLabels::new(counters, 1, &pool);
+        written.labels(&[0], 3).unwrap();
+        assert!(pool.reserved() > 0);
+        drop(written);
+        assert_eq!(pool.reserved(), 0);
+    }
 
     /// Labels of `rows` rows drawn from `pool`, three columns.
     fn columns(rng: &mut SplitMix64, pool: &[Option<&str>], rows: usize) -> Vec<ArrayRef> {
@@ -363,7 +414,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let written = WrittenClassLabels::new(Arc::new(Mutex::new(counters)), 3);
+        let written = WrittenClassLabels::new(Arc::new(Mutex::new(counters)), 3, &unbounded());
         let packed_table = written.table(3).unwrap();
         assert!(
             packed_table.classes.packed.is_some(),
@@ -408,8 +459,11 @@ mod tests {
 
     #[test]
     fn labels_wait_for_every_partition() {
-        let written =
-            WrittenClassLabels::new(Arc::new(Mutex::new(vec![(0, ClassCounter::new(1))])), 2);
+        let written = WrittenClassLabels::new(
+            Arc::new(Mutex::new(vec![(0, ClassCounter::new(1))])),
+            2,
+            &unbounded(),
+        );
         let error = written.labels(&[0], 1).unwrap_err();
         assert!(error.to_string().contains("partition 1"), "{error}");
     }

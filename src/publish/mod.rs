@@ -466,6 +466,7 @@ pub async fn publish_observed(
             expand::KeyLabels::Written(expand::WrittenClassLabels::new(
                 Arc::clone(&written_classes),
                 rows_partitions,
+                &ctx.runtime_env().memory_pool,
             )),
         )?)),
         None => None,
