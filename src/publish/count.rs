@@ -162,6 +162,7 @@ pub(super) fn merge_counters(
         let lookup = lookup.ok_or_else(|| {
             DataFusionError::Internal("rows counted by class key without a lookup".to_string())
         })?;
+        // no partition of its own: the partition is only for labelling written class keys
         counters.push((usize::MAX, merged_keys.classes(lookup)?));
     }
     let mut merged = counters

@@ -430,32 +430,35 @@ pub async fn publish_observed(
         written_keys: Arc::clone(&written_keys),
         read: None,
     };
-    let partitions = match order {
-        RowOrder::Shuffled(seed) => {
-            let read = progress.as_ref().map(|p| {
-                // the rows a drop release left out never reach the suppression
-                let dropped = match policy.suppression() {
-                    SuppressionMode::Drop => locally_suppressed,
-                    SuppressionMode::Mask => 0,
-                };
-                p.shuffled.set_total(input_rows.saturating_sub(dropped));
-                Arc::clone(&p.shuffled)
-            });
-            let suppression = suppress::Suppression {
-                read,
-                ..suppression
+    // the shuffle counts the rows it reads, for a progress report
+    let read = match (order, &progress) {
+        (RowOrder::Shuffled(_), Some(p)) => {
+            // the rows a drop release left out never reach the suppression
+            let dropped = match policy.suppression() {
+                SuppressionMode::Drop => locally_suppressed,
+                SuppressionMode::Mask => 0,
             };
-            let partitions = suppress::suppressed_partitions(rows_plan, suppression);
-            let schema = partitions
-                .first()
-                .map_or_else(|| Arc::clone(&schema), |p| Arc::clone(p.schema()));
-            vec![shuffle::shuffled(schema, partitions, seed, input_rows)]
+            p.shuffled.set_total(input_rows.saturating_sub(dropped));
+            Some(Arc::clone(&p.shuffled))
         }
-        RowOrder::Input => suppress::suppressed_partitions(rows_plan, suppression),
+        _ => None,
     };
-    let schema = partitions
-        .first()
-        .map_or_else(|| Arc::clone(&schema), |p| Arc::clone(p.schema()));
+    let (schema, partitions) = suppress::suppressed_partitions(
+        rows_plan,
+        suppress::Suppression {
+            read,
+            ..suppression
+        },
+    );
+    let partitions = match order {
+        RowOrder::Shuffled(seed) => vec![shuffle::shuffled(
+            Arc::clone(&schema),
+            partitions,
+            seed,
+            input_rows,
+        )],
+        RowOrder::Input => partitions,
+    };
     let expansion = match local_expansion {
         Some(expansion) => Some(expansion),
         None if keyed_output => Some(Arc::new(expand::LabelExpansion::new(

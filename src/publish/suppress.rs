@@ -68,16 +68,16 @@ pub(crate) struct Suppression {
     pub read: Option<Arc<ScanProgress>>,
 }
 
-/// `plan`'s partitions, each suppressed by `suppression`.
+/// `plan`'s partitions, each suppressed by `suppression`, and the schema of their rows.
 pub(crate) fn suppressed_partitions(
     plan: Arc<dyn ExecutionPlan>,
     suppression: Suppression,
-) -> Vec<Arc<dyn PartitionStream>> {
+) -> (SchemaRef, Vec<Arc<dyn PartitionStream>>) {
     let schema = match suppression.keyed_output {
         true => super::expand::written_keyed_schema(&plan.schema(), &suppression.quasi_identifiers),
         false => plan.schema(),
     };
-    (0..plan.output_partitioning().partition_count())
+    let partitions = (0..plan.output_partitioning().partition_count())
         .map(|partition| {
             Arc::new(SuppressedPartition {
                 plan: Arc::clone(&plan),
@@ -86,7 +86,8 @@ pub(crate) fn suppressed_partitions(
                 suppression: suppression.clone(),
             }) as Arc<dyn PartitionStream>
         })
-        .collect()
+        .collect();
+    (schema, partitions)
 }
 
 #[derive(Debug)]

@@ -1170,13 +1170,8 @@ async fn assert_writes_what_it_serves(
 /// classes of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_domain_release_writes_the_rows_its_view_serves() {
-    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
     for suppression in ["drop", "mask"] {
-        let text = adult.replace(
-            "suppression = \"drop\"",
-            &format!("suppression = \"{suppression}\""),
-        );
-        let (policy, ctx) = adult_registered(&text).await;
+        let (policy, ctx) = adult_suppressing(suppression).await;
         let release = Release::FullDomain(policy.transformation().unwrap());
         let tag = format!("Adult, {suppression}");
         let written = assert_writes_what_it_serves(&ctx, &policy, &release, None, &tag).await;
@@ -1269,6 +1264,15 @@ async fn adult_registered(text: &str) -> (Policy, SessionContext) {
     datafusion_anonymity::register(&ctx).unwrap();
     policy.register(&ctx).await.unwrap();
     (policy, ctx)
+}
+
+/// The example Adult policy with `suppression = "<suppression>"`, registered.
+async fn adult_suppressing(suppression: &str) -> (Policy, SessionContext) {
+    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    let set = "suppression = \"drop\"";
+    assert!(adult.contains(set), "the example policy sets {set}");
+    let text = adult.replace(set, &format!("suppression = \"{suppression}\""));
+    adult_registered(&text).await
 }
 
 fn repo_path(path: &str) -> PathBuf {
@@ -1414,19 +1418,14 @@ fn apply_quiet_prints_nothing_but_warnings() {
 /// before the writer), while the view serves the labelling function's labels: both must give
 /// the same rows. Mondrian on Adult (k = 5, up to 2 % of outliers suppressed, so some rows
 /// are suppressed by the release itself), dropped or masked, shuffled or in input order: the
-/// written rows equal the view's as multisets (`EXCEPT ALL` both ways empty), and the counts
-/// add up (dropped: the view's rows; masked: every input row).
+/// written rows equal the view's as multisets (see [`assert_writes_what_it_serves`]), and the
+/// counts add up (dropped: the view's rows; masked: every input row).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_release_writes_the_rows_its_view_serves() {
     use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
     use datafusion_anonymity::search::{Method, Metric};
-    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
     for suppression in ["drop", "mask"] {
-        let text = adult.replace(
-            "suppression = \"drop\"",
-            &format!("suppression = \"{suppression}\""),
-        );
-        let (policy, ctx) = adult_registered(&text).await;
+        let (policy, ctx) = adult_suppressing(suppression).await;
         let freq = policy.frequency_set(&ctx, None).await.unwrap();
         let decision = datafusion_anonymity::search::decide(
             &freq,
