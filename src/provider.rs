@@ -555,19 +555,7 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
             Expr::Column(Column::from_name(POPULATION_ROWS)),
             lit(0i64),
         ]);
-        if let Some(k_map) = requirement.k_map {
-            conditions.push(covered.clone().gt_eq(lit(k_map as i64)));
-        }
-        if let Some(delta) = requirement.delta_presence {
-            // δ = rows / F within the bounds, compared without dividing (F = 0 fails)
-            let (rows, covered) = (cast_to_f64(rows), cast_to_f64(covered.clone()));
-            conditions.push(covered.clone().gt(lit(0.0)));
-            conditions.push(
-                rows.clone()
-                    .gt_eq(covered.clone() * lit(delta.min * (1.0 - RELATIVE_TOLERANCE))),
-            );
-            conditions.push(rows.lt_eq(covered * lit(delta.max * (1.0 + RELATIVE_TOLERANCE))));
-        }
+        conditions.push(requirement.passes_expr(rows, covered));
     }
     let passes = conditions
         .into_iter()

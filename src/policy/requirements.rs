@@ -714,7 +714,7 @@ impl PopulationRequirement {
     /// Whether a class of `size` rows covering `covered` population rows meets every bound
     /// (δ with [`RELATIVE_TOLERANCE`] for rounding, as the other bounds).
     pub fn passes(&self, size: u64, covered: u64) -> bool {
-        if self.k_map.is_some_and(|k| covered < k) {
+        if !self.monotone_passes(covered) {
             return false;
         }
         match self.delta_presence {
@@ -725,6 +725,43 @@ impl PopulationRequirement {
             }
             None => true,
         }
+    }
+
+    /// The part of [`Self::passes`] that every part of a failing class fails too (k-map: a
+    /// part covers no more population rows than its class), which the search prunes on.
+    pub fn monotone_passes(&self, covered: u64) -> bool {
+        self.k_map.is_none_or(|k| covered >= k)
+    }
+
+    /// Whether a class of `size` rows covering *at least* `covered_at_least` population rows
+    /// may pass: k-map and δ_max judged on a lower bound of F_E hold for the class itself,
+    /// δ_min needs F_E exactly. Local recoding judges its cuts and merges with this, then
+    /// every class with [`Self::passes`] once its F_E is known.
+    pub fn may_pass(&self, size: u64, covered_at_least: u64) -> bool {
+        self.monotone_passes(covered_at_least)
+            && self.delta_presence.is_none_or(|delta| {
+                presence(size, covered_at_least) <= delta.max * (1.0 + RELATIVE_TOLERANCE)
+            })
+    }
+
+    /// [`Self::passes`] as SQL, on a class's rows and the population rows it covers (integer
+    /// columns; NULL covered rows fail, as 0 does).
+    pub fn passes_expr(&self, size: Expr, covered: Expr) -> Expr {
+        use datafusion::arrow::datatypes::DataType;
+        use datafusion::prelude::{cast, nullif};
+        let mut condition = lit(true);
+        if let Some(k) = self.k_map {
+            condition = condition.and(covered.clone().gt_eq(lit(k as i64)));
+        }
+        if let Some(DeltaPresence { min, max }) = self.delta_presence {
+            // δ = size / F_E; F_E = 0 makes it NULL, which fails like +∞
+            let covered = nullif(cast(covered, DataType::Float64), lit(0.0));
+            let delta = cast(size, DataType::Float64) / covered;
+            condition = condition
+                .and(delta.clone().gt_eq(lit(min * (1.0 - RELATIVE_TOLERANCE))))
+                .and(delta.lt_eq(lit(max * (1.0 + RELATIVE_TOLERANCE))));
+        }
+        condition.is_true()
     }
 
     /// Whether failing is inherited by every part of a class (k-map: a part covers no more
@@ -872,3 +909,83 @@ impl PrivacyRequirements {
 /// exactly 0.2 may come out as 0.20000000000000004). Search, suppression and verification all
 /// compare through the methods below so they agree on every class.
 pub const RELATIVE_TOLERANCE: f64 = 1e-12;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{BooleanArray, Int64Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::prelude::{SessionContext, col};
+
+    use super::*;
+
+    /// The population rule's SQL form, its monotone part and its lower-bound form agree with
+    /// `passes`, checked on every class of 0–7 rows covering 0–15 population rows (a NULL
+    /// F_E, as a class no population row matches, fails like 0). By hand: k-map 3 and
+    /// δ ∈ [0.2, 0.5] pass (2 rows, 4 covered: δ 0.5) and (1, 5: δ 0.2), fail (1, 6: δ
+    /// 0.167), (3, 5: δ 0.6) and (1, 2: F_E under 3).
+    #[tokio::test]
+    async fn population_rule_agrees_in_rust_in_sql_and_on_lower_bounds() {
+        let sizes: Vec<i64> = (0..8).flat_map(|s| std::iter::repeat_n(s, 17)).collect();
+        let covered: Vec<Option<i64>> = (0..8)
+            .flat_map(|_| (0..16).map(Some).chain([None]))
+            .collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("size", DataType::Int64, false),
+            Field::new("covered", DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(sizes.clone())),
+                Arc::new(Int64Array::from(covered.clone())),
+            ],
+        )
+        .unwrap();
+        let ctx = SessionContext::new();
+        let delta = Some(DeltaPresence { min: 0.2, max: 0.5 });
+        let hand = PopulationRequirement { k_map: Some(3), delta_presence: delta };
+        assert!(hand.passes(2, 4) && hand.passes(1, 5));
+        assert!(!hand.passes(1, 6) && !hand.passes(3, 5) && !hand.passes(1, 2));
+        for k_map in [None, Some(1), Some(3)] {
+            for delta_presence in [None, delta, Some(DeltaPresence { min: 0.0, max: 1.0 })] {
+                let requirement = PopulationRequirement { k_map, delta_presence };
+                let df = ctx.read_batch(batch.clone()).unwrap().select(vec![
+                    requirement
+                        .passes_expr(col("size"), col("covered"))
+                        .alias("passes"),
+                ]);
+                let result = df.unwrap().collect().await.unwrap();
+                let passes: Vec<bool> = result
+                    .iter()
+                    .flat_map(|b| {
+                        let column = b.column(0).as_any().downcast_ref::<BooleanArray>();
+                        column.unwrap().iter().map(|v| v.unwrap()).collect::<Vec<_>>()
+                    })
+                    .collect();
+                for (i, (&size, &covered)) in sizes.iter().zip(&covered).enumerate() {
+                    let (size, covered) = (size as u64, covered.unwrap_or(0) as u64);
+                    let expected = requirement.passes(size, covered);
+                    assert_eq!(passes[i], expected, "{requirement:?}, {size} rows, {covered}");
+                    if expected {
+                        assert!(requirement.monotone_passes(covered));
+                        assert!(requirement.may_pass(size, covered));
+                    }
+                    // judged on a lower bound of F_E, a pass is sound: k-map and δ_max hold
+                    // for the true F_E (δ_min is left to `passes`)
+                    let upper = PopulationRequirement {
+                        k_map,
+                        delta_presence: delta_presence.map(|d| DeltaPresence { min: 0.0, ..d }),
+                    };
+                    for lower in 0..=covered {
+                        if requirement.may_pass(size, lower) {
+                            assert!(upper.passes(size, covered), "{size}, {lower} of {covered}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

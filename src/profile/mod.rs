@@ -687,7 +687,9 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
         }
         (Some(_), None, false) => {
             return Err(DataFusionError::Plan(
-                "say how rows of the table and its original are matched: by a key column both                  keep (--key COLUMN), or by position (--by-position) when the table keeps the                  original's row order — a shuffled release does not"
+                "say how rows of the table and its original are matched: by a key column both \
+                 keep (--key COLUMN), or by position (--by-position) when the table keeps the \
+                 original's row order — a shuffled release does not"
                     .into(),
             ));
         }

@@ -588,7 +588,7 @@ impl<'a> Evaluator<'a> {
             let mut pass = monotone_pass;
             if let Some((requirement, _)) = population {
                 let covered = self.covered[c];
-                monotone_pass &= requirement.k_map.is_none_or(|k| covered >= k);
+                monotone_pass &= requirement.monotone_passes(covered);
                 pass = monotone_pass && requirement.passes(size, covered);
             }
             if monotone_pass {

@@ -229,6 +229,7 @@ fn every_policy_requirement_is_defined_in_docs() {
             enhanced: true,
         }),
         delta: Some(1.0),
+        persons: Some(2),
         ..SensitiveRequirement::unconstrained("s")
     };
     let mut missing = Vec::new();

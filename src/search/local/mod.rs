@@ -422,15 +422,10 @@ impl<'a> Judge<'a> {
         // the tally's population is a lower bound of F_E: k-map and δ_max judged on it hold
         // for the class; δ_min is judged once the cells are known
         // (`suppress_population_failures`)
-        if let Some(population) = &self.criteria.population {
-            if population.k_map.is_some_and(|k| tally.population < k) {
-                return false;
-            }
-            if population.delta_presence.is_some_and(|delta| {
-                presence(tally.rows, tally.population) > delta.max * (1.0 + RELATIVE_TOLERANCE)
-            }) {
-                return false;
-            }
+        if let Some(population) = &self.criteria.population
+            && !population.may_pass(tally.rows, tally.population)
+        {
+            return false;
         }
         let mut passes = true;
         for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
