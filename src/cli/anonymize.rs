@@ -6,19 +6,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
-use serde::Serialize;
 
 use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::profile::Utility;
 use datafusion_anonymity::progress::ScanProgress;
-use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, QiLevel, RowOrder};
+use datafusion_anonymity::publish::{self, PublishProgress, RowOrder};
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
-use datafusion_anonymity::storage::{self, Location, StoreOptions};
 
 use super::apply::{output_path, print_summary};
 use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
+use super::report::{Report, ReportTargets};
 
 #[derive(clap::Args, Debug)]
 pub struct AnonymizeArgs {
@@ -29,10 +27,8 @@ pub struct AnonymizeArgs {
     /// `[output] path`).
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
-    /// Also write a JSON report (levels, metric, k/l/t achieved, suppressed rows, classes,
-    /// nodes checked, timings per phase).
-    #[arg(long, value_name = "FILE")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    reports: super::report::ReportArgs,
     /// The algorithm. Full-domain (one level per quasi-identifier for the whole table):
     /// `optimal` (least information loss, exact) or `iab-full-domain` (the IAB best-first
     /// heuristic over whole columns). Local recoding (each class generalized on its own):
@@ -63,8 +59,8 @@ pub struct AnonymizeArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Also measure the release's utility against each row's own original (the profile's
-    /// utility section, in the report as `utility`): one more scan, and the quasi-identifier
-    /// and sensitive columns held in memory.
+    /// utility section, printed, and in the reports as `utility`): one more scan, and the
+    /// quasi-identifier and sensitive columns held in memory.
     #[arg(long)]
     utility: bool,
 }
@@ -90,68 +86,27 @@ enum MetricArg {
     Precision,
 }
 
-/// The JSON report.
-#[derive(Serialize)]
-struct Report<'a> {
-    policy: &'a str,
-    input: String,
-    algorithm: &'static str,
-    /// `full-domain` or `local`
-    recoding: &'static str,
-    metric: &'static str,
-    metric_value: f64,
-    /// the chosen levels (full-domain); empty for local recoding
-    levels: Vec<QiLevel>,
-    /// lattice nodes (full-domain searches)
-    lattice_size: Option<usize>,
-    nodes_checked: Option<usize>,
-    /// classes of the release as the algorithm built them (local recoding)
-    local_classes: Option<usize>,
-    frequency_set_rows: usize,
-    publish: &'a PublishReport,
-    /// With `--utility`: the profile's utility section, every row paired with its original.
-    utility: Option<Utility>,
-    seconds: Timings,
-}
-
-#[derive(Serialize, Default)]
-struct Timings {
-    frequency_set: f64,
-    search: f64,
-    suppression_count: f64,
-    write: f64,
-    verify: f64,
-    post_analytics: f64,
-    total: f64,
-}
-
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&args.policy)?;
     let out = output_path(args.out.clone(), &policy)?;
     publish::check_output(&out, policy.input(), args.overwrite, policy.storage()).await?;
-    let report_location = args
-        .report
-        .as_deref()
-        .map(|path| Location::parse(&path.to_string_lossy()))
-        .transpose()?;
-    if let Some(report) = &report_location {
-        // a report is an output too: replaced only with --overwrite
-        publish::check_target(
-            report,
-            policy.input(),
-            args.overwrite,
-            policy.storage(),
-            false,
-        )
-        .await
-        .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
+    if let Some(bucketization) = policy.bucketization()
+        && args.reports.html_report.is_some()
+    {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: --html-report is for generalized releases; a {} release has --report \
+             (JSON) only",
+            policy.source(),
+            bucketization.method().name()
+        )));
     }
+    let reports = ReportTargets::check(&args.reports, &policy, &out, args.overwrite).await?;
     if policy.bucketization().is_some() {
         return super::bucketize::run(
             policy,
             out,
-            report_location.as_ref(),
+            reports.json(),
             args.overwrite,
             args.memory_limit.as_deref(),
             args.quiet,
@@ -267,6 +222,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let metric = decision.metric;
     println!("{}: {:.4}", metric.name(), decision.metric_value);
     let utility = if args.utility {
+        let phase = Instant::now();
         let utility = publish::release_utility(
             &ctx,
             &policy,
@@ -278,51 +234,22 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
             utility.loss_metric, utility.ncp, utility.discernibility
         );
-        Some(utility)
+        Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
     };
-    if let Some(path) = &report_location {
-        let json = Report {
-            policy: policy.source(),
-            input: policy.input().to_string(),
-            algorithm: method.name(),
-            recoding: decision.release.kind(),
-            metric: metric.name(),
-            metric_value: decision.metric_value,
-            levels: report.levels.clone(),
-            lattice_size: decision.lattice_size,
-            nodes_checked: decision.nodes_checked,
-            local_classes: decision.local_classes,
-            frequency_set_rows: freq.combinations(),
-            publish: &report,
-            utility,
-            seconds: Timings {
-                frequency_set: frequency_seconds,
-                search: search_seconds,
-                suppression_count: report.seconds.classes,
-                write: report.seconds.write,
-                verify: report.seconds.verify,
-                post_analytics: report.seconds.post_analytics,
-                total: started.elapsed().as_secs_f64(),
-            },
-        };
-        let text = serde_json::to_string_pretty(&json)
-            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        write_report(path, policy.storage(), text).await?;
+    if reports.any() {
+        let mut written = Report::new("anonymize", &policy, &report, utility, started);
+        written.algorithm = Some(method.name());
+        written.metric = Some(metric.name());
+        written.metric_value = Some(decision.metric_value);
+        written.lattice_size = decision.lattice_size;
+        written.nodes_checked = decision.nodes_checked;
+        written.local_classes = decision.local_classes;
+        written.frequency_set_rows = Some(freq.combinations());
+        written.seconds.frequency_set = Some(frequency_seconds);
+        written.seconds.search = Some(search_seconds);
+        reports.write(&written, policy.storage()).await?;
     }
     Ok(())
-}
-
-/// Writes the report `text` to `location` as one whole (see [`storage::put`]).
-pub(super) async fn write_report(
-    location: &Location,
-    options: &StoreOptions,
-    text: String,
-) -> Result<()> {
-    storage::put(location, options, text.into())
-        .await
-        .map_err(|e| {
-            DataFusionError::Execution(format!("cannot write the report: {}", e.message()))
-        })
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
 
@@ -15,6 +16,7 @@ use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
 
 use super::progress::{ScanReport, policy_input_rows, publish_report};
+use super::report::{Report, ReportArgs, ReportTargets};
 
 #[derive(clap::Args, Debug)]
 pub struct ApplyArgs {
@@ -44,14 +46,17 @@ pub struct ApplyArgs {
     /// No progress or timings on stderr (warnings and errors still).
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Also measure the release's utility against each row's own original and print it (as
-    /// `anon anonymize --utility`): one more scan, the quasi-identifier and sensitive columns
-    /// held in memory.
+    /// Also measure the release's utility against each row's own original (the profile's
+    /// utility section, as `anon anonymize --utility`), printed and in the reports as
+    /// `utility`: one more scan, the quasi-identifier and sensitive columns held in memory.
     #[arg(long)]
     utility: bool,
+    #[command(flatten)]
+    reports: ReportArgs,
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
+    let started = Instant::now();
     let mut policy = Policy::from_file(&args.policy)?;
     if let Some(bucketization) = policy.bucketization() {
         return Err(DataFusionError::Plan(format!(
@@ -69,6 +74,8 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         )));
     }
     let out = output_path(args.out, &policy)?;
+    // refused before anything is read: a report is an output too
+    let reports = ReportTargets::check(&args.reports, &policy, &out, args.overwrite).await?;
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
@@ -78,12 +85,15 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let total = policy_input_rows(&ctx, &policy, args.quiet).await;
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
+    let mut frequency_set = None;
     let failing = if policy.requirements().population.is_some() {
+        let phase = Instant::now();
         let scanned = ScanProgress::new();
         let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
         let freq = policy.frequency_set(&ctx, Some(scanned)).await;
         report.finish().await;
         let freq = freq?;
+        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
         Some(search::failing_classes(
             &freq,
             policy.requirements(),
@@ -123,7 +133,8 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         Err(e) => return Err(policy.locate_input_error(e)),
     };
     print_summary(&report);
-    if args.utility {
+    let utility = if args.utility {
+        let phase = Instant::now();
         let utility =
             publish::release_utility(&ctx, &policy, &release, report.failing_classes.clone())
                 .await?;
@@ -131,13 +142,24 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
             utility.loss_metric, utility.ncp, utility.discernibility
         );
-    }
+        Some((utility, phase.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
     if !args.quiet {
         let t = report.seconds;
         eprintln!(
             "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
             t.classes, t.write, t.verify, t.post_analytics
         );
+    }
+    if reports.any() {
+        let mut written = Report::new("apply", &policy, &report, utility, started);
+        if let Some((rows, seconds)) = frequency_set {
+            written.frequency_set_rows = Some(rows);
+            written.seconds.frequency_set = Some(seconds);
+        }
+        reports.write(&written, policy.storage()).await?;
     }
     Ok(())
 }

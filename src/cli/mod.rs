@@ -10,6 +10,7 @@ mod errors;
 mod output;
 mod profile;
 mod progress;
+mod report;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -45,7 +46,7 @@ enum Command {
     /// Write a deterministic synthetic table (patients or medical) to Parquet.
     Generate(GenerateArgs),
     /// Write the input of a policy generalized at its fixed transformation, suppressed and
-    /// verified, as Parquet.
+    /// verified, as Parquet, and report it.
     Apply(apply::ApplyArgs),
     /// Search the transformation with the least information loss that satisfies a policy,
     /// publish it as Parquet, verify it and report.

@@ -1,6 +1,7 @@
 //! The profile's figures: for each, its stable key, its label and its one-line description.
-//! The text and HTML reports and the `anonymity_profile` table function take them from here
-//! and from nowhere else, so a figure is named the same everywhere.
+//! The text and HTML reports, the `anonymity_profile` table function and the release report
+//! of `anon apply` and `anon anonymize` take them from here and from nowhere else, so a figure
+//! is named the same everywhere.
 //!
 //! A figure's key is its column in the table function (`<s>_<key>` for the figures of a
 //! sensitive attribute s). A key ending in `*` names a family of columns, the `*` standing
@@ -12,7 +13,7 @@ use std::fmt::{Display, Write};
 
 /// One figure of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Figure {
+pub struct Figure {
     /// The stable key (see the module documentation).
     pub key: &'static str,
     /// How the reports name it.
@@ -63,7 +64,7 @@ fn fill(template: &str, parameters: &[&dyn Display]) -> String {
 macro_rules! figures {
     ($($name:ident: $key:literal, $label:literal, $description:literal;)*) => {
         $(
-            pub(crate) const $name: Figure = Figure {
+            pub const $name: Figure = Figure {
                 key: $key,
                 label: $label,
                 description: $description,

@@ -20,7 +20,7 @@
 
 mod anonymity;
 mod attacks;
-pub(crate) mod figures;
+pub mod figures;
 pub(crate) mod histogram;
 mod keys;
 pub(crate) mod leakage;

@@ -2,6 +2,10 @@
 //! distribution, risk distribution, leakage ranking), no script, no font, nothing fetched.
 //! Every text from the data or the command line is escaped. Quasi-identifier values appear
 //! only when the profile holds them (`--show-values`).
+//!
+//! [`Page`] lends the same style, figure rows and utility section to other reports (the
+//! release report of `anon apply` and `anon anonymize`), so that a figure looks and reads the
+//! same in each.
 
 use std::fmt::Write;
 
@@ -10,7 +14,6 @@ use super::figures::{self as f, Figure};
 use super::render_text::{group_digits, percent, ratio};
 use super::{Profile, Relink, SensitiveFigures, Utility};
 
-/// `text` escaped for HTML element content and attribute values.
 const HIGH_RISK_COLOR: &str = "#c0392b";
 const LOW_RISK_COLOR: &str = "#7f8c8d";
 
@@ -20,6 +23,7 @@ fn risk_is_high(risk: f64) -> bool {
     risk > super::RISK_THRESHOLDS[0]
 }
 
+/// `text` escaped for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -66,13 +70,50 @@ impl Html {
     }
 
     fn row(&mut self, figure: &str, value: impl AsRef<str>, meaning: &str) {
+        self.cells(figure, &[value.as_ref()], meaning);
+    }
+
+    /// A table row: the figure, its values (right-aligned), what it means.
+    fn cells(&mut self, figure: &str, values: &[&str], meaning: &str) {
+        let _ = write!(self.0, "<tr><td>{}</td>", escape(figure));
+        for value in values {
+            let _ = write!(self.0, "<td class=\"v\">{}</td>", escape(value));
+        }
+        let _ = write!(self.0, "<td class=\"e\">{}</td></tr>", escape(meaning));
+    }
+
+    /// Opens a table whose header row names `columns`.
+    fn table(&mut self, columns: &[&str]) {
+        self.push("<table><tr>");
+        for column in columns {
+            let _ = write!(self.0, "<th>{}</th>", escape(column));
+        }
+        self.push("</tr>");
+    }
+
+    /// The start of a document titled `title`: its head (the style inline) and the opening
+    /// of its body.
+    fn document(title: &str) -> Self {
+        let mut h = Html(String::new());
         let _ = write!(
-            self.0,
-            "<tr><td>{}</td><td class=\"v\">{}</td><td class=\"e\">{}</td></tr>",
-            escape(figure),
-            escape(value.as_ref()),
-            escape(meaning)
+            h.0,
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>{}</title><style>{STYLE}</style></head><body>",
+            escape(title)
         );
+        h
+    }
+
+    /// The profile's utility section.
+    fn utility(&mut self, u: &Utility) {
+        utility(self, u);
+    }
+
+    /// The end of the document.
+    fn finish(mut self) -> String {
+        self.push("</body></html>\n");
+        self.0
     }
 
     fn card(&mut self, label: &str, value: &str, bad: bool) {
@@ -131,15 +172,8 @@ impl Html {
 
 /// The report as a self-contained HTML document.
 pub fn render(profile: &Profile) -> String {
-    let mut h = Html(String::new());
+    let mut h = Html::document(&format!("Privacy profile of {}", profile.input));
     let n = profile.rows;
-    let _ = write!(
-        h.0,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>Privacy profile of {}</title><style>{STYLE}</style></head><body>",
-        escape(&profile.input)
-    );
     let _ = write!(
         h.0,
         "<h1>Privacy profile of {}</h1><p class=\"meta\">{} rows · quasi-identifiers: {}",
@@ -361,8 +395,7 @@ pub fn render(profile: &Profile) -> String {
         }
         h.push("</table>");
     }
-    h.push("</body></html>\n");
-    h.0
+    h.finish()
 }
 
 fn sensitive(h: &mut Html, s: &SensitiveFigures, n: u64) {
@@ -480,9 +513,99 @@ fn utility(h: &mut Html, u: &Utility) {
     h.push("</table>");
 }
 
+/// A self-contained HTML page in the profile report's style (inline CSS, no script, nothing
+/// fetched), for reports built from the profile's pieces: its figure rows (labels and
+/// descriptions from [`super::figures`]) and its utility section. Every text handed to it is
+/// escaped; no method takes markup.
+pub struct Page(Html);
+
+impl Page {
+    /// A page titled `title` (in the head and as its heading).
+    pub fn new(title: &str) -> Self {
+        let mut h = Html::document(title);
+        let _ = write!(h.0, "<h1>{}</h1>", escape(title));
+        Self(h)
+    }
+
+    /// A line of context under the title (muted).
+    pub fn meta(&mut self, text: &str) {
+        let _ = write!(self.0.0, "<p class=\"meta\">{}</p>", escape(text));
+    }
+
+    /// A section heading.
+    pub fn heading(&mut self, text: &str) {
+        let _ = write!(self.0.0, "<h2>{}</h2>", escape(text));
+    }
+
+    /// A paragraph.
+    pub fn paragraph(&mut self, text: &str) {
+        let _ = write!(self.0.0, "<p>{}</p>", escape(text));
+    }
+
+    /// Opens a table whose header row names `columns`; rows follow, then [`Page::end_table`].
+    pub fn table(&mut self, columns: &[&str]) {
+        self.0.table(columns);
+    }
+
+    /// A row: the figure's label, its values (right-aligned), what it means.
+    pub fn row(&mut self, label: &str, values: &[&str], meaning: &str) {
+        self.0.cells(label, values, meaning);
+    }
+
+    /// A row of a profile figure: its label, `value`, its description.
+    pub fn figure(&mut self, figure: Figure, value: &str) {
+        self.0.figure(figure, value);
+    }
+
+    /// Closes the table [`Page::table`] opened.
+    pub fn end_table(&mut self) {
+        self.0.push("</table>");
+    }
+
+    /// The profile's utility section, as `anon profile --format html` renders it.
+    pub fn utility(&mut self, utility: &Utility) {
+        self.0.utility(utility);
+    }
+
+    /// The finished document.
+    pub fn finish(self) -> String {
+        self.0.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_escapes_every_text_and_keeps_the_figure_labels() {
+        let mut page = Page::new("<t&>");
+        page.meta("m<");
+        page.heading("h>");
+        page.paragraph("p&");
+        page.table(&["c\""]);
+        page.row("l'", &["v<"], "e>");
+        page.figure(f::K, "3");
+        page.end_table();
+        let html = page.finish();
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+        for escaped in [
+            "<title>&lt;t&amp;&gt;</title>",
+            "<h1>&lt;t&amp;&gt;</h1>",
+            "<p class=\"meta\">m&lt;</p>",
+            "<h2>h&gt;</h2>",
+            "<p>p&amp;</p>",
+            "<th>c&quot;</th>",
+            "<td>l&#39;</td><td class=\"v\">v&lt;</td><td class=\"e\">e&gt;</td>",
+        ] {
+            assert!(html.contains(escaped), "{escaped} missing: {html}");
+        }
+        assert!(html.contains(&format!(
+            "<td>{}</td><td class=\"v\">3</td><td class=\"e\">{}</td>",
+            f::K.label,
+            f::K.description
+        )));
+    }
 
     #[test]
     fn escapes_markup() {

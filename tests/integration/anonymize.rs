@@ -864,7 +864,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             utility["matched_by"]
         );
         if *algorithm == "optimal" {
-            // `apply --utility` of the same levels prints the same Loss
+            // `apply --utility` of the same levels prints the same Loss and reports it
             let mut text = std::fs::read_to_string(&policy).unwrap();
             text.push_str("[transformation]\n");
             for level in json["levels"].as_array().unwrap() {
@@ -876,6 +876,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             }
             let fixed = dir.path().join("fixed.toml");
             std::fs::write(&fixed, text).unwrap();
+            let applied = dir.path().join("applied.json");
             let output = Command::new(env!("CARGO_BIN_EXE_anon"))
                 .args([
                     "apply",
@@ -887,6 +888,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
                     "--out",
                     &dir.path().join("applied.parquet").display().to_string(),
                 ])
+                .args(["--report", &applied.display().to_string()])
                 .output()
                 .unwrap();
             let stdout = String::from_utf8_lossy(&output.stdout);
@@ -898,6 +900,17 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             assert!(
                 stdout.contains(&format!("utility: loss {search_loss:.4},")),
                 "{stdout}"
+            );
+            // and its report carries the same utility as anonymize's
+            let applied = report_json(&applied);
+            let applied_loss = applied["utility"]["loss_metric"].as_f64().unwrap();
+            assert!(
+                (applied_loss - profile_loss).abs() < 1e-12,
+                "apply {applied_loss}, anonymize {profile_loss}"
+            );
+            assert_eq!(
+                applied["utility"]["suppressed_rows"],
+                utility["suppressed_rows"]
             );
         }
     }

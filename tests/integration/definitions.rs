@@ -1,7 +1,8 @@
 //! `docs/definitions.md` defines every figure of the profile: each JSON key of a profile with
 //! every optional section filled (person id, population, original with a key and a hierarchy,
 //! an ordered and a categorical sensitive attribute, relink, risky classes, fingerprint
-//! attack) must appear in it as `` `key` ``.
+//! attack) must appear in it as `` `key` ``; so must each key of the release report of
+//! `anon apply` and `anon anonymize`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -171,6 +172,82 @@ async fn every_profile_json_key_is_defined_in_docs() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+}
+
+/// The JSON keys of `value` (recursively) that `docs/definitions.md` does not define as
+/// `` `key` ``; the attribute names keying `max_leakage` are data, not keys.
+fn undefined_keys(value: &serde_json::Value) -> Vec<String> {
+    let mut value = value.clone();
+    if let Some(thresholds) = value.get_mut("thresholds") {
+        thresholds["max_leakage"] = serde_json::json!({});
+    }
+    let mut keys = BTreeSet::new();
+    collect_keys(&value, &mut keys);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/definitions.md");
+    let page = std::fs::read_to_string(path).unwrap();
+    keys.into_iter()
+        .filter(|key| !page.contains(&format!("`{key}`")))
+        .collect()
+}
+
+/// Every JSON key of the release report, from `anon apply` and from `anon anonymize`, with
+/// every optional part filled (a population with k-map and δ-presence, an l requirement,
+/// thresholds, `--utility`), is defined in `docs/definitions.md`.
+#[test]
+fn every_release_report_json_key_is_defined_in_docs() {
+    let t = super::report::Table::new(None);
+    let mut population = String::from("g\n");
+    for (g, n) in [
+        ("g-a1", 3),
+        ("g-a2", 3),
+        ("g-b1", 2),
+        ("g-b2", 2),
+        ("g-c1", 1),
+    ] {
+        population.push_str(&format!("{g}\n").repeat(n));
+    }
+    std::fs::write(t.path("population.csv"), population).unwrap();
+    let privacy = "k_map = 3\ndelta_presence = { max = 1.0 }\n\
+                   l_diversity = { kind = \"distinct\", l = 2 }\nmax_leakage = { g = 0.9 }";
+    let population = "[population]\npath = \"population.csv\"\n";
+    let fixed = t.policy(
+        "fixed.toml",
+        privacy,
+        &format!("{population}[transformation]\ng = 1\n"),
+    );
+    let searched = t.policy("searched.toml", privacy, population);
+    for (command, policy) in [("apply", fixed), ("anonymize", searched)] {
+        let output = super::anon(&[
+            command,
+            "--quiet",
+            "--utility",
+            "--policy",
+            &policy,
+            "--out",
+            &t.arg(&format!("{command}.parquet")),
+            "--report",
+            &t.arg(&format!("{command}.json")),
+        ]);
+        assert!(output.status.success(), "{}", super::stderr(&output));
+        let json = super::report::json(&t.path(&format!("{command}.json")));
+        // every optional part is filled, so that its keys are collected
+        for part in [
+            &json["utility"],
+            &json["frequency_set_rows"],
+            &json["publish"]["verification"]["population"],
+            &json["publish"]["verification"]["sensitive"][0]["l"],
+            &json["publish"]["post_analytics"]["journalist"],
+            &json["thresholds"]["max_leakage"]["g"],
+        ] {
+            assert!(!part.is_null(), "{command}: a part is missing: {json:#}");
+        }
+        let missing = undefined_keys(&json);
+        assert!(
+            missing.is_empty(),
+            "docs/definitions.md does not define these JSON keys of the {command} report (each \
+             must appear as `key`, in backticks): {missing:?}"
+        );
+    }
 }
 
 /// `docs/functions.md` lists every user-facing SQL function of the crate, and nothing else:

@@ -11,6 +11,7 @@ mod population;
 mod profile;
 mod publish;
 mod reference;
+mod report;
 mod s3;
 mod search;
 mod shuffle;

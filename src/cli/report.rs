@@ -1,0 +1,571 @@
+//! The report of a release, one for `anon apply` and `anon anonymize`: the same keys from
+//! both (the search's figures null for `apply`), written as JSON (`--report`) and as one
+//! self-contained HTML page of the same figures (`--html-report`).
+//!
+//! Reports are outputs: checked before anything is read (refused if they exist, unless
+//! `--overwrite`), written only once the release is published, each as one whole. They carry
+//! counts, shares, levels and names, never a value of the data.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use datafusion::error::{DataFusionError, Result};
+use serde::Serialize;
+
+use datafusion_anonymity::policy::{
+    Direction, Measure, Policy, PrivacyRequirements, RiskThresholds, SuppressionMode,
+};
+use datafusion_anonymity::profile::Utility;
+use datafusion_anonymity::profile::figures::{self as f, Figure};
+use datafusion_anonymity::profile::render_html::Page;
+use datafusion_anonymity::profile::render_text::{group_digits, percent, ratio};
+use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
+use datafusion_anonymity::storage::{self, Location, StoreOptions};
+
+/// `--report` and `--html-report`, the same on both commands.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct ReportArgs {
+    /// Also write a JSON report: the levels (or local classes), rows and suppressed rows, the
+    /// verification and post-analytics figures with the policy's thresholds, and the seconds
+    /// of each phase; for `anonymize` also the search's algorithm, metric and nodes checked
+    /// (null for `apply`); with `--utility`, the utility section. Replaced only with
+    /// `--overwrite`; written once the release is published, never when it fails.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) report: Option<PathBuf>,
+    /// Also write the same report as one self-contained HTML page (inline style, no script,
+    /// nothing fetched; every text escaped), with `--utility` the utility section as `anon
+    /// profile --format html` renders it. Replaced only with `--overwrite`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html_report: Option<PathBuf>,
+}
+
+/// Where the reports go, checked.
+pub(super) struct ReportTargets {
+    json: Option<Location>,
+    html: Option<Location>,
+}
+
+impl ReportTargets {
+    /// The reports `args` asks for, refused as an output would be (existing without
+    /// `overwrite`, in or over the input, in a missing directory) or when one is `out` or
+    /// both are the same file: called before anything is read or written.
+    pub async fn check(
+        args: &ReportArgs,
+        policy: &Policy,
+        out: &Location,
+        overwrite: bool,
+    ) -> Result<Self> {
+        let parse = |path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(|path| Location::parse(&path.to_string_lossy()))
+                .transpose()
+        };
+        let targets = Self {
+            json: parse(&args.report)?,
+            html: parse(&args.html_report)?,
+        };
+        for report in targets.json.iter().chain(&targets.html) {
+            if report == out {
+                return Err(DataFusionError::Plan(format!(
+                    "report {report} is the output; choose another path"
+                )));
+            }
+            // a report is an output too: replaced only with --overwrite
+            publish::check_target(report, policy.input(), overwrite, policy.storage(), false)
+                .await
+                .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
+        }
+        if let (Some(json), Some(html)) = (&targets.json, &targets.html)
+            && json == html
+        {
+            return Err(DataFusionError::Plan(format!(
+                "--report and --html-report both name {json}; give each its own file"
+            )));
+        }
+        Ok(targets)
+    }
+
+    /// The JSON report's place, if asked for.
+    pub fn json(&self) -> Option<&Location> {
+        self.json.as_ref()
+    }
+
+    /// Whether any report is asked for.
+    pub fn any(&self) -> bool {
+        self.json.is_some() || self.html.is_some()
+    }
+
+    /// Writes `report` to each place asked for, each as one whole.
+    pub async fn write(&self, report: &Report<'_>, options: &StoreOptions) -> Result<()> {
+        if let Some(path) = &self.json {
+            let text = serde_json::to_string_pretty(report).map_err(|e| {
+                DataFusionError::Execution(format!("cannot encode the report: {e}"))
+            })?;
+            write_report(path, options, text).await?;
+        }
+        if let Some(path) = &self.html {
+            write_report(path, options, report.html()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the report `text` to `location` as one whole (see [`storage::put`]).
+pub(super) async fn write_report(
+    location: &Location,
+    options: &StoreOptions,
+    text: String,
+) -> Result<()> {
+    storage::put(location, options, text.into())
+        .await
+        .map_err(|e| {
+            DataFusionError::Execution(format!("cannot write the report: {}", e.message()))
+        })
+}
+
+/// The report of a published release. The JSON keys are defined in `docs/definitions.md`.
+#[derive(Serialize)]
+pub(super) struct Report<'a> {
+    /// `apply` or `anonymize`
+    pub command: &'static str,
+    pub policy: &'a str,
+    pub input: String,
+    /// the search's algorithm (anonymize; null for apply)
+    pub algorithm: Option<&'static str>,
+    /// `full-domain` or `local`
+    pub recoding: &'static str,
+    /// what the search minimized, and its value (anonymize; null for apply)
+    pub metric: Option<&'static str>,
+    pub metric_value: Option<f64>,
+    /// the levels (full-domain); empty for local recoding
+    pub levels: Vec<QiLevel>,
+    /// lattice nodes (full-domain searches)
+    pub lattice_size: Option<usize>,
+    pub nodes_checked: Option<usize>,
+    /// classes of the release as the algorithm built them (local recoding)
+    pub local_classes: Option<usize>,
+    /// combinations of the frequency set, when one was built
+    pub frequency_set_rows: Option<usize>,
+    pub publish: &'a PublishReport,
+    /// the policy's post-analytics thresholds, which `publish.post_analytics` met
+    pub thresholds: &'a RiskThresholds,
+    /// With `--utility`: the profile's utility section, every row paired with its original.
+    pub utility: Option<Utility>,
+    pub seconds: Timings,
+    /// the policy's requirements, for the HTML page's "required" column
+    #[serde(skip)]
+    requirements: &'a PrivacyRequirements,
+    #[serde(skip)]
+    suppression: SuppressionMode,
+}
+
+/// Seconds per phase.
+#[derive(Serialize, Default)]
+pub(super) struct Timings {
+    /// building the frequency set (null when none was built)
+    pub frequency_set: Option<f64>,
+    /// the search (anonymize; null for apply)
+    pub search: Option<f64>,
+    pub suppression_count: f64,
+    pub write: f64,
+    pub verify: f64,
+    pub post_analytics: f64,
+    /// measuring the utility (`--utility`; null without)
+    pub utility: Option<f64>,
+    pub total: f64,
+}
+
+impl<'a> Report<'a> {
+    /// The report of `publish`, released under `policy` by `command`, with the figures only a
+    /// search has left null (set them on the result); `started` is when the command started.
+    pub fn new(
+        command: &'static str,
+        policy: &'a Policy,
+        publish: &'a PublishReport,
+        utility: Option<(Utility, f64)>,
+        started: Instant,
+    ) -> Self {
+        let (utility, utility_seconds) = utility.unzip();
+        Self {
+            command,
+            policy: policy.source(),
+            input: policy.input().to_string(),
+            algorithm: None,
+            recoding: publish.recoding,
+            metric: None,
+            metric_value: None,
+            levels: publish.levels.clone(),
+            lattice_size: None,
+            nodes_checked: None,
+            local_classes: None,
+            frequency_set_rows: None,
+            publish,
+            thresholds: policy.thresholds(),
+            utility,
+            seconds: Timings {
+                frequency_set: None,
+                search: None,
+                suppression_count: publish.seconds.classes,
+                write: publish.seconds.write,
+                verify: publish.seconds.verify,
+                post_analytics: publish.seconds.post_analytics,
+                utility: utility_seconds,
+                total: started.elapsed().as_secs_f64(),
+            },
+            requirements: policy.requirements(),
+            suppression: policy.suppression(),
+        }
+    }
+
+    /// The report as one self-contained HTML page: the release, its levels, the verification
+    /// beside the requirements, the post-analytics beside the thresholds, the utility (with
+    /// `--utility`) and the timings. Profile figures keep the profile's labels.
+    pub fn html(&self) -> String {
+        let p = self.publish;
+        let mut page = Page::new(&format!("Release report: {}", p.output));
+        page.meta(&format!(
+            "anon {} · policy {} · input {}",
+            self.command, self.policy, self.input
+        ));
+        self.release(&mut page);
+        self.levels(&mut page);
+        self.verification(&mut page);
+        self.post_analytics(&mut page);
+        if let Some(utility) = &self.utility {
+            page.utility(utility);
+        }
+        self.timings(&mut page);
+        page.finish()
+    }
+
+    fn release(&self, page: &mut Page) {
+        let p = self.publish;
+        let v = &p.verification;
+        page.heading("Release");
+        page.table(&["figure", "value", "meaning"]);
+        page.row("output", &[&p.output], "where the release was published");
+        page.row(
+            "input rows",
+            &[&group_digits(p.input_rows)],
+            "rows of the policy's input",
+        );
+        page.row(
+            "rows written",
+            &[&format!(
+                "{} ({})",
+                group_digits(v.rows),
+                percent(share(v.rows, p.input_rows))
+            )],
+            "rows of the output (the masked all-* class left out when it fails on its own)",
+        );
+        let suppression = match self.suppression {
+            SuppressionMode::Drop => "dropped",
+            SuppressionMode::Mask => "kept with every quasi-identifier masked as *",
+        };
+        page.row(
+            f::SUPPRESSED_ROWS.label,
+            &[&format!(
+                "{} ({})",
+                group_digits(p.suppressed_rows),
+                percent(share(p.suppressed_rows, p.input_rows))
+            )],
+            &format!("rows of the classes that fail the requirements, {suppression}"),
+        );
+        page.row(
+            "recoding",
+            &[p.recoding],
+            "full-domain: one level per quasi-identifier; local: each class on its own",
+        );
+        if let Some(algorithm) = self.algorithm {
+            page.row("algorithm", &[algorithm], "what chose the release");
+        }
+        if let (Some(metric), Some(value)) = (self.metric, self.metric_value) {
+            page.row(metric, &[&ratio(value)], "what the search minimized");
+        }
+        if let (Some(checked), Some(size)) = (self.nodes_checked, self.lattice_size) {
+            page.row(
+                "lattice nodes checked",
+                &[&format!(
+                    "{} of {}",
+                    group_digits(checked as u64),
+                    group_digits(size as u64)
+                )],
+                "transformations the search evaluated",
+            );
+        }
+        if let Some(rows) = self.frequency_set_rows {
+            page.row(
+                "frequency set",
+                &[&group_digits(rows as u64)],
+                "distinct combinations of the quasi-identifiers (and sensitive attributes) read",
+            );
+        }
+        match p.seed {
+            Some(seed) => page.row(
+                "row order",
+                &[&format!("{}, seed {seed}", p.row_order)],
+                "the rows written in a random order from this seed: keep it as secret as the \
+                 data, with the input it undoes the shuffle",
+            ),
+            None => page.row("row order", &[p.row_order], "the rows in the input's order"),
+        }
+        page.end_table();
+    }
+
+    fn levels(&self, page: &mut Page) {
+        if self.recoding == "local" {
+            page.heading("Local recoding");
+            page.paragraph(&match self.local_classes {
+                Some(classes) => format!(
+                    "Each class is generalized on its own: {} classes as the algorithm built them.",
+                    group_digits(classes as u64)
+                ),
+                None => "Each class is generalized on its own.".to_string(),
+            });
+            return;
+        }
+        page.heading("Levels");
+        page.table(&["quasi-identifier", "level", "meaning"]);
+        for level in &self.levels {
+            page.row(
+                &level.quasi_identifier,
+                &[&level.level.to_string()],
+                &level.meaning,
+            );
+        }
+        page.end_table();
+    }
+
+    fn verification(&self, page: &mut Page) {
+        let p = self.publish;
+        let v = &p.verification;
+        let r = self.requirements;
+        page.heading("Verification");
+        page.paragraph(
+            "Measured on the written output, against the policy's requirements, before it was \
+             moved into place.",
+        );
+        page.table(&["figure", "value", "required", "meaning"]);
+        page.row(
+            f::K.label,
+            &[&group_digits(v.k), &format!("≥ {}", r.k)],
+            f::K.description,
+        );
+        page.row(
+            f::CLASSES.label,
+            &[&group_digits(v.classes), ""],
+            f::CLASSES.description,
+        );
+        page.row(
+            &format!("{} (as the output shows)", f::SUPPRESSED_ROWS.label),
+            &[
+                &group_digits(v.suppressed_rows),
+                &format!(
+                    "≤ {} (max_suppression = {})",
+                    group_digits(r.max_suppressed_rows(p.input_rows)),
+                    r.max_suppression
+                ),
+            ],
+            "input rows not written (drop), or rows of the all-* class when it fails on its own \
+             (mask)",
+        );
+        for achieved in &v.sensitive {
+            let bounds = r
+                .sensitive
+                .iter()
+                .find(|s| s.attribute == achieved.attribute)
+                .map(|s| s.bounds())
+                .unwrap_or_default();
+            for (key, worst) in &achieved.worst {
+                let bound = bounds.iter().find(|b| b.measure.key() == *key);
+                let (label, description) = match bound {
+                    Some(b) => measure_label(b.measure),
+                    None => (key.to_string(), ""),
+                };
+                let required = bound.map_or_else(String::new, |b| {
+                    let direction = match b.measure.direction() {
+                        Direction::AtLeast => "≥",
+                        Direction::AtMost => "≤",
+                        Direction::Below => "<",
+                    };
+                    format!("{direction} {}", b.limit)
+                });
+                page.row(
+                    &format!("{label} of {}", achieved.attribute),
+                    &[&worst.map_or_else(|| "n/a".to_string(), ratio), &required],
+                    &format!("{description} (the worst class)"),
+                );
+            }
+        }
+        if let Some(population) = &v.population {
+            let requirement = r.population.as_ref();
+            page.row(
+                f::POPULATION_ROWS.label,
+                &[&group_digits(population.population_rows), ""],
+                f::POPULATION_ROWS.description,
+            );
+            page.row(
+                f::K_MAP.label,
+                &[
+                    &population
+                        .k_map
+                        .map_or_else(|| "n/a".to_string(), group_digits),
+                    &requirement
+                        .and_then(|q| q.k_map)
+                        .map_or_else(String::new, |k| format!("≥ {k}")),
+                ],
+                f::K_MAP.description,
+            );
+            if let Some((min, max)) = population.delta_presence {
+                page.row(
+                    "δ-presence",
+                    &[
+                        &format!("{} to {}", presence(min), presence(max)),
+                        &requirement
+                            .and_then(|q| q.delta_presence)
+                            .map_or_else(String::new, |d| format!("{} to {}", d.min, d.max)),
+                    ],
+                    "|E| / F_E over the written classes: the chance a matching person of the \
+                     population is in the release",
+                );
+            }
+        }
+        page.end_table();
+    }
+
+    fn post_analytics(&self, page: &mut Page) {
+        let a = &self.publish.post_analytics;
+        let t = self.thresholds;
+        page.heading("Post-analytics");
+        page.paragraph(
+            "What the written output gives away, checked against the policy's thresholds before \
+             it was published.",
+        );
+        page.table(&["figure", "value", "threshold", "meaning"]);
+        let mut risk = |figure: Figure, value: f64, name: &str, limit: Option<f64>| {
+            page.row(
+                figure.label,
+                &[&ratio(value), &threshold(name, limit)],
+                figure.description,
+            );
+        };
+        risk(
+            f::PROSECUTOR_RISK_MAX,
+            a.prosecutor_max,
+            "max_prosecutor_risk",
+            t.max_prosecutor_risk,
+        );
+        risk(
+            f::PROSECUTOR_RISK_AVERAGE,
+            a.prosecutor_average,
+            "max_average_risk",
+            t.max_average_risk,
+        );
+        risk(
+            f::MARKETER_RISK,
+            a.marketer,
+            "max_marketer_risk",
+            t.max_marketer_risk,
+        );
+        if let Some(journalist) = a.journalist {
+            risk(
+                f::JOURNALIST_RISK,
+                journalist,
+                "max_journalist_risk",
+                t.max_journalist_risk,
+            );
+        }
+        if let Some(marketer) = a.population_marketer {
+            page.row(
+                f::POPULATION_MARKETER_RISK.label,
+                &[&ratio(marketer), ""],
+                f::POPULATION_MARKETER_RISK.description,
+            );
+        }
+        page.end_table();
+        page.paragraph(&format!(
+            "The {} of the published attributes (the sensitive ones left out): {}.",
+            f::LEAKAGE.label,
+            f::LEAKAGE.description
+        ));
+        page.table(&["attribute", "leakage", "threshold", ""]);
+        for leakage in &a.leakage {
+            page.row(
+                &leakage.attribute,
+                &[
+                    &ratio(leakage.leakage),
+                    &threshold(
+                        "max_leakage",
+                        t.max_leakage.get(&leakage.attribute).copied(),
+                    ),
+                ],
+                "",
+            );
+        }
+        page.end_table();
+    }
+
+    fn timings(&self, page: &mut Page) {
+        let s = &self.seconds;
+        page.heading("Timings");
+        page.table(&["phase", "seconds", ""]);
+        let phases = [
+            ("frequency set", s.frequency_set),
+            ("search", s.search),
+            ("suppression count", Some(s.suppression_count)),
+            ("write", Some(s.write)),
+            ("verify", Some(s.verify)),
+            ("post-analytics", Some(s.post_analytics)),
+            ("utility", s.utility),
+            ("total", Some(s.total)),
+        ];
+        for (phase, seconds) in phases {
+            if let Some(seconds) = seconds {
+                page.row(phase, &[&format!("{seconds:.2}")], "");
+            }
+        }
+        page.end_table();
+    }
+}
+
+/// The profile's label and description of what `measure` measures.
+fn measure_label(measure: Measure) -> (String, &'static str) {
+    let figure = match measure {
+        Measure::DistinctL => f::L_DISTINCT,
+        Measure::EntropyL => f::L_ENTROPY,
+        Measure::RecursiveL { c } => {
+            return (f::L_RECURSIVE.label_with(&[&c]), f::L_RECURSIVE.description);
+        }
+        Measure::EqualT => f::T_EQUAL,
+        Measure::OrderedT => f::T_ORDERED,
+        Measure::Alpha => f::ALPHA,
+        Measure::Beta => f::BETA,
+        Measure::EnhancedBeta => f::BETA_ENHANCED,
+        Measure::Delta => f::DELTA,
+        Measure::Persons => f::K_PERSONS,
+    };
+    (figure.label.to_string(), figure.description)
+}
+
+/// `part` as a share of `whole` (0 of nothing).
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// A threshold as the policy sets it, or `none`.
+fn threshold(name: &str, limit: Option<f64>) -> String {
+    limit.map_or_else(|| "none".to_string(), |l| format!("≤ {l} ({name})"))
+}
+
+/// A δ-presence bound, `inf` when no population row covers a class.
+fn presence(delta: f64) -> String {
+    if delta.is_finite() {
+        ratio(delta)
+    } else {
+        "inf".to_string()
+    }
+}
