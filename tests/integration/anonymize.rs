@@ -619,8 +619,9 @@ async fn adult_attribute_disclosure_requirements_publish_verified_output() {
 }
 
 /// Post-analytics: the report's risk and leakage figures equal a recount of the written file
-/// with plain SQL, and a threshold the output breaks publishes nothing, with an error naming
-/// the threshold and by how much.
+/// with plain SQL, and a threshold the output breaks (prosecutor, average prosecutor,
+/// marketer risk, leakage) publishes nothing, with an error naming the threshold and by how
+/// much.
 #[tokio::test]
 async fn post_analytics_thresholds_fail_closed() {
     let dir = tempfile::tempdir().unwrap();
@@ -688,26 +689,49 @@ async fn post_analytics_thresholds_fail_closed() {
     assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
 
     // thresholds just below the recounted figures: nothing is published, the error says which
-    // threshold and by how much; at the figures themselves, it is published
+    // threshold and by how much; at the figures themselves, it is published. The average and
+    // marketer bounds are 0.9 of the recounted #classes / rows, written with 6 decimals; the
+    // error gives the figure and the gap with 4
     let below = 0.9 / k as f64;
+    let average = classes as f64 / rows as f64;
+    let average_below: f64 = format!("{:.6}", 0.9 * average).parse().unwrap();
     let cases = [
         (
             format!("max_prosecutor_risk = {below}"),
-            "max_prosecutor_risk",
+            "max_prosecutor_risk".to_string(),
             true,
         ),
         (
             format!("max_leakage = {{ sex = {} }}", sex_leakage * 0.5),
-            "max_leakage of 'sex'",
+            "max_leakage of 'sex'".to_string(),
+            true,
+        ),
+        (
+            format!("max_average_risk = {average_below}"),
+            format!(
+                "the average prosecutor risk {average:.4} is above max_average_risk = \
+                 {average_below} (by {:.4})",
+                average - average_below
+            ),
+            true,
+        ),
+        (
+            format!("max_marketer_risk = {average_below}"),
+            format!(
+                "the marketer risk {average:.4} is above max_marketer_risk = {average_below} \
+                 (by {:.4})",
+                average - average_below
+            ),
             true,
         ),
         (
             format!(
-                "max_prosecutor_risk = {}\nmax_leakage = {{ sex = {} }}",
+                "max_prosecutor_risk = {}\nmax_leakage = {{ sex = {} }}\n\
+                 max_average_risk = {average}\nmax_marketer_risk = {average}",
                 1.0 / k as f64,
                 sex_leakage
             ),
-            "",
+            String::new(),
             false,
         ),
     ];
@@ -719,7 +743,7 @@ async fn post_analytics_thresholds_fail_closed() {
         if *fails {
             assert!(!output.status.success(), "{thresholds}");
             assert!(
-                stderr.contains(named)
+                stderr.contains(named.as_str())
                     && stderr.contains("by ")
                     && stderr.contains("not published"),
                 "{thresholds}: {stderr}"
