@@ -1144,9 +1144,8 @@ fn local_releases_meet_attribute_disclosure_and_person_requirements_on_random_ta
             for (r, &leaf) in rows.iter().zip(&row_leaf) {
                 let c = class_of[leaf];
                 if c != SUPPRESSED {
-                    for s in 0..2 {
-                        *counts[c as usize][s].entry(r.sensitive[s]).or_insert(0.0) +=
-                            r.count as f64;
+                    for (counts, &value) in counts[c as usize].iter_mut().zip(&r.sensitive) {
+                        *counts.entry(value).or_insert(0.0) += r.count as f64;
                     }
                 }
             }
@@ -1229,9 +1228,9 @@ fn local_releases_meet_attribute_disclosure_and_person_requirements_on_random_ta
                         .map(|&cell| covered(cell))
                         .collect();
                     let merged = published.entry(labels).or_default();
-                    for s in 0..2 {
-                        for (&v, &n) in &class[s] {
-                            *merged[s].entry(v).or_insert(0.0) += n;
+                    for (merged, class) in merged.iter_mut().zip(class) {
+                        for (&v, &n) in class {
+                            *merged.entry(v).or_insert(0.0) += n;
                         }
                     }
                 }
