@@ -988,4 +988,107 @@ mod tests {
             }
         }
     }
+
+    /// Post-analytics of a hand example: 10 written rows in 3 classes of 2, 3 and 5 rows give
+    /// a prosecutor risk 1/2 (the class of 2), an average prosecutor risk and a marketer risk
+    /// of 3 classes / 10 rows = 0.3; `sex` has leakage 0.25.
+    fn ten_rows_three_classes() -> PostAnalytics {
+        PostAnalytics {
+            prosecutor_max: 1.0 / 2.0,
+            prosecutor_average: 3.0 / 10.0,
+            marketer: 3.0 / 10.0,
+            journalist: None,
+            population_marketer: None,
+            leakage: vec![AttributeLeakage {
+                attribute: "sex".into(),
+                leakage: 0.25,
+            }],
+        }
+    }
+
+    /// Each threshold is compared as figure ≤ bound (a figure at its bound passes), names
+    /// itself and the gap; a journalist bound is ignored without a population figure; a
+    /// leakage bound on an attribute that is not published is reported as such.
+    #[test]
+    fn broken_by_names_each_threshold_and_the_gap() {
+        let figures = ten_rows_three_classes();
+        // every figure exactly at its bound: nothing is broken
+        let at = RiskThresholds {
+            max_prosecutor_risk: Some(0.5),
+            max_average_risk: Some(0.3),
+            max_marketer_risk: Some(0.3),
+            max_journalist_risk: Some(0.01),
+            max_leakage: BTreeMap::from([("sex".to_string(), 0.25)]),
+        };
+        assert!(at.any());
+        assert_eq!(at.broken_by(&figures), Vec::<String>::new());
+        // by hand: 0.3 − 0.25 = 0.05 (average), 0.3 − 0.2 = 0.1 (marketer), 0.5 − 0.4 = 0.1
+        // (prosecutor), 0.25 − 0.2 = 0.05 (leakage of sex)
+        let below = RiskThresholds {
+            max_prosecutor_risk: Some(0.4),
+            max_average_risk: Some(0.25),
+            max_marketer_risk: Some(0.2),
+            max_journalist_risk: None,
+            max_leakage: BTreeMap::from([("sex".to_string(), 0.2), ("zip".to_string(), 0.5)]),
+        };
+        assert_eq!(
+            below.broken_by(&figures),
+            vec![
+                "the prosecutor risk 0.5000 is above max_prosecutor_risk = 0.4 (by 0.1000)",
+                "the average prosecutor risk 0.3000 is above max_average_risk = 0.25 (by 0.0500)",
+                "the marketer risk 0.3000 is above max_marketer_risk = 0.2 (by 0.1000)",
+                "the leakage of 'sex' 0.2500 is above max_leakage of 'sex' = 0.2 (by 0.0500)",
+                "max_leakage names 'zip', which is not a published attribute",
+            ]
+        );
+        // only the average bound set: only it is reported
+        let average_only = RiskThresholds {
+            max_average_risk: Some(0.29),
+            ..RiskThresholds::default()
+        };
+        assert_eq!(
+            average_only.broken_by(&figures),
+            vec!["the average prosecutor risk 0.3000 is above max_average_risk = 0.29 (by 0.0100)"]
+        );
+        // with a population: the journalist risk 1/2 (smallest F_E 2) against 0.25
+        let with_population = PostAnalytics {
+            journalist: Some(0.5),
+            ..figures
+        };
+        let journalist = RiskThresholds {
+            max_journalist_risk: Some(0.25),
+            ..RiskThresholds::default()
+        };
+        assert_eq!(
+            journalist.broken_by(&with_population),
+            vec!["the journalist risk 0.5000 is above max_journalist_risk = 0.25 (by 0.2500)"]
+        );
+        assert!(!RiskThresholds::default().any());
+    }
+
+    /// Only rounding is absorbed: a figure a relative 10⁻¹³ above its bound passes, one a
+    /// relative 10⁻⁹ above fails.
+    #[test]
+    fn broken_by_absorbs_rounding_only() {
+        let bound = 0.3;
+        let thresholds = RiskThresholds {
+            max_marketer_risk: Some(bound),
+            ..RiskThresholds::default()
+        };
+        let with_marketer = |marketer: f64| PostAnalytics {
+            marketer,
+            ..ten_rows_three_classes()
+        };
+        assert!(
+            thresholds
+                .broken_by(&with_marketer(bound * (1.0 + 1e-13)))
+                .is_empty()
+        );
+        assert_eq!(
+            thresholds
+                .broken_by(&with_marketer(bound * (1.0 + 1e-9)))
+                .len(),
+            1
+        );
+    }
 }

@@ -619,8 +619,9 @@ async fn adult_attribute_disclosure_requirements_publish_verified_output() {
 }
 
 /// Post-analytics: the report's risk and leakage figures equal a recount of the written file
-/// with plain SQL, and a threshold the output breaks publishes nothing, with an error naming
-/// the threshold and by how much.
+/// with plain SQL, and a threshold the output breaks (prosecutor, average prosecutor,
+/// marketer risk, leakage) publishes nothing, with an error naming the threshold and by how
+/// much.
 #[tokio::test]
 async fn post_analytics_thresholds_fail_closed() {
     let dir = tempfile::tempdir().unwrap();
@@ -688,26 +689,49 @@ async fn post_analytics_thresholds_fail_closed() {
     assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
 
     // thresholds just below the recounted figures: nothing is published, the error says which
-    // threshold and by how much; at the figures themselves, it is published
+    // threshold and by how much; at the figures themselves, it is published. The average and
+    // marketer bounds are 0.9 of the recounted #classes / rows, written with 6 decimals; the
+    // error gives the figure and the gap with 4
     let below = 0.9 / k as f64;
+    let average = classes as f64 / rows as f64;
+    let average_below: f64 = format!("{:.6}", 0.9 * average).parse().unwrap();
     let cases = [
         (
             format!("max_prosecutor_risk = {below}"),
-            "max_prosecutor_risk",
+            "max_prosecutor_risk".to_string(),
             true,
         ),
         (
             format!("max_leakage = {{ sex = {} }}", sex_leakage * 0.5),
-            "max_leakage of 'sex'",
+            "max_leakage of 'sex'".to_string(),
+            true,
+        ),
+        (
+            format!("max_average_risk = {average_below}"),
+            format!(
+                "the average prosecutor risk {average:.4} is above max_average_risk = \
+                 {average_below} (by {:.4})",
+                average - average_below
+            ),
+            true,
+        ),
+        (
+            format!("max_marketer_risk = {average_below}"),
+            format!(
+                "the marketer risk {average:.4} is above max_marketer_risk = {average_below} \
+                 (by {:.4})",
+                average - average_below
+            ),
             true,
         ),
         (
             format!(
-                "max_prosecutor_risk = {}\nmax_leakage = {{ sex = {} }}",
+                "max_prosecutor_risk = {}\nmax_leakage = {{ sex = {} }}\n\
+                 max_average_risk = {average}\nmax_marketer_risk = {average}",
                 1.0 / k as f64,
                 sex_leakage
             ),
-            "",
+            String::new(),
             false,
         ),
     ];
@@ -719,7 +743,7 @@ async fn post_analytics_thresholds_fail_closed() {
         if *fails {
             assert!(!output.status.success(), "{thresholds}");
             assert!(
-                stderr.contains(named)
+                stderr.contains(named.as_str())
                     && stderr.contains("by ")
                     && stderr.contains("not published"),
                 "{thresholds}: {stderr}"
@@ -914,4 +938,194 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             );
         }
     }
+}
+
+/// Several rows per person (pid a pseudonym, published as it is; one id unknown):
+///   zip    age  pid          zip    age  pid
+///   47601  25   p1 ×2        47602  33   p3 ×2
+///   47601  27   p2 ×2        47602  36   p4 ×2
+///   47603  52   p5, NULL
+const VISITS: &str = "id,zip,age,pid,diagnosis\n\
+    1,47601,25,p1,flu\n2,47601,25,p1,cold\n3,47601,27,p2,flu\n4,47601,27,p2,cold\n\
+    5,47602,33,p3,flu\n6,47602,33,p3,cold\n7,47602,36,p4,flu\n8,47602,36,p4,cold\n\
+    9,47603,52,p5,flu\n10,47603,52,,cold\n";
+
+/// A policy on [`VISITS`] (written to `dir`): zip masked digit by digit, age in 10-year
+/// buckets, pid insensitive, diagnosis sensitive, with `privacy` as its `[privacy]` section.
+fn visits_policy(dir: &Path, privacy: &str) -> String {
+    let csv = dir.join("visits.csv");
+    std::fs::write(&csv, VISITS).unwrap();
+    let path = dir.join("visits.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[input]\npath = \"{}\"\n[privacy]\n{privacy}\n[attributes]\n\
+             id = {{ role = \"identifier\" }}\n\
+             zip = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"mask\", length = 5 }} }}\n\
+             age = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"interval\", widths = [10] }} }}\n\
+             pid = {{ role = \"insensitive\" }}\n\
+             diagnosis = {{ role = \"sensitive\" }}\n",
+            csv.display()
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Per published class (GROUP BY zip, age) of a written file, by plain SQL: (zip, age, rows,
+/// distinct non-NULL person ids), ordered by zip and age.
+async fn person_classes(path: &Path) -> Vec<(String, String, i64, i64)> {
+    let ctx = read_parquet("out", path).await;
+    let batches = ctx
+        .sql(
+            "SELECT CAST(zip AS VARCHAR), CAST(age AS VARCHAR), count(*), count(DISTINCT pid) \
+             FROM out GROUP BY zip, age",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut classes = Vec::new();
+    for b in &batches {
+        let text = |i: usize| cast(b.column(i), &DataType::Utf8).unwrap();
+        let (zip, age) = (text(0), text(1));
+        for r in 0..b.num_rows() {
+            classes.push((
+                zip.as_string::<i32>().value(r).to_string(),
+                age.as_string::<i32>().value(r).to_string(),
+                b.column(2).as_primitive::<Int64Type>().value(r),
+                b.column(3).as_primitive::<Int64Type>().value(r),
+            ));
+        }
+    }
+    classes.sort();
+    classes
+}
+
+/// The levels the report gives, as (quasi-identifier, level).
+fn report_levels(json: &serde_json::Value) -> Vec<(String, u64)> {
+    json["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["quasi_identifier"].as_str().unwrap().to_string(),
+                l["level"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The worst distinct-persons figure the report's verification gives for `pid`.
+fn reported_persons(json: &serde_json::Value) -> f64 {
+    json["publish"]["verification"]["sensitive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["attribute"] == "pid")
+        .and_then(|s| s["persons"].as_f64())
+        .unwrap_or_else(|| panic!("no persons figure in {}", json["publish"]["verification"]))
+}
+
+/// k over persons end to end ([`VISITS`], k = 2 rows, max_suppression 0.2, so at most 2 of
+/// the 10 rows dropped). By hand:
+/// - Rows only: at the finest levels (zip 0, age 0) the classes are the five pairs of equal
+///   rows, 2 rows each: k = 2 holds with Loss 0, the optimum.
+/// - With k_persons = 2, every class of age level 0 holds one person whatever the zip level
+///   (each age belongs to one person; the NULL id may be p5), so all 10 rows fail, beyond the
+///   budget: rows-k passes where persons-k fails, and the search must generalize age.
+///   At (zip 0, age 1): 47601/[20, 30) p1, p2 (4 rows, 2 persons), 47602/[30, 40) p3, p4
+///   (4 rows, 2 persons), 47603/[50, 60) p5 and NULL (1 person): dropped, 2 rows. Loss: the
+///   age cells cover 2 of the 5 ages, (2 − 1)/(5 − 1) = 1/4, for 8 rows; the 2 dropped rows
+///   cost 1 per QI: (8 · 1/4 + 2 · 2)/(10 · 2) = 0.3. Every other node with age level 1 costs
+///   more on zip and drops the same 2 rows; age level 2 costs 1 on age for every row
+///   (≥ 8/20 + 0.2 or, at a zip level that merges 47603 with the rest, ≥ 0.5): (0, 1) is the
+///   optimum.
+/// Mondrian with k_persons = 2 is checked by recounting its output. Every written class is
+/// recounted with plain SQL (count(DISTINCT pid), which ignores NULL ids: stricter than the
+/// definition), and the report's worst persons figure equals the recount.
+#[tokio::test]
+async fn k_persons_publishes_classes_of_enough_persons() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows_only = "k = 2\nmax_suppression = 0.2";
+    let persons = "k = 2\nk_persons = 2\nperson_id = \"pid\"\nmax_suppression = 0.2";
+
+    // rows only: the raw table
+    let policy = visits_policy(dir.path(), rows_only);
+    let (out, report) = (
+        dir.path().join("rows.parquet"),
+        dir.path().join("rows.json"),
+    );
+    let output = anonymize(&policy, &out, &report, &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json = report_json(&report);
+    assert_eq!(
+        report_levels(&json),
+        vec![("zip".to_string(), 0), ("age".to_string(), 0)]
+    );
+    let classes = person_classes(&out).await;
+    assert_eq!(classes.len(), 5);
+    assert!(classes.iter().all(|c| c.2 == 2 && c.3 <= 1), "{classes:?}");
+
+    // persons: age generalized, 47603/[50, 60) dropped
+    let policy = visits_policy(dir.path(), persons);
+    let (out, report) = (
+        dir.path().join("persons.parquet"),
+        dir.path().join("persons.json"),
+    );
+    let output = anonymize(&policy, &out, &report, &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json = report_json(&report);
+    assert_eq!(
+        report_levels(&json),
+        vec![("zip".to_string(), 0), ("age".to_string(), 1)]
+    );
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        person_classes(&out).await,
+        vec![
+            (s("47601"), s("[20, 30)"), 4, 2),
+            (s("47602"), s("[30, 40)"), 4, 2),
+        ]
+    );
+    assert_eq!(json["publish"]["suppressed_rows"], 2);
+    assert!((json["metric_value"].as_f64().unwrap() - 0.3).abs() < 1e-12);
+    assert_eq!(reported_persons(&json), 2.0);
+
+    // Mondrian: every written class has 2 rows and 2 persons, at most 2 rows dropped
+    let (out, report) = (
+        dir.path().join("mondrian.parquet"),
+        dir.path().join("mondrian.json"),
+    );
+    let output = anonymize(&policy, &out, &report, &["--algorithm", "mondrian"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json = report_json(&report);
+    assert_eq!(json["algorithm"], "mondrian");
+    let classes = person_classes(&out).await;
+    assert!(!classes.is_empty());
+    for (zip, age, rows, persons) in &classes {
+        assert!(
+            *rows >= 2 && *persons >= 2,
+            "{zip}/{age}: {rows} rows, {persons} persons"
+        );
+    }
+    let written: i64 = classes.iter().map(|c| c.2).sum();
+    assert!(written >= 8, "{written} rows written");
+    assert_eq!(json["publish"]["suppressed_rows"], 10 - written);
+    let fewest = classes.iter().map(|c| c.3).min().unwrap();
+    assert_eq!(reported_persons(&json), fewest as f64);
 }
