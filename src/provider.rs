@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Column, NullEquality, ScalarValue};
@@ -46,7 +46,7 @@ use crate::generalize::udf::local_recode::{
     CLASS_KEY_FIELD, LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
-use crate::policy::{PrivacyRequirements, RELATIVE_TOLERANCE, SuppressionMode};
+use crate::policy::{PrivacyRequirements, SuppressionMode};
 use crate::release::Release;
 use datafusion::functions::core::expr_fn::get_field;
 
@@ -570,14 +570,6 @@ fn class_plan(recoded: &LogicalPlan, generalization: &Generalization) -> Result<
     // a NULL measure (no sensitive value in the class) fails: never assume privacy
     projection.push(passes.is_true().alias(PASSES));
     classes.project(projection)?.build()
-}
-
-/// `expr` as Float64.
-fn cast_to_f64(expr: Expr) -> Expr {
-    Expr::Cast(datafusion::logical_expr::Cast::new(
-        Box::new(expr),
-        DataType::Float64,
-    ))
 }
 
 fn failing_classes_with_rows(

@@ -276,6 +276,15 @@ impl Policy {
             .collect()
     }
 
+    /// The person id column (`privacy.person_id`), when the policy counts persons.
+    pub fn person_id(&self) -> Option<&str> {
+        self.requirements
+            .sensitive
+            .iter()
+            .find(|s| s.persons.is_some())
+            .map(|s| s.attribute.as_str())
+    }
+
     /// The post-analytics thresholds of `[privacy]`.
     pub fn thresholds(&self) -> &RiskThresholds {
         &self.thresholds

@@ -946,12 +946,18 @@ mod tests {
         .unwrap();
         let ctx = SessionContext::new();
         let delta = Some(DeltaPresence { min: 0.2, max: 0.5 });
-        let hand = PopulationRequirement { k_map: Some(3), delta_presence: delta };
+        let hand = PopulationRequirement {
+            k_map: Some(3),
+            delta_presence: delta,
+        };
         assert!(hand.passes(2, 4) && hand.passes(1, 5));
         assert!(!hand.passes(1, 6) && !hand.passes(3, 5) && !hand.passes(1, 2));
         for k_map in [None, Some(1), Some(3)] {
             for delta_presence in [None, delta, Some(DeltaPresence { min: 0.0, max: 1.0 })] {
-                let requirement = PopulationRequirement { k_map, delta_presence };
+                let requirement = PopulationRequirement {
+                    k_map,
+                    delta_presence,
+                };
                 let df = ctx.read_batch(batch.clone()).unwrap().select(vec![
                     requirement
                         .passes_expr(col("size"), col("covered"))
@@ -962,13 +968,20 @@ mod tests {
                     .iter()
                     .flat_map(|b| {
                         let column = b.column(0).as_any().downcast_ref::<BooleanArray>();
-                        column.unwrap().iter().map(|v| v.unwrap()).collect::<Vec<_>>()
+                        column
+                            .unwrap()
+                            .iter()
+                            .map(|v| v.unwrap())
+                            .collect::<Vec<_>>()
                     })
                     .collect();
                 for (i, (&size, &covered)) in sizes.iter().zip(&covered).enumerate() {
                     let (size, covered) = (size as u64, covered.unwrap_or(0) as u64);
                     let expected = requirement.passes(size, covered);
-                    assert_eq!(passes[i], expected, "{requirement:?}, {size} rows, {covered}");
+                    assert_eq!(
+                        passes[i], expected,
+                        "{requirement:?}, {size} rows, {covered}"
+                    );
                     if expected {
                         assert!(requirement.monotone_passes(covered));
                         assert!(requirement.may_pass(size, covered));

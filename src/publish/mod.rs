@@ -564,6 +564,7 @@ pub async fn publish_observed(
         ctx,
         staged.staging(),
         &policy.sensitive_attributes(),
+        policy.person_id(),
         &verification,
         (&written, &quasi_identifiers),
     )

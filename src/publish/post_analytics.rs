@@ -11,7 +11,12 @@ use crate::storage::Location;
 
 /// Post-analytics of the written output at `path` (seed 000 §3): the re-identification risk of
 /// its classes (from `verification`) and the leakage of every published attribute except
-/// the sensitive ones, read back from the files.
+/// the sensitive ones and the person id, read back from the files.
+///
+/// With a person id (`person`, the policy's `person_id`), a record's risk is 1/persons(E), the
+/// higher one, as in the profile: the prosecutor risk is 1/k_persons, and the average and
+/// marketer risks Σ_E |E|/persons(E) / n over every written class (one more `GROUP BY` of the
+/// files; persons counted by `k_anonymity(person_id)`, a NULL id adding none).
 ///
 /// `written` holds the written classes over `quasi_identifiers`: those columns' leakage
 /// comes from it (the same counts as a `GROUP BY` of the files, without reading them again).
@@ -19,6 +24,7 @@ pub(crate) async fn post_analytics(
     ctx: &SessionContext,
     path: &Location,
     sensitive: &[String],
+    person: Option<&str>,
     verification: &Verification,
     written: (&ClassCounter, &[String]),
 ) -> Result<PostAnalytics> {
@@ -30,7 +36,7 @@ pub(crate) async fn post_analytics(
             .fields()
             .iter()
             .map(|f| f.name().as_str())
-            .filter(|name| !sensitive.iter().any(|s| s == name))
+            .filter(|name| !sensitive.iter().any(|s| s == name) && person != Some(*name))
             .collect();
         let (classes, quasi_identifiers) = written;
         let known = quasi_identifiers
@@ -47,13 +53,19 @@ pub(crate) async fn post_analytics(
         .await?;
         let (rows, classes) = (verification.rows as f64, verification.classes as f64);
         // no row published: nothing to re-identify
-        let average = if rows > 0.0 { classes / rows } else { 0.0 };
+        let mut average = if rows > 0.0 { classes / rows } else { 0.0 };
+        let mut prosecutor_max = if verification.k > 0 {
+            1.0 / verification.k as f64
+        } else {
+            0.0
+        };
+        if let Some(person) = person {
+            let (max, mean) = person_risks(frame.clone(), quasi_identifiers, person).await?;
+            prosecutor_max = prosecutor_max.max(max);
+            average = average.max(mean);
+        }
         Ok(PostAnalytics {
-            prosecutor_max: if verification.k > 0 {
-                1.0 / verification.k as f64
-            } else {
-                0.0
-            },
+            prosecutor_max,
             prosecutor_average: average,
             marketer: average,
             journalist: verification.population.map(|p| p.journalist_risk()),
@@ -66,4 +78,61 @@ pub(crate) async fn post_analytics(
     .await;
     ctx.deregister_table(table.as_str())?;
     result
+}
+
+/// The largest and the row-average person-level risk of the written classes: max_E
+/// 1/persons(E) and Σ_E |E|/persons(E) / Σ_E |E| (0 and 0 without rows).
+async fn person_risks(
+    frame: datafusion::prelude::DataFrame,
+    quasi_identifiers: &[String],
+    person: &str,
+) -> Result<(f64, f64)> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+    use datafusion::functions_aggregate::expr_fn::count;
+    use datafusion::prelude::{col, lit};
+    let keys = quasi_identifiers
+        .iter()
+        .map(|q| col(format!("\"{q}\"")))
+        .collect();
+    let persons = crate::functions::k_anonymity::k_anonymity_udaf()
+        .call(vec![col(format!("\"{person}\""))])
+        .alias("persons");
+    let classes = frame
+        .aggregate(keys, vec![count(lit(1)).alias("rows"), persons])?
+        .select(vec![
+            col("rows"),
+            datafusion::prelude::cast(
+                col("persons"),
+                datafusion::arrow::datatypes::DataType::Float64,
+            )
+            .alias("persons"),
+        ])?
+        .collect()
+        .await?;
+    let (mut max, mut weighted, mut rows) = (0.0f64, 0.0f64, 0u64);
+    for batch in &classes {
+        let sizes = batch.column(0).as_primitive::<Int64Type>();
+        let persons = batch.column(1).as_primitive::<Float64Type>();
+        for i in 0..batch.num_rows() {
+            let size = sizes.value(i) as u64;
+            // no person counted (never for a class of rows): the worst case, risk 1
+            let risk = if persons.is_null(i) || persons.value(i) < 1.0 {
+                1.0
+            } else {
+                1.0 / persons.value(i)
+            };
+            max = max.max(risk);
+            weighted += size as f64 * risk;
+            rows += size;
+        }
+    }
+    Ok((
+        max,
+        if rows > 0 {
+            weighted / rows as f64
+        } else {
+            0.0
+        },
+    ))
 }

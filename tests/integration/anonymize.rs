@@ -1101,6 +1101,20 @@ async fn k_persons_publishes_classes_of_enough_persons() {
     assert_eq!(json["publish"]["suppressed_rows"], 2);
     assert!((json["metric_value"].as_f64().unwrap() - 0.3).abs() < 1e-12);
     assert_eq!(reported_persons(&json), 2.0);
+    // post-analytics counts persons, not rows: each written class has 4 rows of 2 persons,
+    // so a record's risk is 1/2, not 1/4: prosecutor max 1/2, average and marketer
+    // (4 · 1/2 + 4 · 1/2)/8 = 1/2; the person id (a pseudonym) is not ranked for leakage
+    let post = &json["publish"]["post_analytics"];
+    for figure in ["prosecutor_max", "prosecutor_average", "marketer"] {
+        assert_eq!(post[figure].as_f64(), Some(0.5), "{figure}: {post}");
+    }
+    let ranked: Vec<&str> = post["leakage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["attribute"].as_str().unwrap())
+        .collect();
+    assert!(!ranked.contains(&"pid") && ranked.contains(&"zip"), "{ranked:?}");
 
     // Mondrian: every written class has 2 rows and 2 persons, at most 2 rows dropped
     let (out, report) = (

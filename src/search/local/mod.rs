@@ -60,8 +60,7 @@ use super::frequency::{FrequencySet, QiDomain};
 use super::population::PopulationCounts;
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
-use crate::policy::requirements::presence;
-use crate::policy::{PopulationRequirement, PrivacyRequirements, RELATIVE_TOLERANCE};
+use crate::policy::{PopulationRequirement, PrivacyRequirements};
 
 /// The class of a suppressed leaf class in [`LocalRelease::class_of`].
 pub const SUPPRESSED: u32 = u32::MAX;
