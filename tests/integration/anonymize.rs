@@ -1114,7 +1114,10 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         .iter()
         .map(|a| a["attribute"].as_str().unwrap())
         .collect();
-    assert!(!ranked.contains(&"pid") && ranked.contains(&"zip"), "{ranked:?}");
+    assert!(
+        !ranked.contains(&"pid") && ranked.contains(&"zip"),
+        "{ranked:?}"
+    );
 
     // Mondrian: every written class has 2 rows and 2 persons, at most 2 rows dropped
     let (out, report) = (
