@@ -84,6 +84,17 @@ impl Table {
         self.arg(name)
     }
 
+    /// Runs `anon <command> --quiet --policy <policy> --out <out> --report <report>` with
+    /// `flags` (files named within the table's directory) and asserts that it succeeded.
+    fn publish(&self, command: &str, policy: &str, out: &str, report: &str, flags: &[&str]) {
+        let (out, report) = (self.arg(out), self.arg(report));
+        let mut args = vec![command, "--quiet", "--policy", policy, "--out", &out];
+        args.extend(["--report", report.as_str()]);
+        args.extend(flags);
+        let output = anon(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+
     /// The policy fixing level 1.
     fn fixed(&self) -> String {
         self.policy("fixed.toml", "", "[transformation]\ng = 1\n")
@@ -124,19 +135,13 @@ async fn apply_report_figures_equal_a_recount_of_the_written_output() {
     let policy = t.fixed();
     let out = t.path("out.parquet");
     let report = t.path("report.json");
-    let output = anon(&[
+    t.publish(
         "apply",
-        "--quiet",
-        "--policy",
         &policy,
-        "--out",
-        &t.arg("out.parquet"),
-        "--report",
-        &t.arg("report.json"),
-        "--seed",
-        "7",
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        "out.parquet",
+        "report.json",
+        &["--seed", "7"],
+    );
     let (classes, k, rows) = recount(&out).await;
     // by hand: G-A 4, G-B 3 written, G-C's 1 row dropped
     assert_eq!((classes, k, rows), (2, 3, 7));
@@ -176,17 +181,13 @@ async fn apply_report_figures_equal_a_recount_of_the_written_output() {
 
     // anonymize's report has the same keys, its search's figures filled in
     let searched = t.path("searched.json");
-    let output = anon(&[
+    t.publish(
         "anonymize",
-        "--quiet",
-        "--policy",
         &t.policy("search.toml", "", ""),
-        "--out",
-        &t.arg("searched.parquet"),
-        "--report",
-        &t.arg("searched.json"),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        "searched.parquet",
+        "searched.json",
+        &[],
+    );
     let searched = self::json(&searched);
     let keys = |value: &serde_json::Value| -> Vec<String> {
         value.as_object().unwrap().keys().cloned().collect()
@@ -218,31 +219,21 @@ async fn apply_report_figures_equal_a_recount_of_the_written_output() {
 #[test]
 fn apply_utility_in_the_report_equals_anonymize_for_the_same_levels() {
     let t = Table::new(None);
-    let output = anon(&[
+    t.publish(
         "apply",
-        "--quiet",
-        "--utility",
-        "--policy",
         &t.fixed(),
-        "--out",
-        &t.arg("applied.parquet"),
-        "--report",
-        &t.arg("applied.json"),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        "applied.parquet",
+        "applied.json",
+        &["--utility"],
+    );
     let applied = json(&t.path("applied.json"));
-    let output = anon(&[
+    t.publish(
         "anonymize",
-        "--quiet",
-        "--utility",
-        "--policy",
         &t.policy("search.toml", "", ""),
-        "--out",
-        &t.arg("searched.parquet"),
-        "--report",
-        &t.arg("searched.json"),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        "searched.parquet",
+        "searched.json",
+        &["--utility"],
+    );
     let searched = json(&t.path("searched.json"));
     assert_eq!(searched["levels"], applied["levels"]);
     let loss = |report: &serde_json::Value| report["utility"]["loss_metric"].as_f64().unwrap();
@@ -274,20 +265,13 @@ fn apply_utility_in_the_report_equals_anonymize_for_the_same_levels() {
 #[test]
 fn html_report_renders_the_figures_and_escapes_every_text() {
     let t = Table::new(Some("r&d <x>"));
-    let output = anon(&[
+    t.publish(
         "apply",
-        "--quiet",
-        "--utility",
-        "--policy",
         &t.fixed(),
-        "--out",
-        &t.arg("out.parquet"),
-        "--report",
-        &t.arg("report.json"),
-        "--html-report",
-        &t.arg("report.html"),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        "out.parquet",
+        "report.json",
+        &["--utility", "--html-report", &t.arg("report.html")],
+    );
     let html = std::fs::read_to_string(t.path("report.html")).unwrap();
     let json = json(&t.path("report.json"));
     assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
