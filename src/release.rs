@@ -13,11 +13,12 @@
 //! |---|---|---|
 //! | hierarchy node | the hierarchy's label at that level | `Higher education`, `123**`, `[30, 40)` |
 //! | one raw value | the value as text (level 0) | `37`, `2024-03-01`, `Bachelors` |
-//! | interval of an ordered QI | `[lo, hi]`, both inclusive, the class's smallest and largest raw values | `[35, 41]` |
+//! | interval of an ordered QI, value-free (the default) | `(a, b)`, both exclusive: the grid cells from the class's smallest to its largest value, no end a member's value ([`crate::search::local::labels`]) | `(29, 45)` |
+//! | interval of an ordered QI, `local_labels = "exact"` | `[lo, hi]`, both inclusive, the class's smallest and largest raw values | `[35, 41]` |
 //! | whole domain | `*` | `*` |
 //! | only NULLs | NULL | |
 //!
-//! Labels of different classes may overlap (`37` in one class, `[35, 41]` in another); k, l and
+//! Labels of different classes may overlap (`37` in one class, `(29, 45)` in another); k, l and
 //! t are counted over the published label tuples. The GeneralizedTable looks each row's raw
 //! QI values up in this table (NULL equal to NULL, input order kept); rows of combinations the
 //! release suppressed are left out (`suppression = "drop"`) or published with every label `*`
@@ -35,7 +36,8 @@ use datafusion::error::{DataFusionError, Result};
 use crate::distributed::wire;
 use crate::generalize::TOP_LABEL;
 use crate::search::FrequencySet;
-use crate::search::local::{Cell, LocalRelease, QiAxis, SUPPRESSED, axes};
+use crate::search::local::labels::{end_labels, open_interval_label};
+use crate::search::local::{Cell, LocalLabels, LocalRelease, QiAxis, SUPPRESSED, axes};
 
 /// How the quasi-identifiers of a release are recoded.
 #[derive(Debug, Clone)]
@@ -312,11 +314,31 @@ fn class_labels_of(
             }
         })
         .collect::<Result<Vec<_>>>()?;
+    // value-free intervals: both ends of every interval, printed as the column's values
+    let open_ends = if axis.labels() == LocalLabels::ValueFree {
+        let ends: Vec<f64> = (0..classes)
+            .filter_map(|c| match release.cells_of(c)[q] {
+                Cell::Interval { lo, hi } => Some(axis.interval_bounds(lo, hi)),
+                _ => None,
+            })
+            .flat_map(|bounds| [bounds.lo, bounds.hi])
+            .collect();
+        end_labels(&ends, values.data_type())?
+    } else {
+        Vec::new()
+    };
+    let mut open_ends = open_ends.chunks_exact(2);
     let mut builder = StringViewBuilder::with_capacity(classes + 1);
     let mut interval = String::new();
     for c in 0..classes {
         match release.cells_of(c)[q] {
             Cell::Top => builder.append_value(TOP_LABEL),
+            Cell::Interval { .. } if axis.labels() == LocalLabels::ValueFree => {
+                let ends = open_ends.next().ok_or_else(|| {
+                    DataFusionError::Internal("an interval without its ends".to_string())
+                })?;
+                builder.append_value(open_interval_label(&ends[0], &ends[1]));
+            }
             Cell::Interval { lo, hi } => {
                 let text = |rank: u32| {
                     let leaf = axis.leaf_of_rank()[rank as usize] as usize;
