@@ -10,6 +10,7 @@ mod definitions;
 mod population;
 mod profile;
 mod publish;
+mod recoding;
 mod reference;
 mod report;
 mod s3;
