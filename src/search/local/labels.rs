@@ -33,6 +33,10 @@
 //! ages 31 and 42 with 5-year buckets publish `(29, 45)` (30 … 44); birth dates 1980-03-14 and
 //! 1980-07-02 with a month grid publish `(1980-02-29, 1980-08-01)` (March … July).
 //!
+//! Timestamps are cut at the periods' starts in UTC, also with a time zone (whose hierarchy
+//! labels name the zone's local days): the ends are then UTC instants, printed in the zone,
+//! and still outside the class.
+//!
 //! A class with a **single value** still publishes it (`37`): at least k rows share it, and a
 //! grid would only hide what every member has in common. NULL alone publishes NULL, NULL with
 //! values `*`; a QI without a grid (no such level below its top) publishes `*` for a class of

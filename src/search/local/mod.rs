@@ -360,9 +360,16 @@ impl QiAxis {
                 hi: self.value_of_rank[hi as usize],
                 open: false,
             },
+            // (-inf, inf) for ranks without ends (no grid: such a class publishes `*`)
             LocalLabels::ValueFree => IntervalBounds {
-                lo: self.ends_of_rank[lo as usize].0,
-                hi: self.ends_of_rank[hi as usize].1,
+                lo: self
+                    .ends_of_rank
+                    .get(lo as usize)
+                    .map_or(f64::NEG_INFINITY, |e| e.0),
+                hi: self
+                    .ends_of_rank
+                    .get(hi as usize)
+                    .map_or(f64::INFINITY, |e| e.1),
                 open: true,
             },
         }
@@ -635,7 +642,8 @@ impl LocalRelease {
     }
 
     /// The tightest cells of each group of leaf classes: the lowest common node of
-    /// hierarchical QIs, the `[min, max]` interval of ordered ones.
+    /// hierarchical QIs, the range of ranks of ordered ones (as [`QiAxis::interval_cell`]
+    /// publishes it).
     pub fn covering(freq: &FrequencySet, axes: &[QiAxis], groups: &[Vec<u32>]) -> Self {
         let leaf_codes = freq.leaf_codes();
         let qis = freq.qis();
