@@ -242,6 +242,15 @@ impl SavedRecoding {
         let primary = (0..d)
             .min_by_key(|&q| matchers[q].pairs())
             .ok_or_else(|| DataFusionError::Plan("no quasi-identifier".to_string()))?;
+        // one u32 per (class, value) pair: refused rather than exhausting memory
+        const MAX_PAIRS: u64 = 1 << 30;
+        let pairs = matchers[primary].pairs();
+        if pairs > MAX_PAIRS {
+            return Err(DataFusionError::ResourcesExhausted(format!(
+                "recoding {source}: its {classes} classes cover {pairs} (class, value) pairs of \
+                 every quasi-identifier, more than the {MAX_PAIRS} its index holds"
+            )));
+        }
         let candidates = matchers[primary].candidates();
         let leaf_codes = freq.leaf_codes();
         let mut class_of = vec![classes as u32; freq.leaf_classes()];
@@ -346,6 +355,8 @@ struct QiMatcher {
     cells: Vec<Test>,
     /// per level a node names: each leaf's label id there (ids of [`Test::Node`])
     level_ids: Vec<Vec<u32>>,
+    /// per level a node names: per label id, its leaves
+    leaves_of_id: Vec<Vec<Vec<u32>>>,
     /// per leaf, its value as a number (when an interval is tested)
     numbers: Vec<Option<f64>>,
     /// the non-NULL leaves by value (when an interval is tested)
@@ -461,10 +472,22 @@ impl QiMatcher {
             .filter_map(|(leaf, &v)| Some((v?, leaf as u32)))
             .collect();
         by_number.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let leaves_of_id = level_ids
+            .iter()
+            .zip(&interned)
+            .map(|(ids, names)| {
+                let mut of_id = vec![Vec::new(); names.len()];
+                for (leaf, &id) in ids.iter().enumerate() {
+                    of_id[id as usize].push(leaf as u32);
+                }
+                of_id
+            })
+            .collect();
         Ok(Self {
             cell_of_class,
             cells: tests,
             level_ids,
+            leaves_of_id,
             numbers,
             by_number,
             leaves,
@@ -485,22 +508,31 @@ impl QiMatcher {
     fn covered(&self, cell: usize) -> Vec<u32> {
         match &self.cells[cell] {
             Test::All => (0..self.leaves as u32).collect(),
-            Test::Node { level, id } => self.level_ids[*level]
+            Test::Node { level, id } => self.leaves_of_id[*level]
+                .get(*id as usize)
+                .cloned()
+                .unwrap_or_default(),
+            Test::Interval(bounds) => self.by_number[self.number_range(bounds)]
                 .iter()
-                .enumerate()
-                .filter(|(_, l)| *l == id)
-                .map(|(leaf, _)| leaf as u32)
+                .map(|&(_, leaf)| leaf)
                 .collect(),
-            Test::Interval(bounds) => {
-                let first = self.by_number.partition_point(|(v, _)| *v < bounds.lo);
-                let end = self.by_number.partition_point(|(v, _)| *v <= bounds.hi);
-                self.by_number[first..end]
-                    .iter()
-                    .filter(|(v, _)| bounds.holds(*v))
-                    .map(|&(_, leaf)| leaf)
-                    .collect()
-            }
         }
+    }
+
+    /// The positions in `by_number` of the values `bounds` holds.
+    fn number_range(&self, bounds: &IntervalBounds) -> std::ops::Range<usize> {
+        let (first, end) = if bounds.open {
+            (
+                self.by_number.partition_point(|(v, _)| *v <= bounds.lo),
+                self.by_number.partition_point(|(v, _)| *v < bounds.hi),
+            )
+        } else {
+            (
+                self.by_number.partition_point(|(v, _)| *v < bounds.lo),
+                self.by_number.partition_point(|(v, _)| *v <= bounds.hi),
+            )
+        };
+        first..end.max(first)
     }
 
     /// Σ over classes of the leaves their cell covers: the size of [`Self::candidates`].
@@ -514,7 +546,10 @@ impl QiMatcher {
     fn covered_count(&self, cell: usize) -> u64 {
         match &self.cells[cell] {
             Test::All => self.leaves as u64,
-            _ => self.covered(cell).len() as u64,
+            Test::Node { level, id } => self.leaves_of_id[*level]
+                .get(*id as usize)
+                .map_or(0, |leaves| leaves.len() as u64),
+            Test::Interval(bounds) => self.number_range(bounds).len() as u64,
         }
     }
 
