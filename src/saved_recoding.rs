@@ -253,17 +253,22 @@ impl SavedRecoding {
             .enumerate()
             .map(|(q, qi)| QiMatcher::new(source, qi, self.classes.iter().map(|c| &c[q])))
             .collect::<Result<Vec<_>>>()?;
-        // candidates from the QI whose values have the fewest covering classes on average
+        // candidates from the QI whose values have, over the combinations, the fewest
+        // covering classes: the classes tried per combination
+        let leaf_codes = freq.leaf_codes();
+        let lengths: Vec<Vec<u64>> = matchers.iter().map(QiMatcher::list_lengths).collect();
+        let tries = |q: usize| -> u64 {
+            leaf_codes[q]
+                .iter()
+                .map(|&leaf| lengths[q][leaf as usize])
+                .sum()
+        };
         let primary = (0..d)
-            .min_by(|&a, &b| {
-                let per_value =
-                    |q: usize| matchers[q].pairs() as f64 / matchers[q].leaves.max(1) as f64;
-                per_value(a).total_cmp(&per_value(b))
-            })
+            .min_by_key(|&q| tries(q))
             .ok_or_else(|| DataFusionError::Plan("no quasi-identifier".to_string()))?;
         // one u32 per (class, value) pair: refused rather than exhausting memory
         const MAX_PAIRS: u64 = 1 << 30;
-        let pairs = matchers[primary].pairs();
+        let pairs: u64 = lengths[primary].iter().sum();
         if pairs > MAX_PAIRS {
             return Err(DataFusionError::ResourcesExhausted(format!(
                 "recoding {source}: its {classes} classes cover {pairs} (class, value) pairs of \
@@ -281,7 +286,6 @@ impl SavedRecoding {
         // per value, its candidates narrowest first (ties in file order): the first that
         // covers a combination is its narrowest
         let candidates = matchers[primary].candidates(&breadth);
-        let leaf_codes = freq.leaf_codes();
         let sizes = freq.sizes();
         let mut dissolved = vec![false; classes];
         // the narrowest class covering a combination that is not dissolved
@@ -605,12 +609,51 @@ impl QiMatcher {
         first..end.max(first)
     }
 
-    /// Σ over classes of the leaves their cell covers: the size of [`Self::candidates`].
-    fn pairs(&self) -> u64 {
-        let counts: Vec<u64> = (0..self.cells.len())
-            .map(|c| self.covered_count(c))
+    /// Per leaf, the classes whose cell covers it: the lengths of [`Self::candidates`]' lists,
+    /// counted per cell (a range of values for an interval, a label id for a node), not per
+    /// covered leaf.
+    fn list_lengths(&self) -> Vec<u64> {
+        let mut of_cell = vec![0u64; self.cells.len()];
+        for &cell in &self.cell_of_class {
+            of_cell[cell as usize] += 1;
+        }
+        let mut everywhere = 0;
+        let mut of_id: Vec<Vec<u64>> = self
+            .leaves_of_id
+            .iter()
+            .map(|ids| vec![0; ids.len()])
             .collect();
-        self.cell_of_class.iter().map(|&c| counts[c as usize]).sum()
+        // over `by_number`: +m where an interval starts, −m past its end
+        let mut steps = vec![0i64; self.by_number.len() + 1];
+        for (cell, &m) in of_cell.iter().enumerate() {
+            match &self.cells[cell] {
+                Test::All => everywhere += m,
+                Test::Node { level, id } => {
+                    if let Some(n) = of_id[*level].get_mut(*id as usize) {
+                        *n += m;
+                    }
+                }
+                Test::Interval(bounds) => {
+                    let range = self.number_range(bounds);
+                    steps[range.start] += m as i64;
+                    steps[range.end] -= m as i64;
+                }
+            }
+        }
+        let mut lengths = vec![everywhere; self.leaves];
+        for (ids, leaves) in of_id.iter().zip(&self.leaves_of_id) {
+            for (&m, leaves) in ids.iter().zip(leaves) {
+                for &leaf in leaves {
+                    lengths[leaf as usize] += m;
+                }
+            }
+        }
+        let mut open = 0i64;
+        for (&(_, leaf), step) in self.by_number.iter().zip(&steps) {
+            open += step;
+            lengths[leaf as usize] += open as u64;
+        }
+        lengths
     }
 
     /// Per cell, the share of the QI's values (the new input's distinct ones) it covers.

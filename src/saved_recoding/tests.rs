@@ -165,6 +165,18 @@ async fn new_rows_join_the_narrowest_class_covering_them() {
     assert_eq!(uncovered, 4);
     want.insert((Some(s("42")), s("F")), Some(1));
     assert_eq!(classes_of(&freq, &recoding), want);
+
+    // the lists' lengths counted per cell are those of the lists built leaf by leaf
+    for (q, qi) in freq.qis().iter().enumerate() {
+        let m = QiMatcher::new("test.json", qi, saved.classes.iter().map(|c| &c[q])).unwrap();
+        let lists = m.candidates(&[0.0; 4]);
+        let built: Vec<u64> = lists
+            .start
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as u64)
+            .collect();
+        assert_eq!(m.list_lengths(), built, "QI {q}");
+    }
 }
 
 /// A release saved: its classes in order with their cells; a class the publish suppressed
