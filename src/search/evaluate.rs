@@ -43,6 +43,7 @@ use datafusion::error::{DataFusionError, Result};
 use super::frequency::FrequencySet;
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::lattice::Lattice;
+use super::persons::PersonCount;
 use crate::functions::formulas::{self, OrderedDomain};
 pub use crate::policy::SensitiveAchieved;
 use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements};
@@ -92,6 +93,9 @@ pub(crate) struct SensitiveCriterion {
     pub name: String,
     /// the attribute's bounds, in [`SensitiveRequirement::bounds`] order
     pub bounds: Vec<Bound>,
+    /// every bound is k over persons: the attribute is a person id, whose classes the local
+    /// algorithms count through [`super::persons`] rather than a histogram per class
+    pub persons_only: bool,
     null_code: Option<u32>,
     cardinality: usize,
     table_counts: Vec<u64>,
@@ -166,6 +170,7 @@ impl Criteria {
             sensitive.push(SensitiveCriterion {
                 index,
                 name: name.clone(),
+                persons_only: bounds.iter().all(|b| b.measure == Measure::Persons),
                 bounds,
                 null_code: domain.null_code(),
                 cardinality: domain.cardinality(),
@@ -782,7 +787,11 @@ pub(crate) fn class_measures(
             }
             Measure::Alpha => formulas::alpha(non_null, nulls),
             // a NULL person id may be any person of the class (`k_anonymity(person_id)`)
-            Measure::Persons => non_null.len().max(usize::from(nulls > 0)) as f64,
+            Measure::Persons => PersonCount {
+                known: non_null.len() as u64,
+                nulls: nulls > 0,
+            }
+            .persons() as f64,
             Measure::EqualT => {
                 table_pairs(scratch);
                 formulas::equal_emd(&scratch.pairs, size, table_rows)
@@ -812,6 +821,31 @@ pub(crate) fn class_measures(
         };
         // the provider's and the verification's comparison, so that all judge alike
         let met = bound.is_met_by(*value);
+        passes.all &= met;
+        if bound.measure.failure_inherited_by_parts() {
+            passes.inherited &= met;
+        }
+    }
+    passes
+}
+
+/// The measures of one class for a criterion whose bounds are all k over persons
+/// ([`SensitiveCriterion::persons_only`]), from its person count: what [`class_measures`]
+/// gives on the class's histogram of person ids.
+pub(crate) fn person_measures(
+    criterion: &SensitiveCriterion,
+    count: PersonCount,
+    values: &mut [f64],
+) -> ClassPasses {
+    let mut passes = ClassPasses {
+        all: true,
+        inherited: true,
+    };
+    let persons = count.persons() as f64;
+    for (bound, value) in criterion.bounds.iter().zip(values.iter_mut()) {
+        debug_assert!(bound.measure == Measure::Persons);
+        *value = persons;
+        let met = bound.is_met_by(persons);
         passes.all &= met;
         if bound.measure.failure_inherited_by_parts() {
             passes.inherited &= met;
