@@ -7,8 +7,10 @@
 //! when every hierarchy maps `m`'s levels functionally to `n`'s (nested hierarchies) — the
 //! source with the fewest classes wins. Grouping uses a dense table when the product of the
 //! level cardinalities is small, a hash map on a packed `u64` key otherwise (see
-//! `group.rs`); per-class sensitive histograms are merged from the source's. Nothing is
-//! allocated per row and the data is never scanned again.
+//! `group.rs`); per-class sensitive histograms are merged from the source's (a person id's
+//! classes keep their persons split as in [`super::persons`]: a sum of single-leaf persons
+//! and the merged multi-leaf ones). Nothing is allocated per row and the data is never
+//! scanned again.
 //!
 //! ## Judging
 //! A class *fails* when it has fewer than `k` rows or misses an l or t requirement of any
@@ -43,7 +45,7 @@ use datafusion::error::{DataFusionError, Result};
 use super::frequency::FrequencySet;
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::lattice::Lattice;
-use super::persons::PersonCount;
+use super::persons::{ClassPersons, PersonCount};
 use crate::functions::formulas::{self, OrderedDomain};
 pub use crate::policy::SensitiveAchieved;
 use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements};
@@ -274,22 +276,13 @@ pub(crate) struct State<'a> {
     histograms: Vec<SharedHistograms<'a>>,
 }
 
-/// Histograms borrowed from the frequency set or shared between nodes with the same classes.
+/// Histograms borrowed from the frequency set or shared between nodes with the same classes;
+/// for a person criterion ([`SensitiveCriterion::persons_only`]), the classes' persons.
 #[derive(Debug, Clone)]
 enum SharedHistograms<'a> {
     Borrowed(&'a ClassHistograms),
     Shared(Rc<ClassHistograms>),
-}
-
-impl std::ops::Deref for SharedHistograms<'_> {
-    type Target = ClassHistograms;
-
-    fn deref(&self) -> &ClassHistograms {
-        match self {
-            SharedHistograms::Borrowed(h) => h,
-            SharedHistograms::Shared(h) => h,
-        }
-    }
+    Persons(Rc<ClassPersons>),
 }
 
 impl State<'_> {
@@ -400,7 +393,14 @@ impl<'a> Evaluator<'a> {
             histograms: criteria
                 .sensitive
                 .iter()
-                .map(|s| SharedHistograms::Borrowed(freq.histograms(s.index)))
+                .map(|s| {
+                    if s.persons_only {
+                        let persons = freq.leaf_persons(s.index);
+                        SharedHistograms::Persons(Rc::new(ClassPersons::leaves(persons)))
+                    } else {
+                        SharedHistograms::Borrowed(freq.histograms(s.index))
+                    }
+                })
                 .collect(),
         };
         Ok(Self {
@@ -537,11 +537,27 @@ impl<'a> Evaluator<'a> {
         } else {
             let mut out = Vec::with_capacity(source.histograms.len());
             for (h, criterion) in source.histograms.iter().zip(&self.criteria.sensitive) {
-                out.push(SharedHistograms::Shared(Rc::new(h.roll_up(
-                    &mut self.merger,
+                let (merger, entries) = (&mut self.merger, &mut self.entry_class);
+                let histograms = match h {
+                    SharedHistograms::Borrowed(h) => h,
+                    SharedHistograms::Shared(h) => h.as_ref(),
+                    SharedHistograms::Persons(persons) => {
+                        let multi = self.freq.leaf_persons(criterion.index).multi_persons();
+                        out.push(SharedHistograms::Persons(Rc::new(persons.roll_up(
+                            merger,
+                            classes,
+                            &self.class_of,
+                            entries,
+                            multi,
+                        ))));
+                        continue;
+                    }
+                };
+                out.push(SharedHistograms::Shared(Rc::new(histograms.roll_up(
+                    merger,
                     classes,
                     &self.class_of,
-                    &mut self.entry_class,
+                    entries,
                     criterion.cardinality,
                 ))));
             }
@@ -598,8 +614,22 @@ impl<'a> Evaluator<'a> {
             }
             if monotone_pass {
                 for (s, criterion) in criteria.sensitive.iter().enumerate() {
+                    let histograms = match &state.histograms[s] {
+                        SharedHistograms::Borrowed(h) => *h,
+                        SharedHistograms::Shared(h) => h.as_ref(),
+                        SharedHistograms::Persons(persons) => {
+                            let passes =
+                                person_measures(criterion, persons.count(c), &mut values[s]);
+                            pass &= passes.all;
+                            monotone_pass &= passes.inherited;
+                            if !monotone_pass {
+                                break;
+                            }
+                            continue;
+                        }
+                    };
                     let (codes, counts) =
-                        state.histograms[s].class(c, &mut self.class_codes, &mut self.class_counts);
+                        histograms.class(c, &mut self.class_codes, &mut self.class_counts);
                     let passes = class_measures(
                         criterion,
                         codes,

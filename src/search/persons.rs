@@ -20,9 +20,10 @@
 //! side to the other with two counters per multi-leaf person ([`PersonSweep`]), and its split
 //! of a node's children into two groups reads every split's count off the children each
 //! person touches ([`ChildSplits`]). All of it is O(leaf classes + (leaf class, multi-leaf
-//! person) pairs): memory O(n).
+//! person) pairs): memory O(n). The optimal search rolls [`ClassPersons`] up the lattice the
+//! same way: per class a sum, a flag and its multi-leaf persons.
 
-use super::group::ClassHistograms;
+use super::group::{ClassHistograms, HistogramMerger, Histograms};
 
 /// A group's persons as the requirement judges them: its distinct non-NULL ids, and whether
 /// it has rows with a NULL id.
@@ -365,13 +366,83 @@ impl ChildSplits {
     }
 }
 
+/// The persons of the classes of a lattice node (the optimal search's roll-ups): per class,
+/// its single-leaf persons, its leaf classes with NULL ids, and its multi-leaf persons (a
+/// compressed-row histogram over the multi-leaf ids). Rolling up sums the first two and merges
+/// only the multi-leaf persons, so a node costs its classes and multi-leaf pairs rather than
+/// a histogram entry per person.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClassPersons {
+    single: Vec<u64>,
+    null_leaves: Vec<u64>,
+    multi: Histograms,
+}
+
+impl ClassPersons {
+    /// The leaf classes' persons.
+    pub fn leaves(persons: &LeafPersons) -> Self {
+        Self {
+            single: persons.single.iter().map(|&n| u64::from(n)).collect(),
+            null_leaves: persons.has_null.iter().map(|&n| u64::from(n)).collect(),
+            multi: Histograms {
+                offsets: persons.offsets.clone(),
+                codes: persons.multi.clone(),
+                counts: vec![1; persons.multi.len()],
+            },
+        }
+    }
+
+    /// The persons of the `classes` classes `class_of[c]` that the classes `c` roll up into;
+    /// `multi_persons` bounds the multi-leaf ids.
+    pub fn roll_up(
+        &self,
+        merger: &mut HistogramMerger,
+        classes: usize,
+        class_of: &[u32],
+        entry_class: &mut Vec<u32>,
+        multi_persons: usize,
+    ) -> Self {
+        let mut single = vec![0u64; classes];
+        let mut null_leaves = vec![0u64; classes];
+        for ((&c, &s), &z) in class_of.iter().zip(&self.single).zip(&self.null_leaves) {
+            single[c as usize] += s;
+            null_leaves[c as usize] += z;
+        }
+        entry_class.clear();
+        for (c, w) in self.multi.offsets.windows(2).enumerate() {
+            entry_class.extend(std::iter::repeat_n(class_of[c], (w[1] - w[0]) as usize));
+        }
+        let multi = merger.merge(
+            classes,
+            entry_class,
+            &self.multi.codes,
+            &self.multi.counts,
+            multi_persons,
+        );
+        Self {
+            single,
+            null_leaves,
+            multi,
+        }
+    }
+
+    /// The persons of class `c`: the merged multi-leaf histogram has one entry per distinct
+    /// person.
+    #[inline]
+    pub fn count(&self, c: usize) -> PersonCount {
+        PersonCount {
+            known: self.single[c] + self.multi.class(c).0.len() as u64,
+            nulls: self.null_leaves[c] > 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
     use crate::rng::SplitMix64;
-    use crate::search::group::HistogramMerger;
 
     /// Leaf classes of random persons: per leaf class, its person codes (`None` = NULL id).
     fn random_leaves(seed: u64, leaves: usize, persons: u32) -> Vec<BTreeSet<Option<u32>>> {
@@ -525,6 +596,46 @@ mod tests {
             }
             // the scratch is clean after the splits
             assert!(scratch.child_masks.iter().all(|&m| m == 0));
+        }
+    }
+
+    /// Class persons rolled up twice (leaf classes → 6 groups → 2) against the definition.
+    #[test]
+    fn rolled_up_class_persons_match_the_definition() {
+        for seed in 0..10u64 {
+            let leaves = random_leaves(seed, 30, 200);
+            let index = leaf_persons(&leaves, 200, true);
+            let mut rng = SplitMix64(seed + 7);
+            let first: Vec<u32> = (0..30).map(|_| rng.below(6) as u32).collect();
+            let second: Vec<u32> = (0..6).map(|g| g % 2).collect();
+            let (mut merger, mut entries) = (HistogramMerger::default(), Vec::new());
+            let leaf_level = ClassPersons::leaves(&index);
+            for leaf in 0..30 {
+                assert_eq!(
+                    leaf_level.count(leaf).persons(),
+                    brute_force(&leaves, &[leaf])
+                );
+            }
+            let groups = leaf_level.roll_up(&mut merger, 6, &first, &mut entries, 200);
+            let halves = groups.roll_up(&mut merger, 2, &second, &mut entries, 200);
+            for g in 0..6 {
+                let members: Vec<usize> = (0..30).filter(|&l| first[l] == g as u32).collect();
+                assert_eq!(
+                    groups.count(g).persons(),
+                    brute_force(&leaves, &members),
+                    "seed {seed}, group {g}"
+                );
+            }
+            for h in 0..2 {
+                let members: Vec<usize> = (0..30)
+                    .filter(|&l| second[first[l] as usize] == h as u32)
+                    .collect();
+                assert_eq!(
+                    halves.count(h).persons(),
+                    brute_force(&leaves, &members),
+                    "seed {seed}, half {h}"
+                );
+            }
         }
     }
 

@@ -103,7 +103,7 @@ pub fn kaca_with_progress(
     let mut steps = 0usize;
     while !failing.items.is_empty() {
         steps += 1;
-        if steps % REPORT_EVERY == 0 {
+        if steps.is_multiple_of(REPORT_EVERY) {
             progress(leaf_classes - failing.items.len(), leaf_classes);
         }
         let c = failing.items[rng.below(failing.items.len() as u64) as usize] as usize;

@@ -5,7 +5,8 @@
 //! in decreasing order of the Loss of the region's current cell (its *normalized range*: an
 //! interval's share of the domain, a node's share of the hierarchy's leaves), and cut on the
 //! first that has an **allowable** cut: one whose every part meets the whole policy (k rows,
-//! and each sensitive attribute's l and t, t against the whole table). Parts go back on the
+//! k persons with a person id, and each sensitive attribute's l and t, t against the whole
+//! table). Parts go back on the
 //! stack; a region with no allowable cut on any QI becomes a published class, labelled with
 //! its tightest cells ([`LocalRelease::covering`]).
 //!
@@ -47,7 +48,14 @@
 //! and never touches the rows. The machine's threads share the regions as they go, through a
 //! [`WorkPool`] (a region's cuts depend on that region alone, so the split of the work does
 //! not change the classes); each finished class's cells are computed by the thread that
-//! found it.
+//! found it. Progress (rows of the classes found) is reported every 200 ms.
+//!
+//! **k over persons** (a person id, [`crate::search::persons`]) costs about what k over rows
+//! does: a threshold sweep moves each record's counts from the right part to the left (no
+//! histogram per threshold) and keeps the distinct multi-leaf persons of both parts with two
+//! counters per person; a split of a node's children reads every two-group split's persons off
+//! the set of children each multi-leaf person is in. Per cut, O(records + their
+//! (leaf class, multi-leaf person) pairs), whatever the number of persons.
 
 use datafusion::error::Result;
 
