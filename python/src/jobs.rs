@@ -172,6 +172,9 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
     // refused before the scan, not after it
     let metric = method.metric(metric(&options.metric)?)?;
     policy.register_with(&ctx, false).await?;
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
 
     let phase = Instant::now();
     let freq = policy.frequency_set(&ctx, None).await?;
@@ -309,6 +312,9 @@ pub async fn apply(
     let out = output(out.as_deref(), &read)?;
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
     read.register_with(&ctx, false).await?;
+    for repeated in read.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     let levels = match levels {
         Some(levels) => levels_in_order(&read, levels)?,
         None => read.transformation().ok_or_else(|| {

@@ -131,6 +131,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
 
     // 1. the frequency set: one scan
     let phase = Instant::now();

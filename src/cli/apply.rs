@@ -79,6 +79,9 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
@@ -203,7 +206,17 @@ pub fn print_summary(report: &PublishReport) {
     }
     println!("rows: {} of {} input rows", v.rows, report.input_rows);
     println!("classes: {}", v.classes);
-    println!("k: {}", v.k);
+    match &report.person {
+        Some(person) if person.k_counts_persons => {
+            let persons = person.k_persons.map_or("-".to_string(), |k| k.to_string());
+            println!("k: {persons} (persons of {})", person.column);
+            println!("k_rows: {}", v.k);
+        }
+        _ => println!("k: {}", v.k),
+    }
+    if let Some(person) = &report.person {
+        println!("person column: {} ({})", person.column, person.published);
+    }
     for s in &v.sensitive {
         for (key, worst) in &s.worst {
             if let Some(worst) = worst {

@@ -115,6 +115,9 @@ pub struct PublishReport {
     pub post_analytics: PostAnalytics,
     /// Seconds spent counting failing classes, writing and verifying.
     pub seconds: PublishTimings,
+    /// The person column (`[privacy] person` or `person_id`): what was published of it and
+    /// the persons of the smallest class.
+    pub person: Option<PersonReport>,
     /// The failing classes' keys as the publish settled them (when they were computed as
     /// batches), for [`release_utility`]; not part of the report.
     #[serde(skip)]
@@ -577,6 +580,14 @@ pub async fn publish_observed(
         )));
     }
     let post_analytics_seconds = started.elapsed().as_secs_f64();
+    // persons were counted on pseudonyms in the verified files; a person column that is not
+    // published leaves them only now
+    let started = std::time::Instant::now();
+    let staged = match generalization.unpublished_person() {
+        Some(person) => staged.without_column(ctx, person).await?,
+        None => staged,
+    };
+    let write_seconds = write_seconds + started.elapsed().as_secs_f64();
     let output = staged.commit().await?.to_string();
     Ok(PublishReport {
         output,
@@ -595,7 +606,6 @@ pub async fn publish_observed(
         suppressed_rows: suppressed,
         row_order: order.name(),
         seed: order.seed(),
-        verification,
         post_analytics,
         seconds: PublishTimings {
             classes: classes_seconds,
@@ -604,7 +614,44 @@ pub async fn publish_observed(
             post_analytics: post_analytics_seconds,
         },
         failing_classes: (!failing_batches.is_empty()).then_some(failing_batches),
+        person: policy.person().map(|p| PersonReport::of(p, &verification)),
+        verification,
     })
+}
+
+/// The person column of a release: what was published of it and its k.
+#[derive(Debug, Clone, Serialize)]
+pub struct PersonReport {
+    /// The column.
+    pub column: String,
+    /// `dropped`, `pseudonym` (a per-release keyed hash) or `as is`.
+    pub published: &'static str,
+    /// The smallest class's distinct persons, as verified.
+    pub k_persons: Option<u64>,
+    /// Whether the policy's k counts persons (`[privacy] person`).
+    pub k_counts_persons: bool,
+}
+
+impl PersonReport {
+    fn of(person: &crate::policy::PersonColumn, verification: &Verification) -> Self {
+        use crate::policy::PersonPublished;
+        let k_persons = verification
+            .sensitive
+            .iter()
+            .find(|s| s.attribute == person.name)
+            .and_then(|s| s.worst.get("persons").copied().flatten())
+            .map(|w| w as u64);
+        Self {
+            column: person.name.clone(),
+            published: match person.published {
+                PersonPublished::Dropped => "dropped",
+                PersonPublished::Pseudonym => "pseudonym",
+                PersonPublished::AsIs => "as is",
+            },
+            k_persons,
+            k_counts_persons: person.k_counts_persons,
+        }
+    }
 }
 
 #[cfg(test)]

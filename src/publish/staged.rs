@@ -33,6 +33,8 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::SessionContext;
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
 use serde::{Deserialize, Serialize};
@@ -55,6 +57,9 @@ const MANIFEST_FORMAT: &str = "datafusion-anonymity/1";
 
 /// The name part that marks staging: `.<name>.anon-tmp-…`.
 const STAGING_MARK: &str = ".anon-tmp-";
+/// After the run's part: the staging of the output as published, when it differs from the
+/// staging verified (see [`StagedOutput::without_column`]).
+const PUBLISHED_MARK: &str = ".p";
 /// Left over by versions that moved an old output aside before moving the new one in.
 const OLD_MARK: &str = ".anon-old-";
 
@@ -88,11 +93,7 @@ impl StagedOutput {
                 None,
             )
             .await?;
-        staged.rows_written = counts
-            .iter()
-            .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
-            .flat_map(|c| c.iter().flatten())
-            .sum();
+        staged.rows_written = rows_of(&counts);
         Ok(staged)
     }
 
@@ -124,6 +125,76 @@ impl StagedOutput {
             committed: false,
             rows_written: 0,
         })
+    }
+
+    /// The same output without `column`, for a column that is verified on the written files
+    /// but not published (the person pseudonyms, [`crate::pseudonym`]): the staged files read
+    /// back in order (one partition) and written again, without it, to a second staging next
+    /// to the first, `.<name>.anon-tmp-<run>.p[.parquet]`; the first is removed. The rows
+    /// written must be the rows read, or nothing is published.
+    pub async fn without_column(self, ctx: &SessionContext, column: &str) -> Result<Self> {
+        let name = self.target.file_name().ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "output {}: not a file or directory name",
+                self.target
+            ))
+        })?;
+        let suffix = if self.single_file { ".parquet" } else { "" };
+        let staging = self.target.sibling(&format!(
+            ".{name}{STAGING_MARK}{}{PUBLISHED_MARK}{suffix}",
+            run_id(&self.target)
+        ));
+        storage::remove(&staging, &self.options).await?;
+        if let Location::Local(path) = &staging
+            && !self.single_file
+        {
+            std::fs::create_dir_all(path)
+                .map_err(|e| DataFusionError::Execution(format!("cannot create {staging}: {e}")))?;
+        }
+        let mut stripped = Self {
+            staging,
+            target: self.target.clone(),
+            options: self.options.clone(),
+            single_file: self.single_file,
+            committed: false,
+            rows_written: 0,
+        };
+        // one partition reads the files in order, so the same staged rows give the same bytes
+        let reader = SessionContext::new_with_config_rt(
+            ctx.copied_config().with_target_partitions(1),
+            ctx.runtime_env(),
+        );
+        let table = super::verify::register_written(&reader, &self.staging, "strip").await?;
+        let frame = reader.table(table.as_str()).await?;
+        let kept: Vec<Expr> = frame
+            .schema()
+            .columns()
+            .into_iter()
+            .filter(|c| c.name != column)
+            .map(Expr::Column)
+            .collect();
+        let mut location = stripped.staging.datafusion_path();
+        if !self.single_file {
+            location.push('/');
+        }
+        let counts = frame
+            .select(kept)?
+            .write_parquet(
+                &location,
+                DataFrameWriteOptions::new().with_single_file_output(self.single_file),
+                None,
+            )
+            .await?;
+        stripped.rows_written = rows_of(&counts);
+        if stripped.rows_written != self.rows_written {
+            return Err(DataFusionError::Execution(format!(
+                "{} rows were written without the person column where {} were verified, so the \
+                 output was not published",
+                stripped.rows_written, self.rows_written
+            )));
+        }
+        // `self` dropped here: its staging is removed
+        Ok(stripped)
     }
 
     /// Where the data are until committed.
@@ -165,6 +236,15 @@ impl Drop for StagedOutput {
         // no async drop: a bucket's staging is removed on a runtime of its own
         let _ = storage::remove_blocking(&self.staging, &self.options);
     }
+}
+
+/// The rows a Parquet write reports.
+fn rows_of(counts: &[datafusion::arrow::record_batch::RecordBatch]) -> u64 {
+    counts
+        .iter()
+        .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
+        .flat_map(|c| c.iter().flatten())
+        .sum()
 }
 
 /// The run's part of a staging name: the process id, and in a bucket also the host, since
@@ -216,6 +296,7 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         // object_store writes a local file through `<name>#<n>` and renames it when complete
         let run = run.split('#').next().unwrap_or(run);
         let run = run.strip_suffix(".parquet").unwrap_or(run);
+        let run = run.strip_suffix(PUBLISHED_MARK).unwrap_or(run);
         let (host, pid) = match run.rsplit_once('-') {
             Some((host, pid)) => (Some(host), pid),
             None => (None, run),

@@ -7,6 +7,7 @@ mod bucketize;
 mod cluster;
 mod csv;
 mod definitions;
+mod persons;
 mod population;
 mod profile;
 mod publish;
