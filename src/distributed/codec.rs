@@ -354,3 +354,29 @@ impl PhysicalExtensionCodec for AnonymityPhysicalCodec {
 
     function_methods!();
 }
+
+#[cfg(test)]
+mod pseudonym_tests {
+    use super::*;
+
+    /// The pseudonym function travels with its key: the payload is the tag and the key's 32
+    /// bytes, and the decoded function holds the same key.
+    #[test]
+    fn the_pseudonym_key_survives_the_cluster_codec() {
+        let key = PseudonymKey::from_bytes([9; 32]);
+        let udf = ScalarUDF::new_from_impl(PseudonymFunction::new(key.clone()));
+        let codec = AnonymityLogicalCodec::default();
+        let mut buf = Vec::new();
+        codec.try_encode_udf(&udf, &mut buf).unwrap();
+        assert_eq!(buf.len(), MAGIC.len() + 1 + 32);
+        let decoded = codec.try_decode_udf(udf.name(), &buf).unwrap();
+        let decoded = decoded.inner().downcast_ref::<PseudonymFunction>().unwrap();
+        assert_eq!(decoded.key(), &key);
+        // a truncated payload is refused, not read as another key
+        assert!(
+            codec
+                .try_decode_udf(udf.name(), &buf[..buf.len() - 1])
+                .is_err()
+        );
+    }
+}
