@@ -172,12 +172,13 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
     // refused before the scan, not after it
     let metric = method.metric(metric(&options.metric)?)?;
     policy.register_with(&ctx, false).await?;
-    for repeated in policy.repeated_identifiers(&ctx).await? {
-        eprintln!("{}", repeated.warning());
-    }
 
     let phase = Instant::now();
     let freq = policy.frequency_set(&ctx, None).await?;
+    // after the scan, whose errors about the input come first
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     let frequency_seconds = phase.elapsed().as_secs_f64();
 
     let phase = Instant::now();

@@ -131,9 +131,6 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
-    for repeated in policy.repeated_identifiers(&ctx).await? {
-        eprintln!("{}", repeated.warning());
-    }
 
     // 1. the frequency set: one scan
     let phase = Instant::now();
@@ -144,6 +141,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     report.finish().await;
     let freq = freq?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
+    // after the scan, whose errors about the input come first
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     if !args.quiet {
         eprintln!(
             "frequency set: {} rows in {} combinations ({:.2} s)",

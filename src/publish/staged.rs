@@ -82,19 +82,29 @@ impl StagedOutput {
     pub async fn write(data: DataFrame, target: &Location, options: &StoreOptions) -> Result<Self> {
         let single_file = is_parquet_file(target);
         let mut staged = Self::create(target, options, single_file).await?;
-        let mut location = staged.staging.datafusion_path();
-        if !single_file {
+        staged.write_rows(data).await?;
+        Ok(staged)
+    }
+
+    /// Writes `data` into the staging, recording the rows the writer reports.
+    async fn write_rows(&mut self, data: DataFrame) -> Result<()> {
+        let mut location = self.staging.datafusion_path();
+        if !self.single_file {
             location.push('/');
         }
         let counts = data
             .write_parquet(
                 &location,
-                DataFrameWriteOptions::new().with_single_file_output(single_file),
+                DataFrameWriteOptions::new().with_single_file_output(self.single_file),
                 None,
             )
             .await?;
-        staged.rows_written = rows_of(&counts);
-        Ok(staged)
+        self.rows_written = counts
+            .iter()
+            .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
+            .flat_map(|c| c.iter().flatten())
+            .sum();
+        Ok(())
     }
 
     /// A staging directory for an output of several files, which the caller writes into
@@ -105,11 +115,17 @@ impl StagedOutput {
 
     async fn create(target: &Location, options: &StoreOptions, single_file: bool) -> Result<Self> {
         remove_stale_staging(target, options).await?;
-        let name = target.file_name().ok_or_else(|| {
-            DataFusionError::Plan(format!("output {target}: not a file or directory name"))
-        })?;
-        let suffix = if single_file { ".parquet" } else { "" };
-        let staging = target.sibling(&format!(".{name}{STAGING_MARK}{}{suffix}", run_id(target)));
+        let staging = staging_of(target, single_file, "")?;
+        Self::empty(staging, target, options, single_file).await
+    }
+
+    /// A staging at `staging`, emptied (and created, for a local directory).
+    async fn empty(
+        staging: Location,
+        target: &Location,
+        options: &StoreOptions,
+        single_file: bool,
+    ) -> Result<Self> {
         storage::remove(&staging, options).await?;
         if let Location::Local(path) = &staging
             && !single_file
@@ -133,32 +149,9 @@ impl StagedOutput {
     /// to the first, `.<name>.anon-tmp-<run>.p[.parquet]`; the first is removed. The rows
     /// written must be the rows read, or nothing is published.
     pub async fn without_column(self, ctx: &SessionContext, column: &str) -> Result<Self> {
-        let name = self.target.file_name().ok_or_else(|| {
-            DataFusionError::Plan(format!(
-                "output {}: not a file or directory name",
-                self.target
-            ))
-        })?;
-        let suffix = if self.single_file { ".parquet" } else { "" };
-        let staging = self.target.sibling(&format!(
-            ".{name}{STAGING_MARK}{}{PUBLISHED_MARK}{suffix}",
-            run_id(&self.target)
-        ));
-        storage::remove(&staging, &self.options).await?;
-        if let Location::Local(path) = &staging
-            && !self.single_file
-        {
-            std::fs::create_dir_all(path)
-                .map_err(|e| DataFusionError::Execution(format!("cannot create {staging}: {e}")))?;
-        }
-        let mut stripped = Self {
-            staging,
-            target: self.target.clone(),
-            options: self.options.clone(),
-            single_file: self.single_file,
-            committed: false,
-            rows_written: 0,
-        };
+        let staging = staging_of(&self.target, self.single_file, PUBLISHED_MARK)?;
+        let mut stripped =
+            Self::empty(staging, &self.target, &self.options, self.single_file).await?;
         // one partition reads the files in order, so the same staged rows give the same bytes
         let reader = SessionContext::new_with_config_rt(
             ctx.copied_config().with_target_partitions(1),
@@ -173,19 +166,7 @@ impl StagedOutput {
             .filter(|c| c.name != column)
             .map(Expr::Column)
             .collect();
-        let mut location = stripped.staging.datafusion_path();
-        if !self.single_file {
-            location.push('/');
-        }
-        let counts = frame
-            .select(kept)?
-            .write_parquet(
-                &location,
-                DataFrameWriteOptions::new().with_single_file_output(self.single_file),
-                None,
-            )
-            .await?;
-        stripped.rows_written = rows_of(&counts);
+        stripped.write_rows(frame.select(kept)?).await?;
         if stripped.rows_written != self.rows_written {
             return Err(DataFusionError::Execution(format!(
                 "{} rows were written without the person column where {} were verified, so the \
@@ -238,13 +219,16 @@ impl Drop for StagedOutput {
     }
 }
 
-/// The rows a Parquet write reports.
-fn rows_of(counts: &[datafusion::arrow::record_batch::RecordBatch]) -> u64 {
-    counts
-        .iter()
-        .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
-        .flat_map(|c| c.iter().flatten())
-        .sum()
+/// The staging of `target`: `.<name>.anon-tmp-<run><mark>[.parquet]`.
+fn staging_of(target: &Location, single_file: bool, mark: &str) -> Result<Location> {
+    let name = target.file_name().ok_or_else(|| {
+        DataFusionError::Plan(format!("output {target}: not a file or directory name"))
+    })?;
+    let suffix = if single_file { ".parquet" } else { "" };
+    Ok(target.sibling(&format!(
+        ".{name}{STAGING_MARK}{}{mark}{suffix}",
+        run_id(target)
+    )))
 }
 
 /// The run's part of a staging name: the process id, and in a bucket also the host, since
