@@ -17,6 +17,7 @@ mod search;
 mod shuffle;
 mod slt;
 mod staging;
+mod uniqueness;
 
 use std::path::Path;
 use std::process::{Command, Output};
