@@ -660,8 +660,9 @@ impl RiskThresholds {
             .map(|column| {
                 format!(
                     "{}: whoever knows a person's '{}' and quasi-identifiers finds their row \
-                     (above {}%; make it a quasi-identifier, generalize or drop it, or set \
-                     [privacy] max_unique_share to refuse such a release)",
+                     (above {}%: generalize it or the quasi-identifiers further, make it a \
+                     quasi-identifier or drop it; [privacy] max_unique_share refuses such a \
+                     release)",
                     column.describe(),
                     column.attribute,
                     UNIQUE_SHARE_WARNING * 100.0
