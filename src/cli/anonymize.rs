@@ -14,7 +14,7 @@ use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
 
-use super::apply::{output_path, print_summary};
+use super::apply::{output_path, print_summary, print_utility};
 use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
 use super::report::{Report, ReportTargets};
 
@@ -132,6 +132,8 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
 
+    let input_seconds = started.elapsed().as_secs_f64();
+
     // 1. the frequency set: one scan
     let phase = Instant::now();
     let scanned = ScanProgress::new();
@@ -224,7 +226,11 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         );
     }
     let metric = decision.metric;
-    println!("{}: {:.4}", metric.name(), decision.metric_value);
+    println!(
+        "{}: {}",
+        metric.name(),
+        metric.display(decision.metric_value)
+    );
     let utility = if args.utility {
         let phase = Instant::now();
         let utility = publish::release_utility(
@@ -234,18 +240,22 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             report.failing_classes.clone(),
         )
         .await?;
-        println!(
-            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
-            utility.loss_metric, utility.ncp, utility.discernibility
-        );
+        print_utility(&utility);
         Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
     };
     if reports.any() {
-        let mut written = Report::new("anonymize", &policy, &report, utility, started);
+        let mut written = Report::new(
+            "anonymize",
+            &policy,
+            &report,
+            utility,
+            started,
+            input_seconds,
+        );
         written.algorithm = Some(method.name());
-        written.metric = Some(metric.name());
+        written.metric = Some(metric);
         written.metric_value = Some(decision.metric_value);
         written.lattice_size = decision.lattice_size;
         written.nodes_checked = decision.nodes_checked;

@@ -8,6 +8,7 @@ use datafusion::error::{DataFusionError, Result};
 
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::profile::render_text::whole_number;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
@@ -86,6 +87,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
     let total = policy_input_rows(&ctx, &policy, args.quiet).await;
+    let input_seconds = started.elapsed().as_secs_f64();
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
     let mut frequency_set = None;
@@ -141,10 +143,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         let utility =
             publish::release_utility(&ctx, &policy, &release, report.failing_classes.clone())
                 .await?;
-        println!(
-            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
-            utility.loss_metric, utility.ncp, utility.discernibility
-        );
+        print_utility(&utility);
         Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
@@ -152,12 +151,13 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     if !args.quiet {
         let t = report.seconds;
         eprintln!(
-            "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
-            t.classes, t.write, t.verify, t.post_analytics
+            "time: input {input_seconds:.2} s, classes {:.2} s, write {:.2} s, verify {:.2} s, \
+             post-analytics {:.2} s, commit {:.2} s",
+            t.classes, t.write, t.verify, t.post_analytics, t.commit
         );
     }
     if reports.any() {
-        let mut written = Report::new("apply", &policy, &report, utility, started);
+        let mut written = Report::new("apply", &policy, &report, utility, started, input_seconds);
         if let Some((rows, seconds)) = frequency_set {
             written.frequency_set_rows = Some(rows);
             written.seconds.frequency_set = Some(seconds);
@@ -180,7 +180,17 @@ pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<Location> {
         })
 }
 
-/// The figures of a publication, one per line, on stdout.
+/// The utility's headline figures, on stdout.
+pub fn print_utility(utility: &datafusion_anonymity::profile::Utility) {
+    println!(
+        "utility: loss {:.4}, ncp {:.4}, discernibility {}",
+        utility.loss_metric,
+        utility.ncp,
+        whole_number(utility.discernibility)
+    );
+}
+
+/// The figures of a publication, one per line, on stdout; its warnings on stderr.
 pub fn print_summary(report: &PublishReport) {
     let v = &report.verification;
     let levels: Vec<String> = report
@@ -197,6 +207,9 @@ pub fn print_summary(report: &PublishReport) {
             "warning: quasi-identifier '{}' is erased entirely: level {} publishes every value as *",
             erased.quasi_identifier, erased.level
         );
+    }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
     }
     println!("output: {}", report.output);
     if report.recoding == "local" {

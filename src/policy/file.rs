@@ -135,6 +135,9 @@ pub struct PrivacySpec {
     /// Post-analytics: the highest leakage allowed, per attribute.
     #[serde(default)]
     pub max_leakage: std::collections::BTreeMap<String, f64>,
+    /// Post-analytics: the largest share of the published rows one column not a
+    /// quasi-identifier may make unique with the quasi-identifiers.
+    pub max_unique_share: Option<f64>,
 }
 
 impl PrivacySpec {
@@ -146,6 +149,7 @@ impl PrivacySpec {
             max_marketer_risk: self.max_marketer_risk,
             max_journalist_risk: self.max_journalist_risk,
             max_leakage: self.max_leakage.clone(),
+            max_unique_share: self.max_unique_share,
         }
     }
 

@@ -54,6 +54,7 @@ pub use requirements::{
     RELATIVE_TOLERANCE, RiskThresholds, SensitiveAchieved, SensitiveRequirement, SuppressionMode,
     TCloseness, TClosenessKind,
 };
+pub use requirements::{ColumnUniqueness, UNIQUE_SHARE_WARNING};
 
 /// A hierarchy as far as it is known before the data are seen.
 #[derive(Debug, Clone)]

@@ -197,7 +197,7 @@ impl Policy {
         if bucketization.is_some() && thresholds.any() {
             return Err(err(format!(
                 "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
-                 max_marketer_risk, max_journalist_risk, max_leakage) apply to method = \"generalization\", not to {}",
+                 max_marketer_risk, max_journalist_risk, max_leakage, max_unique_share) apply to method = \"generalization\", not to {}",
                 privacy.method.name()
             )));
         }

@@ -36,6 +36,7 @@ mod shuffle;
 pub mod staged;
 mod suppress;
 mod target;
+mod uniqueness;
 mod utility;
 mod verify;
 
@@ -47,7 +48,7 @@ pub(crate) use post_analytics::post_analytics;
 pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};
 pub use target::{check_output, check_target};
-pub use utility::release_utility;
+pub use utility::{RELEASE_PAIRING, release_utility};
 use verify::measure_classes;
 pub use verify::{Verification, verify};
 
@@ -113,6 +114,12 @@ pub struct PublishReport {
     /// What the written output gives away: risk and leakage, checked against the policy's
     /// thresholds before it was published.
     pub post_analytics: PostAnalytics,
+    /// The written classes by size (the profile's five ranges; the masked all-`*` class left
+    /// out when the verification leaves it out).
+    pub class_sizes: Vec<crate::profile::SizeBucket>,
+    /// What the post-analytics found worth a warning without breaking a threshold (a column
+    /// that makes many rows unique with the quasi-identifiers): names and shares, no value.
+    pub warnings: Vec<String>,
     /// Seconds spent counting failing classes, writing and verifying.
     pub seconds: PublishTimings,
     /// The person column (`[privacy] person` or `person_id`): what was published of it and
@@ -146,6 +153,8 @@ pub struct PublishTimings {
     pub verify: f64,
     /// The post-analytics of the written output (risk, leakage, thresholds).
     pub post_analytics: f64,
+    /// Moving the verified output into place.
+    pub commit: f64,
 }
 
 /// Rows counted while [`publish_observed`] runs, for a progress report: one counter per pass
@@ -257,8 +266,8 @@ pub async fn publish_observed(
     progress: Option<Arc<PublishProgress>>,
 ) -> Result<PublishReport> {
     let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
-    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let started = std::time::Instant::now();
+    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let table = policy.generalized_table(ctx, release.clone()).await?;
     let generalization = table.generalization().clone();
     let requirements = policy.requirements();
@@ -579,6 +588,11 @@ pub async fn publish_observed(
             broken.join("; ")
         )));
     }
+    let warnings = policy.thresholds().warnings(&post_analytics);
+    let class_sizes = crate::profile::size_buckets(&verify::class_sizes(
+        &written,
+        policy.suppression() == SuppressionMode::Mask && verification.suppressed_rows > 0,
+    ));
     let post_analytics_seconds = started.elapsed().as_secs_f64();
     // persons were counted on pseudonyms in the verified files; a person column that is not
     // published leaves them only now
@@ -588,7 +602,9 @@ pub async fn publish_observed(
         None => staged,
     };
     let write_seconds = write_seconds + started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
     let output = staged.commit().await?.to_string();
+    let commit_seconds = started.elapsed().as_secs_f64();
     Ok(PublishReport {
         output,
         input_rows,
@@ -607,11 +623,14 @@ pub async fn publish_observed(
         row_order: order.name(),
         seed: order.seed(),
         post_analytics,
+        class_sizes,
+        warnings,
         seconds: PublishTimings {
             classes: classes_seconds,
             write: write_seconds,
             verify: verify_seconds,
             post_analytics: post_analytics_seconds,
+            commit: commit_seconds,
         },
         failing_classes: (!failing_batches.is_empty()).then_some(failing_batches),
         person: policy.person().map(|p| PersonReport::of(p, &verification)),

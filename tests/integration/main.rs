@@ -18,6 +18,7 @@ mod search;
 mod shuffle;
 mod slt;
 mod staging;
+mod uniqueness;
 
 use std::path::Path;
 use std::process::{Command, Output};
