@@ -160,9 +160,16 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let phase = Instant::now();
     let mut nodes: Option<Progress> = None;
     let quiet = args.quiet;
+    // the full-domain searches count nodes; Mondrian rows, KACA leaf classes, IAB tables
+    let (phase_name, unit) = match method {
+        Method::FullDomain(_) => ("search", "nodes"),
+        Method::Local(LocalAlgorithm::Mondrian) => ("mondrian", "rows"),
+        Method::Local(LocalAlgorithm::Kaca) => ("kaca", "combinations"),
+        Method::Local(LocalAlgorithm::Iab) => ("iab", "tables expanded"),
+    };
     let mut progress = |checked: usize, size: usize| {
         nodes
-            .get_or_insert_with(|| Progress::new("search", "nodes", Some(size as u64), quiet))
+            .get_or_insert_with(|| Progress::new(phase_name, unit, Some(size as u64), quiet))
             .set(checked as u64);
     };
     let seed = args.seed.unwrap_or_else(publish::random_seed);
