@@ -40,6 +40,7 @@ pub mod publish;
 pub mod release;
 pub mod rewrite;
 mod rng;
+pub mod saved_recoding;
 pub mod search;
 pub mod session;
 mod sort;

@@ -1,4 +1,5 @@
-//! `anon apply`: publish a policy's input at the policy's fixed transformation.
+//! `anon apply`: publish a policy's input at the policy's fixed transformation, or with a
+//! saved local recoding (`--recoding`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use datafusion_anonymity::profile::render_text::whole_number;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
+use datafusion_anonymity::saved_recoding::{RecodingFileFigures, SavedRecoding};
 use datafusion_anonymity::search;
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
@@ -54,6 +56,13 @@ pub struct ApplyArgs {
     utility: bool,
     #[command(flatten)]
     reports: ReportArgs,
+    /// Publish with a local recoding saved by `anon anonymize --recoding-out` instead of the
+    /// policy's `[transformation]`: each combination of quasi-identifiers joins the first
+    /// class whose labels cover it, combinations no class covers are suppressed (counted as
+    /// `recoding_file.uncovered_rows`), then failing classes are suppressed and the output
+    /// verified as always.
+    #[arg(long, value_name = "FILE")]
+    recoding: Option<PathBuf>,
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
@@ -67,7 +76,12 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             bucketization.method().name()
         )));
     }
-    if policy.transformation().is_none() {
+    let recoding = args
+        .recoding
+        .as_deref()
+        .map(|path| Location::parse(&path.to_string_lossy()))
+        .transpose()?;
+    if recoding.is_none() && policy.transformation().is_none() {
         return Err(DataFusionError::Plan(format!(
             "policy {} has no [transformation] (a level per quasi-identifier); \
              add one, or let `anon anonymize` search for the best",
@@ -77,6 +91,10 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let out = output_path(args.out, &policy)?;
     // refused before anything is read: a report is an output too
     let reports = ReportTargets::check(&args.reports, &policy, &out, args.overwrite).await?;
+    let saved = match &recoding {
+        Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
+        None => None,
+    };
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
@@ -91,7 +109,9 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
     let mut frequency_set = None;
-    let failing = if policy.requirements().population.is_some() {
+    let mut recoding_file = None;
+    let (release, failing) = if let (Some(saved), Some(location)) = (&saved, &recoding) {
+        // the saved classes, mapped onto this input's combinations: one scan
         let phase = Instant::now();
         let scanned = ScanProgress::new();
         let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
@@ -99,15 +119,33 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         report.finish().await;
         let freq = freq?;
         frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
-        Some(search::failing_classes(
-            &freq,
-            policy.requirements(),
-            &levels,
-        )?)
+        let (local, uncovered) = saved.recoding_for(&location.to_string(), &freq)?;
+        if !args.quiet {
+            eprintln!(
+                "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",
+                saved.classes.len()
+            );
+        }
+        recoding_file = Some(RecodingFileFigures {
+            file: location.to_string(),
+            classes: saved.classes.len(),
+            uncovered_rows: Some(uncovered),
+        });
+        // the classes are judged on this input's rows, as publishing counts them
+        (Release::Local(Arc::new(local)), None)
+    } else if policy.requirements().population.is_some() {
+        let phase = Instant::now();
+        let scanned = ScanProgress::new();
+        let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
+        let freq = policy.frequency_set(&ctx, Some(scanned)).await;
+        report.finish().await;
+        let freq = freq?;
+        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
+        let failing = search::failing_classes(&freq, policy.requirements(), &levels)?;
+        (Release::FullDomain(levels), Some(failing))
     } else {
-        None
+        (Release::FullDomain(levels), None)
     };
-    let release = Release::FullDomain(levels);
     let progress = PublishProgress::new();
     let report = publish_report(
         total,
@@ -162,6 +200,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             written.frequency_set_rows = Some(rows);
             written.seconds.frequency_set = Some(seconds);
         }
+        written.recoding_file = recoding_file;
         reports.write(&written, policy.storage()).await?;
     }
     Ok(())

@@ -22,6 +22,7 @@ use datafusion_anonymity::profile::render_html::Page;
 use datafusion_anonymity::profile::render_text::{group_digits, percent, ratio};
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
 use datafusion_anonymity::search::Metric;
+use datafusion_anonymity::saved_recoding::RecodingFileFigures;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
 
 /// `--report` and `--html-report`, the same on both commands.
@@ -149,6 +150,10 @@ pub(super) struct Report<'a> {
     pub local_classes: Option<usize>,
     /// combinations of the frequency set, when one was built
     pub frequency_set_rows: Option<usize>,
+    /// the local recoding file written (`anonymize --recoding-out`) or applied (`apply
+    /// --recoding`), with its classes and, applied, the rows no class covered
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recoding_file: Option<RecodingFileFigures>,
     pub publish: &'a PublishReport,
     /// the policy's post-analytics thresholds, which `publish.post_analytics` met
     pub thresholds: &'a RiskThresholds,
@@ -209,6 +214,7 @@ impl<'a> Report<'a> {
             nodes_checked: None,
             local_classes: None,
             frequency_set_rows: None,
+            recoding_file: None,
             publish,
             thresholds: policy.thresholds(),
             utility,

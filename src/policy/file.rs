@@ -76,6 +76,10 @@ pub struct PrivacySpec {
     /// `drop` (default) or `mask` suppressed rows.
     #[serde(default)]
     pub suppression: SuppressionMode,
+    /// How local recoding labels a class's values of an ordered quasi-identifier:
+    /// `value_free` (default) or `exact` (see [`crate::search::local::labels`]).
+    #[serde(default)]
+    pub local_labels: crate::search::local::LocalLabels,
     /// l-diversity for every sensitive attribute that does not set its own.
     pub l_diversity: Option<LDiversity>,
     /// t-closeness for every sensitive attribute that does not set its own.

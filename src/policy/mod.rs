@@ -101,6 +101,7 @@ pub struct Policy {
     columns: Vec<PolicyColumn>,
     requirements: PrivacyRequirements,
     suppression: SuppressionMode,
+    local_labels: crate::search::local::LocalLabels,
     transformation: Option<BTreeMap<String, usize>>,
     schema: Option<SchemaRef>,
     /// `<name>_population` once registered (population requirements only)
@@ -249,6 +250,7 @@ impl Policy {
         )
         .await
         .map_err(|e| self.locate_input_error(e))?;
+        freq.set_local_labels(self.local_labels);
         // attached whenever the policy has a population: local releases then count each
         // class's F_E, which the report's journalist and marketer risks need
         if let (Some(table), Some(location)) = (&self.population_table, &self.population) {
@@ -262,6 +264,11 @@ impl Policy {
             freq.set_population(counts);
         }
         Ok(freq)
+    }
+
+    /// How local recoding labels the ordered quasi-identifiers (`[privacy] local_labels`).
+    pub fn local_labels(&self) -> crate::search::local::LocalLabels {
+        self.local_labels
     }
 
     /// The object-store settings of `[storage]` (endpoint, region, …; never credentials).

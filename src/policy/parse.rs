@@ -48,6 +48,9 @@ impl Policy {
         if privacy.suppression != SuppressionMode::default() {
             generalization_only.push("suppression");
         }
+        if privacy.local_labels != Default::default() {
+            generalization_only.push("local_labels");
+        }
         generalization_only.extend(privacy.default_requirement().policy_keys());
         if file.transformation.is_some() && privacy.method != Method::Generalization {
             return Err(err(format!(
@@ -258,6 +261,7 @@ impl Policy {
                 population: population_requirement,
             },
             suppression: privacy.suppression,
+            local_labels: privacy.local_labels,
             transformation: file.transformation,
             schema: None,
             population_table: None,

@@ -11,6 +11,7 @@ mod persons;
 mod population;
 mod profile;
 mod publish;
+mod recoding;
 mod reference;
 mod report;
 mod s3;

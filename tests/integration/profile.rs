@@ -444,6 +444,51 @@ async fn interval_labels_of_local_recoding() {
     assert!(e.contains("'age'") && e.contains("hierarchy"), "{e}");
 }
 
+/// The value-free labels of the same classes: `(29, 40)` holds 30, 32, 34 (ends 29 and 40 are
+/// no member's value) and covers the same 3 of the 6 domain values as `[30, 34]`; `(39, 50)`
+/// holds 40 and 41 like `[40, 41]`. Hence the figures of [`interval_labels_of_local_recoding`]:
+/// Loss 4/15; WHD from the outermost domain values inside (30 and 34, 40 and 41), each pair
+/// in one level-1 node: 5/12. An open interval that does not hold its value is refused.
+#[tokio::test]
+async fn open_interval_labels_of_local_recoding() {
+    let original = batch(vec![("age", ints(&[30, 32, 34, 40, 41, 50]))]);
+    let anonymized = batch(vec![(
+        "age",
+        strings(&[
+            "(29, 40)", "(29, 40)", "(29, 40)", "(39, 50)", "(39, 50)", "50",
+        ]),
+    )]);
+    let ctx = context(vec![("anon", anonymized), ("orig", original)]);
+    let mut o = options("anon", &["age"], &[]);
+    o.original = Some("orig".into());
+    o.by_position = true;
+    o.hierarchies = HashMap::from([(
+        "age".to_string(),
+        Arc::new(Hierarchy::interval_widths("age", &[10.0]).unwrap()),
+    )]);
+    let u = run(&ctx, &o).await.utility.unwrap();
+    close(u.attributes[0].loss, 4.0 / 15.0, 1e-12, "loss");
+    close(
+        u.attributes[0].whd_uniform.unwrap(),
+        5.0 / 12.0,
+        1e-12,
+        "whd",
+    );
+    close(u.modification_rate, 5.0 / 6.0, 1e-12, "modified");
+
+    // 41 is an end of (41, 45), not inside it
+    let wrong = batch(vec![(
+        "age",
+        strings(&[
+            "(29, 40)", "(29, 40)", "(29, 40)", "(39, 50)", "(41, 45)", "50",
+        ]),
+    )]);
+    let original = batch(vec![("age", ints(&[30, 32, 34, 40, 41, 50]))]);
+    let ctx = context(vec![("anon", wrong), ("orig", original)]);
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("'age'") && e.contains("hierarchy"), "{e}");
+}
+
 #[tokio::test]
 async fn generalization_outside_the_hierarchy_is_an_error() {
     let original = batch(vec![("sex", strings(&["M", "F"]))]);
