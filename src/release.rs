@@ -13,11 +13,12 @@
 //! |---|---|---|
 //! | hierarchy node | the hierarchy's label at that level | `Higher education`, `123**`, `[30, 40)` |
 //! | one raw value | the value as text (level 0) | `37`, `2024-03-01`, `Bachelors` |
-//! | interval of an ordered QI | `[lo, hi]`, both inclusive, the class's smallest and largest raw values | `[35, 41]` |
+//! | interval of an ordered QI, value-free (the default) | `(a, b)`, both exclusive: the grid cells from the class's smallest to its largest value, no end a member's value ([`crate::search::local::labels`]) | `(29, 45)` |
+//! | interval of an ordered QI, `local_labels = "exact"` | `[lo, hi]`, both inclusive, the class's smallest and largest raw values | `[35, 41]` |
 //! | whole domain | `*` | `*` |
 //! | only NULLs | NULL | |
 //!
-//! Labels of different classes may overlap (`37` in one class, `[35, 41]` in another); k, l and
+//! Labels of different classes may overlap (`37` in one class, `(29, 45)` in another); k, l and
 //! t are counted over the published label tuples. The GeneralizedTable looks each row's raw
 //! QI values up in this table (NULL equal to NULL, input order kept); rows of combinations the
 //! release suppressed are left out (`suppression = "drop"`) or published with every label `*`
@@ -35,7 +36,8 @@ use datafusion::error::{DataFusionError, Result};
 use crate::distributed::wire;
 use crate::generalize::TOP_LABEL;
 use crate::search::FrequencySet;
-use crate::search::local::{Cell, LocalRelease, QiAxis, SUPPRESSED, axes};
+use crate::search::local::labels::{end_labels, open_interval_label};
+use crate::search::local::{Cell, LocalLabels, LocalRelease, QiAxis, SUPPRESSED, axes};
 
 /// How the quasi-identifiers of a release are recoded.
 #[derive(Debug, Clone)]
@@ -83,6 +85,31 @@ pub struct LocalRecoding {
     /// per class, the population rows its cells cover (when the frequency set carries a
     /// population: k-map and δ-presence)
     population_covered: Option<Vec<u64>>,
+    /// per class, per QI (`[class * d + qi]`): what kind of cell its label is (empty for a
+    /// release read from the wire)
+    cell_kinds: Vec<CellKind>,
+}
+
+/// What kind of cell a class's label is ([`LocalRecoding::cell_kinds`]): what a recoding file
+/// records beside the label, so that the label can be matched against new values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CellKind {
+    /// The hierarchy's label at `level` (0: the value itself; a NULL label: NULL).
+    Node { level: u32 },
+    /// An interval label, `(a, b)` or `[a, b]`.
+    Interval,
+    /// `*`.
+    Top,
+}
+
+impl From<Cell> for CellKind {
+    fn from(cell: Cell) -> Self {
+        match cell {
+            Cell::Node { level, .. } => CellKind::Node { level },
+            Cell::Interval { .. } => CellKind::Interval,
+            Cell::Top => CellKind::Top,
+        }
+    }
 }
 
 impl LocalRecoding {
@@ -139,6 +166,7 @@ impl LocalRecoding {
         });
         Ok(Self {
             population_covered,
+            cell_kinds: release.cells.iter().map(|&c| CellKind::from(c)).collect(),
             quasi_identifiers: freq.qi_names(),
             leaf_values: labelled
                 .iter()
@@ -151,6 +179,73 @@ impl LocalRecoding {
             rows: freq.rows(),
             suppressed_rows,
         })
+    }
+
+    /// A release of `freq`'s combinations from given labels: `class_of[combination]` is its
+    /// class or `classes` (suppressed); `class_labels[q]` holds each class's label of QI q
+    /// (Utf8View) and `cell_kinds[class * d + q]` its kind. The `*` of suppressed
+    /// combinations is appended here.
+    pub(crate) fn from_labels(
+        freq: &FrequencySet,
+        class_of: Vec<u32>,
+        mut class_labels: Vec<StringViewBuilder>,
+        cell_kinds: Vec<CellKind>,
+    ) -> Result<Self> {
+        let qis = freq.qis();
+        let classes = cell_kinds.len() / qis.len().max(1);
+        if class_of.len() != freq.leaf_classes()
+            || class_labels.len() != qis.len()
+            || cell_kinds.len() != classes * qis.len()
+        {
+            return Err(DataFusionError::Internal(
+                "the labels do not fit the frequency set".to_string(),
+            ));
+        }
+        let leaf_values = qis
+            .iter()
+            .map(|qi| {
+                qi.leaf_values().cloned().ok_or_else(|| {
+                    DataFusionError::Plan(format!(
+                        "quasi-identifier '{}' has no values (a frequency set built from                          codes): a local release of it cannot be labelled",
+                        qi.name()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let suppressed_rows = class_of
+            .iter()
+            .zip(freq.sizes())
+            .filter(|(c, _)| **c as usize >= classes)
+            .map(|(_, &n)| n)
+            .sum();
+        let class_labels = class_labels
+            .iter_mut()
+            .map(|labels| {
+                labels.append_value(TOP_LABEL);
+                Arc::new(labels.finish()) as ArrayRef
+            })
+            .collect();
+        Ok(Self {
+            quasi_identifiers: freq.qi_names(),
+            leaf_values,
+            leaf_codes: freq.leaf_codes().to_vec(),
+            class_of: class_of
+                .into_iter()
+                .map(|c| c.min(classes as u32))
+                .collect(),
+            class_labels,
+            classes,
+            rows: freq.rows(),
+            suppressed_rows,
+            population_covered: None,
+            cell_kinds,
+        })
+    }
+
+    /// Per class, per QI (`[class * d + qi]`), the kind of its label's cell; empty for a
+    /// release read from the wire.
+    pub fn cell_kinds(&self) -> &[CellKind] {
+        &self.cell_kinds
     }
 
     /// Per class, the population rows its cells cover, when built with a population.
@@ -260,6 +355,7 @@ impl LocalRecoding {
             suppressed_rows: header.suppressed_rows,
             // the population's counts stay with the process that verifies the release
             population_covered: None,
+            cell_kinds: Vec::new(),
         })
     }
 }
@@ -312,11 +408,31 @@ fn class_labels_of(
             }
         })
         .collect::<Result<Vec<_>>>()?;
+    // value-free intervals: both ends of every interval, printed as the column's values
+    let open_ends = if axis.labels() == LocalLabels::ValueFree {
+        let ends: Vec<f64> = (0..classes)
+            .filter_map(|c| match release.cells_of(c)[q] {
+                Cell::Interval { lo, hi } => Some(axis.interval_bounds(lo, hi)),
+                _ => None,
+            })
+            .flat_map(|bounds| [bounds.lo, bounds.hi])
+            .collect();
+        end_labels(&ends, values.data_type())?
+    } else {
+        Vec::new()
+    };
+    let mut open_ends = open_ends.chunks_exact(2);
     let mut builder = StringViewBuilder::with_capacity(classes + 1);
     let mut interval = String::new();
     for c in 0..classes {
         match release.cells_of(c)[q] {
             Cell::Top => builder.append_value(TOP_LABEL),
+            Cell::Interval { .. } if axis.labels() == LocalLabels::ValueFree => {
+                let ends = open_ends.next().ok_or_else(|| {
+                    DataFusionError::Internal("an interval without its ends".to_string())
+                })?;
+                builder.append_value(open_interval_label(&ends[0], &ends[1]));
+            }
             Cell::Interval { lo, hi } => {
                 let text = |rank: u32| {
                     let leaf = axis.leaf_of_rank()[rank as usize] as usize;

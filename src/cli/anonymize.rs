@@ -10,11 +10,13 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::policy::Policy;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishProgress, RowOrder};
+use datafusion_anonymity::saved_recoding;
 use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
 use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
+use datafusion_anonymity::storage::Location;
 
-use super::apply::{output_path, print_summary};
+use super::apply::{output_path, print_summary, print_utility};
 use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
 use super::report::{Report, ReportTargets};
 
@@ -63,6 +65,11 @@ pub struct AnonymizeArgs {
     /// quasi-identifier and sensitive columns held in memory.
     #[arg(long)]
     utility: bool,
+    /// Local recoding: also write the published classes' labels to FILE (JSON), once the
+    /// output is verified, for `anon apply --recoding FILE` to publish new data with them.
+    /// It holds the published labels only.
+    #[arg(long, value_name = "FILE")]
+    recoding_out: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -128,9 +135,13 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     };
     // refused before the scan, not after it
     method.metric(metric)?;
+    let recoding_out =
+        recoding_target(args.recoding_out.as_deref(), method, &policy, &out, &args).await?;
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
+
+    let input_seconds = started.elapsed().as_secs_f64();
 
     // 1. the frequency set: one scan
     let phase = Instant::now();
@@ -141,6 +152,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     report.finish().await;
     let freq = freq?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
+    // after the scan, whose errors about the input come first
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     if !args.quiet {
         eprintln!(
             "frequency set: {} rows in {} combinations ({:.2} s)",
@@ -226,8 +241,33 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             levels.join(", ")
         );
     }
+    let recoding_file = match &recoding_out {
+        Some(location) => {
+            let figures = saved_recoding::save_published(
+                &decision.release,
+                method.name(),
+                policy.local_labels(),
+                &report,
+                location,
+                policy.storage(),
+            )
+            .await?;
+            if !args.quiet {
+                eprintln!(
+                    "recoding: {} classes written to {location}",
+                    figures.classes
+                );
+            }
+            Some(figures)
+        }
+        None => None,
+    };
     let metric = decision.metric;
-    println!("{}: {:.4}", metric.name(), decision.metric_value);
+    println!(
+        "{}: {}",
+        metric.name(),
+        metric.display(decision.metric_value)
+    );
     let utility = if args.utility {
         let phase = Instant::now();
         let utility = publish::release_utility(
@@ -237,26 +277,68 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             report.failing_classes.clone(),
         )
         .await?;
-        println!(
-            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
-            utility.loss_metric, utility.ncp, utility.discernibility
-        );
+        print_utility(&utility);
         Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
     };
     if reports.any() {
-        let mut written = Report::new("anonymize", &policy, &report, utility, started);
+        let mut written = Report::new(
+            "anonymize",
+            &policy,
+            &report,
+            utility,
+            started,
+            input_seconds,
+        );
         written.algorithm = Some(method.name());
-        written.metric = Some(metric.name());
+        written.metric = Some(metric);
         written.metric_value = Some(decision.metric_value);
         written.lattice_size = decision.lattice_size;
         written.nodes_checked = decision.nodes_checked;
         written.local_classes = decision.local_classes;
         written.frequency_set_rows = Some(freq.combinations());
+        written.recoding_file = recoding_file;
         written.seconds.frequency_set = Some(frequency_seconds);
         written.seconds.search = Some(search_seconds);
         reports.write(&written, policy.storage()).await?;
     }
     Ok(())
+}
+
+/// Where `--recoding-out` writes, checked before anything is read: a local algorithm's, not the
+/// output, and replaced only with `--overwrite` (a recoding file is an output too).
+async fn recoding_target(
+    path: Option<&std::path::Path>,
+    method: Method,
+    policy: &Policy,
+    out: &Location,
+    args: &AnonymizeArgs,
+) -> Result<Option<Location>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    if !matches!(method, Method::Local(_)) {
+        return Err(DataFusionError::Plan(format!(
+            "--recoding-out is for local recoding (--algorithm mondrian, kaca or iab), not {}",
+            method.name()
+        )));
+    }
+    let location = Location::parse(&path.to_string_lossy())?;
+    let reports = [&args.reports.report, &args.reports.html_report];
+    if &location == out || reports.iter().any(|r| r.as_deref() == Some(path)) {
+        return Err(DataFusionError::Plan(format!(
+            "--recoding-out {location} is also the output or a report; choose another path"
+        )));
+    }
+    publish::check_target(
+        &location,
+        policy.input(),
+        args.overwrite,
+        policy.storage(),
+        false,
+    )
+    .await
+    .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "recoding file", 1)))?;
+    Ok(Some(location))
 }

@@ -1,4 +1,5 @@
-//! `anon apply`: publish a policy's input at the policy's fixed transformation.
+//! `anon apply`: publish a policy's input at the policy's fixed transformation, or with a
+//! saved local recoding (`--recoding`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,9 +9,11 @@ use datafusion::error::{DataFusionError, Result};
 
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::profile::render_text::whole_number;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
+use datafusion_anonymity::saved_recoding::{RecodingFileFigures, SavedRecoding};
 use datafusion_anonymity::search;
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
@@ -53,6 +56,13 @@ pub struct ApplyArgs {
     utility: bool,
     #[command(flatten)]
     reports: ReportArgs,
+    /// Publish with a local recoding saved by `anon anonymize --recoding-out` instead of the
+    /// policy's `[transformation]`: each combination of quasi-identifiers joins the first
+    /// class whose labels cover it, combinations no class covers are suppressed (counted as
+    /// `recoding_file.uncovered_rows`), then failing classes are suppressed and the output
+    /// verified as always.
+    #[arg(long, value_name = "FILE")]
+    recoding: Option<PathBuf>,
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
@@ -66,7 +76,12 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             bucketization.method().name()
         )));
     }
-    if policy.transformation().is_none() {
+    let recoding = args
+        .recoding
+        .as_deref()
+        .map(|path| Location::parse(&path.to_string_lossy()))
+        .transpose()?;
+    if recoding.is_none() && policy.transformation().is_none() {
         return Err(DataFusionError::Plan(format!(
             "policy {} has no [transformation] (a level per quasi-identifier); \
              add one, or let `anon anonymize` search for the best",
@@ -76,17 +91,27 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let out = output_path(args.out, &policy)?;
     // refused before anything is read: a report is an output too
     let reports = ReportTargets::check(&args.reports, &policy, &out, args.overwrite).await?;
+    let saved = match &recoding {
+        Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
+        None => None,
+    };
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
     let total = policy_input_rows(&ctx, &policy, args.quiet).await;
+    let input_seconds = started.elapsed().as_secs_f64();
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
     let mut frequency_set = None;
-    let failing = if policy.requirements().population.is_some() {
+    let mut recoding_file = None;
+    let (release, failing) = if let (Some(saved), Some(location)) = (&saved, &recoding) {
+        // the saved classes, mapped onto this input's combinations: one scan
         let phase = Instant::now();
         let scanned = ScanProgress::new();
         let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
@@ -94,15 +119,33 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         report.finish().await;
         let freq = freq?;
         frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
-        Some(search::failing_classes(
-            &freq,
-            policy.requirements(),
-            &levels,
-        )?)
+        let (local, uncovered) = saved.recoding_for(&location.to_string(), &freq)?;
+        if !args.quiet {
+            eprintln!(
+                "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",
+                saved.classes.len()
+            );
+        }
+        recoding_file = Some(RecodingFileFigures {
+            file: location.to_string(),
+            classes: saved.classes.len(),
+            uncovered_rows: Some(uncovered),
+        });
+        // the classes are judged on this input's rows, as publishing counts them
+        (Release::Local(Arc::new(local)), None)
+    } else if policy.requirements().population.is_some() {
+        let phase = Instant::now();
+        let scanned = ScanProgress::new();
+        let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
+        let freq = policy.frequency_set(&ctx, Some(scanned)).await;
+        report.finish().await;
+        let freq = freq?;
+        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
+        let failing = search::failing_classes(&freq, policy.requirements(), &levels)?;
+        (Release::FullDomain(levels), Some(failing))
     } else {
-        None
+        (Release::FullDomain(levels), None)
     };
-    let release = Release::FullDomain(levels);
     let progress = PublishProgress::new();
     let report = publish_report(
         total,
@@ -138,10 +181,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         let utility =
             publish::release_utility(&ctx, &policy, &release, report.failing_classes.clone())
                 .await?;
-        println!(
-            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
-            utility.loss_metric, utility.ncp, utility.discernibility
-        );
+        print_utility(&utility);
         Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
@@ -149,16 +189,18 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     if !args.quiet {
         let t = report.seconds;
         eprintln!(
-            "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
-            t.classes, t.write, t.verify, t.post_analytics
+            "time: input {input_seconds:.2} s, classes {:.2} s, write {:.2} s, verify {:.2} s, \
+             post-analytics {:.2} s, commit {:.2} s",
+            t.classes, t.write, t.verify, t.post_analytics, t.commit
         );
     }
     if reports.any() {
-        let mut written = Report::new("apply", &policy, &report, utility, started);
+        let mut written = Report::new("apply", &policy, &report, utility, started, input_seconds);
         if let Some((rows, seconds)) = frequency_set {
             written.frequency_set_rows = Some(rows);
             written.seconds.frequency_set = Some(seconds);
         }
+        written.recoding_file = recoding_file;
         reports.write(&written, policy.storage()).await?;
     }
     Ok(())
@@ -177,7 +219,17 @@ pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<Location> {
         })
 }
 
-/// The figures of a publication, one per line, on stdout.
+/// The utility's headline figures, on stdout.
+pub fn print_utility(utility: &datafusion_anonymity::profile::Utility) {
+    println!(
+        "utility: loss {:.4}, ncp {:.4}, discernibility {}",
+        utility.loss_metric,
+        utility.ncp,
+        whole_number(utility.discernibility)
+    );
+}
+
+/// The figures of a publication, one per line, on stdout; its warnings on stderr.
 pub fn print_summary(report: &PublishReport) {
     let v = &report.verification;
     let levels: Vec<String> = report
@@ -195,6 +247,9 @@ pub fn print_summary(report: &PublishReport) {
             erased.quasi_identifier, erased.level
         );
     }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
     println!("output: {}", report.output);
     if report.recoding == "local" {
         println!("recoding: local");
@@ -203,7 +258,17 @@ pub fn print_summary(report: &PublishReport) {
     }
     println!("rows: {} of {} input rows", v.rows, report.input_rows);
     println!("classes: {}", v.classes);
-    println!("k: {}", v.k);
+    match &report.person {
+        Some(person) if person.k_counts_persons => {
+            let persons = person.k_persons.map_or("-".to_string(), |k| k.to_string());
+            println!("k: {persons} (persons of {})", person.column);
+            println!("k_rows: {}", v.k);
+        }
+        _ => println!("k: {}", v.k),
+    }
+    if let Some(person) = &report.person {
+        println!("person column: {} ({})", person.column, person.published);
+    }
     for s in &v.sensitive {
         for (key, worst) in &s.worst {
             if let Some(worst) = worst {

@@ -113,6 +113,36 @@ impl DateUnit {
         }
     }
 
+    /// The period of day `days` (since 1970-01-01): its first day and the first day of the
+    /// next period (the labels of [`Self::code`] name exactly these days).
+    pub(crate) fn period(self, days: i64) -> (i64, i64) {
+        let (y, m, _) = civil_from_days(days);
+        let month_start = |y: i64, m: i64| {
+            // month m of year y, m possibly past December
+            days_from_civil(y + (m - 1).div_euclid(12), (m - 1).rem_euclid(12) + 1, 1)
+        };
+        match self {
+            DateUnit::Day => (days, days + 1),
+            DateUnit::Week => {
+                let monday = iso_thursday(days) - 3;
+                (monday, monday + 7)
+            }
+            DateUnit::Month => (month_start(y, m), month_start(y, m + 1)),
+            DateUnit::Quarter => {
+                let first = (m - 1) / 3 * 3 + 1;
+                (month_start(y, first), month_start(y, first + 3))
+            }
+            DateUnit::Year => (days_from_civil(y, 1, 1), days_from_civil(y + 1, 1, 1)),
+            DateUnit::Decade => {
+                let first = y.div_euclid(10) * 10;
+                (
+                    days_from_civil(first, 1, 1),
+                    days_from_civil(first + 10, 1, 1),
+                )
+            }
+        }
+    }
+
     fn label(self, code: i64) -> String {
         match self {
             DateUnit::Day => {
@@ -323,6 +353,38 @@ mod tests {
             assert_eq!(days_from_civil(y, m, d), z);
         }
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    /// Every unit's period of 2024-02-29 (a Thursday of ISO week 9) by hand, and every day of
+    /// three years against the codes: a period's days are exactly those of one code.
+    #[test]
+    fn periods_by_hand_and_against_codes() {
+        let leap = days_from_civil(2024, 2, 29);
+        let want = [
+            (DateUnit::Day, (2024, 2, 29), (2024, 3, 1)),
+            (DateUnit::Week, (2024, 2, 26), (2024, 3, 4)),
+            (DateUnit::Month, (2024, 2, 1), (2024, 3, 1)),
+            (DateUnit::Quarter, (2024, 1, 1), (2024, 4, 1)),
+            (DateUnit::Year, (2024, 1, 1), (2025, 1, 1)),
+            (DateUnit::Decade, (2020, 1, 1), (2030, 1, 1)),
+        ];
+        for (unit, (y0, m0, d0), (y1, m1, d1)) in want {
+            assert_eq!(
+                unit.period(leap),
+                (days_from_civil(y0, m0, d0), days_from_civil(y1, m1, d1)),
+                "{unit}"
+            );
+        }
+        for unit in DateUnit::ALL {
+            for day in days_from_civil(1969, 6, 1)..days_from_civil(1972, 6, 1) {
+                let (start, end) = unit.period(day);
+                assert!(start <= day && day < end, "{unit} {day}");
+                assert_eq!(unit.code(start), unit.code(day), "{unit} {day}");
+                assert_ne!(unit.code(start - 1), unit.code(day), "{unit} {day}");
+                assert_eq!(unit.code(end - 1), unit.code(day), "{unit} {day}");
+                assert_ne!(unit.code(end), unit.code(day), "{unit} {day}");
+            }
+        }
     }
 
     #[test]

@@ -475,6 +475,28 @@ fn integer_codes(values: &ArrayRef, code_of: &impl Fn(f64) -> i64) -> Result<Opt
 }
 
 impl IntervalHierarchy {
+    /// The bounds `[lo, hi)` of the bucket of finite value `v` at bucket level `level` (1 ..=
+    /// the bucket levels): the bounds its label names, clipped to the bottom and top coding
+    /// (`< b` is `(-inf, b)`, `>= t` is `[t, inf)`), infinite for the outer buckets of
+    /// breakpoints.
+    pub(crate) fn bucket_bounds(&self, level: usize, v: f64) -> (f64, f64) {
+        if let Some(b) = self.bottom.filter(|&b| v < b) {
+            return (f64::NEG_INFINITY, b);
+        }
+        if let Some(t) = self.top.filter(|&t| v >= t) {
+            return (t, f64::INFINITY);
+        }
+        let plan = Plan::new(&self.levels[level - 1]);
+        let (mut lo, mut hi) = plan.bounds(plan.index(v));
+        if let Some(b) = self.bottom {
+            lo = lo.max(b);
+        }
+        if let Some(t) = self.top {
+            hi = hi.min(t);
+        }
+        (lo, hi)
+    }
+
     /// The codes of bottom- and top-coded values at this level: next to the regular buckets'
     /// codes, so the code range stays small.
     fn coded(&self, spec: &Plan) -> (i64, i64) {
@@ -534,6 +556,56 @@ mod tests {
     fn strings(a: &ArrayRef) -> Vec<Option<&str>> {
         assert_eq!(a.data_type(), &DataType::Utf8View);
         a.as_string_view().iter().collect()
+    }
+
+    /// The bounds of a value's bucket are those its label names: `[lo, hi)`, `< b` as
+    /// (-inf, b), `>= t` as [t, inf), on random values of hierarchies with coding, widths,
+    /// origins and breakpoints; and each value lies in its bounds.
+    #[test]
+    fn bucket_bounds_are_the_labels_bounds() {
+        let mut rng = crate::rng::SplitMix64(5);
+        let hierarchies = [
+            IntervalHierarchy::widths(&[5.0, 10.0, 20.0])
+                .unwrap()
+                .with_bottom_coding(-20.0)
+                .unwrap()
+                .with_top_coding(90.0)
+                .unwrap(),
+            IntervalHierarchy::new(
+                vec![
+                    IntervalLevel::Width {
+                        width: 2.5,
+                        origin: 1.0,
+                    },
+                    IntervalLevel::Breaks(vec![-4.0, 1.0, 6.0]),
+                ],
+                None,
+                None,
+            )
+            .unwrap(),
+            IntervalHierarchy::widths(&[0.1, 0.5]).unwrap(),
+        ];
+        for h in &hierarchies {
+            let values: Vec<f64> = (0..300)
+                .map(|_| (rng.below(2400) as f64 - 1200.0) / 10.0)
+                .collect();
+            let array: ArrayRef = Arc::new(Float64Array::from(values.clone()));
+            for level in 1..=h.levels().len() {
+                let labels = h.generalize(&array, level).unwrap();
+                for (v, label) in values.iter().zip(strings(&labels)) {
+                    let (lo, hi) = h.bucket_bounds(level, *v);
+                    let expected = if lo == f64::NEG_INFINITY {
+                        format!("< {}", format_number(hi))
+                    } else if hi == f64::INFINITY {
+                        format!(">= {}", format_number(lo))
+                    } else {
+                        format!("[{}, {})", format_number(lo), format_number(hi))
+                    };
+                    assert_eq!(label, Some(expected.as_str()), "{v} at level {level}");
+                    assert!(lo <= *v && *v < hi, "{v} in [{lo}, {hi})");
+                }
+            }
+        }
     }
 
     #[test]

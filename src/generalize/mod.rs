@@ -141,6 +141,17 @@ impl IntervalDomain {
         self.positions(hi).1.saturating_sub(self.positions(lo).0)
     }
 
+    /// Domain values `x` with `lo < x < hi`.
+    pub fn covered_open(&self, lo: f64, hi: f64) -> u64 {
+        self.positions(hi).0.saturating_sub(self.positions(lo).1)
+    }
+
+    /// The smallest and largest domain values `x` with `lo < x < hi`, if any.
+    pub fn inside_open(&self, lo: f64, hi: f64) -> Option<(f64, f64)> {
+        let (first, end) = (self.positions(lo).1, self.positions(hi).0);
+        (first < end).then(|| (self.points[first as usize], self.points[end as usize - 1]))
+    }
+
     /// The Loss of a cell published as `[lo, hi]`: (covered − 1)/(|D| − 1), at least one value
     /// covered (the cell's own), 0 when |D| ≤ 1.
     pub fn loss(&self, lo: f64, hi: f64) -> f64 {
@@ -166,13 +177,28 @@ impl IntervalDomain {
     }
 }
 
-/// `[lo, hi]`, the label of an interval of raw values in a local release: its two ends as text.
-pub fn parse_interval_label(label: &str) -> Option<(&str, &str)> {
-    label
-        .strip_prefix('[')?
-        .strip_suffix(']')?
+/// An interval label of a local release: `[lo, hi]` (both ends members' values, `local_labels =
+/// "exact"`) or `(lo, hi)` (both ends outside the class: value-free labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntervalLabel<'a> {
+    pub lo: &'a str,
+    pub hi: &'a str,
+    /// `(lo, hi)`: lo < x < hi; else lo ≤ x ≤ hi
+    pub open: bool,
+}
+
+/// The ends of a local release's interval label `[lo, hi]` or `(lo, hi)` as text; `None` for
+/// any other label (a hierarchy's `[30, 40)` included).
+pub fn parse_interval_label(label: &str) -> Option<IntervalLabel<'_>> {
+    let (inner, open) = if let Some(rest) = label.strip_prefix('[') {
+        (rest.strip_suffix(']')?, false)
+    } else {
+        (label.strip_prefix('(')?.strip_suffix(')')?, true)
+    };
+    inner
         .split_once(", ")
         .filter(|(lo, hi)| !lo.is_empty() && !hi.is_empty() && !hi.contains(", "))
+        .map(|(lo, hi)| IntervalLabel { lo, hi, open })
 }
 
 impl Coverage {

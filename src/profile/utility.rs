@@ -686,7 +686,8 @@ impl CellCost {
     }
 }
 
-/// Interval labels `[lo, hi]` of a local release on an ordered column with a hierarchy.
+/// Interval labels `[lo, hi]` and `(lo, hi)` of a local release on an ordered column with a
+/// hierarchy.
 struct IntervalLabels<'a> {
     name: &'a str,
     hierarchy: &'a Hierarchy,
@@ -722,21 +723,40 @@ impl<'a> IntervalLabels<'a> {
         let (Some(numbers), Some(domain)) = (&self.numbers, &self.domain) else {
             return Ok(None);
         };
-        let Some((lo, hi)) = crate::generalize::parse_interval_label(label) else {
+        let Some(interval) = crate::generalize::parse_interval_label(label) else {
             return Ok(None);
         };
         // the ends as values of the column's type, then as numbers like the values
-        let ends: ArrayRef = Arc::new(datafusion::arrow::array::StringArray::from(vec![lo, hi]));
-        let Ok(ends) = cast(&ends, &self.value_type) else {
-            return Ok(None);
-        };
-        let bounds = super::ordered_as_f64(&ends)?;
+        let bounds = crate::search::local::labels::end_values(
+            &[interval.lo, interval.hi],
+            &self.value_type,
+        )?;
         let (Some(lo), Some(hi), Some(x)) = (bounds[0], bounds[1], numbers[v]) else {
             return Ok(None);
         };
-        if !(lo <= x && x <= hi) {
+        let bounds = crate::search::local::IntervalBounds {
+            lo,
+            hi,
+            open: interval.open,
+        };
+        if !bounds.holds(x) {
             return Ok(None);
         }
+        // what the label covers: `[lo, hi]` from its ends, `(lo, hi)` from the outermost
+        // domain values inside it (its ends lie outside the class)
+        let (first, last, loss) = if interval.open {
+            let Some((first, last)) = domain.inside_open(lo, hi) else {
+                return Ok(None);
+            };
+            (
+                first,
+                last,
+                domain.loss_of_covered(domain.covered_open(lo, hi)),
+            )
+        } else {
+            (lo, hi, domain.loss(lo, hi))
+        };
+        let ends = crate::search::local::labels::typed_values(&[first, last], &self.value_type)?;
         // the lowest level at which both ends have one label
         let mut level = self.hierarchy.height() - 1;
         for l in 0..self.hierarchy.height() {
@@ -750,10 +770,7 @@ impl<'a> IntervalLabels<'a> {
                 break;
             }
         }
-        Ok(Some(Generalized::Interval {
-            loss: domain.loss(lo, hi),
-            level,
-        }))
+        Ok(Some(Generalized::Interval { loss, level }))
     }
 }
 

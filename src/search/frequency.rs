@@ -46,6 +46,7 @@ use hashbrown::HashMap;
 
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::persons::LeafPersons;
+use super::local::LocalLabels;
 use super::population::PopulationCounts;
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
@@ -70,6 +71,8 @@ pub struct QiDomain {
     /// `between[a][b - a]`: level-a code → level-b code, when level b is a function of
     /// level a on the leaves present (always for nested hierarchies)
     between: Vec<Vec<Option<Vec<u32>>>>,
+    /// how a local release labels a class's values of this QI when it is ordered
+    local_labels: LocalLabels,
 }
 
 impl QiDomain {
@@ -151,6 +154,12 @@ impl QiDomain {
     /// monotonicity-based pruning needs.
     pub fn is_nested(&self) -> bool {
         self.between.iter().flatten().all(Option::is_some)
+    }
+
+    /// How a local release labels a class's values of this QI, if ordered
+    /// ([`FrequencySet::set_local_labels`]; value-free by default).
+    pub fn local_labels(&self) -> LocalLabels {
+        self.local_labels
     }
 }
 
@@ -514,6 +523,14 @@ impl FrequencySet {
         })
     }
 
+    /// How local releases label the classes' values of the ordered quasi-identifiers (the
+    /// policy's `[privacy] local_labels`; value-free unless set).
+    pub fn set_local_labels(&mut self, labels: LocalLabels) {
+        for qi in &mut self.qis {
+            qi.local_labels = labels;
+        }
+    }
+
     /// Attaches the population counts that k-map and δ-presence are judged with.
     pub fn set_population(&mut self, population: PopulationCounts) {
         self.leaf_population = population.per_leaf_class(self);
@@ -871,6 +888,7 @@ fn finish_domain(
         cost,
         mean_cost: Vec::new(),
         between,
+        local_labels: LocalLabels::default(),
     }
 }
 

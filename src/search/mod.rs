@@ -133,6 +133,17 @@ impl Metric {
         }
     }
 
+    /// `value` of this metric as reports print it: the counts (discernibility, classes) as
+    /// whole numbers grouped by thousands, the shares with four decimals.
+    pub fn display(self, value: f64) -> String {
+        match self {
+            Metric::Discernibility | Metric::Classes => {
+                crate::profile::render_text::whole_number(value)
+            }
+            Metric::Loss | Metric::Precision => format!("{value:.4}"),
+        }
+    }
+
     /// The metric's value for an evaluated node.
     pub fn value(self, evaluation: &NodeEvaluation) -> f64 {
         match self {

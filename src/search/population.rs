@@ -34,7 +34,7 @@ use datafusion::prelude::{SessionContext, ident};
 use hashbrown::HashMap;
 
 use super::frequency::{FrequencySet, stream_codes};
-use super::local::{Cell, QiAxis};
+use super::local::{Cell, IntervalBounds, QiAxis};
 use crate::functions::common::{is_ordered, ordered_as_f64};
 
 /// The level code of a population value whose label no sample row publishes.
@@ -292,8 +292,7 @@ impl PopulationCounts {
                 }
                 Cell::Interval { lo, hi } => match &self.numbers[j] {
                     Some(numbers) => {
-                        let (lo, hi) = axes[j].interval_values(lo, hi);
-                        tests.push((j, Test::Range(numbers, lo, hi)));
+                        tests.push((j, Test::Range(numbers, axes[j].interval_bounds(lo, hi))));
                     }
                     // an interval on an unordered QI cannot happen; count nothing rather
                     // than everything
@@ -307,9 +306,7 @@ impl PopulationCounts {
                 let value = self.values[*j][row] as usize;
                 let covers = match test {
                     Test::Code(codes, code) => codes[value] == *code,
-                    Test::Range(numbers, lo, hi) => {
-                        numbers[value].is_some_and(|v| *lo <= v && v <= *hi)
-                    }
+                    Test::Range(numbers, bounds) => numbers[value].is_some_and(|v| bounds.holds(v)),
                 };
                 if !covers {
                     continue 'combinations;
@@ -325,8 +322,8 @@ impl PopulationCounts {
 enum Test<'a> {
     /// the value's level code equals the node's
     Code(&'a [u32], u32),
-    /// the value is non-NULL and within `[lo, hi]`
-    Range(&'a [Option<f64>], f64, f64),
+    /// the value is non-NULL and within the interval (`[lo, hi]` or `(lo, hi)`)
+    Range(&'a [Option<f64>], IntervalBounds),
 }
 
 /// Labels as Utf8 (the hierarchy writes views).

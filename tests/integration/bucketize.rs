@@ -293,7 +293,7 @@ fn bad_bucketization_policies_are_refused_with_one_clear_error_and_nothing_writt
     let input = medical(dir.path(), 2_000);
     let out = dir.path().join("release");
     let report = dir.path().join("report.json");
-    let cases: [(&str, &str); 6] = [
+    let cases: [(&str, &str); 7] = [
         (
             "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 0",
             "privacy.lambda must be at least 1, got 0",
@@ -319,6 +319,10 @@ fn bad_bucketization_policies_are_refused_with_one_clear_error_and_nothing_writt
         (
             "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 2\nmax_suppression = 0.1",
             "privacy.max_suppression applies to method = \"generalization\"",
+        ),
+        (
+            "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 2\nlocal_labels = \"exact\"",
+            "privacy.local_labels applies to method = \"generalization\"",
         ),
     ];
     for (privacy, expected) in cases {

@@ -261,7 +261,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
 /// Mondrian builds its classes from the sample; the classes whose cells cover fewer than
 /// k_map population rows are suppressed after it. Recounted here by cover: a population row
 /// counts for a written class when each label is its value, one of its value's hierarchy
-/// labels, an interval `[lo, hi]` holding it, or `*`.
+/// labels, an open interval `(lo, hi)` holding it, or `*`.
 #[tokio::test]
 async fn mondrian_release_meets_k_map_recounted_by_cover() {
     let (dir, input, population, out, report) = setup().await;
@@ -288,7 +288,9 @@ async fn mondrian_release_meets_k_map_recounted_by_cover() {
         if label == "*" || label == value || h[value].iter().any(|l| l == label) {
             return true;
         }
-        let inner = label.strip_prefix('[').and_then(|l| l.strip_suffix(']'));
+        // value-free intervals (the default) are open: (lo, hi), lo < v < hi; ends beyond
+        // the domain are -inf / inf, which parse as f64 infinities
+        let inner = label.strip_prefix('(').and_then(|l| l.strip_suffix(')'));
         match inner.and_then(|i| i.split_once(", ")) {
             Some((lo, hi)) => {
                 let (lo, hi, v): (f64, f64, f64) = (
@@ -296,7 +298,7 @@ async fn mondrian_release_meets_k_map_recounted_by_cover() {
                     hi.parse().unwrap(),
                     value.parse().unwrap(),
                 );
-                lo <= v && v <= hi
+                lo < v && v < hi
             }
             None => false,
         }

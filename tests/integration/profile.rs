@@ -444,6 +444,51 @@ async fn interval_labels_of_local_recoding() {
     assert!(e.contains("'age'") && e.contains("hierarchy"), "{e}");
 }
 
+/// The value-free labels of the same classes: `(29, 40)` holds 30, 32, 34 (ends 29 and 40 are
+/// no member's value) and covers the same 3 of the 6 domain values as `[30, 34]`; `(39, 50)`
+/// holds 40 and 41 like `[40, 41]`. Hence the figures of [`interval_labels_of_local_recoding`]:
+/// Loss 4/15; WHD from the outermost domain values inside (30 and 34, 40 and 41), each pair
+/// in one level-1 node: 5/12. An open interval that does not hold its value is refused.
+#[tokio::test]
+async fn open_interval_labels_of_local_recoding() {
+    let original = batch(vec![("age", ints(&[30, 32, 34, 40, 41, 50]))]);
+    let anonymized = batch(vec![(
+        "age",
+        strings(&[
+            "(29, 40)", "(29, 40)", "(29, 40)", "(39, 50)", "(39, 50)", "50",
+        ]),
+    )]);
+    let ctx = context(vec![("anon", anonymized), ("orig", original)]);
+    let mut o = options("anon", &["age"], &[]);
+    o.original = Some("orig".into());
+    o.by_position = true;
+    o.hierarchies = HashMap::from([(
+        "age".to_string(),
+        Arc::new(Hierarchy::interval_widths("age", &[10.0]).unwrap()),
+    )]);
+    let u = run(&ctx, &o).await.utility.unwrap();
+    close(u.attributes[0].loss, 4.0 / 15.0, 1e-12, "loss");
+    close(
+        u.attributes[0].whd_uniform.unwrap(),
+        5.0 / 12.0,
+        1e-12,
+        "whd",
+    );
+    close(u.modification_rate, 5.0 / 6.0, 1e-12, "modified");
+
+    // 41 is an end of (41, 45), not inside it
+    let wrong = batch(vec![(
+        "age",
+        strings(&[
+            "(29, 40)", "(29, 40)", "(29, 40)", "(39, 50)", "(41, 45)", "50",
+        ]),
+    )]);
+    let original = batch(vec![("age", ints(&[30, 32, 34, 40, 41, 50]))]);
+    let ctx = context(vec![("anon", wrong), ("orig", original)]);
+    let e = profile(&ctx, &o).await.unwrap_err().to_string();
+    assert!(e.contains("'age'") && e.contains("hierarchy"), "{e}");
+}
+
 #[tokio::test]
 async fn generalization_outside_the_hierarchy_is_an_error() {
     let original = batch(vec![("sex", strings(&["M", "F"]))]);
@@ -1817,4 +1862,48 @@ fn profile_quiet_prints_nothing_on_stderr() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.is_empty());
     assert_eq!(err, "");
+}
+
+/// Big counts are grouped by thousands in the text and HTML reports (not in JSON): 2,000 rows,
+/// sex F and M alternating, profiled against themselves by key, form two classes of 1,000, so
+/// the discernibility is 1,000² + 1,000² = 2,000,000 (by hand).
+#[test]
+fn discernibility_is_grouped_by_thousands_in_text_and_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("id,sex\n");
+    for i in 0..2000 {
+        text.push_str(&format!("{i},{}\n", if i % 2 == 0 { "F" } else { "M" }));
+    }
+    let path = dir.path().join("t.csv");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    let run = |format: &str| {
+        let (code, out, err) = run_anon(&[
+            "profile",
+            &path,
+            "--qi",
+            "sex",
+            "--original",
+            &path,
+            "--key",
+            "id",
+            "--format",
+            format,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let text = run("text");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("discernibility"))
+        .unwrap_or_else(|| panic!("no discernibility line: {text}"));
+    assert!(line.contains(" 2,000,000 "), "{line}");
+    let html = run("html");
+    assert!(
+        html.contains("<td>discernibility</td><td class=\"v\">2,000,000</td>"),
+        "{html}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(json["utility"]["discernibility"], 2_000_000.0);
 }

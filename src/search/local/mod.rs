@@ -17,9 +17,13 @@
 //!   label the hierarchy prints for it (`Higher education`, `123**`, `[30, 40)`, or the raw
 //!   value at level 0);
 //! - for *ordered* QIs (numbers and dates whose hierarchy is an interval, date or value tree;
-//!   [`QiAxis::is_ordered`]), an inclusive interval of the class's smallest and largest raw
-//!   values ([`Cell::Interval`]), published as `[lo, hi]`; a class with a single value
-//!   publishes the value itself;
+//!   [`QiAxis::is_ordered`]), the class's range of raw values ranks ([`Cell::Interval`]),
+//!   published by default **value-free** ([`labels`]): rounded outward to the cells of the
+//!   QI's grid (its hierarchy's lowest level coarser than the column), as the grid's node when
+//!   one cell holds the class, else as the open interval `(a, b)` whose ends lie outside the
+//!   class, so that no end is a member's value; with `local_labels = "exact"` as
+//!   `[lo, hi]`, the smallest and largest raw values. A class with a single value publishes
+//!   the value itself;
 //! - `*` ([`Cell::Top`]): the whole domain, e.g. a class mixing NULL with values.
 //!
 //! Every raw row is published in exactly one class whose cells cover its values. Two classes'
@@ -35,15 +39,19 @@
 //!
 //! ## Loss
 //! The full-domain search's Loss (docs/definitions.md, ARX's Loss), per cell
-//! `(values covered − 1) / (|D| − 1)`: a node covers its hierarchy's leaves; an interval covers the domain's values
-//! inside it (a value tree's leaves, as ARX counts them, else the column's distinct values);
+//! `(values covered − 1) / (|D| − 1)`: a node covers its hierarchy's leaves; an interval covers
+//! the domain's values inside what it publishes (`(a, b)` or `[lo, hi]`; a value tree's
+//! leaves, as ARX counts them, else the column's distinct values);
 //! `*` and suppressed cells cost 1. [`LocalEvaluation::loss`] averages over the n × d cells.
 
 pub mod iab;
 pub mod kaca;
+pub mod labels;
 pub mod mondrian;
 mod pool;
 
+#[cfg(test)]
+mod label_tests;
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +70,7 @@ use super::population::PopulationCounts;
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
 use crate::policy::{PopulationRequirement, PrivacyRequirements};
+pub use labels::{Grid, LocalLabels};
 
 /// The class of a suppressed leaf class in [`LocalRelease::class_of`].
 pub const SUPPRESSED: u32 = u32::MAX;
@@ -115,10 +124,29 @@ pub enum Cell {
     /// Level code `code` of the QI's domain at `level` (level 0: the raw value, or NULL).
     Node { level: u32, code: u32 },
     /// The raw values of ranks `lo ..= hi` of an ordered QI ([`QiAxis::rank_of_leaf`]),
-    /// `lo < hi`, NULL not included.
+    /// `lo < hi`, NULL not included, published as [`QiAxis::interval_bounds`] says.
     Interval { lo: u32, hi: u32 },
     /// `*`.
     Top,
+}
+
+/// The values an interval cell publishes: `[lo, hi]`, or `(lo, hi)` when `open`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalBounds {
+    pub lo: f64,
+    pub hi: f64,
+    pub open: bool,
+}
+
+impl IntervalBounds {
+    /// Whether the interval holds `x`.
+    pub fn holds(&self, x: f64) -> bool {
+        if self.open {
+            self.lo < x && x < self.hi
+        } else {
+            self.lo <= x && x <= self.hi
+        }
+    }
 }
 
 /// One quasi-identifier as the local algorithms see it: its order (if ordered), its
@@ -135,9 +163,18 @@ pub struct QiAxis {
     value_of_rank: Vec<f64>,
     /// what intervals cover (ordered QIs)
     domain: Option<IntervalDomain>,
-    /// per rank, the domain values below its value and at most it (ordered QIs): an
-    /// interval's cost from two loads instead of two binary searches
+    /// per rank, the domain values below and at most its value (ordered QIs; value-free
+    /// labels: at most the lower end and below the upper end of an interval it starts or
+    /// ends): an interval's cost from two loads instead of two binary searches
     domain_positions: Vec<(u64, u64)>,
+    /// how intervals are labelled
+    labels: LocalLabels,
+    /// the grid of value-free labels ([`Grid`]), if the QI has one
+    grid: Option<Grid>,
+    /// value-free labels: per rank, the ends of an interval it starts or ends (`a`, `b`)
+    ends_of_rank: Vec<(f64, f64)>,
+    /// value-free labels: per rank, its node at the grid's level (`u32::MAX`: not finite)
+    cell_of_rank: Vec<u32>,
 }
 
 impl QiAxis {
@@ -158,6 +195,7 @@ impl QiAxis {
             _ => false,
         };
         let leaves = qi.leaves();
+        let labels = qi.local_labels();
         if !ordered {
             return Ok(Self {
                 ordered,
@@ -167,6 +205,10 @@ impl QiAxis {
                 value_of_rank: Vec::new(),
                 domain: None,
                 domain_positions: Vec::new(),
+                labels,
+                grid: None,
+                ends_of_rank: Vec::new(),
+                cell_of_rank: Vec::new(),
             });
         }
         let values = values.ok_or_else(|| DataFusionError::Internal("no leaf values".into()))?;
@@ -190,7 +232,49 @@ impl QiAxis {
             .iter()
             .map(|&leaf| numbers[leaf as usize].unwrap_or(f64::NEG_INFINITY))
             .collect();
-        let domain_positions = value_of_rank.iter().map(|&v| domain.positions(v)).collect();
+        let grid = match labels {
+            LocalLabels::ValueFree => {
+                Grid::new(hierarchy, values.data_type()).filter(|grid| grid.level() < qi.height())
+            }
+            LocalLabels::Exact => None,
+        };
+        let (domain_positions, ends_of_rank, cell_of_rank) = match &grid {
+            Some(grid) => {
+                let map = qi.leaf_map(grid.level());
+                let ends: Vec<(f64, f64)> = value_of_rank
+                    .iter()
+                    .map(|&v| {
+                        if v.is_finite() {
+                            (grid.below(v), grid.above(v))
+                        } else {
+                            (f64::NEG_INFINITY, f64::INFINITY)
+                        }
+                    })
+                    .collect();
+                // domain values inside (a, b): below(b) − at_most(a)
+                let positions = ends
+                    .iter()
+                    .map(|&(a, b)| (domain.positions(a).1, domain.positions(b).0))
+                    .collect();
+                let cells = value_of_rank
+                    .iter()
+                    .zip(&leaf_of_rank)
+                    .map(|(&v, &leaf)| {
+                        if v.is_finite() {
+                            map[leaf as usize]
+                        } else {
+                            u32::MAX
+                        }
+                    })
+                    .collect();
+                (positions, ends, cells)
+            }
+            None => (
+                value_of_rank.iter().map(|&v| domain.positions(v)).collect(),
+                Vec::new(),
+                Vec::new(),
+            ),
+        };
         Ok(Self {
             ordered,
             rank_of_leaf,
@@ -199,6 +283,10 @@ impl QiAxis {
             value_of_rank,
             domain: Some(domain),
             domain_positions,
+            labels,
+            grid,
+            ends_of_rank,
+            cell_of_rank,
         })
     }
 
@@ -222,27 +310,70 @@ impl QiAxis {
         self.null_first
     }
 
-    /// The cell of an ordered QI's class with raw values of ranks `lo ..= hi`.
+    /// How this QI's intervals are labelled.
+    pub fn labels(&self) -> LocalLabels {
+        self.labels
+    }
+
+    /// The cell of an ordered QI's class with raw values of ranks `lo ..= hi` (see
+    /// [`labels`]): the value itself when `lo == hi`; `*` with NULL among values; with
+    /// value-free labels the grid's node when both ends lie in one, `*` without a grid or
+    /// with a non-finite value; else an interval.
     pub fn interval_cell(&self, qi: &QiDomain, lo: u32, hi: u32) -> Cell {
         if lo == hi {
             let leaf = self.leaf_of_rank[lo as usize];
-            Cell::Node {
+            return Cell::Node {
                 level: 0,
                 code: qi.leaf_map(0)[leaf as usize],
-            }
-        } else if self.null_first && lo == 0 {
+            };
+        }
+        if self.null_first && lo == 0 {
+            return Cell::Top;
+        }
+        if self.labels == LocalLabels::Exact {
+            return Cell::Interval { lo, hi };
+        }
+        let Some(grid) = &self.grid else {
+            return Cell::Top;
+        };
+        let (first, last) = (
+            self.cell_of_rank[lo as usize],
+            self.cell_of_rank[hi as usize],
+        );
+        if first == u32::MAX || last == u32::MAX {
             Cell::Top
+        } else if first == last {
+            Cell::Node {
+                level: grid.level() as u32,
+                code: first,
+            }
         } else {
             Cell::Interval { lo, hi }
         }
     }
 
-    /// The smallest and largest raw values (as numbers) of an interval's ranks `lo ..= hi`.
-    pub fn interval_values(&self, lo: u32, hi: u32) -> (f64, f64) {
-        (
-            self.value_of_rank[lo as usize],
-            self.value_of_rank[hi as usize],
-        )
+    /// What an interval of ranks `lo ..= hi` publishes, as numbers: `[min, max]` (exact
+    /// labels) or the open `(a, b)` of value-free ones.
+    pub fn interval_bounds(&self, lo: u32, hi: u32) -> IntervalBounds {
+        match self.labels {
+            LocalLabels::Exact => IntervalBounds {
+                lo: self.value_of_rank[lo as usize],
+                hi: self.value_of_rank[hi as usize],
+                open: false,
+            },
+            // (-inf, inf) for ranks without ends (no grid: such a class publishes `*`)
+            LocalLabels::ValueFree => IntervalBounds {
+                lo: self
+                    .ends_of_rank
+                    .get(lo as usize)
+                    .map_or(f64::NEG_INFINITY, |e| e.0),
+                hi: self
+                    .ends_of_rank
+                    .get(hi as usize)
+                    .map_or(f64::INFINITY, |e| e.1),
+                open: true,
+            },
+        }
     }
 
     /// The Loss of one cell (docs/definitions.md; see the module documentation).
@@ -631,7 +762,8 @@ impl LocalRelease {
     }
 
     /// The tightest cells of each group of leaf classes: the lowest common node of
-    /// hierarchical QIs, the `[min, max]` interval of ordered ones.
+    /// hierarchical QIs, the range of ranks of ordered ones (as [`QiAxis::interval_cell`]
+    /// publishes it).
     pub fn covering(freq: &FrequencySet, axes: &[QiAxis], groups: &[Vec<u32>]) -> Self {
         let leaf_codes = freq.leaf_codes();
         let qis = freq.qis();

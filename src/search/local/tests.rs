@@ -13,7 +13,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use super::mondrian::{
     EXHAUSTIVE_CHILDREN, MondrianOptions, mondrian, mondrian_folding_each_record, mondrian_with,
 };
-use super::{Cell, LocalRelease, SUPPRESSED, evaluate};
+use super::{Cell, LocalLabels, LocalRelease, SUPPRESSED, evaluate};
 use crate::generalize::{Hierarchy, TOP_LABEL};
 use crate::policy::{
     LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, SuppressionMode,
@@ -233,19 +233,23 @@ fn sex_array(v: &str) -> ArrayRef {
 }
 
 /// Whether `label` covers the raw value whose every level's label is `levels` (an ordered
-/// value also as a number, for `[lo, hi]`).
+/// value also as a number, for `[lo, hi]` and the value-free `(lo, hi)`).
 fn covers(label: &Option<String>, levels: &[Option<String>], number: Option<i64>) -> bool {
     match label {
         None => levels[0].is_none(),
         Some(l) if l == TOP_LABEL => true,
         Some(l) => {
-            if let (Some(inner), Some(x)) = (
-                l.strip_prefix('[').and_then(|s| s.strip_suffix(']')),
-                number,
-            ) && let Some((lo, hi)) = inner.split_once(", ")
+            let closed = l.strip_prefix('[').and_then(|s| s.strip_suffix(']'));
+            let open = l.strip_prefix('(').and_then(|s| s.strip_suffix(')'));
+            if let (Some(inner), Some(x)) = (closed.or(open), number)
+                && let Some((lo, hi)) = inner.split_once(", ")
                 && let (Ok(lo), Ok(hi)) = (lo.parse::<i64>(), hi.parse::<i64>())
             {
-                return lo < hi && lo <= x && x <= hi;
+                return if open.is_some() {
+                    lo < x && x < hi
+                } else {
+                    lo < hi && lo <= x && x <= hi
+                };
             }
             levels.iter().any(|x| x.as_deref() == Some(l.as_str()))
         }
@@ -599,8 +603,10 @@ async fn mondrian_properties_on_random_tables() {
     assert!(releases >= 30, "only {releases} cases published something");
 }
 
-/// Ten rows, k = 2, by hand, with the paper's choices (widest range, median threshold). age has an interval hierarchy ([x, x+10), then `*`), so it is
-/// ordered: |D| = its 10 distinct values. sex is a tree F/M → `*`.
+/// Ten rows, k = 2, by hand, with the paper's choices (widest range, median threshold), and
+/// the exact `[min, max]` labels (`local_labels = "exact"`). age has an interval hierarchy
+/// ([x, x+10), then `*`), so it is ordered: |D| = its 10 distinct values. sex is a tree F/M →
+/// `*`.
 ///
 /// Root: age [21, 41] costs (10−1)/9 = 1, sex `*` costs 1: a tie, age comes first. Median
 /// cut of 10 rows: 5 left {21, 22, 23, 24, 31}, 5 right {32, 33, 35, 40, 41}.
@@ -637,7 +643,8 @@ async fn mondrian_ten_rows_k2_by_hand() {
         .collect();
     let ctx = session(&rows);
     let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0]).into_iter().skip(1).collect();
-    let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
+    let mut freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
+    freq.set_local_labels(LocalLabels::Exact);
     let req = PrivacyRequirements {
         population: None,
         k: 2,
@@ -677,6 +684,86 @@ async fn mondrian_ten_rows_k2_by_hand() {
     assert_eq!(got, expected);
 }
 
+/// The ten rows of [`mondrian_ten_rows_k2_by_hand`] with value-free labels (the default), by
+/// hand. The grid is age's [x, x+10) buckets: an age class within one bucket publishes it
+/// (`[20, 30)` covers 4 of the 10 values: 3/9), one across buckets the open interval from
+/// the integer before its first bucket to the end of its last.
+///
+/// Root: age (19, 50) covers all 10 values (cost 1), sex `*` 1: age first, the median cut
+/// 21 22 23 24 31 | 32 33 35 40 41 (the median rule does not look at costs).
+/// - Left: age (19, 40) covers 21 … 35, 8 values: 7/9 < sex 1: sex first, F {21, 22, 31}
+///   and M {23, 24}. F: no age cut leaves 2 | 2 → ((19, 40), F). M: both in [20, 30), 1 | 1
+///   → ([20, 30), M).
+/// - Right: age (29, 50) covers 31 … 41, 6 values: 5/9 < 1: sex first, F {32, 40} and M
+///   {33, 35, 41}; neither has an age cut → ((29, 50), F) and ((29, 50), M).
+///
+/// Loss: (3·7 + 2·3 + 2·5 + 3·5)/9 = 52/9 over 10 rows × 2 QIs: 52/180 (the exact labels'
+/// 29/180 published members' values as ends).
+#[tokio::test]
+async fn mondrian_ten_rows_k2_value_free_by_hand() {
+    let data = [
+        (21, "F"),
+        (22, "F"),
+        (23, "M"),
+        (24, "M"),
+        (31, "F"),
+        (32, "F"),
+        (33, "M"),
+        (35, "M"),
+        (40, "F"),
+        (41, "M"),
+    ];
+    let rows: Vec<Row> = data
+        .iter()
+        .map(|&(age, sex)| Row {
+            zip: Some("123".into()),
+            age: Some(age),
+            sex: sex.into(),
+            disease: Some("flu".into()),
+        })
+        .collect();
+    let ctx = session(&rows);
+    let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0]).into_iter().skip(1).collect();
+    let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
+    let req = PrivacyRequirements {
+        population: None,
+        k: 2,
+        max_suppression: 0.0,
+        sensitive: vec![],
+    };
+    let release = mondrian_with(&freq, &req, MondrianOptions::paper()).unwrap();
+    let evaluation = evaluate(&freq, &req, &release).unwrap();
+    assert!(
+        (evaluation.loss - 52.0 / 180.0).abs() < 1e-12,
+        "{}",
+        evaluation.loss
+    );
+    assert_eq!(evaluation.classes, 4);
+    assert_eq!(evaluation.min_class_size, Some(2));
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+    let expected = [
+        ("(19, 40)", "F"),
+        ("(19, 40)", "F"),
+        ("[20, 30)", "M"),
+        ("[20, 30)", "M"),
+        ("(19, 40)", "F"),
+        ("(29, 50)", "F"),
+        ("(29, 50)", "M"),
+        ("(29, 50)", "M"),
+        ("(29, 50)", "F"),
+        ("(29, 50)", "M"),
+    ];
+    let got: Vec<(String, String)> = labels
+        .iter()
+        .map(|l| (l[0].clone().unwrap(), l[1].clone().unwrap()))
+        .collect();
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(a, s)| (a.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(got, expected);
+}
+
 /// A single value publishes itself, NULLs alone publish NULL, NULL mixed with values `*`.
 #[tokio::test]
 async fn interval_cells_of_single_values_and_nulls() {
@@ -698,12 +785,23 @@ async fn interval_cells_of_single_values_and_nulls() {
         max_suppression: 0.0,
         sensitive: vec![],
     };
-    // by hand: NULL | 30 30 31 35 is the median-closest allowable cut (2 | 4 rows); then
-    // 30 30 | 31 35 (2 | 2)
+    // by hand: NULL | 30 30 31 35 costs least (NULL 0, the rest in [30, 40): 4 rows × 1) of
+    // the allowable cuts (NULL 30 30 | 31 35 costs 4 × 1 (`*`) + 2 × 1); then 30 30 | 31 35
+    // (2 | 2): 31 and 35 share the grid's bucket [30, 40), which they publish (value-free);
+    // the exact labels publish their ends [31, 35]
     let release = mondrian(&freq, &req).unwrap();
     let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
     let got: Vec<Option<String>> = labels.into_iter().map(|mut l| l.remove(0)).collect();
     let s = |x: &str| Some(x.to_string());
+    assert_eq!(
+        got,
+        vec![s("30"), s("30"), None, None, s("[30, 40)"), s("[30, 40)")]
+    );
+    let mut exact = freq.clone();
+    exact.set_local_labels(LocalLabels::Exact);
+    let release = mondrian(&exact, &req).unwrap();
+    let labels = published_labels(&ctx, &qis, &exact, &release, &req).await;
+    let got: Vec<Option<String>> = labels.into_iter().map(|mut l| l.remove(0)).collect();
     assert_eq!(
         got,
         vec![s("30"), s("30"), None, None, s("[31, 35]"), s("[31, 35]")]
