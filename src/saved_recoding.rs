@@ -22,13 +22,23 @@
 //! members' values, as that release published them), no counts, rows or seeds.
 //!
 //! ## Applying it to new data
-//! Each distinct raw QI combination of the new input goes to the **first class, in file
-//! order, whose every cell covers it**: a node when the value's label at that level of the
-//! policy's hierarchy is the node's (NULL covers NULL), an interval when it holds the value
-//! (never NULL), `*` always. Labels of classes may overlap, so several classes may cover a
-//! combination: the first wins, whatever the data (deterministic). A combination **no class
-//! covers** is suppressed like a failing class's rows (dropped, or masked with every QI `*`)
-//! and counted (`uncovered_rows`): it has no published class to join.
+//! A class **covers** a raw QI combination of the new input when every cell covers its value:
+//! a node when the value's label at that level of the policy's hierarchy is the node's (NULL
+//! covers NULL), an interval when it holds the value (never NULL), `*` always. Labels of
+//! classes overlap, so several classes may cover a combination; the rule, deterministic
+//! for the same file and input:
+//! 1. each combination joins the **narrowest** class covering it: the least *breadth*, the sum
+//!    over the QIs of the share of the QI's distinct values in the new input (NULL one of
+//!    them) that the class's cell covers; ties go to the first in file order;
+//! 2. then, while some class holds between 1 and k − 1 rows, the first such class in file
+//!    order is **dissolved**: each of its combinations joins the narrowest covering class not
+//!    dissolved, or stays if there is none (the class then fails when published). Rows only
+//!    grow in the classes left, so each class is dissolved at most once. (Without this step,
+//!    re-applying Adult's own Mondrian recoding to Adult suppressed twice the rows.)
+//!
+//! A combination **no class covers** is suppressed like a failing class's rows (dropped, or
+//! masked with every QI `*`) and counted (`uncovered_rows`): it has no published class to
+//! join.
 //!
 //! The release is then published like any local release ([`crate::publish`]): its classes
 //! (label tuples) are counted on the new rows, those failing the policy (k, l, t, …) are
@@ -212,10 +222,15 @@ impl SavedRecoding {
         Self::from_json(&location.to_string(), text)
     }
 
-    /// The release of `freq`'s combinations under this file's classes (see the module
-    /// documentation), and the rows of the combinations no class covers (suppressed).
-    /// `source` names the file in errors.
-    pub fn recoding_for(&self, source: &str, freq: &FrequencySet) -> Result<(LocalRecoding, u64)> {
+    /// The release of `freq`'s combinations under this file's classes for the policy's `k`
+    /// (see the module documentation), and the rows of the combinations no class covers
+    /// (suppressed). `source` names the file in errors.
+    pub fn recoding_for(
+        &self,
+        source: &str,
+        freq: &FrequencySet,
+        k: u64,
+    ) -> Result<(LocalRecoding, u64)> {
         let names = freq.qi_names();
         if names != self.quasi_identifiers {
             return Err(DataFusionError::Plan(format!(
@@ -252,19 +267,76 @@ impl SavedRecoding {
             )));
         }
         let candidates = matchers[primary].candidates();
+        // each class's breadth: Σ over QIs of the share of the QI's values its cell covers
+        let mut breadth = vec![0.0f64; classes];
+        for m in &matchers {
+            let shares = m.shares();
+            for (b, &cell) in breadth.iter_mut().zip(&m.cell_of_class) {
+                *b += shares[cell as usize];
+            }
+        }
         let leaf_codes = freq.leaf_codes();
-        let mut class_of = vec![classes as u32; freq.leaf_classes()];
-        for (combination, slot) in class_of.iter_mut().enumerate() {
+        let sizes = freq.sizes();
+        let mut dissolved = vec![false; classes];
+        // the narrowest class covering a combination that is not dissolved; ties to the first
+        // in file order
+        let narrowest = |combination: usize, dissolved: &[bool]| -> Option<u32> {
             let leaf = leaf_codes[primary][combination] as usize;
             let list = &candidates.classes[candidates.start[leaf]..candidates.start[leaf + 1]];
-            if let Some(&class) = list.iter().find(|&&class| {
-                matchers
+            let mut best: Option<(f64, u32)> = None;
+            for &class in list {
+                let c = class as usize;
+                if dissolved[c] || best.is_some_and(|(b, _)| b <= breadth[c]) {
+                    continue;
+                }
+                if matchers
                     .iter()
                     .zip(leaf_codes)
-                    .all(|(m, codes)| m.covers(class as usize, codes[combination] as usize))
-            }) {
-                *slot = class;
+                    .all(|(m, codes)| m.covers(c, codes[combination] as usize))
+                {
+                    best = Some((breadth[c], class));
+                }
             }
+            best.map(|(_, class)| class)
+        };
+        let mut class_of = vec![classes as u32; freq.leaf_classes()];
+        let mut rows = vec![0u64; classes];
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); classes];
+        for (combination, slot) in class_of.iter_mut().enumerate() {
+            if let Some(class) = narrowest(combination, &dissolved) {
+                *slot = class;
+                rows[class as usize] += sizes[combination];
+                members[class as usize].push(combination as u32);
+            }
+        }
+        // classes below k handed on: always the first (in file order) class not dissolved
+        // with 0 < rows < k; rows only grow in the others, so each is dissolved at most once
+        let small = |rows: u64| rows > 0 && rows < k;
+        let mut queue: std::collections::BTreeSet<usize> =
+            (0..classes).filter(|&c| small(rows[c])).collect();
+        while let Some(class) = queue.pop_first() {
+            dissolved[class] = true;
+            let mut kept = Vec::new();
+            for combination in std::mem::take(&mut members[class]) {
+                let i = combination as usize;
+                match narrowest(i, &dissolved) {
+                    Some(next) => {
+                        let next = next as usize;
+                        class_of[i] = next as u32;
+                        rows[class] -= sizes[i];
+                        rows[next] += sizes[i];
+                        members[next].push(combination);
+                        if small(rows[next]) {
+                            queue.insert(next);
+                        } else {
+                            queue.remove(&next);
+                        }
+                    }
+                    // no other class covers it: it stays, and its class fails when published
+                    None => kept.push(combination),
+                }
+            }
+            members[class] = kept;
         }
         let mut labels: Vec<StringViewBuilder> = (0..d)
             .map(|_| StringViewBuilder::with_capacity(classes + 1))
@@ -541,6 +613,13 @@ impl QiMatcher {
             .map(|c| self.covered_count(c))
             .collect();
         self.cell_of_class.iter().map(|&c| counts[c as usize]).sum()
+    }
+
+    /// Per cell, the share of the QI's values (the new input's distinct ones) it covers.
+    fn shares(&self) -> Vec<f64> {
+        (0..self.cells.len())
+            .map(|c| self.covered_count(c) as f64 / self.leaves.max(1) as f64)
+            .collect()
     }
 
     fn covered_count(&self, cell: usize) -> u64 {

@@ -57,7 +57,7 @@ pub struct ApplyArgs {
     #[command(flatten)]
     reports: ReportArgs,
     /// Publish with a local recoding saved by `anon anonymize --recoding-out` instead of the
-    /// policy's `[transformation]`: each combination of quasi-identifiers joins the first
+    /// policy's `[transformation]`: each combination of quasi-identifiers joins the narrowest
     /// class whose labels cover it, combinations no class covers are suppressed (counted as
     /// `recoding_file.uncovered_rows`), then failing classes are suppressed and the output
     /// verified as always.
@@ -119,7 +119,8 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         report.finish().await;
         let freq = freq?;
         frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
-        let (local, uncovered) = saved.recoding_for(&location.to_string(), &freq)?;
+        let (local, uncovered) =
+            saved.recoding_for(&location.to_string(), &freq, policy.requirements().k)?;
         if !args.quiet {
             eprintln!(
                 "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",

@@ -99,13 +99,20 @@ fn classes_of(
         .collect()
 }
 
-/// By hand, against [`four_classes`]: 31 F is in (29, 45) and F → class 0; 42 F is in class
-/// 0 and in class 1 ([40, 45), *): the first wins; 42 M is not F → class 1; 50 M → class 2
-/// (neither interval holds 50); 50 F → no class (2 rows uncovered); NULL M → class 3; 29 F
-/// and 45 F are the open interval's ends, outside it, and in no bucket of class 1: uncovered
-/// (1 + 1 rows). Uncovered: 4 rows. The labels are the file's, `*` for the suppressed.
+/// By hand, against [`four_classes`]. The new input has 6 distinct ages (29, 31, 42, 45, 50,
+/// NULL) and 2 sexes; a class's breadth sums the shares its cells cover: class 0 (29, 45) ×
+/// F covers 31, 42 and F: 2/6 + 1/2 = 0.83; class 1 [40, 45) × * covers 42 and both sexes:
+/// 1/6 + 1 = 1.17; class 2: 1/6 + 1/2 = 0.67; class 3 (NULL × *): 1/6 + 1 = 1.17.
+/// - k = 1: 31 F → class 0 (the only one); 42 F is in classes 0 and 1: the narrower, 0;
+///   42 M is not F → 1; 50 M → 2 (no interval holds 50); NULL M → 3; 50 F, and 29 F and
+///   45 F (the open interval's ends, outside it; 45 is in [45, 50)) → no class: 2 + 1 + 1 = 4
+///   rows uncovered. The labels are the file's, `*` for the suppressed.
+/// - k = 4: classes 0 (3 rows), 1 (2), 2 (1), 3 (1) are all below k, dissolved in file order:
+///   class 0 hands 42 F on to class 1 (31 F has no other class and stays); class 1, now 3
+///   rows, is dissolved too, and no class is left for its rows; 2 and 3 likewise. So only
+///   42 F moves (to class 1); publishing then suppresses the classes below k.
 #[tokio::test]
-async fn new_rows_join_the_first_class_covering_them() {
+async fn new_rows_join_the_narrowest_class_covering_them() {
     let rows = [
         (Some(31), "F"),
         (Some(31), "F"),
@@ -121,12 +128,12 @@ async fn new_rows_join_the_first_class_covering_them() {
     ];
     let freq = freq_of(&rows).await;
     let saved = four_classes();
-    let (recoding, uncovered) = saved.recoding_for("test.json", &freq).unwrap();
+    let (recoding, uncovered) = saved.recoding_for("test.json", &freq, 1).unwrap();
     assert_eq!(uncovered, 4);
     assert_eq!(recoding.suppressed_rows(), 4);
     assert_eq!(recoding.classes(), 4);
     let s = |x: &str| x.to_string();
-    let want = BTreeMap::from([
+    let mut want = BTreeMap::from([
         ((Some(s("31")), s("F")), Some(0)),
         ((Some(s("42")), s("F")), Some(0)),
         ((Some(s("42")), s("M")), Some(1)),
@@ -153,6 +160,11 @@ async fn new_rows_join_the_first_class_covering_them() {
         sexes,
         [Some("F"), Some("*"), Some("M"), Some("*"), Some("*")]
     );
+
+    let (recoding, uncovered) = saved.recoding_for("test.json", &freq, 4).unwrap();
+    assert_eq!(uncovered, 4);
+    want.insert((Some(s("42")), s("F")), Some(1));
+    assert_eq!(classes_of(&freq, &recoding), want);
 }
 
 /// A release saved: its classes in order with their cells; a class the publish suppressed
@@ -307,10 +319,16 @@ async fn a_file_for_other_columns_is_refused() {
     let freq = freq_of(&[(Some(31), "F"), (Some(32), "F")]).await;
     let mut other = four_classes();
     other.quasi_identifiers = vec!["sex".to_string(), "age".to_string()];
-    let e = other.recoding_for("r.json", &freq).unwrap_err().to_string();
+    let e = other
+        .recoding_for("r.json", &freq, 2)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("r.json") && e.contains("sex, age"), "{e}");
     let mut wrong = four_classes();
     wrong.classes[0][0] = interval("(a, 45)");
-    let e = wrong.recoding_for("r.json", &freq).unwrap_err().to_string();
+    let e = wrong
+        .recoding_for("r.json", &freq, 2)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("'age'") && e.contains("not an interval"), "{e}");
 }
