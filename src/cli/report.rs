@@ -21,8 +21,8 @@ use datafusion_anonymity::profile::figures::{self as f, Figure};
 use datafusion_anonymity::profile::render_html::Page;
 use datafusion_anonymity::profile::render_text::{group_digits, percent, ratio};
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
-use datafusion_anonymity::search::Metric;
 use datafusion_anonymity::saved_recoding::RecodingFileFigures;
+use datafusion_anonymity::search::Metric;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
 
 /// `--report` and `--html-report`, the same on both commands.

@@ -45,8 +45,8 @@ use futures::StreamExt;
 use hashbrown::HashMap;
 
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
-use super::persons::LeafPersons;
 use super::local::LocalLabels;
+use super::persons::LeafPersons;
 use super::population::PopulationCounts;
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
