@@ -253,9 +253,13 @@ impl SavedRecoding {
             .enumerate()
             .map(|(q, qi)| QiMatcher::new(source, qi, self.classes.iter().map(|c| &c[q])))
             .collect::<Result<Vec<_>>>()?;
-        // candidates from the QI whose cells cover the fewest (class, value) pairs
+        // candidates from the QI whose values have the fewest covering classes on average
         let primary = (0..d)
-            .min_by_key(|&q| matchers[q].pairs())
+            .min_by(|&a, &b| {
+                let per_value =
+                    |q: usize| matchers[q].pairs() as f64 / matchers[q].leaves.max(1) as f64;
+                per_value(a).total_cmp(&per_value(b))
+            })
             .ok_or_else(|| DataFusionError::Plan("no quasi-identifier".to_string()))?;
         // one u32 per (class, value) pair: refused rather than exhausting memory
         const MAX_PAIRS: u64 = 1 << 30;
@@ -266,7 +270,6 @@ impl SavedRecoding {
                  every quasi-identifier, more than the {MAX_PAIRS} its index holds"
             )));
         }
-        let candidates = matchers[primary].candidates();
         // each class's breadth: Σ over QIs of the share of the QI's values its cell covers
         let mut breadth = vec![0.0f64; classes];
         for m in &matchers {
@@ -275,29 +278,24 @@ impl SavedRecoding {
                 *b += shares[cell as usize];
             }
         }
+        // per value, its candidates narrowest first (ties in file order): the first that
+        // covers a combination is its narrowest
+        let candidates = matchers[primary].candidates(&breadth);
         let leaf_codes = freq.leaf_codes();
         let sizes = freq.sizes();
         let mut dissolved = vec![false; classes];
-        // the narrowest class covering a combination that is not dissolved; ties to the first
-        // in file order
+        // the narrowest class covering a combination that is not dissolved
         let narrowest = |combination: usize, dissolved: &[bool]| -> Option<u32> {
             let leaf = leaf_codes[primary][combination] as usize;
             let list = &candidates.classes[candidates.start[leaf]..candidates.start[leaf + 1]];
-            let mut best: Option<(f64, u32)> = None;
-            for &class in list {
+            list.iter().copied().find(|&class| {
                 let c = class as usize;
-                if dissolved[c] || best.is_some_and(|(b, _)| b <= breadth[c]) {
-                    continue;
-                }
-                if matchers
-                    .iter()
-                    .zip(leaf_codes)
-                    .all(|(m, codes)| m.covers(c, codes[combination] as usize))
-                {
-                    best = Some((breadth[c], class));
-                }
-            }
-            best.map(|(_, class)| class)
+                !dissolved[c]
+                    && matchers
+                        .iter()
+                        .zip(leaf_codes)
+                        .all(|(m, codes)| m.covers(c, codes[combination] as usize))
+            })
         };
         let mut class_of = vec![classes as u32; freq.leaf_classes()];
         let mut rows = vec![0u64; classes];
@@ -632,8 +630,8 @@ impl QiMatcher {
         }
     }
 
-    /// Per leaf, the classes whose cell covers it, in class order.
-    fn candidates(&self) -> Candidates {
+    /// Per leaf, the classes whose cell covers it, by `breadth` then class order.
+    fn candidates(&self, breadth: &[f64]) -> Candidates {
         let covered: Vec<Vec<u32>> = (0..self.cells.len()).map(|c| self.covered(c)).collect();
         let mut start = vec![0usize; self.leaves + 1];
         for &cell in &self.cell_of_class {
@@ -651,6 +649,13 @@ impl QiMatcher {
                 classes[next[leaf as usize]] = class as u32;
                 next[leaf as usize] += 1;
             }
+        }
+        for leaf in 0..self.leaves {
+            classes[start[leaf]..start[leaf + 1]].sort_by(|&a, &b| {
+                breadth[a as usize]
+                    .total_cmp(&breadth[b as usize])
+                    .then(a.cmp(&b))
+            });
         }
         Candidates { start, classes }
     }
