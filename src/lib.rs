@@ -35,6 +35,7 @@ pub mod policy;
 pub mod profile;
 pub mod progress;
 pub mod provider;
+pub mod pseudonym;
 pub mod publish;
 pub mod release;
 pub mod rewrite;

@@ -3,6 +3,10 @@
 //! they may borrow the caller's data. The pieces are few and large (one per column or per
 //! core), so a thread each costs nothing next to the work.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
 use datafusion::error::{DataFusionError, Result};
 
 /// `work` applied to every item, each on a scoped thread of its own; the results in item
@@ -29,6 +33,39 @@ pub(crate) fn map_scoped<T: Send, R: Send>(
     })
 }
 
+/// `work` run on a scoped thread of its own while the calling thread reports `done` (a count
+/// the work advances) of `total` to `progress` every 200 ms; the work's result. A work that
+/// panics gives an internal error naming `what`.
+pub(crate) fn reporting<R: Send>(
+    what: &str,
+    work: impl FnOnce() -> R + Send,
+    done: &AtomicU64,
+    total: u64,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<R> {
+    std::thread::scope(|scope| {
+        let (finished, over) = std::sync::mpsc::channel::<()>();
+        let handle = scope.spawn(move || {
+            let result = work();
+            // the receiver only goes away once this thread is joined
+            let _ = finished.send(());
+            result
+        });
+        // until the work says it is over, or its thread ends without saying so (a panic)
+        while let Err(RecvTimeoutError::Timeout) = over.recv_timeout(REPORT_EVERY) {
+            progress(done.load(Ordering::Relaxed) as usize, total as usize);
+        }
+        let result = handle
+            .join()
+            .map_err(|_| DataFusionError::Internal(format!("{what} panicked")))?;
+        progress(done.load(Ordering::Relaxed) as usize, total as usize);
+        Ok(result)
+    })
+}
+
+/// How often [`reporting`] reports.
+const REPORT_EVERY: Duration = Duration::from_millis(200);
+
 /// The threads the machine runs at once (1 when unknown).
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -50,6 +87,51 @@ mod tests {
         assert!(
             failed.to_string().contains("the failing piece panicked"),
             "{failed}"
+        );
+    }
+
+    #[test]
+    fn reporting_reports_while_the_work_runs_then_the_end() {
+        use std::sync::atomic::AtomicBool;
+        let done = AtomicU64::new(0);
+        let reported = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let result = reporting(
+            "counting",
+            || {
+                done.store(1, Ordering::Relaxed);
+                // the work goes on once it has been reported at 1 of 5
+                while !reported.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                done.store(5, Ordering::Relaxed);
+                7
+            },
+            &done,
+            5,
+            &mut |done, total| {
+                seen.push((done, total));
+                if done == 1 {
+                    reported.store(true, Ordering::Relaxed);
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(result, 7);
+        assert!(seen.contains(&(1, 5)), "{seen:?}");
+        assert_eq!(seen.last(), Some(&(5, 5)));
+        let failed = reporting(
+            "the failing work",
+            || -> u32 { panic!("fails") },
+            &done,
+            5,
+            &mut |_, _| {},
+        );
+        assert!(
+            failed
+                .unwrap_err()
+                .to_string()
+                .contains("the failing work panicked")
         );
     }
 }

@@ -60,6 +60,16 @@ pub enum ColumnTreatment {
     QuasiIdentifier(Arc<Hierarchy>),
     /// Kept as it is (sensitive and insensitive attributes).
     Keep,
+    /// The person column, replaced by its pseudonyms under `key` ([`crate::pseudonym`]), by
+    /// which persons are counted; `published` says whether a reader of the table sees them
+    /// (`false`: the table's rows leave the column out, and publishing strips it from the
+    /// written files once they are verified).
+    Pseudonym {
+        /// This table's key.
+        key: crate::pseudonym::PseudonymKey,
+        /// Whether the pseudonyms are part of what is published.
+        published: bool,
+    },
 }
 
 /// A transformation of a table: a treatment per column (columns not listed are dropped), the
@@ -98,6 +108,17 @@ impl Generalization {
     /// Whether any class can fail: k > 1 or a requirement on a sensitive attribute.
     pub fn suppresses(&self) -> bool {
         self.requirements.can_fail()
+    }
+
+    /// The column that carries person pseudonyms to count persons by but is not published,
+    /// if any: the recoded rows have it, the table's rows and a published output do not.
+    pub fn unpublished_person(&self) -> Option<&str> {
+        self.columns.iter().find_map(|(name, t)| match t {
+            ColumnTreatment::Pseudonym {
+                published: false, ..
+            } => Some(name.as_str()),
+            _ => None,
+        })
     }
 }
 
@@ -151,7 +172,7 @@ impl GeneralizedTable {
             recoded.clone()
         };
         Ok(Self {
-            view: ViewTable::new(plan, None),
+            view: ViewTable::new(without_unpublished(plan, &generalization)?, None),
             generalization,
             recoded,
             keyed,
@@ -186,7 +207,7 @@ impl GeneralizedTable {
             suppress(&self.recoded, scan, &self.generalization)?
         };
         Ok(Self {
-            view: ViewTable::new(plan, None),
+            view: ViewTable::new(without_unpublished(plan, &self.generalization)?, None),
             generalization: self.generalization.clone(),
             recoded: self.recoded.clone(),
             keyed: self.keyed.clone(),
@@ -424,7 +445,9 @@ fn recoded_plan(
             let kept_names: Vec<&String> = generalization
                 .columns
                 .iter()
-                .filter(|(_, t)| matches!(t, ColumnTreatment::Keep))
+                .filter(|(_, t)| {
+                    matches!(t, ColumnTreatment::Keep | ColumnTreatment::Pseudonym { .. })
+                })
                 .map(|(name, _)| name)
                 .collect();
             let labels = || Expr::Column(Column::from_name(LOCAL_LABELS));
@@ -451,9 +474,12 @@ fn recoded_plan(
             if !with_originals {
                 let key_lookup = Arc::new(function.class_keys());
                 let udf = ScalarUDF::new_from_shared_impl(Arc::clone(&key_lookup) as _);
-                let columns = kept_names
+                let columns = generalization
+                    .columns
                     .iter()
-                    .map(|name| Expr::Column(Column::from_name(*name)))
+                    .filter_map(|(name, t)| {
+                        kept_expr(t, Expr::Column(Column::from_name(name)), name)
+                    })
                     .chain(std::iter::once(
                         get_field(labels(), CLASS_KEY_FIELD).alias(CLASS_KEY_COLUMN),
                     ));
@@ -480,11 +506,14 @@ fn recoded_plan(
     for (name, treatment) in &generalization.columns {
         match treatment {
             ColumnTreatment::Drop => {}
-            ColumnTreatment::Keep => exprs.push(match &generalization.release {
-                Release::FullDomain(_) => Expr::Column(Column::new(Some(table_name), name)),
-                // already projected once, under its own name
-                Release::Local(_) => Expr::Column(Column::from_name(name)),
-            }),
+            ColumnTreatment::Keep | ColumnTreatment::Pseudonym { .. } => {
+                let column = match &generalization.release {
+                    Release::FullDomain(_) => Expr::Column(Column::new(Some(table_name), name)),
+                    // already projected once, under its own name
+                    Release::Local(_) => Expr::Column(Column::from_name(name)),
+                };
+                exprs.extend(kept_expr(treatment, column, name));
+            }
             ColumnTreatment::QuasiIdentifier(_) => {
                 let expr = recoded.next().ok_or_else(|| {
                     DataFusionError::Internal("a quasi-identifier without a recoding".into())
@@ -511,6 +540,33 @@ fn recoded_plan(
         );
     }
     Ok((input.project(exprs)?.build()?, keyed))
+}
+
+/// What the recoded rows carry of a kept column: the column, or its pseudonyms under its
+/// name; `None` for a column left out.
+fn kept_expr(treatment: &ColumnTreatment, column: Expr, name: &str) -> Option<Expr> {
+    match treatment {
+        ColumnTreatment::Keep => Some(column),
+        ColumnTreatment::Pseudonym { key, .. } => {
+            Some(crate::pseudonym::PseudonymFunction::call(key, column).alias(name))
+        }
+        ColumnTreatment::Drop | ColumnTreatment::QuasiIdentifier(_) => None,
+    }
+}
+
+/// `plan` without the person pseudonyms that are counted but not published.
+fn without_unpublished(plan: LogicalPlan, generalization: &Generalization) -> Result<LogicalPlan> {
+    let Some(hidden) = generalization.unpublished_person() else {
+        return Ok(plan);
+    };
+    let columns: Vec<Expr> = plan
+        .schema()
+        .columns()
+        .into_iter()
+        .filter(|c| c.name != hidden)
+        .map(Expr::Column)
+        .collect();
+    LogicalPlanBuilder::from(plan).project(columns)?.build()
 }
 
 /// Per class of the recoded rows: its keys, its size and whether it meets every requirement.

@@ -175,6 +175,10 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
 
     let phase = Instant::now();
     let freq = policy.frequency_set(&ctx, None).await?;
+    // after the scan, whose errors about the input come first
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     let frequency_seconds = phase.elapsed().as_secs_f64();
 
     let phase = Instant::now();
@@ -309,6 +313,9 @@ pub async fn apply(
     let out = output(out.as_deref(), &read)?;
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
     read.register_with(&ctx, false).await?;
+    for repeated in read.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     let levels = match levels {
         Some(levels) => levels_in_order(&read, levels)?,
         None => read.transformation().ok_or_else(|| {

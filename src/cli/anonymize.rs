@@ -16,7 +16,7 @@ use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
 use datafusion_anonymity::session;
 use datafusion_anonymity::storage::Location;
 
-use super::apply::{output_path, print_summary};
+use super::apply::{output_path, print_summary, print_utility};
 use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
 use super::report::{Report, ReportTargets};
 
@@ -141,6 +141,8 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
 
+    let input_seconds = started.elapsed().as_secs_f64();
+
     // 1. the frequency set: one scan
     let phase = Instant::now();
     let scanned = ScanProgress::new();
@@ -150,6 +152,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     report.finish().await;
     let freq = freq?;
     let frequency_seconds = phase.elapsed().as_secs_f64();
+    // after the scan, whose errors about the input come first
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     if !args.quiet {
         eprintln!(
             "frequency set: {} rows in {} combinations ({:.2} s)",
@@ -163,9 +169,16 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let phase = Instant::now();
     let mut nodes: Option<Progress> = None;
     let quiet = args.quiet;
+    // the full-domain searches count nodes; Mondrian rows, KACA leaf classes, IAB tables
+    let (phase_name, unit) = match method {
+        Method::FullDomain(_) => ("search", "nodes"),
+        Method::Local(LocalAlgorithm::Mondrian) => ("mondrian", "rows"),
+        Method::Local(LocalAlgorithm::Kaca) => ("kaca", "combinations"),
+        Method::Local(LocalAlgorithm::Iab) => ("iab", "tables expanded"),
+    };
     let mut progress = |checked: usize, size: usize| {
         nodes
-            .get_or_insert_with(|| Progress::new("search", "nodes", Some(size as u64), quiet))
+            .get_or_insert_with(|| Progress::new(phase_name, unit, Some(size as u64), quiet))
             .set(checked as u64);
     };
     let seed = args.seed.unwrap_or_else(publish::random_seed);
@@ -250,7 +263,11 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         None => None,
     };
     let metric = decision.metric;
-    println!("{}: {:.4}", metric.name(), decision.metric_value);
+    println!(
+        "{}: {}",
+        metric.name(),
+        metric.display(decision.metric_value)
+    );
     let utility = if args.utility {
         let phase = Instant::now();
         let utility = publish::release_utility(
@@ -260,18 +277,22 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             report.failing_classes.clone(),
         )
         .await?;
-        println!(
-            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
-            utility.loss_metric, utility.ncp, utility.discernibility
-        );
+        print_utility(&utility);
         Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
     };
     if reports.any() {
-        let mut written = Report::new("anonymize", &policy, &report, utility, started);
+        let mut written = Report::new(
+            "anonymize",
+            &policy,
+            &report,
+            utility,
+            started,
+            input_seconds,
+        );
         written.algorithm = Some(method.name());
-        written.metric = Some(metric.name());
+        written.metric = Some(metric);
         written.metric_value = Some(decision.metric_value);
         written.lattice_size = decision.lattice_size;
         written.nodes_checked = decision.nodes_checked;

@@ -9,6 +9,7 @@ use datafusion::error::{DataFusionError, Result};
 
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 use datafusion_anonymity::policy::Policy;
+use datafusion_anonymity::profile::render_text::whole_number;
 use datafusion_anonymity::progress::ScanProgress;
 use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, RowOrder};
 use datafusion_anonymity::release::Release;
@@ -97,10 +98,14 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
+    for repeated in policy.repeated_identifiers(&ctx).await? {
+        eprintln!("{}", repeated.warning());
+    }
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
     let total = policy_input_rows(&ctx, &policy, args.quiet).await;
+    let input_seconds = started.elapsed().as_secs_f64();
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
     let mut frequency_set = None;
@@ -177,10 +182,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         let utility =
             publish::release_utility(&ctx, &policy, &release, report.failing_classes.clone())
                 .await?;
-        println!(
-            "utility: loss {:.4}, ncp {:.4}, discernibility {:.0}",
-            utility.loss_metric, utility.ncp, utility.discernibility
-        );
+        print_utility(&utility);
         Some((utility, phase.elapsed().as_secs_f64()))
     } else {
         None
@@ -188,12 +190,13 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     if !args.quiet {
         let t = report.seconds;
         eprintln!(
-            "time: classes {:.2} s, write {:.2} s, verify {:.2} s, post-analytics {:.2} s",
-            t.classes, t.write, t.verify, t.post_analytics
+            "time: input {input_seconds:.2} s, classes {:.2} s, write {:.2} s, verify {:.2} s, \
+             post-analytics {:.2} s, commit {:.2} s",
+            t.classes, t.write, t.verify, t.post_analytics, t.commit
         );
     }
     if reports.any() {
-        let mut written = Report::new("apply", &policy, &report, utility, started);
+        let mut written = Report::new("apply", &policy, &report, utility, started, input_seconds);
         if let Some((rows, seconds)) = frequency_set {
             written.frequency_set_rows = Some(rows);
             written.seconds.frequency_set = Some(seconds);
@@ -217,7 +220,17 @@ pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<Location> {
         })
 }
 
-/// The figures of a publication, one per line, on stdout.
+/// The utility's headline figures, on stdout.
+pub fn print_utility(utility: &datafusion_anonymity::profile::Utility) {
+    println!(
+        "utility: loss {:.4}, ncp {:.4}, discernibility {}",
+        utility.loss_metric,
+        utility.ncp,
+        whole_number(utility.discernibility)
+    );
+}
+
+/// The figures of a publication, one per line, on stdout; its warnings on stderr.
 pub fn print_summary(report: &PublishReport) {
     let v = &report.verification;
     let levels: Vec<String> = report
@@ -235,6 +248,9 @@ pub fn print_summary(report: &PublishReport) {
             erased.quasi_identifier, erased.level
         );
     }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
     println!("output: {}", report.output);
     if report.recoding == "local" {
         println!("recoding: local");
@@ -243,7 +259,17 @@ pub fn print_summary(report: &PublishReport) {
     }
     println!("rows: {} of {} input rows", v.rows, report.input_rows);
     println!("classes: {}", v.classes);
-    println!("k: {}", v.k);
+    match &report.person {
+        Some(person) if person.k_counts_persons => {
+            let persons = person.k_persons.map_or("-".to_string(), |k| k.to_string());
+            println!("k: {persons} (persons of {})", person.column);
+            println!("k_rows: {}", v.k);
+        }
+        _ => println!("k: {}", v.k),
+    }
+    if let Some(person) = &report.person {
+        println!("person column: {} ({})", person.column, person.published);
+    }
     for s in &v.sensitive {
         for (key, worst) in &s.worst {
             if let Some(worst) = worst {

@@ -129,9 +129,10 @@ struct GenerateArgs {
     /// Seed: the same seed gives the same table.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// The table: `patients` (repeated persons, one disease per visit) or `medical` (one row
+    /// The table: `patients` (repeated persons, one disease per visit), `medical` (one row
     /// per patient with physician, specialty, diagnosis, symptom, diagnostic method and
-    /// treatment).
+    /// treatment) or `visits` (hospital visits, 1 to 22 per patient, about 2.2 on average:
+    /// patient_id, sex, birth_date, zip, department, diagnosis, visit_date, cost).
     #[arg(long, value_enum, default_value_t = GeneratedTable::Patients)]
     table: GeneratedTable,
 }
@@ -141,6 +142,7 @@ struct GenerateArgs {
 enum GeneratedTable {
     Patients,
     Medical,
+    Visits,
 }
 
 /// Parses the command line, runs it, and turns any error (or panic) into one line on stderr.
@@ -195,6 +197,7 @@ async fn run(cli: Cli) -> Result<()> {
                 GeneratedTable::Medical => {
                     generate::write_medical(&args.out, args.rows, args.seed)?
                 }
+                GeneratedTable::Visits => generate::write_visits(&args.out, args.rows, args.seed)?,
             }
             eprintln!(
                 "wrote {} rows to {} in {:.1}s",

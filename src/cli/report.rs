@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use datafusion_anonymity::policy::{
     Direction, Measure, Policy, PrivacyRequirements, RiskThresholds, SuppressionMode,
+    UNIQUE_SHARE_WARNING,
 };
 use datafusion_anonymity::profile::Utility;
 use datafusion_anonymity::profile::figures::{self as f, Figure};
@@ -21,6 +22,7 @@ use datafusion_anonymity::profile::render_html::Page;
 use datafusion_anonymity::profile::render_text::{group_digits, percent, ratio};
 use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
 use datafusion_anonymity::saved_recoding::RecodingFileFigures;
+use datafusion_anonymity::search::Metric;
 use datafusion_anonymity::storage::{self, Location, StoreOptions};
 
 /// `--report` and `--html-report`, the same on both commands.
@@ -136,7 +138,8 @@ pub(super) struct Report<'a> {
     /// `full-domain` or `local`
     pub recoding: &'static str,
     /// what the search minimized, and its value (anonymize; null for apply)
-    pub metric: Option<&'static str>,
+    #[serde(serialize_with = "metric_name")]
+    pub metric: Option<Metric>,
     pub metric_value: Option<f64>,
     /// the levels (full-domain); empty for local recoding
     pub levels: Vec<QiLevel>,
@@ -164,9 +167,12 @@ pub(super) struct Report<'a> {
     suppression: SuppressionMode,
 }
 
-/// Seconds per phase.
+/// Seconds per phase: together they make up `total`, but for the moments between them.
 #[derive(Serialize, Default)]
 pub(super) struct Timings {
+    /// reading the policy, checking the outputs and registering the input (a CSV input is
+    /// read whole there, to infer or check its types), up to the first phase below
+    pub input: f64,
     /// building the frequency set (null when none was built)
     pub frequency_set: Option<f64>,
     /// the search (anonymize; null for apply)
@@ -175,6 +181,8 @@ pub(super) struct Timings {
     pub write: f64,
     pub verify: f64,
     pub post_analytics: f64,
+    /// moving the verified output into place
+    pub commit: f64,
     /// measuring the utility (`--utility`; null without)
     pub utility: Option<f64>,
     pub total: f64,
@@ -182,13 +190,15 @@ pub(super) struct Timings {
 
 impl<'a> Report<'a> {
     /// The report of `publish`, released under `policy` by `command`, with the figures only a
-    /// search has left null (set them on the result); `started` is when the command started.
+    /// search has left null (set them on the result); `started` is when the command started,
+    /// and `input_seconds` the time from then to its first phase.
     pub fn new(
         command: &'static str,
         policy: &'a Policy,
         publish: &'a PublishReport,
         utility: Option<(Utility, f64)>,
         started: Instant,
+        input_seconds: f64,
     ) -> Self {
         let (utility, utility_seconds) = utility.unzip();
         Self {
@@ -209,12 +219,14 @@ impl<'a> Report<'a> {
             thresholds: policy.thresholds(),
             utility,
             seconds: Timings {
+                input: input_seconds,
                 frequency_set: None,
                 search: None,
                 suppression_count: publish.seconds.classes,
                 write: publish.seconds.write,
                 verify: publish.seconds.verify,
                 post_analytics: publish.seconds.post_analytics,
+                commit: publish.seconds.commit,
                 utility: utility_seconds,
                 total: started.elapsed().as_secs_f64(),
             },
@@ -238,7 +250,7 @@ impl<'a> Report<'a> {
         self.verification(&mut page);
         self.post_analytics(&mut page);
         if let Some(utility) = &self.utility {
-            page.utility(utility);
+            page.utility(utility, self.suppressed_meaning());
         }
         self.timings(&mut page);
         page.finish()
@@ -286,7 +298,11 @@ impl<'a> Report<'a> {
             page.row("algorithm", &[algorithm], "what chose the release");
         }
         if let (Some(metric), Some(value)) = (self.metric, self.metric_value) {
-            page.row(metric, &[&ratio(value)], "what the search minimized");
+            page.row(
+                metric.name(),
+                &[&metric.display(value)],
+                "what the search minimized",
+            );
         }
         if let (Some(checked), Some(size)) = (self.nodes_checked, self.lattice_size) {
             page.row(
@@ -316,6 +332,19 @@ impl<'a> Report<'a> {
             None => page.row("row order", &[p.row_order], "the rows in the input's order"),
         }
         page.end_table();
+        page.class_sizes(&p.class_sizes, v.rows);
+    }
+
+    /// What the utility section's suppressed rows are in this release: the utility counts
+    /// them as all `*` either way, but only a mask release publishes them so.
+    fn suppressed_meaning(&self) -> &'static str {
+        match self.suppression {
+            SuppressionMode::Drop => {
+                "rows of the classes that fail the requirements: left out of the release \
+                 (drop), counted by the figures below as rows whose quasi-identifiers are all *"
+            }
+            SuppressionMode::Mask => f::SUPPRESSED_ROWS.description,
+        }
     }
 
     fn levels(&self, page: &mut Page) {
@@ -447,6 +476,9 @@ impl<'a> Report<'a> {
             "What the written output gives away, checked against the policy's thresholds before \
              it was published.",
         );
+        for warning in &self.publish.warnings {
+            page.warning(&format!("warning: {warning}"));
+        }
         page.table(&["figure", "value", "threshold", "meaning"]);
         let mut risk = |figure: Figure, value: f64, name: &str, limit: Option<f64>| {
             page.row(
@@ -509,6 +541,34 @@ impl<'a> Report<'a> {
             );
         }
         page.end_table();
+        page.paragraph(
+            "Each published column that is not a quasi-identifier, with the quasi-identifiers: \
+             the rows no other row matches on both (whoever knows a person's value of the \
+             column and quasi-identifiers finds their row), and the leakage of the pair.",
+        );
+        page.table(&[
+            "column",
+            "unique rows",
+            "share",
+            "leakage with the quasi-identifiers",
+            "threshold",
+        ]);
+        for column in &a.uniqueness {
+            page.row(
+                &column.attribute,
+                &[
+                    &group_digits(column.unique_rows),
+                    &percent(column.unique_share),
+                    &ratio(column.leakage_with_quasi_identifiers),
+                    &t.max_unique_share.map_or_else(
+                        || format!("warned above {}", percent(UNIQUE_SHARE_WARNING)),
+                        |limit| format!("≤ {} (max_unique_share)", percent(limit)),
+                    ),
+                ],
+                "",
+            );
+        }
+        page.end_table();
     }
 
     fn timings(&self, page: &mut Page) {
@@ -516,12 +576,14 @@ impl<'a> Report<'a> {
         page.heading("Timings");
         page.table(&["phase", "seconds", ""]);
         let phases = [
+            ("input", Some(s.input)),
             ("frequency set", s.frequency_set),
             ("search", s.search),
             ("suppression count", Some(s.suppression_count)),
             ("write", Some(s.write)),
             ("verify", Some(s.verify)),
             ("post-analytics", Some(s.post_analytics)),
+            ("commit", Some(s.commit)),
             ("utility", s.utility),
             ("total", Some(s.total)),
         ];
@@ -531,6 +593,17 @@ impl<'a> Report<'a> {
             }
         }
         page.end_table();
+    }
+}
+
+/// The metric by its name in the JSON report.
+fn metric_name<S: serde::Serializer>(
+    metric: &Option<Metric>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match metric {
+        Some(metric) => serializer.serialize_str(metric.name()),
+        None => serializer.serialize_none(),
     }
 }
 

@@ -2,12 +2,14 @@
 //! plan, wrapping Ballista's own codecs and falling back to them for everything else.
 //!
 //! Most functions are defined by their name alone and travel as that name; every host
-//! registers them ([`crate::register_udfs`]). Three carry parameters in their struct, which a
+//! registers them ([`crate::register_udfs`]). Four carry parameters in their struct, which a
 //! name cannot bring along, so their payload holds the parameters:
 //! - `generalize`: the hierarchies of its registry ([`crate::generalize::spec`]);
 //! - `__anon_local_recode` and `__anon_local_class_key` (the same lookup returning class
 //!   keys only): the local release it looks rows up in, and its column types;
-//! - `__anon_domain_histogram` (the profile's histograms): its domain.
+//! - `__anon_domain_histogram` (the profile's histograms): its domain;
+//! - `__anon_person_pseudonym`: its release's key (so the key reaches the cluster's executors,
+//!   over the cluster's own connections, and nothing else).
 //!
 //! A `MemTable` (the failing classes a `GeneralizedTable` joins against, a table registered
 //! from batches) travels as its batches. Payloads start with [`MAGIC`] and a tag, so a payload
@@ -33,6 +35,7 @@ use crate::generalize::spec::{decode_registry, encode_registry};
 use crate::generalize::udf::generalize::GeneralizeFunction;
 use crate::generalize::udf::local_recode::LocalRecodeFunction;
 use crate::profile::histogram::{histogram_domain, histogram_udaf};
+use crate::pseudonym::{PseudonymFunction, PseudonymKey};
 use crate::release::LocalRecoding;
 
 /// The first bytes of every payload this codec writes.
@@ -44,6 +47,8 @@ const TAG_LOCAL_RECODE: u8 = b'L';
 const TAG_LOCAL_CLASS_KEY: u8 = b'K';
 const TAG_HISTOGRAM: u8 = b'H';
 const TAG_MEM_TABLE: u8 = b'M';
+/// the person pseudonyms: their key travels to the executors inside the plan
+const TAG_PSEUDONYM: u8 = b'P';
 
 /// Our tag and payload, when `buf` is ours.
 fn ours(buf: &[u8]) -> Option<(u8, &[u8])> {
@@ -78,6 +83,11 @@ fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<bool> {
         lookup.release().put_wire(buf)?;
         return Ok(true);
     }
+    if let Some(pseudonym) = node.inner().downcast_ref::<PseudonymFunction>() {
+        start(buf, TAG_PSEUDONYM);
+        buf.extend_from_slice(pseudonym.key().bytes());
+        return Ok(true);
+    }
     Ok(false)
 }
 
@@ -105,6 +115,12 @@ fn decode_udf(name: &str, tag: u8, payload: &[u8]) -> Result<Arc<ScalarUDF>> {
                     lookup
                 },
             )))
+        }
+        TAG_PSEUDONYM => {
+            let key: [u8; 32] = payload.try_into().map_err(|_| malformed(name))?;
+            Ok(Arc::new(ScalarUDF::new_from_impl(PseudonymFunction::new(
+                PseudonymKey::from_bytes(key),
+            ))))
         }
         _ => Err(malformed(name)),
     }
@@ -337,4 +353,30 @@ impl PhysicalExtensionCodec for AnonymityPhysicalCodec {
     }
 
     function_methods!();
+}
+
+#[cfg(test)]
+mod pseudonym_tests {
+    use super::*;
+
+    /// The pseudonym function travels with its key: the payload is the tag and the key's 32
+    /// bytes, and the decoded function holds the same key.
+    #[test]
+    fn the_pseudonym_key_survives_the_cluster_codec() {
+        let key = PseudonymKey::from_bytes([9; 32]);
+        let udf = ScalarUDF::new_from_impl(PseudonymFunction::new(key.clone()));
+        let codec = AnonymityLogicalCodec::default();
+        let mut buf = Vec::new();
+        codec.try_encode_udf(&udf, &mut buf).unwrap();
+        assert_eq!(buf.len(), MAGIC.len() + 1 + 32);
+        let decoded = codec.try_decode_udf(udf.name(), &buf).unwrap();
+        let decoded = decoded.inner().downcast_ref::<PseudonymFunction>().unwrap();
+        assert_eq!(decoded.key(), &key);
+        // a truncated payload is refused, not read as another key
+        assert!(
+            codec
+                .try_decode_udf(udf.name(), &buf[..buf.len() - 1])
+                .is_err()
+        );
+    }
 }

@@ -43,15 +43,15 @@ const GENERIC_SYMPTOMS: &[&str] = &[
 ];
 
 /// A specialty: its share of the physicians and its diagnoses, most frequent first.
-struct Specialty {
-    name: &'static str,
-    share: f64,
-    diagnoses: &'static [Diagnosis],
+pub(super) struct Specialty {
+    pub(super) name: &'static str,
+    pub(super) share: f64,
+    pub(super) diagnoses: &'static [Diagnosis],
 }
 
 /// A diagnosis and its symptoms, diagnostic methods and treatments, most frequent first.
-struct Diagnosis {
-    name: &'static str,
+pub(super) struct Diagnosis {
+    pub(super) name: &'static str,
     symptoms: &'static [&'static str],
     methods: &'static [&'static str],
     treatments: &'static [&'static str],
@@ -74,7 +74,7 @@ const fn dx(
 /// The specialties (shares of the physicians summing to 1) and their diagnoses. Diagnosis names
 /// are distinct across specialties.
 #[rustfmt::skip]
-const SPECIALTIES: &[Specialty] = &[
+pub(super) const SPECIALTIES: &[Specialty] = &[
     Specialty { name: "cardiology", share: 0.16, diagnoses: &[
         dx("coronary artery disease",
            &["chest pain", "shortness of breath", "palpitations", "cold sweats"],
@@ -466,7 +466,7 @@ struct DiagnosisChoices {
 }
 
 /// Shuffles `items` in place (Fisher–Yates).
-fn shuffle<T>(items: &mut [T], rng: &mut SplitMix64) {
+pub(super) fn shuffle<T>(items: &mut [T], rng: &mut SplitMix64) {
     for i in (1..items.len()).rev() {
         items.swap(i, rng.below(i as u64 + 1) as usize);
     }

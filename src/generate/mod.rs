@@ -2,12 +2,16 @@
 //! benchmarks. The patients table (here): about 10% of the rows are further visits of an
 //! earlier patient (same id and demographics, a new disease), as in 1:M medical microdata. The
 //! medical table ([`write_medical`], in `medical.rs`): one row per patient with several
-//! correlated sensitive attributes, for multiple-sensitive-attribute experiments. Rows are
+//! correlated sensitive attributes, for multiple-sensitive-attribute experiments. The visits
+//! table ([`write_visits`], in `visits.rs`): one row per hospital visit, about 2.2 visits per
+//! person, in the shape of a clinical trial's 1:M data (person-level k). Rows are
 //! generated and written a batch at a time, so 10M rows need under 100 MB of memory.
 
 mod medical;
+mod visits;
 
 pub use medical::{medical_schema, write_medical};
+pub use visits::{visits_schema, write_visits};
 
 use std::fs::File;
 use std::path::Path;

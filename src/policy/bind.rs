@@ -58,6 +58,9 @@ impl Policy {
         )
         .await?;
         let schema = ctx.table_provider(self.name.as_str()).await?.schema();
+        if crate::tables::table_format(&self.input.datafusion_path())? == TableFormat::Csv {
+            self.locate_unfit_csv_columns(&schema).await?;
+        }
         self.bind_schema(&schema)?;
         if crate::tables::table_format(&self.input.datafusion_path())? != TableFormat::Csv {
             self.check_types(&schema)?;
@@ -91,6 +94,54 @@ impl Policy {
             self.population_table = Some(table);
         }
         self.schema = Some(schema);
+        Ok(())
+    }
+
+    /// A CSV column whose inferred type its hierarchy does not fit (a date column with one
+    /// value that is not a date, read as text): an error naming the file, the line of the
+    /// value that changed the inferred type (not the value), that type and what the hierarchy
+    /// needs. Columns the policy gives a `type` were converted, or refused value by value,
+    /// when the input was registered.
+    async fn locate_unfit_csv_columns(&self, schema: &SchemaRef) -> Result<()> {
+        for column in self.columns.iter().filter(|c| c.data_type.is_none()) {
+            let (Some(hierarchy), Ok(field)) =
+                (column.hierarchy(), schema.field_with_name(&column.name))
+            else {
+                continue;
+            };
+            let Err(unfit) = hierarchy.check_column(&column.name, field.data_type()) else {
+                continue;
+            };
+            let fits = Arc::clone(hierarchy);
+            let change = crate::tables::csv::locate_type_change(
+                &self.input,
+                &self.storage,
+                &column.name,
+                move |data_type| fits.accepts(data_type),
+            )
+            .await?;
+            let Some(change) = change else { continue };
+            let fix = match change
+                .before
+                .as_ref()
+                .and_then(crate::tables::ColumnType::of)
+            {
+                Some(ty) => format!(
+                    "correct the value, or give the attribute type = \"{}\" (with [input] \
+                     bad_values = \"null\" to read such values as NULL)",
+                    ty.name()
+                ),
+                None => "correct the value".to_string(),
+            };
+            return Err(policy_error(
+                &self.source,
+                format!(
+                    "{}, and {}; {fix}",
+                    change.describe(&column.name),
+                    unfit.message()
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -108,8 +108,19 @@ pub struct PrivacySpec {
     pub dependency_threshold: Option<f64>,
     /// Bucketizations: the quasi-identifiers GT publishes (marginal publication).
     pub marginal: Option<Vec<String>>,
-    /// k over distinct persons: every class holds rows of at least this many persons of
-    /// `person_id` (1:M data, several rows per person).
+    /// The column identifying the person a row belongs to (1:M data, several rows per
+    /// person): `k` then counts distinct persons, and rows-k is `k_rows`. The column may be
+    /// an identifier (read to count persons, then dropped, or published as a per-release
+    /// pseudonym with `pseudonym = true`) or insensitive (published as it is).
+    pub person: Option<String>,
+    /// With `person`: every class has at least this many rows too (default: none beyond
+    /// what k persons imply, i.e. k rows).
+    pub k_rows: Option<u64>,
+    /// With `person` (or `person_id`) an identifier: publish a per-release keyed pseudonym of
+    /// it in its place instead of dropping it.
+    #[serde(default)]
+    pub pseudonym: bool,
+    /// The older form of `person`: k counts rows, and `k_persons` persons of `person_id`.
     pub k_persons: Option<u64>,
     /// The column identifying the person a row belongs to (for `k_persons`).
     pub person_id: Option<String>,
@@ -128,6 +139,9 @@ pub struct PrivacySpec {
     /// Post-analytics: the highest leakage allowed, per attribute.
     #[serde(default)]
     pub max_leakage: std::collections::BTreeMap<String, f64>,
+    /// Post-analytics: the largest share of the published rows one column not a
+    /// quasi-identifier may make unique with the quasi-identifiers.
+    pub max_unique_share: Option<f64>,
 }
 
 impl PrivacySpec {
@@ -139,6 +153,7 @@ impl PrivacySpec {
             max_marketer_risk: self.max_marketer_risk,
             max_journalist_risk: self.max_journalist_risk,
             max_leakage: self.max_leakage.clone(),
+            max_unique_share: self.max_unique_share,
         }
     }
 

@@ -28,7 +28,9 @@ mod bind;
 pub mod bucketization;
 pub mod file;
 mod parse;
+mod persons;
 use parse::line_of;
+pub use persons::RepeatedIdentifier;
 pub mod requirements;
 
 use std::collections::BTreeMap;
@@ -52,6 +54,7 @@ pub use requirements::{
     RELATIVE_TOLERANCE, RiskThresholds, SensitiveAchieved, SensitiveRequirement, SuppressionMode,
     TCloseness, TClosenessKind,
 };
+pub use requirements::{ColumnUniqueness, UNIQUE_SHARE_WARNING};
 
 /// A hierarchy as far as it is known before the data are seen.
 #[derive(Debug, Clone)]
@@ -106,6 +109,34 @@ pub struct Policy {
     bucketization: Option<Bucketization>,
     marginal: Option<Vec<String>>,
     thresholds: RiskThresholds,
+    person: Option<PersonColumn>,
+}
+
+/// The column identifying the person of each row (`[privacy] person`, or `person_id` with
+/// `k_persons`), and what a release publishes of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonColumn {
+    /// The column.
+    pub name: String,
+    /// Every class holds rows of at least this many distinct persons.
+    pub k_persons: u64,
+    /// Every class holds at least this many rows (with `person`: `k_rows`, never below k).
+    pub k_rows: u64,
+    /// Whether the policy's `k` counts persons (`person`) rather than rows (`person_id`).
+    pub k_counts_persons: bool,
+    /// What is published in the column's place.
+    pub published: PersonPublished,
+}
+
+/// What a release publishes of the person column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonPublished {
+    /// Nothing (an identifier): read to count persons, left out of the output.
+    Dropped,
+    /// A per-release keyed pseudonym ([`crate::pseudonym`]) under the column's name.
+    Pseudonym,
+    /// The column as it is (insensitive: the user's own pseudonym).
+    AsIs,
 }
 
 fn policy_error(source: &str, message: impl std::fmt::Display) -> DataFusionError {
@@ -283,13 +314,15 @@ impl Policy {
             .collect()
     }
 
-    /// The person id column (`privacy.person_id`), when the policy counts persons.
+    /// The person id column (`privacy.person` or `privacy.person_id`), when the policy
+    /// counts persons.
     pub fn person_id(&self) -> Option<&str> {
-        self.requirements
-            .sensitive
-            .iter()
-            .find(|s| s.persons.is_some())
-            .map(|s| s.attribute.as_str())
+        self.person.as_ref().map(|p| p.name.as_str())
+    }
+
+    /// The person column and what is published of it, when the policy counts persons.
+    pub fn person(&self) -> Option<&PersonColumn> {
+        self.person.as_ref()
     }
 
     /// The post-analytics thresholds of `[privacy]`.
@@ -407,9 +440,24 @@ impl Policy {
             }
         }
         let mut columns = Vec::with_capacity(self.columns.len());
+        // one key per generalized table: every row of a release gets its person's pseudonym
+        // under the same key, a new release a new key
+        let person_key = match &self.person {
+            Some(p) if p.published != PersonPublished::AsIs => {
+                Some((p.name.as_str(), crate::pseudonym::PseudonymKey::random()?))
+            }
+            _ => None,
+        };
         for column in &self.columns {
             let treatment = match column.role {
-                Role::Identifier => ColumnTreatment::Drop,
+                Role::Identifier => match &person_key {
+                    Some((name, key)) if *name == column.name => ColumnTreatment::Pseudonym {
+                        key: key.clone(),
+                        published: self.person.as_ref().map(|p| p.published)
+                            == Some(PersonPublished::Pseudonym),
+                    },
+                    _ => ColumnTreatment::Drop,
+                },
                 Role::QuasiIdentifier => {
                     let hierarchy = column.hierarchy().cloned().ok_or_else(|| {
                         DataFusionError::Plan(format!(

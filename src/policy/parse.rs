@@ -10,8 +10,8 @@ use datafusion::error::{DataFusionError, Result};
 use super::bucketization::{self, Method};
 use super::file::{HierarchySpec, PolicyFile, Role};
 use super::{
-    PendingHierarchy, Policy, PolicyColumn, PopulationRequirement, PrivacyRequirements,
-    SensitiveRequirement, SuppressionMode, policy_error,
+    PendingHierarchy, PersonColumn, PersonPublished, Policy, PolicyColumn, PopulationRequirement,
+    PrivacyRequirements, SensitiveRequirement, SuppressionMode, policy_error,
 };
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 use crate::storage::{self, Location, StoreOptions};
@@ -158,50 +158,14 @@ impl Policy {
                 defaults.policy_keys().join(", privacy.")
             )));
         }
-        match (privacy.k_persons, &privacy.person_id) {
-            (None, None) => {}
-            (Some(_), None) => {
-                return Err(err(
-                    "privacy.k_persons needs privacy.person_id, the column identifying the person \
-                     of each row"
-                        .into(),
-                ));
-            }
-            (None, Some(_)) => {
-                return Err(err(
-                    "privacy.person_id is set without privacy.k_persons".into()
-                ));
-            }
-            (Some(k_persons), Some(person)) => {
-                if bucketization.is_some() {
-                    return Err(err(format!(
-                        "privacy.k_persons applies to method = \"generalization\", not to {}",
-                        privacy.method.name()
-                    )));
-                }
-                match columns.iter().find(|c| &c.name == person) {
-                    None => {
-                        return Err(err(format!(
-                            "privacy.person_id names '{person}', which is not an attribute of the policy"
-                        )));
-                    }
-                    Some(c) if c.role != Role::Insensitive => {
-                        return Err(err(format!(
-                            "privacy.person_id '{person}' is {}: persons are counted on the \
-                             published table, so the person id must be published as it is \
-                             (role = \"insensitive\"; publish a pseudonym, never a real identifier)",
-                            c.role.name()
-                        )));
-                    }
-                    Some(_) => {}
-                }
-                let requirement = SensitiveRequirement {
-                    persons: Some(k_persons),
-                    ..SensitiveRequirement::unconstrained(person.clone())
-                };
-                requirement.validate().map_err(&err)?;
-                sensitive.push(requirement);
-            }
+        let person = person_column(privacy, &columns, bucketization.is_some()).map_err(&err)?;
+        if let Some(person) = &person {
+            let requirement = SensitiveRequirement {
+                persons: Some(person.k_persons),
+                ..SensitiveRequirement::unconstrained(person.name.clone())
+            };
+            requirement.validate().map_err(&err)?;
+            sensitive.push(requirement);
         }
         let population_requirement = (privacy.k_map.is_some() || privacy.delta_presence.is_some())
             .then_some(PopulationRequirement {
@@ -236,7 +200,7 @@ impl Policy {
         if bucketization.is_some() && thresholds.any() {
             return Err(err(format!(
                 "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
-                 max_marketer_risk, max_journalist_risk, max_leakage) apply to method = \"generalization\", not to {}",
+                 max_marketer_risk, max_journalist_risk, max_leakage, max_unique_share) apply to method = \"generalization\", not to {}",
                 privacy.method.name()
             )));
         }
@@ -291,7 +255,7 @@ impl Policy {
             bad_values: file.input.bad_values.unwrap_or_default(),
             columns,
             requirements: PrivacyRequirements {
-                k: privacy.k,
+                k: person.as_ref().map_or(privacy.k, |p| p.k_rows),
                 max_suppression: privacy.max_suppression,
                 sensitive,
                 population: population_requirement,
@@ -304,8 +268,104 @@ impl Policy {
             bucketization,
             marginal: privacy.marginal.clone(),
             thresholds,
+            person,
         })
     }
+}
+
+/// The person column of `[privacy]`: `person` (k counts persons, `k_rows` rows) or the older
+/// `person_id` with `k_persons` (k counts rows); checked against the columns' roles.
+fn person_column(
+    privacy: &super::file::PrivacySpec,
+    columns: &[PolicyColumn],
+    bucketization: bool,
+) -> std::result::Result<Option<PersonColumn>, String> {
+    let (name, k_persons, k_rows, key) = match (&privacy.person, &privacy.person_id) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "privacy.person and privacy.person_id name the person column twice: \
+                 keep privacy.person (k then counts persons)"
+                    .into(),
+            );
+        }
+        (Some(person), None) => {
+            if privacy.k_persons.is_some() {
+                return Err(
+                    "privacy.k_persons goes with privacy.person_id; with privacy.person, \
+                     k counts persons and k_rows counts rows"
+                        .into(),
+                );
+            }
+            // k persons hold at least k rows, so rows-k is never below k
+            let k_rows = privacy.k_rows.unwrap_or(privacy.k).max(privacy.k);
+            (person, privacy.k, k_rows, "person")
+        }
+        (None, Some(person)) => match privacy.k_persons {
+            Some(k_persons) => (person, k_persons, privacy.k, "person_id"),
+            None => return Err("privacy.person_id is set without privacy.k_persons".into()),
+        },
+        (None, None) => {
+            if privacy.k_persons.is_some() {
+                return Err(
+                    "privacy.k_persons needs privacy.person_id, the column identifying the person \
+                     of each row (or use privacy.person, and k counts persons)"
+                        .into(),
+                );
+            }
+            if privacy.k_rows.is_some() {
+                return Err(
+                    "privacy.k_rows goes with privacy.person, the column identifying the \
+                     person of each row; without it k counts rows"
+                        .into(),
+                );
+            }
+            if privacy.pseudonym {
+                return Err(
+                    "privacy.pseudonym goes with privacy.person, the column it replaces".into(),
+                );
+            }
+            return Ok(None);
+        }
+    };
+    if bucketization {
+        return Err(format!(
+            "privacy.{key} applies to method = \"generalization\", not to {}",
+            privacy.method.name()
+        ));
+    }
+    let published = match columns.iter().find(|c| &c.name == name) {
+        None => {
+            return Err(format!(
+                "privacy.{key} names '{name}', which is not an attribute of the policy"
+            ));
+        }
+        Some(c) => match (c.role, privacy.pseudonym) {
+            (Role::Identifier, false) => PersonPublished::Dropped,
+            (Role::Identifier, true) => PersonPublished::Pseudonym,
+            (Role::Insensitive, false) => PersonPublished::AsIs,
+            (Role::Insensitive, true) => {
+                return Err(format!(
+                    "privacy.pseudonym replaces the person column '{name}', but it is insensitive \
+                     (published as it is): make it role = \"identifier\""
+                ));
+            }
+            (role, _) => {
+                return Err(format!(
+                    "privacy.{key} '{name}' is {}: the person column is an identifier (read to \
+                     count persons, then dropped or pseudonymized) or insensitive (published as \
+                     it is)",
+                    role.name()
+                ));
+            }
+        },
+    };
+    Ok(Some(PersonColumn {
+        name: name.clone(),
+        k_persons,
+        k_rows,
+        k_counts_persons: privacy.person.is_some(),
+        published,
+    }))
 }
 
 /// Builds a hierarchy from its policy description; errors name the attribute.

@@ -533,7 +533,16 @@ pub struct RiskThresholds {
     pub max_journalist_risk: Option<f64>,
     /// Per published attribute, the highest normalized leakage ΔS/S0 = H(a)/log2 n.
     pub max_leakage: BTreeMap<String, f64>,
+    /// The largest share of the published rows any one column not a quasi-identifier may make
+    /// unique together with the quasi-identifiers (see [`ColumnUniqueness`]); above
+    /// [`UNIQUE_SHARE_WARNING`] a column is only warned about.
+    pub max_unique_share: Option<f64>,
 }
+
+/// The share of the published rows a column not a quasi-identifier makes unique with the
+/// quasi-identifiers above which publishing warns, naming the column
+/// ([`RiskThresholds::warnings`]); `[privacy] max_unique_share` refuses instead.
+pub const UNIQUE_SHARE_WARNING: f64 = 0.05;
 
 impl RiskThresholds {
     /// Whether any threshold is set.
@@ -543,6 +552,7 @@ impl RiskThresholds {
             || self.max_marketer_risk.is_some()
             || self.max_journalist_risk.is_some()
             || !self.max_leakage.is_empty()
+            || self.max_unique_share.is_some()
     }
 
     /// Checks the ranges: each a share in [0, 1].
@@ -552,6 +562,7 @@ impl RiskThresholds {
             ("max_average_risk", self.max_average_risk),
             ("max_marketer_risk", self.max_marketer_risk),
             ("max_journalist_risk", self.max_journalist_risk),
+            ("max_unique_share", self.max_unique_share),
         ];
         let leakage = self
             .max_leakage
@@ -625,7 +636,39 @@ impl RiskThresholds {
                 )),
             }
         }
+        if let Some(limit) = self.max_unique_share {
+            for column in &figures.uniqueness {
+                if column.unique_share > limit * (1.0 + RELATIVE_TOLERANCE) {
+                    broken.push(format!(
+                        "{}, above max_unique_share = {limit}",
+                        column.describe()
+                    ));
+                }
+            }
+        }
         broken
+    }
+
+    /// The warnings `figures` call for (none breaks a threshold): each column that makes more
+    /// than [`UNIQUE_SHARE_WARNING`] of the published rows unique with the quasi-identifiers,
+    /// named with its share (never a value).
+    pub fn warnings(&self, figures: &PostAnalytics) -> Vec<String> {
+        figures
+            .uniqueness
+            .iter()
+            .filter(|column| column.unique_share > UNIQUE_SHARE_WARNING)
+            .map(|column| {
+                format!(
+                    "{}: whoever knows a person's '{}' and quasi-identifiers finds their row \
+                     (above {}%: generalize it or the quasi-identifiers further, make it a \
+                     quasi-identifier or drop it; [privacy] max_unique_share refuses such a \
+                     release)",
+                    column.describe(),
+                    column.attribute,
+                    UNIQUE_SHARE_WARNING * 100.0
+                )
+            })
+            .collect()
     }
 }
 
@@ -647,6 +690,44 @@ pub struct PostAnalytics {
     /// Normalized leakage ΔS/S0 of each published attribute except the sensitive ones,
     /// highest first (ties by name).
     pub leakage: Vec<AttributeLeakage>,
+    /// Each published column that is not a quasi-identifier (sensitive or not; the person id
+    /// left out) with the quasi-identifiers: the rows it makes unique and the leakage,
+    /// highest unique share first (then highest leakage, then by name).
+    pub uniqueness: Vec<ColumnUniqueness>,
+}
+
+/// What one published column that is not a quasi-identifier gives away together with the
+/// quasi-identifiers: an attacker who knows a person's quasi-identifiers and this column.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnUniqueness {
+    /// The column.
+    pub attribute: String,
+    /// Published rows whose (quasi-identifier labels, value of the column) no other published
+    /// row shares (NULL equal to NULL).
+    pub unique_rows: u64,
+    /// `unique_rows` over the published rows (0 without rows).
+    pub unique_share: f64,
+    /// ΔS/S0 = H(quasi-identifiers, column)/log2 n over the published rows (1 for one row,
+    /// 0 without rows).
+    pub leakage_with_quasi_identifiers: f64,
+    /// The published rows.
+    #[serde(skip)]
+    pub rows: u64,
+}
+
+impl ColumnUniqueness {
+    /// `'cost' makes 50.00% of the published rows unique (4 of 8) with the
+    /// quasi-identifiers`.
+    fn describe(&self) -> String {
+        format!(
+            "'{}' makes {:.2}% of the published rows unique ({} of {}) with the \
+             quasi-identifiers",
+            self.attribute,
+            100.0 * self.unique_share,
+            crate::profile::render_text::group_digits(self.unique_rows),
+            crate::profile::render_text::group_digits(self.rows)
+        )
+    }
 }
 
 /// The leakage of one published attribute.
@@ -1016,6 +1097,7 @@ mod tests {
                 attribute: "sex".into(),
                 leakage: 0.25,
             }],
+            uniqueness: vec![],
         }
     }
 
@@ -1032,6 +1114,7 @@ mod tests {
             max_marketer_risk: Some(0.3),
             max_journalist_risk: Some(0.01),
             max_leakage: BTreeMap::from([("sex".to_string(), 0.25)]),
+            max_unique_share: Some(0.0),
         };
         assert!(at.any());
         assert_eq!(at.broken_by(&figures), Vec::<String>::new());
@@ -1043,6 +1126,7 @@ mod tests {
             max_marketer_risk: Some(0.2),
             max_journalist_risk: None,
             max_leakage: BTreeMap::from([("sex".to_string(), 0.2), ("zip".to_string(), 0.5)]),
+            max_unique_share: None,
         };
         assert_eq!(
             below.broken_by(&figures),
@@ -1103,5 +1187,69 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    /// The uniqueness of each non-QI column: warned about above 5 % of the rows, refused above
+    /// `max_unique_share`, each naming the column and its share, never a value. By hand:
+    /// 'cost' makes 4 of 8 rows unique (50 %), 'ward' 0 of 8, 'note' 1 of 20 (exactly 5 %:
+    /// not above, no warning).
+    #[test]
+    fn uniqueness_warns_above_five_percent_and_refuses_above_the_threshold() {
+        let column = |attribute: &str, unique_rows: u64, rows: u64| ColumnUniqueness {
+            attribute: attribute.into(),
+            unique_rows,
+            unique_share: unique_rows as f64 / rows as f64,
+            leakage_with_quasi_identifiers: 0.5,
+            rows,
+        };
+        let figures = PostAnalytics {
+            uniqueness: vec![
+                column("cost", 4, 8),
+                column("note", 1, 20),
+                column("ward", 0, 8),
+            ],
+            ..ten_rows_three_classes()
+        };
+        let warned = RiskThresholds::default().warnings(&figures);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].starts_with(
+                "'cost' makes 50.00% of the published rows unique (4 of 8) with the \
+                 quasi-identifiers: whoever knows a person's 'cost'"
+            ),
+            "{}",
+            warned[0]
+        );
+        assert!(RiskThresholds::default().broken_by(&figures).is_empty());
+        let refusing = RiskThresholds {
+            max_unique_share: Some(0.3),
+            ..RiskThresholds::default()
+        };
+        assert!(refusing.any());
+        assert_eq!(
+            refusing.broken_by(&figures),
+            vec![
+                "'cost' makes 50.00% of the published rows unique (4 of 8) with the \
+                 quasi-identifiers, above max_unique_share = 0.3"
+            ]
+        );
+        // at the bound passes
+        let at = RiskThresholds {
+            max_unique_share: Some(0.5),
+            ..RiskThresholds::default()
+        };
+        assert!(at.broken_by(&figures).is_empty());
+        for bad in [-0.1, 1.5] {
+            let out_of_range = RiskThresholds {
+                max_unique_share: Some(bad),
+                ..RiskThresholds::default()
+            };
+            assert_eq!(
+                out_of_range.validate(),
+                Err(format!(
+                    "max_unique_share is a share between 0 and 1, got {bad}"
+                ))
+            );
+        }
     }
 }

@@ -128,6 +128,13 @@ impl KeyInterner {
         let ids: Vec<u32> = (0..self.len() as u32).collect();
         self.arrays(&ids)
     }
+
+    /// Bytes held, about (for a memory pool).
+    pub fn memory_size(&self) -> usize {
+        self.arena.capacity()
+            + self.offsets.capacity() * size_of::<usize>()
+            + self.table.capacity() * (size_of::<u32>() + 1)
+    }
 }
 
 #[cfg(test)]

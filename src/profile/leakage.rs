@@ -22,7 +22,7 @@ use crate::functions::formulas::entropy_leakage;
 use crate::policy::AttributeLeakage;
 
 /// Normalized leakage H/log2 n from n and Σ c·log2 c (1 for a one-row table).
-fn normalized(n: u64, sum_c_log_c: f64) -> f64 {
+pub(crate) fn normalized(n: u64, sum_c_log_c: f64) -> f64 {
     if n <= 1 {
         return 1.0;
     }

@@ -11,8 +11,8 @@ use std::fmt::Write;
 
 use super::attacks::attack_figures;
 use super::figures::{self as f, Figure};
-use super::render_text::{group_digits, percent, ratio};
-use super::{Profile, Relink, SensitiveFigures, Utility};
+use super::render_text::{group_digits, percent, ratio, whole_number};
+use super::{Profile, Relink, SensitiveFigures, SizeBucket, Utility};
 
 const HIGH_RISK_COLOR: &str = "#c0392b";
 const LOW_RISK_COLOR: &str = "#7f8c8d";
@@ -105,9 +105,23 @@ impl Html {
         h
     }
 
-    /// The profile's utility section.
-    fn utility(&mut self, u: &Utility) {
-        utility(self, u);
+    /// The chart of rows by class size: a bar per range, its share of the `rows`.
+    fn class_sizes(&mut self, buckets: &[SizeBucket], rows: u64) {
+        let bars: Vec<(String, f64, String)> = buckets
+            .iter()
+            .map(|b| {
+                (
+                    format!("size {}", b.size),
+                    share(b.rows, rows),
+                    format!(
+                        "{} rows in {} classes",
+                        group_digits(b.rows),
+                        group_digits(b.classes)
+                    ),
+                )
+            })
+            .collect();
+        self.bars("Rows by class size", &bars, "#4a7ab5");
     }
 
     /// The end of the document.
@@ -241,22 +255,7 @@ pub fn render(profile: &Profile) -> String {
     h.figure(f::CLASSES, group_digits(a.classes));
     h.figure(f::SAMPLE_UNIQUES, group_digits(a.sample_uniques));
     h.push("</table>");
-    let bars: Vec<(String, f64, String)> = a
-        .class_sizes
-        .iter()
-        .map(|b| {
-            (
-                format!("size {}", b.size),
-                b.rows as f64 / n as f64,
-                format!(
-                    "{} rows in {} classes",
-                    group_digits(b.rows),
-                    group_digits(b.classes)
-                ),
-            )
-        })
-        .collect();
-    h.bars("Rows by class size", &bars, "#4a7ab5");
+    h.class_sizes(&a.class_sizes, n);
     for s in &a.sensitive {
         sensitive(&mut h, s, n);
     }
@@ -348,7 +347,7 @@ pub fn render(profile: &Profile) -> String {
     );
 
     if let Some(u) = &profile.utility {
-        utility(&mut h, u);
+        utility(&mut h, u, f::SUPPRESSED_ROWS.description);
     }
 
     if let Some(r) = &profile.relink {
@@ -469,11 +468,22 @@ fn relink(h: &mut Html, r: &Relink) {
         ),
         f::RELINKED.description,
     );
-    h.figure(f::RELINK_CHANCE, format!("{:.0}", r.expected_by_chance));
+    h.figure(f::RELINK_CHANCE, whole_number(r.expected_by_chance));
     h.push("</table>");
 }
 
-fn utility(h: &mut Html, u: &Utility) {
+/// `part` as a share of `whole` (0 of nothing).
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// The utility section, its suppressed rows explained as `suppressed` (what became of them
+/// differs between a profiled table and a release that drops them).
+fn utility(h: &mut Html, u: &Utility, suppressed: &str) {
     let _ = write!(
         h.0,
         "<h2>Utility</h2><p>Against {}, rows matched by {}.</p>\
@@ -482,10 +492,14 @@ fn utility(h: &mut Html, u: &Utility) {
         escape(&u.matched_by)
     );
     let opt = |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), ratio);
-    h.figure(f::SUPPRESSED_ROWS, group_digits(u.suppressed_rows));
+    h.row(
+        f::SUPPRESSED_ROWS.label,
+        group_digits(u.suppressed_rows),
+        suppressed,
+    );
     h.figure(f::NCP, ratio(u.ncp));
     h.figure(f::LOSS, ratio(u.loss_metric));
-    h.figure(f::DISCERNIBILITY, format!("{:.0}", u.discernibility));
+    h.figure(f::DISCERNIBILITY, whole_number(u.discernibility));
     h.figure(f::AECS, opt(u.aecs));
     if let Some(cm) = u.classification_metric {
         h.figure(f::CLASSIFICATION_METRIC, ratio(cm));
@@ -511,7 +525,17 @@ fn utility(h: &mut Html, u: &Utility) {
         ratio(q.median_relative_error),
     );
     h.push("</table>");
+    // Loss is a share in [0, 1]: the bar's length is the figure itself
+    let bars: Vec<(String, f64, String)> = u
+        .attributes
+        .iter()
+        .map(|a| (a.attribute.clone(), a.loss, ratio(a.loss)))
+        .collect();
+    h.bars(LOSS_CHART, &bars, "#d35400");
 }
+
+/// The title of the chart of each quasi-identifier's Loss.
+pub const LOSS_CHART: &str = "Loss by quasi-identifier";
 
 /// A self-contained HTML page in the profile report's style (inline CSS, no script, nothing
 /// fetched), for reports built from the profile's pieces: its figure rows (labels and
@@ -562,9 +586,20 @@ impl Page {
         self.0.push("</table>");
     }
 
-    /// The profile's utility section, as `anon profile --format html` renders it.
-    pub fn utility(&mut self, utility: &Utility) {
-        self.0.utility(utility);
+    /// A paragraph set off as a warning.
+    pub fn warning(&mut self, text: &str) {
+        let _ = write!(self.0.0, "<p class=\"warn\">{}</p>", escape(text));
+    }
+
+    /// The profile's chart of rows by class size, over `rows` rows.
+    pub fn class_sizes(&mut self, buckets: &[SizeBucket], rows: u64) {
+        self.0.class_sizes(buckets, rows);
+    }
+
+    /// The profile's utility section, as `anon profile --format html` renders it, with its
+    /// suppressed rows explained as `suppressed`.
+    pub fn utility(&mut self, u: &Utility, suppressed: &str) {
+        utility(&mut self.0, u, suppressed);
     }
 
     /// The finished document.

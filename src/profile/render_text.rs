@@ -25,6 +25,21 @@ pub fn percent(share: f64) -> String {
     format!("{:.2}%", 100.0 * share)
 }
 
+/// A count held as a float (discernibility, an expected count), rounded to a whole number and
+/// grouped by thousands like [`group_digits`]; a value that is not finite prints as it is.
+pub fn whole_number(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let rounded = x.round();
+    let digits = group_digits(rounded.abs() as u64);
+    if rounded < 0.0 {
+        format!("-{digits}")
+    } else {
+        digits
+    }
+}
+
 /// A ratio with four decimals.
 pub fn ratio(x: f64) -> String {
     format!("{x:.4}")
@@ -233,7 +248,7 @@ fn relink(out: &mut Out, r: &Relink) {
             f::RELINKED.description
         ),
     );
-    out.figure(f::RELINK_CHANCE, format!("{:.0}", r.expected_by_chance));
+    out.figure(f::RELINK_CHANCE, whole_number(r.expected_by_chance));
 }
 
 fn fingerprint(out: &mut Out, attack: &FingerprintAttack) {
@@ -322,7 +337,7 @@ fn utility(out: &mut Out, u: &Utility) {
     out.figure(f::SUPPRESSED_ROWS, group_digits(u.suppressed_rows));
     out.figure(f::NCP, ratio(u.ncp));
     out.figure(f::LOSS, ratio(u.loss_metric));
-    out.figure(f::DISCERNIBILITY, format!("{:.0}", u.discernibility));
+    out.figure(f::DISCERNIBILITY, whole_number(u.discernibility));
     out.figure(f::AECS, optional(u.aecs));
     if let Some(cm) = u.classification_metric {
         out.figure(f::CLASSIFICATION_METRIC, ratio(cm));
@@ -377,5 +392,11 @@ mod tests {
         assert_eq!(group_digits(999), "999");
         assert_eq!(group_digits(1000), "1,000");
         assert_eq!(group_digits(10_000_000), "10,000,000");
+        // the discernibility of the release, and rounding
+        assert_eq!(whole_number(2_225_769_755.0), "2,225,769,755");
+        assert_eq!(whole_number(999.5), "1,000");
+        assert_eq!(whole_number(0.4), "0");
+        assert_eq!(whole_number(-1234.0), "-1,234");
+        assert_eq!(whole_number(f64::INFINITY), "inf");
     }
 }

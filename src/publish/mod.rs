@@ -36,6 +36,7 @@ mod shuffle;
 pub mod staged;
 mod suppress;
 mod target;
+mod uniqueness;
 mod utility;
 mod verify;
 
@@ -47,7 +48,7 @@ pub(crate) use post_analytics::post_analytics;
 pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};
 pub use target::{check_output, check_target};
-pub use utility::release_utility;
+pub use utility::{RELEASE_PAIRING, release_utility};
 use verify::measure_classes;
 pub use verify::{Verification, verify};
 
@@ -113,8 +114,17 @@ pub struct PublishReport {
     /// What the written output gives away: risk and leakage, checked against the policy's
     /// thresholds before it was published.
     pub post_analytics: PostAnalytics,
+    /// The written classes by size (the profile's five ranges; the masked all-`*` class left
+    /// out when the verification leaves it out).
+    pub class_sizes: Vec<crate::profile::SizeBucket>,
+    /// What the post-analytics found worth a warning without breaking a threshold (a column
+    /// that makes many rows unique with the quasi-identifiers): names and shares, no value.
+    pub warnings: Vec<String>,
     /// Seconds spent counting failing classes, writing and verifying.
     pub seconds: PublishTimings,
+    /// The person column (`[privacy] person` or `person_id`): what was published of it and
+    /// the persons of the smallest class.
+    pub person: Option<PersonReport>,
     /// The failing classes' keys as the publish settled them (when they were computed as
     /// batches), for [`release_utility`]; not part of the report.
     #[serde(skip)]
@@ -143,6 +153,8 @@ pub struct PublishTimings {
     pub verify: f64,
     /// The post-analytics of the written output (risk, leakage, thresholds).
     pub post_analytics: f64,
+    /// Moving the verified output into place.
+    pub commit: f64,
 }
 
 /// Rows counted while [`publish_observed`] runs, for a progress report: one counter per pass
@@ -254,8 +266,8 @@ pub async fn publish_observed(
     progress: Option<Arc<PublishProgress>>,
 ) -> Result<PublishReport> {
     let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
-    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let started = std::time::Instant::now();
+    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let table = policy.generalized_table(ctx, release.clone()).await?;
     let generalization = table.generalization().clone();
     let requirements = policy.requirements();
@@ -576,8 +588,23 @@ pub async fn publish_observed(
             broken.join("; ")
         )));
     }
+    let warnings = policy.thresholds().warnings(&post_analytics);
+    let class_sizes = crate::profile::size_buckets(&verify::class_sizes(
+        &written,
+        policy.suppression() == SuppressionMode::Mask && verification.suppressed_rows > 0,
+    ));
     let post_analytics_seconds = started.elapsed().as_secs_f64();
+    // persons were counted on pseudonyms in the verified files; a person column that is not
+    // published leaves them only now
+    let started = std::time::Instant::now();
+    let staged = match generalization.unpublished_person() {
+        Some(person) => staged.without_column(ctx, person).await?,
+        None => staged,
+    };
+    let write_seconds = write_seconds + started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
     let output = staged.commit().await?.to_string();
+    let commit_seconds = started.elapsed().as_secs_f64();
     Ok(PublishReport {
         output,
         input_rows,
@@ -595,16 +622,55 @@ pub async fn publish_observed(
         suppressed_rows: suppressed,
         row_order: order.name(),
         seed: order.seed(),
-        verification,
         post_analytics,
+        class_sizes,
+        warnings,
         seconds: PublishTimings {
             classes: classes_seconds,
             write: write_seconds,
             verify: verify_seconds,
             post_analytics: post_analytics_seconds,
+            commit: commit_seconds,
         },
         failing_classes: (!failing_batches.is_empty()).then_some(failing_batches),
+        person: policy.person().map(|p| PersonReport::of(p, &verification)),
+        verification,
     })
+}
+
+/// The person column of a release: what was published of it and its k.
+#[derive(Debug, Clone, Serialize)]
+pub struct PersonReport {
+    /// The column.
+    pub column: String,
+    /// `dropped`, `pseudonym` (a per-release keyed hash) or `as is`.
+    pub published: &'static str,
+    /// The smallest class's distinct persons, as verified.
+    pub k_persons: Option<u64>,
+    /// Whether the policy's k counts persons (`[privacy] person`).
+    pub k_counts_persons: bool,
+}
+
+impl PersonReport {
+    fn of(person: &crate::policy::PersonColumn, verification: &Verification) -> Self {
+        use crate::policy::PersonPublished;
+        let k_persons = verification
+            .sensitive
+            .iter()
+            .find(|s| s.attribute == person.name)
+            .and_then(|s| s.worst.get("persons").copied().flatten())
+            .map(|w| w as u64);
+        Self {
+            column: person.name.clone(),
+            published: match person.published {
+                PersonPublished::Dropped => "dropped",
+                PersonPublished::Pseudonym => "pseudonym",
+                PersonPublished::AsIs => "as is",
+            },
+            k_persons,
+            k_counts_persons: person.k_counts_persons,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,9 @@ use crate::storage::Location;
 ///
 /// `written` holds the written classes over `quasi_identifiers`: those columns' leakage
 /// comes from it (the same counts as a `GROUP BY` of the files, without reading them again).
+///
+/// Every other column but the person id, sensitive or not, is also measured with the
+/// quasi-identifiers: the rows it makes unique and their joint leakage (`uniqueness.rs`).
 pub(crate) async fn post_analytics(
     ctx: &SessionContext,
     path: &Location,
@@ -39,6 +42,15 @@ pub(crate) async fn post_analytics(
             .filter(|name| !sensitive.iter().any(|s| s == name) && person != Some(*name))
             .collect();
         let (classes, quasi_identifiers) = written;
+        let others: Vec<&str> = frame
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .filter(|name| !quasi_identifiers.iter().any(|q| q == name) && person != Some(*name))
+            .collect();
+        let uniqueness =
+            super::uniqueness::column_uniqueness(&frame, quasi_identifiers, &others).await?;
         let known = quasi_identifiers
             .iter()
             .enumerate()
@@ -73,6 +85,7 @@ pub(crate) async fn post_analytics(
                 .population
                 .map(|p| p.marketer_risk(verification.rows)),
             leakage,
+            uniqueness,
         })
     }
     .await;

@@ -33,6 +33,8 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::SessionContext;
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
 use serde::{Deserialize, Serialize};
@@ -55,6 +57,9 @@ const MANIFEST_FORMAT: &str = "datafusion-anonymity/1";
 
 /// The name part that marks staging: `.<name>.anon-tmp-…`.
 const STAGING_MARK: &str = ".anon-tmp-";
+/// After the run's part: the staging of the output as published, when it differs from the
+/// staging verified (see [`StagedOutput::without_column`]).
+const PUBLISHED_MARK: &str = ".p";
 /// Left over by versions that moved an old output aside before moving the new one in.
 const OLD_MARK: &str = ".anon-old-";
 
@@ -77,23 +82,29 @@ impl StagedOutput {
     pub async fn write(data: DataFrame, target: &Location, options: &StoreOptions) -> Result<Self> {
         let single_file = is_parquet_file(target);
         let mut staged = Self::create(target, options, single_file).await?;
-        let mut location = staged.staging.datafusion_path();
-        if !single_file {
+        staged.write_rows(data).await?;
+        Ok(staged)
+    }
+
+    /// Writes `data` into the staging, recording the rows the writer reports.
+    async fn write_rows(&mut self, data: DataFrame) -> Result<()> {
+        let mut location = self.staging.datafusion_path();
+        if !self.single_file {
             location.push('/');
         }
         let counts = data
             .write_parquet(
                 &location,
-                DataFrameWriteOptions::new().with_single_file_output(single_file),
+                DataFrameWriteOptions::new().with_single_file_output(self.single_file),
                 None,
             )
             .await?;
-        staged.rows_written = counts
+        self.rows_written = counts
             .iter()
             .filter_map(|b| b.column(0).as_primitive_opt::<UInt64Type>())
             .flat_map(|c| c.iter().flatten())
             .sum();
-        Ok(staged)
+        Ok(())
     }
 
     /// A staging directory for an output of several files, which the caller writes into
@@ -104,11 +115,17 @@ impl StagedOutput {
 
     async fn create(target: &Location, options: &StoreOptions, single_file: bool) -> Result<Self> {
         remove_stale_staging(target, options).await?;
-        let name = target.file_name().ok_or_else(|| {
-            DataFusionError::Plan(format!("output {target}: not a file or directory name"))
-        })?;
-        let suffix = if single_file { ".parquet" } else { "" };
-        let staging = target.sibling(&format!(".{name}{STAGING_MARK}{}{suffix}", run_id(target)));
+        let staging = staging_of(target, single_file, "")?;
+        Self::empty(staging, target, options, single_file).await
+    }
+
+    /// A staging at `staging`, emptied (and created, for a local directory).
+    async fn empty(
+        staging: Location,
+        target: &Location,
+        options: &StoreOptions,
+        single_file: bool,
+    ) -> Result<Self> {
         storage::remove(&staging, options).await?;
         if let Location::Local(path) = &staging
             && !single_file
@@ -124,6 +141,41 @@ impl StagedOutput {
             committed: false,
             rows_written: 0,
         })
+    }
+
+    /// The same output without `column`, for a column that is verified on the written files
+    /// but not published (the person pseudonyms, [`crate::pseudonym`]): the staged files read
+    /// back in order (one partition) and written again, without it, to a second staging next
+    /// to the first, `.<name>.anon-tmp-<run>.p[.parquet]`; the first is removed. The rows
+    /// written must be the rows read, or nothing is published.
+    pub async fn without_column(self, ctx: &SessionContext, column: &str) -> Result<Self> {
+        let staging = staging_of(&self.target, self.single_file, PUBLISHED_MARK)?;
+        let mut stripped =
+            Self::empty(staging, &self.target, &self.options, self.single_file).await?;
+        // one partition reads the files in order, so the same staged rows give the same bytes
+        let reader = SessionContext::new_with_config_rt(
+            ctx.copied_config().with_target_partitions(1),
+            ctx.runtime_env(),
+        );
+        let table = super::verify::register_written(&reader, &self.staging, "strip").await?;
+        let frame = reader.table(table.as_str()).await?;
+        let kept: Vec<Expr> = frame
+            .schema()
+            .columns()
+            .into_iter()
+            .filter(|c| c.name != column)
+            .map(Expr::Column)
+            .collect();
+        stripped.write_rows(frame.select(kept)?).await?;
+        if stripped.rows_written != self.rows_written {
+            return Err(DataFusionError::Execution(format!(
+                "{} rows were written without the person column where {} were verified, so the \
+                 output was not published",
+                stripped.rows_written, self.rows_written
+            )));
+        }
+        // `self` dropped here: its staging is removed
+        Ok(stripped)
     }
 
     /// Where the data are until committed.
@@ -165,6 +217,18 @@ impl Drop for StagedOutput {
         // no async drop: a bucket's staging is removed on a runtime of its own
         let _ = storage::remove_blocking(&self.staging, &self.options);
     }
+}
+
+/// The staging of `target`: `.<name>.anon-tmp-<run><mark>[.parquet]`.
+fn staging_of(target: &Location, single_file: bool, mark: &str) -> Result<Location> {
+    let name = target.file_name().ok_or_else(|| {
+        DataFusionError::Plan(format!("output {target}: not a file or directory name"))
+    })?;
+    let suffix = if single_file { ".parquet" } else { "" };
+    Ok(target.sibling(&format!(
+        ".{name}{STAGING_MARK}{}{mark}{suffix}",
+        run_id(target)
+    )))
 }
 
 /// The run's part of a staging name: the process id, and in a bucket also the host, since
@@ -216,6 +280,7 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         // object_store writes a local file through `<name>#<n>` and renames it when complete
         let run = run.split('#').next().unwrap_or(run);
         let run = run.strip_suffix(".parquet").unwrap_or(run);
+        let run = run.strip_suffix(PUBLISHED_MARK).unwrap_or(run);
         let (host, pid) = match run.rsplit_once('-') {
             Some((host, pid)) => (Some(host), pid),
             None => (None, run),

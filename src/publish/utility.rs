@@ -64,12 +64,20 @@ pub async fn release_utility(
     let profiled = crate::profile::profile(ctx, &options).await;
     ctx.deregister_table(released_name.as_str())?;
     ctx.deregister_table(original_name_.as_str())?;
-    profiled?.utility.ok_or_else(|| {
+    let mut utility = profiled?.utility.ok_or_else(|| {
         DataFusionError::Internal(
             "the profile of a release with its original has no utility".into(),
         )
-    })
+    })?;
+    // the pairs were made by recoding each input row beside its original, not by the
+    // positions of the written (shuffled) rows
+    utility.matched_by = RELEASE_PAIRING.to_string();
+    Ok(utility)
 }
+
+/// How [`release_utility`] pairs each published row with its original (its `matched_by`).
+pub const RELEASE_PAIRING: &str = "recoding: each input row recoded again beside its own \
+     original values, before any shuffle (the written order is not used)";
 
 /// One in-memory table of `batches`' columns `(from, as)`, in one partition (so a scan keeps
 /// the rows' order).

@@ -275,6 +275,21 @@ impl ClassSummary {
 }
 
 /// [`Verification`] of a k-only policy from the classes of the written rows.
+/// The sizes of the written classes that hold rows, the all-`*` class left out when
+/// `exclude_top` (a mask release whose verification leaves it out).
+pub(super) fn class_sizes(written: &ClassCounter, exclude_top: bool) -> Vec<u64> {
+    (0..written.classes() as u32)
+        .filter(|&class| written.size(class) > 0)
+        .filter(|&class| {
+            !exclude_top
+                || !written
+                    .labels(class)
+                    .all(|label| label == Some(TOP_LABEL.as_bytes()))
+        })
+        .map(|class| written.size(class))
+        .collect()
+}
+
 pub(super) fn measure_classes(
     written: &ClassCounter,
     requirements: &PrivacyRequirements,

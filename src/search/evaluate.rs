@@ -7,8 +7,10 @@
 //! when every hierarchy maps `m`'s levels functionally to `n`'s (nested hierarchies) — the
 //! source with the fewest classes wins. Grouping uses a dense table when the product of the
 //! level cardinalities is small, a hash map on a packed `u64` key otherwise (see
-//! `group.rs`); per-class sensitive histograms are merged from the source's. Nothing is
-//! allocated per row and the data is never scanned again.
+//! `group.rs`); per-class sensitive histograms are merged from the source's (a person id's
+//! classes keep their persons split as in [`super::persons`]: a sum of single-leaf persons
+//! and the merged multi-leaf ones). Nothing is allocated per row and the data is never
+//! scanned again.
 //!
 //! ## Judging
 //! A class *fails* when it has fewer than `k` rows or misses an l or t requirement of any
@@ -43,6 +45,7 @@ use datafusion::error::{DataFusionError, Result};
 use super::frequency::FrequencySet;
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::lattice::Lattice;
+use super::persons::{ClassPersons, PersonCount};
 use crate::functions::formulas::{self, OrderedDomain};
 pub use crate::policy::SensitiveAchieved;
 use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements};
@@ -92,6 +95,9 @@ pub(crate) struct SensitiveCriterion {
     pub name: String,
     /// the attribute's bounds, in [`SensitiveRequirement::bounds`] order
     pub bounds: Vec<Bound>,
+    /// every bound is k over persons: the attribute is a person id, whose classes the local
+    /// algorithms count through [`super::persons`] rather than a histogram per class
+    pub persons_only: bool,
     null_code: Option<u32>,
     cardinality: usize,
     table_counts: Vec<u64>,
@@ -166,6 +172,7 @@ impl Criteria {
             sensitive.push(SensitiveCriterion {
                 index,
                 name: name.clone(),
+                persons_only: bounds.iter().all(|b| b.measure == Measure::Persons),
                 bounds,
                 null_code: domain.null_code(),
                 cardinality: domain.cardinality(),
@@ -269,22 +276,13 @@ pub(crate) struct State<'a> {
     histograms: Vec<SharedHistograms<'a>>,
 }
 
-/// Histograms borrowed from the frequency set or shared between nodes with the same classes.
+/// Histograms borrowed from the frequency set or shared between nodes with the same classes;
+/// for a person criterion ([`SensitiveCriterion::persons_only`]), the classes' persons.
 #[derive(Debug, Clone)]
 enum SharedHistograms<'a> {
     Borrowed(&'a ClassHistograms),
     Shared(Rc<ClassHistograms>),
-}
-
-impl std::ops::Deref for SharedHistograms<'_> {
-    type Target = ClassHistograms;
-
-    fn deref(&self) -> &ClassHistograms {
-        match self {
-            SharedHistograms::Borrowed(h) => h,
-            SharedHistograms::Shared(h) => h,
-        }
-    }
+    Persons(Rc<ClassPersons>),
 }
 
 impl State<'_> {
@@ -395,7 +393,14 @@ impl<'a> Evaluator<'a> {
             histograms: criteria
                 .sensitive
                 .iter()
-                .map(|s| SharedHistograms::Borrowed(freq.histograms(s.index)))
+                .map(|s| {
+                    if s.persons_only {
+                        let persons = freq.leaf_persons(s.index);
+                        SharedHistograms::Persons(Rc::new(ClassPersons::leaves(persons)))
+                    } else {
+                        SharedHistograms::Borrowed(freq.histograms(s.index))
+                    }
+                })
                 .collect(),
         };
         Ok(Self {
@@ -532,11 +537,27 @@ impl<'a> Evaluator<'a> {
         } else {
             let mut out = Vec::with_capacity(source.histograms.len());
             for (h, criterion) in source.histograms.iter().zip(&self.criteria.sensitive) {
-                out.push(SharedHistograms::Shared(Rc::new(h.roll_up(
-                    &mut self.merger,
+                let (merger, entries) = (&mut self.merger, &mut self.entry_class);
+                let histograms = match h {
+                    SharedHistograms::Borrowed(h) => h,
+                    SharedHistograms::Shared(h) => h.as_ref(),
+                    SharedHistograms::Persons(persons) => {
+                        let multi = self.freq.leaf_persons(criterion.index).multi_persons();
+                        out.push(SharedHistograms::Persons(Rc::new(persons.roll_up(
+                            merger,
+                            classes,
+                            &self.class_of,
+                            entries,
+                            multi,
+                        ))));
+                        continue;
+                    }
+                };
+                out.push(SharedHistograms::Shared(Rc::new(histograms.roll_up(
+                    merger,
                     classes,
                     &self.class_of,
-                    &mut self.entry_class,
+                    entries,
                     criterion.cardinality,
                 ))));
             }
@@ -593,8 +614,22 @@ impl<'a> Evaluator<'a> {
             }
             if monotone_pass {
                 for (s, criterion) in criteria.sensitive.iter().enumerate() {
+                    let histograms = match &state.histograms[s] {
+                        SharedHistograms::Borrowed(h) => *h,
+                        SharedHistograms::Shared(h) => h.as_ref(),
+                        SharedHistograms::Persons(persons) => {
+                            let passes =
+                                person_measures(criterion, persons.count(c), &mut values[s]);
+                            pass &= passes.all;
+                            monotone_pass &= passes.inherited;
+                            if !monotone_pass {
+                                break;
+                            }
+                            continue;
+                        }
+                    };
                     let (codes, counts) =
-                        state.histograms[s].class(c, &mut self.class_codes, &mut self.class_counts);
+                        histograms.class(c, &mut self.class_codes, &mut self.class_counts);
                     let passes = class_measures(
                         criterion,
                         codes,
@@ -782,7 +817,11 @@ pub(crate) fn class_measures(
             }
             Measure::Alpha => formulas::alpha(non_null, nulls),
             // a NULL person id may be any person of the class (`k_anonymity(person_id)`)
-            Measure::Persons => non_null.len().max(usize::from(nulls > 0)) as f64,
+            Measure::Persons => PersonCount {
+                known: non_null.len() as u64,
+                nulls: nulls > 0,
+            }
+            .persons() as f64,
             Measure::EqualT => {
                 table_pairs(scratch);
                 formulas::equal_emd(&scratch.pairs, size, table_rows)
@@ -812,6 +851,31 @@ pub(crate) fn class_measures(
         };
         // the provider's and the verification's comparison, so that all judge alike
         let met = bound.is_met_by(*value);
+        passes.all &= met;
+        if bound.measure.failure_inherited_by_parts() {
+            passes.inherited &= met;
+        }
+    }
+    passes
+}
+
+/// The measures of one class for a criterion whose bounds are all k over persons
+/// ([`SensitiveCriterion::persons_only`]), from its person count: what [`class_measures`]
+/// gives on the class's histogram of person ids.
+pub(crate) fn person_measures(
+    criterion: &SensitiveCriterion,
+    count: PersonCount,
+    values: &mut [f64],
+) -> ClassPasses {
+    let mut passes = ClassPasses {
+        all: true,
+        inherited: true,
+    };
+    let persons = count.persons() as f64;
+    for (bound, value) in criterion.bounds.iter().zip(values.iter_mut()) {
+        debug_assert!(bound.measure == Measure::Persons);
+        *value = persons;
+        let met = bound.is_met_by(persons);
         passes.all &= met;
         if bound.measure.failure_inherited_by_parts() {
             passes.inherited &= met;

@@ -28,7 +28,7 @@
 //! The rows are then grouped by their QI leaf codes into *leaf classes*, each with its size and
 //! one histogram per sensitive attribute: the finest state from which every node is rolled up.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use datafusion::arrow::compute::kernels::sort::SortOptions;
@@ -46,6 +46,7 @@ use hashbrown::HashMap;
 
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::local::LocalLabels;
+use super::persons::LeafPersons;
 use super::population::PopulationCounts;
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
@@ -246,6 +247,8 @@ pub struct FrequencySet {
     population: Option<Arc<PopulationCounts>>,
     /// per leaf class, the population rows with exactly its quasi-identifiers
     leaf_population: Vec<u64>,
+    /// per sensitive attribute, its values split as persons (built when first asked for)
+    leaf_persons: Vec<OnceLock<LeafPersons>>,
 }
 
 impl FrequencySet {
@@ -505,6 +508,7 @@ impl FrequencySet {
                     .collect();
             },
         )?;
+        let leaf_persons = sensitive.iter().map(|_| OnceLock::new()).collect();
         Ok(Self {
             qis,
             sensitive,
@@ -515,6 +519,7 @@ impl FrequencySet {
             histograms,
             population: None,
             leaf_population: Vec::new(),
+            leaf_persons,
         })
     }
 
@@ -606,6 +611,19 @@ impl FrequencySet {
 
     pub(crate) fn histograms(&self, sensitive: usize) -> &ClassHistograms {
         &self.histograms[sensitive]
+    }
+
+    /// The values of sensitive attribute `sensitive` as persons of the leaf classes
+    /// (single-leaf and multi-leaf persons, [`LeafPersons`]), built on first use.
+    pub(crate) fn leaf_persons(&self, sensitive: usize) -> &LeafPersons {
+        self.leaf_persons[sensitive].get_or_init(|| {
+            let domain = &self.sensitive[sensitive];
+            LeafPersons::new(
+                &self.histograms[sensitive],
+                domain.null_code,
+                domain.cardinality,
+            )
+        })
     }
 
     /// Whether every hierarchy is nested (see [`QiDomain::is_nested`]).

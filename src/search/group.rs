@@ -304,6 +304,17 @@ impl ClassHistograms {
         }
     }
 
+    /// The number of classes.
+    pub fn classes(&self) -> usize {
+        match self {
+            ClassHistograms::Dense {
+                cardinality,
+                counts,
+            } => counts.len() / (*cardinality).max(1),
+            ClassHistograms::Sparse(h) => h.offsets.len().saturating_sub(1),
+        }
+    }
+
     /// Class `c`'s `(codes, counts)` with codes ascending and counts > 0; dense rows are
     /// compacted into the buffers.
     #[inline]

@@ -43,8 +43,11 @@ pub mod lattice;
 pub mod local;
 pub mod optimal;
 mod packed;
+pub(crate) mod persons;
 pub mod population;
 
+#[cfg(test)]
+mod persons_tests;
 #[cfg(test)]
 mod tests;
 
@@ -127,6 +130,17 @@ impl Metric {
             Metric::Discernibility => "discernibility",
             Metric::Precision => "precision",
             Metric::Classes => "classes",
+        }
+    }
+
+    /// `value` of this metric as reports print it: the counts (discernibility, classes) as
+    /// whole numbers grouped by thousands, the shares with four decimals.
+    pub fn display(self, value: f64) -> String {
+        match self {
+            Metric::Discernibility | Metric::Classes => {
+                crate::profile::render_text::whole_number(value)
+            }
+            Metric::Loss | Metric::Precision => format!("{value:.4}"),
         }
     }
 
@@ -379,7 +393,9 @@ impl Decision {
 
 /// Runs `method` on `freq` and prepares its release for publishing. `metric` is what the
 /// full-domain searches minimize ([`Method::metric`]);
-/// `options` are the local algorithms'. No release meeting the requirements is an error (one
+/// `options` are the local algorithms'. `progress` is told (nodes checked, lattice size) by
+/// the full-domain searches and (done, total) by the local algorithms
+/// ([`local::anonymize_with_progress`]). No release meeting the requirements is an error (one
 /// line, counts only).
 pub fn decide(
     freq: &FrequencySet,
@@ -409,7 +425,8 @@ pub fn decide(
             })
         }
         Method::Local(algorithm) => {
-            let (release, evaluation) = local::anonymize(freq, requirements, algorithm, options)?;
+            let (release, evaluation) =
+                local::anonymize_with_progress(freq, requirements, algorithm, options, progress)?;
             let recoding = crate::release::LocalRecoding::new(freq, &release)?;
             Ok(Decision {
                 method,

@@ -13,6 +13,7 @@
 //!   as described in [`crate::publish::staged`]: readers of a directory output require its
 //!   `_SUCCESS` manifest and read the files it lists.
 
+mod connect;
 mod location;
 mod stores;
 
@@ -24,6 +25,7 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+pub use connect::CONNECT_ATTEMPTS;
 pub use location::Location;
 pub use stores::{LakeStoreRegistry, StoreOptions, register_store, store_for};
 
@@ -59,6 +61,9 @@ pub fn redact_credentials(text: &str) -> String {
 /// response body or a credential.
 pub fn describe_store_error(error: &object_store::Error) -> String {
     use object_store::Error;
+    if let Some(unreachable) = find_source::<connect::Unreachable>(error) {
+        return redact_credentials(&unreachable.to_string());
+    }
     let text = match error {
         Error::NotFound { .. } => "not found".to_string(),
         Error::PermissionDenied { .. } => {
@@ -82,7 +87,11 @@ pub fn describe_store_error(error: &object_store::Error) -> String {
                 "the credentials were refused (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or \
                  your cloud's equivalents)"
                     .to_string()
-            } else if lower.contains("connect") || lower.contains("dns") {
+            } else if lower.contains("connect")
+                || lower.contains("dns")
+                || find_source::<object_store::client::HttpError>(other)
+                    .is_some_and(|e| e.kind() == object_store::client::HttpErrorKind::Connect)
+            {
                 "cannot reach the object store (check the endpoint)".to_string()
             } else if let Some((_, status)) = full.split_once("status code: ") {
                 // the status, without the request and the response body object_store adds
@@ -94,6 +103,20 @@ pub fn describe_store_error(error: &object_store::Error) -> String {
         }
     };
     redact_credentials(&text)
+}
+
+/// The first error of type `T` in `error`'s chain of sources (itself included).
+fn find_source<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
 }
 
 /// An object-store failure on `location`, as a DataFusion error naming the URL.

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::Location;
+use super::connect::FailFastConnector;
 
 /// A policy's `[storage]` table: settings of the object store that are not secret. Credentials
 /// come only from the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
@@ -80,7 +81,9 @@ pub(crate) fn build_store_uncached(
     let bucket = bucket_key(url);
     Ok(match url.scheme() {
         "s3" | "s3a" => {
-            let mut builder = AmazonS3Builder::from_env().with_url(bucket);
+            let mut builder = AmazonS3Builder::from_env()
+                .with_url(bucket)
+                .with_http_connector(FailFastConnector);
             if let Some(endpoint) = &options.endpoint {
                 builder = builder.with_endpoint(endpoint);
             }
@@ -95,18 +98,21 @@ pub(crate) fn build_store_uncached(
         "gs" => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(bucket)
+                .with_http_connector(FailFastConnector)
                 .build()
                 .map_err(failed)?,
         ),
         "az" | "adl" | "azure" | "abfs" | "abfss" => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_url(url.as_str())
+                .with_http_connector(FailFastConnector)
                 .build()
                 .map_err(failed)?,
         ),
         "http" | "https" => Arc::new(
             HttpBuilder::new()
                 .with_url(bucket)
+                .with_http_connector(FailFastConnector)
                 .build()
                 .map_err(failed)?,
         ),

@@ -292,6 +292,54 @@ fn a_bad_value_is_one_error_from_every_command() {
     assert!(!s.path("out.parquet").exists());
 }
 
+/// A date column with one value that is not a date, under a date hierarchy and no `type`:
+/// inferred as text, which the hierarchy does not fit. The error names the file, the line of
+/// that value (not the value), the type the values before it had and the type inferred, and
+/// how to read it as a date; the same from every command.
+#[test]
+fn an_inferred_type_that_a_hierarchy_does_not_fit_names_the_line() {
+    let s = Scratch::new();
+    let input = visits(&s, 123);
+    let policy = s.write(
+        "policy.toml",
+        r#"[input]
+path = "visits.csv"
+[privacy]
+k = 1
+[attributes]
+id = { role = "insensitive" }
+zip = { role = "insensitive" }
+birth_date = { role = "quasi_identifier", hierarchy = { kind = "date", units = ["year"] } }
+note = { role = "identifier" }
+[transformation]
+birth_date = 1
+"#,
+    );
+    let out = s.path("out.parquet");
+    let out = out.to_str().unwrap();
+    // record 123 starts after the header and 122 records of two lines each
+    let line = 1 + 122 * 2 + 1;
+    let expected = format!(
+        "error: policy {policy}: {input}: line {line}, column 'birth_date': a value is not a \
+         Date32 like the values before it (the value is not shown), so the column is inferred \
+         as text (Utf8), and hierarchy 'birth_date' (date) does not fit column 'birth_date' of \
+         type Utf8: it needs a Date32, Date64 or Timestamp column; correct the value, or give \
+         the attribute type = \"date\""
+    );
+    for command in [
+        vec!["apply", "--policy", &policy, "--out", out],
+        vec!["sql", "--policy", &policy, "SELECT count(*) FROM visits"],
+    ] {
+        let output = anon(&command);
+        assert!(!output.status.success(), "{command:?}");
+        let error = stderr(&output);
+        assert!(error.starts_with(&expected), "{command:?}: {error}");
+        assert_eq!(error.lines().count(), 1, "{command:?}: {error}");
+        assert!(!error.contains("XYZ"), "{command:?}: {error}");
+    }
+    assert!(!s.path("out.parquet").exists());
+}
+
 #[tokio::test]
 async fn bad_values_null_reads_them_as_null_with_a_count() {
     let s = Scratch::new();

@@ -7,6 +7,7 @@ mod bucketize;
 mod cluster;
 mod csv;
 mod definitions;
+mod persons;
 mod population;
 mod profile;
 mod publish;
@@ -18,6 +19,7 @@ mod search;
 mod shuffle;
 mod slt;
 mod staging;
+mod uniqueness;
 
 use std::path::Path;
 use std::process::{Command, Output};

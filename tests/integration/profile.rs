@@ -1863,3 +1863,47 @@ fn profile_quiet_prints_nothing_on_stderr() {
     assert!(!out.is_empty());
     assert_eq!(err, "");
 }
+
+/// Big counts are grouped by thousands in the text and HTML reports (not in JSON): 2,000 rows,
+/// sex F and M alternating, profiled against themselves by key, form two classes of 1,000, so
+/// the discernibility is 1,000² + 1,000² = 2,000,000 (by hand).
+#[test]
+fn discernibility_is_grouped_by_thousands_in_text_and_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("id,sex\n");
+    for i in 0..2000 {
+        text.push_str(&format!("{i},{}\n", if i % 2 == 0 { "F" } else { "M" }));
+    }
+    let path = dir.path().join("t.csv");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    let run = |format: &str| {
+        let (code, out, err) = run_anon(&[
+            "profile",
+            &path,
+            "--qi",
+            "sex",
+            "--original",
+            &path,
+            "--key",
+            "id",
+            "--format",
+            format,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let text = run("text");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("discernibility"))
+        .unwrap_or_else(|| panic!("no discernibility line: {text}"));
+    assert!(line.contains(" 2,000,000 "), "{line}");
+    let html = run("html");
+    assert!(
+        html.contains("<td>discernibility</td><td class=\"v\">2,000,000</td>"),
+        "{html}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(json["utility"]["discernibility"], 2_000_000.0);
+}

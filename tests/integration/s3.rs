@@ -486,3 +486,54 @@ fn profile_reads_a_bucket() {
     assert_eq!(report["anonymity"]["classes"], 2, "{report}");
     assert_eq!(report["rows"], 2000, "{report}");
 }
+
+/// An endpoint nothing listens on (a port just closed): one error line naming the endpoint
+/// (scheme, host and port: no credential, no path) and saying it is unreachable, once, after
+/// the few connection attempts of `storage::CONNECT_ATTEMPTS` rather than the client's 10
+/// retries; no secret and no client text.
+#[test]
+fn an_unreachable_endpoint_is_named_once() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let output = Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args([
+            "sql",
+            "--table",
+            "t=s3://lake/in/patients.parquet",
+            "SELECT count(*) FROM t",
+        ])
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(
+        error.contains(&format!(
+            "the object store endpoint {endpoint} is unreachable (connection refused, {} \
+             attempts)",
+            datafusion_anonymity::storage::CONNECT_ATTEMPTS
+        )),
+        "{error}"
+    );
+    assert_eq!(error.matches("unreachable").count(), 1, "{error}");
+    assert!(error.contains("s3://lake/in/patients.parquet"), "{error}");
+    for raw in [
+        "Error performing",
+        "retries",
+        "error sending request",
+        SECRET_KEY,
+        ACCESS_KEY,
+    ] {
+        assert!(!error.contains(raw), "{raw}: {error}");
+    }
+}

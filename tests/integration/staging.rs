@@ -407,3 +407,23 @@ fn a_memory_limit_spills_or_stops_with_one_clear_error_before_writing() {
         "the limited run wrote other bytes"
     );
 }
+
+/// A killed run that strips the person column leaves its second staging,
+/// `.<name>.anon-tmp-<pid>.p.parquet`; the next run to the same output removes it as it removes
+/// the first. (The pid 4,000,000 is above Linux's largest, so it names no live process.)
+#[test]
+fn the_next_run_removes_a_stale_staging_of_the_published_rows() {
+    let s = Scratch::new(2_000);
+    let policy = s.policy(2);
+    let stale = s.path(".new.parquet.anon-tmp-4000000.p.parquet");
+    std::fs::write(&stale, b"partial").unwrap();
+    let out = s.arg("new.parquet");
+    let run = anon(&["apply", "--policy", &policy, "--out", &out]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("removed") && !stale.exists(),
+        "{}",
+        stderr(&run)
+    );
+    assert!(s.staging().is_empty(), "{:?}", s.staging());
+}

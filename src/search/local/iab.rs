@@ -88,6 +88,16 @@ pub fn iab(
     requirements: &PrivacyRequirements,
     options: LocalOptions,
 ) -> Result<LocalRelease> {
+    iab_with_progress(freq, requirements, options, &mut |_, _| {})
+}
+
+/// [`iab`], telling `progress` the tables expanded of the cap after each expansion.
+pub fn iab_with_progress(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    options: LocalOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<LocalRelease> {
     let mut ev = Evaluator::new(freq, requirements)?;
     let mut tables: Vec<Table> = Vec::new();
     let mut seen: HashSet<Box<[u8]>> = HashSet::new();
@@ -116,6 +126,7 @@ pub fn iab(
             break;
         }
         expansions += 1;
+        progress(expansions, options.iab_expansions);
         let (steps, levels) = (table.steps + 1, table.levels.clone());
         for child in ev.children(&levels) {
             if seen.insert(child.clone()) {

@@ -56,6 +56,9 @@ const NONE: u32 = u32::MAX;
 /// Scans over at least this many classes are split over two threads.
 const PARALLEL_MIN: usize = 4096;
 
+/// Progress is reported once per this many steps.
+const REPORT_EVERY: usize = 1024;
+
 pub use crate::functions::formulas::weighted_hierarchical_distance as whd;
 
 /// Runs KACA; see the module documentation.
@@ -63,6 +66,17 @@ pub fn kaca(
     freq: &FrequencySet,
     requirements: &PrivacyRequirements,
     options: LocalOptions,
+) -> Result<LocalRelease> {
+    kaca_with_progress(freq, requirements, options, &mut |_, _| {})
+}
+
+/// [`kaca`], telling `progress` the leaf classes that no longer fail, of all of them, every
+/// [`REPORT_EVERY`] merges.
+pub fn kaca_with_progress(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    options: LocalOptions,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<LocalRelease> {
     let mut judge = Judge::new(freq, requirements)?;
     // slot s starts as leaf class order[s]
@@ -86,7 +100,12 @@ pub fn kaca(
     let budget = judge.budget();
     let mut suppressed = 0u64;
     let mut rng = SplitMix64(options.seed);
+    let mut steps = 0usize;
     while !failing.items.is_empty() {
+        steps += 1;
+        if steps.is_multiple_of(REPORT_EVERY) {
+            progress(leaf_classes - failing.items.len(), leaf_classes);
+        }
         let c = failing.items[rng.below(failing.items.len() as u64) as usize] as usize;
         failing.remove(c);
         let rows = classes.rows[c];

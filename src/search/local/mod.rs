@@ -63,8 +63,9 @@ use datafusion::arrow::compute::kernels::sort::SortOptions;
 use datafusion::arrow::compute::sort_to_indices;
 use datafusion::error::{DataFusionError, Result};
 
-use super::evaluate::{Criteria, Scratch, SensitiveAchieved, class_measures};
+use super::evaluate::{Criteria, Scratch, SensitiveAchieved, class_measures, person_measures};
 use super::frequency::{FrequencySet, QiDomain};
+use super::persons::{LeafPersons, PersonCount, PersonScratch, PersonSet};
 use super::population::PopulationCounts;
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
@@ -409,7 +410,9 @@ pub fn lowest_common_node(qi: &QiDomain, leaves: impl Iterator<Item = u32> + Clo
 }
 
 /// Per-sensitive-attribute histograms summed over some leaf classes, judged against the
-/// requirements with the search's own rules (`evaluate::class_measures`).
+/// requirements with the search's own rules (`evaluate::class_measures`). A person id (an
+/// attribute bounded by k over persons only) is tallied as a [`PersonSet`] instead of a
+/// histogram over every person ([`crate::search::persons`]).
 #[derive(Debug)]
 pub(crate) struct Judge<'a> {
     freq: &'a FrequencySet,
@@ -419,19 +422,30 @@ pub(crate) struct Judge<'a> {
     scratch: Scratch,
     /// per criterion, per bound: the last judged group's measures
     values: Vec<Vec<f64>>,
+    /// per criterion: the leaf classes' persons, for a person criterion
+    leaf_persons: Vec<Option<&'a LeafPersons>>,
+    /// per criterion: per-person arrays, for a person criterion (empty otherwise)
+    person_scratch: Vec<PersonScratch>,
+    /// per criterion: the persons of the group being judged (person criteria)
+    person_counts: Vec<PersonCount>,
 }
 
-/// Dense histograms of a group of leaf classes, one per criterion, and its row count.
+/// Dense histograms of a group of leaf classes, one per criterion (the persons of a person
+/// criterion), and its row count.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Tally {
     pub rows: u64,
+    /// per criterion: its dense histogram (empty for a person criterion)
     pub histograms: Vec<Vec<u64>>,
+    /// per criterion: the group's persons (empty for the other criteria)
+    pub persons: Vec<PersonSet>,
     /// population rows with exactly the raw QIs of the leaf classes tallied: a lower bound
     /// of the class's F_E (population requirements only)
     pub population: u64,
 }
 
 impl Tally {
+    /// Adds the group `other`, disjoint from this one.
     pub fn add(&mut self, other: &Tally) {
         self.rows += other.rows;
         self.population += other.population;
@@ -440,15 +454,8 @@ impl Tally {
                 *x += *y;
             }
         }
-    }
-
-    pub fn subtract(&mut self, other: &Tally) {
-        self.rows -= other.rows;
-        self.population -= other.population;
-        for (a, b) in self.histograms.iter_mut().zip(&other.histograms) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x -= *y;
-            }
+        for (a, b) in self.persons.iter_mut().zip(&other.persons) {
+            a.add(b);
         }
     }
 
@@ -457,6 +464,20 @@ impl Tally {
         self.population = 0;
         for h in &mut self.histograms {
             h.fill(0);
+        }
+        for p in &mut self.persons {
+            p.clear();
+        }
+    }
+
+    /// The tally without its multi-leaf persons, whose counts then come from elsewhere
+    /// ([`Judge::passes_with`]).
+    pub fn counts_only(&self) -> Tally {
+        Tally {
+            rows: self.rows,
+            histograms: self.histograms.clone(),
+            persons: self.persons.iter().map(PersonSet::counts_only).collect(),
+            population: self.population,
         }
     }
 }
@@ -477,13 +498,29 @@ impl<'a> Judge<'a> {
             .iter()
             .map(|s| vec![0.0; s.bounds.len()])
             .collect();
+        let leaf_persons: Vec<Option<&'a LeafPersons>> = criteria
+            .sensitive
+            .iter()
+            .map(|s| s.persons_only.then(|| freq.leaf_persons(s.index)))
+            .collect();
+        let person_scratch = leaf_persons
+            .iter()
+            .map(|p| {
+                p.map_or_else(PersonScratch::default, |p| {
+                    PersonScratch::new(p.multi_persons())
+                })
+            })
+            .collect();
         Ok(Self {
             freq,
+            person_counts: vec![PersonCount::default(); criteria.sensitive.len()],
             criteria,
             codes: Vec::new(),
             counts: Vec::new(),
             scratch: Scratch::default(),
             values,
+            leaf_persons,
+            person_scratch,
         })
     }
 
@@ -512,18 +549,43 @@ impl<'a> Judge<'a> {
                 .criteria
                 .sensitive
                 .iter()
-                .map(|s| vec![0; s.cardinality()])
+                .map(|s| {
+                    if s.persons_only {
+                        Vec::new()
+                    } else {
+                        vec![0; s.cardinality()]
+                    }
+                })
                 .collect(),
+            persons: vec![PersonSet::default(); self.criteria.sensitive.len()],
         }
     }
 
     /// Adds leaf class `leaf_class` to `tally`.
     pub fn add_leaf_class(&mut self, tally: &mut Tally, leaf_class: usize) {
+        self.add_leaf(tally, leaf_class, true);
+    }
+
+    /// Adds leaf class `leaf_class` to `tally` but for its multi-leaf persons, which a sweep
+    /// counts instead (Mondrian's thresholds, [`Self::person_criteria`]).
+    pub fn add_leaf_counts(&mut self, tally: &mut Tally, leaf_class: usize) {
+        self.add_leaf(tally, leaf_class, false);
+    }
+
+    fn add_leaf(&mut self, tally: &mut Tally, leaf_class: usize, with_multi: bool) {
         tally.rows += self.freq.sizes()[leaf_class];
         if let Some(&n) = self.freq.leaf_population().get(leaf_class) {
             tally.population += n;
         }
         for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
+            if let Some(persons) = self.leaf_persons[s] {
+                if with_multi {
+                    persons.add(&mut tally.persons[s], leaf_class);
+                } else {
+                    persons.add_counts(&mut tally.persons[s], leaf_class);
+                }
+                continue;
+            }
             let (codes, counts) = self.freq.histograms(criterion.index).class(
                 leaf_class,
                 &mut self.codes,
@@ -536,6 +598,30 @@ impl<'a> Judge<'a> {
         }
     }
 
+    /// Takes leaf class `leaf_class`, added by [`Self::add_leaf_counts`], back out of
+    /// `tally`.
+    pub fn remove_leaf_counts(&mut self, tally: &mut Tally, leaf_class: usize) {
+        tally.rows -= self.freq.sizes()[leaf_class];
+        if let Some(&n) = self.freq.leaf_population().get(leaf_class) {
+            tally.population -= n;
+        }
+        for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
+            if let Some(persons) = self.leaf_persons[s] {
+                persons.remove_counts(&mut tally.persons[s], leaf_class);
+                continue;
+            }
+            let (codes, counts) = self.freq.histograms(criterion.index).class(
+                leaf_class,
+                &mut self.codes,
+                &mut self.counts,
+            );
+            let h = &mut tally.histograms[s];
+            for (&c, &n) in codes.iter().zip(counts) {
+                h[c as usize] -= n;
+            }
+        }
+    }
+
     /// The tally of one leaf class.
     pub fn leaf_tally(&mut self, leaf_class: usize) -> Tally {
         let mut t = self.tally();
@@ -543,9 +629,38 @@ impl<'a> Judge<'a> {
         t
     }
 
+    /// The leaf classes' persons of each person criterion, and its per-person arrays (for
+    /// sweeps and splits).
+    pub fn person_criteria(
+        &mut self,
+    ) -> impl Iterator<Item = (usize, &'a LeafPersons, &mut PersonScratch)> {
+        self.leaf_persons
+            .iter()
+            .zip(&mut self.person_scratch)
+            .enumerate()
+            .filter_map(|(s, (persons, scratch))| persons.map(|p| (s, p, scratch)))
+    }
+
     /// Whether a group with `tally` meets every requirement (k rows, each bound); its
     /// measures are left in `self.values` (no allocation: Mondrian asks for every cut).
     pub fn passes(&mut self, tally: &Tally) -> bool {
+        for (s, scratch) in self.person_scratch.iter_mut().enumerate() {
+            if self.leaf_persons[s].is_some() {
+                self.person_counts[s] = scratch.count(&tally.persons[s]);
+            }
+        }
+        self.judge(tally)
+    }
+
+    /// [`Self::passes`] of a tally whose persons are `persons` (per criterion; those of the
+    /// other criteria are ignored) rather than its own [`PersonSet`]s.
+    pub fn passes_with(&mut self, tally: &Tally, persons: &[PersonCount]) -> bool {
+        self.person_counts.copy_from_slice(persons);
+        self.judge(tally)
+    }
+
+    /// Judges `tally`, person criteria by `self.person_counts`.
+    fn judge(&mut self, tally: &Tally) -> bool {
         if tally.rows < self.criteria.k || tally.rows == 0 {
             return false;
         }
@@ -559,6 +674,11 @@ impl<'a> Judge<'a> {
         }
         let mut passes = true;
         for (s, criterion) in self.criteria.sensitive.iter().enumerate() {
+            if criterion.persons_only {
+                passes &=
+                    person_measures(criterion, self.person_counts[s], &mut self.values[s]).all;
+                continue;
+            }
             self.codes.clear();
             self.counts.clear();
             for (code, &n) in tally.histograms[s].iter().enumerate() {
@@ -835,6 +955,19 @@ pub fn anonymize(
     algorithm: LocalAlgorithm,
     options: LocalOptions,
 ) -> Result<(LocalRelease, LocalEvaluation)> {
+    anonymize_with_progress(freq, requirements, algorithm, options, &mut |_, _| {})
+}
+
+/// [`anonymize`], telling `progress` how far it is as (done, total): Mondrian the rows placed
+/// in finished classes of the table's rows, every 200 ms; KACA the leaf classes that no
+/// longer fail of all of them; IAB the tables expanded of its cap.
+pub fn anonymize_with_progress(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    algorithm: LocalAlgorithm,
+    options: LocalOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(LocalRelease, LocalEvaluation)> {
     if algorithm != LocalAlgorithm::Mondrian && freq.leaf_classes() > options.max_combinations {
         return Err(DataFusionError::Plan(format!(
             "{algorithm} compares classes pairwise: {} distinct quasi-identifier combinations \
@@ -844,9 +977,9 @@ pub fn anonymize(
         )));
     }
     let release = match algorithm {
-        LocalAlgorithm::Mondrian => mondrian::mondrian(freq, requirements)?,
-        LocalAlgorithm::Kaca => kaca::kaca(freq, requirements, options)?,
-        LocalAlgorithm::Iab => iab::iab(freq, requirements, options)?,
+        LocalAlgorithm::Mondrian => mondrian::mondrian_with_progress(freq, requirements, progress)?,
+        LocalAlgorithm::Kaca => kaca::kaca_with_progress(freq, requirements, options, progress)?,
+        LocalAlgorithm::Iab => iab::iab_with_progress(freq, requirements, options, progress)?,
     };
     let release = match (&requirements.population, freq.population()) {
         (Some(requirement), Some(population)) => {

@@ -1446,3 +1446,25 @@ async fn both_combination_indexes_recode_alike() {
         }
     }
 }
+
+/// Mondrian's progress: the last report is every row placed, of the table's rows, and the
+/// reports never go back; the release is the one without progress.
+#[test]
+fn mondrian_reports_the_rows_placed() {
+    use super::mondrian::mondrian_with_progress;
+    let freq = random_code_freq(3);
+    let req = k_only(4, 0.0);
+    let mut reports = Vec::new();
+    let release =
+        mondrian_with_progress(&freq, &req, &mut |done, total| reports.push((done, total)))
+            .unwrap();
+    assert_eq!(release, mondrian(&freq, &req).unwrap());
+    let n = freq.rows() as usize;
+    assert_eq!(reports.last(), Some(&(n, n)));
+    assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0), "{reports:?}");
+    assert!(
+        reports
+            .iter()
+            .all(|&(done, total)| done <= total && total == n)
+    );
+}

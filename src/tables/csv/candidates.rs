@@ -45,9 +45,14 @@ impl Candidates {
             if self.bits == 0 {
                 return;
             }
-            self.seen = true;
-            self.narrow(value);
+            self.add(value);
         }
+    }
+
+    /// Narrows by one non-NULL value.
+    pub(super) fn add(&mut self, text: &str) {
+        self.seen = true;
+        self.narrow(text);
     }
 
     pub(super) fn narrow(&mut self, text: &str) {

@@ -3,16 +3,18 @@
 
 use std::io::BufRead;
 
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::{DataFusionError, Result};
 
 use super::super::redact;
-use crate::storage::Location;
+use crate::storage::{Location, StoreOptions};
 
+use super::candidates::Candidates;
 use super::{
     BadValues, ColumnType, CsvFile, CsvOptions, Fault, Source, csv_files_in, failed_casts,
-    read_file,
+    files_of, read_file,
 };
 
 /// A value of data record `record` (from 0) in `column` that does not convert to `ty`: the
@@ -178,6 +180,109 @@ pub fn check_csv(path: &str, schema: SchemaRef, options: &CsvOptions) -> Result<
         })?;
     }
     Ok(())
+}
+
+/// Where the type a CSV column was inferred as stopped being one `accepts` takes: the file,
+/// its line, and the type the values before it read as (see [`locate_type_change`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeChange {
+    /// The file, as named in messages.
+    pub file: String,
+    /// The file's own line (from 1) of the record holding the value.
+    pub line: Option<usize>,
+    /// The type the column's values before it read as; `None` when it is the column's first
+    /// value.
+    pub before: Option<DataType>,
+    /// The type the column is read as from this value on.
+    pub after: DataType,
+}
+
+impl TypeChange {
+    /// `visits.csv: line 5, column 'visit_date': a value is not a Date32 like the values
+    /// before it, so the column is inferred as text (Utf8)` — no value shown.
+    pub fn describe(&self, column: &str) -> String {
+        let line = self
+            .line
+            .map_or_else(|| "a line".to_string(), |l| format!("line {l}"));
+        let what = match &self.before {
+            Some(before) => format!("a value is not a {before} like the values before it"),
+            None => "the column's first value".to_string(),
+        };
+        format!(
+            "{}: {line}, column '{column}': {what} (the value is not shown), so the column is \
+             inferred as {}",
+            self.file,
+            describe_type(&self.after)
+        )
+    }
+}
+
+/// `text (Utf8)` or the type itself.
+fn describe_type(data_type: &DataType) -> String {
+    match data_type {
+        DataType::Utf8 => "text (Utf8)".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads the CSV table at `location` as its registration inferred its column `column`, value
+/// by value in file order, and finds the first value after which the inferred type is no
+/// longer one `accepts` takes (a hierarchy's column types, say): `None` when there is none
+/// (or no such column). For the message of a column whose inferred type does not fit; a whole
+/// pass over the files.
+pub async fn locate_type_change(
+    location: &Location,
+    store: &StoreOptions,
+    column: &str,
+    accepts: impl Fn(&DataType) -> bool + Send + 'static,
+) -> Result<Option<TypeChange>> {
+    let files = files_of(location, store).await?;
+    let column = column.to_string();
+    tokio::task::spawn_blocking(move || first_type_change(&files, &column, &accepts))
+        .await
+        .map_err(|e| DataFusionError::Execution(format!("reading {location} failed: {e}")))?
+}
+
+/// [`locate_type_change`] over `files`, read one after the other.
+fn first_type_change(
+    files: &[CsvFile],
+    column: &str,
+    accepts: &dyn Fn(&DataType) -> bool,
+) -> Result<Option<TypeChange>> {
+    let mut candidates = Candidates::default();
+    let mut seen = false;
+    for file in files {
+        let names = file.header()?;
+        let Some(index) = names.iter().position(|name| name == column) else {
+            return Ok(None);
+        };
+        let text = vec![DataType::Utf8; names.len()];
+        let mut found = None;
+        read_file(file, &names, &text, |first_record, batch| {
+            let values = batch.column(index).as_string::<i32>();
+            for (row, value) in values.iter().enumerate() {
+                let Some(value) = value else { continue };
+                let before = seen.then(|| candidates.data_type());
+                candidates.add(value);
+                seen = true;
+                let after = candidates.data_type();
+                if !accepts(&after) {
+                    found = Some((first_record + row, before, after));
+                    return Err(Fault::Found);
+                }
+            }
+            Ok(())
+        })?;
+        if let Some((record, before, after)) = found {
+            return Ok(Some(TypeChange {
+                file: file.name.clone(),
+                line: file.line_of_record(record + 1),
+                before,
+                after,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Arrow's CSV messages, reworded without the values they quote (arrow-csv 59):

@@ -38,7 +38,7 @@ use serde::Deserialize;
 
 use crate::storage::{self, Location, StoreOptions};
 use candidates::Candidates;
-pub use errors::check_csv;
+pub use errors::{TypeChange, check_csv, locate_type_change};
 use errors::{read_error, record_start_line, value_error};
 
 mod candidates;
@@ -102,6 +102,19 @@ impl ColumnType {
             (Self::Timestamp, t) => matches!(t, DataType::Timestamp(_, _)),
             (Self::Bool, t) => matches!(t, DataType::Boolean),
         }
+    }
+
+    /// The type whose columns `data_type` is read as (`date` for `Date32`), if any but text.
+    pub fn of(data_type: &DataType) -> Option<Self> {
+        [
+            Self::Int64,
+            Self::Float64,
+            Self::Date,
+            Self::Timestamp,
+            Self::Bool,
+        ]
+        .into_iter()
+        .find(|ty| ty.matches(data_type))
     }
 
     /// The kind of value, for notes ("is not a valid date").
@@ -506,6 +519,8 @@ enum Fault {
         column: usize,
         ty: ColumnType,
     },
+    /// What the reading looked for is found: the rest of the file is not read.
+    Found,
 }
 
 /// Reads `file` from start to end with columns of `types`, handing each batch with the index
@@ -535,6 +550,7 @@ fn read_file(
             Err(Fault::Value { record, column, ty }) => {
                 return Err(value_error(file, record, &names[column], ty));
             }
+            Err(Fault::Found) => return Ok(()),
         }
         records += batch.num_rows();
     }

@@ -5,7 +5,8 @@
 //! in decreasing order of the Loss of the region's current cell (its *normalized range*: an
 //! interval's share of the domain, a node's share of the hierarchy's leaves), and cut on the
 //! first that has an **allowable** cut: one whose every part meets the whole policy (k rows,
-//! and each sensitive attribute's l and t, t against the whole table). Parts go back on the
+//! k persons with a person id, and each sensitive attribute's l and t, t against the whole
+//! table). Parts go back on the
 //! stack; a region with no allowable cut on any QI becomes a published class, labelled with
 //! its tightest cells ([`LocalRelease::covering`]).
 //!
@@ -47,11 +48,19 @@
 //! and never touches the rows. The machine's threads share the regions as they go, through a
 //! [`WorkPool`] (a region's cuts depend on that region alone, so the split of the work does
 //! not change the classes); each finished class's cells are computed by the thread that
-//! found it.
+//! found it. Progress (rows of the classes found) is reported every 200 ms.
+//!
+//! **k over persons** (a person id, [`crate::search::persons`]) costs about what k over rows
+//! does: a threshold sweep moves each record's counts from the right part to the left (no
+//! histogram per threshold) and keeps the distinct multi-leaf persons of both parts with two
+//! counters per person; a split of a node's children reads every two-group split's persons off
+//! the set of children each multi-leaf person is in. Per cut, O(records + their
+//! (leaf class, multi-leaf person) pairs), whatever the number of persons.
 
 use datafusion::error::Result;
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 mod folds;
 mod layout;
@@ -64,6 +73,7 @@ use super::pool::WorkPool;
 use super::{Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node};
 use crate::policy::PrivacyRequirements;
 use crate::search::FrequencySet;
+use crate::search::persons::{ChildSplits, PersonCount, PersonSet};
 
 /// Up to this many children, a hierarchical cut the greedy pooling misses is searched for
 /// among all two-group splits (2^(c−1) of them).
@@ -120,7 +130,23 @@ pub fn mondrian_with(
     requirements: &PrivacyRequirements,
     options: MondrianOptions,
 ) -> Result<LocalRelease> {
-    partition(freq, requirements, options, true)
+    partition(freq, requirements, options, true, &mut |_, _| {})
+}
+
+/// [`mondrian`], telling `progress` (rows placed in finished classes, rows of the table) every
+/// 200 ms while it partitions.
+pub fn mondrian_with_progress(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<LocalRelease> {
+    partition(
+        freq,
+        requirements,
+        MondrianOptions::default(),
+        true,
+        progress,
+    )
 }
 
 /// [`mondrian_with`] with an ordered cut's prefix and suffix cells always folded record by
@@ -131,16 +157,17 @@ pub(crate) fn mondrian_folding_each_record(
     requirements: &PrivacyRequirements,
     options: MondrianOptions,
 ) -> Result<LocalRelease> {
-    partition(freq, requirements, options, false)
+    partition(freq, requirements, options, false, &mut |_, _| {})
 }
 
 /// [`mondrian_with`]; `fold_by_runs`: fold an ordered cut's cells run by run where every QI
-/// allows it.
+/// allows it; `progress` is told the rows of the classes found so far.
 fn partition(
     freq: &FrequencySet,
     requirements: &PrivacyRequirements,
     options: MondrianOptions,
     fold_by_runs: bool,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<LocalRelease> {
     let axes = axes(freq)?;
     let mut judge = Judge::new(freq, requirements)?;
@@ -159,8 +186,10 @@ fn partition(
             .iter()
             .zip(&nested)
             .all(|(axis, &nested)| axis.is_ordered() || nested);
+    let found_rows = AtomicU64::new(0);
     let new_cutter = |judge| Cutter {
         freq,
+        found_rows: &found_rows,
         axes: &axes,
         judge,
         options,
@@ -172,19 +201,25 @@ fn partition(
         scratch: Vec::new(),
         cells: Vec::new(),
         runs_fold,
+        left_persons: Vec::new(),
+        right_persons: Vec::new(),
     };
     let mut cutter = new_cutter(judge);
     // the threads share the regions as they go (every region's cuts depend on that region
     // alone, so the classes are the same however the work is split)
     let threads = crate::parallel::threads();
     let pool = WorkPool::new(threads, vec![(0, points.as_mut_slice())]);
-    let finished = crate::parallel::map_scoped("a Mondrian thread", 0..threads, |_| {
-        let _guard = pool.guard();
-        let mut cutter = new_cutter(Judge::new(freq, requirements)?);
-        Ok::<_, datafusion::error::DataFusionError>(cutter.work(&pool))
-    })?
-    .into_iter()
-    .collect::<Result<Vec<_>>>()?;
+    let work = || {
+        crate::parallel::map_scoped("a Mondrian thread", 0..threads, |_| {
+            let _guard = pool.guard();
+            let mut cutter = new_cutter(Judge::new(freq, requirements)?);
+            Ok::<_, datafusion::error::DataFusionError>(cutter.work(&pool))
+        })
+    };
+    let finished =
+        crate::parallel::reporting("Mondrian", work, &found_rows, freq.rows(), progress)??
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
     // a deterministic class order: by the smallest leaf class of each (distinct, as the
     // classes are disjoint), radix sorted with its class's position among the threads'
     let mut numbered: Vec<u64> = Vec::with_capacity(finished.iter().map(|f| f.classes.len()).sum());
@@ -274,6 +309,8 @@ struct Child {
 
 struct Cutter<'a> {
     freq: &'a FrequencySet,
+    /// rows of the classes found so far, by every thread (for progress reports)
+    found_rows: &'a AtomicU64,
     axes: &'a [QiAxis],
     judge: Judge<'a>,
     options: MondrianOptions,
@@ -291,6 +328,9 @@ struct Cutter<'a> {
     /// every QI ordered or nested: an ordered cut's prefix and suffix cells are folded run
     /// by run ([`Self::fold_runs`])
     runs_fold: bool,
+    /// scratch: per criterion, the persons of the two parts of a threshold
+    left_persons: Vec<PersonCount>,
+    right_persons: Vec<PersonCount>,
 }
 
 impl Cutter<'_> {
@@ -329,6 +369,8 @@ impl Cutter<'_> {
                         .unwrap_or(u32::MAX);
                     done.classes.push((smallest, offset..offset + len));
                     done.cells.extend_from_slice(&self.cells);
+                    self.found_rows
+                        .fetch_add(layout.rows(records), Ordering::Relaxed);
                 }
             }
         }
@@ -502,11 +544,17 @@ impl Cutter<'_> {
         let total_rows = layout.rows(records);
         let k = self.judge.k();
         let with_sensitive = self.judge.has_sensitive();
-        let (mut total, mut left, mut right) =
-            (self.judge.tally(), self.judge.tally(), Tally::default());
+        // the left part grows record by record and the right shrinks; multi-leaf persons are
+        // counted by the sweeps of the person criteria
+        let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
         if with_sensitive {
             for i in 0..n {
-                self.add_record(&mut total, records, i, true);
+                self.judge
+                    .add_leaf_counts(&mut right, layout.member(records, i) as usize);
+            }
+            for (_, persons, scratch) in self.judge.person_criteria() {
+                let members = (0..n).map(|i| layout.member(records, i) as usize);
+                scratch.sweep().start(persons, members);
             }
         }
         let by_loss = self.options.threshold == Threshold::Loss;
@@ -516,13 +564,26 @@ impl Cutter<'_> {
             self.fold_cells(records, q, false);
             self.fold_cells(records, q, true);
         }
+        let mut left_persons = std::mem::take(&mut self.left_persons);
+        let mut right_persons = std::mem::take(&mut self.right_persons);
+        left_persons.resize(left.persons.len(), PersonCount::default());
+        right_persons.resize(left.persons.len(), PersonCount::default());
         // (the parts' cost, distance of the left part's rows from half, end of the left part)
         let mut best: Option<(f64, u64, usize)> = None;
         let mut i = 0;
         while i < n {
             let value = layout.key(records, i, q);
             while i < n && layout.key(records, i, q) == value {
-                self.add_record(&mut left, records, i, with_sensitive);
+                if with_sensitive {
+                    let m = layout.member(records, i) as usize;
+                    self.judge.add_leaf_counts(&mut left, m);
+                    self.judge.remove_leaf_counts(&mut right, m);
+                    for (_, persons, scratch) in self.judge.person_criteria() {
+                        scratch.sweep().move_left(persons, m);
+                    }
+                } else {
+                    left.rows += layout.size(records, i);
+                }
                 i += 1;
             }
             if i == n {
@@ -544,9 +605,13 @@ impl Cutter<'_> {
                 continue;
             }
             let allowable = if with_sensitive {
-                right.clone_from(&total);
-                right.subtract(&left);
-                self.judge.passes(&left) && self.judge.passes(&right)
+                for (s, _, scratch) in self.judge.person_criteria() {
+                    let (on_left, on_right) = scratch.sweep().sides();
+                    left_persons[s] = left.persons[s].count_with(on_left);
+                    right_persons[s] = right.persons[s].count_with(on_right);
+                }
+                self.judge.passes_with(&left, &left_persons)
+                    && self.judge.passes_with(&right, &right_persons)
             } else {
                 true
             };
@@ -554,6 +619,13 @@ impl Cutter<'_> {
                 best = Some((cost, distance, i));
             }
         }
+        if with_sensitive {
+            for (_, _, scratch) in self.judge.person_criteria() {
+                scratch.sweep().finish();
+            }
+        }
+        self.left_persons = left_persons;
+        self.right_persons = right_persons;
         let (_, _, end) = best?;
         Some(vec![end, n - end])
     }
@@ -658,29 +730,52 @@ impl Cutter<'_> {
     }
 
     /// The most balanced split of the children into two groups that both meet the policy.
+    /// The multi-leaf persons of every split are read off the children each person is in
+    /// ([`ChildSplits`]), so a split costs its children's counts, not their persons.
     fn best_two_groups(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
         let c = children.len();
-        let mut total = self.judge.tally();
-        for child in children {
-            total.add(&child.tally);
-        }
+        let splits: Vec<(usize, ChildSplits)> = self
+            .judge
+            .person_criteria()
+            .map(|(s, _, scratch)| {
+                let sets: Vec<&PersonSet> =
+                    children.iter().map(|ch| &ch.tally.persons[s]).collect();
+                (s, ChildSplits::new(&sets, scratch))
+            })
+            .collect();
+        let counts: Vec<Tally> = children.iter().map(|ch| ch.tally.counts_only()).collect();
+        let total_rows: u64 = counts.iter().map(|t| t.rows).sum();
         let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
+        let mut left_persons = vec![PersonCount::default(); left.persons.len()];
+        let mut right_persons = left_persons.clone();
+        let full = (1usize << c) - 1;
         let mut best: Option<(u64, u32)> = None;
         // the last child always goes right: each split is tried once
         for mask in 1u32..(1 << (c - 1)) {
             left.clear();
-            for (i, child) in children.iter().enumerate() {
+            right.clear();
+            for (i, child) in counts.iter().enumerate() {
                 if mask & (1 << i) != 0 {
-                    left.add(&child.tally);
+                    left.add(child);
                 }
             }
-            let distance = (2 * left.rows).abs_diff(total.rows);
+            let distance = (2 * left.rows).abs_diff(total_rows);
             if best.is_some_and(|(b, _)| b <= distance) {
                 continue;
             }
-            right.clone_from(&total);
-            right.subtract(&left);
-            if self.judge.passes(&left) && self.judge.passes(&right) {
+            for (i, child) in counts.iter().enumerate() {
+                if mask & (1 << i) == 0 {
+                    right.add(child);
+                }
+            }
+            for (s, splits) in &splits {
+                left_persons[*s] = left.persons[*s].count_with(splits.union(mask as usize));
+                right_persons[*s] =
+                    right.persons[*s].count_with(splits.union(full & !(mask as usize)));
+            }
+            if self.judge.passes_with(&left, &left_persons)
+                && self.judge.passes_with(&right, &right_persons)
+            {
                 best = Some((distance, mask));
             }
         }

@@ -1,0 +1,184 @@
+//! The uniqueness of each published column that is not a quasi-identifier with the
+//! quasi-identifiers (docs/definitions.md, "Post-analytics"): the issue's situation — an exact
+//! amount declared insensitive beside the published quasi-identifiers — is warned about on
+//! stderr and in the report, refused with `max_unique_share`, and a coarse column is not
+//! warned about. By hand, on this table (g at level 1: classes A = rows 1-4, B = rows 5-8):
+//!
+//! ```text
+//! row  g   cost    ward  s       cost in its class       ward, s in their class
+//!  1   a1  101.17  w1    flu     A: 101.17 alone         A: w1 ×2, w2 ×2; flu ×2, cold ×2
+//!  2   a1  87.50   w1    flu     A: 87.50 twice          (no row alone)
+//!  3   a2  240.00  w2    cold    A: 240.00 alone
+//!  4   a2  87.50   w2    cold    A: 87.50 twice
+//!  5   b1  55.25   w1    cold    B: 55.25 twice          B: w1 ×2, w2 ×2; cold ×2, flu ×2
+//!  6   b1  55.25   w1    cold    B: 55.25 twice          (no row alone)
+//!  7   b2  310.80  w2    flu     B: 310.80 alone
+//!  8   b2  19.99   w2    flu     B: 19.99 alone
+//! ```
+//!
+//! cost: 4 of 8 rows alone in their (g, cost) group → unique share 4/8 = 0.5 (50.00%); groups
+//! of sizes 1, 2, 1 | 2, 1, 1: Σ c log2 c = 2 + 2 = 4, so the leakage with g is
+//! (log2 8 − 4/8)/log2 8 = 2.5/3 = 0.8333. ward and s: groups of 2 only → 0 unique rows,
+//! Σ c log2 c = 4 · 2 = 8, leakage (3 − 1)/3 = 0.6667.
+
+use super::{anon, stderr};
+
+const TABLE: &str = "g,cost,ward,s\n\
+                     a1,101.17,w1,flu\n\
+                     a1,87.50,w1,flu\n\
+                     a2,240.00,w2,cold\n\
+                     a2,87.50,w2,cold\n\
+                     b1,55.25,w1,cold\n\
+                     b1,55.25,w1,cold\n\
+                     b2,310.80,w2,flu\n\
+                     b2,19.99,w2,flu\n";
+
+/// The table in a fresh directory and a policy over it publishing g at level 1, with `cost`
+/// given `cost_role` and `privacy` added to `[privacy]`.
+struct Release {
+    dir: tempfile::TempDir,
+}
+
+impl Release {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("visits.csv"), TABLE).unwrap();
+        Self { dir }
+    }
+
+    fn arg(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    /// Runs `anon apply --quiet` with the policy; returns its output.
+    fn apply(&self, cost_role: &str, privacy: &str) -> std::process::Output {
+        let policy = format!(
+            "[input]\npath = \"visits.csv\"\n[privacy]\nk = 2\n{privacy}\n[attributes]\n\
+             g = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"tree\", rows = [\
+             [\"a1\", \"A\", \"*\"], [\"a2\", \"A\", \"*\"], [\"b1\", \"B\", \"*\"], \
+             [\"b2\", \"B\", \"*\"]] }} }}\n\
+             cost = {{ role = \"{cost_role}\" }}\nward = {{ role = \"insensitive\" }}\n\
+             s = {{ role = \"sensitive\" }}\n[transformation]\ng = 1\n"
+        );
+        std::fs::write(self.dir.path().join("policy.toml"), policy).unwrap();
+        anon(&[
+            "apply",
+            "--quiet",
+            "--policy",
+            &self.arg("policy.toml"),
+            "--out",
+            &self.arg("out.parquet"),
+            "--report",
+            &self.arg("report.json"),
+        ])
+    }
+}
+
+/// The exact amount: one warning on stderr naming 'cost' with its hand-computed share, the
+/// same in the report, and the ranking's figures by hand; ward and s are not warned about.
+#[test]
+fn an_exact_insensitive_column_is_warned_about() {
+    let release = Release::new();
+    let output = release.apply("insensitive", "");
+    let error = stderr(&output);
+    assert!(output.status.success(), "{error}");
+    let warnings: Vec<&str> = error
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning, for cost only: {error}");
+    assert!(
+        warnings[0].starts_with(
+            "warning: 'cost' makes 50.00% of the published rows unique (4 of 8) with the \
+             quasi-identifiers: whoever knows a person's 'cost' and quasi-identifiers finds \
+             their row"
+        ),
+        "{error}"
+    );
+    assert!(warnings[0].contains("max_unique_share"), "{error}");
+    // never a value
+    for value in ["101.17", "87.50", "240.00", "55.25", "310.80", "19.99"] {
+        assert!(!error.contains(value), "{value} on stderr: {error}");
+    }
+    let report = super::report::json(&release.dir.path().join("report.json"));
+    let publish = &report["publish"];
+    assert_eq!(publish["warnings"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        format!("warning: {}", publish["warnings"][0].as_str().unwrap()),
+        warnings[0]
+    );
+    let ranking = publish["post_analytics"]["uniqueness"].as_array().unwrap();
+    let names: Vec<&str> = ranking
+        .iter()
+        .map(|c| c["attribute"].as_str().unwrap())
+        .collect();
+    // cost first (share 0.5); s and ward tie on share and leakage: by name
+    assert_eq!(names, ["cost", "s", "ward"]);
+    let figure = |i: usize, key: &str| ranking[i][key].as_f64().unwrap();
+    assert_eq!(ranking[0]["unique_rows"], 4);
+    assert!((figure(0, "unique_share") - 0.5).abs() < 1e-12);
+    assert!((figure(0, "leakage_with_quasi_identifiers") - 2.5 / 3.0).abs() < 1e-12);
+    for i in [1, 2] {
+        assert_eq!(ranking[i]["unique_rows"], 0);
+        assert!((figure(i, "leakage_with_quasi_identifiers") - 2.0 / 3.0).abs() < 1e-12);
+    }
+    assert!(report["thresholds"]["max_unique_share"].is_null());
+}
+
+/// `max_unique_share` below the column's share refuses the release, fail-closed: nothing at
+/// the output path, no report, and the error names the column, its share and the threshold;
+/// at or above the share, the release is published (with the warning).
+#[test]
+fn max_unique_share_refuses_the_exact_column() {
+    let release = Release::new();
+    let output = release.apply("insensitive", "max_unique_share = 0.3");
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(
+        error.contains(
+            "the written output breaks the policy's thresholds, so it was not published: \
+             'cost' makes 50.00% of the published rows unique (4 of 8) with the \
+             quasi-identifiers, above max_unique_share = 0.3"
+        ),
+        "{error}"
+    );
+    assert!(!release.dir.path().join("out.parquet").exists());
+    assert!(!release.dir.path().join("report.json").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(release.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("anon-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let output = release.apply("insensitive", "max_unique_share = 0.5");
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let output = release.apply("insensitive", "max_unique_share = 1.5");
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("max_unique_share is a share between 0 and 1, got 1.5"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Without the exact amount (dropped as an identifier), the coarse ward and the sensitive s
+/// make no row unique: published without a warning.
+#[test]
+fn a_coarse_column_is_not_warned_about() {
+    let release = Release::new();
+    let output = release.apply("identifier", "max_unique_share = 0.05");
+    let error = stderr(&output);
+    assert!(output.status.success(), "{error}");
+    // (the dropped amount repeats, 4 of 8 rows, which the person-column check points out)
+    assert!(!error.contains("rows unique"), "{error}");
+    let report = super::report::json(&release.dir.path().join("report.json"));
+    assert_eq!(report["publish"]["warnings"], serde_json::json!([]));
+    let ranking = report["publish"]["post_analytics"]["uniqueness"]
+        .as_array()
+        .unwrap();
+    assert_eq!(ranking.len(), 2, "ward and s: {ranking:?}");
+    assert!(ranking.iter().all(|c| c["unique_rows"] == 0), "{ranking:?}");
+}
