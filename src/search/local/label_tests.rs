@@ -16,9 +16,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use super::mondrian::{MondrianOptions, mondrian_with};
 use super::{LocalAlgorithm, LocalLabels, LocalOptions, LocalRelease, anonymize, evaluate};
 use crate::generalize::{DateUnit, Hierarchy, TOP_LABEL};
-use crate::policy::{PrivacyRequirements, SuppressionMode};
-use crate::provider::{ColumnTreatment, Generalization, GeneralizedTable};
-use crate::release::{LocalRecoding, Release};
+use crate::policy::PrivacyRequirements;
 use crate::rng::SplitMix64 as Rng;
 use crate::search::FrequencySet;
 
@@ -122,55 +120,6 @@ fn random_rows(rng: &mut Rng, n: usize) -> Vec<Row> {
             sex: ["F", "M"][rng.below(2) as usize],
         })
         .collect()
-}
-
-/// The labels of every row the release keeps, in input order, as the GeneralizedTable recodes
-/// them (rows of suppressed combinations and failing classes dropped).
-async fn published_labels(
-    ctx: &SessionContext,
-    qis: &[(String, Arc<Hierarchy>)],
-    freq: &FrequencySet,
-    release: &LocalRelease,
-    req: &PrivacyRequirements,
-) -> Vec<Vec<Option<String>>> {
-    let recoding = LocalRecoding::new(freq, release).unwrap();
-    let columns: Vec<(String, ColumnTreatment)> = qis
-        .iter()
-        .map(|(n, h)| (n.clone(), ColumnTreatment::QuasiIdentifier(Arc::clone(h))))
-        .collect();
-    let generalization = Generalization {
-        columns,
-        release: Release::Local(Arc::new(recoding)),
-        requirements: req.clone(),
-        suppression: SuppressionMode::Drop,
-        population: None,
-    };
-    let inner = ctx.table_provider("t").await.unwrap();
-    let table = GeneralizedTable::try_new("t", inner, generalization).unwrap();
-    let batches = ctx
-        .execute_logical_plan(table.recoded_plan().clone())
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let mut out = Vec::new();
-    for b in &batches {
-        let cols: Vec<ArrayRef> = (0..qis.len())
-            .map(|i| cast(b.column(i), &DataType::Utf8).unwrap())
-            .collect();
-        for r in 0..b.num_rows() {
-            out.push(
-                cols.iter()
-                    .map(|c| {
-                        let s = c.as_string::<i32>();
-                        s.is_valid(r).then(|| s.value(r).to_string())
-                    })
-                    .collect(),
-            );
-        }
-    }
-    out
 }
 
 /// Row `row`'s value of ordered QI `q` as a number (days for dates), and as an Arrow value.
@@ -304,7 +253,7 @@ async fn check_release(
     context: &str,
 ) {
     let ctx = session(rows);
-    let labels = published_labels(&ctx, qis, freq, release, req).await;
+    let labels = super::tests::published_labels(&ctx, qis, freq, release, req, &[]).await;
     // the kept rows, in input order: those of combinations the release did not suppress
     let leaf = leaf_class_of_rows(freq, rows);
     let kept: Vec<&Row> = rows
@@ -490,7 +439,7 @@ async fn born_labels(
     release: &LocalRelease,
     req: &PrivacyRequirements,
 ) -> Vec<String> {
-    published_labels(ctx, qis, freq, release, req)
+    super::tests::published_labels(ctx, qis, freq, release, req, &[])
         .await
         .into_iter()
         .map(|mut l| l.remove(0).unwrap())

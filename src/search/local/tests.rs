@@ -159,21 +159,22 @@ fn requirements(k: u64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     }
 }
 
-/// The labels of every row the release keeps, in input order, as the GeneralizedTable recodes
-/// them (rows of suppressed combinations dropped).
-async fn published_labels(
+/// The labels of every row the release keeps, in input order, as the GeneralizedTable of table
+/// `t` recodes them (rows of suppressed combinations dropped), the `kept` columns carried along.
+pub(super) async fn published_labels(
     ctx: &SessionContext,
     qis: &[(String, Arc<Hierarchy>)],
     freq: &FrequencySet,
     release: &LocalRelease,
     req: &PrivacyRequirements,
+    kept: &[&str],
 ) -> Vec<Vec<Option<String>>> {
     let recoding = LocalRecoding::new(freq, release).unwrap();
     let mut columns: Vec<(String, ColumnTreatment)> = qis
         .iter()
         .map(|(n, h)| (n.clone(), ColumnTreatment::QuasiIdentifier(Arc::clone(h))))
         .collect();
-    columns.push(("disease".to_string(), ColumnTreatment::Keep));
+    columns.extend(kept.iter().map(|k| (k.to_string(), ColumnTreatment::Keep)));
     let generalization = Generalization {
         columns,
         release: Release::Local(Arc::new(recoding)),
@@ -443,7 +444,7 @@ async fn check_published(
     );
     assert!(suppressed < rows.len(), "{context}: everything suppressed");
 
-    let labels = published_labels(ctx, qis, freq, release, req).await;
+    let labels = published_labels(ctx, qis, freq, release, req, &["disease"]).await;
     assert_eq!(
         labels.len() + suppressed,
         rows.len(),
@@ -660,7 +661,7 @@ async fn mondrian_ten_rows_k2_by_hand() {
     );
     assert_eq!(evaluation.classes, 4);
     assert_eq!(evaluation.min_class_size, Some(2));
-    let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req, &["disease"]).await;
     let expected = [
         ("[21, 31]", "F"),
         ("[21, 31]", "F"),
@@ -740,7 +741,7 @@ async fn mondrian_ten_rows_k2_value_free_by_hand() {
     );
     assert_eq!(evaluation.classes, 4);
     assert_eq!(evaluation.min_class_size, Some(2));
-    let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req, &["disease"]).await;
     let expected = [
         ("(19, 40)", "F"),
         ("(19, 40)", "F"),
@@ -790,7 +791,7 @@ async fn interval_cells_of_single_values_and_nulls() {
     // (2 | 2): 31 and 35 share the grid's bucket [30, 40), which they publish (value-free);
     // the exact labels publish their ends [31, 35]
     let release = mondrian(&freq, &req).unwrap();
-    let labels = published_labels(&ctx, &qis, &freq, &release, &req).await;
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req, &["disease"]).await;
     let got: Vec<Option<String>> = labels.into_iter().map(|mut l| l.remove(0)).collect();
     let s = |x: &str| Some(x.to_string());
     assert_eq!(
@@ -800,7 +801,7 @@ async fn interval_cells_of_single_values_and_nulls() {
     let mut exact = freq.clone();
     exact.set_local_labels(LocalLabels::Exact);
     let release = mondrian(&exact, &req).unwrap();
-    let labels = published_labels(&ctx, &qis, &exact, &release, &req).await;
+    let labels = published_labels(&ctx, &qis, &exact, &release, &req, &["disease"]).await;
     let got: Vec<Option<String>> = labels.into_iter().map(|mut l| l.remove(0)).collect();
     assert_eq!(
         got,
@@ -809,7 +810,7 @@ async fn interval_cells_of_single_values_and_nulls() {
     // k = 3: NULL (2 rows) can no longer stand alone, so the one class mixes NULL and values
     let req3 = PrivacyRequirements { k: 3, ..req };
     let release = mondrian(&freq, &req3).unwrap();
-    let labels = published_labels(&ctx, &qis, &freq, &release, &req3).await;
+    let labels = published_labels(&ctx, &qis, &freq, &release, &req3, &["disease"]).await;
     let tops = labels
         .iter()
         .filter(|l| l[0].as_deref() == Some(TOP_LABEL))
