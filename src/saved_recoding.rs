@@ -253,8 +253,9 @@ impl SavedRecoding {
             .enumerate()
             .map(|(q, qi)| QiMatcher::new(source, qi, self.classes.iter().map(|c| &c[q])))
             .collect::<Result<Vec<_>>>()?;
-        // candidates from the QI whose values have, over the combinations, the fewest
-        // covering classes: the classes tried per combination
+        // per value of a QI, the classes covering it: built for the QIs with the fewest
+        // classes to try over the combinations, within a memory bound (one u32 a pair)
+        const MAX_PAIRS: u64 = 1 << 28;
         let leaf_codes = freq.leaf_codes();
         let lengths: Vec<Vec<u64>> = matchers.iter().map(QiMatcher::list_lengths).collect();
         let tries = |q: usize| -> u64 {
@@ -263,17 +264,23 @@ impl SavedRecoding {
                 .map(|&leaf| lengths[q][leaf as usize])
                 .sum()
         };
-        let primary = (0..d)
-            .min_by_key(|&q| tries(q))
-            .ok_or_else(|| DataFusionError::Plan("no quasi-identifier".to_string()))?;
-        // one u32 per (class, value) pair: refused rather than exhausting memory
-        const MAX_PAIRS: u64 = 1 << 30;
-        let pairs: u64 = lengths[primary].iter().sum();
-        if pairs > MAX_PAIRS {
-            return Err(DataFusionError::ResourcesExhausted(format!(
-                "recoding {source}: its {classes} classes cover {pairs} (class, value) pairs of \
-                 every quasi-identifier, more than the {MAX_PAIRS} its index holds"
-            )));
+        let mut order: Vec<usize> = (0..d).collect();
+        order.sort_by_key(|&q| tries(q));
+        let mut indexed = Vec::new();
+        let mut total = 0u64;
+        for &q in &order {
+            let pairs: u64 = lengths[q].iter().sum();
+            if !indexed.is_empty() && total + pairs > MAX_PAIRS {
+                continue;
+            }
+            if pairs > MAX_PAIRS {
+                return Err(DataFusionError::ResourcesExhausted(format!(
+                    "recoding {source}: its {classes} classes cover {pairs} (class, value) \
+                     pairs of every quasi-identifier, more than the {MAX_PAIRS} its index holds"
+                )));
+            }
+            total += pairs;
+            indexed.push(q);
         }
         // each class's breadth: Σ over QIs of the share of the QI's values its cell covers
         let mut breadth = vec![0.0f64; classes];
@@ -285,27 +292,48 @@ impl SavedRecoding {
         }
         // per value, its candidates narrowest first (ties in file order): the first that
         // covers a combination is its narrowest
-        let candidates = matchers[primary].candidates(&breadth);
+        let candidates: Vec<(usize, Candidates)> = indexed
+            .iter()
+            .map(|&q| (q, matchers[q].candidates(&breadth)))
+            .collect();
+        // per combination, the shortest list among the indexed QIs' (the same classes cover
+        // it whichever list is scanned), and how far it was scanned: dissolved classes never
+        // come back, so a later search resumes there
+        let list_of = |combination: usize| -> &[u32] {
+            candidates
+                .iter()
+                .map(|(q, c)| {
+                    let leaf = leaf_codes[*q][combination] as usize;
+                    &c.classes[c.start[leaf]..c.start[leaf + 1]]
+                })
+                .min_by_key(|list| list.len())
+                .unwrap_or_default()
+        };
         let sizes = freq.sizes();
         let mut dissolved = vec![false; classes];
+        let mut scanned = vec![0u32; freq.leaf_classes()];
         // the narrowest class covering a combination that is not dissolved
-        let narrowest = |combination: usize, dissolved: &[bool]| -> Option<u32> {
-            let leaf = leaf_codes[primary][combination] as usize;
-            let list = &candidates.classes[candidates.start[leaf]..candidates.start[leaf + 1]];
-            list.iter().copied().find(|&class| {
+        let narrowest = |combination: usize, dissolved: &[bool], scanned: &mut [u32]| {
+            let list = list_of(combination);
+            let from = scanned[combination] as usize;
+            let found = list[from.min(list.len())..].iter().position(|&class| {
                 let c = class as usize;
                 !dissolved[c]
                     && matchers
                         .iter()
                         .zip(leaf_codes)
                         .all(|(m, codes)| m.covers(c, codes[combination] as usize))
+            });
+            found.map(|at| {
+                scanned[combination] = (from + at) as u32;
+                list[from + at]
             })
         };
         let mut class_of = vec![classes as u32; freq.leaf_classes()];
         let mut rows = vec![0u64; classes];
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); classes];
         for (combination, slot) in class_of.iter_mut().enumerate() {
-            if let Some(class) = narrowest(combination, &dissolved) {
+            if let Some(class) = narrowest(combination, &dissolved, &mut scanned) {
                 *slot = class;
                 rows[class as usize] += sizes[combination];
                 members[class as usize].push(combination as u32);
@@ -321,7 +349,7 @@ impl SavedRecoding {
             let mut kept = Vec::new();
             for combination in std::mem::take(&mut members[class]) {
                 let i = combination as usize;
-                match narrowest(i, &dissolved) {
+                match narrowest(i, &dissolved, &mut scanned) {
                     Some(next) => {
                         let next = next as usize;
                         class_of[i] = next as u32;
