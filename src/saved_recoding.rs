@@ -310,31 +310,45 @@ impl SavedRecoding {
                 .unwrap_or_default()
         };
         let sizes = freq.sizes();
+        let combinations = freq.leaf_classes();
         let mut dissolved = vec![false; classes];
-        let mut scanned = vec![0u32; freq.leaf_classes()];
-        // the narrowest class covering a combination that is not dissolved
-        let narrowest = |combination: usize, dissolved: &[bool], scanned: &mut [u32]| {
+        // the narrowest class covering a combination that is not dissolved, searched from
+        // position `from` of its list: the class and its position
+        let narrowest = |combination: usize, dissolved: &[bool], from: u32| {
             let list = list_of(combination);
-            let from = scanned[combination] as usize;
-            let found = list[from.min(list.len())..].iter().position(|&class| {
-                let c = class as usize;
-                !dissolved[c]
-                    && matchers
-                        .iter()
-                        .zip(leaf_codes)
-                        .all(|(m, codes)| m.covers(c, codes[combination] as usize))
-            });
-            found.map(|at| {
-                scanned[combination] = (from + at) as u32;
-                list[from + at]
-            })
+            let from = (from as usize).min(list.len());
+            list[from..]
+                .iter()
+                .position(|&class| {
+                    let c = class as usize;
+                    !dissolved[c]
+                        && matchers
+                            .iter()
+                            .zip(leaf_codes)
+                            .all(|(m, codes)| m.covers(c, codes[combination] as usize))
+                })
+                .map(|at| (list[from + at], (from + at) as u32))
         };
-        let mut class_of = vec![classes as u32; freq.leaf_classes()];
+        // the first pass, over the threads (no class dissolved yet)
+        let threads = crate::parallel::threads().max(1);
+        let chunk = combinations.div_ceil(threads).max(1);
+        let found = crate::parallel::map_scoped(
+            "matching a recoding's classes",
+            (0..combinations).step_by(chunk),
+            |start| {
+                (start..(start + chunk).min(combinations))
+                    .map(|combination| narrowest(combination, &dissolved, 0))
+                    .collect::<Vec<_>>()
+            },
+        )?;
+        let mut class_of = vec![classes as u32; combinations];
+        let mut scanned = vec![0u32; combinations];
         let mut rows = vec![0u64; classes];
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); classes];
-        for (combination, slot) in class_of.iter_mut().enumerate() {
-            if let Some(class) = narrowest(combination, &dissolved, &mut scanned) {
-                *slot = class;
+        for (combination, hit) in found.into_iter().flatten().enumerate() {
+            if let Some((class, at)) = hit {
+                class_of[combination] = class;
+                scanned[combination] = at;
                 rows[class as usize] += sizes[combination];
                 members[class as usize].push(combination as u32);
             }
@@ -349,8 +363,9 @@ impl SavedRecoding {
             let mut kept = Vec::new();
             for combination in std::mem::take(&mut members[class]) {
                 let i = combination as usize;
-                match narrowest(i, &dissolved, &mut scanned) {
-                    Some(next) => {
+                match narrowest(i, &dissolved, scanned[i]) {
+                    Some((next, at)) => {
+                        scanned[i] = at;
                         let next = next as usize;
                         class_of[i] = next as u32;
                         rows[class] -= sizes[i];
