@@ -10,6 +10,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 
+use super::matching::QiMatcher;
 use super::*;
 use crate::generalize::Hierarchy;
 use crate::search::local::{Cell, LocalRelease};

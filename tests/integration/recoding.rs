@@ -229,6 +229,27 @@ async fn month_two_is_published_with_month_ones_classes() {
         &file.display().to_string(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
+    // a recoding file is an output: not replaced without --overwrite, checked before anything
+    let again = dir.path().join("again.parquet");
+    let output = anon(&[
+        "anonymize",
+        "--quiet",
+        "--policy",
+        &policy1,
+        "--algorithm",
+        "mondrian",
+        "--out",
+        &again.display().to_string(),
+        "--recoding-out",
+        &file.display().to_string(),
+    ]);
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(
+        message.contains("recoding file") && message.contains("exists"),
+        "{message}"
+    );
+    assert!(!again.exists());
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved["algorithm"], "mondrian");
