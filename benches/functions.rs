@@ -18,9 +18,9 @@ const ROWS: usize = 1_000_000;
 
 fn setup(runtime: &Runtime, dir: &std::path::Path) -> SessionContext {
     let path = dir.join("patients.parquet");
-    datafusion_anonymity::generate::write_patients(&path, ROWS, 42).expect("generate data");
+    datafusion_anonymity_generate::write_patients(&path, ROWS, 42).expect("generate data");
     let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx).expect("register functions");
+    datafusion_anonymity_engine::register(&ctx).expect("register functions");
     runtime
         .block_on(ctx.register_parquet(
             "patients",

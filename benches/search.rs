@@ -17,12 +17,12 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use datafusion_anonymity::generalize::Hierarchy;
-use datafusion_anonymity::policy::{
+use datafusion_anonymity_engine::policy::{
     LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, TCloseness,
     TClosenessKind,
 };
-use datafusion_anonymity::search::local::{self, LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{Algorithm, FrequencySet, Metric, search};
+use datafusion_anonymity_engine::search::local::{self, LocalAlgorithm, LocalOptions};
+use datafusion_anonymity_engine::search::{Algorithm, FrequencySet, Metric, search};
 use tokio::runtime::Runtime;
 
 // the same allocator as the `anon` binary

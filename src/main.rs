@@ -1,5 +1,6 @@
 //! `anon`: the command-line interface of datafusion-anonymity.
 
+mod bench;
 mod cli;
 
 // DataFusion allocates and frees many large buffers per query: mimalloc keeps them cheap

@@ -16,7 +16,7 @@ create_exception!(
 
 /// One line describing `error` (see the module docs).
 pub fn one_line(error: &DataFusionError) -> String {
-    datafusion_anonymity::errors::one_line(error, "memory_limit")
+    datafusion_anonymity_engine::errors::one_line(error, "memory_limit")
 }
 
 /// `error` as an [`AnonymityError`].

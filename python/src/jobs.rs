@@ -16,15 +16,15 @@ use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity::datafusion::sql::parser::DFParserBuilder;
 use datafusion_anonymity::datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
-use datafusion_anonymity::policy::{Policy, Role};
-use datafusion_anonymity::profile::{self, ProfileOptions};
-use datafusion_anonymity::publish::{self, bucketized};
-use datafusion_anonymity::release::Release;
-use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
-use datafusion_anonymity::session;
-use datafusion_anonymity::storage::{self, Location, StoreOptions};
-use datafusion_anonymity::tables;
+use datafusion_anonymity_engine::policy::{Policy, Role};
+use datafusion_anonymity_engine::profile::{self, ProfileOptions};
+use datafusion_anonymity_engine::publish::{self, bucketized};
+use datafusion_anonymity_engine::release::Release;
+use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
+use datafusion_anonymity_engine::search::{self, Algorithm, Method, Metric};
+use datafusion_anonymity_engine::session;
+use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
+use datafusion_anonymity_engine::tables;
 use serde_json::{Value, json};
 
 /// A table given to [`sql`]: a path (Parquet, CSV, a directory or a URL) or batches.

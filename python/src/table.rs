@@ -1,6 +1,6 @@
 //! Tables served to datafusion-python but planned and run by this library.
 //!
-//! A [`GeneralizedTable`](datafusion_anonymity::provider::GeneralizedTable) is a view whose
+//! A [`GeneralizedTable`](datafusion_anonymity_engine::provider::GeneralizedTable) is a view whose
 //! plan calls this crate's functions: the recoding (with its hierarchies as parameters) and,
 //! for l and t requirements, the l-diversity and t-closeness aggregates, the latter through the
 //! whole-table rewrite. A datafusion-python session knows none of them as they are here, and

@@ -15,10 +15,10 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
 use super::{interleaved, peak_rss_mib, print_row, run_once};
-use crate::bucketize::attack::{attack_table, fingerprint_attack};
-use crate::bucketize::{CkOptions, MsaTable, Refinement, encode, groups, utility, weights};
-use crate::policy::Policy;
-use crate::publish::bucketized::publish_policy;
+use datafusion_anonymity_engine::bucketize::attack::{attack_table, fingerprint_attack};
+use datafusion_anonymity_engine::bucketize::{CkOptions, MsaTable, Refinement, encode, groups, utility, weights};
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::publish::bucketized::publish_policy;
 
 /// The policy of the benchmark: three quasi-identifiers and five sensitive attributes
 /// (physician, specialty, diagnosis, symptom, treatment; the diagnostic method is left out).
@@ -53,7 +53,7 @@ pub(super) fn medical_path(dir: &Path, rows: usize, seed: u64) -> Result<PathBuf
     if !path.exists() {
         eprintln!("generating {rows} medical rows into {}", path.display());
         let start = Instant::now();
-        crate::generate::write_medical(&path, rows, seed)?;
+        datafusion_anonymity_generate::write_medical(&path, rows, seed)?;
         eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
     }
     Ok(path)
@@ -81,14 +81,14 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
     let mut phases = String::new();
     let anonymize_once = async || -> Result<Duration> {
         let start = Instant::now();
-        let ctx = crate::session::context(Some(MEMORY_LIMIT))?;
+        let ctx = datafusion_anonymity_engine::session::context(Some(MEMORY_LIMIT))?;
         let mut policy = Policy::from_toml("bench (c,k) policy", Path::new("."), CK_POLICY)?;
-        policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
+        policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
         policy.register_with(&ctx, false).await?;
         let outcome = publish_policy(
             &ctx,
             &policy,
-            &crate::storage::Location::Local(out_dir.clone()),
+            &datafusion_anonymity_engine::storage::Location::Local(out_dir.clone()),
             true,
             &mut |_| {},
         )
@@ -169,7 +169,7 @@ fn ck_options(k: usize) -> CkOptions {
 /// value determines in the data.
 fn vulnerable(
     table: &MsaTable,
-    release: &crate::bucketize::BucketizedRelease,
+    release: &datafusion_anonymity_engine::bucketize::BucketizedRelease,
     k: usize,
 ) -> Result<(u64, u64)> {
     let dependencies = weights::analyse(table, &ck_options(k))?;
@@ -201,7 +201,7 @@ pub(super) async fn experiments(path: &Path) -> Result<()> {
     );
     println!("|---|---|---|---|---|---|---|");
     for k in [2, 4, 6, 8, 10] {
-        let (ck, _) = crate::bucketize::ck_anonymize(&table, &ck_options(k))?;
+        let (ck, _) = datafusion_anonymity_engine::bucketize::ck_anonymize(&table, &ck_options(k))?;
         let pk = groups::pk_angelize(&table, 2, k)?;
         let (ck_error, pk_error) = (
             utility::query_error(&table, &ck, 1000, 0.1, 42),
@@ -225,7 +225,7 @@ pub(super) async fn experiments(path: &Path) -> Result<()> {
     println!();
     println!("| θ | query error (c,k) | query error (p,k) | mean actual count |");
     println!("|---|---|---|---|");
-    let (ck, _) = crate::bucketize::ck_anonymize(&table, &ck_options(6))?;
+    let (ck, _) = datafusion_anonymity_engine::bucketize::ck_anonymize(&table, &ck_options(6))?;
     let pk = groups::pk_angelize(&table, 2, 6)?;
     for theta in [0.01, 0.05, 0.1, 0.2, 0.4] {
         let (c, p) = (
@@ -247,7 +247,7 @@ pub(super) async fn experiments(path: &Path) -> Result<()> {
     for m in 2..=SENSITIVE.len() {
         let mut subset = table.clone();
         subset.sensitive.truncate(m);
-        let (ck, _) = crate::bucketize::ck_anonymize(&subset, &ck_options(6))?;
+        let (ck, _) = datafusion_anonymity_engine::bucketize::ck_anonymize(&subset, &ck_options(6))?;
         let pk = groups::pk_angelize(&subset, 2, 6)?;
         let (c, p) = (vulnerable(&subset, &ck, 6)?, vulnerable(&subset, &pk, 6)?);
         println!("| {m} | {} / {} | {} / {} |", c.0, c.1, p.0, p.1);

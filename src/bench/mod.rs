@@ -17,8 +17,8 @@ use datafusion::arrow::datatypes::Int64Type;
 use datafusion::error::Result;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use crate::search::local::LocalAlgorithm;
-use crate::search::{Algorithm, Method};
+use datafusion_anonymity_engine::search::local::LocalAlgorithm;
+use datafusion_anonymity_engine::search::{Algorithm, Method};
 
 /// Rows of `--quick`.
 const QUICK_ROWS: usize = 100_000;
@@ -181,7 +181,7 @@ fn data_path(args: &BenchArgs, rows: usize) -> Result<PathBuf> {
     if !path.exists() {
         eprintln!("generating {rows} rows into {}", path.display());
         let start = Instant::now();
-        crate::generate::write_patients(&path, rows, args.seed)?;
+        datafusion_anonymity_generate::write_patients(&path, rows, args.seed)?;
         eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
     }
     Ok(path)
@@ -245,7 +245,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     let ctx = SessionContext::new();
-    crate::register(&ctx)?;
+    datafusion_anonymity_engine::register(&ctx)?;
     register_data(&ctx, &path).await?;
     let table_rows = count_rows(&ctx).await?;
     println!("data:              {} ({table_rows} rows)", path.display());
@@ -318,7 +318,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     }
     if args.suite == Suite::Shuffle {
         case_count += 1;
-        let limit = crate::session::parse_size(&args.memory_limit)?;
+        let limit = datafusion_anonymity_engine::session::parse_size(&args.memory_limit)?;
         if !shuffle_case(&path, iterations, limit).await? {
             over.push("anon apply, shuffled");
         }
@@ -364,21 +364,21 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
     // every size runs; the suppressed rows are printed
     let text = PATIENTS_POLICY.replace("max_suppression = 0.05", "max_suppression = 1.0");
     let mut policy =
-        crate::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
-    policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
+        datafusion_anonymity_engine::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
+    policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
     let publish_ctx = SessionContext::new_with_config(ctx.state().config().clone());
-    crate::register(&publish_ctx)?;
+    datafusion_anonymity_engine::register(&publish_ctx)?;
     policy.register(&publish_ctx).await?;
     let levels = policy.transformation().unwrap_or_default();
     let mut suppressed = 0;
-    let mut phases = crate::publish::PublishTimings::default();
+    let mut phases = datafusion_anonymity_engine::publish::PublishTimings::default();
     let apply_once = async || -> Result<Duration> {
         let start = Instant::now();
-        let report = crate::publish::publish(
+        let report = datafusion_anonymity_engine::publish::publish(
             &publish_ctx,
             &policy,
-            &crate::release::Release::FullDomain(levels.clone()),
-            &crate::storage::Location::Local(apply_dir.clone()),
+            &datafusion_anonymity_engine::release::Release::FullDomain(levels.clone()),
+            &datafusion_anonymity_engine::storage::Location::Local(apply_dir.clone()),
             true,
         )
         .await?;
@@ -414,19 +414,19 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
 /// medians, the ratio against the 1.15 target and each variant's largest peak RSS (reset
 /// before every run).
 async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Result<bool> {
-    use crate::publish::RowOrder;
+    use datafusion_anonymity_engine::publish::RowOrder;
     const TARGET: f64 = 1.15;
     let scratch = path.with_extension("bench-shuffle");
     std::fs::create_dir_all(&scratch)?;
     let text = PATIENTS_POLICY.replace("max_suppression = 0.05", "max_suppression = 1.0");
     let mut policy =
-        crate::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
-    policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
-    let ctx = crate::session::context(Some(memory_limit))?;
+        datafusion_anonymity_engine::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
+    policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
+    let ctx = datafusion_anonymity_engine::session::context(Some(memory_limit))?;
     policy.register(&ctx).await?;
-    let release = crate::release::Release::FullDomain(policy.transformation().unwrap_or_default());
+    let release = datafusion_anonymity_engine::release::Release::FullDomain(policy.transformation().unwrap_or_default());
     let mut peaks = [0u64; 2];
-    let mut phases = [crate::publish::PublishTimings::default(); 2];
+    let mut phases = [datafusion_anonymity_engine::publish::PublishTimings::default(); 2];
     // CPU seconds of each run: on a machine shared with other work, the wall-clock ratio
     // swings with the neighbours' load, the work done much less
     let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
@@ -435,12 +435,12 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
         reset_peak_rss();
         let cpu_start = cpu_seconds();
         let start = Instant::now();
-        let report = crate::publish::publish_ordered(
+        let report = datafusion_anonymity_engine::publish::publish_ordered(
             &ctx,
             &policy,
             &release,
             None,
-            &crate::storage::Location::Local(scratch.join(order.name())),
+            &datafusion_anonymity_engine::storage::Location::Local(scratch.join(order.name())),
             true,
             order,
         )
@@ -476,7 +476,7 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
         phases[0].write,
         phases[1].write,
         memory_limit >> 20,
-        ((memory_limit as f64 * crate::session::POOL_SHARE) as usize) >> 20
+        ((memory_limit as f64 * datafusion_anonymity_engine::session::POOL_SHARE) as usize) >> 20
     );
     if let [Some(kept), Some(shuffled)] = cpu.map(|runs| median(&runs)) {
         println!(
@@ -501,7 +501,7 @@ async fn anonymize_case(
     ctx: &SessionContext,
     path: &Path,
     iterations: usize,
-    method: crate::search::Method,
+    method: datafusion_anonymity_engine::search::Method,
 ) -> Result<bool> {
     const TARGET: f64 = 3.0;
     let scratch = path.with_extension(format!("bench-{}", method.name()));
@@ -519,17 +519,17 @@ async fn anonymize_case(
     let mut phases = String::new();
     let anonymize_once = async || -> Result<Duration> {
         let start = Instant::now();
-        let ctx = crate::session::context(Some(ANONYMIZE_MEMORY_LIMIT))?;
-        let mut policy = crate::policy::Policy::from_toml(
+        let ctx = datafusion_anonymity_engine::session::context(Some(ANONYMIZE_MEMORY_LIMIT))?;
+        let mut policy = datafusion_anonymity_engine::policy::Policy::from_toml(
             "examples/patients/policy.toml",
             Path::new("."),
             PATIENTS_POLICY,
         )?;
-        policy.set_input(crate::storage::Location::Local(path.to_path_buf()));
+        policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
         policy.register_with(&ctx, false).await?;
         let sensitive = policy.requirements().constrained_attributes();
         let registered = start.elapsed();
-        let freq = crate::search::FrequencySet::build(
+        let freq = datafusion_anonymity_engine::search::FrequencySet::build(
             &ctx,
             policy.table_name(),
             &policy.quasi_identifiers(),
@@ -537,21 +537,21 @@ async fn anonymize_case(
         )
         .await?;
         let built = start.elapsed();
-        let decision = crate::search::decide(
+        let decision = datafusion_anonymity_engine::search::decide(
             &freq,
             policy.requirements(),
             method,
-            crate::search::Metric::Loss,
-            crate::search::local::LocalOptions::default(),
+            datafusion_anonymity_engine::search::Metric::Loss,
+            datafusion_anonymity_engine::search::local::LocalOptions::default(),
             &mut |_, _| {},
         )?;
         let decided = start.elapsed();
-        let report = crate::publish::publish_with_failing_classes(
+        let report = datafusion_anonymity_engine::publish::publish_with_failing_classes(
             &ctx,
             &policy,
             &decision.release,
             Some(decision.failing.clone()),
-            &crate::storage::Location::Local(out_dir.clone()),
+            &datafusion_anonymity_engine::storage::Location::Local(out_dir.clone()),
             true,
         )
         .await?;
@@ -671,14 +671,14 @@ async fn profile_case(
     const NAME: &str = "anon profile";
     const TARGET: f64 = 4.0;
     let floor_sql = format!("SELECT {QIS}, count(*) FROM patients GROUP BY {QIS}");
-    let mut options = crate::profile::ProfileOptions::new(
+    let mut options = datafusion_anonymity_engine::profile::ProfileOptions::new(
         "patients",
         QIS.split(',').map(|q| q.trim().to_string()).collect(),
     );
     options.sensitive = vec!["disease".to_string()];
     let run_profile = || async {
         let start = Instant::now();
-        let profile = crate::profile::profile(ctx, &options).await?;
+        let profile = datafusion_anonymity_engine::profile::profile(ctx, &options).await?;
         Ok::<_, datafusion::error::DataFusionError>((start.elapsed(), profile.anonymity.classes))
     };
     // warm-up, untimed

@@ -7,14 +7,13 @@ use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
 
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::progress::ScanProgress;
-use datafusion_anonymity::publish::{self, PublishProgress, RowOrder};
-use datafusion_anonymity::saved_recoding;
-use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
-use datafusion_anonymity::session;
-use datafusion_anonymity::storage::Location;
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::progress::ScanProgress;
+use datafusion_anonymity_engine::publish::{self, PublishProgress, RowOrder};
+use datafusion_anonymity_engine::saved_recoding;
+use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
+use datafusion_anonymity_engine::search::{self, Algorithm, Method, Metric};
+use datafusion_anonymity_engine::storage::Location;
 
 use super::apply::{output_path, print_summary, print_utility};
 use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
@@ -137,7 +136,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     method.metric(metric)?;
     let recoding_out =
         recoding_target(args.recoding_out.as_deref(), method, &policy, &out, &args).await?;
-    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
 

@@ -8,15 +8,14 @@ use std::time::Instant;
 use datafusion::error::{DataFusionError, Result};
 
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::profile::render_text::whole_number;
-use datafusion_anonymity::progress::ScanProgress;
-use datafusion_anonymity::publish::{self, PublishProgress, PublishReport, RowOrder};
-use datafusion_anonymity::release::Release;
-use datafusion_anonymity::saved_recoding::{RecodingFileFigures, SavedRecoding};
-use datafusion_anonymity::search;
-use datafusion_anonymity::session;
-use datafusion_anonymity::storage::Location;
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::profile::render_text::whole_number;
+use datafusion_anonymity_engine::progress::ScanProgress;
+use datafusion_anonymity_engine::publish::{self, PublishProgress, PublishReport, RowOrder};
+use datafusion_anonymity_engine::release::Release;
+use datafusion_anonymity_engine::saved_recoding::{RecodingFileFigures, SavedRecoding};
+use datafusion_anonymity_engine::search;
+use datafusion_anonymity_engine::storage::Location;
 
 use super::progress::{ScanReport, policy_input_rows, publish_report};
 use super::report::{Report, ReportArgs, ReportTargets};
@@ -95,7 +94,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
         None => None,
     };
-    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
     for repeated in policy.repeated_identifiers(&ctx).await? {
@@ -221,7 +220,7 @@ pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<Location> {
 }
 
 /// The utility's headline figures, on stdout.
-pub fn print_utility(utility: &datafusion_anonymity::profile::Utility) {
+pub fn print_utility(utility: &datafusion_anonymity_engine::profile::Utility) {
     println!(
         "utility: loss {:.4}, ncp {:.4}, discernibility {}",
         utility.loss_metric,

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use datafusion::error::{DataFusionError, Result};
 
-use datafusion_anonymity::bucketize::attack::attack_table;
-use datafusion_anonymity::policy::quote_ident;
-use datafusion_anonymity::{session, tables};
+use datafusion_anonymity_engine::bucketize::attack::attack_table;
+use datafusion_anonymity_engine::policy::quote_ident;
+use datafusion_anonymity_engine::{session, tables};
 
 #[derive(clap::Args, Debug)]
 pub struct AttackArgs {

@@ -7,11 +7,11 @@ use std::time::Instant;
 use datafusion::error::{DataFusionError, Result};
 use serde::Serialize;
 
-use datafusion_anonymity::bucketize::{CkSummary, Dependencies};
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::bucketized::{BucketizedReport, publish_policy};
-use datafusion_anonymity::session;
-use datafusion_anonymity::storage::Location;
+use datafusion_anonymity_engine::bucketize::{CkSummary, Dependencies};
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::publish::bucketized::{BucketizedReport, publish_policy};
+use datafusion_anonymity_engine::session;
+use datafusion_anonymity_engine::storage::Location;
 
 /// The JSON report.
 #[derive(Serialize)]

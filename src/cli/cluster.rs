@@ -3,8 +3,8 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use datafusion::error::{DataFusionError, Result};
-use datafusion_anonymity::distributed::servers::{self, ExecutorOptions};
-use datafusion_anonymity::session::parse_size;
+use datafusion_anonymity_ballista::servers::{self, ExecutorOptions};
+use datafusion_anonymity_engine::session::parse_size;
 
 #[derive(clap::Args, Debug)]
 pub struct SchedulerArgs {

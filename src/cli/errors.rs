@@ -5,9 +5,9 @@ use std::sync::Mutex;
 
 use datafusion::error::DataFusionError;
 
-/// One line describing `error` ([`datafusion_anonymity::errors::one_line`]).
+/// One line describing `error` ([`datafusion_anonymity_engine::errors::one_line`]).
 pub fn one_line(error: &DataFusionError) -> String {
-    datafusion_anonymity::errors::one_line(error, "--memory-limit")
+    datafusion_anonymity_engine::errors::one_line(error, "--memory-limit")
 }
 
 /// A command-line parsing error as one line: clap's message (which starts with `error: `)
@@ -53,7 +53,7 @@ pub fn install_panic_hook() {
         if let Ok(mut last) = LAST_PANIC.lock() {
             *last = Some(format!(
                 "{}{location}",
-                datafusion_anonymity::errors::join_lines(&message)
+                datafusion_anonymity_engine::errors::join_lines(&message)
             ));
         }
     }));

@@ -1,4 +1,4 @@
-//! `anon profile`: the risk and utility report of a table (see `datafusion_anonymity::profile`).
+//! `anon profile`: the risk and utility report of a table (see `datafusion_anonymity_engine::profile`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,14 +9,14 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use datafusion_anonymity::generalize::Hierarchy;
-use datafusion_anonymity::policy::{Policy, Role};
-use datafusion_anonymity::profile::{
+use datafusion_anonymity_engine::policy::{Policy, Role};
+use datafusion_anonymity_engine::profile::{
     self, DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED,
     FingerprintOptions, ProfileOptions, ProfileProgress, render_html, render_text,
 };
-use datafusion_anonymity::session;
-use datafusion_anonymity::storage::{self, Location, StoreOptions};
-use datafusion_anonymity::tables::{self, BadValues, CsvOptions, TableFormat};
+use datafusion_anonymity_engine::session;
+use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
+use datafusion_anonymity_engine::tables::{self, BadValues, CsvOptions, TableFormat};
 
 use super::progress::{ScanReport, input_rows_from_metadata};
 
@@ -169,7 +169,7 @@ async fn register(
 
 /// Runs `anon profile`.
 pub async fn run(args: ProfileArgs) -> Result<()> {
-    let ctx = session::engine(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
     let mut quasi_identifiers = args.quasi_identifiers.clone();
     let mut sensitive = args.sensitive.clone();
     let mut hierarchies = HashMap::new();

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use datafusion::common::stats::Precision;
 use datafusion::physical_plan::{StatisticsArgs, StatisticsContext};
 use datafusion::prelude::SessionContext;
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::progress::ScanProgress;
-use datafusion_anonymity::publish::PublishProgress;
-use datafusion_anonymity::tables::{TableFormat, table_format};
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::progress::ScanProgress;
+use datafusion_anonymity_engine::publish::PublishProgress;
+use datafusion_anonymity_engine::tables::{TableFormat, table_format};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::Notify;
 

@@ -12,18 +12,18 @@ use std::time::Instant;
 use datafusion::error::{DataFusionError, Result};
 use serde::Serialize;
 
-use datafusion_anonymity::policy::{
+use datafusion_anonymity_engine::policy::{
     Direction, Measure, Policy, PrivacyRequirements, RiskThresholds, SuppressionMode,
     UNIQUE_SHARE_WARNING,
 };
-use datafusion_anonymity::profile::Utility;
-use datafusion_anonymity::profile::figures::{self as f, Figure};
-use datafusion_anonymity::profile::render_html::Page;
-use datafusion_anonymity::profile::render_text::{group_digits, percent, ratio};
-use datafusion_anonymity::publish::{self, PublishReport, QiLevel};
-use datafusion_anonymity::saved_recoding::RecodingFileFigures;
-use datafusion_anonymity::search::Metric;
-use datafusion_anonymity::storage::{self, Location, StoreOptions};
+use datafusion_anonymity_engine::profile::Utility;
+use datafusion_anonymity_engine::profile::figures::{self as f, Figure};
+use datafusion_anonymity_engine::profile::render_html::Page;
+use datafusion_anonymity_engine::profile::render_text::{group_digits, percent, ratio};
+use datafusion_anonymity_engine::publish::{self, PublishReport, QiLevel};
+use datafusion_anonymity_engine::saved_recoding::RecodingFileFigures;
+use datafusion_anonymity_engine::search::Metric;
+use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
 
 /// `--report` and `--html-report`, the same on both commands.
 #[derive(clap::Args, Debug, Default)]

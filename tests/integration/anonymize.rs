@@ -886,7 +886,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
         // paired by recoding each input row again, not by the shuffled rows' positions
         assert_eq!(
             utility["matched_by"],
-            datafusion_anonymity::publish::RELEASE_PAIRING,
+            datafusion_anonymity_engine::publish::RELEASE_PAIRING,
             "{algorithm}"
         );
         if *algorithm == "optimal" {

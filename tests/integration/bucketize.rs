@@ -421,11 +421,11 @@ async fn verification_refuses_a_release_that_breaks_the_policy() {
     use std::sync::Arc;
 
     use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
-    use datafusion_anonymity::bucketize::{
+    use datafusion_anonymity_engine::bucketize::{
         BucketizedRelease, CkOptions, EncodedColumn, GroupRanges, MsaTable, Refinement, weights,
     };
-    use datafusion_anonymity::policy::Bucketization;
-    use datafusion_anonymity::publish::bucketized::publish_bucketized;
+    use datafusion_anonymity_engine::policy::Bucketization;
+    use datafusion_anonymity_engine::publish::bucketized::publish_bucketized;
 
     let column = |name: &str, values: ArrayRef, codes: Vec<u32>| EncodedColumn {
         name: name.into(),
@@ -505,7 +505,7 @@ async fn verification_refuses_a_release_that_breaks_the_policy() {
 
 #[test]
 fn the_example_medical_policy_is_a_ck_policy() {
-    use datafusion_anonymity::policy::{Bucketization, Policy};
+    use datafusion_anonymity_engine::policy::{Bucketization, Policy};
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/medical/policy.toml");
     let policy = Policy::from_file(&path).unwrap();
     match policy.bucketization() {

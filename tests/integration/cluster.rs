@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use datafusion::prelude::SessionContext;
-use datafusion_anonymity::distributed;
-use datafusion_anonymity::session;
+use datafusion_anonymity_ballista as distributed;
+use datafusion_anonymity_engine::session;
 use tokio::sync::OnceCell;
 
 use crate::reference::{

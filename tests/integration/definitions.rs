@@ -11,7 +11,7 @@ use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
-use datafusion_anonymity::profile::{FingerprintOptions, ProfileOptions, profile};
+use datafusion_anonymity_engine::profile::{FingerprintOptions, ProfileOptions, profile};
 
 fn strings(values: &[&str]) -> ArrayRef {
     Arc::new(StringArray::from(values.to_vec()))
@@ -103,7 +103,7 @@ async fn full_profile() -> serde_json::Value {
         ),
     ]);
     let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     for (name, table) in [
         ("anon", release()),
         ("other", release()),
@@ -284,10 +284,10 @@ fn every_sql_function_is_in_the_function_reference() {
 /// defined in `docs/definitions.md`.
 #[test]
 fn every_policy_requirement_is_defined_in_docs() {
-    use datafusion_anonymity::policy::{
+    use datafusion_anonymity_engine::policy::{
         BetaLikeness, LDiversity, LDiversityKind, SensitiveRequirement,
     };
-    use datafusion_anonymity::policy::{TCloseness, TClosenessKind};
+    use datafusion_anonymity_engine::policy::{TCloseness, TClosenessKind};
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let definitions = std::fs::read_to_string(root.join("docs/definitions.md")).unwrap();
     let every = SensitiveRequirement {
@@ -317,9 +317,9 @@ fn every_policy_requirement_is_defined_in_docs() {
             }
         }
     }
-    let population = datafusion_anonymity::policy::PopulationRequirement {
+    let population = datafusion_anonymity_engine::policy::PopulationRequirement {
         k_map: Some(2),
-        delta_presence: Some(datafusion_anonymity::policy::DeltaPresence { min: 0.0, max: 0.5 }),
+        delta_presence: Some(datafusion_anonymity_engine::policy::DeltaPresence { min: 0.0, max: 0.5 }),
     };
     for key in population.policy_keys() {
         if !definitions.contains(&format!("`{key}`")) {

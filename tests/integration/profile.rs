@@ -1,4 +1,4 @@
-//! `anon profile` and `datafusion_anonymity::profile`: hand-checked figures on small tables
+//! `anon profile` and `datafusion_anonymity_engine::profile`: hand-checked figures on small tables
 //! (the worked example of docs/definitions.md, the IAB leakage example, the WHD values 0.6 /
 //! 0.3431 / 1, a population example, a utility example), a comparison with the SQL functions
 //! and a brute-force reference on random data, and the command line: JSON keys, HTML
@@ -14,7 +14,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
-use datafusion_anonymity::profile::{Profile, ProfileOptions, ProfileProgress, profile};
+use datafusion_anonymity_engine::profile::{Profile, ProfileOptions, ProfileProgress, profile};
 
 const TOL: f64 = 1e-9;
 
@@ -51,7 +51,7 @@ fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
 
 fn context(tables: Vec<(&str, RecordBatch)>) -> SessionContext {
     let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     for (name, batch) in tables {
         ctx.register_batch(name, batch).unwrap();
     }
@@ -864,7 +864,7 @@ async fn random_tables_match_sql_functions_and_brute_force() {
 // ------------------------------------- homogeneity and background-knowledge attacks
 
 /// (classes, rows) of each background-knowledge figure, in increasing m.
-fn background(figures: &datafusion_anonymity::profile::SensitiveFigures) -> Vec<(u64, u64, u64)> {
+fn background(figures: &datafusion_anonymity_engine::profile::SensitiveFigures) -> Vec<(u64, u64, u64)> {
     figures
         .background_knowledge
         .iter()
@@ -1800,7 +1800,7 @@ async fn html_risk_colours_follow_one_threshold() {
     let p = run(&ctx, &options("t", &["zip"], &[])).await;
     close(p.risk.prosecutor_max, 0.2, 1e-12, "max");
     close(p.risk.prosecutor_average, 0.08, 1e-12, "average");
-    let html = datafusion_anonymity::profile::render_html::render(&p);
+    let html = datafusion_anonymity_engine::profile::render_html::render(&p);
     // the cards carry the figures' labels (src/profile/figures.rs)
     let card_of = |label: &str| {
         let end = html.find(&format!("{label}</div>")).unwrap();
@@ -1814,7 +1814,7 @@ async fn html_risk_colours_follow_one_threshold() {
     // one class of 2 rows: risk 1/2 > 0.2, its card and its bar red
     let ctx = context(vec![("t", batch(vec![("zip", strings(&["A", "A"]))]))]);
     let p = run(&ctx, &options("t", &["zip"], &[])).await;
-    let html = datafusion_anonymity::profile::render_html::render(&p);
+    let html = datafusion_anonymity_engine::profile::render_html::render(&p);
     let end = html.find("prosecutor risk, max</div>").unwrap();
     let start = html[..end].rfind("<div class=\"card").unwrap();
     assert!(html[start..end].contains("bad"));
@@ -1838,7 +1838,7 @@ fn red_bars(html: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_progress_counts_every_input_row() {
     let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     ctx.register_parquet("adult", adult(), Default::default())
         .await
         .unwrap();

@@ -12,9 +12,9 @@ use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringAr
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish;
-use datafusion_anonymity::release::Release;
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::publish;
+use datafusion_anonymity_engine::release::Release;
 
 use crate::reference::Rng;
 
@@ -233,7 +233,7 @@ async fn generalized_table_matches_brute_force() {
                     .with_target_partitions(partitions)
                     .with_batch_size(64),
             );
-            datafusion_anonymity::register(&ctx).unwrap();
+            datafusion_anonymity_engine::register(&ctx).unwrap();
             policy.register(&ctx).await.unwrap();
             let (want, want_suppressed) = expected(&rows, zip_level, age_level, k, masked);
             let got =
@@ -715,7 +715,7 @@ async fn check_failing_classes(
     policy: &Policy,
     nodes: &[Vec<usize>],
 ) -> usize {
-    let freq = datafusion_anonymity::search::FrequencySet::build(
+    let freq = datafusion_anonymity_engine::search::FrequencySet::build(
         ctx,
         policy.table_name(),
         &policy.quasi_identifiers(),
@@ -735,7 +735,7 @@ async fn check_failing_classes(
     let mut with_failures = 0;
     for levels in nodes {
         let derived =
-            datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+            datafusion_anonymity_engine::search::failing_classes(&freq, policy.requirements(), levels)
                 .unwrap();
         let table = policy
             .generalized_table(ctx, Release::FullDomain(levels.to_vec()))
@@ -796,7 +796,7 @@ async fn failing_classes_from_the_search_match_the_provider() {
                 .with_target_partitions(4)
                 .with_batch_size(64),
         );
-        datafusion_anonymity::register(&ctx).unwrap();
+        datafusion_anonymity_engine::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
         with_failures += check_failing_classes(&ctx, &policy, &nodes).await;
     }
@@ -826,7 +826,7 @@ async fn failing_classes_from_the_search_match_the_provider() {
         let mut policy =
             Policy::from_toml("adult.toml", &repo_path("examples/adult"), &text).unwrap();
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
-        datafusion_anonymity::register(&ctx).unwrap();
+        datafusion_anonymity_engine::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
         with_failures += check_failing_classes(&ctx, &policy, &nodes).await;
     }
@@ -877,7 +877,7 @@ async fn publish_writes_the_rows_of_the_generalized_table() {
                 .with_target_partitions(3)
                 .with_batch_size(50),
         );
-        datafusion_anonymity::register(&ctx).unwrap();
+        datafusion_anonymity_engine::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
         for levels in [vec![0, 0], vec![1, 1], vec![2, 0], vec![3, 2], vec![5, 3]] {
             let table = policy
@@ -999,9 +999,9 @@ async fn publish_with_derived_failing_classes_matches_publish() {
         );
         let mut policy = Policy::from_toml("random.toml", dir.path(), &text).unwrap();
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
-        datafusion_anonymity::register(&ctx).unwrap();
+        datafusion_anonymity_engine::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
-        let freq = datafusion_anonymity::search::FrequencySet::build(
+        let freq = datafusion_anonymity_engine::search::FrequencySet::build(
             &ctx,
             policy.table_name(),
             &policy.quasi_identifiers(),
@@ -1011,7 +1011,7 @@ async fn publish_with_derived_failing_classes_matches_publish() {
         .unwrap();
         let levels = vec![2, 1];
         let derive = |levels: &[usize]| {
-            datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+            datafusion_anonymity_engine::search::failing_classes(&freq, policy.requirements(), levels)
                 .unwrap()
         };
         let plain_out = dir.path().join(format!("plain-{suppression}.parquet"));
@@ -1093,10 +1093,10 @@ async fn assert_writes_what_it_serves(
     ctx: &SessionContext,
     policy: &Policy,
     release: &Release,
-    failing: Option<datafusion_anonymity::search::FailingClasses>,
+    failing: Option<datafusion_anonymity_engine::search::FailingClasses>,
     tag: &str,
 ) -> i64 {
-    use datafusion_anonymity::publish::RowOrder;
+    use datafusion_anonymity_engine::publish::RowOrder;
     let dir = tempfile::tempdir().unwrap();
     let view = policy
         .generalized_table(ctx, release.clone())
@@ -1234,7 +1234,7 @@ c = 0
         );
         let mut policy = Policy::from_toml("nulls.toml", dir.path(), &text).unwrap();
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(3));
-        datafusion_anonymity::register(&ctx).unwrap();
+        datafusion_anonymity_engine::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
         let release = Release::FullDomain(policy.transformation().unwrap());
         let count = async |sql: &str| -> i64 {
@@ -1261,7 +1261,7 @@ c = 0
 async fn adult_registered(text: &str) -> (Policy, SessionContext) {
     let mut policy = Policy::from_toml("adult.toml", &repo_path("examples/adult"), text).unwrap();
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     policy.register(&ctx).await.unwrap();
     (policy, ctx)
 }
@@ -1305,7 +1305,7 @@ fn sql_json_output_keeps_null_keys() {
 /// are dropped or masked in every case, so the totals differ.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publish_progress_reaches_its_totals() {
-    use datafusion_anonymity::publish::{PublishProgress, RowOrder};
+    use datafusion_anonymity_engine::publish::{PublishProgress, RowOrder};
     let dir = tempfile::tempdir().unwrap();
     let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
     let cases = [
@@ -1340,7 +1340,7 @@ async fn publish_progress_reaches_its_totals() {
             let freq = policy.frequency_set(&ctx, None).await.unwrap();
             let levels = release.levels().unwrap();
             Some(
-                datafusion_anonymity::search::failing_classes(&freq, policy.requirements(), levels)
+                datafusion_anonymity_engine::search::failing_classes(&freq, policy.requirements(), levels)
                     .unwrap(),
             )
         } else {
@@ -1422,12 +1422,12 @@ fn apply_quiet_prints_nothing_but_warnings() {
 /// counts add up (dropped: the view's rows; masked: every input row).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_release_writes_the_rows_its_view_serves() {
-    use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
-    use datafusion_anonymity::search::{Method, Metric};
+    use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
+    use datafusion_anonymity_engine::search::{Method, Metric};
     for suppression in ["drop", "mask"] {
         let (policy, ctx) = adult_suppressing(suppression).await;
         let freq = policy.frequency_set(&ctx, None).await.unwrap();
-        let decision = datafusion_anonymity::search::decide(
+        let decision = datafusion_anonymity_engine::search::decide(
             &freq,
             policy.requirements(),
             Method::Local(LocalAlgorithm::Mondrian),

@@ -949,7 +949,7 @@ fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
 
 fn make_ctx(target_partitions: usize, phases: Phases) -> SessionContext {
     let ctx = SessionContext::new_with_config(config(target_partitions, phases));
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     ctx
 }
 
@@ -1504,7 +1504,7 @@ async fn reference_matches_sql_with_spilling() {
                 config(2, Phases::Single).with_batch_size(64),
                 runtime,
             );
-            datafusion_anonymity::register(&ctx).unwrap();
+            datafusion_anonymity_engine::register(&ctx).unwrap();
             ctx.register_parquet(
                 "t",
                 dir.path().to_str().unwrap(),

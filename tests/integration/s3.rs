@@ -521,7 +521,7 @@ fn an_unreachable_endpoint_is_named_once() {
         error.contains(&format!(
             "the object store endpoint {endpoint} is unreachable (connection refused, {} \
              attempts)",
-            datafusion_anonymity::storage::CONNECT_ATTEMPTS
+            datafusion_anonymity_engine::storage::CONNECT_ATTEMPTS
         )),
         "{error}"
     );

@@ -16,11 +16,11 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
-use datafusion_anonymity::policy::{
+use datafusion_anonymity_engine::policy::{
     LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, TCloseness,
     TClosenessKind,
 };
-use datafusion_anonymity::search::{Algorithm, FrequencySet, Metric, Solution, search};
+use datafusion_anonymity_engine::search::{Algorithm, FrequencySet, Metric, Solution, search};
 
 const QIS: [&str; 8] = [
     "sex",
@@ -89,7 +89,7 @@ fn read_csv(column: &str) -> Csv {
 
 async fn adult_context() -> SessionContext {
     let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     let path = adult_dir().join("adult.parquet");
     ctx.register_parquet(
         "adult",
@@ -570,7 +570,7 @@ async fn nulls_by_hand() {
     use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
     use datafusion::arrow::datatypes::{Field, Schema};
     use datafusion::datasource::MemTable;
-    use datafusion_anonymity::search::evaluate_levels;
+    use datafusion_anonymity_engine::search::evaluate_levels;
 
     let schema = Arc::new(Schema::new(vec![
         Field::new("a", DataType::Utf8, true),
@@ -601,7 +601,7 @@ async fn nulls_by_hand() {
     )
     .unwrap();
     let ctx = SessionContext::new();
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     let table = MemTable::try_new(schema, vec![vec![batch]]).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let a = Arc::new(

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::{self, RowOrder};
-use datafusion_anonymity::release::Release;
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::publish::{self, RowOrder};
+use datafusion_anonymity_engine::release::Release;
 
 use crate::{anon, stderr};
 
@@ -93,7 +93,7 @@ async fn shuffled_rows_leave_the_input_order_and_keep_the_multiset() {
         .replace("[privacy]\n", "[privacy]\nsuppression = \"mask\"\n");
     let mut policy = Policy::from_toml("policy.toml", dir.path(), &text).unwrap();
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
-    datafusion_anonymity::register(&ctx).unwrap();
+    datafusion_anonymity_engine::register(&ctx).unwrap();
     policy.register(&ctx).await.unwrap();
     let release = Release::FullDomain(policy.transformation().unwrap());
     let publish = |name: &str, order| {

@@ -1,5 +1,5 @@
 //! Runs every `sql/*.slt` file with the `sqllogictest` crate over a fresh `SessionContext`
-//! (with [`datafusion_anonymity::register`]) per file, one test per file.
+//! (with [`datafusion_anonymity_engine::register`]) per file, one test per file.
 //!
 //! Output format: floats are printed with `format!("{:.4}")` (`-0.0000` becomes `0.0000`,
 //! NaN is `NaN`, infinities `inf`/`-inf`), NULL as `NULL`, everything else through Arrow's
@@ -28,7 +28,7 @@ pub struct AnonDb {
 impl AnonDb {
     pub fn new() -> Result<Self, DataFusionError> {
         let ctx = SessionContext::new();
-        datafusion_anonymity::register(&ctx)?;
+        datafusion_anonymity_engine::register(&ctx)?;
         Ok(Self { ctx })
     }
 
@@ -185,7 +185,7 @@ impl AsyncDB for AnonDb {
     async fn run(&mut self, sql: &str) -> Result<DBOutput<ColType>, DataFusionError> {
         if let Some(path) = policy_directive(sql) {
             // test-harness directive, the equivalent of `anon sql --policy FILE`
-            let mut policy = datafusion_anonymity::policy::Policy::from_file(sql_dir().join(path))?;
+            let mut policy = datafusion_anonymity_engine::policy::Policy::from_file(sql_dir().join(path))?;
             policy.register(&self.ctx).await?;
             return Ok(DBOutput::StatementComplete(0));
         }

@@ -2,9 +2,9 @@
 //! plan, wrapping Ballista's own codecs and falling back to them for everything else.
 //!
 //! Most functions are defined by their name alone and travel as that name; every host
-//! registers them ([`crate::register_udfs`]). Four carry parameters in their struct, which a
+//! registers them ([`datafusion_anonymity::register_udfs`]). Four carry parameters in their struct, which a
 //! name cannot bring along, so their payload holds the parameters:
-//! - `generalize`: the hierarchies of its registry ([`crate::generalize::spec`]);
+//! - `generalize`: the hierarchies of its registry ([`datafusion_anonymity::generalize::spec`]);
 //! - `__anon_local_recode` and `__anon_local_class_key` (the same lookup returning class
 //!   keys only): the local release it looks rows up in, and its column types;
 //! - `__anon_domain_histogram` (the profile's histograms): its domain;
@@ -30,13 +30,13 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
-use super::wire::{self, WireReader};
-use crate::generalize::spec::{decode_registry, encode_registry};
-use crate::generalize::udf::generalize::GeneralizeFunction;
-use crate::generalize::udf::local_recode::LocalRecodeFunction;
-use crate::profile::histogram::{histogram_domain, histogram_udaf};
-use crate::pseudonym::{PseudonymFunction, PseudonymKey};
-use crate::release::LocalRecoding;
+use datafusion_anonymity_engine::wire::{self, WireReader};
+use datafusion_anonymity::generalize::spec::{decode_registry, encode_registry};
+use datafusion_anonymity::generalize::udf::generalize::GeneralizeFunction;
+use datafusion_anonymity_engine::local_recode::LocalRecodeFunction;
+use datafusion_anonymity_engine::profile::histogram::{histogram_domain, histogram_udaf};
+use datafusion_anonymity_engine::pseudonym::{PseudonymFunction, PseudonymKey};
+use datafusion_anonymity_engine::release::LocalRecoding;
 
 /// The first bytes of every payload this codec writes.
 pub const MAGIC: &[u8] = b"\0anon1";

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! - The client rewrites whole-table aggregates before the plan leaves
-//!   ([`crate::rewrite::WholeTableRewrite`] is an analyzer rule), so the scheduler receives
+//!   ([`datafusion_anonymity::rewrite::WholeTableRewrite`] is an analyzer rule), so the scheduler receives
 //!   the rewritten plan: an aggregate, a window `OVER ()` over one row per class, a projection.
 //! - Functions travel by name, except those with parameters in their struct (hierarchies, a
 //!   local release, a histogram's domain), whose parameters travel in the payload
@@ -38,18 +38,20 @@
 //!   scales with the client's bandwidth, not with executors.
 
 pub mod codec;
+#[cfg(feature = "servers")]
 pub mod servers;
-pub(crate) mod wire;
 
 use std::sync::Arc;
 
 use ballista::prelude::SessionContextExt;
 use ballista_core::extension::SessionConfigExt;
+#[cfg(feature = "servers")]
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_anonymity_engine::session;
 
 pub use codec::{AnonymityLogicalCodec, AnonymityPhysicalCodec};
 
@@ -85,8 +87,8 @@ pub fn cluster_state(
         .with_config(cluster_config(config))
         .with_runtime_env(runtime)
         .with_optimizer_rules(ballista_core::optimizer::ballista_default_optimizer_rules());
-    let mut state = crate::with_anonymity_rules(builder).build();
-    crate::register_udfs(&mut state)?;
+    let mut state = datafusion_anonymity::with_anonymity_rules(builder).build();
+    datafusion_anonymity::register_udfs(&mut state)?;
     Ok(state)
 }
 
@@ -99,7 +101,7 @@ pub async fn connect(url: &str, runtime: Arc<RuntimeEnv>) -> Result<SessionConte
         .await
         .map_err(|e| cluster_error(url, e))?;
     // remote_with_state replaced the function maps with Ballista's
-    crate::register(&ctx)?;
+    datafusion_anonymity_engine::register(&ctx)?;
     Ok(ctx)
 }
 
@@ -107,6 +109,7 @@ pub async fn connect(url: &str, runtime: Arc<RuntimeEnv>) -> Result<SessionConte
 /// ports), with the crate's rules, functions and codecs, running on `runtime`. Returns the
 /// scheduler's URL for [`connect`] (from this process or another). For tests and
 /// single-machine trials; the cluster lives as long as the process.
+#[cfg(feature = "servers")]
 pub async fn start_standalone_cluster(runtime: Arc<RuntimeEnv>) -> Result<String> {
     let state = cluster_state(SessionConfig::new(), runtime)?;
     let address = ballista_scheduler::standalone::new_standalone_scheduler_from_state(&state)
@@ -126,7 +129,22 @@ pub async fn start_standalone_cluster(runtime: Arc<RuntimeEnv>) -> Result<String
     Ok(format!("df://localhost:{}", address.port()))
 }
 
+/// The session a job runs on, for the `--memory-limit` and `--cluster` options: local, or a
+/// client of the Ballista scheduler at `cluster` (`df://host:port`), whose queries run on the
+/// cluster while the memory limit bounds what stays on this machine (the frequency set, the
+/// search, the write).
+pub async fn session(memory_limit: Option<&str>, cluster: Option<&str>) -> Result<SessionContext> {
+    match cluster {
+        None => session::context_with_limit(memory_limit),
+        Some(url) => {
+            let limit = memory_limit.map(session::parse_size).transpose()?;
+            connect(url, session::runtime(limit)?).await
+        }
+    }
+}
+
 /// A client session on a cluster started in this process ([`start_standalone_cluster`]).
+#[cfg(feature = "servers")]
 pub async fn standalone(runtime: Arc<RuntimeEnv>) -> Result<SessionContext> {
     let url = start_standalone_cluster(Arc::clone(&runtime)).await?;
     connect(&url, runtime).await

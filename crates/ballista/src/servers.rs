@@ -14,7 +14,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::prelude::SessionConfig;
 
 use super::{AnonymityLogicalCodec, AnonymityPhysicalCodec, cluster_config, cluster_state};
-use crate::storage::LakeStoreRegistry;
+use datafusion_anonymity_engine::storage::LakeStoreRegistry;
 
 /// A runtime that reads every object-store URL ([`LakeStoreRegistry`]), spilling to
 /// `spill_dir` when given.

@@ -9,7 +9,7 @@
 //! use datafusion::prelude::*;
 //! let ctx = SessionContext::new();
 //! datafusion_anonymity::register(&ctx)?;
-//! ctx.register_parquet("patients", "patients.parquet", ParquetReadOptions::default()).await?;
+//! ctx.register_csv("patients", "patients.csv", CsvReadOptions::new()).await?;
 //! ctx.sql("SELECT zip, age, k_anonymity() AS k, t_closeness(disease) AS t \
 //!          FROM patients GROUP BY zip, age").await?.show().await?;
 //! # Ok(()) }
@@ -18,35 +18,22 @@
 //! The definitions follow `docs/definitions.md`; each function's documentation says how it
 //! treats nulls, empty input and other edge cases (always on the side that never overstates
 //! privacy).
+//!
+//! This crate is the SQL surface only: the functions, the rewrite rules that compute the
+//! whole-table ones in one scan, the `anonymity.*` options and the hierarchies behind
+//! `generalize`. It depends on DataFusion without its default features and on nothing heavier,
+//! so a host that wants `k_anonymity()` compiles no more. Policies, tables, object storage, the
+//! searches, publishing and the profile are in `datafusion-anonymity-engine`; clusters in
+//! `datafusion-anonymity-ballista`; the command line in `datafusion-anonymity-cli`.
+//! Dependencies point one way: this crate knows none of them.
 
 pub use datafusion;
 
-pub mod bench;
-pub mod bucketize;
-mod direct_table;
-pub mod distributed;
-pub mod errors;
 pub mod functions;
 pub mod generalize;
-pub mod generate;
 pub mod options;
-mod parallel;
-pub mod policy;
-pub mod profile;
-pub mod progress;
-pub mod provider;
-pub mod pseudonym;
-pub mod publish;
-pub mod release;
 pub mod rewrite;
-mod rng;
-pub mod saved_recoding;
-pub mod search;
-pub mod session;
-mod sort;
-pub mod storage;
-pub mod tables;
-mod value_codes;
+pub mod rng;
 
 use std::sync::Arc;
 
@@ -57,7 +44,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::SessionContext;
 
 /// Registers every anonymity function on `ctx`: the aggregate, scalar and window functions
-/// ([`register_udfs`]), the `anonymity_profile` table function, the whole-table rewrite, the
+/// ([`register_udfs`]), the whole-table rewrite, the
 /// single-phase aggregation rule and the `anonymity.*` session options
 /// ([`options::AnonymityOptions`]) ([`with_anonymity_rules`]). Call once per `SessionContext`;
 /// calling it again keeps the hierarchies registered for `generalize`.
@@ -84,7 +71,6 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
         register_udfs(&mut rebuilt)?;
         *state = rebuilt;
     }
-    profile::register_table_function(ctx);
     Ok(())
 }
 

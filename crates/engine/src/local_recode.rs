@@ -36,7 +36,7 @@ use datafusion::logical_expr::{
 };
 use hashbrown::HashMap;
 
-use super::LABEL_TYPE;
+use datafusion_anonymity::generalize::udf::LABEL_TYPE;
 use crate::direct_table::{DirectTable, PREFETCH_DISTANCE, prefetch};
 use crate::release::LocalRecoding;
 use crate::value_codes::ValueCodes;

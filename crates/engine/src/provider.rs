@@ -42,7 +42,7 @@ use datafusion::prelude::{SessionContext, coalesce, lit, not};
 
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
-use crate::generalize::udf::local_recode::{
+use crate::local_recode::{
     CLASS_KEY_FIELD, LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
 use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};

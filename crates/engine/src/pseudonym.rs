@@ -55,7 +55,7 @@ impl PseudonymKey {
     }
 
     /// The key's bytes, for the cluster codec only.
-    pub(crate) fn bytes(&self) -> &[u8; 32] {
+    pub fn bytes(&self) -> &[u8; 32] {
         &self.0
     }
 

@@ -33,7 +33,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
-use crate::distributed::wire;
+use crate::wire;
 use crate::generalize::TOP_LABEL;
 use crate::search::FrequencySet;
 use crate::search::local::labels::{end_labels, open_interval_label};
@@ -298,8 +298,8 @@ impl LocalRecoding {
         &self.class_labels
     }
 
-    /// Appends the release to an extension-codec payload (see [`crate::distributed`]).
-    pub(crate) fn put_wire(&self, out: &mut Vec<u8>) -> Result<()> {
+    /// Appends the release to an extension-codec payload (the Ballista crate's codec).
+    pub fn put_wire(&self, out: &mut Vec<u8>) -> Result<()> {
         let header = serde_json::json!({
             "quasi_identifiers": self.quasi_identifiers,
             "classes": self.classes,
@@ -318,7 +318,7 @@ impl LocalRecoding {
     }
 
     /// The release [`LocalRecoding::put_wire`] wrote.
-    pub(crate) fn from_wire(reader: &mut wire::WireReader) -> Result<Self> {
+    pub fn from_wire(reader: &mut wire::WireReader) -> Result<Self> {
         #[derive(serde::Deserialize)]
         struct Header {
             quasi_identifiers: Vec<String>,

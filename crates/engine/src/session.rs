@@ -41,20 +41,6 @@ pub fn context_with_limit(memory_limit: Option<&str>) -> Result<SessionContext> 
     context(memory_limit.map(parse_size).transpose()?)
 }
 
-/// A session for the `--memory-limit` and `--cluster` options: local, or a client of the
-/// Ballista scheduler at `cluster` (`df://host:port`), whose queries run on the cluster while
-/// the memory limit bounds what stays on this machine (the frequency set, the search, the
-/// write).
-pub async fn engine(memory_limit: Option<&str>, cluster: Option<&str>) -> Result<SessionContext> {
-    match cluster {
-        None => context_with_limit(memory_limit),
-        Some(url) => {
-            crate::distributed::connect(url, runtime(memory_limit.map(parse_size).transpose()?)?)
-                .await
-        }
-    }
-}
-
 /// `state` planning `factor` partitions per partition it runs at once, for a scan whose every
 /// partition is one task with state of its own (the frequency set's counts, a local release's
 /// written rows): a scan's partitions are whole row groups, so they hold unequal rows, and

@@ -27,7 +27,7 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 
-use crate::rng::SplitMix64;
+use datafusion_anonymity::rng::SplitMix64;
 
 /// Rows per generated batch.
 const BATCH_ROWS: usize = 131_072;

@@ -21,7 +21,7 @@ use super::{
     BatchSource, Categorical, age_decades, cumulative, draw_age, draw_index, label_column, sexes,
     write_table, zip_codes,
 };
-use crate::rng::SplitMix64;
+use datafusion_anonymity::rng::SplitMix64;
 
 /// Physicians, named `dr-0001` to `dr-2000`.
 const PHYSICIANS: usize = 2_000;

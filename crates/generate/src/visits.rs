@@ -34,7 +34,7 @@ use super::{
     BatchSource, Categorical, age_decades, cumulative, draw_age, draw_index, label_column, sexes,
     write_table, zip_codes,
 };
-use crate::rng::SplitMix64;
+use datafusion_anonymity::rng::SplitMix64;
 
 /// The most visits of one person.
 pub const MAX_VISITS: usize = 22;

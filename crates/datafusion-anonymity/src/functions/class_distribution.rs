@@ -19,7 +19,7 @@ use super::histogram::{HistogramGroupsAccumulator, HistogramOutput, histogram_st
 
 /// What the function returns, derived from the call's arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// Persons (`k_anonymity(person_id)`): Int64.
     Persons,
     /// 1 / persons: Float64.
@@ -37,7 +37,7 @@ pub(crate) enum Kind {
 /// Replaces the zero-argument call (given with its FILTER) by an equivalent one-argument
 /// aggregate: a zero-argument accumulator cannot tell how many rows a batch has when
 /// DataFusion skips partial aggregation.
-pub(crate) type NullarySimplification = fn(Option<Box<Expr>>) -> Expr;
+pub type NullarySimplification = fn(Option<Box<Expr>>) -> Expr;
 
 /// A per-class function of one attribute's distribution (see module docs).
 #[derive(Debug)]
@@ -53,7 +53,7 @@ pub struct ClassDistributionFunction {
 }
 
 impl ClassDistributionFunction {
-    pub(crate) fn new(
+    pub fn new(
         name: &'static str,
         kind: Kind,
         nullary_simplification: Option<NullarySimplification>,
@@ -117,7 +117,7 @@ impl ClassDistributionFunction {
     /// What a call with `args` computes, when it can be read off a shared histogram of its
     /// first argument: not for the zero-argument forms, nor for a `c` that is not a valid
     /// constant (the accumulator reports those).
-    pub(crate) fn shared_output(&self, args: &[Expr]) -> Option<HistogramOutput> {
+    pub fn shared_output(&self, args: &[Expr]) -> Option<HistogramOutput> {
         if args.is_empty() {
             return None;
         }

@@ -17,13 +17,13 @@
 /// ids, fine-grained numbers) it sorts everything for nothing, so the first compaction is late:
 /// with a smaller threshold, a 5M-row partition of 10M patients compacted its person ids and
 /// incomes twice, and all anonymity functions together ran 17 % slower.
-pub(crate) const MIN_COMPACTION: usize = 1 << 23;
+pub const MIN_COMPACTION: usize = 1 << 23;
 
 /// The length at which a log compacted from `before` to `after` entries compacts again: at
 /// twice its compacted length, or four times when the compaction kept more than half of the
 /// entries (near-unique values, which the next compaction will not reduce either), so that such
 /// a log sorts each entry about 1.3 times in all instead of twice.
-pub(crate) fn next_compaction(before: usize, after: usize) -> usize {
+pub fn next_compaction(before: usize, after: usize) -> usize {
     if after.saturating_mul(2) > before {
         after.saturating_mul(4)
     } else {
@@ -47,7 +47,7 @@ const CHUNK: usize = 1 << 16;
 
 /// `(class, value)` entries (see module docs).
 #[derive(Debug, Default)]
-pub(crate) struct ClassLog {
+pub struct ClassLog {
     /// classes and values of the entries, chunk by chunk
     chunks: Vec<(Vec<u32>, Vec<u64>)>,
     len: usize,

@@ -12,14 +12,14 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Literal;
 
 /// The documentation section of every function of this crate.
-pub(crate) const DOC_SECTION: DocSection = DocSection {
+pub const DOC_SECTION: DocSection = DocSection {
     include: true,
     label: "Anonymity Functions",
     description: Some("Per-equivalence-class privacy measures over GROUP BY <quasi-identifiers>"),
 };
 
 /// Starts the documentation of a function of this crate.
-pub(crate) fn doc(
+pub fn doc(
     description: &str,
     syntax: &str,
 ) -> datafusion::logical_expr::DocumentationBuilder {
@@ -28,7 +28,7 @@ pub(crate) fn doc(
 
 /// Dictionary-encoded inputs are decoded to their value type: classes and histograms are about
 /// values, not about how Parquet happened to encode them.
-pub(crate) fn decode_dictionary(data_type: &DataType) -> DataType {
+pub fn decode_dictionary(data_type: &DataType) -> DataType {
     match data_type {
         DataType::Dictionary(_, value) => decode_dictionary(value),
         other => other.clone(),
@@ -36,7 +36,7 @@ pub(crate) fn decode_dictionary(data_type: &DataType) -> DataType {
 }
 
 /// Types with a meaningful order and distance: numbers, decimals, dates and times.
-pub(crate) fn is_ordered(data_type: &DataType) -> bool {
+pub fn is_ordered(data_type: &DataType) -> bool {
     data_type.is_numeric()
         || matches!(
             data_type,
@@ -50,7 +50,7 @@ pub(crate) fn is_ordered(data_type: &DataType) -> bool {
 }
 
 /// Whether row `row` passes an aggregate's `FILTER` (a NULL filter value does not).
-pub(crate) fn selected(
+pub fn selected(
     filter: Option<&datafusion::arrow::array::BooleanArray>,
     row: usize,
 ) -> bool {
@@ -59,7 +59,7 @@ pub(crate) fn selected(
 }
 
 /// The value of a constant numeric argument (such as `c` of recursive diversity).
-pub(crate) fn constant_f64(
+pub fn constant_f64(
     function: &str,
     name: &str,
     expr: &Arc<dyn PhysicalExpr>,
@@ -91,7 +91,7 @@ pub(crate) fn constant_f64(
 /// A [`GroupsAccumulator`] used as an [`Accumulator`] with a single class (queries without
 /// `GROUP BY`, window use). Reading state or the result does not consume it.
 #[derive(Debug)]
-pub(crate) struct SingleClass<G: GroupsAccumulator + std::fmt::Debug> {
+pub struct SingleClass<G: GroupsAccumulator + std::fmt::Debug> {
     // `Accumulator` must be `Sync`, value dictionaries are only `Send`; never contended
     inner: Mutex<G>,
 }
@@ -159,7 +159,7 @@ const PARALLEL_CLASSES: usize = 1 << 15;
 /// finalizers run in a window over all classes, a single partition: with many classes the
 /// classes are split over the machine's cores (the aggregation before it has finished, so
 /// they are otherwise idle). Each thread has its own `scratch`.
-pub(crate) fn map_classes<S, F>(num_classes: usize, value: F) -> Vec<Option<f64>>
+pub fn map_classes<S, F>(num_classes: usize, value: F) -> Vec<Option<f64>>
 where
     S: Default,
     F: Fn(usize, &mut S) -> Option<f64> + Sync,
@@ -198,7 +198,7 @@ where
 
 /// Values of an ordered column as f64 (numbers and decimals by value, dates and timestamps by
 /// their integer representation); `None` for NULL and NaN.
-pub(crate) fn ordered_as_f64(
+pub fn ordered_as_f64(
     values: &datafusion::arrow::array::ArrayRef,
 ) -> Result<Vec<Option<f64>>> {
     use datafusion::arrow::array::AsArray;

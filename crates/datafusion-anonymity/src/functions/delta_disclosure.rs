@@ -41,7 +41,7 @@ pub fn delta_disclosure_udaf() -> Arc<AggregateUDF> {
 }
 
 /// Finalizes every class (see [`super::whole_table`]).
-pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
+pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let table = TableHistograms::try_new(states)?;
     let values = table.table_counts.len();
     let result: Float64Array = table

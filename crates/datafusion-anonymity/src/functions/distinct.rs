@@ -45,7 +45,7 @@ use super::histogram::new_dictionary;
 
 /// What a [`DistinctGroupsAccumulator`] returns from `evaluate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DistinctOutput {
+pub enum DistinctOutput {
     /// Int64: distinct non-null values; a class of NULLs only counts 1 (persons).
     Persons,
     /// Float64: 1 / distinct persons (NULL for an empty class).
@@ -53,7 +53,7 @@ pub(crate) enum DistinctOutput {
 }
 
 /// The one intermediate state field: the class's distinct values.
-pub(crate) fn distinct_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
+pub fn distinct_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
     vec![Arc::new(Field::new(
         format_state_name(base, "distinct_values"),
         DataType::new_list(value_type.clone(), true),
@@ -323,7 +323,7 @@ impl PairLog {
 
 /// Distinct values per class (see module docs).
 #[derive(Debug)]
-pub(crate) struct DistinctGroupsAccumulator {
+pub struct DistinctGroupsAccumulator {
     output: DistinctOutput,
     keys: ValueKeys,
     /// keys of the current batch (reused: no allocation per batch)

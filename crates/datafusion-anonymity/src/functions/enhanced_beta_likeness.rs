@@ -42,7 +42,7 @@ pub fn enhanced_beta_likeness_udaf() -> Arc<AggregateUDF> {
 }
 
 /// Finalizes every class (see [`super::whole_table`]).
-pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
+pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let table = TableHistograms::try_new(states)?;
     let result: Float64Array = table
         .map_class_pairs(|pairs, class_rows| {

@@ -40,7 +40,7 @@ pub fn entropy_leakage_udaf() -> Arc<AggregateUDF> {
 }
 
 /// Finalizes every class from the classes' row counts.
-pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
+pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let rows = states.as_primitive::<Int64Type>();
     let table_rows: u64 = rows.values().iter().map(|&r| r as u64).sum();
     let result: Float64Array = rows

@@ -41,7 +41,7 @@ use super::formulas;
 
 /// What a [`ClassHistograms`] accumulator returns from `evaluate`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum HistogramOutput {
+pub enum HistogramOutput {
     /// Int64: distinct non-null values; a class of NULLs only counts 1 (persons).
     DistinctPersons,
     /// Float64: 1 / distinct persons (NULL for an empty class).
@@ -97,7 +97,7 @@ impl HistogramOutput {
 
 /// The two intermediate state fields of a histogram over values of `value_type`, named after
 /// the aggregate `base` (plain `values`/`counts` when `base` is empty).
-pub(crate) fn histogram_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
+pub fn histogram_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
     let name = |part: &str| {
         if base.is_empty() {
             part.to_string()
@@ -120,12 +120,12 @@ pub(crate) fn histogram_state_fields(base: &str, value_type: &DataType) -> Vec<F
 }
 
 /// The struct type returned by [`HistogramOutput::Histogram`].
-pub(crate) fn histogram_struct_type(value_type: &DataType) -> DataType {
+pub fn histogram_struct_type(value_type: &DataType) -> DataType {
     DataType::Struct(Fields::from(histogram_state_fields("", value_type)))
 }
 
 /// Histograms grouped by class, drained from the accumulator in class order.
-pub(crate) struct GroupedHistograms {
+pub struct GroupedHistograms {
     /// `offsets[g]..offsets[g + 1]` are class g's entries in `codes`/`counts`.
     pub offsets: Vec<usize>,
     pub codes: Vec<u32>,
@@ -372,7 +372,7 @@ impl Histograms {
 }
 
 /// Dense value codes plus per-class counts for one attribute (see module docs).
-pub(crate) struct ClassHistograms {
+pub struct ClassHistograms {
     value_type: DataType,
     output: HistogramOutput,
     dictionary: Box<dyn GroupValues>,
@@ -623,7 +623,7 @@ impl ClassHistograms {
 
 /// The value of `output` for one class whose non-null values have `counts` and which has
 /// `nulls` NULLs; `None` where the class has no value (risk of an empty class, histograms).
-pub(crate) fn class_measure(
+pub fn class_measure(
     output: HistogramOutput,
     counts: &[u64],
     nulls: u64,
@@ -669,7 +669,7 @@ pub(crate) fn class_measure(
 
 /// Builds the `(values, counts)` list pair of the drained classes; NULL counts become a NULL
 /// item.
-pub(crate) fn histogram_lists(
+pub fn histogram_lists(
     grouped: &GroupedHistograms,
     dictionary: &ArrayRef,
 ) -> Result<Vec<ArrayRef>> {
@@ -724,7 +724,7 @@ fn list_pair(
 }
 
 /// A fresh value dictionary for `value_type`.
-pub(crate) fn new_dictionary(value_type: &DataType) -> Result<Box<dyn GroupValues>> {
+pub fn new_dictionary(value_type: &DataType) -> Result<Box<dyn GroupValues>> {
     let schema = Arc::new(Schema::new(vec![Field::new(
         "value",
         value_type.clone(),
@@ -736,7 +736,7 @@ pub(crate) fn new_dictionary(value_type: &DataType) -> Result<Box<dyn GroupValue
 /// A [`GroupsAccumulator`] over one [`ClassHistograms`] (argument 0; further arguments, such
 /// as the constant `c` of recursive diversity, are ignored).
 #[derive(Debug)]
-pub(crate) struct HistogramGroupsAccumulator {
+pub struct HistogramGroupsAccumulator {
     inner: ClassHistograms,
 }
 

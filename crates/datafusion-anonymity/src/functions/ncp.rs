@@ -103,7 +103,7 @@ fn attribute_spreads(
 }
 
 /// Finalizes every class (see [`super::whole_table`]).
-pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
+pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let states = states.as_struct();
     let columns = states.num_columns();
     let rows = states.column(columns - 1).as_primitive::<UInt64Type>();

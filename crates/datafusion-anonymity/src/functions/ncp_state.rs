@@ -30,7 +30,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 });
 
 /// The internal NCP state aggregate.
-pub(crate) fn ncp_state_udaf() -> Arc<AggregateUDF> {
+pub fn ncp_state_udaf() -> Arc<AggregateUDF> {
     static INSTANCE: LazyLock<Arc<AggregateUDF>> =
         LazyLock::new(|| Arc::new(AggregateUDF::new_from_impl(NcpState::default())));
     Arc::clone(&INSTANCE)
@@ -38,7 +38,7 @@ pub(crate) fn ncp_state_udaf() -> Arc<AggregateUDF> {
 
 /// Fields of the state, named `a{i}_min`/`a{i}_max` or `a{i}_values`/`a{i}_counts`, then
 /// `rows`; with `base` they become DataFusion state names.
-pub(crate) fn ncp_fields(base: &str, input_types: &[DataType]) -> Vec<FieldRef> {
+pub fn ncp_fields(base: &str, input_types: &[DataType]) -> Vec<FieldRef> {
     let name = |part: String| {
         if base.is_empty() {
             part
@@ -139,7 +139,7 @@ impl AggregateUDFImpl for NcpState {
 }
 
 /// Converts an ordered array to f64 (dates and times through their integer representation).
-pub(crate) fn to_f64(array: &ArrayRef) -> Result<Float64Array> {
+pub fn to_f64(array: &ArrayRef) -> Result<Float64Array> {
     let integer = match array.data_type() {
         DataType::Date32 | DataType::Time32(_) => Some(DataType::Int32),
         DataType::Date64

@@ -59,7 +59,7 @@ pub fn reidentification_risk_udaf() -> Arc<AggregateUDF> {
 }
 
 /// Internal: `1 / rows` of the class; its one argument only carries the batch length.
-pub(crate) fn row_risk_udaf() -> Arc<AggregateUDF> {
+pub fn row_risk_udaf() -> Arc<AggregateUDF> {
     static INSTANCE: LazyLock<Arc<AggregateUDF>> =
         LazyLock::new(|| Arc::new(AggregateUDF::new_from_impl(RowRisk::default())));
     Arc::clone(&INSTANCE)
@@ -67,7 +67,7 @@ pub(crate) fn row_risk_udaf() -> Arc<AggregateUDF> {
 
 /// The row-counting form of `reidentification_risk()`.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RowRisk {
+pub struct RowRisk {
     signature: Signature,
 }
 

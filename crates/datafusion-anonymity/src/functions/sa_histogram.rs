@@ -26,7 +26,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 });
 
 /// The internal histogram aggregate.
-pub(crate) fn sa_histogram_udaf() -> Arc<AggregateUDF> {
+pub fn sa_histogram_udaf() -> Arc<AggregateUDF> {
     static INSTANCE: LazyLock<Arc<AggregateUDF>> =
         LazyLock::new(|| Arc::new(AggregateUDF::new_from_impl(SaHistogram::default())));
     Arc::clone(&INSTANCE)

@@ -41,7 +41,7 @@ pub fn t_closeness_udaf() -> Arc<AggregateUDF> {
 }
 
 /// Histograms of every class, with values interned to dense codes over the whole table.
-pub(crate) struct TableHistograms {
+pub struct TableHistograms {
     /// per class: `entries[offsets[c]..offsets[c + 1]]`
     pub offsets: Vec<usize>,
     pub codes: Vec<u32>,
@@ -130,7 +130,7 @@ impl TableHistograms {
 }
 
 /// Finalizes every class (see [`super::whole_table`]).
-pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
+pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let table = TableHistograms::try_new(states)?;
     let result: Float64Array = table
         .map_class_pairs(|pairs, class_rows| {

@@ -47,7 +47,7 @@ pub fn t_closeness_ordered_udaf() -> Arc<AggregateUDF> {
 }
 
 /// Finalizes every class (see [`super::whole_table`]).
-pub(crate) fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
+pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
     let table = TableHistograms::try_new(states)?;
     // position of each code in the ascending order of the table's values
     let order = sort_to_indices(

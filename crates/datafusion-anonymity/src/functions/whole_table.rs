@@ -123,7 +123,7 @@ impl std::hash::Hash for WholeTableFunction {
 }
 
 impl WholeTableFunction {
-    pub(crate) fn new(
+    pub fn new(
         name: &'static str,
         kind: WholeTableKind,
         documentation: &'static LazyLock<Documentation>,
@@ -140,7 +140,7 @@ impl WholeTableFunction {
         self.kind
     }
 
-    pub(crate) fn into_udaf(self) -> Arc<AggregateUDF> {
+    pub fn into_udaf(self) -> Arc<AggregateUDF> {
         Arc::new(AggregateUDF::new_from_impl(self))
     }
 

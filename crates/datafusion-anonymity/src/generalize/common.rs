@@ -15,7 +15,7 @@ use datafusion::error::{DataFusionError, Result};
 pub const TOP_LABEL: &str = "*";
 
 /// The value type of a (possibly nested) dictionary type.
-pub(crate) fn value_type(data_type: &DataType) -> &DataType {
+pub fn value_type(data_type: &DataType) -> &DataType {
     match data_type {
         DataType::Dictionary(_, value) => value_type(value),
         other => other,
@@ -23,7 +23,7 @@ pub(crate) fn value_type(data_type: &DataType) -> &DataType {
 }
 
 /// Utf8, LargeUtf8, Utf8View (or a dictionary of them).
-pub(crate) fn is_string(data_type: &DataType) -> bool {
+pub fn is_string(data_type: &DataType) -> bool {
     matches!(
         value_type(data_type),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
@@ -31,17 +31,17 @@ pub(crate) fn is_string(data_type: &DataType) -> bool {
 }
 
 /// Signed or unsigned integers (or a dictionary of them).
-pub(crate) fn is_integer(data_type: &DataType) -> bool {
+pub fn is_integer(data_type: &DataType) -> bool {
     value_type(data_type).is_integer()
 }
 
 /// Integers, floats and decimals (or a dictionary of them).
-pub(crate) fn is_number(data_type: &DataType) -> bool {
+pub fn is_number(data_type: &DataType) -> bool {
     value_type(data_type).is_numeric()
 }
 
 /// Date32, Date64 and timestamps of any unit and time zone (or a dictionary of them).
-pub(crate) fn is_temporal(data_type: &DataType) -> bool {
+pub fn is_temporal(data_type: &DataType) -> bool {
     matches!(
         value_type(data_type),
         DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
@@ -55,14 +55,14 @@ pub(crate) fn is_temporal(data_type: &DataType) -> bool {
 pub const LABEL_TYPE: DataType = DataType::Utf8View;
 
 /// The longest string a Utf8View view holds inline.
-pub(crate) const INLINE_MAX: usize = 12;
+pub const INLINE_MAX: usize = 12;
 
 /// The key of a Utf8View value of at most 12 bytes: its view (length and bytes) with the
 /// unused bytes cleared, so equal strings have equal keys whoever wrote the view. `None` for
 /// longer strings, whose views point into a buffer. Lets short strings be hashed and compared
 /// as one integer instead of through `memcmp`.
 #[inline]
-pub(crate) fn inline_view_key(view: u128) -> Option<u128> {
+pub fn inline_view_key(view: u128) -> Option<u128> {
     let len = (view as u32) as usize;
     match len {
         INLINE_MAX => Some(view),
@@ -72,7 +72,7 @@ pub(crate) fn inline_view_key(view: u128) -> Option<u128> {
 }
 
 /// [`inline_view_key`] of a string's bytes (`None` beyond 12 bytes).
-pub(crate) fn inline_bytes_key(bytes: &[u8]) -> Option<u128> {
+pub fn inline_bytes_key(bytes: &[u8]) -> Option<u128> {
     if bytes.len() > INLINE_MAX {
         return None;
     }
@@ -84,7 +84,7 @@ pub(crate) fn inline_bytes_key(bytes: &[u8]) -> Option<u128> {
 
 /// The values as labels of level 0 (themselves, as text): [`LABEL_TYPE`] through Arrow's
 /// standard cast (the text of `CAST(x AS VARCHAR)`).
-pub(crate) fn to_labels(values: &ArrayRef) -> Result<ArrayRef> {
+pub fn to_labels(values: &ArrayRef) -> Result<ArrayRef> {
     if values.data_type() == &LABEL_TYPE {
         return Ok(Arc::clone(values));
     }
@@ -92,7 +92,7 @@ pub(crate) fn to_labels(values: &ArrayRef) -> Result<ArrayRef> {
 }
 
 /// The values as Utf8, through Arrow's standard cast (the text of `CAST(x AS VARCHAR)`).
-pub(crate) fn to_utf8(values: &ArrayRef) -> Result<ArrayRef> {
+pub fn to_utf8(values: &ArrayRef) -> Result<ArrayRef> {
     if values.data_type() == &DataType::Utf8 {
         return Ok(Arc::clone(values));
     }
@@ -101,7 +101,7 @@ pub(crate) fn to_utf8(values: &ArrayRef) -> Result<ArrayRef> {
 
 /// One label for every non-null row; null rows (logical nulls, so dictionary values count)
 /// stay null.
-pub(crate) fn constant_label(values: &ArrayRef, label: &str) -> Result<ArrayRef> {
+pub fn constant_label(values: &ArrayRef, label: &str) -> Result<ArrayRef> {
     let len = values.len();
     let nulls = values.logical_nulls();
     if nulls.as_ref().is_some_and(|n| n.null_count() == len) {
@@ -115,7 +115,7 @@ pub(crate) fn constant_label(values: &ArrayRef, label: &str) -> Result<ArrayRef>
 /// For a dictionary array: applies `f` to its (few) values once and gathers the result by the
 /// keys, so every kind works on dictionary input at the cost of its dictionary. `None` for any
 /// other array.
-pub(crate) fn through_dictionary(
+pub fn through_dictionary(
     values: &ArrayRef,
     f: impl FnOnce(&ArrayRef) -> Result<ArrayRef>,
 ) -> Result<Option<ArrayRef>> {
@@ -129,7 +129,7 @@ pub(crate) fn through_dictionary(
 /// Rows of integer codes turned into labels: each distinct code is labelled once (`label`),
 /// each row is gathered from the labels with `take`. The codes of null rows are ignored.
 /// Small code ranges use a direct slot table, others a hash map; no allocation per row.
-pub(crate) fn label_codes(
+pub fn label_codes(
     codes: &[i64],
     nulls: Option<&NullBuffer>,
     mut label: impl FnMut(i64) -> String,
@@ -220,7 +220,7 @@ pub fn format_number(x: f64) -> String {
 }
 
 /// The error for a level outside `0..height`.
-pub(crate) fn check_level(hierarchy: &str, level: usize, height: usize) -> Result<()> {
+pub fn check_level(hierarchy: &str, level: usize, height: usize) -> Result<()> {
     if level >= height {
         return Err(DataFusionError::Plan(format!(
             "level {level} > top level {} of hierarchy '{hierarchy}' (height {height}: levels 0 to {})",

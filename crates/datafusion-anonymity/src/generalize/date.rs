@@ -115,7 +115,7 @@ impl DateUnit {
 
     /// The period of day `days` (since 1970-01-01): its first day and the first day of the
     /// next period (the labels of [`Self::code`] name exactly these days).
-    pub(crate) fn period(self, days: i64) -> (i64, i64) {
+    pub fn period(self, days: i64) -> (i64, i64) {
         let (y, m, _) = civil_from_days(days);
         let month_start = |y: i64, m: i64| {
             // month m of year y, m possibly past December
@@ -249,7 +249,7 @@ impl DateHierarchy {
     }
 
     /// Recodes `values` at `level` (checked by the caller).
-    pub(crate) fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
+    pub fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         if level == 0 {
             return to_labels(values);
         }
@@ -261,7 +261,7 @@ impl DateHierarchy {
 }
 
 /// Whether a date hierarchy accepts a column of this type.
-pub(crate) fn accepts(data_type: &DataType) -> bool {
+pub fn accepts(data_type: &DataType) -> bool {
     is_temporal(data_type) || data_type == &DataType::Null
 }
 

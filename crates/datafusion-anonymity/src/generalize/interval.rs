@@ -396,7 +396,7 @@ impl IntervalHierarchy {
     }
 
     /// Recodes `values` at `level` (checked by the caller).
-    pub(crate) fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
+    pub fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         if level == 0 {
             return to_labels(values);
         }
@@ -479,7 +479,7 @@ impl IntervalHierarchy {
     /// the bucket levels): the bounds its label names, clipped to the bottom and top coding
     /// (`< b` is `(-inf, b)`, `>= t` is `[t, inf)`), infinite for the outer buckets of
     /// breakpoints.
-    pub(crate) fn bucket_bounds(&self, level: usize, v: f64) -> (f64, f64) {
+    pub fn bucket_bounds(&self, level: usize, v: f64) -> (f64, f64) {
         if let Some(b) = self.bottom.filter(|&b| v < b) {
             return (f64::NEG_INFINITY, b);
         }
@@ -537,7 +537,7 @@ impl IntervalHierarchy {
 }
 
 /// Whether an interval hierarchy accepts a column of this type.
-pub(crate) fn accepts(data_type: &DataType) -> bool {
+pub fn accepts(data_type: &DataType) -> bool {
     is_number(data_type) || data_type == &DataType::Null
 }
 

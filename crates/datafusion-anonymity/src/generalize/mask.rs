@@ -70,7 +70,7 @@ impl MaskHierarchy {
     }
 
     /// Recodes `values` at `level` (checked by the caller).
-    pub(crate) fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
+    pub fn generalize(&self, values: &ArrayRef, level: usize) -> Result<ArrayRef> {
         if level == 0 {
             return to_labels(values);
         }
@@ -82,7 +82,7 @@ impl MaskHierarchy {
 }
 
 /// Whether a mask hierarchy accepts a column of this type.
-pub(crate) fn accepts(data_type: &DataType) -> bool {
+pub fn accepts(data_type: &DataType) -> bool {
     is_string(data_type) || is_integer(data_type) || data_type == &DataType::Null
 }
 

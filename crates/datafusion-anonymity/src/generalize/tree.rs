@@ -35,7 +35,6 @@ use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
-use crate::storage::{self, Location, StoreOptions};
 use hashbrown::{HashMap, HashSet};
 
 use super::common::{
@@ -158,15 +157,18 @@ fn split_fields(line: &str) -> std::result::Result<Vec<String>, &'static str> {
 }
 
 impl TreeHierarchy {
-    /// Reads an ARX hierarchy CSV file (a path or an object-store URL). `name` names the
-    /// hierarchy in error messages.
+    /// Reads an ARX hierarchy CSV file from a local path. `name` names the hierarchy in error
+    /// messages. (Object-store URLs are read by the engine crate, which has the stores, and
+    /// parsed by [`TreeHierarchy::from_csv_str`].)
     pub fn from_csv_file(name: &str, path: impl AsRef<Path>) -> Result<Self> {
-        let location = Location::parse(&path.as_ref().to_string_lossy())?;
-        let text =
-            storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
-                DataFusionError::Plan(format!("cannot read hierarchy '{name}': {}", e.message()))
-            })?;
-        Self::from_csv_str(name, &location.to_string(), &text)
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            DataFusionError::Plan(format!(
+                "cannot read hierarchy '{name}': cannot read {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::from_csv_str(name, &path.display().to_string(), &text)
     }
 
     /// Parses ARX hierarchy CSV text; `file` names it in error messages.
@@ -393,7 +395,7 @@ impl TreeHierarchy {
     }
 
     /// Label id at `level` of each row of `values` (level checked by the caller).
-    pub(crate) fn label_ids_of(
+    pub fn label_ids_of(
         &self,
         hierarchy: &str,
         column: &str,
@@ -404,7 +406,7 @@ impl TreeHierarchy {
     }
 
     /// Recodes `values` at `level` (checked by the caller): label ids, then `take`.
-    pub(crate) fn generalize(
+    pub fn generalize(
         &self,
         hierarchy: &str,
         column: &str,
@@ -580,7 +582,7 @@ fn integer_leaves(rows: &[Vec<String>]) -> IntegerLeaves {
 }
 
 /// Whether a tree hierarchy accepts a column of this type.
-pub(crate) fn accepts(data_type: &DataType) -> bool {
+pub fn accepts(data_type: &DataType) -> bool {
     is_string(data_type)
         || is_integer(data_type)
         || matches!(value_type(data_type), DataType::Boolean | DataType::Null)

@@ -25,7 +25,7 @@ use crate::functions::common::{SingleClass, decode_dictionary, selected};
 
 /// A histogram aggregate over `domain`: `histogram(s)` returns `List<UInt64>` with the
 /// count of each domain value (NULL included when the domain has it), in domain order.
-pub(crate) fn histogram_udaf(domain: ArrayRef) -> AggregateUDF {
+pub fn histogram_udaf(domain: ArrayRef) -> AggregateUDF {
     static NEXT_ID: AtomicU64 = AtomicU64::new(0);
     AggregateUDF::new_from_impl(DomainHistogram {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -36,7 +36,7 @@ pub(crate) fn histogram_udaf(domain: ArrayRef) -> AggregateUDF {
 
 /// The domain of a [`histogram_udaf`] function (for sending it to another process), or
 /// `None` for any other aggregate.
-pub(crate) fn histogram_domain(udaf: &AggregateUDF) -> Option<&ArrayRef> {
+pub fn histogram_domain(udaf: &AggregateUDF) -> Option<&ArrayRef> {
     udaf.inner()
         .downcast_ref::<DomainHistogram>()
         .map(|h| &h.domain)

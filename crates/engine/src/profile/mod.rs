@@ -21,7 +21,7 @@
 mod anonymity;
 mod attacks;
 pub mod figures;
-pub(crate) mod histogram;
+pub mod histogram;
 mod keys;
 pub(crate) mod leakage;
 pub mod position;

@@ -1,7 +1,7 @@
 //! [`KeyCounts`]: the written rows of a local release counted by their class key.
 //!
 //! A local release's lookup gives every row a class key besides its labels
-//! ([`CLASS_KEY_FIELD`](crate::generalize::udf::local_recode::CLASS_KEY_FIELD)): one integer
+//! ([`CLASS_KEY_FIELD`](crate::local_recode::CLASS_KEY_FIELD)): one integer
 //! that determines the labels. Counting the written rows by it costs one table slot a row,
 //! where [`ClassCounter`] codes every label column of every row first; the labels are looked
 //! up once per key, after the partitions' counts are added up ([`KeyCounts::classes`]),
@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 
 use super::classes::ClassCounter;
 use crate::direct_table::{PREFETCH_DISTANCE, prefetch};
-use crate::generalize::udf::local_recode::LocalRecodeFunction;
+use crate::local_recode::LocalRecodeFunction;
 
 /// Rows per class key: see the module documentation.
 #[derive(Debug, Clone)]

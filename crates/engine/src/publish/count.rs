@@ -17,7 +17,7 @@ use futures::StreamExt;
 
 use super::class_keys::KeyCounts;
 use super::classes::ClassCounter;
-use crate::generalize::udf::local_recode::LocalRecodeFunction;
+use crate::local_recode::LocalRecodeFunction;
 use crate::policy::quote_ident;
 use crate::progress::ScanProgress;
 

@@ -32,7 +32,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 
 use super::classes::{ClassCounter, JointCodes};
 use crate::direct_table::{PREFETCH_DISTANCE, prefetch};
-use crate::generalize::udf::local_recode::LocalRecodeFunction;
+use crate::local_recode::LocalRecodeFunction;
 use crate::provider::CLASS_KEY_COLUMN;
 
 /// Where the labels of the class keys come from.

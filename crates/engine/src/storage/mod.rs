@@ -13,6 +13,7 @@
 //!   as described in [`crate::publish::staged`]: readers of a directory output require its
 //!   `_SUCCESS` manifest and read the files it lists.
 
+#[cfg(feature = "remote")]
 mod connect;
 mod location;
 mod stores;
@@ -25,6 +26,7 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+#[cfg(feature = "remote")]
 pub use connect::CONNECT_ATTEMPTS;
 pub use location::Location;
 pub use stores::{LakeStoreRegistry, StoreOptions, register_store, store_for};
@@ -61,6 +63,7 @@ pub fn redact_credentials(text: &str) -> String {
 /// response body or a credential.
 pub fn describe_store_error(error: &object_store::Error) -> String {
     use object_store::Error;
+    #[cfg(feature = "remote")]
     if let Some(unreachable) = find_source::<connect::Unreachable>(error) {
         return redact_credentials(&unreachable.to_string());
     }
@@ -87,11 +90,7 @@ pub fn describe_store_error(error: &object_store::Error) -> String {
                 "the credentials were refused (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or \
                  your cloud's equivalents)"
                     .to_string()
-            } else if lower.contains("connect")
-                || lower.contains("dns")
-                || find_source::<object_store::client::HttpError>(other)
-                    .is_some_and(|e| e.kind() == object_store::client::HttpErrorKind::Connect)
-            {
+            } else if lower.contains("connect") || lower.contains("dns") || is_connect_error(other) {
                 "cannot reach the object store (check the endpoint)".to_string()
             } else if let Some((_, status)) = full.split_once("status code: ") {
                 // the status, without the request and the response body object_store adds
@@ -105,6 +104,20 @@ pub fn describe_store_error(error: &object_store::Error) -> String {
     redact_credentials(&text)
 }
 
+/// Whether the HTTP client of a remote store failed to connect.
+#[cfg(feature = "remote")]
+fn is_connect_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    find_source::<object_store::client::HttpError>(error)
+        .is_some_and(|e| e.kind() == object_store::client::HttpErrorKind::Connect)
+}
+
+/// Without a remote store there is no HTTP client to fail.
+#[cfg(not(feature = "remote"))]
+fn is_connect_error(_: &(dyn std::error::Error + 'static)) -> bool {
+    false
+}
+
+#[cfg(feature = "remote")]
 /// The first error of type `T` in `error`'s chain of sources (itself included).
 fn find_source<'a, T: std::error::Error + 'static>(
     error: &'a (dyn std::error::Error + 'static),

@@ -8,14 +8,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use object_store::ObjectStore;
+#[cfg(feature = "s3")]
 use object_store::aws::AmazonS3Builder;
+#[cfg(feature = "azure")]
 use object_store::azure::MicrosoftAzureBuilder;
+#[cfg(feature = "gcs")]
 use object_store::gcp::GoogleCloudStorageBuilder;
+#[cfg(feature = "http")]
 use object_store::http::HttpBuilder;
 use serde::Deserialize;
 use url::Url;
 
 use super::Location;
+#[cfg(feature = "remote")]
 use super::connect::FailFastConnector;
 
 /// A policy's `[storage]` table: settings of the object store that are not secret. Credentials
@@ -67,6 +72,11 @@ pub fn store_for(url: &Url, options: &StoreOptions) -> Result<Arc<dyn ObjectStor
 
 /// A new store for `url`, outside the cache: for a runtime of its own, whose connections must
 /// not be pooled with the main runtime's.
+// a build without remote stores only names the scheme it lacks
+#[cfg_attr(
+    not(feature = "remote"),
+    allow(unreachable_code, unused_variables)
+)]
 pub(crate) fn build_store_uncached(
     url: &Url,
     options: &StoreOptions,
@@ -80,6 +90,7 @@ pub(crate) fn build_store_uncached(
     };
     let bucket = bucket_key(url);
     Ok(match url.scheme() {
+        #[cfg(feature = "s3")]
         "s3" | "s3a" => {
             let mut builder = AmazonS3Builder::from_env()
                 .with_url(bucket)
@@ -95,6 +106,7 @@ pub(crate) fn build_store_uncached(
             }
             Arc::new(builder.build().map_err(failed)?)
         }
+        #[cfg(feature = "gcs")]
         "gs" => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(bucket)
@@ -102,6 +114,7 @@ pub(crate) fn build_store_uncached(
                 .build()
                 .map_err(failed)?,
         ),
+        #[cfg(feature = "azure")]
         "az" | "adl" | "azure" | "abfs" | "abfss" => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_url(url.as_str())
@@ -109,6 +122,7 @@ pub(crate) fn build_store_uncached(
                 .build()
                 .map_err(failed)?,
         ),
+        #[cfg(feature = "http")]
         "http" | "https" => Arc::new(
             HttpBuilder::new()
                 .with_url(bucket)
@@ -117,8 +131,17 @@ pub(crate) fn build_store_uncached(
                 .map_err(failed)?,
         ),
         other => {
+            let feature = match other {
+                "s3" | "s3a" => " (this build lacks the engine's `s3` feature)",
+                "gs" => " (this build lacks the engine's `gcs` feature)",
+                "az" | "adl" | "azure" | "abfs" | "abfss" => {
+                    " (this build lacks the engine's `azure` feature)"
+                }
+                "http" | "https" => " (this build lacks the engine's `http` feature)",
+                _ => "",
+            };
             return Err(DataFusionError::Plan(format!(
-                "{shown}: no object store for URL scheme '{other}'"
+                "{shown}: no object store for URL scheme '{other}'{feature}"
             )));
         }
     })

@@ -14,7 +14,6 @@
 pub mod bucket;
 pub mod generalize;
 pub mod generalize_date;
-pub mod local_recode;
 pub mod mask;
 
 use std::sync::Arc;
@@ -34,7 +33,7 @@ pub use mask::mask_udf;
 use super::DateUnit;
 
 /// The documentation section of the recoding functions.
-pub(crate) const GENERALIZE_SECTION: DocSection = DocSection {
+pub const GENERALIZE_SECTION: DocSection = DocSection {
     include: true,
     label: "Generalization Functions",
     description: Some(
@@ -43,7 +42,7 @@ pub(crate) const GENERALIZE_SECTION: DocSection = DocSection {
 };
 
 /// Starts the documentation of a recoding function.
-pub(crate) fn doc(
+pub fn doc(
     description: &str,
     syntax: &str,
 ) -> datafusion::logical_expr::DocumentationBuilder {
@@ -86,7 +85,7 @@ pub fn generalize_expr(
 }
 
 /// An error unless there are `n` arguments.
-pub(crate) fn check_arity(
+pub fn check_arity(
     function: &str,
     syntax: &str,
     arg_types: &[DataType],
@@ -102,7 +101,7 @@ pub(crate) fn check_arity(
 }
 
 /// The value of constant argument `i` at planning time.
-pub(crate) fn planned<'a>(
+pub fn planned<'a>(
     scalars: &[Option<&'a ScalarValue>],
     i: usize,
 ) -> Option<&'a ScalarValue> {
@@ -110,7 +109,7 @@ pub(crate) fn planned<'a>(
 }
 
 /// The value of constant argument `i` at execution time.
-pub(crate) fn executed(args: &ScalarFunctionArgs, i: usize) -> Option<&ScalarValue> {
+pub fn executed(args: &ScalarFunctionArgs, i: usize) -> Option<&ScalarValue> {
     match args.args.get(i) {
         Some(ColumnarValue::Scalar(v)) => Some(v),
         _ => None,
@@ -118,7 +117,7 @@ pub(crate) fn executed(args: &ScalarFunctionArgs, i: usize) -> Option<&ScalarVal
 }
 
 /// A constant non-negative integer argument (a level).
-pub(crate) fn level_arg(function: &str, name: &str, value: Option<&ScalarValue>) -> Result<usize> {
+pub fn level_arg(function: &str, name: &str, value: Option<&ScalarValue>) -> Result<usize> {
     let error = |why: &str| DataFusionError::Plan(format!("{function}: {name} {why}"));
     let Some(value) = value else {
         return Err(error("must be a constant integer"));
@@ -140,7 +139,7 @@ pub(crate) fn level_arg(function: &str, name: &str, value: Option<&ScalarValue>)
 }
 
 /// A constant string argument.
-pub(crate) fn string_arg(
+pub fn string_arg(
     function: &str,
     name: &str,
     value: Option<&ScalarValue>,
@@ -157,7 +156,7 @@ pub(crate) fn string_arg(
 }
 
 /// A constant number argument.
-pub(crate) fn number_arg(function: &str, name: &str, value: Option<&ScalarValue>) -> Result<f64> {
+pub fn number_arg(function: &str, name: &str, value: Option<&ScalarValue>) -> Result<f64> {
     let error = || DataFusionError::Plan(format!("{function}: {name} must be a constant number"));
     let value = value.filter(|v| !v.is_null()).ok_or_else(error)?;
     if !value.data_type().is_numeric() {
@@ -170,7 +169,7 @@ pub(crate) fn number_arg(function: &str, name: &str, value: Option<&ScalarValue>
 }
 
 /// An argument type that can only be a constant of the given class.
-pub(crate) fn check_constant_type(
+pub fn check_constant_type(
     function: &str,
     name: &str,
     data_type: &DataType,
@@ -188,14 +187,14 @@ pub(crate) fn check_constant_type(
 pub use super::common::LABEL_TYPE;
 
 /// The result field: [`LABEL_TYPE`], nullable as the recoded column.
-pub(crate) fn label_field(name: &str, arg_fields: &[FieldRef]) -> FieldRef {
+pub fn label_field(name: &str, arg_fields: &[FieldRef]) -> FieldRef {
     let nullable = arg_fields.first().is_none_or(|f| f.is_nullable());
     Arc::new(Field::new(name, LABEL_TYPE, nullable))
 }
 
 /// Applies `recode` to the first argument: to the array, or to a one-row array for a scalar
 /// (giving a scalar); the labels are returned as [`LABEL_TYPE`].
-pub(crate) fn recode_first(
+pub fn recode_first(
     args: &ScalarFunctionArgs,
     recode: impl FnOnce(&ArrayRef) -> Result<ArrayRef>,
 ) -> Result<ColumnarValue> {

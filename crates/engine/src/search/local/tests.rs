@@ -1361,7 +1361,7 @@ fn local_releases_meet_attribute_disclosure_and_person_requirements_on_random_ta
 /// k = 2 and 4, outliers trimmed within 30 %).
 #[tokio::test]
 async fn both_combination_indexes_recode_alike() {
-    use crate::generalize::udf::local_recode::{
+    use crate::local_recode::{
         CLASS_KEY_FIELD, LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
     };
     use datafusion::arrow::array::AsArray;
@@ -1415,36 +1415,8 @@ async fn both_combination_indexes_recode_alike() {
                 assert_eq!(as_text(made), as_text(given), "k = {k}, QI {q}");
             }
         }
-        // on a cluster, each function travels as itself: the class-key one stays one
-        use datafusion::logical_expr::ScalarUDF;
-        use datafusion_proto::logical_plan::LogicalExtensionCodec;
-        let codec = crate::distributed::AnonymityLogicalCodec::default();
-        for keys_only in [false, true] {
-            let function = if keys_only {
-                by_labels.class_keys()
-            } else {
-                LocalRecodeFunction::try_new(by_labels.release().clone(), &types).unwrap()
-            };
-            let udf = ScalarUDF::new_from_impl(function);
-            let mut buf = Vec::new();
-            codec.try_encode_udf(&udf, &mut buf).unwrap();
-            let decoded = codec.try_decode_udf(udf.name(), &buf).unwrap();
-            assert_eq!(decoded.name(), udf.name());
-            let lookup = decoded
-                .inner()
-                .downcast_ref::<LocalRecodeFunction>()
-                .unwrap();
-            assert_eq!(lookup.returns_class_keys(), keys_only);
-            assert_eq!(
-                lookup.recoded(&columns, rows.len()).unwrap(),
-                udf.inner()
-                    .downcast_ref::<LocalRecodeFunction>()
-                    .unwrap()
-                    .recoded(&columns, rows.len())
-                    .unwrap(),
-                "k = {k}, class keys only: {keys_only}"
-            );
-        }
+        // on a cluster each function travels as itself, the class-key one too: the
+        // Ballista crate's codec (and tests/integration/cluster.rs, Mondrian on a cluster)
     }
 }
 

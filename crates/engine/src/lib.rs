@@ -1,0 +1,58 @@
+//! # datafusion-anonymity-engine
+//!
+//! The publishing engine of datafusion-anonymity, over the SQL surface of the
+//! `datafusion-anonymity` crate: policies (TOML), tables (Parquet, CSV) on local disks and
+//! object stores, the optimal lattice search and the local recodings, verified fail-closed
+//! publishing, the profile and the bucketization attack.
+//!
+//! The modules form layers; each imports only from the layers below it (a test of the
+//! command-line package fails on a cycle):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | building blocks | `errors`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `pseudonym`, `session`, `storage`, `text` |
+//! | inputs | `tables`, `policy` |
+//! | searching | `search` (and its local recodings), `release`, `local_recode`, `provider` |
+//! | attacks and measures | `bucketize`, `profile` |
+//! | writing | `publish`, `saved_recoding` |
+//!
+//! The SQL crate's modules are re-exported (`functions`, `generalize`, `options`, `rewrite`,
+//! `rng`), so one dependency gives a host everything.
+
+pub use datafusion;
+pub use datafusion_anonymity::{
+    function_names, functions, generalize, options, register_udfs, rewrite,
+    rng, with_anonymity_rules,
+};
+
+pub mod bucketize;
+pub mod direct_table;
+pub mod errors;
+pub mod local_recode;
+pub mod parallel;
+pub mod policy;
+pub mod profile;
+pub mod progress;
+pub mod provider;
+pub mod pseudonym;
+pub mod publish;
+pub mod release;
+pub mod saved_recoding;
+pub mod search;
+pub mod session;
+pub mod sort;
+pub mod storage;
+pub mod tables;
+pub mod value_codes;
+pub mod wire;
+
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+
+/// Registers every anonymity function on `ctx` ([`datafusion_anonymity::register`]) and the
+/// `anonymity_profile` table function, which needs the engine.
+pub fn register(ctx: &SessionContext) -> Result<()> {
+    datafusion_anonymity::register(ctx)?;
+    profile::register_table_function(ctx);
+    Ok(())
+}
