@@ -14,7 +14,7 @@ use super::*;
 
 fn adult_file(column: &str) -> String {
     format!(
-        "{}/examples/adult/hierarchies/adult_hierarchy_{column}.csv",
+        "{}/../../examples/adult/hierarchies/adult_hierarchy_{column}.csv",
         env!("CARGO_MANIFEST_DIR")
     )
 }
@@ -379,7 +379,7 @@ async fn error(ctx: &SessionContext, sql: &str) -> String {
 async fn sql_functions_over_the_adult_parquet() {
     let ctx = session().await;
     let path = format!(
-        "{}/examples/adult/adult.parquet",
+        "{}/../../examples/adult/adult.parquet",
         env!("CARGO_MANIFEST_DIR")
     );
     ctx.register_parquet("adult", &path, ParquetReadOptions::default())

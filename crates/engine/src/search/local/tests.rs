@@ -826,7 +826,7 @@ async fn interval_cells_of_single_values_and_nulls() {
 async fn adult_breakdown() {
     use super::axes;
     use super::mondrian::{Dimension, Threshold};
-    let policy_path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/adult/policy.toml");
+    let policy_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/adult/policy.toml");
     let mut policy = crate::policy::Policy::from_file(policy_path).unwrap();
     let ctx = SessionContext::new();
     policy.register_with(&ctx, false).await.unwrap();
