@@ -70,7 +70,7 @@ async fn cluster_runs_the_generalized_table_examples() {
     let url = Arc::new(cluster_url().await.to_string());
     // generalize.slt is not run here: its `LIMIT 1` over a table made by CREATE TABLE AS VALUES
     // returns every row on Ballista 55 (the limit pushed into the in-memory scan is lost on
-    // the way to the executor); see the README's cluster section
+    // the way to the executor); see docs/guide/ballista.md
     for file in ["generalized_table"] {
         let url = Arc::clone(&url);
         run_slt_with(file, move || {
