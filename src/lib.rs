@@ -25,6 +25,7 @@ pub mod bench;
 pub mod bucketize;
 mod direct_table;
 pub mod distributed;
+pub mod docs;
 pub mod errors;
 pub mod functions;
 pub mod generalize;
