@@ -42,8 +42,34 @@ fn socket_address(text: &str, what: &str) -> Result<SocketAddr> {
         .ok_or_else(|| DataFusionError::Plan(format!("{what} '{text}' is not a HOST:PORT address")))
 }
 
+/// Fails, naming the address and the flags that pick another, when `address` cannot be
+/// listened on: a second scheduler or executor on one machine would otherwise stop with
+/// Ballista's bare "Address already in use (os error 98)" or, when only the executor's Flight
+/// port is taken, register with the scheduler and then exit with status 0 and no message.
+fn check_can_listen(address: SocketAddr, what: &str, process: &str, flags: &str) -> Result<()> {
+    match std::net::TcpListener::bind(address) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+            Err(DataFusionError::Plan(format!(
+                "{what} {address} is already in use (another {process} on this machine?): \
+                 {flags}"
+            )))
+        }
+        Err(error) => Err(DataFusionError::Plan(format!(
+            "cannot listen on {what} {address}: {error}"
+        ))),
+    }
+}
+
 pub async fn scheduler(args: SchedulerArgs) -> Result<()> {
     let bind = socket_address(&args.bind, "--bind")?;
+    check_can_listen(
+        bind,
+        "the scheduler's --bind address",
+        "scheduler",
+        "pick another with --bind HOST:PORT (and point the executors' --scheduler and the \
+         clients' --cluster df://HOST:PORT at it)",
+    )?;
     eprintln!("scheduler listening on {bind} (clients: --cluster df://{bind})");
     servers::serve_scheduler(bind).await
 }
@@ -66,6 +92,20 @@ pub async fn executor(args: ExecutorArgs) -> Result<()> {
         .map(parse_size)
         .transpose()?
         .map(|bytes| bytes as u64);
+    let flags = "give each executor on a machine its own --bind HOST:PORT and --grpc-port PORT";
+    check_can_listen(
+        bind,
+        "the executor's --bind address (Arrow Flight)",
+        "executor",
+        flags,
+    )?;
+    let grpc = SocketAddr::new(bind.ip(), args.grpc_port);
+    check_can_listen(
+        grpc,
+        "the executor's --grpc-port address",
+        "executor",
+        flags,
+    )?;
     eprintln!("executor on {bind} serving the scheduler at {host}:{port}");
     servers::serve_executor(ExecutorOptions {
         scheduler: (host, port),

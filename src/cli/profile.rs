@@ -26,7 +26,7 @@ pub enum ProfileFormat {
     /// Aligned text for a terminal.
     #[default]
     Text,
-    /// Every figure, with the keys documented in the README.
+    /// Every figure, with the keys documented in docs/guide/profile.md.
     Json,
     /// One self-contained HTML file with charts.
     Html,

@@ -70,7 +70,7 @@ async fn cluster_runs_the_generalized_table_examples() {
     let url = Arc::new(cluster_url().await.to_string());
     // generalize.slt is not run here: its `LIMIT 1` over a table made by CREATE TABLE AS VALUES
     // returns every row on Ballista 55 (the limit pushed into the in-memory scan is lost on
-    // the way to the executor); see the README's cluster section
+    // the way to the executor); see docs/guide/ballista.md
     for file in ["generalized_table"] {
         let url = Arc::clone(&url);
         run_slt_with(file, move || {
@@ -341,6 +341,96 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
     }
     assert!(!outputs[0].is_empty());
     assert!(outputs[0] == outputs[1], "Mondrian's published rows differ");
+    drop(processes);
+}
+
+/// Waits until something listens on `address` (up to 60 s).
+fn wait_for_listener(address: &str) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(address).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "nothing listens on {address} after 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// A second executor (or scheduler) on ports another one holds fails at once, with exit code
+/// 1 and one line naming the address at fault and the flags that pick another; the first keeps
+/// running. Before, the second executor stopped with Ballista's bare "Address already in use
+/// (os error 98)", or, when only its Flight port was taken, exited with status 0 and no message.
+#[test]
+fn a_second_executor_on_the_same_ports_names_the_address_and_the_flags() {
+    let scheduler = format!("127.0.0.1:{}", free_port());
+    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler])]);
+    wait_for_listener(&scheduler);
+    let bind = format!("127.0.0.1:{}", free_port());
+    let grpc_port = free_port().to_string();
+    let grpc = format!("127.0.0.1:{grpc_port}");
+    let executor = |bind: &str| {
+        vec![
+            "executor".to_string(),
+            "--scheduler".to_string(),
+            scheduler.clone(),
+            "--bind".to_string(),
+            bind.to_string(),
+            "--grpc-port".to_string(),
+            grpc_port.clone(),
+        ]
+    };
+    let first: Vec<String> = executor(&bind);
+    let first: Vec<&str> = first.iter().map(String::as_str).collect();
+    processes.0.push(spawn_anon(&first));
+    wait_for_listener(&grpc);
+    wait_for_listener(&bind);
+
+    // the same --bind and --grpc-port: the Flight address is named first
+    let second = crate::anon(&first);
+    assert_eq!(second.status.code(), Some(1), "{}", crate::stderr(&second));
+    let message = crate::stderr(&second);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    for part in [
+        format!("the executor's --bind address (Arrow Flight) {bind} is already in use"),
+        "--bind HOST:PORT".to_string(),
+        "--grpc-port PORT".to_string(),
+    ] {
+        assert!(message.contains(&part), "{part:?} not in {message:?}");
+    }
+    assert!(!message.contains("os error"), "{message}");
+
+    // a free --bind but the same --grpc-port: the gRPC address is named
+    let other_bind = format!("127.0.0.1:{}", free_port());
+    let third: Vec<String> = executor(&other_bind);
+    let third: Vec<&str> = third.iter().map(String::as_str).collect();
+    let third = crate::anon(&third);
+    assert_eq!(third.status.code(), Some(1), "{}", crate::stderr(&third));
+    let message = crate::stderr(&third);
+    assert!(
+        message.contains(&format!(
+            "the executor's --grpc-port address {grpc} is already in use"
+        )) && message.contains("--bind HOST:PORT"),
+        "{message}"
+    );
+
+    // a second scheduler on the same --bind
+    let scheduler_again = crate::anon(&["scheduler", "--bind", &scheduler]);
+    assert_eq!(scheduler_again.status.code(), Some(1));
+    let message = crate::stderr(&scheduler_again);
+    assert!(
+        message.contains(&format!(
+            "the scheduler's --bind address {scheduler} is already in use"
+        )) && message.contains("pick another with --bind HOST:PORT"),
+        "{message}"
+    );
+
+    // the first executor and scheduler are unharmed
+    for child in &mut processes.0 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a first process stopped"
+        );
+    }
     drop(processes);
 }
 

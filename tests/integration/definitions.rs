@@ -280,6 +280,36 @@ fn every_sql_function_is_in_the_function_reference() {
     );
 }
 
+/// `docs/functions.md` is exactly what the functions' own `Documentation` renders to
+/// (`datafusion_anonymity::docs::function_docs_markdown`): a description changed in the code
+/// without regenerating the file (`dev/update_function_docs.sh`, which runs this test with
+/// `UPDATE_FUNCTION_DOCS=1` to write it) fails here, naming the first line that differs.
+#[test]
+fn function_reference_is_generated_from_the_documentation() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/functions.md");
+    let generated = datafusion_anonymity::docs::function_docs_markdown();
+    if std::env::var_os("UPDATE_FUNCTION_DOCS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    if on_disk != generated {
+        let lines = on_disk.lines().count().max(generated.lines().count());
+        let (line, (on_disk_line, generated_line)) = on_disk
+            .lines()
+            .chain(std::iter::repeat("<end of file>"))
+            .zip(generated.lines().chain(std::iter::repeat("<end of text>")))
+            .take(lines)
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+            .unwrap_or((lines, ("<line ends differ>", "<line ends differ>")));
+        panic!(
+            "docs/functions.md is stale: run dev/update_function_docs.sh. First difference at \
+             line {}:\n  file:      {on_disk_line}\n  generated: {generated_line}",
+            line + 1
+        );
+    }
+}
+
 /// Every requirement a policy can set, and every measure key a report gives for it, is
 /// defined in `docs/definitions.md`.
 #[test]

@@ -29,6 +29,7 @@
 
 pub use datafusion;
 
+pub mod docs;
 pub mod functions;
 pub mod generalize;
 pub mod options;

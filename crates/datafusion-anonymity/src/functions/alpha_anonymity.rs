@@ -13,7 +13,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          of the sensitive attribute in the equivalence class; the class is (α,k)-anonymous iff \
          this is at most α and it has at least k rows. NULLs are counted as copies of the most \
          frequent value (the worst case, which raises the share); an all-NULL class gives 1. \
-         The table's α is the maximum over the classes.",
+         NULL only for an empty input. The table's α is the maximum over the classes.",
         "alpha_anonymity(sensitive)",
     )
     .with_argument("sensitive", "The sensitive attribute; any type.")

@@ -12,7 +12,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         "Entropy l-diversity (Machanavajjhala et al. 2007): exp(H) with \
          H = -sum p ln p over the values of the sensitive attribute in the equivalence class; \
          the class is entropy-l-diverse iff l <= exp(H). NULLs are added to the most frequent \
-         value (the worst case, which lowers the entropy); an all-NULL class gives 1.",
+         value (the worst case, which lowers the entropy); an all-NULL class gives 1. Empty \
+         input (possible only without GROUP BY, over zero rows): 0.",
         "entropy_l_diversity(sensitive)",
     )
     .with_argument("sensitive", "The sensitive attribute; any type.")

@@ -16,7 +16,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          class, for 1:M microdata where one person has several rows (rows would overstate k). \
          A row whose person identifier is NULL may belong to any person of the class, so it \
          adds no person (the worst case); a class whose identifiers are all NULL is one \
-         person. The table's k is the minimum over the classes.",
+         person. The table's k is the minimum over the classes. Empty input (possible only \
+         without GROUP BY, over zero rows): 0.",
         "k_anonymity([person_id])",
     )
     .with_argument(

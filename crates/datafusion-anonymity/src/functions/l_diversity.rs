@@ -12,7 +12,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         "Distinct l-diversity (Machanavajjhala et al. 2007): the number of distinct values of \
          the sensitive attribute in the equivalence class. NULLs are assumed to equal a value \
          already present (the worst case), so they add nothing; a class whose attribute is \
-         entirely NULL has l = 1. The table's l is the minimum over the classes.",
+         entirely NULL has l = 1. The table's l is the minimum over the classes. Empty input \
+         (possible only without GROUP BY, over zero rows): 0.",
         "l_diversity(sensitive)",
     )
     .with_argument("sensitive", "The sensitive attribute; any type.")

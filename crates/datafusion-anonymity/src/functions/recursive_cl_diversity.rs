@@ -12,7 +12,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         "Recursive (c, l)-diversity (Machanavajjhala et al. 2007): with the counts of the \
          sensitive values in the class sorted r1 >= r2 >= ... >= rm, the largest l in 2..m \
          with r1 < c * (r_l + ... + r_m); 1 if there is none. NULLs are added to r1 (the worst \
-         case).",
+         case). c must be a positive constant: zero, a negative number, NULL or a column is \
+         an error. Empty input (possible only without GROUP BY, over zero rows): 0.",
         "recursive_cl_diversity(sensitive, c)",
     )
     .with_argument("sensitive", "The sensitive attribute; any type.")

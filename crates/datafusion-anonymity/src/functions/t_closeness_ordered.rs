@@ -18,7 +18,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         "t-closeness with ordered ground distance (Li, Li, Venkatasubramanian 2007): with the \
          m distinct values of the sensitive attribute in the whole table sorted ascending and \
          r_i = p_E(v_i) - p_T(v_i), (1/(m-1)) * sum_i |r_1 + ... + r_i|; 0 when m = 1. The \
-         attribute must be numeric, decimal or temporal. NULL is a category of its own ordered \
+         attribute must be numeric, decimal or temporal: another type is an error naming the \
+         function and the type. NULL is a category of its own ordered \
          before every value; NaN is a value ordered after every number. NULL only for an empty \
          input.",
         "t_closeness_ordered(sensitive)",

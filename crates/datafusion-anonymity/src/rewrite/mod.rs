@@ -174,6 +174,8 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let mut users: Vec<usize> = Vec::new();
     let mut roles: Vec<Role> = Vec::with_capacity(aggregate.aggr_expr.len());
     let mut any_window = false;
+    // the first whole-table function of the query, named when the query cannot have one
+    let mut whole_table_function: Option<String> = None;
     for expr in &aggregate.aggr_expr {
         if let Some((usage, call)) = histogram_call(expr) {
             if call.params.distinct {
@@ -192,7 +194,10 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 }
             };
             users[index] += 1;
-            any_window |= matches!(usage, HistogramUse::Window(_));
+            if matches!(usage, HistogramUse::Window(_)) {
+                any_window = true;
+                whole_table_function.get_or_insert_with(|| call.func.name().to_string());
+            }
             roles.push(Role::Histogram(usage, index));
         } else if let Some((kind, call)) = whole_table_call(expr) {
             if call.params.distinct {
@@ -202,6 +207,7 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 )));
             }
             any_window = true;
+            whole_table_function.get_or_insert_with(|| call.func.name().to_string());
             roles.push(Role::OwnState(kind));
         } else {
             roles.push(Role::Keep);
@@ -241,12 +247,11 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         .iter()
         .any(|e| matches!(e, Expr::GroupingSet(_)))
     {
-        if any_window {
-            return Err(DataFusionError::Plan(
-                "t_closeness, t_closeness_ordered, ncp and entropy_leakage are not supported \
+        if let Some(function) = whole_table_function {
+            return Err(DataFusionError::Plan(format!(
+                "{function} compares each class with the whole table, which is not supported \
                  with GROUPING SETS, ROLLUP or CUBE: run one query per grouping"
-                    .into(),
-            ));
+            )));
         }
         return Ok(Transformed::no(plan));
     }

@@ -1,5 +1,5 @@
 //! The TOML policy file, as written by a user (before hierarchies are loaded and checked
-//! against the data). See the README's "Policy files" section for the format.
+//! against the data). The format: docs/guide/policies.md.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -10,9 +10,9 @@
 //! choice left open there is documented on the field and always takes the side that never
 //! understates risk.
 //!
-//! The report is rendered as text ([`render_text`]), JSON (serde, stable keys documented in the
-//! README) or one self-contained HTML file ([`render_html`]), and is available from SQL as the
-//! table function `anonymity_profile` ([`table_function`]).
+//! The report is rendered as text ([`render_text`]), JSON (serde, stable keys documented in
+//! docs/guide/profile.md, "JSON keys") or one self-contained HTML file ([`render_html`]), and
+//! is available from SQL as the table function `anonymity_profile` ([`table_function`]).
 //!
 //! Cost (see BENCHMARKS.md): one `GROUP BY qi, s` aggregation per sensitive attribute (the
 //! per-class figures are then computed from #classes × #values rows, not n), one
@@ -177,7 +177,7 @@ impl ProfileOptions {
     }
 }
 
-/// The report. Serialized as JSON with these field names (README: "anon profile JSON keys").
+/// The report. Serialized as JSON with these field names (docs/guide/profile.md: "JSON keys").
 #[derive(Debug, Clone, Serialize)]
 pub struct Profile {
     /// The profiled table (path or table name).

@@ -27,7 +27,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          they name. Returns Utf8View; NULL stays NULL.",
         SYNTAX,
     )
-    .with_argument("col", "Date32, Date64 or Timestamp column.")
+    .with_argument("col", "Date32, Date64 or Timestamp (any unit) column.")
     .with_argument(
         "unit",
         "Constant string: 'day', 'week', 'month', 'quarter', 'year' or 'decade' (any case).",
