@@ -27,7 +27,7 @@
 //! let education = Arc::new(Hierarchy::tree_from_csv_file(
 //!     "education", "examples/adult/hierarchies/adult_hierarchy_education.csv")?);
 //! let freq = FrequencySet::build(&ctx, "adult", &[("education".into(), education)], &[]).await?;
-//! let requirements = PrivacyRequirements { population: None, k: 5, max_suppression: 0.02, sensitive: vec![] };
+//! let requirements = PrivacyRequirements { suppression: Default::default(), population: None, k: 5, max_suppression: 0.02, sensitive: vec![] };
 //! let outcome = search(&freq, &requirements, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})?;
 //! let solution = outcome.into_solution()?;
 //! println!("{:?} with Loss {}", solution.levels, solution.evaluation.loss);

@@ -424,6 +424,7 @@ fn sensitive(
 
 fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
     let req = |k, max_suppression, sensitive| PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k,
         max_suppression,
@@ -500,6 +501,7 @@ fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
     }
     for rate in [0.0, 0.25] {
         let against = |k_map, delta_presence| PrivacyRequirements {
+            suppression: Default::default(),
             population: Some(PopulationRequirement {
                 k_map,
                 delta_presence,
@@ -783,6 +785,7 @@ fn hand_checked_loss() {
         .collect();
     let freq = FrequencySet::from_codes(qis, vec![], &rows).unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.5,
@@ -822,6 +825,7 @@ fn k_larger_than_the_table_has_no_solution() {
     let freq = frequency_set(&table);
     for rate in [0.0, 1.0] {
         let req = PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             k: table.rows.len() as u64 + 1,
             max_suppression: rate,
@@ -852,6 +856,7 @@ fn invalid_requirements() {
         assert!(err.contains(expected), "{err}");
     };
     let base = |sensitive| PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.0,
@@ -859,6 +864,7 @@ fn invalid_requirements() {
     };
     check(
         PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             k: 0,
             ..base(vec![])
@@ -867,6 +873,7 @@ fn invalid_requirements() {
     );
     check(
         PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             max_suppression: 1.5,
             ..base(vec![])
@@ -981,6 +988,7 @@ fn population_requirements_by_hand() {
     freq.set_population(population::PopulationCounts::from_leaf_codes(&freq, &population).unwrap());
     let chosen = |k_map, delta_presence| {
         let req = PrivacyRequirements {
+            suppression: Default::default(),
             population: Some(PopulationRequirement {
                 k_map,
                 delta_presence,
@@ -1017,6 +1025,7 @@ fn population_requirements_by_hand() {
     )
     .unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: Some(PopulationRequirement {
             k_map: Some(2),
             delta_presence: None,

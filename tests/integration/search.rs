@@ -120,6 +120,7 @@ async fn adult_frequency_set(ctx: &SessionContext) -> FrequencySet {
 
 fn policy(max_suppression: f64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 5,
         max_suppression,
@@ -537,6 +538,7 @@ async fn k_larger_than_adult_has_no_solution() {
     let ctx = adult_context().await;
     let freq = adult_frequency_set(&ctx).await;
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 30_163,
         max_suppression: 1.0,
@@ -623,6 +625,7 @@ async fn nulls_by_hand() {
     // raw QI combinations: (x,1) (y,1) (NULL,2) (NULL,1) (z,2) (x,2)
     assert_eq!(freq.leaf_classes(), 6);
     let req = |l: Option<LDiversity>, t: Option<TCloseness>| PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 1,
         max_suppression: 0.0,
@@ -722,6 +725,7 @@ async fn nulls_by_hand() {
         .await
         .unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 1,
         max_suppression: 0.0,
