@@ -288,6 +288,42 @@ fn class_passes(req: &SensitiveRequirement, class: &[Option<u32>], table: &[Opti
 }
 
 /// Every node, evaluated row by row.
+/// Whether one class (`members`, its generalized codes `key` at `levels`) meets `req` in a
+/// published table of the rows `published`.
+fn brute_class_passes(
+    table: &Table,
+    req: &PrivacyRequirements,
+    levels: &[usize],
+    key: &[u32],
+    members: &[usize],
+    published: &[usize],
+) -> bool {
+    let d = table.qis.len();
+    let mut pass = members.len() as u64 >= req.k;
+    if let Some(population) = &req.population {
+        // F_E: population rows generalized to the class's codes; δ = |E| / F_E
+        let f = table
+            .population
+            .iter()
+            .filter(|qi| (0..d).all(|j| table.qis[j][levels[j]][qi[j] as usize] == key[j]))
+            .count() as f64;
+        let size = members.len() as f64;
+        if let Some(k_map) = population.k_map {
+            pass &= f >= k_map as f64;
+        }
+        if let Some(delta) = population.delta_presence {
+            pass &= f > 0.0 && size / f >= delta.min - 1e-9 && size / f <= delta.max + 1e-9;
+        }
+    }
+    for req_s in &req.sensitive {
+        let s = if req_s.attribute == "s1" { 0 } else { 1 };
+        let class: Vec<Option<u32>> = members.iter().map(|&r| table.rows[r].1[s]).collect();
+        let all: Vec<Option<u32>> = published.iter().map(|&r| table.rows[r].1[s]).collect();
+        pass &= class_passes(req_s, &class, &all);
+    }
+    pass
+}
+
 fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
     let d = table.qis.len();
     let n = table.rows.len() as u64;
@@ -308,29 +344,28 @@ fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
         let mut squares = 0f64;
         let mut cost_sum = 0f64;
         let mut precision_sum = 0f64;
-        for (key, members) in &classes {
-            let mut pass = members.len() as u64 >= req.k;
-            if let Some(population) = &req.population {
-                // F_E: population rows generalized to the class's codes; δ = |E| / F_E
-                let f = table
-                    .population
-                    .iter()
-                    .filter(|qi| (0..d).all(|j| table.qis[j][levels[j]][qi[j] as usize] == key[j]))
-                    .count() as f64;
-                let size = members.len() as f64;
-                if let Some(k_map) = population.k_map {
-                    pass &= f >= k_map as f64;
-                }
-                if let Some(delta) = population.delta_presence {
-                    pass &= f > 0.0 && size / f >= delta.min - 1e-9 && size / f <= delta.max + 1e-9;
+        // drop mode (docs/definitions.md): t, β and δ against the rows of the classes kept,
+        // judged again until no class fails; the first round against every row
+        let mut kept: Vec<bool> = vec![true; classes.len()];
+        loop {
+            let published: Vec<usize> = classes
+                .values()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .flat_map(|(m, _)| m.iter().copied())
+                .collect();
+            let mut dropped = false;
+            for ((key, members), k) in classes.iter().zip(kept.iter_mut()) {
+                if *k && !brute_class_passes(table, req, &levels, key, members, &published) {
+                    *k = false;
+                    dropped = true;
                 }
             }
-            for req_s in &req.sensitive {
-                let s = if req_s.attribute == "s1" { 0 } else { 1 };
-                let class: Vec<Option<u32>> = members.iter().map(|&r| table.rows[r].1[s]).collect();
-                let all: Vec<Option<u32>> = table.rows.iter().map(|r| r.1[s]).collect();
-                pass &= class_passes(req_s, &class, &all);
+            if !dropped || !req.sensitive.iter().any(|s| s.bounds().iter().any(|b| b.measure.depends_on_table())) {
+                break;
             }
+        }
+        for ((_, members), &pass) in classes.iter().zip(&kept) {
             if pass {
                 kept_classes += 1;
                 squares += (members.len() * members.len()) as f64;
