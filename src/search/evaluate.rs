@@ -49,9 +49,7 @@ use super::persons::{ClassPersons, PersonCount};
 use super::publication::{Reference, settle_dropped, settle_masked, star_codes};
 use crate::functions::formulas;
 pub use crate::policy::SensitiveAchieved;
-use crate::policy::{
-    Bound, Measure, PopulationRequirement, PrivacyRequirements, SuppressionMode,
-};
+use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements, SuppressionMode};
 
 /// At most this many classes (over all cached nodes) are kept as roll-up sources: about
 /// 50 MB with 8 QIs and a small sensitive domain.
@@ -773,8 +771,11 @@ impl<'a> Evaluator<'a> {
             SuppressionMode::Drop if self.criteria.settles_dropped() => {
                 let mut references = self.criteria.table_references();
                 let mut values = self.criteria.no_worst_values();
-                let (criteria, codes, counts) =
-                    (&self.criteria, &mut self.class_codes, &mut self.class_counts);
+                let (criteria, codes, counts) = (
+                    &self.criteria,
+                    &mut self.class_codes,
+                    &mut self.class_counts,
+                );
                 let remove = |c: usize, references: &mut [Reference]| {
                     for (s, reference) in references.iter_mut().enumerate() {
                         if let Some(h) = state.histograms[s].histograms() {
@@ -1087,21 +1088,19 @@ pub(crate) fn class_measures(
                 table_pairs(scratch);
                 formulas::delta_disclosure(&scratch.pairs, size, table_rows, reference.values())
             }
-            Measure::OrderedT => {
-                match reference.ordered() {
-                    Some((domain, positions)) => {
-                        scratch.positions.clear();
-                        scratch.positions.extend(
-                            codes
-                                .iter()
-                                .zip(counts)
-                                .map(|(&c, &n)| (positions[c as usize] as usize, n)),
-                        );
-                        formulas::ordered_emd(domain, &scratch.positions, size)
-                    }
-                    None => 0.0,
+            Measure::OrderedT => match reference.ordered() {
+                Some((domain, positions)) => {
+                    scratch.positions.clear();
+                    scratch.positions.extend(
+                        codes
+                            .iter()
+                            .zip(counts)
+                            .map(|(&c, &n)| (positions[c as usize] as usize, n)),
+                    );
+                    formulas::ordered_emd(domain, &scratch.positions, size)
                 }
-            }
+                None => 0.0,
+            },
         };
         // the provider's and the verification's comparison, so that all judge alike
         let met = bound.is_met_by(*value);

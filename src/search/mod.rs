@@ -466,8 +466,7 @@ fn all_star_decision(
     method: Method,
     metric: Metric,
 ) -> Result<Option<Decision>> {
-    let (release, evaluation) =
-        local::settled(freq, requirements, local::all_star_release(freq))?;
+    let (release, evaluation) = local::settled(freq, requirements, local::all_star_release(freq))?;
     if !evaluation.satisfies {
         return Ok(None);
     }

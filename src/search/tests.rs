@@ -361,7 +361,12 @@ fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
                     dropped = true;
                 }
             }
-            if !dropped || !req.sensitive.iter().any(|s| s.bounds().iter().any(|b| b.measure.depends_on_table())) {
+            if !dropped
+                || !req
+                    .sensitive
+                    .iter()
+                    .any(|s| s.bounds().iter().any(|b| b.measure.depends_on_table()))
+            {
                 break;
             }
         }

@@ -105,7 +105,9 @@ impl Requirement {
     fn policy_line(self) -> String {
         match self {
             Requirement::None => String::new(),
-            Requirement::DistinctL(l) => format!("l_diversity = {{ kind = \"distinct\", l = {l} }}"),
+            Requirement::DistinctL(l) => {
+                format!("l_diversity = {{ kind = \"distinct\", l = {l} }}")
+            }
             Requirement::EntropyL(l) => format!("l_diversity = {{ kind = \"entropy\", l = {l} }}"),
             Requirement::RecursiveL(c, l) => {
                 format!("l_diversity = {{ kind = \"recursive\", c = {c}, l = {l} }}")
@@ -206,6 +208,9 @@ impl Requirement {
     }
 }
 
+/// A written class's labels of `a` and `b`.
+type Labels = (Option<String>, Option<String>);
+
 /// One random case: the table, its policy's terms, the algorithm.
 struct Case {
     rows: Input,
@@ -260,11 +265,13 @@ impl Case {
 
     /// The brute-force check of the written rows `(a, b, s)`: every class passes, the
     /// suppressed rows fit the limit, some row is kept. An error names what fails.
-    fn check_written(&self, written: &[(Option<String>, Option<String>, Option<i64>)]) -> Result<(), String> {
+    fn check_written(
+        &self,
+        written: &[(Option<String>, Option<String>, Option<i64>)],
+    ) -> Result<(), String> {
         let n = self.rows.s.len();
         let all: Vec<Option<i64>> = written.iter().map(|r| r.2).collect();
-        let mut classes: HashMap<(Option<String>, Option<String>), Vec<Option<i64>>> =
-            HashMap::new();
+        let mut classes: HashMap<Labels, Vec<Option<i64>>> = HashMap::new();
         for (a, b, s) in written {
             classes.entry((a.clone(), b.clone())).or_default().push(*s);
         }
@@ -356,7 +363,8 @@ async fn run(seed: u64, dir: &std::path::Path) -> Option<bool> {
         .unwrap();
     let mut written = Vec::new();
     for batch in &batches {
-        let text = |i: usize| datafusion::arrow::compute::cast(batch.column(i), &DataType::Utf8).unwrap();
+        let text =
+            |i: usize| datafusion::arrow::compute::cast(batch.column(i), &DataType::Utf8).unwrap();
         let (a, b) = (text(0), text(1));
         let (a, b) = (a.as_string::<i32>(), b.as_string::<i32>());
         let s = batch.column(2).as_primitive::<Int64Type>();
@@ -457,7 +465,13 @@ async fn search_and_publish_agree_7() {
 async fn drop_mode_t_is_judged_against_the_published_rows() {
     let dir = tempfile::tempdir().unwrap();
     let mut csv = String::from("g,s\n");
-    for (g, s, n) in [("A", "y", 3), ("A", "z", 1), ("B", "y", 5), ("B", "z", 5), ("C", "y", 2)] {
+    for (g, s, n) in [
+        ("A", "y", 3),
+        ("A", "z", 1),
+        ("B", "y", 5),
+        ("B", "z", 5),
+        ("C", "y", 2),
+    ] {
         for _ in 0..n {
             csv.push_str(&format!("{g},{s}\n"));
         }
@@ -487,7 +501,11 @@ async fn drop_mode_t_is_judged_against_the_published_rows() {
             &mut |_, _| {},
         )
         .unwrap();
-        assert_eq!(decision.release.levels(), Some(&[level][..]), "{max_suppression}");
+        assert_eq!(
+            decision.release.levels(),
+            Some(&[level][..]),
+            "{max_suppression}"
+        );
         assert_eq!(decision.suppressed_rows, 16 - rows as u64);
         let out = dir.path().join(format!("flip-{level}.parquet"));
         let report = publish::publish_ordered(

@@ -934,11 +934,15 @@ fn judge_release(
                 .collect::<Result<Vec<_>>>()?;
             let all_star: Vec<usize> = (0..classes)
                 .filter(|&c| {
-                    release.cells_of(c).iter().zip(&stars).all(|(cell, star)| match *cell {
-                        Cell::Top => true,
-                        Cell::Node { level, code } => star[level as usize][code as usize],
-                        Cell::Interval { .. } => false,
-                    })
+                    release
+                        .cells_of(c)
+                        .iter()
+                        .zip(&stars)
+                        .all(|(cell, star)| match *cell {
+                            Cell::Top => true,
+                            Cell::Node { level, code } => star[level as usize][code as usize],
+                            Cell::Interval { .. } => false,
+                        })
                 })
                 .collect();
             let union = |members: &[usize]| {
@@ -955,8 +959,7 @@ fn judge_release(
     }
     let n = freq.rows();
     let mut worst = judge.criteria.no_worst();
-    let (mut kept_count, mut min_kept, mut squares, mut cost_sum) =
-        (0u64, None::<u64>, 0u128, 0.0);
+    let (mut kept_count, mut min_kept, mut squares, mut cost_sum) = (0u64, None::<u64>, 0u128, 0.0);
     let mut suppressed = 0u64;
     for (c, tally) in tallies.iter().enumerate() {
         if tally.rows == 0 {
@@ -1117,9 +1120,6 @@ pub fn anonymize_with_progress(
     Err(DataFusionError::Execution(format!(
         "{algorithm} found no release meeting the privacy requirements (k = {}): {} of {} \
          rows would be suppressed, at most {} allowed",
-        requirements.k,
-        evaluation.suppressed_rows,
-        evaluation.rows,
-        evaluation.max_suppressed_rows
+        requirements.k, evaluation.suppressed_rows, evaluation.rows, evaluation.max_suppressed_rows
     )))
 }
