@@ -204,9 +204,15 @@ async fn check_with_sql(
     assert!(min_size >= req.k);
     let loss = cost / (n * d as u64) as f64;
     assert!((e.loss - loss).abs() < 1e-9, "{} vs {loss}", e.loss);
-    if req.sensitive[0].t.is_some() {
+    if let Some(bound) = &req.sensitive[0].t {
         let t = e.sensitive[0].t().unwrap();
-        assert!((t - worst_t).abs() < 1e-9, "{t} vs {worst_t}");
+        if suppressed == 0 {
+            assert!((t - worst_t).abs() < 1e-9, "{t} vs {worst_t}");
+        } else {
+            // dropped rows: the search reports t against the published rows
+            // (docs/definitions.md), which this SQL over the whole input does not measure
+            assert!(t <= bound.t * (1.0 + 1e-12), "{t}");
+        }
     }
 }
 
