@@ -68,6 +68,7 @@ fn setup(runtime: &Runtime) -> (SessionContext, Vec<(String, Arc<Hierarchy>)>) {
 
 fn policy(max_suppression: f64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 5,
         max_suppression,

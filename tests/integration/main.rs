@@ -2,6 +2,7 @@
 //! `docs/definitions.md`: sqllogictest files under `sql/`, a brute-force reference comparison,
 //! and a check that the definitions page defines every JSON key of the profile.
 
+mod agreement;
 mod anonymize;
 mod bucketize;
 mod cluster;

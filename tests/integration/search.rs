@@ -120,6 +120,7 @@ async fn adult_frequency_set(ctx: &SessionContext) -> FrequencySet {
 
 fn policy(max_suppression: f64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 5,
         max_suppression,
@@ -203,9 +204,15 @@ async fn check_with_sql(
     assert!(min_size >= req.k);
     let loss = cost / (n * d as u64) as f64;
     assert!((e.loss - loss).abs() < 1e-9, "{} vs {loss}", e.loss);
-    if req.sensitive[0].t.is_some() {
+    if let Some(bound) = &req.sensitive[0].t {
         let t = e.sensitive[0].t().unwrap();
-        assert!((t - worst_t).abs() < 1e-9, "{t} vs {worst_t}");
+        if suppressed == 0 {
+            assert!((t - worst_t).abs() < 1e-9, "{t} vs {worst_t}");
+        } else {
+            // dropped rows: the search reports t against the published rows
+            // (docs/definitions.md), which this SQL over the whole input does not measure
+            assert!(t <= bound.t * (1.0 + 1e-12), "{t}");
+        }
     }
 }
 
@@ -537,6 +544,7 @@ async fn k_larger_than_adult_has_no_solution() {
     let ctx = adult_context().await;
     let freq = adult_frequency_set(&ctx).await;
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 30_163,
         max_suppression: 1.0,
@@ -623,6 +631,7 @@ async fn nulls_by_hand() {
     // raw QI combinations: (x,1) (y,1) (NULL,2) (NULL,1) (z,2) (x,2)
     assert_eq!(freq.leaf_classes(), 6);
     let req = |l: Option<LDiversity>, t: Option<TCloseness>| PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 1,
         max_suppression: 0.0,
@@ -722,6 +731,7 @@ async fn nulls_by_hand() {
         .await
         .unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 1,
         max_suppression: 0.0,

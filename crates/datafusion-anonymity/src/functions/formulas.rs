@@ -87,7 +87,7 @@ pub fn equal_emd(class: &[(u64, u64)], class_rows: u64, table_rows: u64) -> f64 
 }
 
 /// The table's distribution over the ordered domain, prepared once for [`ordered_emd`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OrderedDomain {
     /// cumulative table share up to and including position i
     cumulative: Vec<f64>,

@@ -100,7 +100,6 @@ pub struct Policy {
     bad_values: BadValues,
     columns: Vec<PolicyColumn>,
     requirements: PrivacyRequirements,
-    suppression: SuppressionMode,
     local_labels: crate::search::local::LocalLabels,
     transformation: Option<BTreeMap<String, usize>>,
     schema: Option<SchemaRef>,
@@ -337,7 +336,7 @@ impl Policy {
 
     /// Whether suppressed rows are dropped or masked.
     pub fn suppression(&self) -> SuppressionMode {
-        self.suppression
+        self.requirements.suppression
     }
 
     /// The fixed transformation, if the policy has one: a level per quasi-identifier, in
@@ -475,7 +474,7 @@ impl Policy {
             columns,
             release,
             requirements: self.requirements.clone(),
-            suppression: self.suppression,
+            suppression: self.requirements.suppression,
             population: None,
         })
     }

@@ -255,12 +255,12 @@ impl Policy {
             bad_values: file.input.bad_values.unwrap_or_default(),
             columns,
             requirements: PrivacyRequirements {
+                suppression: privacy.suppression,
                 k: person.as_ref().map_or(privacy.k, |p| p.k_rows),
                 max_suppression: privacy.max_suppression,
                 sensitive,
                 population: population_requirement,
             },
-            suppression: privacy.suppression,
             local_labels: privacy.local_labels,
             transformation: file.transformation,
             schema: None,

@@ -951,6 +951,12 @@ pub struct PrivacyRequirements {
     /// k-map and δ-presence against the policy's `[population]` table, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub population: Option<PopulationRequirement>,
+    /// What happens to the rows of failing classes: it decides what the published table
+    /// looks like, hence whether a release meets the rest (drop: the distribution t, β and δ
+    /// compare with; mask: the all-`*` class the masked rows join). Reported as the policy's
+    /// `suppression`, not here.
+    #[serde(skip)]
+    pub suppression: SuppressionMode,
 }
 
 impl PrivacyRequirements {

@@ -46,9 +46,10 @@ use super::frequency::FrequencySet;
 use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::lattice::Lattice;
 use super::persons::{ClassPersons, PersonCount};
-use crate::functions::formulas::{self, OrderedDomain};
+use super::publication::{Reference, settle_dropped, settle_masked, star_codes};
+use crate::functions::formulas;
 pub use crate::policy::SensitiveAchieved;
-use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements};
+use crate::policy::{Bound, Measure, PopulationRequirement, PrivacyRequirements, SuppressionMode};
 
 /// At most this many classes (over all cached nodes) are kept as roll-up sources: about
 /// 50 MB with 8 QIs and a small sensitive domain.
@@ -100,8 +101,8 @@ pub(crate) struct SensitiveCriterion {
     pub persons_only: bool,
     null_code: Option<u32>,
     cardinality: usize,
-    table_counts: Vec<u64>,
-    ordered: Option<OrderedDomain>,
+    /// the input's distribution, which t, β and δ compare with before anything is dropped
+    pub table: Reference,
 }
 
 impl SensitiveCriterion {
@@ -126,6 +127,8 @@ pub(crate) struct Criteria {
     pub sensitive: Vec<SensitiveCriterion>,
     /// k-map and δ-presence (the frequency set then carries the population's counts)
     pub population: Option<PopulationRequirement>,
+    /// drop or mask: what the published table looks like ([`super::publication`])
+    pub suppression: SuppressionMode,
 }
 
 impl Criteria {
@@ -159,15 +162,12 @@ impl Criteria {
             };
             req.validate().map_err(DataFusionError::Plan)?;
             let domain = &freq.sensitive()[index];
-            let mut ordered = None;
-            if bounds.iter().any(|b| b.measure.needs_ordered_attribute()) {
-                if !domain.is_ordered() {
-                    return plan(format!(
-                        "'{name}': ordered t-closeness needs an ordered attribute \
-                         (numeric, decimal, date or time); use equal t-closeness"
-                    ));
-                }
-                ordered = Some(OrderedDomain::new(domain.table_counts()));
+            let ordered = bounds.iter().any(|b| b.measure.needs_ordered_attribute());
+            if ordered && !domain.is_ordered() {
+                return plan(format!(
+                    "'{name}': ordered t-closeness needs an ordered attribute \
+                     (numeric, decimal, date or time); use equal t-closeness"
+                ));
             }
             sensitive.push(SensitiveCriterion {
                 index,
@@ -176,8 +176,7 @@ impl Criteria {
                 bounds,
                 null_code: domain.null_code(),
                 cardinality: domain.cardinality(),
-                table_counts: domain.table_counts().to_vec(),
-                ordered,
+                table: Reference::new(domain.table_counts().to_vec(), ordered),
             });
         }
         if let Some(population) = &requirements.population {
@@ -195,7 +194,24 @@ impl Criteria {
             rows: freq.rows(),
             sensitive,
             population: requirements.population,
+            suppression: requirements.suppression,
         })
+    }
+
+    /// Whether dropping failing classes changes what the kept ones are judged against:
+    /// drop mode with t, β or δ ([`settle_dropped`]).
+    pub fn settles_dropped(&self) -> bool {
+        self.suppression == SuppressionMode::Drop
+            && self
+                .sensitive
+                .iter()
+                .any(|s| s.bounds.iter().any(|b| b.measure.depends_on_table()))
+    }
+
+    /// The input's distribution of each criterion: what t, β and δ compare with before
+    /// anything is dropped.
+    pub fn table_references(&self) -> Vec<Reference> {
+        self.sensitive.iter().map(|s| s.table.clone()).collect()
     }
 
     /// Whether "satisfies" is monotone over the lattice (a node satisfying ⇒ all its
@@ -234,6 +250,14 @@ impl Criteria {
                     .all(|b| b.measure.failure_inherited_by_parts())
             })
         }
+    }
+
+    /// A measure table to fill: per criterion, per bound.
+    pub fn no_worst_values(&self) -> Vec<Vec<f64>> {
+        self.sensitive
+            .iter()
+            .map(|s| vec![0.0; s.bounds.len()])
+            .collect()
     }
 
     /// An empty worst-value table: per criterion, per bound.
@@ -288,6 +312,17 @@ enum SharedHistograms<'a> {
 impl State<'_> {
     fn classes(&self) -> usize {
         self.sizes.len()
+    }
+}
+
+impl SharedHistograms<'_> {
+    /// The per-class histograms; `None` for a person criterion's persons.
+    fn histograms(&self) -> Option<&ClassHistograms> {
+        match self {
+            SharedHistograms::Borrowed(h) => Some(h),
+            SharedHistograms::Shared(h) => Some(h.as_ref()),
+            SharedHistograms::Persons(_) => None,
+        }
     }
 }
 
@@ -376,6 +411,10 @@ pub(crate) struct Evaluator<'a> {
     class_counts: Vec<u64>,
     /// F_E of each class of the node being judged (population requirements)
     covered: Vec<u64>,
+    /// whether each class of the node being judged is published
+    kept: Vec<bool>,
+    /// mask mode: per QI, per level, per code, whether it publishes `*`
+    star_codes: Option<Vec<Vec<Vec<bool>>>>,
     scratch: Scratch,
     /// nodes rolled up so far
     pub evaluated: usize,
@@ -385,6 +424,15 @@ impl<'a> Evaluator<'a> {
     pub fn new(freq: &'a FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
         let criteria = Criteria::new(freq, requirements)?;
         let lattice = Lattice::new(&freq.heights())?;
+        let star_codes = match criteria.suppression {
+            SuppressionMode::Mask => Some(
+                freq.qis()
+                    .iter()
+                    .map(star_codes)
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            SuppressionMode::Drop => None,
+        };
         let leaf = State {
             node: None,
             levels: Vec::new(),
@@ -417,6 +465,8 @@ impl<'a> Evaluator<'a> {
             class_codes: Vec::new(),
             class_counts: Vec::new(),
             covered: Vec::new(),
+            kept: Vec::new(),
+            star_codes,
             scratch: Scratch::default(),
             evaluated: 0,
         })
@@ -573,7 +623,9 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Judges every class of `state` and computes the metrics; `failing`, if given, receives
-    /// the index of every failing class.
+    /// the index of every failing class. Classes are judged against the input's distribution,
+    /// then as the published table shows them ([`super::publication`]: the drop mode's
+    /// settled distribution, the mask mode's all-`*` class).
     fn judge(&mut self, state: &State<'_>, mut failing: Option<&mut Vec<u32>>) -> NodeStats {
         let criteria = &self.criteria;
         let qis = self.freq.qis();
@@ -603,6 +655,8 @@ impl<'a> Evaluator<'a> {
                 &mut self.covered,
             );
         }
+        let mut kept = std::mem::take(&mut self.kept);
+        kept.clear();
         for (c, &size) in state.sizes.iter().enumerate() {
             // `monotone_pass`: k, k-map and distinct l only (see `Criteria::monotone`)
             let mut monotone_pass = size >= criteria.k;
@@ -635,7 +689,7 @@ impl<'a> Evaluator<'a> {
                         codes,
                         counts,
                         size,
-                        n,
+                        &criterion.table,
                         &mut self.scratch,
                         &mut values[s],
                     );
@@ -650,10 +704,25 @@ impl<'a> Evaluator<'a> {
                 monotone_suppressed += size;
             }
             if pass {
+                criteria.fold_worst(&mut worst, &values);
+            }
+            kept.push(pass);
+        }
+        // what the suppressed rows do to the published table
+        if let Some(published) = self.settle(state, &mut kept) {
+            // the kept classes' worst values against the published distribution
+            worst = self.criteria.no_worst();
+            for c in (0..kept.len()).filter(|&c| kept[c]) {
+                self.sensitive_passes(state, c, &published, &mut values);
+                self.criteria.fold_worst(&mut worst, &values);
+            }
+        }
+        let criteria = &self.criteria;
+        for (c, &size) in state.sizes.iter().enumerate() {
+            if kept[c] {
                 kept_classes += 1;
                 min_kept = Some(min_kept.map_or(size, |m| m.min(size)));
                 squares += size as u128 * size as u128;
-                criteria.fold_worst(&mut worst, &values);
             } else {
                 if let Some(failing) = failing.as_deref_mut() {
                     failing.push(c as u32);
@@ -663,6 +732,7 @@ impl<'a> Evaluator<'a> {
                 extra_loss += size as f64 * (d as f64 - kept_cost);
             }
         }
+        self.kept = kept;
         let (nd, top_share) = (
             n as f64 * d as f64,
             self.precision_without_suppression(&state.levels),
@@ -687,6 +757,146 @@ impl<'a> Evaluator<'a> {
             discernibility: (squares + n as u128 * suppressed as u128) as f64,
             precision,
         }
+    }
+
+    /// Applies [`super::publication`]'s rules to the first judgment `kept` of `state`'s
+    /// classes. Returns the published distributions when dropping changed them (drop mode
+    /// with t, β or δ and some class dropped), so that the kept classes' figures are taken
+    /// against them.
+    fn settle(&mut self, state: &State<'_>, kept: &mut [bool]) -> Option<Vec<Reference>> {
+        if kept.iter().all(|&k| k) {
+            return None;
+        }
+        match self.criteria.suppression {
+            SuppressionMode::Drop if self.criteria.settles_dropped() => {
+                let mut references = self.criteria.table_references();
+                let mut values = self.criteria.no_worst_values();
+                let (criteria, codes, counts) = (
+                    &self.criteria,
+                    &mut self.class_codes,
+                    &mut self.class_counts,
+                );
+                let remove = |c: usize, references: &mut [Reference]| {
+                    for (s, reference) in references.iter_mut().enumerate() {
+                        if let Some(h) = state.histograms[s].histograms() {
+                            let (codes, counts) = h.class(c, codes, counts);
+                            reference.remove(codes, counts);
+                        }
+                    }
+                };
+                let mut buffers = (Vec::new(), Vec::new(), Scratch::default());
+                let passes = |c: usize, references: &[Reference]| {
+                    sensitive_passes(criteria, state, c, references, &mut buffers, &mut values)
+                };
+                settle_dropped(kept, &mut references, remove, passes);
+                Some(references)
+            }
+            SuppressionMode::Drop => None,
+            SuppressionMode::Mask => {
+                let all_star = self.all_star_classes(state);
+                if !all_star.is_empty() {
+                    let union = |members: &[usize]| self.union_passes(state, members);
+                    settle_masked(kept, &all_star, union);
+                }
+                None
+            }
+        }
+    }
+
+    /// The classes of `state` whose every label is `*` (mask mode).
+    fn all_star_classes(&self, state: &State<'_>) -> Vec<usize> {
+        let Some(stars) = &self.star_codes else {
+            return Vec::new();
+        };
+        let star: Vec<&[bool]> = stars
+            .iter()
+            .zip(&state.levels)
+            .map(|(levels, &l)| levels[l].as_slice())
+            .collect();
+        if star.iter().any(|codes| !codes.contains(&true)) {
+            return Vec::new();
+        }
+        (0..state.classes())
+            .filter(|&c| {
+                star.iter()
+                    .zip(state.codes.iter())
+                    .all(|(star, codes)| star[codes[c] as usize])
+            })
+            .collect()
+    }
+
+    /// Whether the union of `members` (classes of `state`, among them an all-`*` class)
+    /// meets the requirements against the input's distribution (mask mode keeps every row).
+    /// Persons and distinct l are not judged: the union holds a passing class, so it has at
+    /// least its persons and values.
+    fn union_passes(&mut self, state: &State<'_>, members: &[usize]) -> bool {
+        let criteria = &self.criteria;
+        let size: u64 = members.iter().map(|&c| state.sizes[c]).sum();
+        if size < criteria.k {
+            return false;
+        }
+        if let Some(requirement) = &criteria.population {
+            // the union's labels are the all-`*` class's: its population count
+            let covered = members
+                .iter()
+                .map(|&c| self.covered.get(c).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+            if !requirement.passes(size, covered) {
+                return false;
+            }
+        }
+        let mut values = criteria.no_worst_values();
+        for (s, criterion) in criteria.sensitive.iter().enumerate() {
+            let Some(histograms) = state.histograms[s].histograms() else {
+                continue;
+            };
+            let mut dense = vec![0u64; criterion.cardinality];
+            for &c in members {
+                let (codes, counts) =
+                    histograms.class(c, &mut self.class_codes, &mut self.class_counts);
+                for (&code, &n) in codes.iter().zip(counts) {
+                    dense[code as usize] += n;
+                }
+            }
+            let (codes, counts): (Vec<u32>, Vec<u64>) = dense
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, &n)| (code as u32, n))
+                .unzip();
+            let passes = class_measures(
+                criterion,
+                &codes,
+                &counts,
+                size,
+                &criterion.table,
+                &mut self.scratch,
+                &mut values[s],
+            );
+            if !passes.all {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// [`sensitive_passes`] with the evaluator's buffers.
+    fn sensitive_passes(
+        &mut self,
+        state: &State<'_>,
+        c: usize,
+        references: &[Reference],
+        values: &mut [Vec<f64>],
+    ) -> bool {
+        let mut buffers = (
+            std::mem::take(&mut self.class_codes),
+            std::mem::take(&mut self.class_counts),
+            std::mem::take(&mut self.scratch),
+        );
+        let passes = sensitive_passes(&self.criteria, state, c, references, &mut buffers, values);
+        (self.class_codes, self.class_counts, self.scratch) = buffers;
+        passes
     }
 
     /// Mean over QIs of level/top: the precision loss when nothing is suppressed.
@@ -717,6 +927,45 @@ impl<'a> Evaluator<'a> {
             precision: stats.precision,
         }
     }
+}
+
+/// Whether class `c` of `state` meets every sensitive bound against `references` (one per
+/// criterion), its measures left in `values`; k and the population requirements, which do
+/// not depend on the table's distribution, are not judged again.
+fn sensitive_passes(
+    criteria: &Criteria,
+    state: &State<'_>,
+    c: usize,
+    references: &[Reference],
+    (codes, counts, scratch): &mut (Vec<u32>, Vec<u64>, Scratch),
+    values: &mut [Vec<f64>],
+) -> bool {
+    let mut pass = true;
+    for (s, criterion) in criteria.sensitive.iter().enumerate() {
+        pass &= match &state.histograms[s] {
+            SharedHistograms::Persons(persons) => {
+                person_measures(criterion, persons.count(c), &mut values[s]).all
+            }
+            h => {
+                let Some(histograms) = h.histograms() else {
+                    continue;
+                };
+                let (codes, counts) = histograms.class(c, codes, counts);
+                let size = state.sizes[c];
+                class_measures(
+                    criterion,
+                    codes,
+                    counts,
+                    size,
+                    &references[s],
+                    scratch,
+                    &mut values[s],
+                )
+                .all
+            }
+        };
+    }
+    pass
 }
 
 /// Mean over QIs of level/top (0 for a QI whose only level is its top).
@@ -755,7 +1004,7 @@ pub(crate) struct Scratch {
 
 /// The measures of one class for one sensitive attribute: `codes` (ascending, so a NULL,
 /// whose code is the smallest, can only come first) with `counts`, of a class of `size` rows
-/// in a table of `table_rows`. Writes each bound's value into `values` (aligned with
+/// published in a table whose distribution is `reference` ([`super::publication`]). Writes each bound's value into `values` (aligned with
 /// `criterion.bounds`), with the SQL functions' NULL rules: distinct l counts non-NULL values
 /// (an all-NULL class counts 1); entropy l, recursive l and α count the NULLs as copies of the
 /// most frequent value; t, β and δ treat NULL as a category of its own.
@@ -765,10 +1014,11 @@ pub(crate) fn class_measures(
     codes: &[u32],
     counts: &[u64],
     size: u64,
-    table_rows: u64,
+    reference: &Reference,
     scratch: &mut Scratch,
     values: &mut [f64],
 ) -> ClassPasses {
+    let table_rows = reference.rows();
     let has_nulls = criterion.null_code.is_some() && codes.first() == criterion.null_code.as_ref();
     let nulls = if has_nulls { counts[0] } else { 0 };
     let non_null = &counts[usize::from(has_nulls)..];
@@ -785,7 +1035,7 @@ pub(crate) fn class_measures(
                     codes
                         .iter()
                         .zip(counts)
-                        .map(|(&c, &n)| (criterion.table_counts[c as usize], n)),
+                        .map(|(&c, &n)| (reference.count(c), n)),
                 );
                 pairs_ready = true;
             }
@@ -836,18 +1086,21 @@ pub(crate) fn class_measures(
             }
             Measure::Delta => {
                 table_pairs(scratch);
-                formulas::delta_disclosure(&scratch.pairs, size, table_rows, criterion.cardinality)
+                formulas::delta_disclosure(&scratch.pairs, size, table_rows, reference.values())
             }
-            Measure::OrderedT => {
-                scratch.positions.clear();
-                scratch
-                    .positions
-                    .extend(codes.iter().zip(counts).map(|(&c, &n)| (c as usize, n)));
-                match &criterion.ordered {
-                    Some(domain) => formulas::ordered_emd(domain, &scratch.positions, size),
-                    None => 0.0,
+            Measure::OrderedT => match reference.ordered() {
+                Some((domain, positions)) => {
+                    scratch.positions.clear();
+                    scratch.positions.extend(
+                        codes
+                            .iter()
+                            .zip(counts)
+                            .map(|(&c, &n)| (positions[c as usize] as usize, n)),
+                    );
+                    formulas::ordered_emd(domain, &scratch.positions, size)
                 }
-            }
+                None => 0.0,
+            },
         };
         // the provider's and the verification's comparison, so that all judge alike
         let met = bound.is_met_by(*value);

@@ -27,7 +27,7 @@
 //! let education = Arc::new(Hierarchy::tree_from_csv_file(
 //!     "education", "examples/adult/hierarchies/adult_hierarchy_education.csv")?);
 //! let freq = FrequencySet::build(&ctx, "adult", &[("education".into(), education)], &[]).await?;
-//! let requirements = PrivacyRequirements { population: None, k: 5, max_suppression: 0.02, sensitive: vec![] };
+//! let requirements = PrivacyRequirements { suppression: Default::default(), population: None, k: 5, max_suppression: 0.02, sensitive: vec![] };
 //! let outcome = search(&freq, &requirements, Algorithm::Optimal, Metric::Loss, &mut |_, _| {})?;
 //! let solution = outcome.into_solution()?;
 //! println!("{:?} with Loss {}", solution.levels, solution.evaluation.loss);
@@ -45,6 +45,7 @@ pub mod optimal;
 mod packed;
 pub(crate) mod persons;
 pub mod population;
+mod publication;
 
 #[cfg(test)]
 mod persons_tests;
@@ -410,6 +411,15 @@ pub fn decide(
         Method::FullDomain(algorithm) => {
             let outcome = search(freq, requirements, algorithm, metric, progress)?;
             let (nodes_checked, lattice_size) = (outcome.nodes_checked, outcome.lattice_size);
+            if outcome.solution.is_none()
+                && let Some(decision) = all_star_decision(freq, requirements, method, metric)?
+            {
+                return Ok(Decision {
+                    lattice_size: Some(lattice_size),
+                    nodes_checked: Some(nodes_checked),
+                    ..decision
+                });
+            }
             let solution = outcome.into_solution()?;
             let failing = failing_classes(freq, requirements, &solution.levels)?;
             Ok(Decision {
@@ -445,6 +455,39 @@ pub fn decide(
             })
         }
     }
+}
+
+/// When no node satisfies: the release of every row as `*` for every quasi-identifier, if it
+/// meets the requirements. A full-domain node keeps NULL apart at every level, so with NULL
+/// quasi-identifiers the top node is not that release; published as one local class.
+fn all_star_decision(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    method: Method,
+    metric: Metric,
+) -> Result<Option<Decision>> {
+    let (release, evaluation) = local::settled(freq, requirements, local::all_star_release(freq))?;
+    if !evaluation.satisfies {
+        return Ok(None);
+    }
+    let recoding = crate::release::LocalRecoding::new(freq, &release)?;
+    Ok(Some(Decision {
+        method,
+        metric,
+        failing: FailingClasses::none(freq.qi_names(), recoding.suppressed_rows(), freq.rows()),
+        suppressed_rows: evaluation.suppressed_rows,
+        release: crate::release::Release::Local(std::sync::Arc::new(recoding)),
+        metric_value: match metric {
+            Metric::Loss => evaluation.loss,
+            Metric::Discernibility => evaluation.discernibility,
+            // every cell at its top
+            Metric::Precision => 1.0,
+            Metric::Classes => evaluation.classes as f64,
+        },
+        lattice_size: None,
+        nodes_checked: None,
+        local_classes: Some(release.classes()),
+    }))
 }
 
 /// Evaluates one node (`levels`, one per QI) against `requirements`, e.g. levels chosen by

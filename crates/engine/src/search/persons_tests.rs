@@ -196,6 +196,7 @@ fn requirements(case: usize, via_histogram: bool) -> PrivacyRequirements {
         });
     }
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k,
         max_suppression,

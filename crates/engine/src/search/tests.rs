@@ -288,6 +288,42 @@ fn class_passes(req: &SensitiveRequirement, class: &[Option<u32>], table: &[Opti
 }
 
 /// Every node, evaluated row by row.
+/// Whether one class (`members`, its generalized codes `key` at `levels`) meets `req` in a
+/// published table of the rows `published`.
+fn brute_class_passes(
+    table: &Table,
+    req: &PrivacyRequirements,
+    levels: &[usize],
+    key: &[u32],
+    members: &[usize],
+    published: &[usize],
+) -> bool {
+    let d = table.qis.len();
+    let mut pass = members.len() as u64 >= req.k;
+    if let Some(population) = &req.population {
+        // F_E: population rows generalized to the class's codes; δ = |E| / F_E
+        let f = table
+            .population
+            .iter()
+            .filter(|qi| (0..d).all(|j| table.qis[j][levels[j]][qi[j] as usize] == key[j]))
+            .count() as f64;
+        let size = members.len() as f64;
+        if let Some(k_map) = population.k_map {
+            pass &= f >= k_map as f64;
+        }
+        if let Some(delta) = population.delta_presence {
+            pass &= f > 0.0 && size / f >= delta.min - 1e-9 && size / f <= delta.max + 1e-9;
+        }
+    }
+    for req_s in &req.sensitive {
+        let s = if req_s.attribute == "s1" { 0 } else { 1 };
+        let class: Vec<Option<u32>> = members.iter().map(|&r| table.rows[r].1[s]).collect();
+        let all: Vec<Option<u32>> = published.iter().map(|&r| table.rows[r].1[s]).collect();
+        pass &= class_passes(req_s, &class, &all);
+    }
+    pass
+}
+
 fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
     let d = table.qis.len();
     let n = table.rows.len() as u64;
@@ -308,29 +344,33 @@ fn brute_force(table: &Table, req: &PrivacyRequirements) -> Vec<Brute> {
         let mut squares = 0f64;
         let mut cost_sum = 0f64;
         let mut precision_sum = 0f64;
-        for (key, members) in &classes {
-            let mut pass = members.len() as u64 >= req.k;
-            if let Some(population) = &req.population {
-                // F_E: population rows generalized to the class's codes; δ = |E| / F_E
-                let f = table
-                    .population
+        // drop mode (docs/definitions.md): t, β and δ against the rows of the classes kept,
+        // judged again until no class fails; the first round against every row
+        let mut kept: Vec<bool> = vec![true; classes.len()];
+        loop {
+            let published: Vec<usize> = classes
+                .values()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .flat_map(|(m, _)| m.iter().copied())
+                .collect();
+            let mut dropped = false;
+            for ((key, members), k) in classes.iter().zip(kept.iter_mut()) {
+                if *k && !brute_class_passes(table, req, &levels, key, members, &published) {
+                    *k = false;
+                    dropped = true;
+                }
+            }
+            if !dropped
+                || !req
+                    .sensitive
                     .iter()
-                    .filter(|qi| (0..d).all(|j| table.qis[j][levels[j]][qi[j] as usize] == key[j]))
-                    .count() as f64;
-                let size = members.len() as f64;
-                if let Some(k_map) = population.k_map {
-                    pass &= f >= k_map as f64;
-                }
-                if let Some(delta) = population.delta_presence {
-                    pass &= f > 0.0 && size / f >= delta.min - 1e-9 && size / f <= delta.max + 1e-9;
-                }
+                    .any(|s| s.bounds().iter().any(|b| b.measure.depends_on_table()))
+            {
+                break;
             }
-            for req_s in &req.sensitive {
-                let s = if req_s.attribute == "s1" { 0 } else { 1 };
-                let class: Vec<Option<u32>> = members.iter().map(|&r| table.rows[r].1[s]).collect();
-                let all: Vec<Option<u32>> = table.rows.iter().map(|r| r.1[s]).collect();
-                pass &= class_passes(req_s, &class, &all);
-            }
+        }
+        for ((_, members), &pass) in classes.iter().zip(&kept) {
             if pass {
                 kept_classes += 1;
                 squares += (members.len() * members.len()) as f64;
@@ -424,6 +464,7 @@ fn sensitive(
 
 fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
     let req = |k, max_suppression, sensitive| PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k,
         max_suppression,
@@ -500,6 +541,7 @@ fn policies() -> Vec<(&'static str, PrivacyRequirements)> {
     }
     for rate in [0.0, 0.25] {
         let against = |k_map, delta_presence| PrivacyRequirements {
+            suppression: Default::default(),
             population: Some(PopulationRequirement {
                 k_map,
                 delta_presence,
@@ -783,6 +825,7 @@ fn hand_checked_loss() {
         .collect();
     let freq = FrequencySet::from_codes(qis, vec![], &rows).unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.5,
@@ -822,6 +865,7 @@ fn k_larger_than_the_table_has_no_solution() {
     let freq = frequency_set(&table);
     for rate in [0.0, 1.0] {
         let req = PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             k: table.rows.len() as u64 + 1,
             max_suppression: rate,
@@ -852,6 +896,7 @@ fn invalid_requirements() {
         assert!(err.contains(expected), "{err}");
     };
     let base = |sensitive| PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.0,
@@ -859,6 +904,7 @@ fn invalid_requirements() {
     };
     check(
         PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             k: 0,
             ..base(vec![])
@@ -867,6 +913,7 @@ fn invalid_requirements() {
     );
     check(
         PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             max_suppression: 1.5,
             ..base(vec![])
@@ -981,6 +1028,7 @@ fn population_requirements_by_hand() {
     freq.set_population(population::PopulationCounts::from_leaf_codes(&freq, &population).unwrap());
     let chosen = |k_map, delta_presence| {
         let req = PrivacyRequirements {
+            suppression: Default::default(),
             population: Some(PopulationRequirement {
                 k_map,
                 delta_presence,
@@ -1017,6 +1065,7 @@ fn population_requirements_by_hand() {
     )
     .unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: Some(PopulationRequirement {
             k_map: Some(2),
             delta_presence: None,

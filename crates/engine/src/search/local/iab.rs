@@ -570,6 +570,7 @@ mod tests {
             (3, 0.03, l3),
         ] {
             let req = PrivacyRequirements {
+                suppression: Default::default(),
                 population: None,
                 k,
                 max_suppression: rate,

@@ -602,6 +602,7 @@ mod tests {
     fn every_class_meets_l_diversity() {
         let freq = random_freq(11);
         let req = PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             k: 3,
             max_suppression: 0.0,

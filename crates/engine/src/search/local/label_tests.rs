@@ -322,6 +322,7 @@ fn leaf_class_of_rows(freq: &FrequencySet, rows: &[Row]) -> Vec<usize> {
 
 fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k,
         max_suppression,

@@ -67,9 +67,10 @@ use super::evaluate::{Criteria, Scratch, SensitiveAchieved, class_measures, pers
 use super::frequency::{FrequencySet, QiDomain};
 use super::persons::{LeafPersons, PersonCount, PersonScratch, PersonSet};
 use super::population::PopulationCounts;
+use super::publication::{Reference, settle_dropped, settle_masked, star_codes};
 use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::generalize::{HierarchyKind, IntervalDomain};
-use crate::policy::{PopulationRequirement, PrivacyRequirements};
+use crate::policy::{PopulationRequirement, PrivacyRequirements, SuppressionMode};
 pub use labels::{Grid, LocalLabels};
 
 /// The class of a suppressed leaf class in [`LocalRelease::class_of`].
@@ -482,14 +483,6 @@ impl Tally {
     }
 }
 
-/// The measures of one group, per criterion and bound, and whether it meets every
-/// requirement.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Verdict {
-    pub passes: bool,
-    pub measures: Vec<Vec<f64>>,
-}
-
 impl<'a> Judge<'a> {
     pub fn new(freq: &'a FrequencySet, requirements: &PrivacyRequirements) -> Result<Self> {
         let criteria = Criteria::new(freq, requirements)?;
@@ -659,8 +652,25 @@ impl<'a> Judge<'a> {
         self.judge(tally)
     }
 
+    /// [`Self::passes`] with t, β and δ judged against `references` (one per criterion)
+    /// rather than the input's distribution: a class of a table some rows are dropped from
+    /// ([`crate::search::publication::settle_dropped`]); its measures then in `self.values`.
+    pub fn passes_against(&mut self, tally: &Tally, references: &[Reference]) -> bool {
+        for (s, scratch) in self.person_scratch.iter_mut().enumerate() {
+            if self.leaf_persons[s].is_some() {
+                self.person_counts[s] = scratch.count(&tally.persons[s]);
+            }
+        }
+        self.judge_against(tally, Some(references))
+    }
+
     /// Judges `tally`, person criteria by `self.person_counts`.
     fn judge(&mut self, tally: &Tally) -> bool {
+        self.judge_against(tally, None)
+    }
+
+    /// [`Self::judge`] against `references`, or the input's distribution.
+    fn judge_against(&mut self, tally: &Tally, references: Option<&[Reference]>) -> bool {
         if tally.rows < self.criteria.k || tally.rows == 0 {
             return false;
         }
@@ -692,7 +702,7 @@ impl<'a> Judge<'a> {
                 &self.codes,
                 &self.counts,
                 tally.rows,
-                self.criteria.rows,
+                references.map_or(&criterion.table, |r| &r[s]),
                 &mut self.scratch,
                 &mut self.values[s],
             )
@@ -701,14 +711,9 @@ impl<'a> Judge<'a> {
         passes
     }
 
-    /// Whether a group with `tally` meets every requirement, with its measures (meaningful
-    /// when it has k rows: a smaller group fails before any is measured).
-    pub fn verdict(&mut self, tally: &Tally) -> Verdict {
-        let passes = self.passes(tally);
-        Verdict {
-            passes,
-            measures: self.values.clone(),
-        }
+    /// The last judged group's measures, per criterion and bound.
+    pub fn measures(&self) -> &[Vec<f64>] {
+        &self.values
     }
 }
 
@@ -815,13 +820,68 @@ pub struct LocalEvaluation {
     pub discernibility: f64,
 }
 
-/// Judges every class of `release` (classes with equal labels are *not* merged here; the
-/// published data are measured again on the written labels by publishing).
+/// Judges every class of `release` as the published table shows it
+/// ([`super::publication`]: with `suppression = "drop"`, t, β and δ against the rows kept;
+/// with `"mask"`, the masked rows joining the all-`*` classes). Classes with equal labels
+/// are *not* merged here; the published data are measured again on the written labels by
+/// publishing.
 pub fn evaluate(
     freq: &FrequencySet,
     requirements: &PrivacyRequirements,
     release: &LocalRelease,
 ) -> Result<LocalEvaluation> {
+    Ok(judge_release(freq, requirements, release)?.0)
+}
+
+/// `release` with the classes that fail as published ([`evaluate`]) suppressed, and its
+/// evaluation: what publishing writes, so that it finds no class to suppress.
+pub fn settled(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    release: LocalRelease,
+) -> Result<(LocalRelease, LocalEvaluation)> {
+    let (evaluation, kept) = judge_release(freq, requirements, &release)?;
+    if kept.iter().all(|&k| k) {
+        return Ok((release, evaluation));
+    }
+    let mut groups: Vec<Vec<u32>> = vec![Vec::new(); release.classes()];
+    for (leaf, &c) in release.class_of.iter().enumerate() {
+        if c != SUPPRESSED && kept[c as usize] {
+            groups[c as usize].push(leaf as u32);
+        }
+    }
+    let kept_classes: Vec<usize> = (0..groups.len())
+        .filter(|&c| !groups[c].is_empty())
+        .collect();
+    let settled = LocalRelease::from_groups(
+        release.class_of.len(),
+        release.width,
+        &kept_classes
+            .iter()
+            .map(|&c| std::mem::take(&mut groups[c]))
+            .collect::<Vec<_>>(),
+        |g, q, _| release.cells_of(kept_classes[g])[q],
+    );
+    Ok((settled, evaluation))
+}
+
+/// The release that publishes every row as `*` for every quasi-identifier: one class of all
+/// the leaf classes (what the search falls back to when nothing else satisfies).
+pub fn all_star_release(freq: &FrequencySet) -> LocalRelease {
+    let width = freq.qis().len();
+    LocalRelease {
+        class_of: vec![0; freq.leaf_classes()],
+        cells: vec![Cell::Top; if freq.leaf_classes() > 0 { width } else { 0 }],
+        width,
+    }
+}
+
+/// [`evaluate`], with whether each class is published.
+fn judge_release(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    release: &LocalRelease,
+) -> Result<(LocalEvaluation, Vec<bool>)> {
     let axes = axes(freq)?;
     let mut judge = Judge::new(freq, requirements)?;
     let d = freq.qis().len();
@@ -831,38 +891,96 @@ pub fn evaluate(
         ));
     }
     let classes = release.classes();
-    let mut tallies: Vec<Tally> = (0..classes).map(|_| judge.tally()).collect();
-    let mut suppressed = 0u64;
+    // the last tally: the leaf classes the release suppresses itself
+    let mut tallies: Vec<Tally> = (0..=classes).map(|_| judge.tally()).collect();
     for (leaf, &c) in release.class_of.iter().enumerate() {
-        if c == SUPPRESSED {
-            suppressed += freq.sizes()[leaf];
-        } else {
-            judge.add_leaf_class(&mut tallies[c as usize], leaf);
+        let c = if c == SUPPRESSED { classes } else { c as usize };
+        judge.add_leaf_class(&mut tallies[c], leaf);
+    }
+    let population = requirements.population.as_ref().zip(freq.population());
+    let meets_population = |c: usize, rows: u64| {
+        population.is_none_or(|(requirement, counts)| {
+            requirement.passes(rows, counts.covered(release.cells_of(c), &axes))
+        })
+    };
+    // an empty class publishes nothing: kept, and left out of the figures
+    let mut kept: Vec<bool> = tallies[..classes]
+        .iter()
+        .enumerate()
+        .map(|(c, t)| t.rows == 0 || (judge.passes(t) && meets_population(c, t.rows)))
+        .collect();
+    kept.push(tallies[classes].rows == 0);
+    let mut published: Option<Vec<Reference>> = None;
+    match requirements.suppression {
+        SuppressionMode::Drop if judge.criteria.settles_dropped() => {
+            let mut references = judge.criteria.table_references();
+            let remove = |c: usize, references: &mut [Reference]| {
+                for (reference, histogram) in references.iter_mut().zip(&tallies[c].histograms) {
+                    reference.remove_dense(histogram);
+                }
+            };
+            let passes = |c: usize, references: &[Reference]| {
+                tallies[c].rows == 0 || judge.passes_against(&tallies[c], references)
+            };
+            settle_dropped(&mut kept, &mut references, remove, passes);
+            published = Some(references);
+        }
+        SuppressionMode::Drop => {}
+        SuppressionMode::Mask => {
+            let stars = freq
+                .qis()
+                .iter()
+                .map(star_codes)
+                .collect::<Result<Vec<_>>>()?;
+            let all_star: Vec<usize> = (0..classes)
+                .filter(|&c| {
+                    release
+                        .cells_of(c)
+                        .iter()
+                        .zip(&stars)
+                        .all(|(cell, star)| match *cell {
+                            Cell::Top => true,
+                            Cell::Node { level, code } => star[level as usize][code as usize],
+                            Cell::Interval { .. } => false,
+                        })
+                })
+                .collect();
+            let union = |members: &[usize]| {
+                let mut union = judge.tally();
+                for &c in members {
+                    union.add(&tallies[c]);
+                }
+                // the union's labels are the all-`*` classes'
+                let star = members.iter().copied().find(|c| all_star.contains(c));
+                judge.passes(&union) && star.is_none_or(|c| meets_population(c, union.rows))
+            };
+            settle_masked(&mut kept, &all_star, union);
         }
     }
     let n = freq.rows();
     let mut worst = judge.criteria.no_worst();
-    let (mut kept, mut min_kept, mut squares, mut cost_sum) = (0u64, None::<u64>, 0u128, 0.0);
-    let population = requirements.population.as_ref().zip(freq.population());
+    let (mut kept_count, mut min_kept, mut squares, mut cost_sum) = (0u64, None::<u64>, 0u128, 0.0);
+    let mut suppressed = 0u64;
     for (c, tally) in tallies.iter().enumerate() {
         if tally.rows == 0 {
             continue;
         }
-        let verdict = judge.verdict(tally);
-        let meets_population = population.is_none_or(|(requirement, counts)| {
-            requirement.passes(tally.rows, counts.covered(release.cells_of(c), &axes))
-        });
-        if !verdict.passes || !meets_population {
+        if !kept[c] {
             suppressed += tally.rows;
             continue;
         }
-        kept += 1;
+        let passes = match &published {
+            Some(references) => judge.passes_against(tally, references),
+            None => judge.passes(tally),
+        };
+        debug_assert!(passes, "a published class fails");
+        kept_count += 1;
         min_kept = Some(min_kept.map_or(tally.rows, |m| m.min(tally.rows)));
         squares += tally.rows as u128 * tally.rows as u128;
         let cells = release.cells_of(c);
         let cost: f64 = (0..d).map(|q| axes[q].cost(&freq.qis()[q], cells[q])).sum();
         cost_sum += tally.rows as f64 * cost;
-        judge.criteria.fold_worst(&mut worst, &verdict.measures);
+        judge.criteria.fold_worst(&mut worst, judge.measures());
     }
     let nd = n as f64 * d as f64;
     let loss = if n == 0 {
@@ -870,17 +988,19 @@ pub fn evaluate(
     } else {
         (cost_sum + suppressed as f64 * d as f64) / nd
     };
-    Ok(LocalEvaluation {
+    kept.truncate(classes);
+    let evaluation = LocalEvaluation {
         satisfies: suppressed <= judge.budget() && suppressed < n,
         rows: n,
         suppressed_rows: suppressed,
         max_suppressed_rows: judge.budget(),
-        classes: kept,
+        classes: kept_count,
         min_class_size: min_kept,
         sensitive: judge.criteria.achieved(&worst),
         loss,
         discernibility: (squares + n as u128 * suppressed as u128) as f64,
-    })
+    };
+    Ok((evaluation, kept))
 }
 
 /// `release` with every class that fails k-map or δ-presence suppressed. The algorithms
@@ -987,16 +1107,19 @@ pub fn anonymize_with_progress(
         }
         _ => release,
     };
-    let evaluation = evaluate(freq, requirements, &release)?;
-    if !evaluation.satisfies {
-        return Err(DataFusionError::Execution(format!(
-            "{algorithm} found no release meeting the privacy requirements (k = {}): {} of {} \
-             rows would be suppressed, at most {} allowed",
-            requirements.k,
-            evaluation.suppressed_rows,
-            evaluation.rows,
-            evaluation.max_suppressed_rows
-        )));
+    let (release, evaluation) = settled(freq, requirements, release)?;
+    if evaluation.satisfies {
+        return Ok((release, evaluation));
     }
-    Ok((release, evaluation))
+    // every row as `*`, when that meets the policy: the release the optimal full-domain
+    // search's top node is without NULLs
+    let (star, star_evaluation) = settled(freq, requirements, all_star_release(freq))?;
+    if star_evaluation.satisfies {
+        return Ok((star, star_evaluation));
+    }
+    Err(DataFusionError::Execution(format!(
+        "{algorithm} found no release meeting the privacy requirements (k = {}): {} of {} \
+         rows would be suppressed, at most {} allowed",
+        requirements.k, evaluation.suppressed_rows, evaluation.rows, evaluation.max_suppressed_rows
+    )))
 }

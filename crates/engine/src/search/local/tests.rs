@@ -72,6 +72,7 @@ pub(super) fn two_qi_rows(cells: &[(u32, u32, u64)]) -> Vec<FrequencyRow> {
 /// k and a suppression limit, nothing else.
 pub(super) fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k,
         max_suppression,
@@ -140,6 +141,7 @@ fn hierarchies(age_widths: &[f64]) -> Vec<(String, Arc<Hierarchy>)> {
 
 fn requirements(k: u64, l: Option<f64>, t: Option<f64>) -> PrivacyRequirements {
     PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k,
         max_suppression: 0.0,
@@ -647,6 +649,7 @@ async fn mondrian_ten_rows_k2_by_hand() {
     let mut freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
     freq.set_local_labels(LocalLabels::Exact);
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.0,
@@ -727,6 +730,7 @@ async fn mondrian_ten_rows_k2_value_free_by_hand() {
     let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0]).into_iter().skip(1).collect();
     let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.0,
@@ -781,6 +785,7 @@ async fn interval_cells_of_single_values_and_nulls() {
     let qis: Vec<(String, Arc<Hierarchy>)> = hierarchies(&[10.0])[1..2].to_vec();
     let freq = FrequencySet::build(&ctx, "t", &qis, &[]).await.unwrap();
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.0,
@@ -848,6 +853,7 @@ async fn adult_breakdown() {
     }
     for (choice, rate) in choices {
         let req = PrivacyRequirements {
+            suppression: Default::default(),
             population: None,
             k: 5,
             max_suppression: rate,
@@ -890,6 +896,7 @@ fn pairwise_algorithms_refuse_large_frequency_sets() {
     use super::{LocalAlgorithm, LocalOptions, anonymize};
     let freq = random_code_freq(1);
     let req = PrivacyRequirements {
+        suppression: Default::default(),
         population: None,
         k: 2,
         max_suppression: 0.0,
@@ -948,6 +955,7 @@ fn local_releases_meet_population_requirements_on_random_tables() {
                 delta_presence: delta.map(|(min, max)| DeltaPresence { min, max }),
             };
             let req = PrivacyRequirements {
+                suppression: Default::default(),
                 population: Some(requirement),
                 ..k_only(2, 0.3)
             };
@@ -1260,6 +1268,7 @@ fn local_releases_meet_attribute_disclosure_and_person_requirements_on_random_ta
         };
         for (case, (name, k, max_suppression, sensitive)) in cases.iter().enumerate() {
             let req = PrivacyRequirements {
+                suppression: Default::default(),
                 sensitive: sensitive.clone(),
                 ..k_only(*k, *max_suppression)
             };
