@@ -16,7 +16,9 @@ use datafusion::prelude::SessionContext;
 
 use super::{interleaved, peak_rss_mib, print_row, run_once};
 use datafusion_anonymity_engine::bucketize::attack::{attack_table, fingerprint_attack};
-use datafusion_anonymity_engine::bucketize::{CkOptions, MsaTable, Refinement, encode, groups, utility, weights};
+use datafusion_anonymity_engine::bucketize::{
+    CkOptions, MsaTable, Refinement, encode, groups, utility, weights,
+};
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::publish::bucketized::publish_policy;
 
@@ -83,7 +85,9 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
         let start = Instant::now();
         let ctx = datafusion_anonymity_engine::session::context(Some(MEMORY_LIMIT))?;
         let mut policy = Policy::from_toml("bench (c,k) policy", Path::new("."), CK_POLICY)?;
-        policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
+        policy.set_input(datafusion_anonymity_engine::storage::Location::Local(
+            path.to_path_buf(),
+        ));
         policy.register_with(&ctx, false).await?;
         let outcome = publish_policy(
             &ctx,
@@ -247,7 +251,8 @@ pub(super) async fn experiments(path: &Path) -> Result<()> {
     for m in 2..=SENSITIVE.len() {
         let mut subset = table.clone();
         subset.sensitive.truncate(m);
-        let (ck, _) = datafusion_anonymity_engine::bucketize::ck_anonymize(&subset, &ck_options(6))?;
+        let (ck, _) =
+            datafusion_anonymity_engine::bucketize::ck_anonymize(&subset, &ck_options(6))?;
         let pk = groups::pk_angelize(&subset, 2, 6)?;
         let (c, p) = (vulnerable(&subset, &ck, 6)?, vulnerable(&subset, &pk, 6)?);
         println!("| {m} | {} / {} | {} / {} |", c.0, c.1, p.0, p.1);

@@ -363,9 +363,14 @@ async fn publish_case(ctx: &SessionContext, path: &Path, iterations: usize) -> R
     // smaller tables (e.g. --quick) suppress more than the policy's 5%: lift the limit so
     // every size runs; the suppressed rows are printed
     let text = PATIENTS_POLICY.replace("max_suppression = 0.05", "max_suppression = 1.0");
-    let mut policy =
-        datafusion_anonymity_engine::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
-    policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
+    let mut policy = datafusion_anonymity_engine::policy::Policy::from_toml(
+        "examples/patients/policy.toml",
+        Path::new("."),
+        &text,
+    )?;
+    policy.set_input(datafusion_anonymity_engine::storage::Location::Local(
+        path.to_path_buf(),
+    ));
     let publish_ctx = SessionContext::new_with_config(ctx.state().config().clone());
     datafusion_anonymity_engine::register(&publish_ctx)?;
     policy.register(&publish_ctx).await?;
@@ -419,12 +424,19 @@ async fn shuffle_case(path: &Path, iterations: usize, memory_limit: usize) -> Re
     let scratch = path.with_extension("bench-shuffle");
     std::fs::create_dir_all(&scratch)?;
     let text = PATIENTS_POLICY.replace("max_suppression = 0.05", "max_suppression = 1.0");
-    let mut policy =
-        datafusion_anonymity_engine::policy::Policy::from_toml("examples/patients/policy.toml", Path::new("."), &text)?;
-    policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
+    let mut policy = datafusion_anonymity_engine::policy::Policy::from_toml(
+        "examples/patients/policy.toml",
+        Path::new("."),
+        &text,
+    )?;
+    policy.set_input(datafusion_anonymity_engine::storage::Location::Local(
+        path.to_path_buf(),
+    ));
     let ctx = datafusion_anonymity_engine::session::context(Some(memory_limit))?;
     policy.register(&ctx).await?;
-    let release = datafusion_anonymity_engine::release::Release::FullDomain(policy.transformation().unwrap_or_default());
+    let release = datafusion_anonymity_engine::release::Release::FullDomain(
+        policy.transformation().unwrap_or_default(),
+    );
     let mut peaks = [0u64; 2];
     let mut phases = [datafusion_anonymity_engine::publish::PublishTimings::default(); 2];
     // CPU seconds of each run: on a machine shared with other work, the wall-clock ratio
@@ -525,7 +537,9 @@ async fn anonymize_case(
             Path::new("."),
             PATIENTS_POLICY,
         )?;
-        policy.set_input(datafusion_anonymity_engine::storage::Location::Local(path.to_path_buf()));
+        policy.set_input(datafusion_anonymity_engine::storage::Location::Local(
+            path.to_path_buf(),
+        ));
         policy.register_with(&ctx, false).await?;
         let sensitive = policy.requirements().constrained_attributes();
         let registered = start.elapsed();

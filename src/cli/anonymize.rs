@@ -136,7 +136,9 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
     method.metric(metric)?;
     let recoding_out =
         recoding_target(args.recoding_out.as_deref(), method, &policy, &out, &args).await?;
-    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx =
+        datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
+            .await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(&ctx, false).await?;
 

@@ -94,7 +94,9 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
         None => None,
     };
-    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx =
+        datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
+            .await?;
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(&ctx, false).await?;
     for repeated in policy.repeated_identifiers(&ctx).await? {

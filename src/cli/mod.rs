@@ -23,10 +23,10 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
+use crate::bench;
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::tables::{self, BadValues, CsvOptions, TableFormat};
-use crate::bench;
 use datafusion_anonymity_generate as generate;
 
 use output::Format;
@@ -225,7 +225,9 @@ struct CsvTable {
 }
 
 async fn sql(args: SqlArgs) -> Result<()> {
-    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx =
+        datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
+            .await?;
     let bad_values = args
         .bad_values
         .as_deref()

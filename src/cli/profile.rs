@@ -169,7 +169,9 @@ async fn register(
 
 /// Runs `anon profile`.
 pub async fn run(args: ProfileArgs) -> Result<()> {
-    let ctx = datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url()).await?;
+    let ctx =
+        datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
+            .await?;
     let mut quasi_identifiers = args.quasi_identifiers.clone();
     let mut sensitive = args.sensitive.clone();
     let mut hierarchies = HashMap::new();

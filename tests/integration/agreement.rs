@@ -13,10 +13,10 @@ use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringAr
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_anonymity::policy::Policy;
-use datafusion_anonymity::publish::{self, RowOrder};
-use datafusion_anonymity::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity::search::{self, Algorithm, Method, Metric};
+use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::publish::{self, RowOrder};
+use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
+use datafusion_anonymity_engine::search::{self, Algorithm, Method, Metric};
 
 use crate::reference::Rng;
 

@@ -349,7 +349,10 @@ fn every_policy_requirement_is_defined_in_docs() {
     }
     let population = datafusion_anonymity_engine::policy::PopulationRequirement {
         k_map: Some(2),
-        delta_presence: Some(datafusion_anonymity_engine::policy::DeltaPresence { min: 0.0, max: 0.5 }),
+        delta_presence: Some(datafusion_anonymity_engine::policy::DeltaPresence {
+            min: 0.0,
+            max: 0.5,
+        }),
     };
     for key in population.policy_keys() {
         if !definitions.contains(&format!("`{key}`")) {

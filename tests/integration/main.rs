@@ -20,6 +20,7 @@ mod search;
 mod shuffle;
 mod slt;
 mod staging;
+mod structure;
 mod uniqueness;
 
 use std::path::Path;

@@ -864,7 +864,9 @@ async fn random_tables_match_sql_functions_and_brute_force() {
 // ------------------------------------- homogeneity and background-knowledge attacks
 
 /// (classes, rows) of each background-knowledge figure, in increasing m.
-fn background(figures: &datafusion_anonymity_engine::profile::SensitiveFigures) -> Vec<(u64, u64, u64)> {
+fn background(
+    figures: &datafusion_anonymity_engine::profile::SensitiveFigures,
+) -> Vec<(u64, u64, u64)> {
     figures
         .background_knowledge
         .iter()

@@ -734,9 +734,12 @@ async fn check_failing_classes(
     let qis = policy.quasi_identifiers().len();
     let mut with_failures = 0;
     for levels in nodes {
-        let derived =
-            datafusion_anonymity_engine::search::failing_classes(&freq, policy.requirements(), levels)
-                .unwrap();
+        let derived = datafusion_anonymity_engine::search::failing_classes(
+            &freq,
+            policy.requirements(),
+            levels,
+        )
+        .unwrap();
         let table = policy
             .generalized_table(ctx, Release::FullDomain(levels.to_vec()))
             .await
@@ -1016,8 +1019,12 @@ async fn publish_with_derived_failing_classes_matches_publish() {
         .unwrap();
         let levels = vec![2, 1];
         let derive = |levels: &[usize]| {
-            datafusion_anonymity_engine::search::failing_classes(&freq, policy.requirements(), levels)
-                .unwrap()
+            datafusion_anonymity_engine::search::failing_classes(
+                &freq,
+                policy.requirements(),
+                levels,
+            )
+            .unwrap()
         };
         let plain_out = dir.path().join(format!("plain-{suppression}.parquet"));
         let plain = publish::publish(
@@ -1345,8 +1352,12 @@ async fn publish_progress_reaches_its_totals() {
             let freq = policy.frequency_set(&ctx, None).await.unwrap();
             let levels = release.levels().unwrap();
             Some(
-                datafusion_anonymity_engine::search::failing_classes(&freq, policy.requirements(), levels)
-                    .unwrap(),
+                datafusion_anonymity_engine::search::failing_classes(
+                    &freq,
+                    policy.requirements(),
+                    levels,
+                )
+                .unwrap(),
             )
         } else {
             None

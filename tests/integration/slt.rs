@@ -185,7 +185,8 @@ impl AsyncDB for AnonDb {
     async fn run(&mut self, sql: &str) -> Result<DBOutput<ColType>, DataFusionError> {
         if let Some(path) = policy_directive(sql) {
             // test-harness directive, the equivalent of `anon sql --policy FILE`
-            let mut policy = datafusion_anonymity_engine::policy::Policy::from_file(sql_dir().join(path))?;
+            let mut policy =
+                datafusion_anonymity_engine::policy::Policy::from_file(sql_dir().join(path))?;
             policy.register(&self.ctx).await?;
             return Ok(DBOutput::StatementComplete(0));
         }

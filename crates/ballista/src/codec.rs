@@ -30,13 +30,13 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
-use datafusion_anonymity_engine::wire::{self, WireReader};
 use datafusion_anonymity::generalize::spec::{decode_registry, encode_registry};
 use datafusion_anonymity::generalize::udf::generalize::GeneralizeFunction;
 use datafusion_anonymity_engine::local_recode::LocalRecodeFunction;
 use datafusion_anonymity_engine::profile::histogram::{histogram_domain, histogram_udaf};
 use datafusion_anonymity_engine::pseudonym::{PseudonymFunction, PseudonymKey};
 use datafusion_anonymity_engine::release::LocalRecoding;
+use datafusion_anonymity_engine::wire::{self, WireReader};
 
 /// The first bytes of every payload this codec writes.
 pub const MAGIC: &[u8] = b"\0anon1";

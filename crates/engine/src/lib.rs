@@ -21,28 +21,32 @@
 
 pub use datafusion;
 pub use datafusion_anonymity::{
-    function_names, functions, generalize, options, register_udfs, rewrite,
-    rng, with_anonymity_rules,
+    function_names, functions, generalize, options, register_udfs, rewrite, rng,
+    with_anonymity_rules,
 };
 
 pub mod bucketize;
 pub mod direct_table;
 pub mod errors;
+pub mod label_codes;
 pub mod local_recode;
 pub mod parallel;
 pub mod policy;
+pub mod policy_release;
 pub mod profile;
 pub mod progress;
 pub mod provider;
 pub mod pseudonym;
 pub mod publish;
-pub mod release;
+/// The search's output (a module of `search`), at the top for hosts: `engine::release::Release`.
+pub use search::release;
 pub mod saved_recoding;
 pub mod search;
 pub mod session;
 pub mod sort;
 pub mod storage;
 pub mod tables;
+pub mod text;
 pub mod value_codes;
 pub mod wire;
 

@@ -36,10 +36,10 @@ use datafusion::logical_expr::{
 };
 use hashbrown::HashMap;
 
-use datafusion_anonymity::generalize::udf::LABEL_TYPE;
 use crate::direct_table::{DirectTable, PREFETCH_DISTANCE, prefetch};
-use crate::release::LocalRecoding;
+use crate::search::release::LocalRecoding;
 use crate::value_codes::ValueCodes;
+use datafusion_anonymity::generalize::udf::LABEL_TYPE;
 
 /// The struct field holding whether the row's combination is suppressed.
 pub const SUPPRESSED_FIELD: &str = "suppressed";

@@ -42,12 +42,13 @@ use datafusion::prelude::{SessionContext, coalesce, lit, not};
 
 use crate::generalize::udf::LABEL_TYPE;
 use crate::generalize::udf::generalize::GeneralizeFunction;
+use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
 use crate::local_recode::{
     CLASS_KEY_FIELD, LocalRecodeFunction, SUPPRESSED_FIELD, label_field_name,
 };
-use crate::generalize::{Hierarchy, HierarchyRegistry, TOP_LABEL};
 use crate::policy::{PrivacyRequirements, SuppressionMode};
-use crate::release::Release;
+use crate::search::failing::{ROWS, key_name};
+use crate::search::release::Release;
 use datafusion::functions::core::expr_fn::get_field;
 
 /// What happens to one column.
@@ -122,8 +123,8 @@ impl Generalization {
     }
 }
 
-/// Names of the helper columns of the plans; chosen not to collide with user columns.
-pub(crate) const ROWS: &str = "__anon_class_rows";
+/// Names of the helper columns of the plans; chosen not to collide with user columns (the
+/// failing classes' ones are defined with their format, [`crate::search::failing`]).
 /// The population's rows of a label tuple in [`Generalization::population`].
 pub const POPULATION_ROWS: &str = "__anon_population_rows";
 
@@ -135,10 +136,6 @@ const PASSES: &str = "__anon_class_passes";
 const SUPPRESSED: &str = "__anon_suppressed";
 const CLASSES_ALIAS: &str = "__anon_failing_classes";
 const LOCAL_LABELS: &str = "__anon_local_labels";
-
-pub(crate) fn key_name(i: usize) -> String {
-    format!("__anon_key_{i}")
-}
 
 /// A table served generalized and suppressed; see the module documentation.
 #[derive(Debug)]

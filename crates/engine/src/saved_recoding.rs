@@ -58,9 +58,9 @@ use datafusion::error::{DataFusionError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::publish::PublishReport;
-use crate::release::{CellKind, LocalRecoding, Release};
 use crate::search::FrequencySet;
 use crate::search::local::LocalLabels;
+use crate::search::release::{CellKind, LocalRecoding, Release};
 use crate::storage::{self, Location, StoreOptions};
 
 mod matching;

@@ -22,12 +22,19 @@ pub fn session() -> Result<SessionContext> {
     let batch = RecordBatch::try_new(
         Arc::clone(&schema),
         vec![
-            Arc::new(StringArray::from(vec!["130*", "130*", "130*", "148*", "148*"])),
+            Arc::new(StringArray::from(vec![
+                "130*", "130*", "130*", "148*", "148*",
+            ])),
             Arc::new(Int64Array::from(vec![28, 29, 21, 50, 55])),
-            Arc::new(StringArray::from(vec!["flu", "cancer", "flu", "flu", "flu"])),
+            Arc::new(StringArray::from(vec![
+                "flu", "cancer", "flu", "flu", "flu",
+            ])),
         ],
     )?;
-    ctx.register_table("patients", Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))?;
+    ctx.register_table(
+        "patients",
+        Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
+    )?;
     Ok(ctx)
 }
 

@@ -19,10 +19,7 @@ pub const DOC_SECTION: DocSection = DocSection {
 };
 
 /// Starts the documentation of a function of this crate.
-pub fn doc(
-    description: &str,
-    syntax: &str,
-) -> datafusion::logical_expr::DocumentationBuilder {
+pub fn doc(description: &str, syntax: &str) -> datafusion::logical_expr::DocumentationBuilder {
     Documentation::builder(DOC_SECTION, description, syntax)
 }
 
@@ -50,20 +47,13 @@ pub fn is_ordered(data_type: &DataType) -> bool {
 }
 
 /// Whether row `row` passes an aggregate's `FILTER` (a NULL filter value does not).
-pub fn selected(
-    filter: Option<&datafusion::arrow::array::BooleanArray>,
-    row: usize,
-) -> bool {
+pub fn selected(filter: Option<&datafusion::arrow::array::BooleanArray>, row: usize) -> bool {
     use datafusion::arrow::array::Array;
     filter.is_none_or(|f| f.is_valid(row) && f.value(row))
 }
 
 /// The value of a constant numeric argument (such as `c` of recursive diversity).
-pub fn constant_f64(
-    function: &str,
-    name: &str,
-    expr: &Arc<dyn PhysicalExpr>,
-) -> Result<f64> {
+pub fn constant_f64(function: &str, name: &str, expr: &Arc<dyn PhysicalExpr>) -> Result<f64> {
     let literal = expr.as_ref().downcast_ref::<Literal>().ok_or_else(|| {
         DataFusionError::Plan(format!("{function}: {name} must be a constant number"))
     })?;
@@ -198,9 +188,7 @@ where
 
 /// Values of an ordered column as f64 (numbers and decimals by value, dates and timestamps by
 /// their integer representation); `None` for NULL and NaN.
-pub fn ordered_as_f64(
-    values: &datafusion::arrow::array::ArrayRef,
-) -> Result<Vec<Option<f64>>> {
+pub fn ordered_as_f64(values: &datafusion::arrow::array::ArrayRef) -> Result<Vec<Option<f64>>> {
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::compute::cast;
     use datafusion::arrow::datatypes::{DataType, Float64Type};

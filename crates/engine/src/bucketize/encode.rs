@@ -16,7 +16,7 @@ use futures::StreamExt;
 
 use super::{EncodedColumn, MsaTable};
 use crate::functions::common::{is_ordered, ordered_as_f64};
-use crate::policy::quote_ident;
+use crate::text::quote_ident;
 use crate::value_codes::ValueCodes;
 
 /// Codes one column batch by batch: first-seen order while reading, value order at the end.

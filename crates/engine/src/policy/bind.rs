@@ -11,31 +11,9 @@ use datafusion::prelude::SessionContext;
 
 use super::{PendingHierarchy, Policy, policy_error, quote_ident};
 use crate::generalize::Hierarchy;
-use crate::release::Release;
 use crate::tables::TableFormat;
 
 impl Policy {
-    /// Registers the input as [`Policy::table_name`] on `ctx` (with the crate's functions,
-    /// if not yet there), checks the policy against its schema and data, and registers each
-    /// quasi-identifier's hierarchy under the column's name for `generalize(col, 'col',
-    /// level)`. With a fixed transformation, also registers `<name>_anon`, the
-    /// [`GeneralizedTable`](crate::provider::GeneralizedTable) serving the published data.
-    pub async fn register(&mut self, ctx: &SessionContext) -> Result<()> {
-        self.register_with(ctx, true).await?;
-        if let Some(levels) = self.transformation() {
-            // settled now when dropping classes changes what the kept ones are measured
-            // against (drop with t, β or δ: scans of the input), so that SQL readers see what
-            // `anon apply` would publish
-            let table = self
-                .generalized_table(ctx, Release::FullDomain(levels))
-                .await?
-                .settled(ctx)
-                .await?;
-            ctx.register_table(format!("{}_anon", self.name), Arc::new(table))?;
-        }
-        Ok(())
-    }
-
     /// [`Policy::register`] without `<name>_anon` (the publishing commands build their own
     /// generalized table), optionally without the scan that checks every value of a value
     /// tree's column is a leaf — for callers that check it themselves in a scan they need

@@ -79,7 +79,7 @@ pub struct PrivacySpec {
     /// How local recoding labels a class's values of an ordered quasi-identifier:
     /// `value_free` (default) or `exact` (see [`crate::search::local::labels`]).
     #[serde(default)]
-    pub local_labels: crate::search::local::LocalLabels,
+    pub local_labels: super::LocalLabels,
     /// l-diversity for every sensitive attribute that does not set its own.
     pub l_diversity: Option<LDiversity>,
     /// t-closeness for every sensitive attribute that does not set its own.

@@ -724,8 +724,8 @@ impl ColumnUniqueness {
              quasi-identifiers",
             self.attribute,
             100.0 * self.unique_share,
-            crate::profile::render_text::group_digits(self.unique_rows),
-            crate::profile::render_text::group_digits(self.rows)
+            crate::text::group_digits(self.unique_rows),
+            crate::text::group_digits(self.rows)
         )
     }
 }

@@ -20,7 +20,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::{ProfileOptions, label, table};
-use crate::policy::quote_ident;
+use crate::text::quote_ident;
 
 /// How many rows of two releases of the same data can be re-linked by their position.
 #[derive(Debug, Clone, Serialize)]

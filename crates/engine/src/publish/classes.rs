@@ -23,8 +23,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
 use hashbrown::HashTable;
 
-use super::codes::LabelCodes;
 use crate::direct_table::{DirectTable, PREFETCH_DISTANCE};
+use crate::label_codes::LabelCodes;
 
 /// Rows grouped into classes by the exact values of some label columns, with a row count
 /// per class; see the module documentation.

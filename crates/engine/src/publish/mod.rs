@@ -26,7 +26,7 @@
 pub mod bucketized;
 mod class_keys;
 mod classes;
-pub(crate) mod codes;
+
 mod count;
 mod expand;
 mod population;
@@ -65,7 +65,7 @@ use serde::Serialize;
 use crate::policy::{PostAnalytics, SuppressionMode, quote_ident};
 use crate::progress::ScanProgress;
 use crate::provider::CLASS_KEY_COLUMN;
-use crate::release::Release;
+use crate::search::release::Release;
 use crate::storage::Location;
 use classes::ClassCounter;
 

@@ -10,7 +10,7 @@
 //!   written class's F_E is the count of its label tuple;
 //! - **local**: labels overlap, so a label tuple is not a function of the raw values; each
 //!   class's F_E is counted over its cells when the release is built
-//!   ([`crate::release::LocalRecoding::population_covered`]) and looked up by its labels.
+//!   ([`crate::search::release::LocalRecoding::population_covered`]) and looked up by its labels.
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
@@ -21,7 +21,7 @@ use datafusion::prelude::SessionContext;
 use super::classes::ClassCounter;
 use crate::generalize::TOP_LABEL;
 use crate::policy::{Policy, PopulationAchieved, PopulationRequirement, SuppressionMode};
-use crate::release::Release;
+use crate::search::release::Release;
 
 /// The population's rows per label tuple of `release` (of `width` quasi-identifiers), and
 /// the population's rows.

@@ -14,7 +14,7 @@
 //! buffers, in source order); any other type falls back to `interleave`.
 //!
 //! A text column may also arrive *coded* ([`scattered_decoding`]): as the `u16` codes of a
-//! [`LabelCodes`](super::codes::LabelCodes) dictionary, which the shuffle holds instead of
+//! [`LabelCodes`](crate::label_codes::LabelCodes) dictionary, which the shuffle holds instead of
 //! 16-byte views. Each code is written out as its label's view, so decoding costs nothing
 //! beyond the scatter itself.
 
@@ -74,7 +74,7 @@ fn moved_view(view: u128, first: u128) -> u128 {
 /// position p holds the `order[p]`-th row read, so `order` must be a permutation of
 /// `0..order.len()` (the inverse of [`scattered`]'s `dest`). A source's column may be coded:
 /// `UInt16` where `schema` has `Utf8View`, each value a row of the dictionary
-/// `dictionary(source, column)` (the labels of a [`LabelCodes`](super::codes::LabelCodes), code
+/// `dictionary(source, column)` (the labels of a [`LabelCodes`](crate::label_codes::LabelCodes), code
 /// c at row c), written out decoded.
 ///
 /// A column coded in every source is *gathered* ([`gathered_codes`]): its codes are a few
@@ -433,7 +433,7 @@ fn fallback(arrays: &[&ArrayRef], dest: &[u32]) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::publish::codes::LabelCodes;
+    use crate::label_codes::LabelCodes;
     use datafusion::arrow::array::{
         BooleanArray, Float64Array, Int32Array, Int64Array, StringArray, StringViewArray,
         UInt16Array,

@@ -37,23 +37,10 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
-use serde::{Deserialize, Serialize};
 
 use crate::storage::{self, Location, StoreOptions};
 
-/// The manifest a directory output in a bucket gets last.
-pub const MANIFEST: &str = "_SUCCESS";
-
-/// What `_SUCCESS` holds: the files of the output, relative to its prefix.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Manifest {
-    /// `datafusion-anonymity/1`.
-    pub format: String,
-    /// The output's files, relative to the output's prefix.
-    pub files: Vec<String>,
-}
-
-const MANIFEST_FORMAT: &str = "datafusion-anonymity/1";
+pub use crate::storage::manifest::{MANIFEST, MANIFEST_FORMAT, Manifest, is_parquet_file};
 
 /// The name part that marks staging: `.<name>.anon-tmp-…`.
 const STAGING_MARK: &str = ".anon-tmp-";
@@ -469,27 +456,6 @@ async fn commit_prefix(
         }
     }
     Ok(())
-}
-
-/// The files a directory output's manifest lists (relative to `directory`), or `None` when
-/// it has no manifest of this crate's.
-pub async fn manifest_files(
-    directory: &Location,
-    options: &StoreOptions,
-) -> Result<Option<Vec<String>>> {
-    let manifest = directory.as_prefix().join(MANIFEST)?;
-    if !storage::exists(&manifest, options).await? {
-        return Ok(None);
-    }
-    let bytes = storage::read_bytes(&manifest, options).await?;
-    match serde_json::from_slice::<Manifest>(&bytes) {
-        Ok(manifest) if manifest.format == MANIFEST_FORMAT => Ok(Some(manifest.files)),
-        _ => Ok(None),
-    }
-}
-
-pub fn is_parquet_file(location: &Location) -> bool {
-    location.extension().as_deref() == Some("parquet")
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use futures::StreamExt;
 use hashbrown::HashTable;
 
 use super::classes::ClassCounter;
-use super::codes::LabelCodes;
+use crate::label_codes::LabelCodes;
 use crate::policy::ColumnUniqueness;
 use crate::profile::KeyInterner;
 use crate::profile::leakage::normalized;

@@ -6,7 +6,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
-use crate::release::Release;
+use crate::search::release::Release;
 
 /// The utility of publishing `release` under `policy` (the profile's utility section), with
 /// every row paired with its own original: the rows are recoded once more with their

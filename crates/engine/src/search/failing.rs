@@ -17,7 +17,14 @@ use super::evaluate::Evaluator;
 use super::frequency::FrequencySet;
 use crate::generalize::udf::LABEL_TYPE;
 use crate::policy::PrivacyRequirements;
-use crate::provider::{ROWS, key_name};
+
+/// The class size column of a failing-classes table; named not to collide with user columns.
+pub(crate) const ROWS: &str = "__anon_class_rows";
+
+/// The label column of quasi-identifier `i` in a failing-classes table.
+pub(crate) fn key_name(i: usize) -> String {
+    format!("__anon_key_{i}")
+}
 
 /// The classes of a node that fail the requirements, in the format of
 /// [`GeneralizedTable::failing_classes_plan`](crate::provider::GeneralizedTable::failing_classes_plan)'s

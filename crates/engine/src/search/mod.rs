@@ -46,6 +46,7 @@ mod packed;
 pub(crate) mod persons;
 pub mod population;
 mod publication;
+pub mod release;
 
 #[cfg(test)]
 mod persons_tests;
@@ -138,9 +139,7 @@ impl Metric {
     /// whole numbers grouped by thousands, the shares with four decimals.
     pub fn display(self, value: f64) -> String {
         match self {
-            Metric::Discernibility | Metric::Classes => {
-                crate::profile::render_text::whole_number(value)
-            }
+            Metric::Discernibility | Metric::Classes => crate::text::whole_number(value),
             Metric::Loss | Metric::Precision => format!("{value:.4}"),
         }
     }
@@ -354,7 +353,7 @@ pub struct Decision {
     pub method: Method,
     /// The metric minimized and reported ([`Method::metric`]).
     pub metric: Metric,
-    pub release: crate::release::Release,
+    pub release: crate::search::release::Release,
     pub failing: FailingClasses,
     /// The metric's value (Loss for local recoding).
     pub metric_value: f64,
@@ -371,7 +370,7 @@ impl Decision {
     /// One line for a person: the levels or the classes, the metric, the suppressed rows.
     pub fn summary(&self, freq: &FrequencySet) -> String {
         let what = match &self.release {
-            crate::release::Release::FullDomain(levels) => {
+            crate::search::release::Release::FullDomain(levels) => {
                 let levels: Vec<String> = freq
                     .qi_names()
                     .iter()
@@ -380,7 +379,7 @@ impl Decision {
                     .collect();
                 format!("levels {}", levels.join(", "))
             }
-            crate::release::Release::Local(local) => format!("{} classes", local.classes()),
+            crate::search::release::Release::Local(local) => format!("{} classes", local.classes()),
         };
         format!(
             "{}: {what}, {} {:.4}, {} rows suppressed",
@@ -426,7 +425,7 @@ pub fn decide(
                 method,
                 metric,
                 suppressed_rows: solution.evaluation.suppressed_rows,
-                release: crate::release::Release::FullDomain(solution.levels),
+                release: crate::search::release::Release::FullDomain(solution.levels),
                 failing,
                 metric_value: solution.metric_value,
                 lattice_size: Some(lattice_size),
@@ -437,7 +436,7 @@ pub fn decide(
         Method::Local(algorithm) => {
             let (release, evaluation) =
                 local::anonymize_with_progress(freq, requirements, algorithm, options, progress)?;
-            let recoding = crate::release::LocalRecoding::new(freq, &release)?;
+            let recoding = crate::search::release::LocalRecoding::new(freq, &release)?;
             Ok(Decision {
                 method,
                 metric,
@@ -447,7 +446,7 @@ pub fn decide(
                     freq.rows(),
                 ),
                 suppressed_rows: evaluation.suppressed_rows,
-                release: crate::release::Release::Local(std::sync::Arc::new(recoding)),
+                release: crate::search::release::Release::Local(std::sync::Arc::new(recoding)),
                 metric_value: evaluation.loss,
                 lattice_size: None,
                 nodes_checked: None,
@@ -470,13 +469,13 @@ fn all_star_decision(
     if !evaluation.satisfies {
         return Ok(None);
     }
-    let recoding = crate::release::LocalRecoding::new(freq, &release)?;
+    let recoding = crate::search::release::LocalRecoding::new(freq, &release)?;
     Ok(Some(Decision {
         method,
         metric,
         failing: FailingClasses::none(freq.qi_names(), recoding.suppressed_rows(), freq.rows()),
         suppressed_rows: evaluation.suppressed_rows,
-        release: crate::release::Release::Local(std::sync::Arc::new(recoding)),
+        release: crate::search::release::Release::Local(std::sync::Arc::new(recoding)),
         metric_value: match metric {
             Metric::Loss => evaluation.loss,
             Metric::Discernibility => evaluation.discernibility,

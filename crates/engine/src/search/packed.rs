@@ -7,7 +7,7 @@
 //! under `--memory-limit 2GiB` and 18 s without a limit, for a scan of 1.5 s. Here each
 //! partition of the scan:
 //! 1. codes every value of each column in its own small map (text through
-//!    [`LabelCodes`](crate::publish::codes::LabelCodes), integers and dates by their `i64`
+//!    [`LabelCodes`](crate::label_codes::LabelCodes), integers and dates by their `i64`
 //!    value), keeping each new value once (its first row, by `take`);
 //! 2. packs a row's codes into one `u128` (128 / width bits a column, at most 32) and counts
 //!    it in a hash map of `u128` keys.
@@ -51,8 +51,8 @@ use hashbrown::{DefaultHashBuilder, HashMap};
 
 use super::frequency::{StreamedCodes, decoded, decoded_type, ranked};
 use crate::functions::histogram::new_dictionary;
+use crate::label_codes::LabelCodes;
 use crate::progress::ScanProgress;
-use crate::publish::codes::LabelCodes;
 
 /// At most this many columns (8 bits of key each).
 const MAX_COLUMNS: usize = 16;

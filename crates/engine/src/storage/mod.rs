@@ -16,6 +16,7 @@
 #[cfg(feature = "remote")]
 mod connect;
 mod location;
+pub mod manifest;
 mod stores;
 
 use std::sync::Arc;
@@ -90,7 +91,8 @@ pub fn describe_store_error(error: &object_store::Error) -> String {
                 "the credentials were refused (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or \
                  your cloud's equivalents)"
                     .to_string()
-            } else if lower.contains("connect") || lower.contains("dns") || is_connect_error(other) {
+            } else if lower.contains("connect") || lower.contains("dns") || is_connect_error(other)
+            {
                 "cannot reach the object store (check the endpoint)".to_string()
             } else if let Some((_, status)) = full.split_once("status code: ") {
                 // the status, without the request and the response body object_store adds

@@ -73,10 +73,7 @@ pub fn store_for(url: &Url, options: &StoreOptions) -> Result<Arc<dyn ObjectStor
 /// A new store for `url`, outside the cache: for a runtime of its own, whose connections must
 /// not be pooled with the main runtime's.
 // a build without remote stores only names the scheme it lacks
-#[cfg_attr(
-    not(feature = "remote"),
-    allow(unreachable_code, unused_variables)
-)]
+#[cfg_attr(not(feature = "remote"), allow(unreachable_code, unused_variables))]
 pub(crate) fn build_store_uncached(
     url: &Url,
     options: &StoreOptions,

@@ -136,7 +136,7 @@ pub async fn register_location_with(
         TableFormat::Parquet
             if location.is_url()
                 && !is_glob(&path)
-                && !crate::publish::is_parquet_file(location)
+                && !crate::storage::manifest::is_parquet_file(location)
                 && holds_csv_only(location, options).await.map_err(in_table)? =>
         {
             TableFormat::Csv
@@ -191,7 +191,7 @@ async fn register_parquet_url(
     location: &Location,
     options: &StoreOptions,
 ) -> Result<()> {
-    if crate::publish::is_parquet_file(location) {
+    if crate::storage::manifest::is_parquet_file(location) {
         if !storage::exists(location, options).await? {
             return Err(DataFusionError::Plan(format!("{location}: not found")));
         }
@@ -204,7 +204,7 @@ async fn register_parquet_url(
             .await;
     }
     let prefix = location.as_prefix();
-    let files = match crate::publish::staged::manifest_files(&prefix, options).await? {
+    let files = match crate::storage::manifest::manifest_files(&prefix, options).await? {
         Some(files) => files,
         None => {
             let listed = storage::list(&prefix, options).await?;

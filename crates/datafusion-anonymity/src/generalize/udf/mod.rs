@@ -42,10 +42,7 @@ pub const GENERALIZE_SECTION: DocSection = DocSection {
 };
 
 /// Starts the documentation of a recoding function.
-pub fn doc(
-    description: &str,
-    syntax: &str,
-) -> datafusion::logical_expr::DocumentationBuilder {
+pub fn doc(description: &str, syntax: &str) -> datafusion::logical_expr::DocumentationBuilder {
     crate::functions::common::doc(description, syntax).with_doc_section(GENERALIZE_SECTION)
 }
 
@@ -85,12 +82,7 @@ pub fn generalize_expr(
 }
 
 /// An error unless there are `n` arguments.
-pub fn check_arity(
-    function: &str,
-    syntax: &str,
-    arg_types: &[DataType],
-    n: usize,
-) -> Result<()> {
+pub fn check_arity(function: &str, syntax: &str, arg_types: &[DataType], n: usize) -> Result<()> {
     if arg_types.len() != n {
         return Err(DataFusionError::Plan(format!(
             "{function} takes {n} arguments: {syntax}, got {}",
@@ -101,10 +93,7 @@ pub fn check_arity(
 }
 
 /// The value of constant argument `i` at planning time.
-pub fn planned<'a>(
-    scalars: &[Option<&'a ScalarValue>],
-    i: usize,
-) -> Option<&'a ScalarValue> {
+pub fn planned<'a>(scalars: &[Option<&'a ScalarValue>], i: usize) -> Option<&'a ScalarValue> {
     scalars.get(i).copied().flatten()
 }
 
@@ -139,11 +128,7 @@ pub fn level_arg(function: &str, name: &str, value: Option<&ScalarValue>) -> Res
 }
 
 /// A constant string argument.
-pub fn string_arg(
-    function: &str,
-    name: &str,
-    value: Option<&ScalarValue>,
-) -> Result<String> {
+pub fn string_arg(function: &str, name: &str, value: Option<&ScalarValue>) -> Result<String> {
     match value {
         Some(ScalarValue::Utf8(Some(s)))
         | Some(ScalarValue::LargeUtf8(Some(s)))

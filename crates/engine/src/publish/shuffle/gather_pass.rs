@@ -5,7 +5,7 @@ use datafusion::arrow::array::{RecordBatch, StringViewArray};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::error::{DataFusionError, Result};
 
-use crate::publish::codes::LabelCodes;
+use crate::label_codes::LabelCodes;
 use crate::publish::scatter::permuted_decoding;
 use crate::rng::SplitMix64;
 

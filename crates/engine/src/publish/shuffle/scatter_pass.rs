@@ -17,7 +17,7 @@ use datafusion::execution::spill_file::{SpillFile, SpillWriter};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use futures::StreamExt;
 
-use crate::publish::codes::LabelCodes;
+use crate::label_codes::LabelCodes;
 use crate::publish::scatter::{scattered, scattered_column};
 
 use super::{Levels, OrderKeys, SHUFFLE_MEMORY, Settings};

@@ -53,61 +53,17 @@
 //! KACA and IAB publish hierarchy nodes only, under either rule: their labels are already the
 //! hierarchy's (a single raw value only for a class holding one value).
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::error::{DataFusionError, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::functions::common::{decode_dictionary, ordered_as_f64};
 use crate::generalize::{DateUnit, Hierarchy, HierarchyKind, IntervalHierarchy, IntervalLevel};
 
-/// How a class's values of an ordered quasi-identifier are labelled (see the module
-/// documentation); the policy's `[privacy] local_labels`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LocalLabels {
-    /// Grid cells: a hierarchy node, or an open interval `(a, b)` whose ends are no member's
-    /// value.
-    #[default]
-    ValueFree,
-    /// `[min, max]`: the class's smallest and largest raw values.
-    Exact,
-}
-
-impl LocalLabels {
-    /// `value_free` or `exact`, as in the policy.
-    pub fn name(self) -> &'static str {
-        match self {
-            LocalLabels::ValueFree => "value_free",
-            LocalLabels::Exact => "exact",
-        }
-    }
-}
-
-impl fmt::Display for LocalLabels {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for LocalLabels {
-    type Err = DataFusionError;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "value_free" => Ok(LocalLabels::ValueFree),
-            "exact" => Ok(LocalLabels::Exact),
-            other => Err(DataFusionError::Plan(format!(
-                "unknown local_labels '{other}': expected value_free or exact"
-            ))),
-        }
-    }
-}
+pub use crate::policy::LocalLabels;
 
 /// The cells value-free labels are made of: one level of a QI's hierarchy, in the number space
 /// of [`ordered_as_f64`] (numbers by value, dates and timestamps by their integer

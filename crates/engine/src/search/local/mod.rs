@@ -29,7 +29,7 @@
 //! Every raw row is published in exactly one class whose cells cover its values. Two classes'
 //! labels may overlap (a value can be itself in one class and inside an interval in another),
 //! which is why k, l and t are counted over the *published label tuples*, exactly as for a
-//! full-domain release ([`crate::release::Release`]).
+//! full-domain release ([`crate::search::release::Release`]).
 //!
 //! ## NULLs
 //! A NULL quasi-identifier is a value of its own (as in `GROUP BY`): sorted first on ordered

@@ -20,8 +20,8 @@ use crate::policy::{
     TCloseness, TClosenessKind,
 };
 use crate::provider::{ColumnTreatment, Generalization, GeneralizedTable};
-use crate::release::{LocalRecoding, Release};
 use crate::rng::SplitMix64 as Rng;
+use crate::search::release::{LocalRecoding, Release};
 use crate::search::{FrequencyRow, FrequencySet, QiCodes, SensitiveCodes};
 
 /// A random frequency set from codes (for KACA's and IAB's unit tests): 3 QIs of 8 leaves
@@ -831,7 +831,10 @@ async fn interval_cells_of_single_values_and_nulls() {
 async fn adult_breakdown() {
     use super::axes;
     use super::mondrian::{Dimension, Threshold};
-    let policy_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/adult/policy.toml");
+    let policy_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/adult/policy.toml"
+    );
     let mut policy = crate::policy::Policy::from_file(policy_path).unwrap();
     let ctx = SessionContext::new();
     policy.register_with(&ctx, false).await.unwrap();

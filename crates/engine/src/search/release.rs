@@ -33,11 +33,11 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
-use crate::wire;
 use crate::generalize::TOP_LABEL;
 use crate::search::FrequencySet;
 use crate::search::local::labels::{end_labels, open_interval_label};
 use crate::search::local::{Cell, LocalLabels, LocalRelease, QiAxis, SUPPRESSED, axes};
+use crate::wire;
 
 /// How the quasi-identifiers of a release are recoded.
 #[derive(Debug, Clone)]
