@@ -24,5 +24,9 @@ fi
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop \
     --manifest-path "$here/Cargo.toml" --profile dev --quiet
 
+# the `anon` binary `cargo nextest run` built, for the tests that compare the command line
+# with Python (tests/test_parity.py)
+export ANON_BIN="${ANON_BIN:-$CARGO_TARGET_DIR/debug/anon}"
+
 cd "$here"
 exec "$venv/bin/python" -m pytest tests -q -p no:cacheprovider "$@"

@@ -16,12 +16,13 @@ use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity::datafusion::sql::parser::DFParserBuilder;
 use datafusion_anonymity::datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
+use datafusion_anonymity_engine::jobs::{Observer, anonymize};
 use datafusion_anonymity_engine::policy::{Policy, Role};
 use datafusion_anonymity_engine::profile::{self, ProfileOptions};
 use datafusion_anonymity_engine::publish::{self, bucketized};
 use datafusion_anonymity_engine::release::Release;
-use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity_engine::search::{self, Algorithm, Method, Metric};
+use datafusion_anonymity_engine::search::local::LocalAlgorithm;
+use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
 use datafusion_anonymity_engine::session;
 use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
 use datafusion_anonymity_engine::tables;
@@ -38,11 +39,25 @@ pub struct AnonymizeOptions {
     pub policy: String,
     pub out: Option<String>,
     pub report: Option<String>,
+    pub html_report: Option<String>,
     pub algorithm: String,
     pub metric: String,
-    pub seed: u64,
+    pub seed: Option<u64>,
     pub overwrite: bool,
+    pub utility: bool,
+    pub recoding_out: Option<String>,
     pub memory_limit: Option<String>,
+}
+
+/// Prints the jobs' warnings on stderr, as the command line does; nothing else.
+struct Warnings;
+
+impl Observer for Warnings {
+    fn note(&self, line: &str) {
+        if line.starts_with("warning") {
+            eprintln!("{line}");
+        }
+    }
 }
 
 /// Options of [`profile`], as `anon profile` takes them.
@@ -121,27 +136,27 @@ async fn write_report(location: &Location, options: &StoreOptions, report: &Valu
         })
 }
 
-/// `anon anonymize`: search, publish, verify; the report `--report` would write (also written
-/// to `options.report` when given).
+/// `anon anonymize`: the same pipeline ([`anonymize::anonymize`]); its report as JSON, the
+/// keys `--report` writes.
 pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&options.policy)?;
-    let out = output(options.out.as_deref(), &policy)?;
-    publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
-    let report_location = options.report.as_deref().map(Location::parse).transpose()?;
-    if let Some(report) = &report_location {
-        publish::check_target(
-            report,
-            policy.input(),
-            options.overwrite,
-            policy.storage(),
-            false,
-        )
-        .await
-        .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
-    }
     let ctx = session::context_with_limit(options.memory_limit.as_deref())?;
     if policy.bucketization().is_some() {
+        let out = output(options.out.as_deref(), &policy)?;
+        publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
+        let report_location = options.report.as_deref().map(Location::parse).transpose()?;
+        if let Some(report) = &report_location {
+            publish::check_target(
+                report,
+                policy.input(),
+                options.overwrite,
+                policy.storage(),
+                false,
+            )
+            .await
+            .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
+        }
         policy.register_with(&ctx, false).await?;
         let outcome =
             bucketized::publish_policy(&ctx, &policy, &out, options.overwrite, &mut |_| {})
@@ -168,72 +183,20 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         }
         return Ok(report);
     }
-    let method = method(&options.algorithm)?;
-    // refused before the scan, not after it
-    let metric = method.metric(metric(&options.metric)?)?;
-    policy.register_with(&ctx, false).await?;
-
-    let phase = Instant::now();
-    let freq = policy.frequency_set(&ctx, None).await?;
-    // after the scan, whose errors about the input come first
-    for repeated in policy.repeated_identifiers(&ctx).await? {
-        eprintln!("{}", repeated.warning());
-    }
-    let frequency_seconds = phase.elapsed().as_secs_f64();
-
-    let phase = Instant::now();
-    let local = LocalOptions {
+    let job = anonymize::AnonymizeOptions {
+        policy: options.policy,
+        out: options.out,
+        report: options.report,
+        html_report: options.html_report,
+        method: method(&options.algorithm)?,
+        metric: metric(&options.metric)?,
         seed: options.seed,
-        ..LocalOptions::default()
+        overwrite: options.overwrite,
+        utility: options.utility,
+        recoding_out: options.recoding_out,
     };
-    let decision = search::decide(
-        &freq,
-        policy.requirements(),
-        method,
-        metric,
-        local,
-        &mut |_, _| {},
-    )
-    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
-    let search_seconds = phase.elapsed().as_secs_f64();
-
-    let published = publish::publish_with_failing_classes(
-        &ctx,
-        &policy,
-        &decision.release,
-        Some(decision.failing.clone()),
-        &out,
-        options.overwrite,
-    )
-    .await
-    .map_err(|e| policy.locate_input_error(e))?;
-    let metric = decision.metric;
-    let report = json!({
-        "policy": policy.source(),
-        "input": policy.input().to_string(),
-        "algorithm": method.name(),
-        "recoding": decision.release.kind(),
-        "metric": metric.name(),
-        "metric_value": decision.metric_value,
-        "levels": encode(&published.levels)?,
-        "lattice_size": decision.lattice_size,
-        "nodes_checked": decision.nodes_checked,
-        "local_classes": decision.local_classes,
-        "frequency_set_rows": freq.combinations(),
-        "publish": encode(&published)?,
-        "seconds": {
-            "frequency_set": frequency_seconds,
-            "search": search_seconds,
-            "suppression_count": published.seconds.classes,
-            "write": published.seconds.write,
-            "verify": published.seconds.verify,
-            "total": started.elapsed().as_secs_f64(),
-        },
-    });
-    if let Some(path) = &report_location {
-        write_report(path, policy.storage(), &report).await?;
-    }
-    Ok(report)
+    let anonymized = anonymize::anonymize(&ctx, &job, &Warnings).await?;
+    encode(&anonymized.report)
 }
 
 /// Reads `policy` and registers it on a new session (the functions, its input, its

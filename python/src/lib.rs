@@ -298,7 +298,8 @@ fn generalized_table(
 /// `anon anonymize`; the JSON report.
 #[pyfunction]
 #[pyo3(signature = (policy, out=None, report=None, algorithm="optimal".to_string(),
-    metric="loss".to_string(), seed=42, overwrite=false, memory_limit=None))]
+    metric="loss".to_string(), seed=None, overwrite=false, memory_limit=None,
+    html_report=None, utility=false, recoding_out=None))]
 #[allow(clippy::too_many_arguments)]
 fn anonymize(
     py: Python<'_>,
@@ -307,19 +308,25 @@ fn anonymize(
     report: Option<String>,
     algorithm: String,
     metric: String,
-    seed: u64,
+    seed: Option<u64>,
     overwrite: bool,
     memory_limit: Option<String>,
+    html_report: Option<String>,
+    utility: bool,
+    recoding_out: Option<String>,
 ) -> PyResult<String> {
     let report = run(py, || {
         jobs::anonymize(jobs::AnonymizeOptions {
             policy,
             out,
             report,
+            html_report,
             algorithm,
             metric,
             seed,
             overwrite,
+            utility,
+            recoding_out,
             memory_limit,
         })
     })?;

@@ -2,22 +2,20 @@
 //! report it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
 
+use datafusion_anonymity_engine::jobs::anonymize::output_location;
+use datafusion_anonymity_engine::jobs::report::ReportTargets;
+use datafusion_anonymity_engine::jobs::{self, anonymize::AnonymizeOptions};
 use datafusion_anonymity_engine::policy::Policy;
-use datafusion_anonymity_engine::progress::ScanProgress;
-use datafusion_anonymity_engine::publish::{self, PublishProgress, RowOrder};
-use datafusion_anonymity_engine::saved_recoding;
-use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
-use datafusion_anonymity_engine::search::{self, Algorithm, Method, Metric};
+use datafusion_anonymity_engine::publish;
+use datafusion_anonymity_engine::search::local::LocalAlgorithm;
+use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
 use datafusion_anonymity_engine::storage::Location;
 
-use super::apply::{output_path, print_summary, print_utility};
-use super::progress::{Progress, ScanReport, policy_input_rows, publish_report};
-use super::report::{Report, ReportTargets};
+use super::apply::{print_summary, print_utility};
+use super::progress::TerminalObserver;
 
 #[derive(clap::Args, Debug)]
 pub struct AnonymizeArgs {
@@ -29,7 +27,7 @@ pub struct AnonymizeArgs {
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
     #[command(flatten)]
-    reports: super::report::ReportArgs,
+    reports: super::ReportArgs,
     /// The algorithm. Full-domain (one level per quasi-identifier for the whole table):
     /// `optimal` (least information loss, exact) or `iab-full-domain` (the IAB best-first
     /// heuristic over whole columns). Local recoding (each class generalized on its own):
@@ -93,22 +91,26 @@ enum MetricArg {
 }
 
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
-    let started = Instant::now();
-    let mut policy = Policy::from_file(&args.policy)?;
-    let out = output_path(args.out.clone(), &policy)?;
-    publish::check_output(&out, policy.input(), args.overwrite, policy.storage()).await?;
-    if let Some(bucketization) = policy.bucketization()
-        && args.reports.html_report.is_some()
-    {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: --html-report is for generalized releases; a {} release has --report \
-             (JSON) only",
-            policy.source(),
-            bucketization.method().name()
-        )));
-    }
-    let reports = ReportTargets::check(&args.reports, &policy, &out, args.overwrite).await?;
-    if policy.bucketization().is_some() {
+    let policy = Policy::from_file(&args.policy)?;
+    if let Some(bucketization) = policy.bucketization() {
+        if args.reports.html_report.is_some() {
+            return Err(DataFusionError::Plan(format!(
+                "policy {}: --html-report is for generalized releases; a {} release has \
+                 --report (JSON) only",
+                policy.source(),
+                bucketization.method().name()
+            )));
+        }
+        let out = output_location(path_text(&args.out).as_deref(), &policy)?;
+        publish::check_output(&out, policy.input(), args.overwrite, policy.storage()).await?;
+        let reports = ReportTargets::check(
+            location(&args.reports.report)?,
+            None,
+            &policy,
+            &out,
+            args.overwrite,
+        )
+        .await?;
         return super::bucketize::run(
             policy,
             out,
@@ -119,115 +121,36 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         )
         .await;
     }
-    let metric = match args.metric {
-        MetricArg::Loss => Metric::Loss,
-        MetricArg::Discernibility => Metric::Discernibility,
-        MetricArg::Classes => Metric::Classes,
-        MetricArg::Precision => Metric::Precision,
+    let options = AnonymizeOptions {
+        policy: args.policy.to_string_lossy().to_string(),
+        out: path_text(&args.out),
+        report: path_text(&args.reports.report),
+        html_report: path_text(&args.reports.html_report),
+        method: match args.algorithm {
+            AlgorithmArg::Optimal => Method::FullDomain(Algorithm::Optimal),
+            AlgorithmArg::IabFullDomain => Method::FullDomain(Algorithm::IabFullDomain),
+            AlgorithmArg::Mondrian => Method::Local(LocalAlgorithm::Mondrian),
+            AlgorithmArg::Kaca => Method::Local(LocalAlgorithm::Kaca),
+            AlgorithmArg::Iab => Method::Local(LocalAlgorithm::Iab),
+        },
+        metric: match args.metric {
+            MetricArg::Loss => Metric::Loss,
+            MetricArg::Discernibility => Metric::Discernibility,
+            MetricArg::Classes => Metric::Classes,
+            MetricArg::Precision => Metric::Precision,
+        },
+        seed: args.seed,
+        overwrite: args.overwrite,
+        utility: args.utility,
+        recoding_out: path_text(&args.recoding_out),
     };
-    let method = match args.algorithm {
-        AlgorithmArg::Optimal => Method::FullDomain(Algorithm::Optimal),
-        AlgorithmArg::IabFullDomain => Method::FullDomain(Algorithm::IabFullDomain),
-        AlgorithmArg::Mondrian => Method::Local(LocalAlgorithm::Mondrian),
-        AlgorithmArg::Kaca => Method::Local(LocalAlgorithm::Kaca),
-        AlgorithmArg::Iab => Method::Local(LocalAlgorithm::Iab),
-    };
-    // refused before the scan, not after it
-    method.metric(metric)?;
-    let recoding_out =
-        recoding_target(args.recoding_out.as_deref(), method, &policy, &out, &args).await?;
     let ctx =
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
             .await?;
-    // the frequency set checks every value against its tree in its own scan
-    policy.register_with(&ctx, false).await?;
-
-    let input_seconds = started.elapsed().as_secs_f64();
-
-    // 1. the frequency set: one scan
-    let phase = Instant::now();
-    let scanned = ScanProgress::new();
-    let total = policy_input_rows(&ctx, &policy, args.quiet).await;
-    let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
-    let freq = policy.frequency_set(&ctx, Some(scanned)).await;
-    report.finish().await;
-    let freq = freq?;
-    let frequency_seconds = phase.elapsed().as_secs_f64();
-    // after the scan, whose errors about the input come first
-    for repeated in policy.repeated_identifiers(&ctx).await? {
-        eprintln!("{}", repeated.warning());
-    }
-    if !args.quiet {
-        eprintln!(
-            "frequency set: {} rows in {} combinations ({:.2} s)",
-            freq.rows(),
-            freq.combinations(),
-            frequency_seconds
-        );
-    }
-
-    // 2. the decision, in memory
-    let phase = Instant::now();
-    let mut nodes: Option<Progress> = None;
-    let quiet = args.quiet;
-    // the full-domain searches count nodes; Mondrian rows, KACA leaf classes, IAB tables
-    let (phase_name, unit) = match method {
-        Method::FullDomain(_) => ("search", "nodes"),
-        Method::Local(LocalAlgorithm::Mondrian) => ("mondrian", "rows"),
-        Method::Local(LocalAlgorithm::Kaca) => ("kaca", "combinations"),
-        Method::Local(LocalAlgorithm::Iab) => ("iab", "tables expanded"),
-    };
-    let mut progress = |checked: usize, size: usize| {
-        nodes
-            .get_or_insert_with(|| Progress::new(phase_name, unit, Some(size as u64), quiet))
-            .set(checked as u64);
-    };
-    let seed = args.seed.unwrap_or_else(publish::random_seed);
-    let options = LocalOptions {
-        seed,
-        ..LocalOptions::default()
-    };
-    let decision = search::decide(
-        &freq,
-        policy.requirements(),
-        method,
-        metric,
-        options,
-        &mut progress,
-    )
-    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())))?;
-    if let Some(nodes) = &nodes {
-        nodes.finish();
-    }
-    let search_seconds = phase.elapsed().as_secs_f64();
-    if !args.quiet {
-        if let (Some(checked), Some(size)) = (decision.nodes_checked, decision.lattice_size) {
-            eprintln!("search: {checked} / {size} nodes checked");
-        }
-        eprintln!(
-            "chosen by {} ({search_seconds:.3} s)",
-            decision.summary(&freq)
-        );
-    }
-
-    // 3. publish: write, verify, move into place
-    let progress = PublishProgress::new();
-    // the failing classes come from the frequency set: no count of them
-    let report = publish_report(total, args.quiet, &progress, false, true);
-    let published = publish::publish_observed(
-        &ctx,
-        &policy,
-        &decision.release,
-        Some(decision.failing.clone()),
-        &out,
-        args.overwrite,
-        RowOrder::Shuffled(seed),
-        Some(progress),
-    )
-    .await;
-    report.finish().await;
-    let report = published.map_err(|e| policy.locate_input_error(e))?;
-    print_summary(&report);
+    let observer = TerminalObserver::new(args.quiet);
+    let anonymized = jobs::anonymize::anonymize(&ctx, &options, &observer).await?;
+    let report = &anonymized.report;
+    print_summary(&report.publish);
     if !args.quiet && !report.levels.is_empty() {
         // the levels as a policy section, so `anon sql --policy` can serve <name>_anon
         let levels: Vec<String> = report
@@ -242,104 +165,21 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             levels.join(", ")
         );
     }
-    let recoding_file = match &recoding_out {
-        Some(location) => {
-            let figures = saved_recoding::save_published(
-                &decision.release,
-                method.name(),
-                policy.local_labels(),
-                &report,
-                location,
-                policy.storage(),
-            )
-            .await?;
-            if !args.quiet {
-                eprintln!(
-                    "recoding: {} classes written to {location}",
-                    figures.classes
-                );
-            }
-            Some(figures)
-        }
-        None => None,
-    };
-    let metric = decision.metric;
-    println!(
-        "{}: {}",
-        metric.name(),
-        metric.display(decision.metric_value)
-    );
-    let utility = if args.utility {
-        let phase = Instant::now();
-        let utility = publish::release_utility(
-            &ctx,
-            &policy,
-            &decision.release,
-            report.failing_classes.clone(),
-        )
-        .await?;
-        print_utility(&utility);
-        Some((utility, phase.elapsed().as_secs_f64()))
-    } else {
-        None
-    };
-    if reports.any() {
-        let mut written = Report::new(
-            "anonymize",
-            &policy,
-            &report,
-            utility,
-            started,
-            input_seconds,
-        );
-        written.algorithm = Some(method.name());
-        written.metric = Some(metric);
-        written.metric_value = Some(decision.metric_value);
-        written.lattice_size = decision.lattice_size;
-        written.nodes_checked = decision.nodes_checked;
-        written.local_classes = decision.local_classes;
-        written.frequency_set_rows = Some(freq.combinations());
-        written.recoding_file = recoding_file;
-        written.seconds.frequency_set = Some(frequency_seconds);
-        written.seconds.search = Some(search_seconds);
-        reports.write(&written, policy.storage()).await?;
+    if let (Some(metric), Some(value)) = (report.metric, report.metric_value) {
+        println!("{}: {}", metric.name(), metric.display(value));
+    }
+    if let Some(utility) = &report.utility {
+        print_utility(utility);
     }
     Ok(())
 }
 
-/// Where `--recoding-out` writes, checked before anything is read: a local algorithm's, not the
-/// output, and replaced only with `--overwrite` (a recoding file is an output too).
-async fn recoding_target(
-    path: Option<&std::path::Path>,
-    method: Method,
-    policy: &Policy,
-    out: &Location,
-    args: &AnonymizeArgs,
-) -> Result<Option<Location>> {
-    let Some(path) = path else {
-        return Ok(None);
-    };
-    if !matches!(method, Method::Local(_)) {
-        return Err(DataFusionError::Plan(format!(
-            "--recoding-out is for local recoding (--algorithm mondrian, kaca or iab), not {}",
-            method.name()
-        )));
-    }
-    let location = Location::parse(&path.to_string_lossy())?;
-    let reports = [&args.reports.report, &args.reports.html_report];
-    if &location == out || reports.iter().any(|r| r.as_deref() == Some(path)) {
-        return Err(DataFusionError::Plan(format!(
-            "--recoding-out {location} is also the output or a report; choose another path"
-        )));
-    }
-    publish::check_target(
-        &location,
-        policy.input(),
-        args.overwrite,
-        policy.storage(),
-        false,
-    )
-    .await
-    .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "recoding file", 1)))?;
-    Ok(Some(location))
+/// A path flag as the text the jobs take.
+fn path_text(path: &Option<PathBuf>) -> Option<String> {
+    path.as_deref().map(|p| p.to_string_lossy().to_string())
+}
+
+/// A path flag as a location.
+fn location(path: &Option<PathBuf>) -> Result<Option<Location>> {
+    path_text(path).as_deref().map(Location::parse).transpose()
 }

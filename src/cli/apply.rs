@@ -17,8 +17,11 @@ use datafusion_anonymity_engine::saved_recoding::{RecodingFileFigures, SavedReco
 use datafusion_anonymity_engine::search;
 use datafusion_anonymity_engine::storage::Location;
 
-use super::progress::{ScanReport, policy_input_rows, publish_report};
-use super::report::{Report, ReportArgs, ReportTargets};
+use datafusion_anonymity_engine::jobs::report::{Report, ReportTargets};
+use datafusion_anonymity_engine::jobs::{self, anonymize::output_location};
+
+use super::ReportArgs;
+use super::progress::{ScanReport, TerminalObserver};
 
 #[derive(clap::Args, Debug)]
 pub struct ApplyArgs {
@@ -87,9 +90,24 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
             policy.source()
         )));
     }
-    let out = output_path(args.out, &policy)?;
+    let path_text =
+        |path: &Option<PathBuf>| path.as_deref().map(|p| p.to_string_lossy().to_string());
+    let out = output_location(path_text(&args.out).as_deref(), &policy)?;
     // refused before anything is read: a report is an output too
-    let reports = ReportTargets::check(&args.reports, &policy, &out, args.overwrite).await?;
+    let reports = ReportTargets::check(
+        path_text(&args.reports.report)
+            .as_deref()
+            .map(Location::parse)
+            .transpose()?,
+        path_text(&args.reports.html_report)
+            .as_deref()
+            .map(Location::parse)
+            .transpose()?,
+        &policy,
+        &out,
+        args.overwrite,
+    )
+    .await?;
     let saved = match &recoding {
         Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
         None => None,
@@ -105,7 +123,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     // in the data's column order, known once registered
     let levels = policy.transformation().unwrap_or_default();
     let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
-    let total = policy_input_rows(&ctx, &policy, args.quiet).await;
+    let total = jobs::input_rows(&ctx, &policy, &TerminalObserver::new(args.quiet)).await;
     let input_seconds = started.elapsed().as_secs_f64();
     // k-map and δ-presence are judged on the frequency set, which carries the population's
     // counts: one scan more than the other requirements need
@@ -149,12 +167,14 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         (Release::FullDomain(levels), None)
     };
     let progress = PublishProgress::new();
-    let report = publish_report(
+    let report = ScanReport::start_passes(
+        jobs::publish_passes(
+            &progress,
+            failing.is_none(),
+            matches!(order, RowOrder::Shuffled(_)),
+        ),
         total,
         args.quiet,
-        &progress,
-        failing.is_none(),
-        matches!(order, RowOrder::Shuffled(_)),
     );
     let published = publish::publish_observed(
         &ctx,
@@ -197,7 +217,14 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         );
     }
     if reports.any() {
-        let mut written = Report::new("apply", &policy, &report, utility, started, input_seconds);
+        let mut written = Report::new(
+            "apply",
+            &policy,
+            report.clone(),
+            utility,
+            started,
+            input_seconds,
+        );
         if let Some((rows, seconds)) = frequency_set {
             written.frequency_set_rows = Some(rows);
             written.seconds.frequency_set = Some(seconds);
@@ -206,19 +233,6 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         reports.write(&written, policy.storage()).await?;
     }
     Ok(())
-}
-
-/// `--out`, or the policy's `[output] path`.
-pub fn output_path(out: Option<PathBuf>, policy: &Policy) -> Result<Location> {
-    out.map(|path| Location::parse(&path.to_string_lossy()))
-        .transpose()?
-        .or_else(|| policy.output().cloned())
-        .ok_or_else(|| {
-            DataFusionError::Plan(format!(
-                "no output: give --out, or [output] path in policy {}",
-                policy.source()
-            ))
-        })
 }
 
 /// The utility's headline figures, on stdout.

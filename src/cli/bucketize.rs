@@ -102,7 +102,8 @@ pub async fn run(
         };
         let text = serde_json::to_string_pretty(&json)
             .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        super::report::write_report(path, policy.storage(), text).await?;
+        datafusion_anonymity_engine::jobs::report::write_report(path, policy.storage(), text)
+            .await?;
     }
     Ok(())
 }

@@ -10,7 +10,6 @@ mod errors;
 mod output;
 mod profile;
 mod progress;
-mod report;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -380,4 +379,21 @@ async fn locate_csv_error(
         }
     }
     None
+}
+
+/// `--report` and `--html-report`, the same on both commands.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct ReportArgs {
+    /// Also write a JSON report: the levels (or local classes), rows and suppressed rows, the
+    /// verification and post-analytics figures with the policy's thresholds, and the seconds
+    /// of each phase; for `anonymize` also the search's algorithm, metric and nodes checked
+    /// (null for `apply`); with `--utility`, the utility section. Replaced only with
+    /// `--overwrite`; written once the release is published, never when it fails.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) report: Option<std::path::PathBuf>,
+    /// Also write the same report as one self-contained HTML page (inline style, no script,
+    /// nothing fetched; every text escaped), with `--utility` the utility section as `anon
+    /// profile --format html` renders it. Replaced only with `--overwrite`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html_report: Option<std::path::PathBuf>,
 }

@@ -18,7 +18,9 @@ use datafusion_anonymity_engine::session;
 use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
 use datafusion_anonymity_engine::tables::{self, BadValues, CsvOptions, TableFormat};
 
-use super::progress::{ScanReport, input_rows_from_metadata};
+use datafusion_anonymity_engine::jobs::input_rows_from_metadata;
+
+use super::progress::ScanReport;
 
 /// How `anon profile` writes its report.
 #[derive(ValueEnum, Clone, Copy, Debug, Default)]

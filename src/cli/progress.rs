@@ -4,16 +4,12 @@
 //! never values.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use datafusion::common::stats::Precision;
-use datafusion::physical_plan::{StatisticsArgs, StatisticsContext};
-use datafusion::prelude::SessionContext;
-use datafusion_anonymity_engine::policy::Policy;
+use async_trait::async_trait;
+use datafusion_anonymity_engine::jobs::Observer;
 use datafusion_anonymity_engine::progress::ScanProgress;
-use datafusion_anonymity_engine::publish::PublishProgress;
-use datafusion_anonymity_engine::tables::{TableFormat, table_format};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::Notify;
 
@@ -209,58 +205,63 @@ fn shown_pass(passes: &[(&'static str, Arc<ScanProgress>)]) -> Option<usize> {
         .or((!passes.is_empty()).then_some(0))
 }
 
-/// The rows of the table registered as `table` (read from `path`) from its Parquet metadata
-/// (no scan), for a progress bar's total; `None` for CSV (counting would read it all) or when
-/// the metadata has no exact count.
-pub async fn input_rows_from_metadata(
-    ctx: &SessionContext,
-    table: &str,
-    path: &str,
-) -> Option<u64> {
-    if !matches!(table_format(path), Ok(TableFormat::Parquet)) {
-        return None;
-    }
-    let provider = ctx.table_provider(table).await.ok()?;
-    let state = ctx.state();
-    let plan = provider.scan(&state, None, &[], None).await.ok()?;
-    let statistics = StatisticsContext::new()
-        .compute(plan.as_ref(), &StatisticsArgs::new())
-        .ok()?;
-    match statistics.num_rows {
-        Precision::Exact(rows) => Some(rows as u64),
-        _ => None,
-    }
-}
-
-/// The policy's input rows from its Parquet metadata (no scan), for the progress bar's total
-/// (see [`input_rows_from_metadata`]); `None` when `quiet`.
-pub async fn policy_input_rows(ctx: &SessionContext, policy: &Policy, quiet: bool) -> Option<u64> {
-    if quiet {
-        return None;
-    }
-    let path = policy.input().datafusion_path();
-    input_rows_from_metadata(ctx, policy.table_name(), &path).await
-}
-
-/// The report of a publication's passes (see [`PublishProgress`]): the count of the classes
-/// to suppress, of `input_rows` when known (unless the classes are given: `count_classes`
-/// false), the shuffle (when `shuffled`), then the writing.
-pub fn publish_report(
-    input_rows: Option<u64>,
+/// The command line's [`Observer`]: progress bars (or plain lines) on stderr, the jobs' notes
+/// on stderr; `-q` keeps only the warnings.
+pub struct TerminalObserver {
     quiet: bool,
-    progress: &PublishProgress,
-    count_classes: bool,
-    shuffled: bool,
-) -> ScanReport {
-    let mut passes = Vec::new();
-    if count_classes {
-        passes.push(("classes", Arc::clone(&progress.classes)));
+    scans: Mutex<Option<ScanReport>>,
+    steps: Mutex<Option<Progress>>,
+}
+
+impl TerminalObserver {
+    pub fn new(quiet: bool) -> Self {
+        Self {
+            quiet,
+            scans: Mutex::new(None),
+            steps: Mutex::new(None),
+        }
     }
-    if shuffled {
-        passes.push(("shuffle", Arc::clone(&progress.shuffled)));
+}
+
+#[async_trait]
+impl Observer for TerminalObserver {
+    fn wants_progress(&self) -> bool {
+        !self.quiet
     }
-    passes.push(("write", Arc::clone(&progress.written)));
-    ScanReport::start_passes(passes, input_rows, quiet)
+
+    fn scans_started(&self, passes: Vec<(&'static str, Arc<ScanProgress>)>, total: Option<u64>) {
+        let report = ScanReport::start_passes(passes, total, self.quiet);
+        if let Ok(mut scans) = self.scans.lock() {
+            *scans = Some(report);
+        }
+    }
+
+    async fn scans_finished(&self) {
+        let report = self.scans.lock().ok().and_then(|mut scans| scans.take());
+        if let Some(report) = report {
+            report.finish().await;
+        }
+    }
+
+    fn steps(&self, phase: &'static str, unit: &'static str, done: usize, total: usize) {
+        if let Ok(mut steps) = self.steps.lock() {
+            steps
+                .get_or_insert_with(|| Progress::new(phase, unit, Some(total as u64), self.quiet))
+                .set(done as u64);
+        }
+    }
+
+    fn steps_finished(&self) {
+        if let Some(progress) = self.steps.lock().ok().and_then(|mut steps| steps.take()) {
+            progress.finish();
+        }
+    }
+
+    fn note(&self, line: &str) {
+        if !self.quiet || line.starts_with("warning") {
+            eprintln!("{line}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub use datafusion_anonymity::{
 pub mod bucketize;
 pub mod direct_table;
 pub mod errors;
+pub mod jobs;
 pub mod label_codes;
 pub mod local_recode;
 pub mod parallel;

@@ -141,11 +141,15 @@ def anonymize(
     report: PathLike | None = None,
     algorithm: str = "optimal",
     metric: str = "loss",
-    seed: int = 42,
+    seed: int | None = None,
     overwrite: bool = False,
     memory_limit: str | None = None,
+    html_report: PathLike | None = None,
+    utility: bool = False,
+    recoding_out: PathLike | None = None,
 ) -> dict[str, Any]:
-    """``anon anonymize``: search, publish as Parquet, verify. Returns the JSON report as a dict.
+    """``anon anonymize``: search, publish as Parquet, verify. Returns the report as a dict:
+    the keys ``anon anonymize --report`` writes, from the same pipeline.
 
     Args:
         policy: the policy file.
@@ -153,9 +157,16 @@ def anonymize(
         report: also write the report (JSON) there.
         algorithm: ``optimal``, ``iab-full-domain``, ``mondrian``, ``kaca`` or ``iab``.
         metric: ``loss``, ``discernibility``, ``classes`` or ``precision``.
-        seed: seed of the algorithms' random choices.
+        seed: seed of every random choice: the written rows' order (shuffled, so releases
+            cannot be joined row by row) and KACA's next class. ``None`` draws one, recorded in
+            the report's ``publish.seed``; the same input, policy and seed give the same bytes
+            as ``anon anonymize --seed``. Keep it as secret as the data: it undoes the shuffle.
         overwrite: replace an existing output (once the new one is complete and verified).
         memory_limit: e.g. ``"2GiB"``.
+        html_report: also write the report as one self-contained HTML page there.
+        utility: also measure the utility against each row's own original (``utility``).
+        recoding_out: local recoding: also save the published classes' labels there, for
+            ``anon apply --recoding``.
     """
     text = _internal.anonymize(
         os.fspath(policy),
@@ -166,6 +177,9 @@ def anonymize(
         seed,
         overwrite,
         memory_limit,
+        _path(html_report),
+        utility,
+        _path(recoding_out),
     )
     return json.loads(text)
 

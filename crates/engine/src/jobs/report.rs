@@ -6,67 +6,42 @@
 //! `--overwrite`), written only once the release is published, each as one whole. They carry
 //! counts, shares, levels and names, never a value of the data.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
 use serde::Serialize;
 
-use datafusion_anonymity_engine::policy::{
+use crate::policy::{
     Direction, Measure, Policy, PrivacyRequirements, RiskThresholds, SuppressionMode,
     UNIQUE_SHARE_WARNING,
 };
-use datafusion_anonymity_engine::profile::Utility;
-use datafusion_anonymity_engine::profile::figures::{self as f, Figure};
-use datafusion_anonymity_engine::profile::render_html::Page;
-use datafusion_anonymity_engine::profile::render_text::{group_digits, percent, ratio};
-use datafusion_anonymity_engine::publish::{self, PublishReport, QiLevel};
-use datafusion_anonymity_engine::saved_recoding::RecodingFileFigures;
-use datafusion_anonymity_engine::search::Metric;
-use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
-
-/// `--report` and `--html-report`, the same on both commands.
-#[derive(clap::Args, Debug, Default)]
-pub(crate) struct ReportArgs {
-    /// Also write a JSON report: the levels (or local classes), rows and suppressed rows, the
-    /// verification and post-analytics figures with the policy's thresholds, and the seconds
-    /// of each phase; for `anonymize` also the search's algorithm, metric and nodes checked
-    /// (null for `apply`); with `--utility`, the utility section. Replaced only with
-    /// `--overwrite`; written once the release is published, never when it fails.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) report: Option<PathBuf>,
-    /// Also write the same report as one self-contained HTML page (inline style, no script,
-    /// nothing fetched; every text escaped), with `--utility` the utility section as `anon
-    /// profile --format html` renders it. Replaced only with `--overwrite`.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) html_report: Option<PathBuf>,
-}
+use crate::profile::Utility;
+use crate::profile::figures::{self as f, Figure};
+use crate::profile::render_html::Page;
+use crate::profile::render_text::{group_digits, percent, ratio};
+use crate::publish::{self, PublishReport, QiLevel};
+use crate::saved_recoding::RecodingFileFigures;
+use crate::search::Metric;
+use crate::storage::{self, Location, StoreOptions};
 
 /// Where the reports go, checked.
-pub(super) struct ReportTargets {
+pub struct ReportTargets {
     json: Option<Location>,
     html: Option<Location>,
 }
 
 impl ReportTargets {
-    /// The reports `args` asks for, refused as an output would be (existing without
+    /// The JSON and HTML reports asked for, refused as an output would be (existing without
     /// `overwrite`, in or over the input, in a missing directory) or when one is `out` or
     /// both are the same file: called before anything is read or written.
     pub async fn check(
-        args: &ReportArgs,
+        json: Option<Location>,
+        html: Option<Location>,
         policy: &Policy,
         out: &Location,
         overwrite: bool,
     ) -> Result<Self> {
-        let parse = |path: &Option<PathBuf>| {
-            path.as_deref()
-                .map(|path| Location::parse(&path.to_string_lossy()))
-                .transpose()
-        };
-        let targets = Self {
-            json: parse(&args.report)?,
-            html: parse(&args.html_report)?,
-        };
+        let targets = Self { json, html };
         for report in targets.json.iter().chain(&targets.html) {
             if report == out {
                 return Err(DataFusionError::Plan(format!(
@@ -99,7 +74,7 @@ impl ReportTargets {
     }
 
     /// Writes `report` to each place asked for, each as one whole.
-    pub async fn write(&self, report: &Report<'_>, options: &StoreOptions) -> Result<()> {
+    pub async fn write(&self, report: &Report, options: &StoreOptions) -> Result<()> {
         if let Some(path) = &self.json {
             let text = serde_json::to_string_pretty(report).map_err(|e| {
                 DataFusionError::Execution(format!("cannot encode the report: {e}"))
@@ -114,11 +89,7 @@ impl ReportTargets {
 }
 
 /// Writes the report `text` to `location` as one whole (see [`storage::put`]).
-pub(super) async fn write_report(
-    location: &Location,
-    options: &StoreOptions,
-    text: String,
-) -> Result<()> {
+pub async fn write_report(location: &Location, options: &StoreOptions, text: String) -> Result<()> {
     storage::put(location, options, text.into())
         .await
         .map_err(|e| {
@@ -127,11 +98,11 @@ pub(super) async fn write_report(
 }
 
 /// The report of a published release. The JSON keys are defined in `docs/definitions.md`.
-#[derive(Serialize)]
-pub(super) struct Report<'a> {
+#[derive(Debug, Serialize)]
+pub struct Report {
     /// `apply` or `anonymize`
     pub command: &'static str,
-    pub policy: &'a str,
+    pub policy: String,
     pub input: String,
     /// the search's algorithm (anonymize; null for apply)
     pub algorithm: Option<&'static str>,
@@ -154,22 +125,22 @@ pub(super) struct Report<'a> {
     /// --recoding`), with its classes and, applied, the rows no class covered
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recoding_file: Option<RecodingFileFigures>,
-    pub publish: &'a PublishReport,
+    pub publish: PublishReport,
     /// the policy's post-analytics thresholds, which `publish.post_analytics` met
-    pub thresholds: &'a RiskThresholds,
+    pub thresholds: RiskThresholds,
     /// With `--utility`: the profile's utility section, every row paired with its original.
     pub utility: Option<Utility>,
     pub seconds: Timings,
     /// the policy's requirements, for the HTML page's "required" column
     #[serde(skip)]
-    requirements: &'a PrivacyRequirements,
+    requirements: PrivacyRequirements,
     #[serde(skip)]
     suppression: SuppressionMode,
 }
 
 /// Seconds per phase: together they make up `total`, but for the moments between them.
-#[derive(Serialize, Default)]
-pub(super) struct Timings {
+#[derive(Debug, Serialize, Default)]
+pub struct Timings {
     /// reading the policy, checking the outputs and registering the input (a CSV input is
     /// read whole there, to infer or check its types), up to the first phase below
     pub input: f64,
@@ -188,22 +159,34 @@ pub(super) struct Timings {
     pub total: f64,
 }
 
-impl<'a> Report<'a> {
+impl Report {
     /// The report of `publish`, released under `policy` by `command`, with the figures only a
     /// search has left null (set them on the result); `started` is when the command started,
     /// and `input_seconds` the time from then to its first phase.
     pub fn new(
         command: &'static str,
-        policy: &'a Policy,
-        publish: &'a PublishReport,
+        policy: &Policy,
+        publish: PublishReport,
         utility: Option<(Utility, f64)>,
         started: Instant,
         input_seconds: f64,
     ) -> Self {
         let (utility, utility_seconds) = utility.unzip();
+        let seconds = Timings {
+            input: input_seconds,
+            frequency_set: None,
+            search: None,
+            suppression_count: publish.seconds.classes,
+            write: publish.seconds.write,
+            verify: publish.seconds.verify,
+            post_analytics: publish.seconds.post_analytics,
+            commit: publish.seconds.commit,
+            utility: utility_seconds,
+            total: started.elapsed().as_secs_f64(),
+        };
         Self {
             command,
-            policy: policy.source(),
+            policy: policy.source().to_string(),
             input: policy.input().to_string(),
             algorithm: None,
             recoding: publish.recoding,
@@ -216,21 +199,10 @@ impl<'a> Report<'a> {
             frequency_set_rows: None,
             recoding_file: None,
             publish,
-            thresholds: policy.thresholds(),
+            thresholds: policy.thresholds().clone(),
             utility,
-            seconds: Timings {
-                input: input_seconds,
-                frequency_set: None,
-                search: None,
-                suppression_count: publish.seconds.classes,
-                write: publish.seconds.write,
-                verify: publish.seconds.verify,
-                post_analytics: publish.seconds.post_analytics,
-                commit: publish.seconds.commit,
-                utility: utility_seconds,
-                total: started.elapsed().as_secs_f64(),
-            },
-            requirements: policy.requirements(),
+            seconds,
+            requirements: policy.requirements().clone(),
             suppression: policy.suppression(),
         }
     }
@@ -239,7 +211,7 @@ impl<'a> Report<'a> {
     /// beside the requirements, the post-analytics beside the thresholds, the utility (with
     /// `--utility`) and the timings. Profile figures keep the profile's labels.
     pub fn html(&self) -> String {
-        let p = self.publish;
+        let p = &self.publish;
         let mut page = Page::new(&format!("Release report: {}", p.output));
         page.meta(&format!(
             "anon {} · policy {} · input {}",
@@ -257,7 +229,7 @@ impl<'a> Report<'a> {
     }
 
     fn release(&self, page: &mut Page) {
-        let p = self.publish;
+        let p = &self.publish;
         let v = &p.verification;
         page.heading("Release");
         page.table(&["figure", "value", "meaning"]);
@@ -372,9 +344,9 @@ impl<'a> Report<'a> {
     }
 
     fn verification(&self, page: &mut Page) {
-        let p = self.publish;
+        let p = &self.publish;
         let v = &p.verification;
-        let r = self.requirements;
+        let r = &self.requirements;
         page.heading("Verification");
         page.paragraph(
             "Measured on the written output, against the policy's requirements, before it was \
@@ -470,7 +442,7 @@ impl<'a> Report<'a> {
 
     fn post_analytics(&self, page: &mut Page) {
         let a = &self.publish.post_analytics;
-        let t = self.thresholds;
+        let t = &self.thresholds;
         page.heading("Post-analytics");
         page.paragraph(
             "What the written output gives away, checked against the policy's thresholds before \

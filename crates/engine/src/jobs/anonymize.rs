@@ -1,0 +1,283 @@
+//! `anonymize`: read a policy, build the frequency set (one scan), search the release, publish
+//! it (staged, shuffled with the run's seed, verified, committed), optionally save the local
+//! recoding and measure the utility, and report. The command line's `anon anonymize` and
+//! Python's `anonymize()` are this function.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+
+use super::Observer;
+use super::report::{Report, ReportTargets};
+use crate::policy::Policy;
+use crate::progress::ScanProgress;
+use crate::publish::{self, PublishProgress, RowOrder};
+use crate::saved_recoding;
+use crate::search::local::{LocalAlgorithm, LocalOptions};
+use crate::search::{self, Method, Metric};
+use crate::storage::Location;
+
+/// What to anonymize and how; the command line's flags, Python's keywords.
+#[derive(Debug, Clone)]
+pub struct AnonymizeOptions {
+    /// The policy file (a path or URL); its `[transformation]`, if any, is ignored.
+    pub policy: String,
+    /// The output (a `.parquet` file or a directory); default: the policy's `[output] path`.
+    pub out: Option<String>,
+    /// The JSON report, if wanted.
+    pub report: Option<String>,
+    /// The HTML report, if wanted (generalized releases only).
+    pub html_report: Option<String>,
+    /// The algorithm: full-domain or local.
+    pub method: Method,
+    /// What the optimal search minimizes.
+    pub metric: Metric,
+    /// The seed of every random choice (the written rows' order, KACA's next class); `None`
+    /// draws one, which the report records.
+    pub seed: Option<u64>,
+    /// Replace existing outputs (once the new ones are complete and verified).
+    pub overwrite: bool,
+    /// Also measure the release's utility against each row's own original.
+    pub utility: bool,
+    /// Local recoding: also save the published classes' labels here.
+    pub recoding_out: Option<String>,
+}
+
+impl AnonymizeOptions {
+    /// The defaults of `anon anonymize --policy <policy>`: optimal, Loss, a random seed.
+    pub fn new(policy: impl Into<String>) -> Self {
+        Self {
+            policy: policy.into(),
+            out: None,
+            report: None,
+            html_report: None,
+            method: Method::FullDomain(search::Algorithm::Optimal),
+            metric: Metric::Loss,
+            seed: None,
+            overwrite: false,
+            utility: false,
+            recoding_out: None,
+        }
+    }
+}
+
+/// A release made: its report (what `--report` writes), the seed it was shuffled with, and
+/// where it went.
+#[derive(Debug)]
+pub struct Anonymized {
+    pub report: Report,
+    pub seed: u64,
+    pub out: Location,
+}
+
+/// The output `out` names, or the policy's `[output] path`.
+pub fn output_location(out: Option<&str>, policy: &Policy) -> Result<Location> {
+    out.map(Location::parse)
+        .transpose()?
+        .or_else(|| policy.output().cloned())
+        .ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "no output: give --out, or [output] path in policy {}",
+                policy.source()
+            ))
+        })
+}
+
+/// Searches, publishes and reports the release of `options.policy` on `ctx`; see the module
+/// documentation. Outputs (the release, the reports, the recoding file) are checked before
+/// anything is read, and written only once the release is verified.
+pub async fn anonymize(
+    ctx: &SessionContext,
+    options: &AnonymizeOptions,
+    observer: &dyn Observer,
+) -> Result<Anonymized> {
+    let started = Instant::now();
+    let mut policy = Policy::from_file(&options.policy)?;
+    if let Some(bucketization) = policy.bucketization() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: a {} release is published by the bucketization job, not this one",
+            policy.source(),
+            bucketization.method().name()
+        )));
+    }
+    let out = output_location(options.out.as_deref(), &policy)?;
+    publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
+    let parse = |path: &Option<String>| path.as_deref().map(Location::parse).transpose();
+    let reports = ReportTargets::check(
+        parse(&options.report)?,
+        parse(&options.html_report)?,
+        &policy,
+        &out,
+        options.overwrite,
+    )
+    .await?;
+    let method = options.method;
+    // refused before the scan, not after it
+    method.metric(options.metric)?;
+    let recoding_out = recoding_target(options, &policy, &out).await?;
+    // the frequency set checks every value against its tree in its own scan
+    policy.register_with(ctx, false).await?;
+    let input_seconds = started.elapsed().as_secs_f64();
+
+    // 1. the frequency set: one scan
+    let phase = Instant::now();
+    let scanned = ScanProgress::new();
+    let total = super::input_rows(ctx, &policy, observer).await;
+    observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
+    let freq = policy.frequency_set(ctx, Some(scanned)).await;
+    observer.scans_finished().await;
+    let freq = freq?;
+    let frequency_seconds = phase.elapsed().as_secs_f64();
+    // after the scan, whose errors about the input come first
+    for repeated in policy.repeated_identifiers(ctx).await? {
+        observer.note(&repeated.warning());
+    }
+    observer.note(&format!(
+        "frequency set: {} rows in {} combinations ({:.2} s)",
+        freq.rows(),
+        freq.combinations(),
+        frequency_seconds
+    ));
+
+    // 2. the decision, in memory
+    let phase = Instant::now();
+    // the full-domain searches count nodes; Mondrian rows, KACA leaf classes, IAB tables
+    let (phase_name, unit) = match method {
+        Method::FullDomain(_) => ("search", "nodes"),
+        Method::Local(LocalAlgorithm::Mondrian) => ("mondrian", "rows"),
+        Method::Local(LocalAlgorithm::Kaca) => ("kaca", "combinations"),
+        Method::Local(LocalAlgorithm::Iab) => ("iab", "tables expanded"),
+    };
+    let seed = options.seed.unwrap_or_else(publish::random_seed);
+    let local = LocalOptions {
+        seed,
+        ..LocalOptions::default()
+    };
+    let decision = search::decide(
+        &freq,
+        policy.requirements(),
+        method,
+        options.metric,
+        local,
+        &mut |done, size| observer.steps(phase_name, unit, done, size),
+    )
+    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())));
+    observer.steps_finished();
+    let decision = decision?;
+    let search_seconds = phase.elapsed().as_secs_f64();
+    if let (Some(checked), Some(size)) = (decision.nodes_checked, decision.lattice_size) {
+        observer.note(&format!("search: {checked} / {size} nodes checked"));
+    }
+    observer.note(&format!(
+        "chosen by {} ({search_seconds:.3} s)",
+        decision.summary(&freq)
+    ));
+
+    // 3. publish: write, verify, move into place
+    let progress = PublishProgress::new();
+    // the failing classes come from the frequency set: no count of them
+    observer.scans_started(super::publish_passes(&progress, false, true), total);
+    let published = publish::publish_observed(
+        ctx,
+        &policy,
+        &decision.release,
+        Some(decision.failing.clone()),
+        &out,
+        options.overwrite,
+        RowOrder::Shuffled(seed),
+        Some(progress),
+    )
+    .await;
+    observer.scans_finished().await;
+    let published = published.map_err(|e| policy.locate_input_error(e))?;
+
+    let recoding_file = match &recoding_out {
+        Some(location) => {
+            let figures = saved_recoding::save_published(
+                &decision.release,
+                method.name(),
+                policy.local_labels(),
+                &published,
+                location,
+                policy.storage(),
+            )
+            .await?;
+            observer.note(&format!(
+                "recoding: {} classes written to {location}",
+                figures.classes
+            ));
+            Some(figures)
+        }
+        None => None,
+    };
+    let utility = if options.utility {
+        let phase = Instant::now();
+        let utility = publish::release_utility(
+            ctx,
+            &policy,
+            &decision.release,
+            published.failing_classes.clone(),
+        )
+        .await?;
+        Some((utility, phase.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
+    let mut report = Report::new(
+        "anonymize",
+        &policy,
+        published,
+        utility,
+        started,
+        input_seconds,
+    );
+    report.algorithm = Some(method.name());
+    report.metric = Some(decision.metric);
+    report.metric_value = Some(decision.metric_value);
+    report.lattice_size = decision.lattice_size;
+    report.nodes_checked = decision.nodes_checked;
+    report.local_classes = decision.local_classes;
+    report.frequency_set_rows = Some(freq.combinations());
+    report.recoding_file = recoding_file;
+    report.seconds.frequency_set = Some(frequency_seconds);
+    report.seconds.search = Some(search_seconds);
+    reports.write(&report, policy.storage()).await?;
+    Ok(Anonymized { report, seed, out })
+}
+
+/// Where `recoding_out` writes, checked before anything is read: a local algorithm's, not the
+/// output or a report, and replaced only with `overwrite` (a recoding file is an output too).
+async fn recoding_target(
+    options: &AnonymizeOptions,
+    policy: &Policy,
+    out: &Location,
+) -> Result<Option<Location>> {
+    let Some(path) = &options.recoding_out else {
+        return Ok(None);
+    };
+    if !matches!(options.method, Method::Local(_)) {
+        return Err(DataFusionError::Plan(format!(
+            "--recoding-out is for local recoding (--algorithm mondrian, kaca or iab), not {}",
+            options.method.name()
+        )));
+    }
+    let location = Location::parse(path)?;
+    let reports = [&options.report, &options.html_report];
+    if &location == out || reports.iter().any(|r| r.as_deref() == Some(path.as_str())) {
+        return Err(DataFusionError::Plan(format!(
+            "--recoding-out {location} is also the output or a report; choose another path"
+        )));
+    }
+    publish::check_target(
+        &location,
+        policy.input(),
+        options.overwrite,
+        policy.storage(),
+        false,
+    )
+    .await
+    .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "recoding file", 1)))?;
+    Ok(Some(location))
+}

@@ -1,0 +1,79 @@
+"""One pipeline per job: the command line and Python run the same `anonymize`, so the same
+policy and seed give the same bytes and a report with the same keys and figures (timings
+aside). The `anon` binary is the one `cargo nextest run` built (python/run_tests.sh passes its
+path as ANON_BIN)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import datafusion_anonymity as anon
+
+from conftest import REPO
+
+ADULT = REPO / "examples" / "adult" / "policy.toml"
+
+
+def anon_binary() -> pathlib.Path:
+    path = os.environ.get("ANON_BIN")
+    if not path or not pathlib.Path(path).is_file():
+        pytest.skip("ANON_BIN does not name the anon binary (python/run_tests.sh sets it)")
+    return pathlib.Path(path)
+
+
+def without_timings(value):
+    """The report without its timings: every `seconds` object, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
+def test_cli_and_python_publish_the_same_bytes_and_report(tmp_path, algorithm):
+    cli_out, cli_report = tmp_path / "cli.parquet", tmp_path / "cli.json"
+    done = subprocess.run(
+        [
+            str(anon_binary()),
+            "anonymize",
+            "--policy", str(ADULT),
+            "--algorithm", algorithm,
+            "--seed", "11",
+            "--out", str(cli_out),
+            "--report", str(cli_report),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    py_out, py_report = tmp_path / "py.parquet", tmp_path / "py.json"
+    returned = anon.anonymize(
+        ADULT, out=py_out, report=py_report, algorithm=algorithm, seed=11
+    )
+
+    assert cli_out.read_bytes() == py_out.read_bytes()
+    from_cli = json.loads(cli_report.read_text())
+    written = json.loads(py_report.read_text())
+    # the returned dict is the written report
+    assert without_timings(returned) == without_timings(written)
+    # the same keys and figures; only the timings and the output's own name differ
+    for report in (from_cli, written):
+        assert report["publish"].pop("output") in (str(cli_out), str(py_out))
+    assert without_timings(from_cli) == without_timings(written)
+    assert from_cli["command"] == "anonymize" and from_cli["publish"]["seed"] == 11
+    assert set(from_cli["seconds"]) == set(written["seconds"])
+
+
+def test_python_draws_a_seed_when_none_is_given(tmp_path):
+    """Without a seed the row order is drawn at random (a fixed default would let anyone
+    undo the shuffle), and the report records the seed drawn."""
+    first = anon.anonymize(ADULT, out=tmp_path / "a.parquet")
+    second = anon.anonymize(ADULT, out=tmp_path / "b.parquet")
+    assert first["publish"]["seed"] != second["publish"]["seed"]
