@@ -5,16 +5,18 @@
 //! object stores, the optimal lattice search and the local recodings, verified fail-closed
 //! publishing, the profile and the bucketization attack.
 //!
-//! The modules form layers; each imports only from the layers below it (a test of the
-//! command-line package fails on a cycle):
+//! The modules form layers; each imports only from the layers above it in this table (the
+//! test `structure::no_crate_has_a_module_cycle` of the command-line package fails on a
+//! cycle):
 //!
 //! | layer | modules |
 //! |---|---|
-//! | building blocks | `errors`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `pseudonym`, `session`, `storage`, `text` |
-//! | inputs | `tables`, `policy` |
-//! | searching | `search` (and its local recodings), `release`, `local_recode`, `provider` |
-//! | attacks and measures | `bucketize`, `profile` |
+//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `label_codes`, `pseudonym`, `storage` (and its `manifest`), `session` |
+//! | inputs | `tables`; `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search |
+//! | searching | `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
+//! | measuring | `profile` |
 //! | writing | `publish`, `saved_recoding` |
+//! | jobs | `jobs` (one pipeline per job, shared by the command line and Python); `errors` (how the shells print an error) |
 //!
 //! The SQL crate's modules are re-exported (`functions`, `generalize`, `options`, `rewrite`,
 //! `rng`), so one dependency gives a host everything.
