@@ -16,7 +16,7 @@ use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity::datafusion::sql::parser::DFParserBuilder;
 use datafusion_anonymity::datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
-use datafusion_anonymity_engine::jobs::{Observer, anonymize};
+use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply};
 use datafusion_anonymity_engine::policy::{Policy, Role};
 use datafusion_anonymity_engine::profile::{self, ProfileOptions};
 use datafusion_anonymity_engine::publish::{self, bucketized};
@@ -211,34 +211,14 @@ pub async fn policy_session(
     let ctx = session::context_with_limit(memory_limit)?;
     policy.register(&ctx).await?;
     if let Some(levels) = levels {
-        let release = Release::FullDomain(levels_in_order(&policy, levels)?);
+        let levels: Vec<(String, usize)> = levels.into_iter().collect();
+        let release = Release::FullDomain(apply::levels_in_order(&policy, &levels)?);
         let table = policy.generalized_table(&ctx, release).await?;
         let name = format!("{}_anon", policy.table_name());
         ctx.deregister_table(name.as_str())?;
         ctx.register_table(name, Arc::new(table))?;
     }
     Ok((ctx, policy))
-}
-
-/// `levels` by quasi-identifier, in the policy's quasi-identifier order; every
-/// quasi-identifier needs one, and nothing else may have one.
-fn levels_in_order(policy: &Policy, mut levels: HashMap<String, usize>) -> Result<Vec<usize>> {
-    let mut ordered = Vec::new();
-    for (column, _) in policy.quasi_identifiers() {
-        ordered.push(levels.remove(&column).ok_or_else(|| {
-            DataFusionError::Plan(format!(
-                "levels: no level for quasi-identifier '{column}' of policy {}",
-                policy.source()
-            ))
-        })?);
-    }
-    if let Some(extra) = levels.keys().next() {
-        return Err(DataFusionError::Plan(format!(
-            "levels: '{extra}' is not a quasi-identifier of policy {}",
-            policy.source()
-        )));
-    }
-    Ok(ordered)
 }
 
 /// The name of the generalized table [`policy_session`] registers, or an error saying how to
@@ -256,43 +236,12 @@ pub fn generalized_name(ctx: &SessionContext, policy: &Policy) -> Result<String>
     }
 }
 
-/// `anon apply`: publish the policy's input at its fixed transformation (or `levels`).
-pub async fn apply(
-    policy: String,
-    levels: Option<HashMap<String, usize>>,
-    out: Option<String>,
-    overwrite: bool,
-    memory_limit: Option<String>,
-) -> Result<Value> {
-    let mut read = Policy::from_file(&policy)?;
-    if let Some(bucketization) = read.bucketization() {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: method = \"{}\" is published by anonymize() (apply publishes a fixed \
-             generalization)",
-            read.source(),
-            bucketization.method().name()
-        )));
-    }
-    let out = output(out.as_deref(), &read)?;
+/// `anon apply`: the same pipeline ([`apply::apply`]); its report as JSON, the keys
+/// `--report` writes.
+pub async fn apply(options: apply::ApplyOptions, memory_limit: Option<String>) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
-    read.register_with(&ctx, false).await?;
-    for repeated in read.repeated_identifiers(&ctx).await? {
-        eprintln!("{}", repeated.warning());
-    }
-    let levels = match levels {
-        Some(levels) => levels_in_order(&read, levels)?,
-        None => read.transformation().ok_or_else(|| {
-            DataFusionError::Plan(format!(
-                "policy {} has no [transformation] (a level per quasi-identifier): pass \
-                 levels=..., or let anonymize() search for the best",
-                read.source()
-            ))
-        })?,
-    };
-    let report = publish::publish(&ctx, &read, &Release::FullDomain(levels), &out, overwrite)
-        .await
-        .map_err(|e| read.locate_input_error(e))?;
-    encode(&report)
+    let applied = apply::apply(&ctx, &options, &Warnings).await?;
+    encode(&applied.report)
 }
 
 /// `anon profile --format json`: the report as JSON.

@@ -333,9 +333,11 @@ fn anonymize(
     Ok(report.to_string())
 }
 
-/// `anon apply`; the JSON report of the publication.
+/// `anon apply`; the JSON report (`--report`'s keys).
 #[pyfunction]
-#[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None))]
+#[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None,
+    report=None, html_report=None, seed=None, utility=false, recoding=None))]
+#[allow(clippy::too_many_arguments)]
 fn apply(
     py: Python<'_>,
     policy: String,
@@ -343,10 +345,24 @@ fn apply(
     out: Option<String>,
     overwrite: bool,
     memory_limit: Option<String>,
+    report: Option<String>,
+    html_report: Option<String>,
+    seed: Option<u64>,
+    utility: bool,
+    recoding: Option<String>,
 ) -> PyResult<String> {
-    let report = run(py, || {
-        jobs::apply(policy, levels, out, overwrite, memory_limit)
-    })?;
+    let options = datafusion_anonymity_engine::jobs::apply::ApplyOptions {
+        policy,
+        levels: levels.map(|levels| levels.into_iter().collect()),
+        recoding,
+        out,
+        report,
+        html_report,
+        seed,
+        overwrite,
+        utility,
+    };
+    let report = run(py, || jobs::apply(options, memory_limit))?;
     Ok(report.to_string())
 }
 

@@ -194,9 +194,10 @@ def test_apply_publishes_the_fixed_transformation(tmp_path):
     out = tmp_path / "applied.parquet"
     report = anon.apply(POLICIES / "li2007_drop.toml", out=out)
     # the 6 rows of KEPT; the 3 rows of the 479** classes suppressed
-    assert report["suppressed_rows"] == 3
-    assert report["verification"]["rows"] == 6
-    assert report["verification"]["k"] == 3
+    assert report["command"] == "apply"
+    assert report["publish"]["suppressed_rows"] == 3
+    assert report["publish"]["verification"]["rows"] == 6
+    assert report["publish"]["verification"]["k"] == 3
     table = pq.read_table(out)
     assert sorted(rows(table.select(["zip", "age", "salary", "disease"]))) == KEPT
 

@@ -2,26 +2,15 @@
 //! saved local recoding (`--recoding`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
 
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 
-use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
-use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::jobs::{self, apply::ApplyOptions};
 use datafusion_anonymity_engine::profile::render_text::whole_number;
-use datafusion_anonymity_engine::progress::ScanProgress;
-use datafusion_anonymity_engine::publish::{self, PublishProgress, PublishReport, RowOrder};
-use datafusion_anonymity_engine::release::Release;
-use datafusion_anonymity_engine::saved_recoding::{RecodingFileFigures, SavedRecoding};
-use datafusion_anonymity_engine::search;
-use datafusion_anonymity_engine::storage::Location;
-
-use datafusion_anonymity_engine::jobs::report::{Report, ReportTargets};
-use datafusion_anonymity_engine::jobs::{self, anonymize::output_location};
+use datafusion_anonymity_engine::publish::PublishReport;
 
 use super::ReportArgs;
-use super::progress::{ScanReport, TerminalObserver};
+use super::progress::TerminalObserver;
 
 #[derive(clap::Args, Debug)]
 pub struct ApplyArgs {
@@ -68,169 +57,36 @@ pub struct ApplyArgs {
 }
 
 pub async fn run(args: ApplyArgs) -> Result<()> {
-    let started = Instant::now();
-    let mut policy = Policy::from_file(&args.policy)?;
-    if let Some(bucketization) = policy.bucketization() {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: method = \"{}\" is published by `anon anonymize` (apply publishes a \
-             fixed generalization)",
-            policy.source(),
-            bucketization.method().name()
-        )));
-    }
-    let recoding = args
-        .recoding
-        .as_deref()
-        .map(|path| Location::parse(&path.to_string_lossy()))
-        .transpose()?;
-    if recoding.is_none() && policy.transformation().is_none() {
-        return Err(DataFusionError::Plan(format!(
-            "policy {} has no [transformation] (a level per quasi-identifier); \
-             add one, or let `anon anonymize` search for the best",
-            policy.source()
-        )));
-    }
     let path_text =
         |path: &Option<PathBuf>| path.as_deref().map(|p| p.to_string_lossy().to_string());
-    let out = output_location(path_text(&args.out).as_deref(), &policy)?;
-    // refused before anything is read: a report is an output too
-    let reports = ReportTargets::check(
-        path_text(&args.reports.report)
-            .as_deref()
-            .map(Location::parse)
-            .transpose()?,
-        path_text(&args.reports.html_report)
-            .as_deref()
-            .map(Location::parse)
-            .transpose()?,
-        &policy,
-        &out,
-        args.overwrite,
-    )
-    .await?;
-    let saved = match &recoding {
-        Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
-        None => None,
+    let options = ApplyOptions {
+        policy: args.policy.to_string_lossy().to_string(),
+        levels: None,
+        recoding: path_text(&args.recoding),
+        out: path_text(&args.out),
+        report: path_text(&args.reports.report),
+        html_report: path_text(&args.reports.html_report),
+        seed: args.seed,
+        overwrite: args.overwrite,
+        utility: args.utility,
     };
     let ctx =
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
             .await?;
-    // the recoding refuses values missing from a value tree itself: no scan to check first
-    policy.register_with(&ctx, false).await?;
-    for repeated in policy.repeated_identifiers(&ctx).await? {
-        eprintln!("{}", repeated.warning());
+    let observer = TerminalObserver::new(args.quiet);
+    let applied = jobs::apply::apply(&ctx, &options, &observer).await?;
+    let report = &applied.report;
+    print_summary(&report.publish);
+    if let Some(utility) = &report.utility {
+        print_utility(utility);
     }
-    // in the data's column order, known once registered
-    let levels = policy.transformation().unwrap_or_default();
-    let order = args.seed.map_or_else(RowOrder::random, RowOrder::Shuffled);
-    let total = jobs::input_rows(&ctx, &policy, &TerminalObserver::new(args.quiet)).await;
-    let input_seconds = started.elapsed().as_secs_f64();
-    // k-map and δ-presence are judged on the frequency set, which carries the population's
-    // counts: one scan more than the other requirements need
-    let mut frequency_set = None;
-    let mut recoding_file = None;
-    let (release, failing) = if let (Some(saved), Some(location)) = (&saved, &recoding) {
-        // the saved classes, mapped onto this input's combinations: one scan
-        let phase = Instant::now();
-        let scanned = ScanProgress::new();
-        let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
-        let freq = policy.frequency_set(&ctx, Some(scanned)).await;
-        report.finish().await;
-        let freq = freq?;
-        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
-        let (local, uncovered) =
-            saved.recoding_for(&location.to_string(), &freq, policy.requirements().k)?;
-        if !args.quiet {
-            eprintln!(
-                "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",
-                saved.classes.len()
-            );
-        }
-        recoding_file = Some(RecodingFileFigures {
-            file: location.to_string(),
-            classes: saved.classes.len(),
-            uncovered_rows: Some(uncovered),
-        });
-        // the classes are judged on this input's rows, as publishing counts them
-        (Release::Local(Arc::new(local)), None)
-    } else if policy.requirements().population.is_some() {
-        let phase = Instant::now();
-        let scanned = ScanProgress::new();
-        let report = ScanReport::start("frequency set", total, args.quiet, Arc::clone(&scanned));
-        let freq = policy.frequency_set(&ctx, Some(scanned)).await;
-        report.finish().await;
-        let freq = freq?;
-        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
-        let failing = search::failing_classes(&freq, policy.requirements(), &levels)?;
-        (Release::FullDomain(levels), Some(failing))
-    } else {
-        (Release::FullDomain(levels), None)
-    };
-    let progress = PublishProgress::new();
-    let report = ScanReport::start_passes(
-        jobs::publish_passes(
-            &progress,
-            failing.is_none(),
-            matches!(order, RowOrder::Shuffled(_)),
-        ),
-        total,
-        args.quiet,
-    );
-    let published = publish::publish_observed(
-        &ctx,
-        &policy,
-        &release,
-        failing,
-        &out,
-        args.overwrite,
-        order,
-        Some(progress),
-    )
-    .await;
-    report.finish().await;
-    let report = match published {
-        Ok(report) => report,
-        Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
-            // the refusal counted one batch's values: count them over the whole column
-            policy.check_tree_values(&ctx).await?;
-            return Err(e);
-        }
-        Err(e) => return Err(policy.locate_input_error(e)),
-    };
-    print_summary(&report);
-    let utility = if args.utility {
-        let phase = Instant::now();
-        let utility =
-            publish::release_utility(&ctx, &policy, &release, report.failing_classes.clone())
-                .await?;
-        print_utility(&utility);
-        Some((utility, phase.elapsed().as_secs_f64()))
-    } else {
-        None
-    };
     if !args.quiet {
-        let t = report.seconds;
+        let t = &report.seconds;
         eprintln!(
-            "time: input {input_seconds:.2} s, classes {:.2} s, write {:.2} s, verify {:.2} s, \
+            "time: input {:.2} s, classes {:.2} s, write {:.2} s, verify {:.2} s, \
              post-analytics {:.2} s, commit {:.2} s",
-            t.classes, t.write, t.verify, t.post_analytics, t.commit
+            t.input, t.suppression_count, t.write, t.verify, t.post_analytics, t.commit
         );
-    }
-    if reports.any() {
-        let mut written = Report::new(
-            "apply",
-            &policy,
-            report.clone(),
-            utility,
-            started,
-            input_seconds,
-        );
-        if let Some((rows, seconds)) = frequency_set {
-            written.frequency_set_rows = Some(rows);
-            written.seconds.frequency_set = Some(seconds);
-        }
-        written.recoding_file = recoding_file;
-        reports.write(&written, policy.storage()).await?;
     }
     Ok(())
 }

@@ -130,16 +130,6 @@ pub struct ScanReport {
 }
 
 impl ScanReport {
-    /// Follows `scan` under `phase` (of `total` rows when known); nothing when `quiet`.
-    pub fn start(
-        phase: &'static str,
-        total: Option<u64>,
-        quiet: bool,
-        scan: Arc<ScanProgress>,
-    ) -> Self {
-        Self::start_passes(vec![(phase, scan)], total, quiet)
-    }
-
     /// Follows passes that run one after the other, each counting rows into its own counter,
     /// of the counter's own total or else `total` (when known): the report shows the first
     /// pass at once, and then the latest pass whose counter has moved. Nothing when `quiet`.

@@ -191,10 +191,28 @@ def apply(
     out: PathLike | None = None,
     overwrite: bool = False,
     memory_limit: str | None = None,
+    report: PathLike | None = None,
+    html_report: PathLike | None = None,
+    seed: int | None = None,
+    utility: bool = False,
+    recoding: PathLike | None = None,
 ) -> dict[str, Any]:
-    """``anon apply``: publish the policy's input at its ``[transformation]`` (or ``levels``)."""
+    """``anon apply``: publish the policy's input at its ``[transformation]`` (or ``levels``,
+    or a ``recoding`` saved by ``anonymize(recoding_out=...)``), through the same pipeline as
+    the command line. Returns the report (the keys ``anon apply --report`` writes; the
+    publication's figures under ``publish``). ``seed`` orders the written rows (``None``: drawn
+    at random, recorded as ``publish.seed``)."""
     text = _internal.apply(
-        os.fspath(policy), _levels(levels), _path(out), overwrite, memory_limit
+        os.fspath(policy),
+        _levels(levels),
+        _path(out),
+        overwrite,
+        memory_limit,
+        _path(report),
+        _path(html_report),
+        seed,
+        utility,
+        _path(recoding),
     )
     return json.loads(text)
 

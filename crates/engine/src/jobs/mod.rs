@@ -9,6 +9,7 @@
 //! and nothing imports it.
 
 pub mod anonymize;
+pub mod apply;
 pub mod report;
 
 use std::sync::Arc;

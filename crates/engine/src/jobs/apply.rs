@@ -1,0 +1,244 @@
+//! `apply`: publish a policy's input at a fixed transformation (the policy's
+//! `[transformation]`, or levels given by the caller) or with a saved local recoding, with the
+//! same staged, verified write as `anonymize`. The command line's `anon apply` and Python's
+//! `apply()` are this function.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
+
+use super::Observer;
+use super::anonymize::output_location;
+use super::report::{Report, ReportTargets};
+use crate::policy::Policy;
+use crate::progress::ScanProgress;
+use crate::publish::{self, PublishProgress, RowOrder};
+use crate::saved_recoding::{RecodingFileFigures, SavedRecoding};
+use crate::search;
+use crate::search::release::Release;
+use crate::storage::Location;
+
+/// What to publish and how; the command line's flags, Python's keywords.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// The policy file (a path or URL).
+    pub policy: String,
+    /// The level of each quasi-identifier, replacing the policy's `[transformation]`.
+    pub levels: Option<Vec<(String, usize)>>,
+    /// A local recoding saved by `anonymize` (`recoding_out`), instead of levels.
+    pub recoding: Option<String>,
+    /// The output; default: the policy's `[output] path`.
+    pub out: Option<String>,
+    /// The JSON report, if wanted.
+    pub report: Option<String>,
+    /// The HTML report, if wanted.
+    pub html_report: Option<String>,
+    /// The seed of the written rows' order; `None` draws one (in the report).
+    pub seed: Option<u64>,
+    /// Replace existing outputs (once the new ones are complete and verified).
+    pub overwrite: bool,
+    /// Also measure the release's utility against each row's own original.
+    pub utility: bool,
+}
+
+impl ApplyOptions {
+    /// The defaults of `anon apply --policy <policy>`.
+    pub fn new(policy: impl Into<String>) -> Self {
+        Self {
+            policy: policy.into(),
+            levels: None,
+            recoding: None,
+            out: None,
+            report: None,
+            html_report: None,
+            seed: None,
+            overwrite: false,
+            utility: false,
+        }
+    }
+}
+
+/// A release published: its report and where it went.
+#[derive(Debug)]
+pub struct Applied {
+    pub report: Report,
+    pub out: Location,
+}
+
+/// Publishes `options.policy`'s input on `ctx`; see the module documentation. Outputs are
+/// checked before anything is read.
+pub async fn apply(
+    ctx: &SessionContext,
+    options: &ApplyOptions,
+    observer: &dyn Observer,
+) -> Result<Applied> {
+    let started = Instant::now();
+    let mut policy = Policy::from_file(&options.policy)?;
+    if let Some(bucketization) = policy.bucketization() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: method = \"{}\" is published by `anon anonymize` (apply publishes a \
+             fixed generalization)",
+            policy.source(),
+            bucketization.method().name()
+        )));
+    }
+    let recoding = options
+        .recoding
+        .as_deref()
+        .map(Location::parse)
+        .transpose()?;
+    if recoding.is_none() && options.levels.is_none() && policy.transformation().is_none() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {} has no [transformation] (a level per quasi-identifier); \
+             add one, or let `anon anonymize` search for the best",
+            policy.source()
+        )));
+    }
+    let out = output_location(options.out.as_deref(), &policy)?;
+    let parse = |path: &Option<String>| path.as_deref().map(Location::parse).transpose();
+    // refused before anything is read: a report is an output too
+    let reports = ReportTargets::check(
+        parse(&options.report)?,
+        parse(&options.html_report)?,
+        &policy,
+        &out,
+        options.overwrite,
+    )
+    .await?;
+    let saved = match &recoding {
+        Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
+        None => None,
+    };
+    // the recoding refuses values missing from a value tree itself: no scan to check first
+    policy.register_with(ctx, false).await?;
+    for repeated in policy.repeated_identifiers(ctx).await? {
+        observer.note(&repeated.warning());
+    }
+    // in the data's column order, known once registered
+    let levels = match &options.levels {
+        Some(levels) => levels_in_order(&policy, levels)?,
+        None => policy.transformation().unwrap_or_default(),
+    };
+    let order = options
+        .seed
+        .map_or_else(RowOrder::random, RowOrder::Shuffled);
+    let total = super::input_rows(ctx, &policy, observer).await;
+    let input_seconds = started.elapsed().as_secs_f64();
+    // k-map and δ-presence are judged on the frequency set, which carries the population's
+    // counts: one scan more than the other requirements need
+    let mut frequency_set = None;
+    let mut recoding_file = None;
+    let (release, failing) = if let (Some(saved), Some(location)) = (&saved, &recoding) {
+        // the saved classes, mapped onto this input's combinations: one scan
+        let phase = Instant::now();
+        let scanned = ScanProgress::new();
+        observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
+        let freq = policy.frequency_set(ctx, Some(scanned)).await;
+        observer.scans_finished().await;
+        let freq = freq?;
+        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
+        let (local, uncovered) =
+            saved.recoding_for(&location.to_string(), &freq, policy.requirements().k)?;
+        observer.note(&format!(
+            "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",
+            saved.classes.len()
+        ));
+        recoding_file = Some(RecodingFileFigures {
+            file: location.to_string(),
+            classes: saved.classes.len(),
+            uncovered_rows: Some(uncovered),
+        });
+        // the classes are judged on this input's rows, as publishing counts them
+        (Release::Local(Arc::new(local)), None)
+    } else if policy.requirements().population.is_some() {
+        let phase = Instant::now();
+        let scanned = ScanProgress::new();
+        observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
+        let freq = policy.frequency_set(ctx, Some(scanned)).await;
+        observer.scans_finished().await;
+        let freq = freq?;
+        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
+        let failing = search::failing_classes(&freq, policy.requirements(), &levels)?;
+        (Release::FullDomain(levels), Some(failing))
+    } else {
+        (Release::FullDomain(levels), None)
+    };
+    let progress = PublishProgress::new();
+    observer.scans_started(
+        super::publish_passes(
+            &progress,
+            failing.is_none(),
+            matches!(order, RowOrder::Shuffled(_)),
+        ),
+        total,
+    );
+    let published = publish::publish_observed(
+        ctx,
+        &policy,
+        &release,
+        failing,
+        &out,
+        options.overwrite,
+        order,
+        Some(progress),
+    )
+    .await;
+    observer.scans_finished().await;
+    let published = match published {
+        Ok(report) => report,
+        Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
+            // the refusal counted one batch's values: count them over the whole column
+            policy.check_tree_values(ctx).await?;
+            return Err(e);
+        }
+        Err(e) => return Err(policy.locate_input_error(e)),
+    };
+    let utility = if options.utility {
+        let phase = Instant::now();
+        let utility =
+            publish::release_utility(ctx, &policy, &release, published.failing_classes.clone())
+                .await?;
+        Some((utility, phase.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
+    let mut report = Report::new("apply", &policy, published, utility, started, input_seconds);
+    if let Some((rows, seconds)) = frequency_set {
+        report.frequency_set_rows = Some(rows);
+        report.seconds.frequency_set = Some(seconds);
+    }
+    report.recoding_file = recoding_file;
+    reports.write(&report, policy.storage()).await?;
+    Ok(Applied { report, out })
+}
+
+/// `levels` by quasi-identifier, in the policy's quasi-identifier order; every
+/// quasi-identifier needs one, and nothing else may have one.
+pub fn levels_in_order(policy: &Policy, levels: &[(String, usize)]) -> Result<Vec<usize>> {
+    let mut ordered = Vec::new();
+    for (column, _) in policy.quasi_identifiers() {
+        let level = levels
+            .iter()
+            .find(|(name, _)| *name == column)
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!(
+                    "levels: no level for quasi-identifier '{column}' of policy {}",
+                    policy.source()
+                ))
+            })?;
+        ordered.push(level.1);
+    }
+    if let Some((extra, _)) = levels
+        .iter()
+        .find(|(name, _)| !policy.quasi_identifiers().iter().any(|(qi, _)| qi == name))
+    {
+        return Err(DataFusionError::Plan(format!(
+            "levels: '{extra}' is not a quasi-identifier of policy {}",
+            policy.source()
+        )));
+    }
+    Ok(ordered)
+}
