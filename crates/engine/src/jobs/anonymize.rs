@@ -3,7 +3,6 @@
 //! recoding and measure the utility, and report. The command line's `anon anonymize` and
 //! Python's `anonymize()` are this function.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
@@ -12,7 +11,6 @@ use datafusion::prelude::SessionContext;
 use super::Observer;
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
-use crate::progress::ScanProgress;
 use crate::publish::{self, PublishProgress, RowOrder};
 use crate::saved_recoding;
 use crate::search::local::{LocalAlgorithm, LocalOptions};
@@ -122,14 +120,8 @@ pub async fn anonymize(
     let input_seconds = started.elapsed().as_secs_f64();
 
     // 1. the frequency set: one scan
-    let phase = Instant::now();
-    let scanned = ScanProgress::new();
     let total = super::input_rows(ctx, &policy, observer).await;
-    observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
-    let freq = policy.frequency_set(ctx, Some(scanned)).await;
-    observer.scans_finished().await;
-    let freq = freq?;
-    let frequency_seconds = phase.elapsed().as_secs_f64();
+    let (freq, frequency_seconds) = super::frequency_set(ctx, &policy, observer, total).await?;
     // after the scan, whose errors about the input come first
     for repeated in policy.repeated_identifiers(ctx).await? {
         observer.note(&repeated.warning());

@@ -14,7 +14,6 @@ use super::Observer;
 use super::anonymize::output_location;
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
-use crate::progress::ScanProgress;
 use crate::publish::{self, PublishProgress, RowOrder};
 use crate::saved_recoding::{RecodingFileFigures, SavedRecoding};
 use crate::search;
@@ -133,13 +132,8 @@ pub async fn apply(
     let mut recoding_file = None;
     let (release, failing) = if let (Some(saved), Some(location)) = (&saved, &recoding) {
         // the saved classes, mapped onto this input's combinations: one scan
-        let phase = Instant::now();
-        let scanned = ScanProgress::new();
-        observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
-        let freq = policy.frequency_set(ctx, Some(scanned)).await;
-        observer.scans_finished().await;
-        let freq = freq?;
-        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
+        let (freq, seconds) = super::frequency_set(ctx, &policy, observer, total).await?;
+        frequency_set = Some((freq.combinations(), seconds));
         let (local, uncovered) =
             saved.recoding_for(&location.to_string(), &freq, policy.requirements().k)?;
         observer.note(&format!(
@@ -154,13 +148,8 @@ pub async fn apply(
         // the classes are judged on this input's rows, as publishing counts them
         (Release::Local(Arc::new(local)), None)
     } else if policy.requirements().population.is_some() {
-        let phase = Instant::now();
-        let scanned = ScanProgress::new();
-        observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
-        let freq = policy.frequency_set(ctx, Some(scanned)).await;
-        observer.scans_finished().await;
-        let freq = freq?;
-        frequency_set = Some((freq.combinations(), phase.elapsed().as_secs_f64()));
+        let (freq, seconds) = super::frequency_set(ctx, &policy, observer, total).await?;
+        frequency_set = Some((freq.combinations(), seconds));
         let failing = search::failing_classes(&freq, policy.requirements(), &levels)?;
         (Release::FullDomain(levels), Some(failing))
     } else {

@@ -94,6 +94,22 @@ pub async fn input_rows_from_metadata(
     }
 }
 
+/// The frequency set of the registered `policy` (one scan, watched by `observer`, of `total`
+/// input rows when known), and its seconds.
+pub async fn frequency_set(
+    ctx: &SessionContext,
+    policy: &Policy,
+    observer: &dyn Observer,
+    total: Option<u64>,
+) -> datafusion::error::Result<(crate::search::FrequencySet, f64)> {
+    let phase = std::time::Instant::now();
+    let scanned = ScanProgress::new();
+    observer.scans_started(vec![("frequency set", Arc::clone(&scanned))], total);
+    let freq = policy.frequency_set(ctx, Some(scanned)).await;
+    observer.scans_finished().await;
+    Ok((freq?, phase.elapsed().as_secs_f64()))
+}
+
 /// A publication's passes (see [`PublishProgress`]): the count of the classes to suppress
 /// (unless the classes are given: `count_classes` false), the shuffle (when `shuffled`), then
 /// the writing.
