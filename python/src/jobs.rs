@@ -16,9 +16,8 @@ use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity::datafusion::sql::parser::DFParserBuilder;
 use datafusion_anonymity::datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
-use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply};
-use datafusion_anonymity_engine::policy::{Policy, Role};
-use datafusion_anonymity_engine::profile::{self, ProfileOptions};
+use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, profile};
+use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::publish::{self, bucketized};
 use datafusion_anonymity_engine::release::Release;
 use datafusion_anonymity_engine::search::local::LocalAlgorithm;
@@ -72,9 +71,13 @@ pub struct ProfileArgs {
     pub policy: Option<String>,
     pub hierarchies: Vec<(String, String)>,
     pub recursive_c: f64,
+    pub background_values: usize,
     pub queries: usize,
     pub seed: u64,
     pub show_values: bool,
+    pub by_position: bool,
+    pub relink: Option<String>,
+    pub fingerprint: Option<profile::FingerprintTarget>,
     pub memory_limit: Option<String>,
 }
 
@@ -244,88 +247,30 @@ pub async fn apply(options: apply::ApplyOptions, memory_limit: Option<String>) -
     encode(&applied.report)
 }
 
-/// `anon profile --format json`: the report as JSON.
+/// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON.
 pub async fn profile(args: ProfileArgs) -> Result<Value> {
     let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
-    let mut quasi_identifiers = args.quasi_identifiers.clone();
-    let mut sensitive = args.sensitive.clone();
-    let mut hierarchies = HashMap::new();
-    let mut csv_options = tables::CsvOptions::default();
-    if let Some(path) = &args.policy {
-        let mut policy = Policy::from_file(path)?;
-        csv_options = policy.csv_options();
-        if quasi_identifiers.is_empty() {
-            quasi_identifiers = columns_with_role(&policy, Role::QuasiIdentifier);
-        }
-        if sensitive.is_empty() {
-            sensitive = columns_with_role(&policy, Role::Sensitive);
-        }
-        // the hierarchies describe the original data: checked there, in a session of their
-        // own (as `anon profile --policy --original` does)
-        if let Some(original) = &args.original {
-            policy.set_input(Location::parse(original)?);
-            let policy_ctx = session::context(None)?;
-            policy.register(&policy_ctx).await?;
-            for (column, hierarchy) in policy.quasi_identifiers() {
-                if quasi_identifiers.contains(&column) {
-                    hierarchies.insert(column, hierarchy);
-                }
-            }
-        }
-    }
-    if quasi_identifiers.is_empty() {
-        return Err(DataFusionError::Plan(
-            "profile needs quasi-identifiers: give qi=[...] or a policy".to_string(),
-        ));
-    }
-    let mut options = ProfileOptions::new("input", Vec::new());
-    options.hierarchies = hierarchies;
-    let mut register = async |name: &str, path: &str| -> Result<()> {
-        tables::register_path_with(&ctx, name, path, &csv_options).await?;
-        options.labels.insert(name.to_string(), path.to_string());
-        Ok(())
+    let job = profile::ProfileJobOptions {
+        quasi_identifiers: args.quasi_identifiers,
+        sensitive: args.sensitive,
+        person_id: args.person_id,
+        population: args.population,
+        original: args.original,
+        key: args.key,
+        by_position: args.by_position,
+        relink: args.relink,
+        policy: args.policy,
+        hierarchies: args.hierarchies,
+        recursive_c: args.recursive_c,
+        background_values: args.background_values,
+        queries: args.queries,
+        seed: args.seed,
+        show_values: args.show_values,
+        fingerprint: args.fingerprint,
+        ..profile::ProfileJobOptions::new(args.input)
     };
-    register("input", &args.input).await?;
-    if let Some(path) = &args.population {
-        register("population", path).await?;
-    }
-    if let Some(path) = &args.original {
-        register("original", path).await?;
-    }
-    // attributes from the policy: in the input's column order
-    let schema = ctx.table_provider("input").await?.schema();
-    let position = |name: &String| schema.index_of(name).unwrap_or(usize::MAX);
-    if args.quasi_identifiers.is_empty() {
-        quasi_identifiers.sort_by_key(position);
-    }
-    if args.sensitive.is_empty() {
-        sensitive.sort_by_key(position);
-    }
-    options.quasi_identifiers = quasi_identifiers;
-    options.population = args.population.as_ref().map(|_| "population".into());
-    options.original = args.original.as_ref().map(|_| "original".into());
-    for (column, path) in &args.hierarchies {
-        let tree = Hierarchy::tree_from_csv_file(column.as_str(), path)?;
-        options.hierarchies.insert(column.clone(), Arc::new(tree));
-    }
-    options.sensitive = sensitive;
-    options.person_id = args.person_id;
-    options.key = args.key;
-    options.recursive_c = args.recursive_c;
-    options.queries = args.queries;
-    options.seed = args.seed;
-    options.show_values = args.show_values;
-    let report = profile::profile(&ctx, &options).await?;
+    let report = profile::profile(&ctx, &job, &Warnings).await?;
     encode(&report)
-}
-
-fn columns_with_role(policy: &Policy, role: Role) -> Vec<String> {
-    policy
-        .columns()
-        .iter()
-        .filter(|c| c.role == role)
-        .map(|c| c.name.clone())
-        .collect()
 }
 
 /// Options of [`sql`].

@@ -369,7 +369,9 @@ fn apply(
 /// `anon profile --format json`; the JSON report.
 #[pyfunction]
 #[pyo3(signature = (input, qi, sensitive, person_id, population, original, key, policy,
-    hierarchies, recursive_c, queries, seed, show_values, memory_limit))]
+    hierarchies, recursive_c, queries, seed, show_values, memory_limit, background_values=3,
+    by_position=false, relink=None, fingerprint_st=None, linking=None, determined=None,
+    bucket_column="bucket_id".to_string()))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -387,7 +389,32 @@ fn profile(
     seed: u64,
     show_values: bool,
     memory_limit: Option<String>,
+    background_values: usize,
+    by_position: bool,
+    relink: Option<String>,
+    fingerprint_st: Option<String>,
+    linking: Option<String>,
+    determined: Option<Vec<String>>,
+    bucket_column: String,
 ) -> PyResult<String> {
+    let fingerprint = match (fingerprint_st, linking) {
+        (Some(sensitive_table), Some(linking)) => {
+            Some(datafusion_anonymity_engine::jobs::profile::FingerprintTarget {
+                sensitive_table,
+                bucket_column,
+                linking,
+                determined,
+            })
+        }
+        (None, None) => None,
+        _ => {
+            return Err(errors::to_py(
+                datafusion_anonymity_engine::datafusion::error::DataFusionError::Plan(
+                    "fingerprint_st and linking go together".to_string(),
+                ),
+            ));
+        }
+    };
     let report = run(py, || {
         jobs::profile(jobs::ProfileArgs {
             input,
@@ -403,6 +430,10 @@ fn profile(
             queries,
             seed,
             show_values,
+            background_values,
+            by_position,
+            relink,
+            fingerprint,
             memory_limit,
         })
     })?;

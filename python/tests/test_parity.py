@@ -77,3 +77,25 @@ def test_python_draws_a_seed_when_none_is_given(tmp_path):
     first = anon.anonymize(ADULT, out=tmp_path / "a.parquet")
     second = anon.anonymize(ADULT, out=tmp_path / "b.parquet")
     assert first["publish"]["seed"] != second["publish"]["seed"]
+
+
+def test_cli_and_python_profile_alike(tmp_path):
+    """`anon profile --format json` and `profile()` are one pipeline: the same figures."""
+    adult = REPO / "examples" / "adult" / "adult.parquet"
+    done = subprocess.run(
+        [
+            str(anon_binary()),
+            "profile",
+            str(adult),
+            "--policy", str(ADULT),
+            "--format", "json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    from_cli = json.loads(done.stdout)
+    from_python = anon.profile(adult, policy=ADULT)
+    assert without_timings(from_cli) == without_timings(from_python)
+    assert from_cli["rows"] == 30162  # the Adult extract's rows (examples/adult/README)

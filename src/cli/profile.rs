@@ -1,26 +1,22 @@
 //! `anon profile`: the risk and utility report of a table (see `datafusion_anonymity_engine::profile`).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::ValueEnum;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::prelude::SessionContext;
 
-use datafusion_anonymity::generalize::Hierarchy;
-use datafusion_anonymity_engine::policy::{Policy, Role};
-use datafusion_anonymity_engine::profile::{
-    self, DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED,
-    FingerprintOptions, ProfileOptions, ProfileProgress, render_html, render_text,
+use datafusion_anonymity_engine::jobs::{
+    self,
+    profile::{FingerprintTarget, ProfileJobOptions},
 };
-use datafusion_anonymity_engine::session;
+use datafusion_anonymity_engine::profile::{
+    DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, render_html,
+    render_text,
+};
 use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
-use datafusion_anonymity_engine::tables::{self, BadValues, CsvOptions, TableFormat};
+use datafusion_anonymity_engine::tables::{self, BadValues};
 
-use datafusion_anonymity_engine::jobs::input_rows_from_metadata;
-
-use super::progress::ScanReport;
+use super::progress::TerminalObserver;
 
 /// How `anon profile` writes its report.
 #[derive(ValueEnum, Clone, Copy, Debug, Default)]
@@ -147,160 +143,48 @@ pub struct ProfileArgs {
     bucket_column: String,
 }
 
-/// The tables of a profile are CSV read with `csv_options`, kept to locate CSV errors.
-struct CsvTables {
-    csv_options: CsvOptions,
-    tables: Vec<(String, String)>,
-}
-
-/// Registers `path` as `name`, remembering it for the report and for locating CSV errors.
-async fn register(
-    ctx: &SessionContext,
-    options: &mut ProfileOptions,
-    csv: &mut CsvTables,
-    name: &str,
-    path: &str,
-) -> Result<()> {
-    tables::register_path_with(ctx, name, path, &csv.csv_options).await?;
-    options.labels.insert(name.to_string(), path.to_string());
-    if tables::table_format(path)? == TableFormat::Csv {
-        csv.tables.push((name.to_string(), path.to_string()));
-    }
-    Ok(())
-}
-
 /// Runs `anon profile`.
 pub async fn run(args: ProfileArgs) -> Result<()> {
     let ctx =
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
             .await?;
-    let mut quasi_identifiers = args.quasi_identifiers.clone();
-    let mut sensitive = args.sensitive.clone();
-    let mut hierarchies = HashMap::new();
-    let bad_values = args
-        .bad_values
-        .as_deref()
-        .map(BadValues::parse)
-        .transpose()?;
-    let mut csv = CsvTables {
-        csv_options: CsvOptions {
-            bad_values: bad_values.unwrap_or_default(),
-            ..CsvOptions::default()
-        },
-        tables: Vec::new(),
-    };
-    if let Some(path) = &args.policy {
-        let mut policy = Policy::from_file(path)?;
-        if let Some(bad_values) = bad_values {
-            policy.set_bad_values(bad_values);
-        }
-        // the policy's column types describe the data profiled too
-        csv.csv_options = policy.csv_options();
-        if quasi_identifiers.is_empty() {
-            quasi_identifiers = policy
-                .columns()
-                .iter()
-                .filter(|c| c.role == Role::QuasiIdentifier)
-                .map(|c| c.name.clone())
-                .collect();
-        }
-        if sensitive.is_empty() {
-            sensitive = policy
-                .columns()
-                .iter()
-                .filter(|c| c.role == Role::Sensitive)
-                .map(|c| c.name.clone())
-                .collect();
-        }
-        // the hierarchies describe the original data: check them there (in a session of
-        // their own, so the policy's table name cannot clash) and size masks from it
-        if let Some(original) = &args.original {
-            policy.set_input(Location::parse(original)?);
-            let policy_ctx = session::context(None)?;
-            policy.register(&policy_ctx).await?;
-            for (column, hierarchy) in policy.quasi_identifiers() {
-                if quasi_identifiers.contains(&column) {
-                    hierarchies.insert(column, hierarchy);
-                }
-            }
-        }
-    }
-    let mut options = ProfileOptions::new("input", Vec::new());
-    options.hierarchies = hierarchies;
-    register(&ctx, &mut options, &mut csv, "input", &args.input).await?;
-    // attributes from the policy: in the input's column order, not the file's
-    let schema = ctx.table_provider("input").await?.schema();
-    let position = |name: &String| schema.index_of(name).unwrap_or(usize::MAX);
-    if args.quasi_identifiers.is_empty() {
-        quasi_identifiers.sort_by_key(position);
-    }
-    if args.sensitive.is_empty() {
-        sensitive.sort_by_key(position);
-    }
-    options.quasi_identifiers = quasi_identifiers;
-    if let Some(path) = &args.population {
-        register(&ctx, &mut options, &mut csv, "population", path).await?;
-        options.population = Some("population".into());
-    }
-    if let Some(path) = &args.original {
-        register(&ctx, &mut options, &mut csv, "original", path).await?;
-        options.original = Some("original".into());
-    }
+    let mut hierarchies = Vec::new();
     for hierarchy in &args.hierarchies {
-        let (column, path) = tables::parse_name_path("--hierarchy", hierarchy)?;
-        let tree = Hierarchy::tree_from_csv_file(column.as_str(), &path)?;
-        options.hierarchies.insert(column, Arc::new(tree));
+        hierarchies.push(tables::parse_name_path("--hierarchy", hierarchy)?);
     }
-    if let Some(path) = &args.relink {
-        register(&ctx, &mut options, &mut csv, "other_release", path).await?;
-        options.relink = Some("other_release".into());
-    }
-    if let (Some(path), Some(linking)) = (&args.fingerprint_st, &args.linking) {
-        register(&ctx, &mut options, &mut csv, "sensitive_table", path).await?;
-        options.fingerprint = Some(FingerprintOptions {
-            sensitive_table: "sensitive_table".into(),
-            bucket_column: args.bucket_column.clone(),
-            linking: linking.clone(),
-            determined: args.determined.clone(),
-        });
-    }
-    options.sensitive = sensitive;
-    options.person_id = args.person_id;
-    options.key = args.key;
-    options.by_position = args.by_position;
-    options.recursive_c = args.recursive_c;
-    options.background_values = args.background_values;
-    options.queries = args.queries;
-    options.seed = args.seed;
-    options.show_values = args.show_values;
-    let scanned = ProfileProgress::new();
-    options.progress = Some(Arc::clone(&scanned));
-    let total = if args.quiet {
-        None
-    } else {
-        input_rows_from_metadata(&ctx, "input", &args.input).await
+    let job = ProfileJobOptions {
+        input: args.input.clone(),
+        bad_values: args
+            .bad_values
+            .as_deref()
+            .map(BadValues::parse)
+            .transpose()?,
+        quasi_identifiers: args.quasi_identifiers,
+        sensitive: args.sensitive,
+        person_id: args.person_id,
+        population: args.population,
+        original: args.original,
+        key: args.key,
+        by_position: args.by_position,
+        relink: args.relink,
+        policy: args.policy.map(|p| p.to_string_lossy().to_string()),
+        hierarchies,
+        recursive_c: args.recursive_c,
+        background_values: args.background_values,
+        queries: args.queries,
+        seed: args.seed,
+        show_values: args.show_values,
+        fingerprint: match (args.fingerprint_st, args.linking) {
+            (Some(sensitive_table), Some(linking)) => Some(FingerprintTarget {
+                sensitive_table,
+                bucket_column: args.bucket_column,
+                linking,
+                determined: args.determined,
+            }),
+            _ => None,
+        },
     };
-    let mut passes = Vec::new();
-    if !options.sensitive.is_empty() {
-        passes.push(("sensitive values", Arc::clone(&scanned.values)));
-    }
-    passes.push(("classes", Arc::clone(&scanned.classes)));
-
-    let progress = ScanReport::start_passes(passes, total, args.quiet);
-    let profiled = profile::profile(&ctx, &options).await;
-    progress.finish().await;
-    let report = match profiled {
-        Ok(report) => report,
-        Err(e) if matches!(e.find_root(), DataFusionError::ArrowError(..)) => {
-            // a CSV record that does not fit its inferred schema: name the file and line
-            for (name, path) in &csv.tables {
-                let provider = ctx.table_provider(name.as_str()).await?;
-                tables::check_csv(path, provider.schema(), &csv.csv_options)?;
-            }
-            return Err(e);
-        }
-        Err(e) => return Err(e),
-    };
+    let report = jobs::profile::profile(&ctx, &job, &TerminalObserver::new(args.quiet)).await?;
     let text = match args.format {
         ProfileFormat::Text => render_text::render(&report),
         ProfileFormat::Json => {

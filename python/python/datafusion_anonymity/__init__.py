@@ -233,8 +233,18 @@ def profile(
     seed: int = 42,
     show_values: bool = False,
     memory_limit: str | None = None,
+    background_values: int = 3,
+    by_position: bool = False,
+    relink: PathLike | None = None,
+    fingerprint_st: PathLike | None = None,
+    linking: str | None = None,
+    determined: Sequence[str] | None = None,
+    bucket_column: str = "bucket_id",
 ) -> dict[str, Any]:
-    """``anon profile --format json``: risk and utility report of a table, as a dict."""
+    """``anon profile --format json``: the risk and utility report of a table, as a dict,
+    from the same pipeline as the command line (its flags as keywords: ``relink`` the
+    re-linking attack, ``fingerprint_st`` and ``linking`` the fingerprint-correlation
+    attack on a bucketized release)."""
     text = _internal.profile(
         os.fspath(input),
         list(qi),
@@ -250,6 +260,13 @@ def profile(
         int(seed),
         bool(show_values),
         memory_limit,
+        int(background_values),
+        bool(by_position),
+        _path(relink),
+        _path(fingerprint_st),
+        linking,
+        None if determined is None else list(determined),
+        bucket_column,
     )
     return json.loads(text)
 

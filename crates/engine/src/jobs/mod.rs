@@ -10,6 +10,7 @@
 
 pub mod anonymize;
 pub mod apply;
+pub mod profile;
 pub mod report;
 
 use std::sync::Arc;
