@@ -27,11 +27,15 @@ def anon_binary() -> pathlib.Path:
 
 
 def without_timings(value):
-    """The report without its timings: every `seconds` object, at any depth."""
+    """The report without its timings (every `seconds` object, at any depth), its floats
+    rounded to 12 significant digits: a mean summed over partitions may differ in its last
+    bits with the order the partitions finish in, on one shell as on the other."""
     if isinstance(value, dict):
         return {k: without_timings(v) for k, v in value.items() if k != "seconds"}
     if isinstance(value, list):
         return [without_timings(v) for v in value]
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
     return value
 
 
