@@ -398,14 +398,14 @@ fn profile(
     bucket_column: String,
 ) -> PyResult<String> {
     let fingerprint = match (fingerprint_st, linking) {
-        (Some(sensitive_table), Some(linking)) => {
-            Some(datafusion_anonymity_engine::jobs::profile::FingerprintTarget {
+        (Some(sensitive_table), Some(linking)) => Some(
+            datafusion_anonymity_engine::jobs::profile::FingerprintTarget {
                 sensitive_table,
                 bucket_column,
                 linking,
                 determined,
-            })
-        }
+            },
+        ),
         (None, None) => None,
         _ => {
             return Err(errors::to_py(

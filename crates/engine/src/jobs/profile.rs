@@ -197,12 +197,10 @@ pub async fn profile(
     }
     for (column, path) in &job.hierarchies {
         let location = Location::parse(path)?;
-        let text = storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
-            DataFusionError::Plan(format!(
-                "cannot read hierarchy '{column}': {}",
-                e.message()
-            ))
-        })?;
+        let text =
+            storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
+                DataFusionError::Plan(format!("cannot read hierarchy '{column}': {}", e.message()))
+            })?;
         let tree = Hierarchy::tree_from_csv_str(column.as_str(), &location.to_string(), &text)?;
         options.hierarchies.insert(column.clone(), Arc::new(tree));
     }
@@ -211,7 +209,14 @@ pub async fn profile(
         options.relink = Some("other_release".into());
     }
     if let Some(target) = &job.fingerprint {
-        register(ctx, &mut options, &mut csv, "sensitive_table", &target.sensitive_table).await?;
+        register(
+            ctx,
+            &mut options,
+            &mut csv,
+            "sensitive_table",
+            &target.sensitive_table,
+        )
+        .await?;
         options.fingerprint = Some(FingerprintOptions {
             sensitive_table: "sensitive_table".into(),
             bucket_column: target.bucket_column.clone(),
