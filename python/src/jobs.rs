@@ -4,19 +4,14 @@
 //! printed.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
 use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
-use datafusion_anonymity::datafusion::datasource::MemTable;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
-use datafusion_anonymity::datafusion::sql::parser::DFParserBuilder;
-use datafusion_anonymity::datafusion::sql::sqlparser::dialect::dialect_from_str;
-use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
-use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, profile};
+use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, profile, sql};
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::publish::{self, bucketized};
 use datafusion_anonymity_engine::release::Release;
@@ -24,14 +19,9 @@ use datafusion_anonymity_engine::search::local::LocalAlgorithm;
 use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
 use datafusion_anonymity_engine::session;
 use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
-use datafusion_anonymity_engine::tables;
 use serde_json::{Value, json};
 
-/// A table given to [`sql`]: a path (Parquet, CSV, a directory or a URL) or batches.
-pub enum TableSource {
-    Path(String),
-    Batches(SchemaRef, Vec<RecordBatch>),
-}
+pub use datafusion_anonymity_engine::jobs::sql::TableSource;
 
 /// Options of [`anonymize`], as `anon anonymize` takes them.
 pub struct AnonymizeOptions {
@@ -283,62 +273,15 @@ pub struct SqlArgs {
     pub memory_limit: Option<String>,
 }
 
-/// `anon sql`: runs the statements of `query` in order in a session with every function and
-/// the rewrite, and returns the last one's result.
+/// `anon sql`: the same pipeline ([`sql::sql`]); the last statement's result.
 pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-    let ctx = match &args.policy {
-        Some(policy) => {
-            policy_session(policy, args.levels.clone(), args.memory_limit.as_deref())
-                .await?
-                .0
-        }
-        None => session::context_with_limit(args.memory_limit.as_deref())?,
+    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let options = sql::SqlOptions {
+        tables: args.tables,
+        policy: args.policy,
+        levels: args.levels.map(|levels| levels.into_iter().collect()),
+        hierarchies: args.hierarchies,
+        ..sql::SqlOptions::new(args.query)
     };
-    for (name, source) in args.tables {
-        if ctx.table_exist(name.as_str())? {
-            return Err(DataFusionError::Plan(format!(
-                "table '{name}' is given twice (in tables, or as the policy's)"
-            )));
-        }
-        match source {
-            TableSource::Path(path) => tables::register_path(&ctx, &name, &path).await?,
-            TableSource::Batches(schema, batches) => {
-                ctx.register_table(
-                    name.as_str(),
-                    Arc::new(MemTable::try_new(schema, vec![batches])?),
-                )?;
-            }
-        }
-    }
-    for (name, path) in &args.hierarchies {
-        let tree = Hierarchy::tree_from_csv_file(name.as_str(), Path::new(path))?;
-        register_hierarchy(&ctx, name, Arc::new(tree))?;
-    }
-    let state = ctx.state();
-    let options = &state.config().options().sql_parser;
-    let dialect = dialect_from_str(options.dialect).ok_or_else(|| {
-        DataFusionError::Plan(format!("unsupported SQL dialect {}", options.dialect))
-    })?;
-    let statements = DFParserBuilder::new(args.query.as_str())
-        .with_dialect(dialect.as_ref())
-        .with_recursion_limit(options.recursion_limit.get())
-        .build()?
-        .parse_statements()?;
-    if statements.is_empty() {
-        return Err(DataFusionError::Plan(
-            "the query holds no SQL statement".to_string(),
-        ));
-    }
-    let count = statements.len();
-    for (index, statement) in statements.into_iter().enumerate() {
-        // each statement sees what the previous ones created (views, tables, settings)
-        let plan = ctx.state().statement_to_plan(statement).await?;
-        let frame = ctx.execute_logical_plan(plan).await?;
-        if index + 1 == count {
-            let schema = frame.schema().inner().clone();
-            return Ok((schema, frame.collect().await?));
-        }
-        frame.collect().await?;
-    }
-    Err(DataFusionError::Internal("no statement ran".to_string()))
+    sql::sql(&ctx, options).await
 }

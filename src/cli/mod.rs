@@ -11,21 +11,18 @@ mod output;
 mod profile;
 mod progress;
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::prelude::SessionContext;
-use datafusion::sql::parser::{DFParserBuilder, Statement};
-use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::bench;
-use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
-use datafusion_anonymity_engine::policy::Policy;
-use datafusion_anonymity_engine::tables::{self, BadValues, CsvOptions, TableFormat};
+use datafusion_anonymity_engine::jobs::{
+    self,
+    sql::{SqlOptions, TableSource},
+};
+use datafusion_anonymity_engine::tables::{self, BadValues};
 use datafusion_anonymity_generate as generate;
 
 use output::Format;
@@ -217,168 +214,44 @@ async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// A CSV table of this run, kept to locate a bad record when a query fails on it.
-struct CsvTable {
-    name: String,
-    path: String,
-}
-
 async fn sql(args: SqlArgs) -> Result<()> {
     let ctx =
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
             .await?;
-    let bad_values = args
+    let mut options = match (&args.file, args.query) {
+        (Some(file), _) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                DataFusionError::Plan(format!("cannot read SQL file {}: {e}", file.display()))
+            })?;
+            let mut options = SqlOptions::new(text);
+            options.source = Some(file.display().to_string());
+            options
+        }
+        (_, Some(query)) => SqlOptions::new(query),
+        (None, None) => return Err(DataFusionError::Plan("no SQL given".into())),
+    };
+    options.bad_values = args
         .bad_values
         .as_deref()
         .map(BadValues::parse)
         .transpose()?;
-    let mut policy = None;
-    if let Some(path) = &args.policy {
-        let mut read = Policy::from_file(path)?;
-        if let Some(bad_values) = bad_values {
-            read.set_bad_values(bad_values);
-        }
-        read.register(&ctx).await?;
-        policy = Some(read);
-    }
-    let csv_options = CsvOptions {
-        bad_values: bad_values.unwrap_or_default(),
-        ..CsvOptions::default()
-    };
-    let mut csv_tables = Vec::new();
+    options.policy = args.policy.map(|p| p.to_string_lossy().to_string());
     for table in &args.tables {
         let (name, path) = tables::parse_table_arg(table)?;
-        if ctx.table_exist(name.as_str())? {
+        if options.tables.iter().any(|(given, _)| *given == name) {
             return Err(DataFusionError::Plan(format!(
                 "table '{name}' is given twice with --table"
             )));
         }
-        tables::register_path_with(&ctx, &name, &path, &csv_options).await?;
-        if tables::table_format(&path)? == TableFormat::Csv {
-            csv_tables.push(CsvTable { name, path });
-        }
+        options.tables.push((name, TableSource::Path(path)));
     }
     for hierarchy in &args.hierarchies {
-        let (name, path) = tables::parse_name_path("--hierarchy", hierarchy)?;
-        let tree = Hierarchy::tree_from_csv_file(name.as_str(), &path)?;
-        register_hierarchy(&ctx, &name, Arc::new(tree))?;
+        options
+            .hierarchies
+            .push(tables::parse_name_path("--hierarchy", hierarchy)?);
     }
-    let (query, file) = match (&args.file, args.query) {
-        (Some(file), _) => (
-            std::fs::read_to_string(file).map_err(|e| {
-                DataFusionError::Plan(format!("cannot read SQL file {}: {e}", file.display()))
-            })?,
-            Some(file.display().to_string()),
-        ),
-        (_, Some(query)) => (query, None),
-        (None, None) => return Err(DataFusionError::Plan("no SQL given".into())),
-    };
-    // a syntax error's "Line: l, Column: c" is in the file: say which
-    let source = file.as_deref().unwrap_or("the query");
-    let statements = parse(&ctx, &query, source).map_err(|e| match &file {
-        Some(file) => DataFusionError::Plan(format!("{file}: {}", errors::one_line(&e))),
-        None => e,
-    })?;
-    // the tables the statements name, to look for a bad CSV record there first
-    let state = ctx.state();
-    let mut named = Vec::new();
-    for statement in &statements {
-        for reference in state.resolve_table_references(statement)? {
-            named.push(reference.table().to_string());
-        }
-    }
-    if let Some(policy) = &policy {
-        let generalized = format!("{}_anon", policy.table_name());
-        if policy.transformation().is_none() && named.contains(&generalized) {
-            return Err(DataFusionError::Plan(format!(
-                "table '{generalized}' is served only when policy {} has a [transformation]: \
-                 add the levels `anon anonymize` chose (its `levels:` line, or `levels` in its \
-                 --report), e.g. `[transformation]` with `zip = 3`",
-                policy.source()
-            )));
-        }
-    }
-    match run_statements(&ctx, statements, args.format).await {
-        Err(e) if is_data_error(&e) => {
-            csv_tables.sort_by_key(|table| !named.contains(&table.name));
-            Err(
-                match locate_csv_error(&ctx, &csv_tables, &csv_options).await {
-                    Some(located) => located,
-                    None => match &policy {
-                        Some(policy) => policy.locate_input_error(e),
-                        None => e,
-                    },
-                },
-            )
-        }
-        other => other,
-    }
-}
-
-/// The statements of `query` (from `source`, for messages), parsed as DataFusion would.
-fn parse(ctx: &SessionContext, query: &str, source: &str) -> Result<VecDeque<Statement>> {
-    let state = ctx.state();
-    let options = &state.config().options().sql_parser;
-    let dialect = dialect_from_str(options.dialect).ok_or_else(|| {
-        DataFusionError::Plan(format!("unsupported SQL dialect {}", options.dialect))
-    })?;
-    let statements = DFParserBuilder::new(query)
-        .with_dialect(dialect.as_ref())
-        .with_recursion_limit(options.recursion_limit.get())
-        .build()?
-        .parse_statements()?;
-    if statements.is_empty() {
-        return Err(DataFusionError::Plan(format!(
-            "{source} holds no SQL statement"
-        )));
-    }
-    Ok(statements)
-}
-
-/// Runs `statements` in order and prints the last one's result.
-async fn run_statements(
-    ctx: &SessionContext,
-    statements: VecDeque<Statement>,
-    format: Format,
-) -> Result<()> {
-    let count = statements.len();
-    for (index, statement) in statements.into_iter().enumerate() {
-        // each statement sees what the previous ones created (views, tables, settings)
-        let plan = ctx.state().statement_to_plan(statement).await?;
-        let frame = ctx.execute_logical_plan(plan).await?;
-        let schema = frame.schema().inner().clone();
-        let batches = frame.collect().await?;
-        if index + 1 == count {
-            output::print(schema, &batches, format)?;
-        }
-    }
-    Ok(())
-}
-
-/// Whether `error` came from reading or converting data (rather than from planning).
-fn is_data_error(error: &DataFusionError) -> bool {
-    matches!(error.find_root(), DataFusionError::ArrowError(..))
-}
-
-/// A data error in a query over CSV tables names neither the file nor (for a large file read
-/// in parallel ranges) the file's line: re-read the CSV tables, in order, from the start to
-/// find the first record that does not fit its table's schema.
-async fn locate_csv_error(
-    ctx: &SessionContext,
-    csv_tables: &[CsvTable],
-    options: &CsvOptions,
-) -> Option<DataFusionError> {
-    for table in csv_tables {
-        let provider = ctx.table_provider(table.name.as_str()).await.ok()?;
-        if let Err(e) = tables::check_csv(&table.path, provider.schema(), options) {
-            return Some(DataFusionError::Execution(format!(
-                "table '{}': {}",
-                table.name,
-                e.message()
-            )));
-        }
-    }
-    None
+    let (schema, batches) = jobs::sql::sql(&ctx, options).await?;
+    output::print(schema, &batches, args.format)
 }
 
 /// `--report` and `--html-report`, the same on both commands.

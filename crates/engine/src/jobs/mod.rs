@@ -11,6 +11,7 @@
 pub mod anonymize;
 pub mod apply;
 pub mod profile;
+pub mod sql;
 pub mod report;
 
 use std::sync::Arc;
