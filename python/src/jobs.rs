@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
 use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
@@ -13,13 +12,11 @@ use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, profile, sql};
 use datafusion_anonymity_engine::policy::Policy;
-use datafusion_anonymity_engine::publish::{self, bucketized};
 use datafusion_anonymity_engine::release::Release;
 use datafusion_anonymity_engine::search::local::LocalAlgorithm;
 use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
 use datafusion_anonymity_engine::session;
-use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use datafusion_anonymity_engine::jobs::sql::TableSource;
 
@@ -100,82 +97,15 @@ fn metric(name: &str) -> Result<Metric> {
     })
 }
 
-/// `out`, or the policy's `[output] path`.
-fn output(out: Option<&str>, policy: &Policy) -> Result<Location> {
-    out.map(Location::parse)
-        .transpose()?
-        .or_else(|| policy.output().cloned())
-        .ok_or_else(|| {
-            DataFusionError::Plan(format!(
-                "no output: give out=..., or [output] path in policy {}",
-                policy.source()
-            ))
-        })
-}
-
 fn encode(value: &impl serde::Serialize) -> Result<Value> {
     serde_json::to_value(value)
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
 }
 
-/// Writes `report` to `location` as one whole, as `anon anonymize --report` does.
-async fn write_report(location: &Location, options: &StoreOptions, report: &Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(report)
-        .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-    storage::put(location, options, text.into())
-        .await
-        .map_err(|e| {
-            DataFusionError::Execution(format!("cannot write the report: {}", e.message()))
-        })
-}
-
 /// `anon anonymize`: the same pipeline ([`anonymize::anonymize`]); its report as JSON, the
 /// keys `--report` writes.
 pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
-    let started = Instant::now();
-    let mut policy = Policy::from_file(&options.policy)?;
     let ctx = session::context_with_limit(options.memory_limit.as_deref())?;
-    if policy.bucketization().is_some() {
-        let out = output(options.out.as_deref(), &policy)?;
-        publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
-        let report_location = options.report.as_deref().map(Location::parse).transpose()?;
-        if let Some(report) = &report_location {
-            publish::check_target(
-                report,
-                policy.input(),
-                options.overwrite,
-                policy.storage(),
-                false,
-            )
-            .await
-            .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
-        }
-        policy.register_with(&ctx, false).await?;
-        let outcome =
-            bucketized::publish_policy(&ctx, &policy, &out, options.overwrite, &mut |_| {})
-                .await
-                .map_err(|e| policy.locate_input_error(e))?;
-        let published = &outcome.report;
-        let report = json!({
-            "policy": policy.source(),
-            "input": policy.input().to_string(),
-            "method": published.method,
-            "dependencies": encode(&outcome.dependencies)?,
-            "construction": encode(&outcome.construction)?,
-            "publish": encode(published)?,
-            "seconds": {
-                "read": outcome.read_seconds,
-                "bucketize": outcome.bucketize_seconds,
-                "write": published.write_seconds,
-                "verify": published.verify_seconds,
-                "total": started.elapsed().as_secs_f64(),
-            },
-        });
-        if let Some(path) = &report_location {
-            write_report(path, policy.storage(), &report).await?;
-        }
-        return Ok(report);
-    }
     let job = anonymize::AnonymizeOptions {
         policy: options.policy,
         out: options.out,
@@ -188,8 +118,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         utility: options.utility,
         recoding_out: options.recoding_out,
     };
-    let anonymized = anonymize::anonymize(&ctx, &job, &Warnings).await?;
-    encode(&anonymized.report)
+    anonymize::anonymize(&ctx, &job, &Warnings).await?.to_json()
 }
 
 /// Reads `policy` and registers it on a new session (the functions, its input, its

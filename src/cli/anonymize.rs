@@ -3,16 +3,14 @@
 
 use std::path::PathBuf;
 
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 
-use datafusion_anonymity_engine::jobs::anonymize::output_location;
-use datafusion_anonymity_engine::jobs::report::ReportTargets;
-use datafusion_anonymity_engine::jobs::{self, anonymize::AnonymizeOptions};
-use datafusion_anonymity_engine::policy::Policy;
-use datafusion_anonymity_engine::publish;
+use datafusion_anonymity_engine::jobs::{
+    self,
+    anonymize::{AnonymizeOptions, Published},
+};
 use datafusion_anonymity_engine::search::local::LocalAlgorithm;
 use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
-use datafusion_anonymity_engine::storage::Location;
 
 use super::apply::{print_summary, print_utility};
 use super::progress::TerminalObserver;
@@ -91,36 +89,6 @@ enum MetricArg {
 }
 
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
-    let policy = Policy::from_file(&args.policy)?;
-    if let Some(bucketization) = policy.bucketization() {
-        if args.reports.html_report.is_some() {
-            return Err(DataFusionError::Plan(format!(
-                "policy {}: --html-report is for generalized releases; a {} release has \
-                 --report (JSON) only",
-                policy.source(),
-                bucketization.method().name()
-            )));
-        }
-        let out = output_location(path_text(&args.out).as_deref(), &policy)?;
-        publish::check_output(&out, policy.input(), args.overwrite, policy.storage()).await?;
-        let reports = ReportTargets::check(
-            location(&args.reports.report)?,
-            None,
-            &policy,
-            &out,
-            args.overwrite,
-        )
-        .await?;
-        return super::bucketize::run(
-            policy,
-            out,
-            reports.json(),
-            args.overwrite,
-            args.memory_limit.as_deref(),
-            args.quiet,
-        )
-        .await;
-    }
     let options = AnonymizeOptions {
         policy: args.policy.to_string_lossy().to_string(),
         out: path_text(&args.out),
@@ -148,7 +116,13 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
             .await?;
     let observer = TerminalObserver::new(args.quiet);
-    let anonymized = jobs::anonymize::anonymize(&ctx, &options, &observer).await?;
+    let anonymized = match jobs::anonymize::anonymize(&ctx, &options, &observer).await? {
+        Published::Generalized(anonymized) => anonymized,
+        Published::Bucketized(report) => {
+            super::bucketize::print_summary(&report);
+            return Ok(());
+        }
+    };
     let report = &anonymized.report;
     print_summary(&report.publish);
     if !args.quiet && !report.levels.is_empty() {
@@ -161,7 +135,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         eprintln!(
             "to query this release as {}_anon with `anon sql --policy`, add to the policy: \
              [transformation] {}",
-            policy.table_name(),
+            report.table_name,
             levels.join(", ")
         );
     }
@@ -177,9 +151,4 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
 /// A path flag as the text the jobs take.
 fn path_text(path: &Option<PathBuf>) -> Option<String> {
     path.as_deref().map(|p| p.to_string_lossy().to_string())
-}
-
-/// A path flag as a location.
-fn location(path: &Option<PathBuf>) -> Result<Option<Location>> {
-    path_text(path).as_deref().map(Location::parse).transpose()
 }

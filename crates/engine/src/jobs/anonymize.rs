@@ -9,6 +9,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use super::Observer;
+use super::bucketize::BucketizationReport;
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::{self, PublishProgress, RowOrder};
@@ -61,13 +62,32 @@ impl AnonymizeOptions {
     }
 }
 
-/// A release made: its report (what `--report` writes), the seed it was shuffled with, and
-/// where it went.
+/// A generalized release made: its report (what `--report` writes), the seed it was
+/// shuffled with, and where it went.
 #[derive(Debug)]
 pub struct Anonymized {
     pub report: Report,
     pub seed: u64,
     pub out: Location,
+}
+
+/// What [`anonymize`] published: a generalized release, or a bucketized one (a policy with a
+/// bucketization `method`).
+#[derive(Debug)]
+pub enum Published {
+    Generalized(Box<Anonymized>),
+    Bucketized(Box<BucketizationReport>),
+}
+
+impl Published {
+    /// The report as JSON, the keys `--report` writes.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        match self {
+            Published::Generalized(anonymized) => serde_json::to_value(&anonymized.report),
+            Published::Bucketized(report) => serde_json::to_value(report),
+        }
+        .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
+    }
 }
 
 /// The output `out` names, or the policy's `[output] path`.
@@ -90,19 +110,41 @@ pub async fn anonymize(
     ctx: &SessionContext,
     options: &AnonymizeOptions,
     observer: &dyn Observer,
-) -> Result<Anonymized> {
+) -> Result<Published> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&options.policy)?;
-    if let Some(bucketization) = policy.bucketization() {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: a {} release is published by the bucketization job, not this one",
-            policy.source(),
-            bucketization.method().name()
-        )));
-    }
     let out = output_location(options.out.as_deref(), &policy)?;
     publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
     let parse = |path: &Option<String>| path.as_deref().map(Location::parse).transpose();
+    if let Some(bucketization) = policy.bucketization() {
+        if options.html_report.is_some() {
+            return Err(DataFusionError::Plan(format!(
+                "policy {}: --html-report is for generalized releases; a {} release has \
+                 --report (JSON) only",
+                policy.source(),
+                bucketization.method().name()
+            )));
+        }
+        let reports = ReportTargets::check(
+            parse(&options.report)?,
+            None,
+            &policy,
+            &out,
+            options.overwrite,
+        )
+        .await?;
+        let storage = policy.storage().clone();
+        let report =
+            super::bucketize::bucketize(ctx, policy, &out, options.overwrite, observer, started)
+                .await?;
+        if let Some(location) = reports.json() {
+            let text = serde_json::to_string_pretty(&report).map_err(|e| {
+                DataFusionError::Execution(format!("cannot encode the report: {e}"))
+            })?;
+            super::report::write_report(location, &storage, text).await?;
+        }
+        return Ok(Published::Bucketized(Box::new(report)));
+    }
     let reports = ReportTargets::check(
         parse(&options.report)?,
         parse(&options.html_report)?,
@@ -236,7 +278,11 @@ pub async fn anonymize(
     report.seconds.frequency_set = Some(frequency_seconds);
     report.seconds.search = Some(search_seconds);
     reports.write(&report, policy.storage()).await?;
-    Ok(Anonymized { report, seed, out })
+    Ok(Published::Generalized(Box::new(Anonymized {
+        report,
+        seed,
+        out,
+    })))
 }
 
 /// Where `recoding_out` writes, checked before anything is read: a local algorithm's, not the

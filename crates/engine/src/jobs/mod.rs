@@ -10,9 +10,10 @@
 
 pub mod anonymize;
 pub mod apply;
+pub mod bucketize;
 pub mod profile;
-pub mod sql;
 pub mod report;
+pub mod sql;
 
 use std::sync::Arc;
 

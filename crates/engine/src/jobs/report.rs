@@ -131,6 +131,9 @@ pub struct Report {
     /// With `--utility`: the profile's utility section, every row paired with its original.
     pub utility: Option<Utility>,
     pub seconds: Timings,
+    /// the policy's table name in SQL (`<name>_anon` serves the release)
+    #[serde(skip)]
+    pub table_name: String,
     /// the policy's requirements, for the HTML page's "required" column
     #[serde(skip)]
     requirements: PrivacyRequirements,
@@ -202,6 +205,7 @@ impl Report {
             thresholds: policy.thresholds().clone(),
             utility,
             seconds,
+            table_name: policy.table_name().to_string(),
             requirements: policy.requirements().clone(),
             suppression: policy.suppression(),
         }

@@ -148,13 +148,15 @@ pub async fn sql(
     match run_statements(ctx, statements).await {
         Err(e) if matches!(e.find_root(), DataFusionError::ArrowError(..)) => {
             csv_tables.sort_by_key(|(name, _)| !named.contains(name));
-            Err(match locate_csv_error(ctx, &csv_tables, &csv_options).await {
-                Some(located) => located,
-                None => match &policy {
-                    Some(policy) => policy.locate_input_error(e),
-                    None => e,
+            Err(
+                match locate_csv_error(ctx, &csv_tables, &csv_options).await {
+                    Some(located) => located,
+                    None => match &policy {
+                        Some(policy) => policy.locate_input_error(e),
+                        None => e,
+                    },
                 },
-            })
+            )
         }
         other => other,
     }
