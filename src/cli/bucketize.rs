@@ -23,12 +23,13 @@ pub fn print_summary(report: &BucketizationReport) {
         if other.partially_pinned > 0 {
             eprintln!(
                 "warning: an adversary who knows a person's '{}' (instead of '{}') pins {} of \
-                 {} records through linked buckets ({} fully); this method does not cut those \
-                 links ('{}' is its linking attribute)",
+                 {} records through the buckets it links ({}; {} fully); this method does not \
+                 cut those links ('{}' is its linking attribute)",
                 other.linking_attribute,
                 attack.linking_attribute,
-                other.linked_attributes.join(", "),
                 other.partially_pinned,
+                other.records,
+                other.linked_attributes.join(", "),
                 other.fully_pinned,
                 attack.linking_attribute
             );

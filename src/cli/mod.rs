@@ -40,7 +40,7 @@ struct Cli {
 enum Command {
     /// Run SQL with the anonymity functions registered.
     Sql(SqlArgs),
-    /// Write a deterministic synthetic table (patients or medical) to Parquet.
+    /// Write a deterministic synthetic table (patients, medical or visits) to Parquet.
     Generate(GenerateArgs),
     /// Write the input of a policy generalized at its fixed transformation, suppressed and
     /// verified, as Parquet, and report it.
