@@ -380,3 +380,78 @@ mod pseudonym_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod local_recode_tests {
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion_anonymity_engine::policy::Policy;
+    use datafusion_anonymity_engine::search::local::{LocalAlgorithm, LocalOptions};
+    use datafusion_anonymity_engine::search::release::Release;
+    use datafusion_anonymity_engine::search::{self, Method, Metric};
+
+    use super::*;
+
+    /// A Mondrian release of Li et al.'s 9 rows travels as itself, as the labels function and
+    /// as the class-key one: the decoded lookup recodes the table's rows exactly as the
+    /// original does.
+    #[tokio::test]
+    async fn a_local_recoding_survives_the_cluster_codec() {
+        let ctx = datafusion_anonymity_engine::session::context(None).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../sql/policies/li2007_drop.toml"
+        );
+        let mut policy = Policy::from_file(path).unwrap();
+        policy.register_with(&ctx, false).await.unwrap();
+        let freq = policy.frequency_set(&ctx, None).await.unwrap();
+        let decision = search::decide(
+            &freq,
+            policy.requirements(),
+            Method::Local(LocalAlgorithm::Mondrian),
+            Metric::Loss,
+            LocalOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let Release::Local(recoding) = decision.release else {
+            panic!("Mondrian makes a local release")
+        };
+        // the quasi-identifiers in the policy's order, as the lookup takes them
+        let batches = ctx
+            .sql("SELECT zip, age FROM li2007")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let batch =
+            datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+        let columns = batch.columns().to_vec();
+        let types: Vec<DataType> = columns.iter().map(|c| c.data_type().clone()).collect();
+        let codec = AnonymityLogicalCodec::default();
+        for keys_only in [false, true] {
+            let by_labels = LocalRecodeFunction::try_new(Arc::clone(&recoding), &types).unwrap();
+            let function = if keys_only {
+                by_labels.class_keys()
+            } else {
+                by_labels
+            };
+            let udf = ScalarUDF::new_from_impl(function);
+            let mut buf = Vec::new();
+            codec.try_encode_udf(&udf, &mut buf).unwrap();
+            let decoded = codec.try_decode_udf(udf.name(), &buf).unwrap();
+            assert_eq!(decoded.name(), udf.name());
+            let lookup = decoded
+                .inner()
+                .downcast_ref::<LocalRecodeFunction>()
+                .unwrap();
+            assert_eq!(lookup.returns_class_keys(), keys_only);
+            let original = udf.inner().downcast_ref::<LocalRecodeFunction>().unwrap();
+            assert_eq!(
+                lookup.recoded(&columns, batch.num_rows()).unwrap(),
+                original.recoded(&columns, batch.num_rows()).unwrap(),
+                "class keys only: {keys_only}"
+            );
+        }
+    }
+}

@@ -731,7 +731,7 @@ impl ScalarUDFImpl for LocalRecodeFunction {
 
 impl LocalRecodeFunction {
     /// What the function returns for `rows` rows of quasi-identifier columns `columns`.
-    pub(crate) fn recoded(&self, columns: &[ArrayRef], rows: usize) -> Result<StructArray> {
+    pub fn recoded(&self, columns: &[ArrayRef], rows: usize) -> Result<StructArray> {
         let labels = self.row_labels(columns, rows)?;
         let mut children: Vec<ArrayRef> = Vec::with_capacity(self.tables.labels.len() + 2);
         if self.output == Output::Labels {

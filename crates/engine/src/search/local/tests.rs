@@ -1428,7 +1428,7 @@ async fn both_combination_indexes_recode_alike() {
             }
         }
         // on a cluster each function travels as itself, the class-key one too: the
-        // Ballista crate's codec (and tests/integration/cluster.rs, Mondrian on a cluster)
+        // Ballista crate's `a_local_recoding_survives_the_cluster_codec`
     }
 }
 
