@@ -46,28 +46,6 @@ impl Observer for Warnings {
     }
 }
 
-/// Options of [`profile`], as `anon profile` takes them.
-pub struct ProfileArgs {
-    pub input: String,
-    pub quasi_identifiers: Vec<String>,
-    pub sensitive: Vec<String>,
-    pub person_id: Option<String>,
-    pub population: Option<String>,
-    pub original: Option<String>,
-    pub key: Option<String>,
-    pub policy: Option<String>,
-    pub hierarchies: Vec<(String, String)>,
-    pub recursive_c: f64,
-    pub background_values: usize,
-    pub queries: usize,
-    pub seed: u64,
-    pub show_values: bool,
-    pub by_position: bool,
-    pub relink: Option<String>,
-    pub fingerprint: Option<profile::FingerprintTarget>,
-    pub memory_limit: Option<String>,
-}
-
 fn method(algorithm: &str) -> Result<Method> {
     Ok(match algorithm {
         "optimal" => Method::FullDomain(Algorithm::Optimal),
@@ -167,27 +145,11 @@ pub async fn apply(options: apply::ApplyOptions, memory_limit: Option<String>) -
 }
 
 /// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON.
-pub async fn profile(args: ProfileArgs) -> Result<Value> {
-    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
-    let job = profile::ProfileJobOptions {
-        quasi_identifiers: args.quasi_identifiers,
-        sensitive: args.sensitive,
-        person_id: args.person_id,
-        population: args.population,
-        original: args.original,
-        key: args.key,
-        by_position: args.by_position,
-        relink: args.relink,
-        policy: args.policy,
-        hierarchies: args.hierarchies,
-        recursive_c: args.recursive_c,
-        background_values: args.background_values,
-        queries: args.queries,
-        seed: args.seed,
-        show_values: args.show_values,
-        fingerprint: args.fingerprint,
-        ..profile::ProfileJobOptions::new(args.input)
-    };
+pub async fn profile(
+    job: profile::ProfileJobOptions,
+    memory_limit: Option<String>,
+) -> Result<Value> {
+    let ctx = session::context_with_limit(memory_limit.as_deref())?;
     let report = profile::profile(&ctx, &job, &Warnings).await?;
     encode(&report)
 }

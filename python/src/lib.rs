@@ -416,26 +416,28 @@ fn profile(
         }
     };
     let report = run(py, || {
-        jobs::profile(jobs::ProfileArgs {
-            input,
-            quasi_identifiers: qi,
-            sensitive,
-            person_id,
-            population,
-            original,
-            key,
-            policy,
-            hierarchies,
-            recursive_c,
-            queries,
-            seed,
-            show_values,
-            background_values,
-            by_position,
-            relink,
-            fingerprint,
+        jobs::profile(
+            datafusion_anonymity_engine::jobs::profile::ProfileJobOptions {
+                quasi_identifiers: qi,
+                sensitive,
+                person_id,
+                population,
+                original,
+                key,
+                by_position,
+                relink,
+                policy,
+                hierarchies,
+                recursive_c,
+                background_values,
+                queries,
+                seed,
+                show_values,
+                fingerprint,
+                ..datafusion_anonymity_engine::jobs::profile::ProfileJobOptions::new(input)
+            },
             memory_limit,
-        })
+        )
     })?;
     Ok(report.to_string())
 }

@@ -115,7 +115,6 @@ pub async fn anonymize(
     let mut policy = Policy::from_file(&options.policy)?;
     let out = output_location(options.out.as_deref(), &policy)?;
     publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
-    let parse = |path: &Option<String>| path.as_deref().map(Location::parse).transpose();
     if let Some(bucketization) = policy.bucketization() {
         if options.html_report.is_some() {
             return Err(DataFusionError::Plan(format!(
@@ -126,7 +125,7 @@ pub async fn anonymize(
             )));
         }
         let reports = ReportTargets::check(
-            parse(&options.report)?,
+            options.report.as_deref(),
             None,
             &policy,
             &out,
@@ -146,8 +145,8 @@ pub async fn anonymize(
         return Ok(Published::Bucketized(Box::new(report)));
     }
     let reports = ReportTargets::check(
-        parse(&options.report)?,
-        parse(&options.html_report)?,
+        options.report.as_deref(),
+        options.html_report.as_deref(),
         &policy,
         &out,
         options.overwrite,

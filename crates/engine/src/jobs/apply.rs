@@ -97,11 +97,10 @@ pub async fn apply(
         )));
     }
     let out = output_location(options.out.as_deref(), &policy)?;
-    let parse = |path: &Option<String>| path.as_deref().map(Location::parse).transpose();
     // refused before anything is read: a report is an output too
     let reports = ReportTargets::check(
-        parse(&options.report)?,
-        parse(&options.html_report)?,
+        options.report.as_deref(),
+        options.html_report.as_deref(),
         &policy,
         &out,
         options.overwrite,

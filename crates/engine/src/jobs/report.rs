@@ -35,13 +35,16 @@ impl ReportTargets {
     /// `overwrite`, in or over the input, in a missing directory) or when one is `out` or
     /// both are the same file: called before anything is read or written.
     pub async fn check(
-        json: Option<Location>,
-        html: Option<Location>,
+        json: Option<&str>,
+        html: Option<&str>,
         policy: &Policy,
         out: &Location,
         overwrite: bool,
     ) -> Result<Self> {
-        let targets = Self { json, html };
+        let targets = Self {
+            json: json.map(Location::parse).transpose()?,
+            html: html.map(Location::parse).transpose()?,
+        };
         for report in targets.json.iter().chain(&targets.html) {
             if report == out {
                 return Err(DataFusionError::Plan(format!(
