@@ -22,9 +22,13 @@ use datafusion::common::stats::Precision;
 use datafusion::physical_plan::{StatisticsArgs, StatisticsContext};
 use datafusion::prelude::SessionContext;
 
+use datafusion::error::DataFusionError;
+use datafusion_anonymity::generalize::Hierarchy;
+
 use crate::policy::Policy;
 use crate::progress::ScanProgress;
 use crate::publish::PublishProgress;
+use crate::storage::{self, Location, StoreOptions};
 use crate::tables::{TableFormat, table_format};
 
 /// What a shell sees of a running job. Every method has a do-nothing default: a shell that
@@ -111,6 +115,20 @@ pub async fn frequency_set(
     let freq = policy.frequency_set(ctx, Some(scanned)).await;
     observer.scans_finished().await;
     Ok((freq?, phase.elapsed().as_secs_f64()))
+}
+
+/// The tree hierarchy `name` read from `path` (an ARX hierarchy CSV file, a path or a URL),
+/// for the jobs' `--hierarchy NAME=PATH`.
+pub fn tree_hierarchy(name: &str, path: &str) -> datafusion::error::Result<Arc<Hierarchy>> {
+    let location = Location::parse(path)?;
+    let text = storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
+        DataFusionError::Plan(format!("cannot read hierarchy '{name}': {}", e.message()))
+    })?;
+    Ok(Arc::new(Hierarchy::tree_from_csv_str(
+        name,
+        &location.to_string(),
+        &text,
+    )?))
 }
 
 /// A publication's passes (see [`PublishProgress`]): the count of the classes to suppress

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
-use datafusion_anonymity::generalize::Hierarchy;
 
 use super::Observer;
 use crate::policy::{Policy, Role};
@@ -17,7 +16,7 @@ use crate::profile::{
     FingerprintOptions, Profile, ProfileOptions, ProfileProgress,
 };
 use crate::session;
-use crate::storage::{self, Location, StoreOptions};
+use crate::storage::Location;
 use crate::tables::{self, BadValues, CsvOptions, TableFormat};
 
 /// The fingerprint-correlation attack on a bucketized release.
@@ -196,13 +195,8 @@ pub async fn profile(
         options.original = Some("original".into());
     }
     for (column, path) in &job.hierarchies {
-        let location = Location::parse(path)?;
-        let text =
-            storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
-                DataFusionError::Plan(format!("cannot read hierarchy '{column}': {}", e.message()))
-            })?;
-        let tree = Hierarchy::tree_from_csv_str(column.as_str(), &location.to_string(), &text)?;
-        options.hierarchies.insert(column.clone(), Arc::new(tree));
+        let tree = super::tree_hierarchy(column, path)?;
+        options.hierarchies.insert(column.clone(), tree);
     }
     if let Some(path) = &job.relink {
         register(ctx, &mut options, &mut csv, "other_release", path).await?;

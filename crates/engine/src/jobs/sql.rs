@@ -13,12 +13,11 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
-use datafusion_anonymity::generalize::{Hierarchy, register_hierarchy};
+use datafusion_anonymity::generalize::register_hierarchy;
 
 use super::apply::levels_in_order;
 use crate::policy::Policy;
 use crate::search::release::Release;
-use crate::storage::{self, Location, StoreOptions};
 use crate::tables::{self, BadValues, CsvOptions, TableFormat};
 
 /// A table of a query: a path (Parquet, CSV, a directory or a URL) or batches in memory.
@@ -109,13 +108,7 @@ pub async fn sql(
         }
     }
     for (name, path) in &options.hierarchies {
-        let location = Location::parse(path)?;
-        let text =
-            storage::read_text_blocking(&location, &StoreOptions::default()).map_err(|e| {
-                DataFusionError::Plan(format!("cannot read hierarchy '{name}': {}", e.message()))
-            })?;
-        let tree = Hierarchy::tree_from_csv_str(name.as_str(), &location.to_string(), &text)?;
-        register_hierarchy(ctx, name, Arc::new(tree))?;
+        register_hierarchy(ctx, name, super::tree_hierarchy(name, path)?)?;
     }
     // a syntax error's "Line: l, Column: c" is in the file: say which
     let source = options.source.as_deref().unwrap_or("the query");
