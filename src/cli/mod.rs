@@ -8,6 +8,7 @@ mod bucketize;
 mod cluster;
 mod errors;
 mod output;
+mod perturb;
 mod profile;
 mod progress;
 

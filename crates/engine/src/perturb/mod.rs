@@ -29,6 +29,7 @@ pub mod partition;
 pub mod points;
 pub mod pram;
 pub mod refine;
+pub mod release;
 pub mod swap;
 pub mod univariate;
 

@@ -26,6 +26,7 @@
 
 mod bind;
 pub mod bucketization;
+pub mod perturbation;
 pub mod file;
 mod local_labels;
 mod parse;
@@ -48,6 +49,8 @@ use crate::tables::{BadValues, ColumnType, CsvOptions};
 pub use crate::text::quote_ident;
 
 pub use bucketization::{Bucketization, Method};
+pub use crate::perturb::release::Transformation;
+pub use perturbation::Perturbation;
 pub use file::{HierarchySpec, PolicyFile, Role};
 pub use requirements::{
     AttributeLeakage, BetaLikeness, Bound, DeltaPresence, Direction, LDiversity, LDiversityKind,
@@ -107,6 +110,7 @@ pub struct Policy {
     /// `<name>_population` once registered (population requirements only)
     population_table: Option<String>,
     bucketization: Option<Bucketization>,
+    perturbation: Option<Perturbation>,
     marginal: Option<Vec<String>>,
     thresholds: RiskThresholds,
     person: Option<PersonColumn>,
@@ -254,6 +258,11 @@ impl Policy {
             .iter()
             .filter_map(|c| c.hierarchy().map(|h| (c.name.clone(), Arc::clone(h))))
             .collect()
+    }
+
+    /// The perturbation, when `[privacy] method = "perturbation"`.
+    pub fn perturbation(&self) -> Option<&Perturbation> {
+        self.perturbation.as_ref()
     }
 
     /// The bucketization, when `[privacy] method` names one.

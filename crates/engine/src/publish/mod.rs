@@ -24,6 +24,7 @@
 //! is refused.
 
 pub mod bucketized;
+pub mod perturbed;
 mod class_keys;
 mod classes;
 
