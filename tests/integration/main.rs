@@ -9,6 +9,7 @@ mod cluster;
 mod csv;
 mod definitions;
 mod persons;
+mod perturbation;
 mod population;
 mod profile;
 mod publish;

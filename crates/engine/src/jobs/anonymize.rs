@@ -342,8 +342,14 @@ pub(super) async fn perturbed(
             policy.source()
         )));
     }
-    let reports = ReportTargets::check(options.report.as_deref(), None, &policy, out, options.overwrite)
-        .await?;
+    let reports = ReportTargets::check(
+        options.report.as_deref(),
+        None,
+        &policy,
+        out,
+        options.overwrite,
+    )
+    .await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::perturb::perturb(ctx, policy, out, seed, observer).await?;

@@ -133,6 +133,31 @@ impl Groups {
         sizes.into_iter().min().unwrap_or(0)
     }
 
+    /// IL = 100 · SSE / SST of `columns` in this partition, on the attributes standardized by
+    /// their sample SD (a constant attribute adds nothing), without building the standardized
+    /// points: per attribute, SSE_j around the group means and SST_j around the mean, each
+    /// divided by the attribute's sample variance.
+    pub fn information_loss(&self, columns: &[&[f64]]) -> f64 {
+        let (mut sse, mut sst) = (0.0, 0.0);
+        for column in columns {
+            let (mean, sd) = super::points::mean_sd(column);
+            if sd == 0.0 {
+                continue;
+            }
+            let means = self.aggregates(column, Aggregate::Mean);
+            let variance = sd * sd;
+            sse += self
+                .of_record
+                .iter()
+                .zip(column.iter())
+                .map(|(&g, x)| (x - means[g as usize]).powi(2))
+                .sum::<f64>()
+                / variance;
+            sst += column.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / variance;
+        }
+        if sst > 0.0 { 100.0 * sse / sst } else { 0.0 }
+    }
+
     /// Each group's aggregate of `column` (one value per record), by `aggregate`.
     pub fn aggregates(&self, column: &[f64], aggregate: Aggregate) -> Vec<f64> {
         match aggregate {

@@ -173,6 +173,11 @@ pub struct ReleaseOutput {
     pub risk: Option<Risk>,
 }
 
+/// Utility and risk are measured on every record up to this many, beyond that on every
+/// ⌈n / this⌉-th record (an evenly spaced sample of the input's order): the k-d tree of DBRL
+/// and the copies stay bounded whatever n.
+pub const MEASURED_RECORDS: usize = 1_000_000;
+
 /// The stream of `purpose` (1 noise, 2 correlated noise, 3 swap, 4 PRAM, 5 permutation) for
 /// attribute `index`.
 fn stream(seed: u64, purpose: u64, index: usize) -> SplitMix64 {
@@ -182,7 +187,10 @@ fn stream(seed: u64, purpose: u64, index: usize) -> SplitMix64 {
 
 /// Applies every transformation (see the module docs); `describe_stratum` names a stratum for
 /// errors.
-pub fn compute(input: &ReleaseInput, describe_stratum: &dyn Fn(u32) -> String) -> Result<ReleaseOutput> {
+pub fn compute(
+    input: &ReleaseInput,
+    describe_stratum: &dyn Fn(u32) -> String,
+) -> Result<ReleaseOutput> {
     let n = input
         .numeric
         .first()
@@ -211,9 +219,7 @@ pub fn compute(input: &ReleaseInput, describe_stratum: &dyn Fn(u32) -> String) -
             input.micro,
             describe_stratum,
         )?;
-        let members = groups.members();
-        let points = super::Points::standardized(&micro_columns);
-        let information_loss = 100.0 * points.sse(&members) / points.sst().max(f64::MIN_POSITIVE);
+        let information_loss = groups.information_loss(&micro_columns);
         aggregates = micro_columns
             .iter()
             .map(|c| groups.aggregates(c, input.aggregate))
@@ -307,8 +313,14 @@ pub fn compute(input: &ReleaseInput, describe_stratum: &dyn Fn(u32) -> String) -
         (None, None)
     } else {
         let names: Vec<String> = input.numeric.iter().map(|c| c.name.clone()).collect();
-        let original: Vec<&[f64]> = input.numeric.iter().map(|c| c.values.as_slice()).collect();
-        let published: Vec<&[f64]> = numeric.iter().map(Vec::as_slice).collect();
+        let sample = |values: &[f64]| -> Vec<f64> {
+            let stride = n.div_ceil(MEASURED_RECORDS);
+            values.iter().step_by(stride).copied().collect()
+        };
+        let original: Vec<Vec<f64>> = input.numeric.iter().map(|c| sample(&c.values)).collect();
+        let published: Vec<Vec<f64>> = numeric.iter().map(|c| sample(c)).collect();
+        let original: Vec<&[f64]> = original.iter().map(Vec::as_slice).collect();
+        let published: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
         (
             Some(utility(&names, &original, &published)),
             Some(Risk {
@@ -331,13 +343,18 @@ pub fn compute(input: &ReleaseInput, describe_stratum: &dyn Fn(u32) -> String) -
 
 /// PRAM on one attribute.
 fn pram_attribute(input: &CategoricalInput, rng: &mut SplitMix64) -> Result<CategoricalOutput> {
-    let error = |message: String| DataFusionError::Plan(format!("attribute '{}': {message}", input.name));
+    let error =
+        |message: String| DataFusionError::Plan(format!("attribute '{}': {message}", input.name));
     // the matrix's categories, and each data value's code among them
     let (categories, codes, matrix, invariant) = match &input.pram {
         Pram::Retention { alpha, invariant } => {
-            let matrix =
-                PramMatrix::with_retention(input.values.len(), *alpha).map_err(error)?;
-            (input.values.clone(), input.codes.clone(), matrix, *invariant)
+            let matrix = PramMatrix::with_retention(input.values.len(), *alpha).map_err(error)?;
+            (
+                input.values.clone(),
+                input.codes.clone(),
+                matrix,
+                *invariant,
+            )
         }
         Pram::Matrix {
             categories,
@@ -381,10 +398,7 @@ fn pram_attribute(input: &CategoricalInput, rng: &mut SplitMix64) -> Result<Cate
     let present: Vec<u32> = codes.iter().flatten().copied().collect();
     let drawn = matrix.apply(&present, rng);
     let mut drawn = drawn.into_iter();
-    let published: Vec<Option<u32>> = codes
-        .iter()
-        .map(|c| c.and_then(|_| drawn.next()))
-        .collect();
+    let published: Vec<Option<u32>> = codes.iter().map(|c| c.and_then(|_| drawn.next())).collect();
     let mut published_counts = vec![0u64; m];
     for c in published.iter().flatten() {
         published_counts[*c as usize] += 1;
@@ -481,12 +495,18 @@ mod tests {
     #[test]
     fn k_larger_than_the_table_is_refused() {
         let data = input(
-            vec![column("a", Transformation::Microaggregation, vec![1.0, 2.0])],
+            vec![column(
+                "a",
+                Transformation::Microaggregation,
+                vec![1.0, 2.0],
+            )],
             1,
         );
         let error = compute(&data, &|_| String::new()).unwrap_err();
         assert!(
-            error.to_string().contains("2 records to microaggregate, fewer than k = 3"),
+            error
+                .to_string()
+                .contains("2 records to microaggregate, fewer than k = 3"),
             "{error}"
         );
     }

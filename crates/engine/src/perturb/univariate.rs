@@ -163,7 +163,7 @@ pub(crate) mod tests {
         for case in 0..40 {
             let n = 4 + (case % 6); // 4..=9 records: Bell(9) = 21,147 partitions
             let k = 2 + case % 2;
-            let mut values: Vec<f64> = (0..n).map(|_| (rng.below(20) as f64)).collect();
+            let mut values: Vec<f64> = (0..n).map(|_| rng.below(20) as f64).collect();
             let points = Points::new(1, values.clone());
             let optimum = brute_force_min_sse(&points, k);
             values.sort_by(f64::total_cmp);

@@ -146,7 +146,10 @@ pub(super) fn check(
             ));
         }
         // records with a NULL in a numeric perturbed attribute are suppressed, within the limit
-        return match generalization_only.iter().find(|key| **key != "max_suppression") {
+        return match generalization_only
+            .iter()
+            .find(|key| **key != "max_suppression")
+        {
             Some(key) => Err(format!(
                 "privacy.{key} applies to method = \"generalization\", not to perturbation"
             )),

@@ -26,11 +26,11 @@
 
 mod bind;
 pub mod bucketization;
-pub mod perturbation;
 pub mod file;
 mod local_labels;
 mod parse;
 mod persons;
+pub mod perturbation;
 pub use local_labels::LocalLabels;
 use parse::line_of;
 pub use persons::RepeatedIdentifier;
@@ -48,10 +48,10 @@ use crate::storage::{self, Location, StoreOptions};
 use crate::tables::{BadValues, ColumnType, CsvOptions};
 pub use crate::text::quote_ident;
 
-pub use bucketization::{Bucketization, Method};
 pub use crate::perturb::release::Transformation;
-pub use perturbation::Perturbation;
+pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
+pub use perturbation::Perturbation;
 pub use requirements::{
     AttributeLeakage, BetaLikeness, Bound, DeltaPresence, Direction, LDiversity, LDiversityKind,
     Measure, PopulationAchieved, PopulationRequirement, PostAnalytics, PrivacyRequirements,

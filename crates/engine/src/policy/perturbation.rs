@@ -33,8 +33,8 @@ use serde::Deserialize;
 
 use super::file::{AttributeSpec, Role};
 use crate::perturb::pram::PramMatrix;
-use crate::perturb::swap::check_percentage;
 use crate::perturb::release::{Pram, Transformation};
+use crate::perturb::swap::check_percentage;
 use crate::perturb::{Aggregate, MicroAlgorithm, MicroOptions, partition::DEFAULT_BLOCK_ROWS};
 
 /// `[perturbation]`, as written.
@@ -181,9 +181,11 @@ pub(super) fn check(
         );
     }
     if !micro && !strata.is_empty() {
-        return Err("perturbation.strata split microaggregation: microaggregate at least one \
+        return Err(
+            "perturbation.strata split microaggregation: microaggregate at least one \
                     quasi-identifier"
-            .into());
+                .into(),
+        );
     }
     let levels: Vec<f64> = checked
         .iter()
@@ -194,8 +196,7 @@ pub(super) fn check(
         .collect();
     if levels.windows(2).any(|w| w[0] != w[1]) {
         return Err(
-            "correlated_noise is one draw over all its attributes: give them the same level"
-                .into(),
+            "correlated_noise is one draw over all its attributes: give them the same level".into(),
         );
     }
     if checked.is_empty() {
@@ -248,7 +249,9 @@ fn transformation(
     Ok(match spec {
         PerturbationSpec::Microaggregation => Transformation::Microaggregation,
         PerturbationSpec::Noise { level: l } => Transformation::Noise(level(*l)?),
-        PerturbationSpec::CorrelatedNoise { level: l } => Transformation::CorrelatedNoise(level(*l)?),
+        PerturbationSpec::CorrelatedNoise { level: l } => {
+            Transformation::CorrelatedNoise(level(*l)?)
+        }
         PerturbationSpec::RankSwap { p } => {
             check_percentage(*p).map_err(|e| format!("attribute '{name}': {e}"))?;
             Transformation::RankSwap(*p)
@@ -260,7 +263,8 @@ fn transformation(
             matrix,
         } => match (retention, categories, matrix) {
             (Some(alpha), None, None) => {
-                PramMatrix::with_retention(2, *alpha).map_err(|e| format!("attribute '{name}': {e}"))?;
+                PramMatrix::with_retention(2, *alpha)
+                    .map_err(|e| format!("attribute '{name}': {e}"))?;
                 Transformation::Pram(Pram::Retention {
                     alpha: *alpha,
                     invariant: *invariant,

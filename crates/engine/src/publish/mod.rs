@@ -24,9 +24,9 @@
 //! is refused.
 
 pub mod bucketized;
-pub mod perturbed;
 mod class_keys;
 mod classes;
+pub mod perturbed;
 
 mod count;
 mod expand;

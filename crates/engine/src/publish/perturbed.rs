@@ -35,7 +35,9 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, SendableRecordBatchStream};
+use datafusion::physical_plan::{
+    ExecutionPlan, ExecutionPlanProperties, SendableRecordBatchStream,
+};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use serde::Serialize;
@@ -208,7 +210,16 @@ pub async fn publish_perturbed(
             (allowed * rows as f64).floor()
         )));
     }
-    let compacted = |values: &[f64]| kept.iter().map(|&i| values[i as usize]).collect();
+    // moved, not copied, when nothing is suppressed (at 10M records each column is 80 MB)
+    let all_kept = kept.len() == rows;
+    let compacted = |values: &mut Vec<f64>| -> Vec<f64> {
+        if all_kept {
+            std::mem::take(values)
+        } else {
+            kept.iter().map(|&i| values[i as usize]).collect()
+        }
+    };
+    let mut read = read;
     let phase = Instant::now();
     let strata_names = perturbation.strata.join(", ");
     let describe = |id: u32| {
@@ -220,7 +231,7 @@ pub async fn publish_perturbed(
     let input = ReleaseInput {
         numeric: numeric
             .iter()
-            .zip(&read.numeric)
+            .zip(read.numeric.iter_mut())
             .map(|((name, t), values)| NumericInput {
                 name: name.to_string(),
                 transformation: (*t).clone(),
@@ -243,7 +254,11 @@ pub async fn publish_perturbed(
         seed,
     };
     let release = compute(&input, &describe).map_err(|e| {
-        DataFusionError::Plan(format!("policy {}: {}; nothing written", policy.source(), e.message()))
+        DataFusionError::Plan(format!(
+            "policy {}: {}; nothing written",
+            policy.source(),
+            e.message()
+        ))
     })?;
     let compute_seconds = phase.elapsed().as_secs_f64();
 
@@ -252,10 +267,25 @@ pub async fn publish_perturbed(
     let kept_indices = UInt32Array::from(kept.clone());
     let mut columns = Vec::new();
     let mut fields = Vec::new();
-    let mut numeric_outputs = release.numeric.into_iter();
-    let mut categorical_outputs = release.categorical.into_iter();
-    let mut permutations = release.permutations.into_iter();
-    let mut permuted_inputs = read.permuted.into_iter();
+    // the release's outputs by attribute (they come in the perturbation's order; the output
+    // is in the input's)
+    let mut numeric_outputs: HashMap<&str, Vec<f64>> = numeric
+        .iter()
+        .map(|(n, _)| *n)
+        .zip(release.numeric)
+        .collect();
+    let mut categorical_outputs: HashMap<&str, _> = pram
+        .iter()
+        .map(|(n, _)| *n)
+        .zip(release.categorical)
+        .collect();
+    let mut permutations: HashMap<&str, Vec<u32>> =
+        permuted.iter().copied().zip(release.permutations).collect();
+    let mut permuted_inputs: HashMap<&str, ArrayRef> = permuted
+        .iter()
+        .copied()
+        .zip(std::mem::take(&mut read.permuted))
+        .collect();
     let mut pram_reports = Vec::new();
     for column in policy.columns() {
         if column.role == Role::Identifier {
@@ -271,7 +301,9 @@ pub async fn publish_perturbed(
         let (output, data_type) = match transformation {
             None => (OutputColumn::Keep(index), field.data_type().clone()),
             Some(t) if t.is_numeric() => {
-                let values = numeric_outputs.next().unwrap_or_default();
+                let values = numeric_outputs
+                    .remove(column.name.as_str())
+                    .unwrap_or_default();
                 let data_type = if matches!(t, Transformation::RankSwap(_)) {
                     field.data_type().clone()
                 } else {
@@ -286,9 +318,11 @@ pub async fn publish_perturbed(
                 )
             }
             Some(Transformation::Pram(_)) => {
-                let published = categorical_outputs.next().ok_or_else(|| {
-                    DataFusionError::Internal("a PRAM attribute without its output".into())
-                })?;
+                let published = categorical_outputs
+                    .remove(column.name.as_str())
+                    .ok_or_else(|| {
+                        DataFusionError::Internal("a PRAM attribute without its output".into())
+                    })?;
                 pram_reports.push(published.report);
                 let labels: ArrayRef = Arc::new(StringArray::from(published.categories));
                 let codes = UInt32Array::from(published.codes);
@@ -300,10 +334,14 @@ pub async fn publish_perturbed(
             }
             Some(_) => {
                 // permuted: the kept records' values, each taken from its source record
-                let all = permuted_inputs.next().ok_or_else(|| {
-                    DataFusionError::Internal("a permuted attribute without its values".into())
-                })?;
-                let source = permutations.next().unwrap_or_default();
+                let all = permuted_inputs
+                    .remove(column.name.as_str())
+                    .ok_or_else(|| {
+                        DataFusionError::Internal("a permuted attribute without its values".into())
+                    })?;
+                let source = permutations
+                    .remove(column.name.as_str())
+                    .unwrap_or_default();
                 let kept_values = take(all.as_ref(), &kept_indices, None)?;
                 let values = take(kept_values.as_ref(), &UInt32Array::from(source), None)?;
                 (OutputColumn::Compact(values), field.data_type().clone())
@@ -338,13 +376,8 @@ pub async fn publish_perturbed(
 
     let phase = Instant::now();
     let microaggregated = perturbation.microaggregated();
-    let verification = verify_written(
-        &reader,
-        &staged,
-        &microaggregated,
-        &perturbation.strata,
-    )
-    .await?;
+    let verification =
+        verify_written(&reader, &staged, &microaggregated, &perturbation.strata).await?;
     let mut failures = Vec::new();
     if verification.rows != kept.len() as u64 || staged.rows_written != kept.len() as u64 {
         failures.push(format!(
@@ -444,10 +477,19 @@ async fn read_columns(
     permuted: &[&str],
 ) -> Result<ReadColumns> {
     let position = |name: &str| schema.index_of(name);
-    let numeric_at: Vec<usize> = numeric.iter().map(|n| position(n)).collect::<Result<_, _>>()?;
+    let numeric_at: Vec<usize> = numeric
+        .iter()
+        .map(|n| position(n))
+        .collect::<Result<_, _>>()?;
     let pram_at: Vec<usize> = pram.iter().map(|n| position(n)).collect::<Result<_, _>>()?;
-    let strata_at: Vec<usize> = strata.iter().map(|n| position(n)).collect::<Result<_, _>>()?;
-    let permuted_at: Vec<usize> = permuted.iter().map(|n| position(n)).collect::<Result<_, _>>()?;
+    let strata_at: Vec<usize> = strata
+        .iter()
+        .map(|n| position(n))
+        .collect::<Result<_, _>>()?;
+    let permuted_at: Vec<usize> = permuted
+        .iter()
+        .map(|n| position(n))
+        .collect::<Result<_, _>>()?;
     let converter = if strata.is_empty() {
         None
     } else {
@@ -476,9 +518,13 @@ async fn read_columns(
             let values = cast(batch.column(at), &DataType::Float64)?;
             let values = values.as_primitive::<Float64Type>();
             let out = &mut read.numeric[j];
-            out.extend(
-                (0..values.len()).map(|i| if values.is_null(i) { f64::NAN } else { values.value(i) }),
-            );
+            out.extend((0..values.len()).map(|i| {
+                if values.is_null(i) {
+                    f64::NAN
+                } else {
+                    values.value(i)
+                }
+            }));
         }
         for (j, &at) in pram_at.iter().enumerate() {
             let text = cast(batch.column(at), &DataType::Utf8)?;
@@ -504,7 +550,10 @@ async fn read_columns(
             }
         }
         if let (Some(converter), Some(ids)) = (&converter, &mut read.strata) {
-            let keys: Vec<ArrayRef> = strata_at.iter().map(|&i| Arc::clone(batch.column(i))).collect();
+            let keys: Vec<ArrayRef> = strata_at
+                .iter()
+                .map(|&i| Arc::clone(batch.column(i)))
+                .collect();
             let rows = converter.convert_columns(&keys)?;
             for row in rows.iter() {
                 let next = stratum_ids.len() as u32;
