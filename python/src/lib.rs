@@ -6,7 +6,8 @@
 //!   `__datafusion_window_udf__` capsules); [`functions`] says what does not cross and how each
 //!   function stays correct.
 //! - The query planner ([`planner`]) goes as a `__datafusion_query_planner__` capsule: it runs
-//!   the rewrite the Rust session runs as an analyzer rule.
+//!   the rewrite the Rust session runs as an analyzer rule. Its plans cross the FFI serialized,
+//!   with two codecs of the extension bundle ([`codec`]) in the session's chain.
 //! - A policy's tables (its input and its generalized table) go as table providers
 //!   (`__datafusion_table_provider__`), planned and run in this library's session ([`table`]).
 //! - `anonymize`, `apply`, `profile` and `sql` run in this library's own sessions and tokio

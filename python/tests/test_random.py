@@ -1,10 +1,10 @@
 """Random data: the functions through datafusion-python's FFI give exactly the values the
 crate's own Rust session gives (``datafusion_anonymity.sql``, the engine of ``anon sql``).
 
-datafusion-python plans aggregations its own way: partial and final phases (the crate's
-single-phase rule does not cross the FFI), partial aggregation skipped for many groups
-(states converted row by row), many partitions and small batches. Each setting below forces
-one of these paths; the answers must not move.
+datafusion-python plans aggregations its own way (the crate's query planner adds its rewrite
+and single-phase rule, but the settings below still choose the path): one partition, partial
+aggregation skipped for many groups (states converted row by row), many partitions and small
+batches. Each setting forces one of these paths; the answers must not move.
 """
 
 from __future__ import annotations
