@@ -97,7 +97,7 @@ impl LogicalExtensionCodec for ByReferenceLogical {
         _ctx: &TaskContext,
     ) -> Result<Arc<dyn TableProvider>> {
         match take(buf)? {
-            Some(Held::Table(table)) => Ok(table),
+            Some(Held::Table(table)) => Ok(crate::held::hand_back(table)),
             _ => Err(DataFusionError::Internal(format!(
                 "table {table_ref}: not a datafusion-anonymity ticket"
             ))),

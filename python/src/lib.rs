@@ -18,6 +18,7 @@
 mod codec;
 mod errors;
 mod functions;
+mod held;
 mod jobs;
 mod planner;
 mod runtime;

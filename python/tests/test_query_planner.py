@@ -171,6 +171,10 @@ def test_ordinary_queries_and_in_memory_tables_still_work():
         "SELECT m.a, count(*), sum(m.a) OVER () FROM m JOIN n ON m.a = n.a "
         "WHERE m.a IN (SELECT a FROM n) GROUP BY m.a ORDER BY m.a",
     ) == [(2, 2, 5), (3, 1, 5)]
+    # an in-memory table is scanned through the FFI (HeldExec), not written into the plan by
+    # value (a MemoryScan, every batch encoded and decoded twice per query)
+    plan = ctx.sql("SELECT count(*) FROM m").execution_plan().display_indent()
+    assert "HeldExec" in plan, plan
 
 
 def test_whole_table_function_as_a_window_is_refused(regions):
