@@ -14,7 +14,9 @@
 //!
 //! A ticket is taken when it is read: each crossing writes the plan once and reads it once.
 //! A crossing that fails between the two leaves its objects held until the process ends
-//! (they are the session's own tables, which it holds anyway).
+//! (they are the session's own tables, which it holds anyway). A plan serialized through the
+//! session's codec chain for any other purpose (to be sent elsewhere) carries such a table as
+//! a ticket too, which only this process can read, once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,7 +68,9 @@ fn take(buf: &[u8]) -> Result<Option<Held>> {
         .map(Some)
         .ok_or_else(|| {
             DataFusionError::Internal(format!(
-                "datafusion-anonymity plan ticket {ticket} was read already"
+                "datafusion-anonymity plan ticket {ticket} is not held: read already, or \
+                 written by another process (a plan carrying a session's in-memory table \
+                 through this codec is valid only in the process that wrote it, once)"
             ))
         })
 }
@@ -171,7 +175,12 @@ mod tests {
             panic!("not the plan")
         };
         assert!(Arc::ptr_eq(&read, &plan));
-        assert!(take(&buf).unwrap_err().to_string().contains("read already"));
+        assert!(
+            take(&buf)
+                .unwrap_err()
+                .to_string()
+                .contains("is not held: read already")
+        );
         assert!(take(b"\x0a\x04abcd").unwrap().is_none());
     }
 }
