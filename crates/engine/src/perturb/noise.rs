@@ -81,9 +81,9 @@ pub fn correlated(columns: &[&[f64]], level: f64, rng: &mut SplitMix64) -> Vec<V
     let mut z = vec![0.0; d];
     for i in 0..n {
         z.iter_mut().for_each(|z| *z = standard_normal(rng));
-        for a in 0..d {
+        for (a, column) in out.iter_mut().enumerate() {
             let e: f64 = (0..=a).map(|b| l[a * d + b] * z[b]).sum();
-            out[a][i] += e;
+            column[i] += e;
         }
     }
     out
