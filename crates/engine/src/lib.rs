@@ -11,7 +11,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `label_codes`, `pseudonym`, `storage` (and its `manifest`), `session` |
+//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `label_codes`, `pseudonym`, `storage` (and its `manifest`), `session`, `delta` (Delta Lake tables, behind the `delta` feature) |
 //! | inputs | `tables`; `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search |
 //! | searching | `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
 //! | measuring | `profile` |
@@ -28,6 +28,8 @@ pub use datafusion_anonymity::{
 };
 
 pub mod bucketize;
+#[cfg(feature = "delta")]
+pub mod delta;
 pub mod direct_table;
 pub mod errors;
 pub mod jobs;
