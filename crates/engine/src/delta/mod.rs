@@ -113,13 +113,14 @@ pub async fn open(
         TableVersion::Latest => table.load().await,
         TableVersion::Version(v) => {
             table.load().await.map_err(|e| delta_error(location, e))?;
-            let latest = table.version().unwrap_or(-1);
-            if *v > latest {
+            let latest = table.version().unwrap_or_default();
+            let wanted = u64::try_from(*v).unwrap_or(u64::MAX);
+            if wanted > latest {
                 return Err(DataFusionError::Plan(format!(
                     "Delta table {location}: version {v} does not exist (the latest is {latest})"
                 )));
             }
-            table.load_version(*v).await
+            table.load_version(wanted).await
         }
         TableVersion::Timestamp(text) => {
             let at = chrono_parse(location, text)?;
@@ -188,7 +189,7 @@ pub async fn register(
     version: &TableVersion,
 ) -> Result<i64> {
     let table = open(location, options, version).await?;
-    let read = table.version().unwrap_or(0);
+    let read = table.version().map_or(0, |v| v as i64);
     table
         .update_datafusion_session(&ctx.state())
         .map_err(|e| delta_error(location, e))?;

@@ -118,6 +118,7 @@ impl PlannedOutput {
     }
 
     /// The output to publish to, a Delta commit recording `info` (called only for Delta).
+    #[cfg_attr(not(feature = "delta"), allow(unused_variables))]
     pub fn output(&self, info: impl FnOnce() -> Value) -> Output {
         match self {
             Self::Files {
@@ -137,6 +138,7 @@ impl PlannedOutput {
 }
 
 /// Whether `out` is to be a Delta table: asked for, said by the policy, or one already.
+#[cfg_attr(not(feature = "delta"), allow(unused_variables))]
 async fn is_delta(policy: &Policy, out: &Location, request: OutputRequest) -> Result<bool> {
     if request.delta || policy.output_is_delta() {
         return Ok(true);
@@ -173,7 +175,7 @@ pub fn release_info(
         "method": release.kind(),
         "algorithm": algorithm,
         "requirements": policy.requirements(),
-        "suppression": policy.suppression().name(),
+        "suppression": policy.suppression(),
         "levels": levels,
         "metric": metric.map(|(name, _)| name),
         "metric_value": metric.map(|(_, value)| value),

@@ -318,6 +318,7 @@ pub async fn publish_to(
     let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
     let started = std::time::Instant::now();
     let out = output.location();
+    #[cfg_attr(not(feature = "delta"), allow(irrefutable_let_patterns))]
     if let Output::Files { overwrite, .. } = output {
         check_output(out, policy.input(), *overwrite, policy.storage()).await?;
     }
@@ -668,6 +669,7 @@ pub async fn publish_to(
     };
     let write_seconds = write_seconds + started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
+    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
     let mut delta_version = None;
     let output = match output {
         Output::Files { .. } => staged.commit().await?.to_string(),
