@@ -84,7 +84,7 @@ pub async fn check_target(
         ));
     }
     let is_table = is_delta_table(location, options).await?;
-    let exists = storage::exists(location, options).await?;
+    let exists = is_table || holds_anything(location, options).await?;
     let mode = match (is_table, exists) {
         (true, _) if append => WriteMode::Append,
         (true, _) if overwrite => WriteMode::Overwrite,
@@ -129,6 +129,16 @@ pub async fn check_target(
         mode,
         read,
     })
+}
+
+/// Whether anything is at `location` (a table is a directory, or a prefix: listed, never
+/// asked for as an object, which some S3-compatible servers answer with an error when the
+/// prefix is a directory on their disk).
+async fn holds_anything(location: &Location, options: &StoreOptions) -> Result<bool> {
+    match location {
+        Location::Local(path) => Ok(path.exists()),
+        Location::Url(_) => Ok(!storage::list(location, options).await?.is_empty()),
+    }
 }
 
 /// Whether `location` holds nothing but release directories ([`DATA_DIR_MARK`]): empty, or
@@ -463,6 +473,9 @@ async fn data_files(
 /// references them. Says so on stderr.
 pub async fn remove_unreferenced_staging(target: &DeltaTarget, options: &StoreOptions) -> Result<()> {
     let location = &target.location;
+    if !holds_anything(location, options).await? {
+        return Ok(());
+    }
     // the runs that are gone first, then the log: a run's commit, if any, came before it ended
     let gone: Vec<String> = crate::publish::staged::names_in(location, options)
         .await?

@@ -101,14 +101,10 @@ pub async fn open(
     options: &StoreOptions,
     version: &TableVersion,
 ) -> Result<DeltaTable> {
-    let mut table = DeltaTable::new(log_store(location, options)?);
-    if !table
-        .verify_deltatable_existence()
-        .await
-        .map_err(|e| delta_error(location, e))?
-    {
+    if !is_delta_table(location, options).await? {
         return Err(not_a_table(location));
     }
+    let mut table = DeltaTable::new(log_store(location, options)?);
     match version {
         TableVersion::Latest => table.load().await,
         TableVersion::Version(v) => {

@@ -69,8 +69,8 @@ impl PlannedOutput {
         }
         if request.append {
             return Err(DataFusionError::Plan(format!(
-                "output {out}: --append adds a version to a Delta table, and this is not one \
-                 (give --format delta to create one)"
+                "output {out} is not a Delta table: --append adds a version to one (give \
+                 --format delta to create one)"
             )));
         }
         publish::check_output(out, policy.input(), request.overwrite, policy.storage()).await?;
