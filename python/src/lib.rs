@@ -358,11 +358,9 @@ fn apply(
     format: Option<String>,
     append: bool,
 ) -> PyResult<String> {
-    let output = datafusion_anonymity_engine::jobs::output::OutputRequest::new(
-        format.as_deref(),
-        append,
-    )
-    .map_err(to_py)?;
+    let output =
+        datafusion_anonymity_engine::jobs::output::OutputRequest::new(format.as_deref(), append)
+            .map_err(to_py)?;
     let options = datafusion_anonymity_engine::jobs::apply::ApplyOptions {
         policy,
         levels: levels.map(|levels| levels.into_iter().collect()),

@@ -144,13 +144,9 @@ pub(super) async fn delta_rows(dir: &Path, version: Option<i64>) -> (i64, Vec<St
 /// The rows of Parquet output `path`, columns in name order.
 async fn parquet_rows(path: &Path) -> Vec<String> {
     let ctx = SessionContext::new();
-    ctx.register_parquet(
-        "t",
-        path.to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
+    ctx.register_parquet("t", path.to_str().unwrap(), ParquetReadOptions::default())
+        .await
+        .unwrap();
     let columns = ordered_columns(&ctx, "t").await;
     rows_of(&ctx, &format!("SELECT {columns} FROM t")).await
 }
@@ -169,13 +165,9 @@ async fn ordered_columns(ctx: &SessionContext, table: &str) -> String {
 /// Every distinct value of the input's text columns: none may appear in a commit.
 async fn input_values(input: &Path) -> BTreeSet<String> {
     let ctx = SessionContext::new();
-    ctx.register_parquet(
-        "t",
-        input.to_str().unwrap(),
-        ParquetReadOptions::default(),
-    )
-    .await
-    .unwrap();
+    ctx.register_parquet("t", input.to_str().unwrap(), ParquetReadOptions::default())
+        .await
+        .unwrap();
     let mut values = BTreeSet::new();
     for column in ["zip", "disease", "race", "marital_status", "education"] {
         for row in rows_of(&ctx, &format!("SELECT DISTINCT \"{column}\" FROM t")).await {
@@ -235,7 +227,10 @@ async fn a_release_is_one_commit_with_its_figures_and_no_value() {
     assert_eq!(release["figures"]["k"], verification["k"]);
     assert!(release["figures"]["k"].as_u64().unwrap() >= 2);
     assert_eq!(release["figures"]["rows"], verification["rows"]);
-    assert_eq!(release["figures"]["suppressed"], report["publish"]["suppressed_rows"]);
+    assert_eq!(
+        release["figures"]["suppressed"],
+        report["publish"]["suppressed_rows"]
+    );
     assert_eq!(release["metric"], "loss");
     assert_eq!(release["metric_value"], report["metric_value"]);
     assert_eq!(release["levels"]["zip"], report["levels"][0]["level"]);
@@ -249,7 +244,10 @@ async fn a_release_is_one_commit_with_its_figures_and_no_value() {
     for value in input_values(&s.path("patients.parquet")).await {
         // longer values only: single characters and digits are parts of keys and numbers
         if value.len() > 3 {
-            assert!(!text.contains(&value), "the commit holds a value of the data");
+            assert!(
+                !text.contains(&value),
+                "the commit holds a value of the data"
+            );
         }
     }
     // stats carry the row count only
@@ -263,14 +261,23 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
     let policy = s.arg("policy.toml");
     let table = s.path("t");
     let out = s.arg("t");
-    ok(&["apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1"]);
+    ok(&[
+        "apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1",
+    ]);
     let (_, first) = delta_rows(&table, None).await;
     // a path that is a Delta table is published as one without --format
     let refused = anon(&["apply", "--policy", &policy, "--out", &out, "--seed", "2"]);
     assert!(!refused.status.success());
     let message = stderr(&refused);
-    assert!(message.contains(&format!("output Delta table {out}: exists; pass --overwrite")), "{message}");
-    ok(&["apply", "--policy", &policy, "--out", &out, "--seed", "2", "--append"]);
+    assert!(
+        message.contains(&format!(
+            "output Delta table {out}: exists; pass --overwrite"
+        )),
+        "{message}"
+    );
+    ok(&[
+        "apply", "--policy", &policy, "--out", &out, "--seed", "2", "--append",
+    ]);
     let (version, appended) = delta_rows(&table, None).await;
     assert_eq!(version, 1);
     assert_eq!(appended.len(), 2 * first.len());
@@ -284,18 +291,41 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
     assert!(!refused.status.success());
     let message = stderr(&refused);
     assert!(
-        message.contains(&format!("cannot append to Delta table {out}: its labels are those of levels")),
+        message.contains(&format!(
+            "cannot append to Delta table {out}: its labels are those of levels"
+        )),
         "{message}"
     );
     assert_eq!(commits(&table).len(), 2);
-    assert_eq!(release_dirs(&table).len(), 2, "the refused release's files were left");
+    assert_eq!(
+        release_dirs(&table).len(),
+        2,
+        "the refused release's files were left"
+    );
 
     // overwrite with other levels: a new version replacing the rows, columns changed
-    ok(&["apply", "--policy", &other, "--out", &out, "--overwrite", "--seed", "3"]);
+    ok(&[
+        "apply",
+        "--policy",
+        &other,
+        "--out",
+        &out,
+        "--overwrite",
+        "--seed",
+        "3",
+    ]);
     let (version, replaced) = delta_rows(&table, None).await;
     assert_eq!(version, 2);
     // exactly the rows of the same release as Parquet
-    ok(&["apply", "--policy", &other, "--out", &s.arg("other.parquet"), "--seed", "3"]);
+    ok(&[
+        "apply",
+        "--policy",
+        &other,
+        "--out",
+        &s.arg("other.parquet"),
+        "--seed",
+        "3",
+    ]);
     assert_eq!(replaced, parquet_rows(&s.path("other.parquet")).await);
     assert_ne!(replaced, first);
     // time travel: versions 0 and 1 read as they were
@@ -329,12 +359,7 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
     let s = Scratch::new(1_500);
     let input = s.path("input");
     write_input(&input, &s.path("patients.parquet")).await;
-    let pinned = s.policy(
-        "pinned.toml",
-        "path = \"input\"\nversion = 0",
-        2,
-        1,
-    );
+    let pinned = s.policy("pinned.toml", "path = \"input\"\nversion = 0", 2, 1);
     let args = |out: &str, report: &str| {
         vec![
             "anonymize".to_string(),
@@ -389,23 +414,33 @@ fn bad_inputs_give_one_error_naming_the_table_and_commit_nothing() {
     assert!(!failed.status.success());
     let message = stderr(&failed);
     let input = s.arg("patients.parquet");
-    assert!(message.contains(&format!("{input} is not a Delta table")), "{message}");
+    assert!(
+        message.contains(&format!("{input} is not a Delta table")),
+        "{message}"
+    );
     // --append onto a path that is no Delta table
     let policy = s.arg("policy.toml");
     let failed = anon(&["apply", "--policy", &policy, "--out", &out, "--append"]);
     assert!(!failed.status.success());
     let message = stderr(&failed);
-    assert!(message.contains(&format!("{out} is not a Delta table")), "{message}");
+    assert!(
+        message.contains(&format!("{out} is not a Delta table")),
+        "{message}"
+    );
     assert!(!s.path("out").exists());
 
     // a version that does not exist
-    ok(&["apply", "--policy", &policy, "--out", &out, "--format", "delta"]);
+    ok(&[
+        "apply", "--policy", &policy, "--out", &out, "--format", "delta",
+    ]);
     let missing = s.policy("missing.toml", "path = \"out\"\nversion = 5", 2, 1);
     let failed = anon(&["anonymize", "--policy", &missing, "--out", &s.arg("o2")]);
     assert!(!failed.status.success());
     let message = stderr(&failed);
     assert!(
-        message.contains(&format!("Delta table {out}: version 5 does not exist (the latest is 0)")),
+        message.contains(&format!(
+            "Delta table {out}: version 5 does not exist (the latest is 0)"
+        )),
         "{message}"
     );
     // a table whose schema lacks a policy column (the release dropped patient_id)
@@ -430,7 +465,13 @@ fn bad_inputs_give_one_error_naming_the_table_and_commit_nothing() {
 
 /// Starts `anon args` with the test hook pausing it at `point` for `seconds`, stderr to a
 /// file; the child and the file.
-fn start_paused(s: &Scratch, args: &[&str], point: &str, seconds: u64, log: &str) -> (std::process::Child, PathBuf) {
+fn start_paused(
+    s: &Scratch,
+    args: &[&str],
+    point: &str,
+    seconds: u64,
+    log: &str,
+) -> (std::process::Child, PathBuf) {
     let log = s.path(log);
     let child = Command::new(env!("CARGO_BIN_EXE_anon"))
         .args(args)
@@ -452,7 +493,10 @@ fn wait_for_pause(log: &Path, point: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("never paused at {point}: {}", std::fs::read_to_string(log).unwrap_or_default());
+    panic!(
+        "never paused at {point}: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
 }
 
 #[tokio::test]
@@ -461,10 +505,21 @@ async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
     let policy = s.arg("policy.toml");
     let table = s.path("t");
     let out = s.arg("t");
-    ok(&["apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1"]);
+    ok(&[
+        "apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1",
+    ]);
     let (_, previous) = delta_rows(&table, None).await;
     let other = s.policy("other.toml", "path = \"patients.parquet\"", 3, 2);
-    let overwrite = ["apply", "--policy", other.as_str(), "--out", out.as_str(), "--overwrite", "--seed", "2"];
+    let overwrite = [
+        "apply",
+        "--policy",
+        other.as_str(),
+        "--out",
+        out.as_str(),
+        "--overwrite",
+        "--seed",
+        "2",
+    ];
 
     // files written (not verified), then verified (not committed): killed there, the new
     // files are on disk and the log has no new entry; the table reads as before
@@ -474,8 +529,16 @@ async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
         child.kill().unwrap();
         assert_eq!(child.wait().unwrap().signal(), Some(9));
         let dirs = release_dirs(&table);
-        assert_eq!(dirs.len(), 2, "{point}: the killed run's files should be there: {dirs:?}");
-        assert_eq!(commits(&table).len(), 1, "{point}: nothing may be committed");
+        assert_eq!(
+            dirs.len(),
+            2,
+            "{point}: the killed run's files should be there: {dirs:?}"
+        );
+        assert_eq!(
+            commits(&table).len(),
+            1,
+            "{point}: nothing may be committed"
+        );
         let (version, rows) = delta_rows(&table, None).await;
         assert_eq!((version, &rows), (0, &previous), "{point}");
     }
@@ -486,16 +549,31 @@ async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
     child.kill().unwrap();
     assert_eq!(child.wait().unwrap().signal(), Some(9));
     let text = std::fs::read_to_string(&log).unwrap();
-    assert!(text.contains("the uncommitted files of an earlier run"), "{text}");
+    assert!(
+        text.contains("the uncommitted files of an earlier run"),
+        "{text}"
+    );
     // killed after its commit: the new version is complete
     assert_eq!(commits(&table).len(), 2);
     let (version, rows) = delta_rows(&table, None).await;
     assert_eq!(version, 1);
     assert_ne!(rows, previous);
     // its rows are the release's: the same release published as Parquet
-    ok(&["apply", "--policy", &other, "--out", &s.arg("same.parquet"), "--seed", "2"]);
+    ok(&[
+        "apply",
+        "--policy",
+        &other,
+        "--out",
+        &s.arg("same.parquet"),
+        "--seed",
+        "2",
+    ]);
     assert_eq!(rows, parquet_rows(&s.path("same.parquet")).await);
-    assert_eq!(release_dirs(&table).len(), 2, "the committed and the first release");
+    assert_eq!(
+        release_dirs(&table).len(),
+        2,
+        "the committed and the first release"
+    );
 }
 
 #[tokio::test]
@@ -504,7 +582,9 @@ async fn a_kill_while_writing_leaves_the_previous_version() {
     let policy = s.arg("policy.toml");
     let table = s.path("t");
     let out = s.arg("t");
-    ok(&["apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1"]);
+    ok(&[
+        "apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1",
+    ]);
     let before = commits(&table);
     let (_, previous) = delta_rows(&table, None).await;
     let other = s.policy("other.toml", "path = \"patients.parquet\"", 3, 2);
@@ -528,7 +608,9 @@ async fn a_kill_while_writing_leaves_the_previous_version() {
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        let paused = std::fs::read_to_string(&log).unwrap().contains("paused at after-write");
+        let paused = std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("paused at after-write");
         if writing && !paused {
             assert_eq!(commits(&table), before);
             let (version, rows) = delta_rows(&table, None).await;
@@ -552,7 +634,15 @@ fn two_publishes_at_once_one_commits_the_other_fails_clearly() {
     let out = s.arg("t");
     // a new table, then a new version over it: both races
     for (round, extra) in [(0, None), (1, Some("--overwrite"))] {
-        let mut args = vec!["apply", "--policy", policy.as_str(), "--out", out.as_str(), "--format", "delta"];
+        let mut args = vec![
+            "apply",
+            "--policy",
+            policy.as_str(),
+            "--out",
+            out.as_str(),
+            "--format",
+            "delta",
+        ];
         args.extend(extra);
         // both read the table within their first second, then pause 4 s before committing
         let (a, log_a) = start_paused(&s, &args, "before-commit", 4, "a.log");

@@ -580,7 +580,14 @@ fn a_delta_table_in_a_bucket_commits_once_per_release() {
     let (info, _) = super::delta::commit_info(&table, 0);
     assert_eq!(info["anonymity"]["figures"]["rows"], rows);
 
-    let overwrite = ["apply", "--policy", policy.as_str(), "--out", "s3://lake/rel", "--overwrite"];
+    let overwrite = [
+        "apply",
+        "--policy",
+        policy.as_str(),
+        "--out",
+        "s3://lake/rel",
+        "--overwrite",
+    ];
     let run = server.anon(&overwrite);
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(super::delta::commits(&table).len(), 2);
@@ -602,7 +609,9 @@ fn a_delta_table_in_a_bucket_commits_once_per_release() {
     assert!(!refused.status.success());
     let message = stderr(&refused);
     assert!(
-        message.contains("Delta table s3://lake/rel: the object store cannot create a file only if it is absent"),
+        message.contains(
+            "Delta table s3://lake/rel: the object store cannot create a file only if it is absent"
+        ),
         "{message}"
     );
     assert_eq!(super::delta::commits(&table).len(), 2);

@@ -57,12 +57,12 @@ pub enum PlannedOutput {
         overwrite: bool,
     },
     #[cfg(feature = "delta")]
-    Delta(crate::delta::commit::DeltaTarget),
+    Delta(crate::publish::delta::DeltaTarget),
 }
 
 impl PlannedOutput {
     /// Checks `out` for `request`: refused as [`publish::check_output`] refuses it (Parquet),
-    /// or as [`crate::delta::commit::check_target`] does (Delta).
+    /// or as [`crate::publish::delta::check_target`] does (Delta).
     pub async fn check(policy: &Policy, out: &Location, request: OutputRequest) -> Result<Self> {
         if is_delta(policy, out, request).await? {
             return Self::delta(policy, out, request).await;
@@ -85,7 +85,7 @@ impl PlannedOutput {
         // the overlap rules of any output (never over or inside the input); existence is the
         // Delta check's to judge
         publish::check_target(out, policy.input(), true, policy.storage(), false).await?;
-        let target = crate::delta::commit::check_target(
+        let target = crate::publish::delta::check_target(
             out,
             policy.storage(),
             request.overwrite,
@@ -144,7 +144,7 @@ async fn is_delta(policy: &Policy, out: &Location, request: OutputRequest) -> Re
         return Ok(true);
     }
     #[cfg(feature = "delta")]
-    if crate::delta::is_delta_table(out, policy.storage()).await? {
+    if crate::tables::delta::is_delta_table(out, policy.storage()).await? {
         return Ok(true);
     }
     Ok(false)

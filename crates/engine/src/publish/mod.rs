@@ -28,6 +28,8 @@ mod class_keys;
 mod classes;
 
 mod count;
+#[cfg(feature = "delta")]
+pub mod delta;
 mod expand;
 mod population;
 mod post_analytics;
@@ -265,11 +267,11 @@ pub enum Output {
         overwrite: bool,
     },
     /// One new version of a Delta table (checked by
-    /// [`crate::delta::commit::check_target`] before anything was read), whose `commitInfo`
+    /// [`crate::publish::delta::check_target`] before anything was read), whose `commitInfo`
     /// records `info` with the verified figures added under `figures`.
     #[cfg(feature = "delta")]
     Delta {
-        target: crate::delta::commit::DeltaTarget,
+        target: crate::publish::delta::DeltaTarget,
         info: serde_json::Value,
     },
 }
@@ -572,15 +574,15 @@ pub async fn publish_to(
         Output::Files { .. } => StagedOutput::write(frame, out, policy.storage()).await?,
         #[cfg(feature = "delta")]
         Output::Delta { target, info } => {
-            if target.mode == crate::delta::commit::WriteMode::Append {
+            if target.mode == crate::publish::delta::WriteMode::Append {
                 let schema = Arc::new(published_schema(&frame, &generalization));
-                crate::delta::commit::check_append(target, &schema, info).await?;
+                crate::publish::delta::check_append(target, &schema, info).await?;
             }
             StagedOutput::write_delta(frame, target, policy.storage()).await?
         }
     };
     #[cfg(feature = "delta")]
-    crate::delta::commit::hook_pause("after-write");
+    crate::publish::delta::hook_pause("after-write");
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();

@@ -60,7 +60,7 @@ pub struct StagedOutput {
     single_file: bool,
     committed: bool,
     /// Staged inside the target directory (a Delta table's release directory, see
-    /// [`crate::delta::commit`]) rather than next to it.
+    /// [`crate::tables::delta::commit`]) rather than next to it.
     in_table: bool,
     /// The local target directory did not exist before this staging created it: removed with
     /// the staging when nothing is committed.
@@ -87,13 +87,13 @@ impl StagedOutput {
     #[cfg(feature = "delta")]
     pub async fn write_delta(
         data: DataFrame,
-        target: &crate::delta::commit::DeltaTarget,
+        target: &crate::publish::delta::DeltaTarget,
         options: &StoreOptions,
     ) -> Result<Self> {
         let table = &target.location;
-        crate::delta::commit::remove_unreferenced_staging(target, options).await?;
+        crate::publish::delta::remove_unreferenced_staging(target, options).await?;
         let created_target = table.as_local().is_some_and(|p| !p.exists());
-        let staging = crate::delta::commit::release_directory(table)?;
+        let staging = crate::publish::delta::release_directory(table)?;
         let mut staged = Self::empty(staging, table, options, false).await?;
         staged.in_table = true;
         staged.created_target = created_target;
@@ -102,18 +102,18 @@ impl StagedOutput {
     }
 
     /// Commits the verified files as one new version of the Delta table `target`, recording
-    /// `info` in its `commitInfo` (see [`crate::delta::commit::commit`]); the version. A
+    /// `info` in its `commitInfo` (see [`crate::publish::delta::commit`]); the version. A
     /// failed commit removes the files, unless the table references them all the same.
     #[cfg(feature = "delta")]
     pub async fn commit_delta(
         mut self,
-        target: &crate::delta::commit::DeltaTarget,
+        target: &crate::publish::delta::DeltaTarget,
         info: serde_json::Value,
     ) -> Result<i64> {
         let schema = self.schema.clone().ok_or_else(|| {
             DataFusionError::Internal(format!("{}: no columns were written", self.staging))
         })?;
-        match crate::delta::commit::commit(target, &self.options, &self.staging, &schema, info)
+        match crate::publish::delta::commit(target, &self.options, &self.staging, &schema, info)
             .await
         {
             Ok(version) => {
@@ -123,7 +123,7 @@ impl StagedOutput {
             Err(e) => {
                 // an error after the log entry was written (a lost response) must keep the
                 // files the new version references
-                if crate::delta::commit::references(target, &self.options, &self.staging).await {
+                if crate::publish::delta::references(target, &self.options, &self.staging).await {
                     self.committed = true;
                 }
                 Err(e)

@@ -5,6 +5,8 @@
 //! value of the data: the data are what this crate protects.
 
 pub mod csv;
+#[cfg(feature = "delta")]
+pub mod delta;
 
 use std::sync::Arc;
 
@@ -125,12 +127,12 @@ pub async fn register_input(
     #[cfg(feature = "delta")]
     {
         let is_delta = !is_glob(&location.datafusion_path())
-            && crate::delta::is_delta_table(location, options)
+            && crate::tables::delta::is_delta_table(location, options)
                 .await
                 .map_err(in_table)?;
         if is_delta || read.delta {
             storage::register_store(ctx, location, options).map_err(in_table)?;
-            return crate::delta::register(ctx, name, location, options, &read.version)
+            return crate::tables::delta::register(ctx, name, location, options, &read.version)
                 .await
                 .map(Some)
                 .map_err(in_table);

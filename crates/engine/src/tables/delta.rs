@@ -4,10 +4,10 @@
 //! - **Reading** ([`register`]): a directory or bucket prefix holding `_delta_log/` is read as
 //!   the Delta table it is, at its latest version or at the version a policy pins
 //!   (`[input] version = N` or `timestamp = "…"`); the version read goes in the report.
-//! - **Publishing** ([`commit`]): the release's Parquet files are written under the table's
+//! - **Publishing** ([`crate::publish::delta`]): the release's Parquet files are written under the table's
 //!   root and verified there like any staged output ([`crate::publish::staged`]); only then
 //!   are they committed, in **one** commit of the Delta log, whose `commitInfo` records what
-//!   was done (see [`commit::ReleaseInfo`]), never a value or the row-order seed. Until that
+//!   was done (see `crate::jobs::output::release_info`), never a value or the row-order seed. Until that
 //!   commit the files are not part of any version: a reader sees the previous version or the
 //!   new, complete one.
 //!
@@ -20,8 +20,6 @@
 //! nothing: two writers could otherwise both write the same version. No lock table
 //! (DynamoDB) is used or needed. Every commit is tried once: a commit that loses the race to
 //! another writer fails with an error naming the table and the version, and removes its files.
-
-pub mod commit;
 
 use std::sync::Arc;
 
@@ -76,15 +74,14 @@ fn table_url(location: &Location) -> Result<Url> {
 /// The log store of the table at `location`: delta-rs's default log store (commits by
 /// conditional put, see the module docs) over this crate's object store for the URL (the same
 /// client, credentials and endpoint as every other read and write), or the local file system.
-fn log_store(location: &Location, options: &StoreOptions) -> Result<LogStoreRef> {
+pub(crate) fn log_store(location: &Location, options: &StoreOptions) -> Result<LogStoreRef> {
     let url = table_url(location)?;
     let root: Arc<dyn ObjectStore> = match location {
         Location::Local(_) => Arc::new(object_store::local::LocalFileSystem::new()),
         Location::Url(bucket) => storage::store_for(bucket, options)?,
     };
-    let prefix = object_store::path::Path::from_url_path(url.path()).map_err(|e| {
-        DataFusionError::Plan(format!("{location}: not a valid object path: {e}"))
-    })?;
+    let prefix = object_store::path::Path::from_url_path(url.path())
+        .map_err(|e| DataFusionError::Plan(format!("{location}: not a valid object path: {e}")))?;
     let prefixed: Arc<dyn ObjectStore> = Arc::new(PrefixStore::new(Arc::clone(&root), prefix));
     Ok(default_logstore(
         prefixed,

@@ -1,4 +1,5 @@
-//! A release committed to a Delta table in one commit: the checks before anything is read
+//! A release committed to a Delta table in one commit (the engine's `delta` feature; reading
+//! is [`crate::tables::delta`]): the checks before anything is read
 //! ([`check_target`]), and the commit of the verified files ([`commit`]).
 //!
 //! The table's version is read once, before the input ([`DeltaTarget`]), and the commit is
@@ -28,9 +29,9 @@ use futures::TryStreamExt;
 use object_store::ObjectStore;
 use serde_json::Value;
 
-use super::{delta_error, is_delta_table, not_a_table, open};
 use crate::storage::{self, Location, StoreOptions};
 use crate::tables::TableVersion;
+use crate::tables::delta::{DELTA_LOG, delta_error, is_delta_table, log_store, not_a_table, open};
 
 /// The key of a release's record in `commitInfo`.
 pub const COMMIT_INFO_KEY: &str = "anonymity";
@@ -64,7 +65,10 @@ pub struct DeltaTarget {
 impl DeltaTarget {
     /// The version the commit is made against (`None`: a new table).
     pub fn read_version(&self) -> Option<i64> {
-        self.read.as_ref().and_then(|t| t.version()).map(|v| v as i64)
+        self.read
+            .as_ref()
+            .and_then(|t| t.version())
+            .map(|v| v as i64)
     }
 }
 
@@ -77,7 +81,8 @@ pub async fn check_target(
     overwrite: bool,
     append: bool,
 ) -> Result<DeltaTarget> {
-    let refuse = |why: String| DataFusionError::Plan(format!("output Delta table {location}: {why}"));
+    let refuse =
+        |why: String| DataFusionError::Plan(format!("output Delta table {location}: {why}"));
     if overwrite && append {
         return Err(refuse(
             "--overwrite and --append exclude each other; give one".to_string(),
@@ -111,7 +116,9 @@ pub async fn check_target(
         ))
     } else {
         if let Location::Local(path) = location {
-            match std::path::absolute(path).ok().and_then(|p| p.parent().map(|p| p.to_path_buf()))
+            match std::path::absolute(path)
+                .ok()
+                .and_then(|p| p.parent().map(|p| p.to_path_buf()))
             {
                 Some(parent) if !parent.is_dir() => {
                     return Err(refuse(format!(
@@ -147,7 +154,7 @@ async fn holds_only_releases(location: &Location, options: &StoreOptions) -> Res
     if location.as_local().is_some_and(|p| p.is_file()) {
         return Ok(false);
     }
-    let names = crate::publish::staged::names_in(location, options).await?;
+    let names = super::staged::names_in(location, options).await?;
     Ok(names.iter().all(|name| name.starts_with(DATA_DIR_MARK)))
 }
 
@@ -174,9 +181,11 @@ pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value
             .join(", ")
     };
     let same_columns = theirs.fields().len() == schema.fields().len()
-        && theirs.fields().iter().zip(schema.fields()).all(|(a, b)| {
-            a.name() == b.name() && same_type(a.data_type(), b.data_type())
-        });
+        && theirs
+            .fields()
+            .iter()
+            .zip(schema.fields())
+            .all(|(a, b)| a.name() == b.name() && same_type(a.data_type(), b.data_type()));
     if !same_columns {
         return Err(refuse(format!(
             "its columns ({}) are not this release's ({})",
@@ -220,7 +229,10 @@ pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value
 
 /// Arrow types that Delta stores as the same type (Delta has one string and one binary type,
 /// and timestamps in microseconds).
-fn same_type(a: &datafusion::arrow::datatypes::DataType, b: &datafusion::arrow::datatypes::DataType) -> bool {
+fn same_type(
+    a: &datafusion::arrow::datatypes::DataType,
+    b: &datafusion::arrow::datatypes::DataType,
+) -> bool {
     let delta = |t: &datafusion::arrow::datatypes::DataType| {
         datafusion::arrow::datatypes::Field::new("c", t.clone(), true)
     };
@@ -242,7 +254,7 @@ pub fn release_directory(table: &Location) -> Result<Location> {
         .unwrap_or_default();
     table.join(&format!(
         "{DATA_DIR_MARK}{}-{nanos}",
-        crate::publish::staged::run_id(table)
+        super::staged::run_id(table)
     ))
 }
 
@@ -267,7 +279,7 @@ pub async fn commit(
             "Delta table {location}: the release's columns have no Delta type: {e}"
         ))
     })?;
-    let log_store = super::log_store(location, options)?;
+    let log_store = log_store(location, options)?;
     let version = match (&target.read, target.mode) {
         (None, _) => {
             let created = DeltaTable::new(log_store)
@@ -368,7 +380,11 @@ fn not_atomic(location: &Location) -> DataFusionError {
 
 /// One `add` action per Parquet file under `data`, with its size and its row count (read from
 /// its footer; no other statistic, so the log holds no value of the data).
-async fn add_actions(table: &Location, options: &StoreOptions, data: &Location) -> Result<Vec<Add>> {
+async fn add_actions(
+    table: &Location,
+    options: &StoreOptions,
+    data: &Location,
+) -> Result<Vec<Add>> {
     let (store, files) = data_files(options, data).await?;
     let directory = data
         .file_name()
@@ -430,7 +446,10 @@ async fn footer_rows(
 async fn data_files(
     options: &StoreOptions,
     data: &Location,
-) -> Result<(Arc<dyn ObjectStore>, Vec<(object_store::path::Path, String, u64)>)> {
+) -> Result<(
+    Arc<dyn ObjectStore>,
+    Vec<(object_store::path::Path, String, u64)>,
+)> {
     let store: Arc<dyn ObjectStore> = match data {
         Location::Local(_) => Arc::new(object_store::local::LocalFileSystem::new()),
         Location::Url(url) => storage::store_for(url, options)?,
@@ -455,8 +474,11 @@ async fn data_files(
         .into_iter()
         .filter_map(|meta| {
             let name = meta.location.filename()?.to_string();
-            (name.ends_with(".parquet") && !name.starts_with('.'))
-                .then_some((meta.location, name, meta.size))
+            (name.ends_with(".parquet") && !name.starts_with('.')).then_some((
+                meta.location,
+                name,
+                meta.size,
+            ))
         })
         .collect();
     files.sort_by(|a, b| a.1.cmp(&b.1));
@@ -471,20 +493,23 @@ async fn data_files(
 /// Removes the data directories ([`DATA_DIR_MARK`]) under the table root that killed runs of
 /// this machine left behind: their process is gone and no version of the table in its log
 /// references them. Says so on stderr.
-pub async fn remove_unreferenced_staging(target: &DeltaTarget, options: &StoreOptions) -> Result<()> {
+pub async fn remove_unreferenced_staging(
+    target: &DeltaTarget,
+    options: &StoreOptions,
+) -> Result<()> {
     let location = &target.location;
     if !holds_anything(location, options).await? {
         return Ok(());
     }
     // the runs that are gone first, then the log: a run's commit, if any, came before it ended
-    let gone: Vec<String> = crate::publish::staged::names_in(location, options)
+    let gone: Vec<String> = super::staged::names_in(location, options)
         .await?
         .into_iter()
         .filter(|name| {
             // anon-<host>-<pid>-<nanos> (a bucket) or anon-<pid>-<nanos> (a local disk)
             name.strip_prefix(DATA_DIR_MARK)
                 .and_then(|run| run.rsplit_once('-'))
-                .is_some_and(|(run, _nanos)| crate::publish::staged::run_is_gone(run))
+                .is_some_and(|(run, _nanos)| super::staged::run_is_gone(run))
         })
         .collect();
     if gone.is_empty() {
@@ -528,7 +553,7 @@ async fn referenced_directories(
     if !is_delta_table(table, options).await? {
         return Ok(referenced);
     }
-    let log = table.join(super::DELTA_LOG)?;
+    let log = table.join(DELTA_LOG)?;
     let entries: Vec<Location> = match &log {
         Location::Local(path) => std::fs::read_dir(path)
             .map_err(|e| DataFusionError::Execution(format!("cannot list {log}: {e}")))?
