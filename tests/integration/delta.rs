@@ -397,6 +397,46 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
     ]);
     assert_eq!(s.report("latest.json")["input_version"], 1);
     assert_eq!(s.report("latest.json")["publish"]["input_rows"], 1_000);
+    // a time before the table's first commit reads no version (delta-rs alone would give
+    // version 0); a time after the last reads the latest
+    let before = s.policy(
+        "before.toml",
+        "path = \"input\"\ntimestamp = \"2000-01-01T00:00:00Z\"",
+        2,
+        1,
+    );
+    let failed = anon(&[
+        "anonymize",
+        "--policy",
+        &before,
+        "--out",
+        &s.arg("b.parquet"),
+    ]);
+    assert!(!failed.status.success());
+    let message = stderr(&failed);
+    let table = s.arg("input");
+    assert!(
+        message.contains(&format!(
+            "Delta table {table}: no version was committed at or before 2000-01-01T00:00:00Z"
+        )),
+        "{message}"
+    );
+    let after = s.policy(
+        "after.toml",
+        "path = \"input\"\ntimestamp = \"2999-01-01T00:00:00Z\"",
+        2,
+        1,
+    );
+    ok(&[
+        "anonymize",
+        "--policy",
+        &after,
+        "--out",
+        &s.arg("a.parquet"),
+        "--report",
+        &s.arg("after.json"),
+    ]);
+    assert_eq!(s.report("after.json")["input_version"], 1);
 }
 
 #[test]

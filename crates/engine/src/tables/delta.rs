@@ -117,7 +117,22 @@ pub async fn open(
         }
         TableVersion::Timestamp(text) => {
             let at = chrono_parse(location, text)?;
-            table.load_with_datetime(at).await
+            table
+                .load_with_datetime(at)
+                .await
+                .map_err(|e| delta_error(location, e))?;
+            // delta-rs falls back on the first version for a time before it: no table then
+            let version = table.version().unwrap_or_default();
+            let committed = table
+                .snapshot()
+                .ok()
+                .and_then(|s| s.version_timestamp(version));
+            if committed.is_some_and(|millis| millis > at.timestamp_millis()) {
+                return Err(DataFusionError::Plan(format!(
+                    "Delta table {location}: no version was committed at or before {text}"
+                )));
+            }
+            Ok(())
         }
     }
     .map_err(|e| delta_error(location, e))?;
