@@ -9,10 +9,10 @@
 //! the other's.
 //!
 //! The data files of a release sit under the table root in a directory of their own,
-//! `anon-<host>_<pid>-<nanoseconds>/`: written and verified there, referenced by no version until
-//! the commit. A killed run leaves such a directory behind, which no version references; the
-//! next publish to the table removes it ([`remove_unreferenced_staging`]), as does Delta's
-//! `VACUUM`.
+//! `anon-<pid>-<nanoseconds>/` (`anon-<host>-<pid>-<nanoseconds>/` in a bucket): written and
+//! verified there, referenced by no version until the commit. A killed run leaves such a
+//! directory behind, which no version references; the next publish to the table removes it
+//! ([`remove_unreferenced_staging`]), as does Delta's `VACUUM`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
