@@ -2,19 +2,23 @@
 //!
 //! Three things of the crate do not cross the FFI boundary, and each is made safe here:
 //! - **The whole-table rewrite** (an analyzer rule): `t_closeness`, `t_closeness_ordered`,
-//!   `ncp` and `entropy_leakage` need statistics of the whole table, which only that rewrite
-//!   computes. They refuse when the query is planned, saying to run the query with
-//!   `datafusion_anonymity.sql()`, which plans it in this library's own session.
+//!   `ncp`, `entropy_leakage`, β-likeness and δ-disclosure need statistics of the whole table,
+//!   which only that rewrite computes.
 //! - **Simplification** (`AggregateUDFImpl::simplify`): `k_anonymity()` and
-//!   `reidentification_risk()` without an argument are rewritten to row counts by it. Without
-//!   an argument an aggregate sees no values, so nothing could count the rows (DataFusion's
-//!   skipped partial aggregation converts rows to states without telling how many); they refuse
-//!   when planned, naming the plain-SQL equivalent. With an argument they run as in Rust.
+//!   `reidentification_risk()` without an argument are rewritten to row counts by it (an
+//!   aggregate with no argument sees no values, so it cannot count rows itself).
+//!
+//!   Both are done by the query planner `register()` installs on the session
+//!   ([`crate::planner`]). In a session without it these calls refuse, when the query is
+//!   physically planned, naming the line that installs it; every other call runs as in Rust.
 //! - **Constant arguments**: a scalar function called through the FFI receives its constant
 //!   arguments (`mask(zip, 2)`'s level) expanded to arrays, and an aggregate its argument
 //!   expressions as opaque foreign expressions (`recursive_cl_diversity(s, 2)`'s `c` is no
 //!   longer a literal). [`ConstantArguments`] and [`Guarded`] turn them back into the constants
 //!   the planner gave.
+//!
+//! The internal functions the rewrite inserts (`__anon_*`) are registered on the session
+//! too: the plan crosses the FFI serialized, and its functions are found there by name.
 
 use std::sync::Arc;
 
@@ -42,7 +46,10 @@ const NULLARY: [(&str, &str); 2] = [
     ("reidentification_risk", "1.0 / count(*)"),
 ];
 
-/// Why a function refuses some calls from datafusion-python.
+/// The line that installs the query planner, named by every refusal.
+pub const INSTALL: &str = "datafusion_anonymity.register(ctx)";
+
+/// Why a function refuses some calls in a session without the query planner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Refusal {
     /// Every call: it needs the whole-table rewrite.
@@ -52,8 +59,9 @@ enum Refusal {
 }
 
 /// An aggregate function of the crate as datafusion-python calls it: it refuses, when
-/// planned, the calls that need what does not cross the FFI, and gives its accumulators
-/// constant arguments back as literals; every other call goes to the function itself.
+/// physically planned, the calls that need the query planner (which replaces them before
+/// that, so only a session without it gets there), and gives its accumulators constant
+/// arguments back as literals; every other call goes to the function itself.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Guarded {
     inner: Arc<AggregateUDF>,
@@ -61,6 +69,11 @@ pub struct Guarded {
 }
 
 impl Guarded {
+    /// The function itself.
+    pub fn function(&self) -> Arc<AggregateUDF> {
+        Arc::clone(&self.inner)
+    }
+
     fn refuses(&self, arguments: usize) -> bool {
         match self.refusal {
             None => false,
@@ -75,17 +88,15 @@ impl Guarded {
             None => format!("internal error: {name} refused a call it accepts"),
             Some(refusal) => match refusal {
                 Refusal::WholeTable => format!(
-                    "{name} needs statistics of the whole table, which datafusion-anonymity \
-                 computes by rewriting the query; that rewrite cannot run in a datafusion-python \
-                 SessionContext. Run this query with datafusion_anonymity.sql(query, \
-                 tables={{\"name\": ctx.table(\"name\"), ...}}) instead: it plans the \
-                 query in datafusion-anonymity's own session and returns a pyarrow Table"
+                    "{name} needs statistics of the whole table, which datafusion-anonymity's \
+                     query planner computes by rewriting the query, and this session does not \
+                     have that planner: install it with {INSTALL} (it registers the functions \
+                     too; a later ctx.set_query_planner(...) replaces it)"
                 ),
                 Refusal::Nullary(instead) => format!(
-                    "{name}() without an argument is rewritten by datafusion-anonymity before it \
-                 runs, and that rewrite does not reach a datafusion-python SessionContext: \
-                 write {instead} instead (the same value), pass a person identifier \
-                 ({name}(person_id)), or run the query with datafusion_anonymity.sql()"
+                    "{name}() without an argument is rewritten to a row count by \
+                     datafusion-anonymity's query planner, and this session does not have that \
+                     planner: install it with {INSTALL} (or write {instead}, the same value)"
                 ),
             },
         })
@@ -133,9 +144,7 @@ impl AggregateUDFImpl for Guarded {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        if self.refuses(arg_types.len()) {
-            return Err(self.error());
-        }
+        // not refused here: the query planner replaces the call after this (logical) planning
         self.inner.return_type(arg_types)
     }
 
@@ -179,9 +188,10 @@ impl AggregateUDFImpl for Guarded {
     }
 }
 
-/// The user-facing aggregate functions, as datafusion-python may call them (see module docs).
+/// The aggregate functions, the rewrite's internal ones included, as datafusion-python may call
+/// them (see module docs).
 pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
-    datafusion_anonymity::functions::user_functions()
+    datafusion_anonymity::functions::all_aggregate_functions()
         .into_iter()
         .map(|udaf| {
             let refusal = if udaf.inner().is::<WholeTableFunction>() {
@@ -255,7 +265,7 @@ impl ScalarUDFImpl for ConstantArguments {
 }
 
 /// The recoding functions (`mask`, `bucket`, `generalize_date`, and `generalize` looking up
-/// `registry`), as datafusion-python may call them.
+/// `registry`) and the rewrite's internal scalar functions, as datafusion-python may call them.
 pub fn scalar_functions(registry: Arc<HierarchyRegistry>) -> Vec<Arc<ScalarUDF>> {
     [
         mask_udf(),
@@ -264,6 +274,7 @@ pub fn scalar_functions(registry: Arc<HierarchyRegistry>) -> Vec<Arc<ScalarUDF>>
         Arc::new(ScalarUDF::new_from_impl(GeneralizeFunction::new(registry))),
     ]
     .into_iter()
+    .chain(datafusion_anonymity::rewrite::all_scalar_functions())
     .map(|inner| Arc::new(ScalarUDF::new_from_impl(ConstantArguments { inner })))
     .collect()
 }
@@ -288,8 +299,13 @@ mod tests {
         }
     }
 
+    /// Logical planning accepts every call (the query planner replaces some afterwards);
+    /// physical planning of a call the planner would have replaced refuses, naming the line
+    /// that installs it.
     #[test]
-    fn refusals_happen_at_planning() {
+    fn refusals_happen_at_physical_planning() {
+        use datafusion_anonymity::datafusion::arrow::datatypes::Field;
+
         let functions = aggregate_functions();
         let find = |name: &str| {
             functions
@@ -298,20 +314,28 @@ mod tests {
                 .cloned()
                 .unwrap()
         };
-        let t = find("t_closeness").return_type(&[DataType::Utf8]);
-        assert!(
-            t.unwrap_err()
-                .to_string()
-                .contains("datafusion_anonymity.sql(")
-        );
+        let state = |udaf: &Arc<AggregateUDF>, input: Vec<FieldRef>| {
+            udaf.state_fields(StateFieldsArgs {
+                name: udaf.name(),
+                input_fields: &input,
+                return_field: Arc::new(Field::new("r", DataType::Float64, true)),
+                ordering_fields: &[],
+                is_distinct: false,
+            })
+        };
+        let utf8: FieldRef = Arc::new(Field::new("d", DataType::Utf8, true));
+        let t = find("t_closeness");
+        assert_eq!(t.return_type(&[DataType::Utf8]).unwrap(), DataType::Float64);
+        let message = state(&t, vec![Arc::clone(&utf8)]).unwrap_err().to_string();
+        assert!(message.contains("install it with datafusion_anonymity.register(ctx)"));
         let k = find("k_anonymity");
-        assert!(
-            k.return_type(&[])
-                .unwrap_err()
-                .to_string()
-                .contains("count(*)")
-        );
-        assert_eq!(k.return_type(&[DataType::Int64]).unwrap(), DataType::Int64);
+        assert_eq!(k.return_type(&[]).unwrap(), DataType::Int64);
+        let message = state(&k, vec![]).unwrap_err().to_string();
+        assert!(message.contains("install it with datafusion_anonymity.register(ctx)"));
+        assert!(message.contains("or write count(*)"));
+        // with an argument, k_anonymity runs as it is; so do the internal functions
+        assert!(state(&k, vec![Arc::clone(&utf8)]).is_ok());
+        assert!(state(&find("__anon_sa_histogram"), vec![utf8]).is_ok());
         assert_eq!(
             find("l_diversity").return_type(&[DataType::Utf8]).unwrap(),
             DataType::Int64

@@ -1,9 +1,13 @@
 //! `datafusion_anonymity._internal`: the compiled part of the Python package
 //! `datafusion_anonymity` (python/datafusion_anonymity wraps it).
 //!
-//! - The aggregate and scalar functions go to a datafusion-python `SessionContext` through
-//!   DataFusion's FFI (`__datafusion_aggregate_udf__` / `__datafusion_scalar_udf__` capsules);
-//!   [`functions`] says what does not cross and how each function stays correct.
+//! - The aggregate, scalar and window functions go to a datafusion-python `SessionContext`
+//!   through DataFusion's FFI (`__datafusion_aggregate_udf__` / `__datafusion_scalar_udf__` /
+//!   `__datafusion_window_udf__` capsules); [`functions`] says what does not cross and how each
+//!   function stays correct.
+//! - The query planner ([`planner`]) goes as a `__datafusion_query_planner__` capsule: it runs
+//!   the rewrite the Rust session runs as an analyzer rule. Its plans cross the FFI serialized,
+//!   with two codecs of the extension bundle ([`codec`]) in the session's chain.
 //! - A policy's tables (its input and its generalized table) go as table providers
 //!   (`__datafusion_table_provider__`), planned and run in this library's session ([`table`]).
 //! - `anonymize`, `apply`, `profile` and `sql` run in this library's own sessions and tokio
@@ -11,9 +15,12 @@
 //!
 //! Every call that runs a query releases the GIL while it runs.
 
+mod codec;
 mod errors;
 mod functions;
+mod held;
 mod jobs;
+mod planner;
 mod runtime;
 mod table;
 
@@ -31,12 +38,17 @@ use datafusion_anonymity::datafusion::arrow::ffi_stream::{
 use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::catalog::TableProvider;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
-use datafusion_anonymity::datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion_anonymity::datafusion::execution::context::QueryPlanner;
+use datafusion_anonymity::datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 use datafusion_anonymity::generalize::{Hierarchy, HierarchyRegistry};
+use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
+use datafusion_ffi::query_planner::FFI_QueryPlanner;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::udaf::FFI_AggregateUDF;
 use datafusion_ffi::udf::FFI_ScalarUDF;
+use datafusion_ffi::udwf::FFI_WindowUDF;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -111,6 +123,189 @@ impl ScalarFunction {
             "datafusion_scalar_udf",
         )
     }
+}
+
+/// A window function of the crate (the rewrite's finalizers), for
+/// `WindowUDF.from_pycapsule(...)`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct WindowFunction {
+    udwf: Arc<WindowUDF>,
+}
+
+#[pymethods]
+impl WindowFunction {
+    #[getter]
+    fn name(&self) -> String {
+        self.udwf.name().to_string()
+    }
+
+    fn __datafusion_window_udf__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        capsule(
+            py,
+            FFI_WindowUDF::from(Arc::clone(&self.udwf)),
+            "datafusion_window_udf",
+        )
+    }
+}
+
+/// A copy of `capsule`'s FFI struct of type `T`, checked against the capsule `name`.
+fn from_capsule<T: Clone>(capsule: &Bound<'_, PyAny>, name: &std::ffi::CStr) -> PyResult<T> {
+    let capsule = capsule.cast::<PyCapsule>()?;
+    let pointer: NonNull<T> = capsule.pointer_checked(Some(name))?.cast();
+    // SAFETY: a capsule under this name holds a `T` (datafusion-python's protocol) and stays
+    // alive while it is cloned here
+    Ok(unsafe { pointer.as_ref() }.clone())
+}
+
+/// The query planner of [`planner`], for `SessionContext.set_query_planner(...)` or as what
+/// an extension bundle's `__datafusion_session_planner__` returns.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct Planner {
+    fallback: Arc<dyn QueryPlanner + Send + Sync>,
+}
+
+#[pymethods]
+impl Planner {
+    /// The planner as a capsule, for `session` (the context it is installed on): it and the
+    /// fallback planner exchange plans with the session's codecs (with the bundle's
+    /// [`codec`]s among them).
+    #[pyo3(signature = (session=None))]
+    fn __datafusion_query_planner__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let session = session.ok_or_else(|| {
+            PyTypeError::new_err("the query planner needs the SessionContext it is installed on")
+        })?;
+        let logical: FFI_LogicalExtensionCodec = from_capsule(
+            &session.call_method1("__datafusion_logical_extension_codec__", (session.clone(),))?,
+            c"datafusion_logical_extension_codec",
+        )?;
+        let physical: FFI_PhysicalExtensionCodec = from_capsule(
+            &session.call_method1(
+                "__datafusion_physical_extension_codec__",
+                (session.clone(),),
+            )?,
+            c"datafusion_physical_extension_codec",
+        )?;
+        let planner = planner::AnonymityPlanner::new(
+            Arc::clone(&self.fallback),
+            logical.clone(),
+            physical.clone(),
+        );
+        capsule(
+            py,
+            FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(planner), logical, physical),
+            "datafusion_query_planner",
+        )
+    }
+}
+
+/// The task context provider of `session` (a datafusion-python `SessionContext`).
+fn task_ctx_provider(session: &Bound<'_, PyAny>) -> PyResult<FFI_TaskContextProvider> {
+    from_capsule(
+        &session.call_method0("__datafusion_task_context_provider__")?,
+        c"datafusion_task_context_provider",
+    )
+}
+
+/// The logical half of [`codec`], for an extension bundle's `SessionExtensionComponents`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct LogicalCodec;
+
+#[pymethods]
+impl LogicalCodec {
+    #[new]
+    fn new() -> Self {
+        Self
+    }
+
+    /// The id its payloads are tagged with in the session's codec chain.
+    #[classattr]
+    #[pyo3(name = "__datafusion_codec_id__")]
+    fn codec_id() -> &'static str {
+        "datafusion_anonymity.held.logical"
+    }
+
+    #[pyo3(signature = (session=None))]
+    fn __datafusion_logical_extension_codec__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let session = session.ok_or_else(|| PyTypeError::new_err("the codec needs its session"))?;
+        let handle = runtime::handle().map_err(to_py)?;
+        let codec = FFI_LogicalExtensionCodec::new(
+            Arc::new(codec::ByReferenceLogical),
+            Some(handle),
+            task_ctx_provider(&session)?,
+        );
+        capsule(py, codec, "datafusion_logical_extension_codec")
+    }
+}
+
+/// The physical half of [`codec`], for an extension bundle's `SessionExtensionComponents`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+struct PhysicalCodec;
+
+#[pymethods]
+impl PhysicalCodec {
+    #[new]
+    fn new() -> Self {
+        Self
+    }
+
+    /// The id its payloads are tagged with in the session's codec chain.
+    #[classattr]
+    #[pyo3(name = "__datafusion_codec_id__")]
+    fn codec_id() -> &'static str {
+        "datafusion_anonymity.held.physical"
+    }
+
+    #[pyo3(signature = (session=None))]
+    fn __datafusion_physical_extension_codec__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let session = session.ok_or_else(|| PyTypeError::new_err("the codec needs its session"))?;
+        let handle = runtime::handle().map_err(to_py)?;
+        let codec = FFI_PhysicalExtensionCodec::new(
+            Arc::new(codec::ByReferencePhysical),
+            Some(handle),
+            task_ctx_provider(&session)?,
+        );
+        capsule(py, codec, "datafusion_physical_extension_codec")
+    }
+}
+
+/// The query planner wrapping `fallback` (a `datafusion_query_planner` capsule: the planner
+/// the session has); `None` when that is this library's planner already.
+#[pyfunction]
+fn query_planner(fallback: Bound<'_, PyAny>) -> PyResult<Option<Planner>> {
+    let fallback: FFI_QueryPlanner = from_capsule(&fallback, c"datafusion_query_planner")?;
+    let fallback: Arc<dyn QueryPlanner + Send + Sync> = (&fallback).into();
+    Ok((!planner::AnonymityPlanner::is(fallback.as_ref())).then_some(Planner { fallback }))
+}
+
+/// How many of this library's query planners the `datafusion_query_planner` capsule
+/// `planner` has on top (0: none; for tests and diagnostics).
+#[pyfunction]
+fn planner_layers(planner: Bound<'_, PyAny>) -> PyResult<usize> {
+    let planner: FFI_QueryPlanner = from_capsule(&planner, c"datafusion_query_planner")?;
+    let planner: Arc<dyn QueryPlanner + Send + Sync> = (&planner).into();
+    Ok(planner::AnonymityPlanner::layers(planner.as_ref()))
+}
+
+/// The window functions (the rewrite's finalizers), to register on a datafusion-python
+/// session.
+#[pyfunction]
+fn window_functions() -> Vec<WindowFunction> {
+    datafusion_anonymity::rewrite::all_window_functions()
+        .into_iter()
+        .map(|udwf| WindowFunction { udwf })
+        .collect()
 }
 
 /// A table planned and run by this library, for `SessionContext.register_table(name, ...)`.
@@ -511,10 +706,17 @@ fn internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AnonymityError", m.py().get_type::<AnonymityError>())?;
     m.add_class::<AggregateFunction>()?;
     m.add_class::<ScalarFunction>()?;
+    m.add_class::<WindowFunction>()?;
+    m.add_class::<Planner>()?;
+    m.add_class::<LogicalCodec>()?;
+    m.add_class::<PhysicalCodec>()?;
     m.add_class::<Table>()?;
     m.add_class::<ArrowStream>()?;
     m.add_function(wrap_pyfunction!(aggregate_functions, m)?)?;
     m.add_function(wrap_pyfunction!(scalar_functions, m)?)?;
+    m.add_function(wrap_pyfunction!(window_functions, m)?)?;
+    m.add_function(wrap_pyfunction!(query_planner, m)?)?;
+    m.add_function(wrap_pyfunction!(planner_layers, m)?)?;
     m.add_function(wrap_pyfunction!(policy_tables, m)?)?;
     m.add_function(wrap_pyfunction!(generalized_table, m)?)?;
     m.add_function(wrap_pyfunction!(anonymize, m)?)?;

@@ -53,6 +53,13 @@ def ctx() -> SessionContext:
     return session()
 
 
+def without_planner(ctx: SessionContext) -> SessionContext:
+    """``ctx`` with its query planner replaced by DataFusion's own (a later
+    ``set_query_planner``, as a user may do): the functions stay, the rewrite is gone."""
+    ctx.set_query_planner(SessionContext().__datafusion_query_planner__())
+    return ctx
+
+
 def rows(ctx_or_df, query: str | None = None) -> list[tuple]:
     """The rows of a query (on a datafusion session) or of a pyarrow Table, as tuples."""
     table = ctx_or_df.sql(query).to_arrow_table() if query is not None else ctx_or_df

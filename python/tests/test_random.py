@@ -1,15 +1,14 @@
 """Random data: the functions through datafusion-python's FFI give exactly the values the
 crate's own Rust session gives (``datafusion_anonymity.sql``, the engine of ``anon sql``).
 
-datafusion-python plans aggregations its own way: partial and final phases (the crate's
-single-phase rule does not cross the FFI), partial aggregation skipped for many groups
-(states converted row by row), many partitions and small batches. Each setting below forces
-one of these paths; the answers must not move.
+datafusion-python plans aggregations its own way (the crate's query planner adds its rewrite
+and single-phase rule, but the settings below still choose the path): one partition, partial
+aggregation skipped for many groups (states converted row by row), many partitions and small
+batches. Each setting forces one of these paths; the answers must not move.
 """
 
 from __future__ import annotations
 
-import math
 import random
 
 import pyarrow as pa
@@ -153,20 +152,27 @@ def test_recoding_matches_rust():
     assert rows(ctx, RECODING) == expected
 
 
-def test_whole_table_functions_never_give_a_number_through_ffi():
-    # right answer (Rust session) or the refusal (datafusion-python), never a number there
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_whole_table_functions_match_rust(setting):
+    # through the query planner, the whole-table functions give the Rust session's values,
+    # also inside other expressions and subqueries
     table = random_table(5, 500)
-    ctx = session(target_partitions=4)
+    ctx = session(**SETTINGS[setting])
     ctx.register_record_batches("t", partitions(table, 2, 100))
-    for call in ["t_closeness(disease)", "t_closeness_ordered(income)", "ncp(age, zip)", "entropy_leakage()"]:
+    for call in [
+        "t_closeness(disease)",
+        "t_closeness_ordered(income)",
+        "ncp(age, zip)",
+        "entropy_leakage()",
+        "k_anonymity()",
+        "reidentification_risk()",
+    ]:
         query = f"SELECT substr(zip, 1, 2) AS z, {call} AS v FROM t GROUP BY 1 ORDER BY 1"
-        values = [v for _, v in rows(anon.sql(query, tables={"t": table}))]
-        assert all(v is None or (0.0 <= v <= 1.0 and math.isfinite(v)) for v in values)
-        with pytest.raises(Exception, match="datafusion_anonymity.sql"):
-            ctx.sql(query).to_arrow_table()
-        # also inside other expressions and subqueries
-        with pytest.raises(Exception, match="datafusion_anonymity.sql"):
-            ctx.sql(f"SELECT max(v) FROM ({query})").to_arrow_table()
+        expected = rows(anon.sql(query, tables={"t": table}))
+        assert len(expected) == 5
+        assert_same(rows(ctx, query), expected)
+        outer = f"SELECT max(v), count(*) FROM ({query})"
+        assert_same(rows(ctx, outer), rows(anon.sql(outer, tables={"t": table})))
 
 
 @pytest.mark.parametrize("seed", [6, 7])

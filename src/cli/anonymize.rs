@@ -125,6 +125,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             super::bucketize::print_summary(&report);
             return Ok(());
         }
+        Published::Perturbed(report) => {
+            super::perturb::print_summary(&report);
+            return Ok(());
+        }
     };
     let report = &anonymized.report;
     print_summary(&report.publish);

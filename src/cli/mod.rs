@@ -8,6 +8,7 @@ mod bucketize;
 mod cluster;
 mod errors;
 mod output;
+mod perturb;
 mod profile;
 mod progress;
 
@@ -129,7 +130,9 @@ struct GenerateArgs {
     /// The table: `patients` (repeated persons, one disease per visit), `medical` (one row
     /// per patient with physician, specialty, diagnosis, symptom, diagnostic method and
     /// treatment) or `visits` (hospital visits, 1 to 22 per patient, about 2.2 on average:
-    /// patient_id, sex, birth_date, zip, department, diagnosis, visit_date, cost).
+    /// patient_id, sex, birth_date, zip, department, diagnosis, visit_date, cost) or `firms`
+    /// (one row per business: firm_id, region, sector and five correlated numeric attributes,
+    /// employees, turnover, wages, assets and costs, for microaggregation).
     #[arg(long, value_enum, default_value_t = GeneratedTable::Patients)]
     table: GeneratedTable,
 }
@@ -140,6 +143,7 @@ enum GeneratedTable {
     Patients,
     Medical,
     Visits,
+    Firms,
 }
 
 /// Parses the command line, runs it, and turns any error (or panic) into one line on stderr.
@@ -195,6 +199,7 @@ async fn run(cli: Cli) -> Result<()> {
                     generate::write_medical(&args.out, args.rows, args.seed)?
                 }
                 GeneratedTable::Visits => generate::write_visits(&args.out, args.rows, args.seed)?,
+                GeneratedTable::Firms => generate::write_firms(&args.out, args.rows, args.seed)?,
             }
             eprintln!(
                 "wrote {} rows to {} in {:.1}s",

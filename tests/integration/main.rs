@@ -10,6 +10,7 @@ mod csv;
 mod definitions;
 mod delta;
 mod persons;
+mod perturbation;
 mod population;
 mod profile;
 mod publish;

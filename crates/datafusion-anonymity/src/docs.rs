@@ -49,6 +49,13 @@ same recodings back the `GeneralizedTable` provider and the policy files (user g
 [Publishing](guide/publishing.md), [Policy files](guide/policies.md)).
 ";
 
+const PERTURBATION_INTRODUCTION: &str = "\
+Scalar functions that perturb values rather than generalize them. Whole-table perturbation
+(microaggregation, noise scaled by the column's σ, rank swapping, PRAM) is published by policy
+files: [Perturbation](guide/perturbation.md). Hand-checked examples:
+[`sql/perturbation.slt`](../sql/perturbation.slt).
+";
+
 const SESSION_OPTIONS: &str = "\
 ## Session options
 
@@ -129,6 +136,23 @@ pub fn function_docs_markdown() -> String {
         &mut out,
         &entries,
         RECODING_INTRODUCTION,
+        "| function |\n|---|\n",
+    );
+
+    let perturbations = crate::perturbation::perturbation_functions();
+    let entries: Vec<Entry> = perturbations
+        .iter()
+        .map(|f| Entry {
+            name: f.name(),
+            aliases: f.aliases(),
+            notes: String::new(),
+            documentation: f.documentation(),
+        })
+        .collect();
+    section(
+        &mut out,
+        &entries,
+        PERTURBATION_INTRODUCTION,
         "| function |\n|---|\n",
     );
 

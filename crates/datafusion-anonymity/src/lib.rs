@@ -33,6 +33,7 @@ pub mod docs;
 pub mod functions;
 pub mod generalize;
 pub mod options;
+pub mod perturbation;
 pub mod rewrite;
 pub mod rng;
 
@@ -89,6 +90,9 @@ pub fn register_udfs(functions: &mut dyn FunctionRegistry) -> Result<()> {
     for udwf in rewrite::all_window_functions() {
         functions.register_udwf(udwf)?;
     }
+    for udf in perturbation::perturbation_functions() {
+        functions.register_udf(udf)?;
+    }
     generalize::register_functions(functions)
 }
 
@@ -102,6 +106,7 @@ pub fn function_names() -> Vec<String> {
     for udf in rewrite::all_scalar_functions()
         .into_iter()
         .chain(generalize::recoding_functions())
+        .chain(perturbation::perturbation_functions())
     {
         names.push(udf.name().to_string());
         names.extend(udf.aliases().iter().cloned());

@@ -34,6 +34,7 @@ pub mod jobs;
 pub mod label_codes;
 pub mod local_recode;
 pub mod parallel;
+pub mod perturb;
 pub mod policy;
 pub mod policy_release;
 pub mod profile;

@@ -10,22 +10,22 @@ its own SQL engine (``sql``)::
     ctx = SessionContext()
     anon.register(ctx)
     ctx.register_parquet("patients", "patients.parquet")
-    ctx.sql("SELECT zip, age, k_anonymity(patient_id) AS persons, l_diversity(disease) AS l "
+    ctx.sql("SELECT zip, age, k_anonymity() AS k, t_closeness(disease) AS t "
             "FROM patients GROUP BY zip, age").show()
 
 What runs where:
 
-- ``register(ctx)`` puts the per-class aggregate functions (``k_anonymity(person_id)``,
-  ``l_diversity``, ``entropy_l_diversity``, ``recursive_cl_diversity``,
-  ``reidentification_risk(person_id)``) and the recoding functions (``mask``, ``bucket``,
-  ``generalize_date``, ``generalize``) on the session. They run inside datafusion-python's
-  own plans and give the same values as in Rust.
-- ``t_closeness``, ``t_closeness_ordered``, ``ncp`` and ``entropy_leakage`` need statistics of
-  the whole table, which the crate computes by rewriting the query; datafusion-python cannot
-  run that rewrite, so in its sessions they refuse with an error when the query is planned
-  (never a wrong number). ``k_anonymity()`` and ``reidentification_risk()`` without an
-  argument refuse too (write ``count(*)`` and ``1.0 / count(*)``). ``sql(query, tables=...)``
-  runs any query, these included, in the crate's own session and returns a pyarrow Table.
+- ``register(ctx)`` (or ``SessionContext().with_extensions(anon.extension())``) puts every
+  function on the session (the per-class aggregates, the whole-table ones, the recoding
+  functions) and installs the crate's query planner, which runs the rewrite the Rust session
+  runs as an analyzer rule: the whole-table functions (``t_closeness``, ``ncp``, ...) and
+  ``k_anonymity()`` without an argument work in the user's own context, with its tables, and
+  give the same values as in Rust. The plan is then planned and run by datafusion-python.
+- In a session without the planner (functions registered by hand, or the planner replaced
+  by a later ``ctx.set_query_planner``), those calls refuse when the query runs, naming
+  ``datafusion_anonymity.register(ctx)`` (never a wrong number).
+- ``sql(query, tables=...)`` runs a query in the crate's own session and returns a pyarrow
+  Table.
 - ``register_policy(ctx, policy)`` / ``generalized_table(policy)`` serve a policy's input and
   its generalized, suppressed table (``<name>_anon``) to datafusion-python; they are planned
   and run by the crate.
@@ -37,15 +37,17 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
-from datafusion import AggregateUDF, ScalarUDF, SessionContext
+from datafusion import AggregateUDF, ScalarUDF, SessionContext, WindowUDF
 
 from . import _internal
 from ._internal import AnonymityError
 
 __all__ = [
     "AnonymityError",
+    "Extension",
     "anonymize",
     "apply",
+    "extension",
     "generalized_table",
     "profile",
     "register",
@@ -73,13 +75,39 @@ def _levels(levels: Mapping[str, int] | Sequence[Mapping[str, Any]] | None) -> d
     return {str(item["quasi_identifier"]): int(item["level"]) for item in levels}
 
 
+def _register_functions(
+    ctx: SessionContext,
+    hierarchies: Mapping[str, PathLike] | None,
+    policy: PathLike | None,
+) -> None:
+    """The functions, the internal ones the query planner's rewrite inserts included."""
+    for function in _internal.aggregate_functions():
+        ctx.register_udaf(AggregateUDF.from_pycapsule(function))
+    for function in _internal.scalar_functions(_hierarchies(hierarchies), _path(policy)):
+        ctx.register_udf(ScalarUDF.from_pycapsule(function))
+    for function in _internal.window_functions():
+        ctx.register_udwf(WindowUDF.from_pycapsule(function))
+
+
 def register(
     ctx: SessionContext,
     *,
     hierarchies: Mapping[str, PathLike] | None = None,
     policy: PathLike | None = None,
 ) -> None:
-    """Registers the anonymity functions on a datafusion ``SessionContext``.
+    """Registers the anonymity functions and installs the query planner on a ``SessionContext``.
+
+    After this every function of the crate runs in ``ctx``, with ``ctx``'s own tables, as in
+    Rust: the per-class functions, ``k_anonymity()`` without an argument and the whole-table
+    functions (``t_closeness``, ``t_closeness_ordered``, ``ncp``, ``entropy_leakage``,
+    ``beta_likeness``, ``enhanced_beta_likeness``, ``delta_disclosure``), whose rewrite the
+    query planner runs.
+
+    The planner wraps the one the session has (DataFusion's own, or one the user installed
+    before): it rewrites each plan, then hands it to that one. Calling ``register`` again, or
+    installing ``extension()`` as well, keeps the one planner already there. A later
+    ``ctx.set_query_planner(...)`` replaces it; the functions that need it then refuse, naming
+    this call.
 
     Args:
         ctx: the session.
@@ -88,10 +116,59 @@ def register(
         policy: a policy file: its quasi-identifiers' hierarchies are registered under the
             column names (its input is read to size masks and check value trees).
     """
-    for function in _internal.aggregate_functions():
-        ctx.register_udaf(AggregateUDF.from_pycapsule(function))
-    for function in _internal.scalar_functions(_hierarchies(hierarchies), _path(policy)):
-        ctx.register_udf(ScalarUDF.from_pycapsule(function))
+    # the planner is the session's, shared by every handle on it: installed through a new
+    # handle (which carries the bundle's codecs, and binds the planner to them), it serves `ctx`
+    ctx.with_extensions(Extension(hierarchies=hierarchies, policy=policy))
+
+
+class Extension:
+    """The extension bundle: ``SessionContext().with_extensions(datafusion_anonymity.extension())``.
+
+    What ``register`` does, as datafusion-python's extension protocol: its planner hook
+    registers the functions on the context it is given and returns the query planner wrapping
+    ``fallback`` (the planner built so far), or ``None`` when that is this library's planner
+    already (installed twice, it is installed once). Bundles listed after it wrap it.
+    """
+
+    def __init__(
+        self,
+        *,
+        hierarchies: Mapping[str, PathLike] | None = None,
+        policy: PathLike | None = None,
+    ) -> None:
+        self._hierarchies = dict(hierarchies or {})
+        self._policy = policy
+
+    def __datafusion_session_components__(self, ctx: SessionContext) -> Any:
+        from datafusion import SessionExtensionComponents
+
+        # the codecs that carry in-memory tables and other libraries' providers across the
+        # planner's boundary by reference; once per handle (a second copy would clash)
+        logical = [] if _internal.LogicalCodec.__datafusion_codec_id__ in (
+            ctx.logical_extension_codec_ids()
+        ) else [_internal.LogicalCodec()]
+        physical = [] if _internal.PhysicalCodec.__datafusion_codec_id__ in (
+            ctx.physical_extension_codec_ids()
+        ) else [_internal.PhysicalCodec()]
+        return SessionExtensionComponents(
+            logical_extension_codecs=logical, physical_extension_codecs=physical
+        )
+
+    def __datafusion_session_planner__(self, ctx: SessionContext, fallback: Any) -> Any:
+        _register_functions(ctx, self._hierarchies, self._policy)
+        return _internal.query_planner(fallback)
+
+    def __repr__(self) -> str:
+        return "datafusion_anonymity.extension()"
+
+
+def extension(
+    *,
+    hierarchies: Mapping[str, PathLike] | None = None,
+    policy: PathLike | None = None,
+) -> Extension:
+    """The extension bundle for ``SessionContext.with_extensions(...)``; see ``register``."""
+    return Extension(hierarchies=hierarchies, policy=policy)
 
 
 def register_policy(

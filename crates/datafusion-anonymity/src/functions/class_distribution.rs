@@ -212,8 +212,8 @@ impl AggregateUDFImpl for ClassDistributionFunction {
     }
 
     fn is_nullable(&self) -> bool {
-        // only a risk over an empty input has no value
-        self.kind == Kind::PersonRisk
+        // only a risk or an α over an empty input has no value (their documented NULL)
+        matches!(self.kind, Kind::PersonRisk | Kind::MaxShare)
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {

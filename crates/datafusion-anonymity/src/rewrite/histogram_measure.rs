@@ -79,7 +79,11 @@ impl ScalarUDFImpl for HistogramMeasure {
         Ok(Arc::new(Field::new(
             self.name(),
             DataType::Float64,
-            output == HistogramOutput::PersonRisk,
+            // the measures with no value for an empty class (as the functions declare them)
+            matches!(
+                output,
+                HistogramOutput::PersonRisk | HistogramOutput::MaxShare
+            ),
         )))
     }
 

@@ -13,6 +13,7 @@ use super::bucketize::BucketizationReport;
 use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
+use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, RowOrder};
 use crate::saved_recoding;
 use crate::search::local::{LocalAlgorithm, LocalOptions};
@@ -82,6 +83,7 @@ pub struct Anonymized {
 pub enum Published {
     Generalized(Box<Anonymized>),
     Bucketized(Box<BucketizationReport>),
+    Perturbed(Box<PerturbedReport>),
 }
 
 impl Published {
@@ -90,6 +92,7 @@ impl Published {
         match self {
             Published::Generalized(anonymized) => serde_json::to_value(&anonymized.report),
             Published::Bucketized(report) => serde_json::to_value(report),
+            Published::Perturbed(report) => serde_json::to_value(report),
         }
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
     }
@@ -159,6 +162,17 @@ pub async fn anonymize(
             super::report::write_report(location, &storage, text).await?;
         }
         return Ok(Published::Bucketized(Box::new(report)));
+    }
+    if policy.perturbation().is_some() {
+        if planned.is_delta() {
+            return Err(DataFusionError::Plan(format!(
+                "output {out}: a perturbed release is published as Parquet only (not yet as a \
+                 Delta table)"
+            )));
+        }
+        return perturbed(ctx, options, policy, &out, observer)
+            .await
+            .map(|report| Published::Perturbed(Box::new(report)));
     }
     let reports = ReportTargets::check(
         options.report.as_deref(),
@@ -341,4 +355,38 @@ async fn recoding_target(
     .await
     .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "recoding file", 1)))?;
     Ok(Some(location))
+}
+
+/// A perturbation policy's release ([`super::perturb`]) and its JSON report.
+pub(super) async fn perturbed(
+    ctx: &SessionContext,
+    options: &AnonymizeOptions,
+    policy: Policy,
+    out: &Location,
+    observer: &dyn Observer,
+) -> Result<PerturbedReport> {
+    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: --html-report, --recoding-out and --utility are for generalized \
+             releases; a perturbation reports its utility and risk in --report (JSON)",
+            policy.source()
+        )));
+    }
+    let reports = ReportTargets::check(
+        options.report.as_deref(),
+        None,
+        &policy,
+        out,
+        options.overwrite,
+    )
+    .await?;
+    let storage = policy.storage().clone();
+    let seed = options.seed.unwrap_or_else(publish::random_seed);
+    let report = super::perturb::perturb(ctx, policy, out, seed, observer).await?;
+    if let Some(location) = reports.json() {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        super::report::write_report(location, &storage, text).await?;
+    }
+    Ok(report)
 }

@@ -89,6 +89,13 @@ pub async fn apply(
             bucketization.method().name()
         )));
     }
+    if policy.perturbation().is_some() {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: method = \"perturbation\" is published by `anon anonymize` (the policy \
+             fixes every transformation; there is no search to skip)",
+            policy.source()
+        )));
+    }
     let recoding = options
         .recoding
         .as_deref()

@@ -29,6 +29,8 @@ pub enum Method {
     CkAnonymization,
     /// (p,k)-angelization, the baseline the seed improves on.
     PkAngelization,
+    /// Microaggregation, noise, swapping and PRAM ([`super::perturbation`]).
+    Perturbation,
 }
 
 impl Method {
@@ -38,6 +40,7 @@ impl Method {
             Method::Generalization => "generalization",
             Method::CkAnonymization => "ck-anonymization",
             Method::PkAngelization => "pk-angelization",
+            Method::Perturbation => "perturbation",
         }
     }
 }
@@ -131,6 +134,24 @@ pub(super) fn check(
             Some(key) => Err(format!(
                 "privacy.{key} applies to method = \"ck-anonymization\" or \"pk-angelization\", \
                  not to generalization"
+            )),
+            None => Ok(None),
+        };
+    }
+    if method == Method::Perturbation {
+        if let Some(key) = set.first() {
+            return Err(format!(
+                "privacy.{key} applies to method = \"ck-anonymization\" or \"pk-angelization\", \
+                 not to perturbation"
+            ));
+        }
+        // records with a NULL in a numeric perturbed attribute are suppressed, within the limit
+        return match generalization_only
+            .iter()
+            .find(|key| **key != "max_suppression")
+        {
+            Some(key) => Err(format!(
+                "privacy.{key} applies to method = \"generalization\", not to perturbation"
             )),
             None => Ok(None),
         };

@@ -33,6 +33,8 @@ pub struct PolicyFile {
     pub transformation: Option<BTreeMap<String, usize>>,
     /// Object-store settings that are not secret (endpoint, region, allow_http).
     pub storage: Option<crate::storage::StoreOptions>,
+    /// `method = "perturbation"`: its settings ([`super::perturbation`]).
+    pub perturbation: Option<super::perturbation::PerturbationKeys>,
 }
 
 /// `[input]`.
@@ -252,6 +254,8 @@ pub struct AttributeSpec {
     /// it must match the column's type.
     #[serde(rename = "type")]
     pub data_type: Option<ColumnType>,
+    /// `method = "perturbation"`: how this attribute is perturbed.
+    pub perturbation: Option<super::perturbation::PerturbationSpec>,
 }
 
 impl AttributeSpec {

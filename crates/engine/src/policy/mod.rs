@@ -30,6 +30,7 @@ pub mod file;
 mod local_labels;
 mod parse;
 mod persons;
+pub mod perturbation;
 pub use local_labels::LocalLabels;
 use parse::line_of;
 pub use persons::RepeatedIdentifier;
@@ -47,8 +48,10 @@ use crate::storage::{self, Location, StoreOptions};
 use crate::tables::{BadValues, ColumnType, CsvOptions};
 pub use crate::text::quote_ident;
 
+pub use crate::perturb::release::Transformation;
 pub use bucketization::{Bucketization, Method};
 pub use file::{HierarchySpec, PolicyFile, Role};
+pub use perturbation::Perturbation;
 pub use requirements::{
     AttributeLeakage, BetaLikeness, Bound, DeltaPresence, Direction, LDiversity, LDiversityKind,
     Measure, PopulationAchieved, PopulationRequirement, PostAnalytics, PrivacyRequirements,
@@ -115,6 +118,7 @@ pub struct Policy {
     /// `<name>_population` once registered (population requirements only)
     population_table: Option<String>,
     bucketization: Option<Bucketization>,
+    perturbation: Option<Perturbation>,
     marginal: Option<Vec<String>>,
     thresholds: RiskThresholds,
     person: Option<PersonColumn>,
@@ -284,6 +288,11 @@ impl Policy {
             .iter()
             .filter_map(|c| c.hierarchy().map(|h| (c.name.clone(), Arc::clone(h))))
             .collect()
+    }
+
+    /// The perturbation, when `[privacy] method = "perturbation"`.
+    pub fn perturbation(&self) -> Option<&Perturbation> {
+        self.perturbation.as_ref()
     }
 
     /// The bucketization, when `[privacy] method` names one.

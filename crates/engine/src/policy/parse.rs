@@ -91,6 +91,16 @@ impl Policy {
             &generalization_only,
         )
         .map_err(err)?;
+        let perturbing = privacy.method == Method::Perturbation;
+        let perturbation = super::perturbation::check(
+            perturbing,
+            privacy.k,
+            file.perturbation.as_ref(),
+            &file.attributes,
+        )
+        .map_err(err)?;
+        // the schemes that publish quasi-identifiers without generalizing them
+        let other_scheme = bucketization.is_some() || perturbing;
         let mut columns = Vec::new();
         let mut sensitive = Vec::new();
         let defaults = privacy.default_requirement();
@@ -99,7 +109,7 @@ impl Policy {
                 (Role::QuasiIdentifier, Some(h)) => {
                     Some(load_hierarchy(column, h, &resolve, &storage_options)?)
                 }
-                (Role::QuasiIdentifier, None) if bucketization.is_some() => None,
+                (Role::QuasiIdentifier, None) if other_scheme => None,
                 (Role::QuasiIdentifier, None) => {
                     return Err(err(format!(
                         "quasi-identifier '{column}' needs a hierarchy \
@@ -122,7 +132,7 @@ impl Policy {
                     own.policy_keys().join(", ")
                 )));
             }
-            if bucketization.is_some() && own.is_constrained() {
+            if other_scheme && own.is_constrained() {
                 return Err(err(format!(
                     "attribute '{column}': {} apply to method = \"generalization\", not to {}",
                     own.policy_keys().join(", "),
@@ -185,6 +195,13 @@ impl Policy {
             )));
         }
         let person = person_column(privacy, &columns, bucketization.is_some()).map_err(&err)?;
+        if perturbing && person.is_some() {
+            return Err(err(
+                "privacy.person applies to method = \"generalization\" (and the bucketizations), \
+                 not to perturbation: microaggregation groups count records"
+                    .into(),
+            ));
+        }
         if let Some(person) = &person {
             let requirement = SensitiveRequirement {
                 persons: Some(person.k_persons),
@@ -200,7 +217,7 @@ impl Policy {
             });
         if let Some(requirement) = &population_requirement {
             requirement.validate().map_err(&err)?;
-            if bucketization.is_some() {
+            if other_scheme {
                 return Err(err(format!(
                     "privacy.{} apply to method = \"generalization\", not to {}",
                     requirement.policy_keys().join(", privacy."),
@@ -223,7 +240,7 @@ impl Policy {
                     .into(),
             ));
         }
-        if bucketization.is_some() && thresholds.any() {
+        if other_scheme && thresholds.any() {
             return Err(err(format!(
                 "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
                  max_marketer_risk, max_journalist_risk, max_leakage, max_unique_share) apply to method = \"generalization\", not to {}",
@@ -299,6 +316,7 @@ impl Policy {
             schema: None,
             population_table: None,
             bucketization,
+            perturbation,
             marginal: privacy.marginal.clone(),
             thresholds,
             person,

@@ -1,0 +1,52 @@
+//! A perturbation policy (`[privacy] method = "perturbation"`) published: the input registered,
+//! the release computed and published ([`crate::publish::perturbed`]). `anon anonymize` and
+//! `anon apply` run this for such a policy (there is no search: the policy fixes every
+//! transformation), and so does Python's `anonymize()`.
+//!
+//! The seed decides the noise, the swaps, PRAM's draws, the permutations and the row order; it
+//! is as secret as the data (with it, the noise can be subtracted), so the report does not
+//! hold it. Give `--seed` to reproduce a release byte for byte.
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+
+use super::Observer;
+use crate::policy::Policy;
+use crate::publish::perturbed::{PerturbedReport, publish_perturbed};
+use crate::storage::Location;
+
+/// Publishes the perturbation `policy` describes to `out` with `seed`.
+pub async fn perturb(
+    ctx: &SessionContext,
+    mut policy: Policy,
+    out: &Location,
+    seed: u64,
+    observer: &dyn Observer,
+) -> Result<PerturbedReport> {
+    let perturbation = policy.perturbation().cloned().ok_or_else(|| {
+        DataFusionError::Internal(format!(
+            "policy {} has no perturbation to publish",
+            policy.source()
+        ))
+    })?;
+    policy.register_with(ctx, false).await?;
+    let report = publish_perturbed(ctx, &policy, &perturbation, out, seed).await?;
+    if let Some(micro) = &report.microaggregation {
+        observer.note(&format!(
+            "microaggregation ({}, k = {}): {} groups, the smallest of {}, IL {:.2} ({:.2} s)",
+            micro.algorithm,
+            micro.k,
+            micro.groups,
+            micro.smallest_group,
+            micro.information_loss,
+            report.seconds.compute
+        ));
+    }
+    if report.suppressed_rows > 0 {
+        observer.note(&format!(
+            "{} records with a NULL or NaN in a numeric perturbed attribute were suppressed",
+            report.suppressed_rows
+        ));
+    }
+    Ok(report)
+}

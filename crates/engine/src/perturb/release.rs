@@ -1,0 +1,513 @@
+//! A perturbed release computed in memory from the columns read: every transformation of the
+//! policy applied to the records kept (those with no NULL or NaN in a numeric perturbed
+//! attribute), with its figures. The publishing pipeline reads the columns
+//! ([`crate::publish::perturbed`]) and writes what this returns.
+//!
+//! Each random draw comes from its own stream of the run's seed (by purpose and attribute),
+//! so one transformation's draws do not depend on another's, and the same seed gives the same
+//! release.
+
+use datafusion::error::{DataFusionError, Result};
+use serde::Serialize;
+
+use super::linkage::dbrl;
+use super::measures::{Utility, interval_disclosure, utility};
+use super::noise::{additive, correlated};
+use super::pram::PramMatrix;
+use super::swap::rank_swap;
+use super::{Aggregate, MicroOptions, microaggregate};
+use crate::rng::SplitMix64;
+
+/// A checked transformation of one attribute.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transformation {
+    /// Replaced by its microaggregation group's aggregate.
+    Microaggregation,
+    /// Additive noise of SD level·σ.
+    Noise(f64),
+    /// Correlated noise of covariance level·Σ, jointly with the other such attributes.
+    CorrelatedNoise(f64),
+    /// Rank swapping with window p %.
+    RankSwap(f64),
+    /// PRAM.
+    Pram(Pram),
+    /// Exchanged within its microaggregation group.
+    Permute,
+}
+
+impl Transformation {
+    /// The name in policies and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transformation::Microaggregation => "microaggregation",
+            Transformation::Noise(_) => "noise",
+            Transformation::CorrelatedNoise(_) => "correlated_noise",
+            Transformation::RankSwap(_) => "rank_swap",
+            Transformation::Pram(_) => "pram",
+            Transformation::Permute => "permute",
+        }
+    }
+
+    /// Whether it reads the attribute as numbers.
+    pub fn is_numeric(&self) -> bool {
+        matches!(
+            self,
+            Transformation::Microaggregation
+                | Transformation::Noise(_)
+                | Transformation::CorrelatedNoise(_)
+                | Transformation::RankSwap(_)
+        )
+    }
+}
+
+/// PRAM's matrix: from a retention probability over the data's categories, or given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pram {
+    Retention {
+        alpha: f64,
+        invariant: bool,
+    },
+    Matrix {
+        categories: Vec<String>,
+        matrix: PramMatrix,
+        invariant: bool,
+    },
+}
+
+/// A numeric attribute read: its name, transformation and values (records kept only).
+#[derive(Debug, Clone)]
+pub struct NumericInput {
+    pub name: String,
+    pub transformation: Transformation,
+    pub values: Vec<f64>,
+}
+
+/// A categorical attribute for PRAM: its name, matrix, the distinct values of the data
+/// (sorted) and each kept record's code among them (`None` for NULL, which PRAM keeps).
+#[derive(Debug, Clone)]
+pub struct CategoricalInput {
+    pub name: String,
+    pub pram: Pram,
+    pub values: Vec<String>,
+    pub codes: Vec<Option<u32>>,
+}
+
+/// What to compute.
+#[derive(Debug, Clone)]
+pub struct ReleaseInput {
+    pub numeric: Vec<NumericInput>,
+    pub categorical: Vec<CategoricalInput>,
+    /// Attributes exchanged within groups (their count; the caller holds their values).
+    pub permuted: usize,
+    /// Each kept record's stratum (with strata).
+    pub strata: Option<Vec<u32>>,
+    /// Microaggregation's settings and aggregate.
+    pub micro: MicroOptions,
+    pub aggregate: Aggregate,
+    /// SDID's interval.
+    pub disclosure_percent: f64,
+    pub seed: u64,
+}
+
+/// A PRAM attribute published: the categories (the codes' labels), the codes, and the figures.
+#[derive(Debug, Clone)]
+pub struct CategoricalOutput {
+    pub categories: Vec<String>,
+    pub codes: Vec<Option<u32>>,
+    pub report: PramReport,
+}
+
+/// What the report says of a PRAM attribute.
+#[derive(Debug, Clone, Serialize)]
+pub struct PramReport {
+    pub attribute: String,
+    pub invariant: bool,
+    /// The categories, in the matrix's order.
+    pub categories: Vec<String>,
+    /// The transition matrix applied (after the invariant construction, if asked).
+    pub matrix: Vec<Vec<f64>>,
+    /// The published frequency of each category.
+    pub published_counts: Vec<u64>,
+    /// (Pᵀ)⁻¹ · published: the original frequencies estimated (absent when P is singular).
+    pub estimated_counts: Option<Vec<f64>>,
+    /// Records whose NULL PRAM kept.
+    pub nulls_kept: u64,
+}
+
+/// The figures of a release's microaggregation.
+#[derive(Debug, Clone, Serialize)]
+pub struct MicroReport {
+    pub algorithm: &'static str,
+    pub aggregate: &'static str,
+    pub k: usize,
+    pub groups: usize,
+    pub smallest_group: usize,
+    pub blocks: usize,
+    /// 100 · SSE / SST of the microaggregated attributes (standardized; the CASC figure).
+    pub information_loss: f64,
+}
+
+/// Disclosure risk of the numeric perturbed attributes, each record against its original.
+#[derive(Debug, Clone, Serialize)]
+pub struct Risk {
+    /// Distance-based record linkage: share of records whose nearest original is their own.
+    pub dbrl: f64,
+    /// Interval disclosure: share of records whose originals all lie within ± percent.
+    pub sdid: f64,
+    pub sdid_percent: f64,
+}
+
+/// The release computed.
+#[derive(Debug, Clone)]
+pub struct ReleaseOutput {
+    /// Published values of each numeric attribute, in input order.
+    pub numeric: Vec<Vec<f64>>,
+    pub categorical: Vec<CategoricalOutput>,
+    /// Per permuted attribute, each kept record's source record (a permutation inside groups).
+    pub permutations: Vec<Vec<u32>>,
+    /// Each kept record's microaggregation group, when microaggregated.
+    pub groups: Option<Vec<u32>>,
+    pub micro: Option<MicroReport>,
+    /// Utility of the numeric attributes (absent without any).
+    pub utility: Option<Utility>,
+    pub risk: Option<Risk>,
+}
+
+/// Utility and risk are measured on every record up to this many, beyond that on every
+/// ⌈n / this⌉-th record (an evenly spaced sample of the input's order): the k-d tree of DBRL
+/// and the copies stay bounded whatever n.
+pub const MEASURED_RECORDS: usize = 1_000_000;
+
+/// The stream of `purpose` (1 noise, 2 correlated noise, 3 swap, 4 PRAM, 5 permutation) for
+/// attribute `index`.
+fn stream(seed: u64, purpose: u64, index: usize) -> SplitMix64 {
+    let mut mix = SplitMix64(seed ^ (purpose << 56) ^ ((index as u64) << 32));
+    SplitMix64(mix.next_u64())
+}
+
+/// Applies every transformation (see the module docs); `describe_stratum` names a stratum for
+/// errors.
+pub fn compute(
+    input: &ReleaseInput,
+    describe_stratum: &dyn Fn(u32) -> String,
+) -> Result<ReleaseOutput> {
+    let n = input
+        .numeric
+        .first()
+        .map(|c| c.values.len())
+        .or_else(|| input.categorical.first().map(|c| c.codes.len()))
+        .unwrap_or(0);
+    let micro_columns: Vec<&[f64]> = input
+        .numeric
+        .iter()
+        .filter(|c| c.transformation == Transformation::Microaggregation)
+        .map(|c| c.values.as_slice())
+        .collect();
+    let mut micro = None;
+    let mut group_of = None;
+    let mut aggregates: Vec<Vec<f64>> = Vec::new();
+    if !micro_columns.is_empty() {
+        if n < input.micro.k {
+            return Err(DataFusionError::Plan(format!(
+                "the table has {n} records to microaggregate, fewer than k = {}",
+                input.micro.k
+            )));
+        }
+        let groups = microaggregate(
+            &micro_columns,
+            input.strata.as_deref(),
+            input.micro,
+            describe_stratum,
+        )?;
+        let information_loss = groups.information_loss(&micro_columns);
+        aggregates = micro_columns
+            .iter()
+            .map(|c| groups.aggregates(c, input.aggregate))
+            .collect();
+        micro = Some(MicroReport {
+            algorithm: input.micro.algorithm.name(),
+            aggregate: input.aggregate.name(),
+            k: input.micro.k,
+            groups: groups.count,
+            smallest_group: groups.smallest(),
+            blocks: groups.blocks,
+            information_loss,
+        });
+        group_of = Some(groups);
+    }
+    // correlated noise: one joint draw
+    let correlated_columns: Vec<&[f64]> = input
+        .numeric
+        .iter()
+        .filter(|c| matches!(c.transformation, Transformation::CorrelatedNoise(_)))
+        .map(|c| c.values.as_slice())
+        .collect();
+    let correlated_level = input.numeric.iter().find_map(|c| match c.transformation {
+        Transformation::CorrelatedNoise(level) => Some(level),
+        _ => None,
+    });
+    let mut correlated_out = match correlated_level {
+        Some(level) => correlated(&correlated_columns, level, &mut stream(input.seed, 2, 0)),
+        None => Vec::new(),
+    }
+    .into_iter();
+    let mut micro_index = 0;
+    let mut numeric = Vec::with_capacity(input.numeric.len());
+    for (index, column) in input.numeric.iter().enumerate() {
+        let published = match &column.transformation {
+            Transformation::Microaggregation => {
+                let groups = group_of.as_ref().map(|g| &g.of_record);
+                let values = &aggregates[micro_index];
+                micro_index += 1;
+                groups
+                    .map(|g| g.iter().map(|&id| values[id as usize]).collect())
+                    .unwrap_or_default()
+            }
+            Transformation::Noise(level) => {
+                additive(&column.values, *level, &mut stream(input.seed, 1, index))
+            }
+            Transformation::CorrelatedNoise(_) => correlated_out.next().unwrap_or_default(),
+            Transformation::RankSwap(p) => {
+                rank_swap(&column.values, *p, &mut stream(input.seed, 3, index))?
+            }
+            Transformation::Pram(_) | Transformation::Permute => {
+                return Err(DataFusionError::Internal(format!(
+                    "attribute '{}' is not numeric in the perturbation",
+                    column.name
+                )));
+            }
+        };
+        numeric.push(published);
+    }
+    let categorical = input
+        .categorical
+        .iter()
+        .enumerate()
+        .map(|(index, c)| pram_attribute(c, &mut stream(input.seed, 4, index)))
+        .collect::<Result<Vec<_>>>()?;
+    let permutations = match &group_of {
+        Some(groups) if input.permuted > 0 => {
+            let members = groups.members();
+            (0..input.permuted)
+                .map(|index| {
+                    let mut rng = stream(input.seed, 5, index);
+                    let mut source: Vec<u32> = (0..n as u32).collect();
+                    for group in &members {
+                        // Fisher–Yates over the group's members
+                        let mut shuffled = group.clone();
+                        for i in (1..shuffled.len()).rev() {
+                            let j = rng.below(i as u64 + 1) as usize;
+                            shuffled.swap(i, j);
+                        }
+                        for (&to, &from) in group.iter().zip(&shuffled) {
+                            source[to as usize] = from;
+                        }
+                    }
+                    source
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let (utility, risk) = if input.numeric.is_empty() || n == 0 {
+        (None, None)
+    } else {
+        let names: Vec<String> = input.numeric.iter().map(|c| c.name.clone()).collect();
+        let sample = |values: &[f64]| -> Vec<f64> {
+            let stride = n.div_ceil(MEASURED_RECORDS);
+            values.iter().step_by(stride).copied().collect()
+        };
+        let original: Vec<Vec<f64>> = input.numeric.iter().map(|c| sample(&c.values)).collect();
+        let published: Vec<Vec<f64>> = numeric.iter().map(|c| sample(c)).collect();
+        let original: Vec<&[f64]> = original.iter().map(Vec::as_slice).collect();
+        let published: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
+        (
+            Some(utility(&names, &original, &published)),
+            Some(Risk {
+                dbrl: dbrl(&original, &published),
+                sdid: interval_disclosure(&original, &published, input.disclosure_percent),
+                sdid_percent: input.disclosure_percent,
+            }),
+        )
+    };
+    Ok(ReleaseOutput {
+        numeric,
+        categorical,
+        permutations,
+        groups: group_of.map(|g| g.of_record),
+        micro,
+        utility,
+        risk,
+    })
+}
+
+/// PRAM on one attribute.
+fn pram_attribute(input: &CategoricalInput, rng: &mut SplitMix64) -> Result<CategoricalOutput> {
+    let error =
+        |message: String| DataFusionError::Plan(format!("attribute '{}': {message}", input.name));
+    // the matrix's categories, and each data value's code among them
+    let (categories, codes, matrix, invariant) = match &input.pram {
+        Pram::Retention { alpha, invariant } => {
+            let matrix = PramMatrix::with_retention(input.values.len(), *alpha).map_err(error)?;
+            (
+                input.values.clone(),
+                input.codes.clone(),
+                matrix,
+                *invariant,
+            )
+        }
+        Pram::Matrix {
+            categories,
+            matrix,
+            invariant,
+        } => {
+            let position: std::collections::HashMap<&str, u32> = categories
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.as_str(), i as u32))
+                .collect();
+            let remap: Vec<Option<u32>> = input
+                .values
+                .iter()
+                .map(|v| position.get(v.as_str()).copied())
+                .collect();
+            let missing = remap.iter().filter(|r| r.is_none()).count();
+            if missing > 0 {
+                return Err(error(format!(
+                    "{missing} value(s) of the data are not among the PRAM matrix's categories"
+                )));
+            }
+            let codes = input
+                .codes
+                .iter()
+                .map(|c| c.and_then(|c| remap[c as usize]))
+                .collect();
+            (categories.clone(), codes, matrix.clone(), *invariant)
+        }
+    };
+    let m = categories.len();
+    let mut counts = vec![0u64; m];
+    for c in codes.iter().flatten() {
+        counts[*c as usize] += 1;
+    }
+    let matrix = if invariant {
+        matrix.invariant(&counts)
+    } else {
+        matrix
+    };
+    let present: Vec<u32> = codes.iter().flatten().copied().collect();
+    let drawn = matrix.apply(&present, rng);
+    let mut drawn = drawn.into_iter();
+    let published: Vec<Option<u32>> = codes.iter().map(|c| c.and_then(|_| drawn.next())).collect();
+    let mut published_counts = vec![0u64; m];
+    for c in published.iter().flatten() {
+        published_counts[*c as usize] += 1;
+    }
+    let report = PramReport {
+        attribute: input.name.clone(),
+        invariant,
+        categories: categories.clone(),
+        matrix: matrix.rows(),
+        estimated_counts: matrix.estimate(&published_counts),
+        published_counts,
+        nulls_kept: codes.iter().filter(|c| c.is_none()).count() as u64,
+    };
+    Ok(CategoricalOutput {
+        categories,
+        codes: published,
+        report,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perturb::MicroAlgorithm;
+
+    fn input(numeric: Vec<NumericInput>, seed: u64) -> ReleaseInput {
+        ReleaseInput {
+            numeric,
+            categorical: Vec::new(),
+            permuted: 1,
+            strata: None,
+            micro: MicroOptions {
+                k: 3,
+                algorithm: MicroAlgorithm::Refined,
+                block_rows: 5_000,
+            },
+            aggregate: Aggregate::Mean,
+            disclosure_percent: 10.0,
+            seed,
+        }
+    }
+
+    fn column(name: &str, transformation: Transformation, values: Vec<f64>) -> NumericInput {
+        NumericInput {
+            name: name.into(),
+            transformation,
+            values,
+        }
+    }
+
+    /// Properties on random data: every group ≥ k, every published value is its group's
+    /// mean, a permutation stays inside its group, and the same seed gives the same release.
+    #[test]
+    fn microaggregated_values_are_their_groups_means_and_permutations_stay_inside_groups() {
+        let mut rng = SplitMix64(1);
+        for case in 0..10 {
+            let n = 50 + case * 31;
+            let a: Vec<f64> = (0..n).map(|_| rng.unit() * 100.0).collect();
+            let b: Vec<f64> = (0..n).map(|_| (rng.below(50)) as f64).collect();
+            let make = || {
+                input(
+                    vec![
+                        column("a", Transformation::Microaggregation, a.clone()),
+                        column("b", Transformation::Microaggregation, b.clone()),
+                    ],
+                    case as u64,
+                )
+            };
+            let out = compute(&make(), &|_| String::new()).unwrap();
+            let groups = out.groups.clone().unwrap();
+            let count = groups.iter().max().map_or(0, |g| *g as usize + 1);
+            let mut members = vec![Vec::new(); count];
+            for (i, &g) in groups.iter().enumerate() {
+                members[g as usize].push(i);
+            }
+            for m in &members {
+                assert!(m.len() >= 3);
+                for (original, published) in [(&a, &out.numeric[0]), (&b, &out.numeric[1])] {
+                    let mean = m.iter().map(|&i| original[i]).sum::<f64>() / m.len() as f64;
+                    for &i in m {
+                        assert!((published[i] - mean).abs() < 1e-9);
+                    }
+                }
+            }
+            for (i, &from) in out.permutations[0].iter().enumerate() {
+                assert_eq!(groups[i], groups[from as usize]);
+            }
+            let again = compute(&make(), &|_| String::new()).unwrap();
+            assert_eq!(out.numeric, again.numeric);
+            assert_eq!(out.permutations, again.permutations);
+        }
+    }
+
+    #[test]
+    fn k_larger_than_the_table_is_refused() {
+        let data = input(
+            vec![column(
+                "a",
+                Transformation::Microaggregation,
+                vec![1.0, 2.0],
+            )],
+            1,
+        );
+        let error = compute(&data, &|_| String::new()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("2 records to microaggregate, fewer than k = 3"),
+            "{error}"
+        );
+    }
+}
