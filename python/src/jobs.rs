@@ -10,6 +10,7 @@ use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
 use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
+use datafusion_anonymity_engine::jobs::output::OutputRequest;
 use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, profile, sql};
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::release::Release;
@@ -33,6 +34,10 @@ pub struct AnonymizeOptions {
     pub utility: bool,
     pub recoding_out: Option<String>,
     pub memory_limit: Option<String>,
+    /// `parquet` or `delta` (`None`: the policy's `[output] format`, or Delta when the output
+    /// is a Delta table).
+    pub format: Option<String>,
+    pub append: bool,
 }
 
 /// Prints the jobs' warnings on stderr, as the command line does; nothing else.
@@ -95,6 +100,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         overwrite: options.overwrite,
         utility: options.utility,
         recoding_out: options.recoding_out,
+        output: OutputRequest::new(options.format.as_deref(), options.append)?,
     };
     anonymize::anonymize(&ctx, &job, &Warnings).await?.to_json()
 }

@@ -494,7 +494,7 @@ fn generalized_table(
 #[pyfunction]
 #[pyo3(signature = (policy, out=None, report=None, algorithm="optimal".to_string(),
     metric="loss".to_string(), seed=None, overwrite=false, memory_limit=None,
-    html_report=None, utility=false, recoding_out=None))]
+    html_report=None, utility=false, recoding_out=None, format=None, append=false))]
 #[allow(clippy::too_many_arguments)]
 fn anonymize(
     py: Python<'_>,
@@ -509,6 +509,8 @@ fn anonymize(
     html_report: Option<String>,
     utility: bool,
     recoding_out: Option<String>,
+    format: Option<String>,
+    append: bool,
 ) -> PyResult<String> {
     let report = run(py, || {
         jobs::anonymize(jobs::AnonymizeOptions {
@@ -523,6 +525,8 @@ fn anonymize(
             utility,
             recoding_out,
             memory_limit,
+            format,
+            append,
         })
     })?;
     Ok(report.to_string())
@@ -531,7 +535,8 @@ fn anonymize(
 /// `anon apply`; the JSON report (`--report`'s keys).
 #[pyfunction]
 #[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None,
-    report=None, html_report=None, seed=None, utility=false, recoding=None))]
+    report=None, html_report=None, seed=None, utility=false, recoding=None, format=None,
+    append=false))]
 #[allow(clippy::too_many_arguments)]
 fn apply(
     py: Python<'_>,
@@ -545,7 +550,12 @@ fn apply(
     seed: Option<u64>,
     utility: bool,
     recoding: Option<String>,
+    format: Option<String>,
+    append: bool,
 ) -> PyResult<String> {
+    let output =
+        datafusion_anonymity_engine::jobs::output::OutputRequest::new(format.as_deref(), append)
+            .map_err(to_py)?;
     let options = datafusion_anonymity_engine::jobs::apply::ApplyOptions {
         policy,
         levels: levels.map(|levels| levels.into_iter().collect()),
@@ -556,6 +566,7 @@ fn apply(
         seed,
         overwrite,
         utility,
+        output,
     };
     let report = run(py, || jobs::apply(options, memory_limit))?;
     Ok(report.to_string())

@@ -26,6 +26,8 @@ pub struct AnonymizeArgs {
     out: Option<PathBuf>,
     #[command(flatten)]
     reports: super::ReportArgs,
+    #[command(flatten)]
+    output: super::OutputFormatArgs,
     /// The algorithm. Full-domain (one level per quasi-identifier for the whole table):
     /// `optimal` (least information loss, exact) or `iab-full-domain` (the IAB best-first
     /// heuristic over whole columns). Local recoding (each class generalized on its own):
@@ -111,6 +113,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         overwrite: args.overwrite,
         utility: args.utility,
         recoding_out: path_text(&args.recoding_out),
+        output: args.output.request()?,
     };
     let ctx =
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())

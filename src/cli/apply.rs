@@ -47,6 +47,8 @@ pub struct ApplyArgs {
     utility: bool,
     #[command(flatten)]
     reports: ReportArgs,
+    #[command(flatten)]
+    output: super::OutputFormatArgs,
     /// Publish with a local recoding saved by `anon anonymize --recoding-out` instead of the
     /// policy's `[transformation]`: each combination of quasi-identifiers joins the narrowest
     /// class whose labels cover it, combinations no class covers are suppressed (counted as
@@ -69,6 +71,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         seed: args.seed,
         overwrite: args.overwrite,
         utility: args.utility,
+        output: args.output.request()?,
     };
     let ctx =
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())

@@ -259,6 +259,41 @@ async fn sql(args: SqlArgs) -> Result<()> {
     output::print(schema, &batches, args.format)
 }
 
+/// How a release is written: `--format`, `--append` (`anon anonymize`, `anon apply`).
+#[derive(clap::Args, Debug)]
+pub(crate) struct OutputFormatArgs {
+    /// Output format: `parquet` (files, the default) or `delta` (a Delta Lake table: the
+    /// verified files committed as one new version, whose commitInfo records the release's
+    /// method, requirements and figures). Default: the policy's `[output] format`, or `delta`
+    /// when the output already is a Delta table. With `delta`, `--overwrite` publishes a new
+    /// version replacing the table's rows.
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    out_format: Option<OutFormatArg>,
+    /// Add the release to the Delta table at the output as a new version, keeping its rows:
+    /// only onto a release of the same full-domain levels with the same columns.
+    #[arg(long)]
+    append: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum OutFormatArg {
+    Parquet,
+    Delta,
+}
+
+impl OutputFormatArgs {
+    /// The jobs' output request.
+    pub(crate) fn request(
+        &self,
+    ) -> Result<datafusion_anonymity_engine::jobs::output::OutputRequest> {
+        let format = self.out_format.map(|f| match f {
+            OutFormatArg::Parquet => "parquet",
+            OutFormatArg::Delta => "delta",
+        });
+        datafusion_anonymity_engine::jobs::output::OutputRequest::new(format, self.append)
+    }
+}
+
 /// `--report` and `--html-report`, the same on both commands.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct ReportArgs {

@@ -516,3 +516,33 @@ fn the_example_medical_policy_is_a_ck_policy() {
         other => panic!("not a (c,k) policy: {other:?}"),
     }
 }
+
+/// GT and ST would be two Delta tables, and Delta Lake commits one table at a time: a
+/// bucketized release is refused as Delta (docs/guide/delta.md), before anything is read.
+#[test]
+fn a_bucketized_release_is_not_published_as_delta() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = medical(dir.path(), 200);
+    let policy = policy(
+        dir.path(),
+        &input,
+        "method = \"ck-anonymization\"\nk = 4\nc = 1\nlambda = 2\nexternal_factor = \"physician\"",
+    );
+    let out = dir.path().join("release");
+    let output = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out.display().to_string(),
+        "--format",
+        "delta",
+    ]);
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(
+        message.contains("release is two tables, which Delta Lake cannot commit together"),
+        "{message}"
+    );
+    assert!(!out.exists());
+}

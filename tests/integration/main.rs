@@ -8,6 +8,7 @@ mod bucketize;
 mod cluster;
 mod csv;
 mod definitions;
+mod delta;
 mod persons;
 mod perturbation;
 mod population;

@@ -537,3 +537,114 @@ fn an_unreachable_endpoint_is_named_once() {
         assert!(!error.contains(raw), "{raw}: {error}");
     }
 }
+
+/// A release published as a Delta table in a bucket: one commit, read back by delta-rs from the
+/// server's files and by `anon sql` over S3; a new version with `--overwrite`; with conditional
+/// put disabled, a commit is refused (an atomic Delta commit needs it) and nothing is committed
+/// or left behind; a Delta input in the bucket is read at its pinned version.
+#[test]
+fn a_delta_table_in_a_bucket_commits_once_per_release() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    upload_patients(&bucket, 2_000);
+    let local = tempfile::tempdir().unwrap();
+    let policy = patients_policy(local.path(), "s3://lake/in/patients.parquet", 1.0);
+    let table = bucket.join("rel");
+    let report = local.path().join("report.json");
+    let run = server.anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        "s3://lake/rel",
+        "--format",
+        "delta",
+        "--seed",
+        "3",
+        "--report",
+        &report.display().to_string(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(super::delta::commits(&table), ["00000000000000000000.json"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let rows = report["publish"]["verification"]["rows"].as_u64().unwrap();
+    let (version, read) = runtime.block_on(super::delta::delta_rows(&table, None));
+    assert_eq!((version, read.len() as u64), (0, rows));
+    // anon reads the table over S3, detected by its _delta_log
+    assert_eq!(
+        sql_value(&server, "t", "s3://lake/rel", "SELECT count(*) FROM t"),
+        rows.to_string()
+    );
+    let (info, _) = super::delta::commit_info(&table, 0);
+    assert_eq!(info["anonymity"]["figures"]["rows"], rows);
+
+    let overwrite = [
+        "apply",
+        "--policy",
+        policy.as_str(),
+        "--out",
+        "s3://lake/rel",
+        "--overwrite",
+    ];
+    let run = server.anon(&overwrite);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(super::delta::commits(&table).len(), 2);
+    // s3s-fs keeps a prefix's directory when its objects are deleted: count the files
+    let data_files = || {
+        files_under(&table)
+            .into_iter()
+            .filter(|f| f.ends_with(".parquet"))
+            .collect::<Vec<_>>()
+    };
+    let files = data_files();
+
+    // no conditional put: refused at the commit, nothing committed, the files removed
+    let refused = server
+        .command(&overwrite)
+        .env("AWS_CONDITIONAL_PUT", "disabled")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let message = stderr(&refused);
+    assert!(
+        message.contains(
+            "Delta table s3://lake/rel: the object store cannot create a file only if it is absent"
+        ),
+        "{message}"
+    );
+    assert_eq!(super::delta::commits(&table).len(), 2);
+    assert_eq!(data_files(), files);
+
+    // a Delta input in the bucket, at a pinned version
+    let pinned = local.path().join("pinned.toml");
+    std::fs::write(
+        &pinned,
+        super::patients_policy("s3://lake/raw", 5, 1.0, 3, 2).replacen(
+            "path = \"s3://lake/raw\"",
+            "path = \"s3://lake/raw\"\nversion = 0",
+            1,
+        ),
+    )
+    .unwrap();
+    runtime.block_on(super::delta::write_input(
+        &bucket.join("raw"),
+        &bucket.join("in/patients.parquet"),
+    ));
+    let report = local.path().join("pinned.json");
+    let run = server.anon(&[
+        "anonymize",
+        "--policy",
+        &pinned.display().to_string(),
+        "--out",
+        "s3://lake/from_delta.parquet",
+        "--report",
+        &report.display().to_string(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["input_version"], 0);
+    assert_eq!(report["publish"]["input_rows"], 2_000);
+}

@@ -224,6 +224,8 @@ def anonymize(
     html_report: PathLike | None = None,
     utility: bool = False,
     recoding_out: PathLike | None = None,
+    format: str | None = None,
+    append: bool = False,
 ) -> dict[str, Any]:
     """``anon anonymize``: search, publish as Parquet, verify. Returns the report as a dict:
     the keys ``anon anonymize --report`` writes, from the same pipeline.
@@ -244,6 +246,11 @@ def anonymize(
         utility: also measure the utility against each row's own original (``utility``).
         recoding_out: local recoding: also save the published classes' labels there, for
             ``anon apply --recoding``.
+        format: ``"parquet"`` or ``"delta"`` (a Delta Lake table, committed in one commit
+            once verified); default: the policy's ``[output] format``, or Delta when ``out`` is
+            a Delta table. With Delta, ``overwrite`` publishes a new version replacing the
+            rows and ``append`` one adding them (same full-domain levels only).
+        append: add the release to the Delta table ``out`` as a new version.
     """
     text = _internal.anonymize(
         os.fspath(policy),
@@ -257,6 +264,8 @@ def anonymize(
         _path(html_report),
         utility,
         _path(recoding_out),
+        format,
+        append,
     )
     return json.loads(text)
 
@@ -273,12 +282,15 @@ def apply(
     seed: int | None = None,
     utility: bool = False,
     recoding: PathLike | None = None,
+    format: str | None = None,
+    append: bool = False,
 ) -> dict[str, Any]:
     """``anon apply``: publish the policy's input at its ``[transformation]`` (or ``levels``,
     or a ``recoding`` saved by ``anonymize(recoding_out=...)``), through the same pipeline as
     the command line. Returns the report (the keys ``anon apply --report`` writes; the
     publication's figures under ``publish``). ``seed`` orders the written rows (``None``: drawn
-    at random, recorded as ``publish.seed``)."""
+    at random, recorded as ``publish.seed``). ``format`` and ``append`` as for
+    ``anonymize``: ``format="delta"`` publishes a Delta Lake table."""
     text = _internal.apply(
         os.fspath(policy),
         _levels(levels),
@@ -290,6 +302,8 @@ def apply(
         seed,
         utility,
         _path(recoding),
+        format,
+        append,
     )
     return json.loads(text)
 

@@ -10,6 +10,7 @@ use datafusion::prelude::SessionContext;
 
 use super::Observer;
 use super::bucketize::BucketizationReport;
+use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
@@ -43,6 +44,9 @@ pub struct AnonymizeOptions {
     pub utility: bool,
     /// Local recoding: also save the published classes' labels here.
     pub recoding_out: Option<String>,
+    /// Where and how the release is written: Parquet or a Delta table, replaced or appended
+    /// to (`overwrite` is copied into it).
+    pub output: OutputRequest,
 }
 
 impl AnonymizeOptions {
@@ -59,6 +63,7 @@ impl AnonymizeOptions {
             overwrite: false,
             utility: false,
             recoding_out: None,
+            output: OutputRequest::default(),
         }
     }
 }
@@ -117,8 +122,19 @@ pub async fn anonymize(
     let started = Instant::now();
     let mut policy = Policy::from_file(&options.policy)?;
     let out = output_location(options.out.as_deref(), &policy)?;
-    publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
+    let request = OutputRequest {
+        overwrite: options.overwrite,
+        ..options.output
+    };
+    let planned = PlannedOutput::check(&policy, &out, request).await?;
     if let Some(bucketization) = policy.bucketization() {
+        if planned.is_delta() {
+            return Err(DataFusionError::Plan(format!(
+                "output {out}: a {} release is two tables, which Delta Lake cannot commit \
+                 together (a reader could see one without the other); publish it as Parquet",
+                bucketization.method().name()
+            )));
+        }
         if options.html_report.is_some() {
             return Err(DataFusionError::Plan(format!(
                 "policy {}: --html-report is for generalized releases; a {} release has \
@@ -148,6 +164,12 @@ pub async fn anonymize(
         return Ok(Published::Bucketized(Box::new(report)));
     }
     if policy.perturbation().is_some() {
+        if planned.is_delta() {
+            return Err(DataFusionError::Plan(format!(
+                "output {out}: a perturbed release is published as Parquet only (not yet as a \
+                 Delta table)"
+            )));
+        }
         return perturbed(ctx, options, policy, &out, observer)
             .await
             .map(|report| Published::Perturbed(Box::new(report)));
@@ -220,13 +242,21 @@ pub async fn anonymize(
     let progress = PublishProgress::new();
     // the failing classes come from the frequency set: no count of them
     observer.scans_started(super::publish_passes(&progress, false, true), total);
-    let published = publish::publish_observed(
+    let output = planned.output(|| {
+        release_info(
+            "anonymize",
+            &policy,
+            &decision.release,
+            Some(method.name()),
+            Some((decision.metric.name(), decision.metric_value)),
+        )
+    });
+    let published = publish::publish_to(
         ctx,
         &policy,
         &decision.release,
         Some(decision.failing.clone()),
-        &out,
-        options.overwrite,
+        &output,
         RowOrder::Shuffled(seed),
         Some(progress),
     )

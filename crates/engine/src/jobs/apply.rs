@@ -12,6 +12,7 @@ use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 
 use super::Observer;
 use super::anonymize::output_location;
+use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::{self, PublishProgress, RowOrder};
@@ -41,6 +42,9 @@ pub struct ApplyOptions {
     pub overwrite: bool,
     /// Also measure the release's utility against each row's own original.
     pub utility: bool,
+    /// Where and how the release is written: Parquet or a Delta table, replaced or appended
+    /// to (`overwrite` is copied into it).
+    pub output: OutputRequest,
 }
 
 impl ApplyOptions {
@@ -56,6 +60,7 @@ impl ApplyOptions {
             seed: None,
             overwrite: false,
             utility: false,
+            output: OutputRequest::default(),
         }
     }
 }
@@ -104,6 +109,11 @@ pub async fn apply(
         )));
     }
     let out = output_location(options.out.as_deref(), &policy)?;
+    let request = OutputRequest {
+        overwrite: options.overwrite,
+        ..options.output
+    };
+    let planned = PlannedOutput::check(&policy, &out, request).await?;
     // refused before anything is read: a report is an output too
     let reports = ReportTargets::check(
         options.report.as_deref(),
@@ -170,13 +180,13 @@ pub async fn apply(
         ),
         total,
     );
-    let published = publish::publish_observed(
+    let output = planned.output(|| release_info("apply", &policy, &release, None, None));
+    let published = publish::publish_to(
         ctx,
         &policy,
         &release,
         failing,
-        &out,
-        options.overwrite,
+        &output,
         order,
         Some(progress),
     )

@@ -107,6 +107,10 @@ pub struct Report {
     pub command: &'static str,
     pub policy: String,
     pub input: String,
+    /// the version of a Delta input read (absent for other inputs): with it, the release
+    /// can be made again from the same rows
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_version: Option<i64>,
     /// the search's algorithm (anonymize; null for apply)
     pub algorithm: Option<&'static str>,
     /// `full-domain` or `local`
@@ -194,6 +198,7 @@ impl Report {
             command,
             policy: policy.source().to_string(),
             input: policy.input().to_string(),
+            input_version: policy.input_version(),
             algorithm: None,
             recoding: publish.recoding,
             metric: None,

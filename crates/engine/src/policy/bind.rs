@@ -27,12 +27,13 @@ impl Policy {
         if let Some(output) = &self.output {
             crate::storage::register_store(ctx, output, &self.storage)?;
         }
-        crate::tables::register_location_with(
+        self.input_version = crate::tables::register_input(
             ctx,
             &self.name,
             &self.input,
             &self.storage,
             &self.csv_options(),
+            &self.input_read,
         )
         .await?;
         let schema = ctx.table_provider(self.name.as_str()).await?.schema();

@@ -47,6 +47,22 @@ pub struct InputSpec {
     /// CSV input: a value that does not convert to its attribute's `type` is an error
     /// (`"error"`, the default) or read as NULL, counted on stderr (`"null"`).
     pub bad_values: Option<BadValues>,
+    /// `"delta"`: the path must be a Delta table (one is also detected by its `_delta_log/`).
+    pub format: Option<TableFormatSpec>,
+    /// A Delta table's version to read (time travel); default the latest.
+    pub version: Option<i64>,
+    /// A Delta table read as it was at this RFC 3339 time (`2026-11-27T10:00:00Z`).
+    pub timestamp: Option<String>,
+}
+
+/// `[input] format` / `[output] format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableFormatSpec {
+    /// Parquet files (the default output).
+    Parquet,
+    /// A Delta Lake table.
+    Delta,
 }
 
 /// `[output]`.
@@ -55,6 +71,8 @@ pub struct InputSpec {
 pub struct OutputSpec {
     /// A `.parquet` file or a directory; relative to the policy file.
     pub path: PathBuf,
+    /// `"delta"`: publish as a Delta table (default `"parquet"`).
+    pub format: Option<TableFormatSpec>,
 }
 
 /// `[population]`: a table with (at least) the quasi-identifiers, raw, of the population

@@ -102,6 +102,14 @@ pub struct Policy {
     population: Option<Location>,
     storage: StoreOptions,
     bad_values: BadValues,
+    /// `[input] format`, `version`, `timestamp`
+    input_read: crate::tables::InputRead,
+    /// The Delta version read, once registered (Delta inputs only).
+    input_version: Option<i64>,
+    /// `[output] format = "delta"`
+    output_delta: bool,
+    /// The BLAKE3 hash of the policy file's text (hex).
+    hash: String,
     columns: Vec<PolicyColumn>,
     requirements: PrivacyRequirements,
     local_labels: LocalLabels,
@@ -174,7 +182,9 @@ impl Policy {
                 None => policy_error(source, message),
             }
         })?;
-        Self::from_parsed(source, directory, file)
+        let mut policy = Self::from_parsed(source, directory, file)?;
+        policy.hash = blake3::hash(text.as_bytes()).to_hex().to_string();
+        Ok(policy)
     }
 
     /// The policy file, as named in errors.
@@ -219,6 +229,26 @@ impl Policy {
     /// `bad_values` says, instead of `[input] bad_values` (before [`Policy::register`]).
     pub fn set_bad_values(&mut self, bad_values: BadValues) {
         self.bad_values = bad_values;
+    }
+
+    /// How the input is read: `[input] format`, `version`, `timestamp`.
+    pub fn input_read(&self) -> &crate::tables::InputRead {
+        &self.input_read
+    }
+
+    /// The version of a Delta input read by [`Policy::register`] (`None` for other formats).
+    pub fn input_version(&self) -> Option<i64> {
+        self.input_version
+    }
+
+    /// Whether `[output] format = "delta"`.
+    pub fn output_is_delta(&self) -> bool {
+        self.output_delta
+    }
+
+    /// The BLAKE3 hash (hex) of the policy file's text: which policy made a release.
+    pub fn hash(&self) -> &str {
+        &self.hash
     }
 
     /// The default output (`[output] path`), if any.

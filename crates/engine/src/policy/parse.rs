@@ -8,13 +8,39 @@ use std::sync::Arc;
 use datafusion::error::{DataFusionError, Result};
 
 use super::bucketization::{self, Method};
-use super::file::{HierarchySpec, PolicyFile, Role};
+use super::file::{HierarchySpec, PolicyFile, Role, TableFormatSpec};
 use super::{
     PendingHierarchy, PersonColumn, PersonPublished, Policy, PolicyColumn, PopulationRequirement,
     PrivacyRequirements, SensitiveRequirement, SuppressionMode, policy_error,
 };
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 use crate::storage::{self, Location, StoreOptions};
+
+/// `[input] format`, `version` and `timestamp`: how the input is read.
+fn input_read(source: &str, input: &super::file::InputSpec) -> Result<crate::tables::InputRead> {
+    use crate::tables::TableVersion;
+    let version = match (input.version, &input.timestamp) {
+        (Some(_), Some(_)) => {
+            return Err(policy_error(
+                source,
+                "[input] version and timestamp exclude each other; give one",
+            ));
+        }
+        (Some(v), None) if v < 0 => {
+            return Err(policy_error(
+                source,
+                format!("[input] version is a Delta table version (0 or more), got {v}"),
+            ));
+        }
+        (Some(v), None) => TableVersion::Version(v),
+        (None, Some(t)) => TableVersion::Timestamp(t.clone()),
+        (None, None) => TableVersion::Latest,
+    };
+    Ok(crate::tables::InputRead {
+        delta: input.format == Some(TableFormatSpec::Delta),
+        version,
+    })
+}
 
 impl Policy {
     pub(super) fn from_parsed(
@@ -270,6 +296,13 @@ impl Policy {
                 .transpose()?,
             storage: storage_options,
             bad_values: file.input.bad_values.unwrap_or_default(),
+            input_read: input_read(source, &file.input)?,
+            input_version: None,
+            output_delta: file
+                .output
+                .as_ref()
+                .is_some_and(|o| o.format == Some(TableFormatSpec::Delta)),
+            hash: String::new(),
             columns,
             requirements: PrivacyRequirements {
                 suppression: privacy.suppression,

@@ -29,6 +29,8 @@ mod classes;
 pub mod perturbed;
 
 mod count;
+#[cfg(feature = "delta")]
+pub mod delta;
 mod expand;
 mod population;
 mod post_analytics;
@@ -96,6 +98,9 @@ pub(crate) fn writer_context(ctx: &SessionContext) -> SessionContext {
 pub struct PublishReport {
     /// Where the output is (a path or a URL).
     pub output: String,
+    /// The version of the Delta table the release was committed as (Delta outputs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_version: Option<i64>,
     /// Rows of the input.
     pub input_rows: u64,
     /// `full-domain` or `local`.
@@ -253,6 +258,36 @@ pub async fn publish_ordered(
     publish_observed(ctx, policy, release, failing, out, overwrite, order, None).await
 }
 
+/// Where and how a release is published.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// Parquet at a path: staged next to it, verified, moved into place ([`staged`]).
+    Files {
+        location: Location,
+        /// Replace what is there.
+        overwrite: bool,
+    },
+    /// One new version of a Delta table (checked by
+    /// [`crate::publish::delta::check_target`] before anything was read), whose `commitInfo`
+    /// records `info` with the verified figures added under `figures`.
+    #[cfg(feature = "delta")]
+    Delta {
+        target: crate::publish::delta::DeltaTarget,
+        info: serde_json::Value,
+    },
+}
+
+impl Output {
+    /// Where the release goes.
+    pub fn location(&self) -> &Location {
+        match self {
+            Output::Files { location, .. } => location,
+            #[cfg(feature = "delta")]
+            Output::Delta { target, .. } => &target.location,
+        }
+    }
+}
+
 /// [`publish_ordered`], counting the rows each pass reads into `progress` as it goes (see
 /// [`PublishProgress`]); the same work and output.
 #[allow(clippy::too_many_arguments)]
@@ -266,9 +301,30 @@ pub async fn publish_observed(
     order: RowOrder,
     progress: Option<Arc<PublishProgress>>,
 ) -> Result<PublishReport> {
+    let output = Output::Files {
+        location: out.clone(),
+        overwrite,
+    };
+    publish_to(ctx, policy, release, failing, &output, order, progress).await
+}
+
+/// [`publish_observed`] to any [`Output`]: Parquet files or a Delta table.
+pub async fn publish_to(
+    ctx: &SessionContext,
+    policy: &crate::policy::Policy,
+    release: &Release,
+    failing: Option<crate::search::FailingClasses>,
+    output: &Output,
+    order: RowOrder,
+    progress: Option<Arc<PublishProgress>>,
+) -> Result<PublishReport> {
     let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
     let started = std::time::Instant::now();
-    check_output(out, policy.input(), overwrite, policy.storage()).await?;
+    let out = output.location();
+    #[cfg_attr(not(feature = "delta"), allow(irrefutable_let_patterns))]
+    if let Output::Files { overwrite, .. } = output {
+        check_output(out, policy.input(), *overwrite, policy.storage()).await?;
+    }
     let table = policy.generalized_table(ctx, release.clone()).await?;
     let generalization = table.generalization().clone();
     let requirements = policy.requirements();
@@ -515,7 +571,19 @@ pub async fn publish_observed(
     // here even when the rows come from a cluster
     let frame = SessionContext::new_with_state(in_order(&writer_context(ctx)))
         .read_table(Arc::new(rows))?;
-    let staged = StagedOutput::write(frame, out, policy.storage()).await?;
+    let staged = match output {
+        Output::Files { .. } => StagedOutput::write(frame, out, policy.storage()).await?,
+        #[cfg(feature = "delta")]
+        Output::Delta { target, info } => {
+            if target.mode == crate::publish::delta::WriteMode::Append {
+                let schema = Arc::new(published_schema(&frame, &generalization));
+                crate::publish::delta::check_append(target, &schema, info).await?;
+            }
+            StagedOutput::write_delta(frame, target, policy.storage()).await?
+        }
+    };
+    #[cfg(feature = "delta")]
+    crate::publish::delta::hook_pause("after-write");
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();
@@ -604,10 +672,31 @@ pub async fn publish_observed(
     };
     let write_seconds = write_seconds + started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
-    let output = staged.commit().await?.to_string();
+    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
+    let mut delta_version = None;
+    let output = match output {
+        Output::Files { .. } => staged.commit().await?.to_string(),
+        #[cfg(feature = "delta")]
+        Output::Delta { target, info } => {
+            let mut info = info.clone();
+            info["figures"] = serde_json::json!({
+                "rows": verification.rows,
+                "classes": verification.classes,
+                "k": verification.k,
+                "suppressed": match policy.suppression() {
+                    SuppressionMode::Drop => suppressed,
+                    SuppressionMode::Mask => verification.suppressed_rows,
+                },
+                "sensitive": verification.sensitive,
+            });
+            delta_version = Some(staged.commit_delta(target, info).await?);
+            out.to_string()
+        }
+    };
     let commit_seconds = started.elapsed().as_secs_f64();
     Ok(PublishReport {
         output,
+        delta_version,
         input_rows,
         recoding: release.kind(),
         levels: policy
@@ -637,6 +726,27 @@ pub async fn publish_observed(
         person: policy.person().map(|p| PersonReport::of(p, &verification)),
         verification,
     })
+}
+
+/// The columns `frame` writes once the unpublished person column (if any) is left out: the
+/// columns a Delta table of the release holds.
+#[cfg(feature = "delta")]
+fn published_schema(
+    frame: &datafusion::dataframe::DataFrame,
+    generalization: &crate::provider::Generalization,
+) -> datafusion::arrow::datatypes::Schema {
+    let schema = frame.schema().as_arrow();
+    match generalization.unpublished_person() {
+        Some(person) => datafusion::arrow::datatypes::Schema::new(
+            schema
+                .fields()
+                .iter()
+                .filter(|f| f.name() != person)
+                .cloned()
+                .collect::<Vec<_>>(),
+        ),
+        None => schema.clone(),
+    }
 }
 
 /// The person column of a release: what was published of it and its k.

@@ -59,6 +59,14 @@ pub struct StagedOutput {
     options: StoreOptions,
     single_file: bool,
     committed: bool,
+    /// Staged inside the target directory (a Delta table's release directory, see
+    /// [`crate::tables::delta::commit`]) rather than next to it.
+    in_table: bool,
+    /// The local target directory did not exist before this staging created it: removed with
+    /// the staging when nothing is committed.
+    created_target: bool,
+    /// The columns written.
+    schema: Option<datafusion::arrow::datatypes::SchemaRef>,
     /// Rows the Parquet writer reports written.
     pub rows_written: u64,
 }
@@ -73,8 +81,59 @@ impl StagedOutput {
         Ok(staged)
     }
 
+    /// Writes `data` as Parquet files into a release directory of its own under the Delta
+    /// table `target` (created if need be), referenced by no version until
+    /// [`StagedOutput::commit_delta`].
+    #[cfg(feature = "delta")]
+    pub async fn write_delta(
+        data: DataFrame,
+        target: &crate::publish::delta::DeltaTarget,
+        options: &StoreOptions,
+    ) -> Result<Self> {
+        let table = &target.location;
+        crate::publish::delta::remove_unreferenced_staging(target, options).await?;
+        let created_target = table.as_local().is_some_and(|p| !p.exists());
+        let staging = crate::publish::delta::release_directory(table)?;
+        let mut staged = Self::empty(staging, table, options, false).await?;
+        staged.in_table = true;
+        staged.created_target = created_target;
+        staged.write_rows(data).await?;
+        Ok(staged)
+    }
+
+    /// Commits the verified files as one new version of the Delta table `target`, recording
+    /// `info` in its `commitInfo` (see [`crate::publish::delta::commit`]); the version. A
+    /// failed commit removes the files, unless the table references them all the same.
+    #[cfg(feature = "delta")]
+    pub async fn commit_delta(
+        mut self,
+        target: &crate::publish::delta::DeltaTarget,
+        info: serde_json::Value,
+    ) -> Result<i64> {
+        let schema = self.schema.clone().ok_or_else(|| {
+            DataFusionError::Internal(format!("{}: no columns were written", self.staging))
+        })?;
+        match crate::publish::delta::commit(target, &self.options, &self.staging, &schema, info)
+            .await
+        {
+            Ok(version) => {
+                self.committed = true;
+                Ok(version)
+            }
+            Err(e) => {
+                // an error after the log entry was written (a lost response) must keep the
+                // files the new version references
+                if crate::publish::delta::references(target, &self.options, &self.staging).await {
+                    self.committed = true;
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Writes `data` into the staging, recording the rows the writer reports.
     async fn write_rows(&mut self, data: DataFrame) -> Result<()> {
+        self.schema = Some(std::sync::Arc::new(data.schema().as_arrow().clone()));
         let mut location = self.staging.datafusion_path();
         if !self.single_file {
             location.push('/');
@@ -126,6 +185,9 @@ impl StagedOutput {
             options: options.clone(),
             single_file,
             committed: false,
+            in_table: false,
+            created_target: false,
+            schema: None,
             rows_written: 0,
         })
     }
@@ -135,10 +197,18 @@ impl StagedOutput {
     /// back in order (one partition) and written again, without it, to a second staging next
     /// to the first, `.<name>.anon-tmp-<run>.p[.parquet]`; the first is removed. The rows
     /// written must be the rows read, or nothing is published.
-    pub async fn without_column(self, ctx: &SessionContext, column: &str) -> Result<Self> {
-        let staging = staging_of(&self.target, self.single_file, PUBLISHED_MARK)?;
+    pub async fn without_column(mut self, ctx: &SessionContext, column: &str) -> Result<Self> {
+        let staging = if self.in_table {
+            let name = self.staging.file_name().unwrap_or_default();
+            self.target.join(&format!("{name}{PUBLISHED_MARK}"))?
+        } else {
+            staging_of(&self.target, self.single_file, PUBLISHED_MARK)?
+        };
         let mut stripped =
             Self::empty(staging, &self.target, &self.options, self.single_file).await?;
+        stripped.in_table = self.in_table;
+        // the table directory is removed (when this run made it) by the last staging's drop
+        stripped.created_target = std::mem::take(&mut self.created_target);
         // one partition reads the files in order, so the same staged rows give the same bytes
         let reader = SessionContext::new_with_config_rt(
             ctx.copied_config().with_target_partitions(1),
@@ -203,6 +273,12 @@ impl Drop for StagedOutput {
         }
         // no async drop: a bucket's staging is removed on a runtime of its own
         let _ = storage::remove_blocking(&self.staging, &self.options);
+        if self.created_target
+            && let Location::Local(path) = &self.target
+        {
+            // only when empty: the table directory this run made for nothing
+            let _ = std::fs::remove_dir(path);
+        }
     }
 }
 
@@ -220,7 +296,7 @@ fn staging_of(target: &Location, single_file: bool, mark: &str) -> Result<Locati
 
 /// The run's part of a staging name: the process id, and in a bucket also the host, since
 /// other machines may publish to the same bucket.
-fn run_id(target: &Location) -> String {
+pub(crate) fn run_id(target: &Location) -> String {
     match target {
         Location::Local(_) => std::process::id().to_string(),
         Location::Url(_) => format!("{}-{}", host_name(), std::process::id()),
@@ -243,6 +319,24 @@ fn process_alive(pid: u32) -> bool {
         return false;
     }
     Path::new("/proc").is_dir() && Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Whether the run `run` of a staging name (`<pid>`, or `<host>-<pid>` / `<host>_<pid>` in
+/// a bucket) was made on this machine by a process that is gone.
+pub(crate) fn run_is_gone(run: &str) -> bool {
+    let (host, pid) = match run.rsplit_once(['-', '_']) {
+        Some((host, pid)) => (Some(host), pid),
+        None => (None, run),
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    host.is_none_or(|h| h == host_name()) && !process_alive(pid)
+}
+
+/// The names directly in the directory (or prefix) `directory`.
+pub(crate) async fn names_in(directory: &Location, options: &StoreOptions) -> Result<Vec<String>> {
+    sibling_names(directory, options).await
 }
 
 /// Removes the staging an earlier, killed run to `target` left behind, when the process that

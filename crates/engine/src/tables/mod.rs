@@ -5,6 +5,8 @@
 //! value of the data: the data are what this crate protects.
 
 pub mod csv;
+#[cfg(feature = "delta")]
+pub mod delta;
 
 use std::sync::Arc;
 
@@ -87,6 +89,72 @@ pub fn table_format(path: &str) -> Result<TableFormat> {
     }
 }
 
+/// Which version of a Delta table to read (`[input] version` / `timestamp`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TableVersion {
+    /// The latest.
+    #[default]
+    Latest,
+    /// Version N.
+    Version(i64),
+    /// The version current at an RFC 3339 time.
+    Timestamp(String),
+}
+
+/// How an input is read beyond its path: as a Delta table (required, or detected by its
+/// `_delta_log`), and at which version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputRead {
+    /// `[input] format = "delta"`: the path must be a Delta table.
+    pub delta: bool,
+    /// The version of a Delta table to read.
+    pub version: TableVersion,
+}
+
+/// Registers `location` as table `name` like [`register_location_with`], reading a Delta
+/// table (a directory or prefix holding `_delta_log/`, or any path when `read.delta`) at
+/// `read.version`; returns the Delta version read (`None` for other formats).
+pub async fn register_input(
+    ctx: &SessionContext,
+    name: &str,
+    location: &Location,
+    options: &StoreOptions,
+    csv_options: &CsvOptions,
+    read: &InputRead,
+) -> Result<Option<i64>> {
+    let in_table =
+        |e: DataFusionError| DataFusionError::Plan(format!("table '{name}': {}", e.message()));
+    #[cfg(feature = "delta")]
+    {
+        let is_delta = !is_glob(&location.datafusion_path())
+            && crate::tables::delta::is_delta_table(location, options)
+                .await
+                .map_err(in_table)?;
+        if is_delta || read.delta {
+            storage::register_store(ctx, location, options).map_err(in_table)?;
+            return crate::tables::delta::register(ctx, name, location, options, &read.version)
+                .await
+                .map(Some)
+                .map_err(in_table);
+        }
+    }
+    #[cfg(not(feature = "delta"))]
+    if read.delta {
+        return Err(in_table(DataFusionError::Plan(format!(
+            "{location}: reading a Delta table needs the engine's `delta` feature, which this \
+             build lacks"
+        ))));
+    }
+    if read.version != TableVersion::Latest {
+        return Err(in_table(DataFusionError::Plan(format!(
+            "{location} is not a Delta table (no _delta_log/ directory), so [input] version and \
+             timestamp do not apply"
+        ))));
+    }
+    register_location_with(ctx, name, location, options, csv_options).await?;
+    Ok(None)
+}
+
 /// Registers `path` (a path or a URL) as table `name` on `ctx`; see [`register_location`].
 pub async fn register_path(ctx: &SessionContext, name: &str, path: &str) -> Result<()> {
     register_path_with(ctx, name, path, &CsvOptions::default()).await
@@ -101,7 +169,16 @@ pub async fn register_path_with(
     csv_options: &CsvOptions,
 ) -> Result<()> {
     let location = Location::parse(path)?;
-    register_location_with(ctx, name, &location, &StoreOptions::default(), csv_options).await
+    register_input(
+        ctx,
+        name,
+        &location,
+        &StoreOptions::default(),
+        csv_options,
+        &InputRead::default(),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// Registers `location` as table `name` on `ctx`; see [`register_location_with`].

@@ -1,0 +1,621 @@
+//! A release committed to a Delta table in one commit (the engine's `delta` feature; reading
+//! is [`crate::tables::delta`]): the checks before anything is read
+//! ([`check_target`]), and the commit of the verified files ([`commit`]).
+//!
+//! The table's version is read once, before the input ([`DeltaTarget`]), and the commit is
+//! made against it and tried once: if another writer committed in between, this publish fails
+//! (a commit conflict) and its files are removed, so two publishes to one table at once give
+//! one new version and one clear error, never a version that mixes them or silently replaces
+//! the other's.
+//!
+//! The data files of a release sit under the table root in a directory of their own,
+//! `anon-<pid>-<nanoseconds>/` (`anon-<host>-<pid>-<nanoseconds>/` in a bucket): written and
+//! verified there, referenced by no version until the commit. A killed run leaves such a
+//! directory behind, which no version references; the next publish to the table removes it
+//! ([`remove_unreferenced_staging`]), as does Delta's `VACUUM`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::parquet::file::metadata::ParquetMetaDataReader;
+use deltalake_core::kernel::engine::arrow_conversion::TryFromArrow;
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
+use deltalake_core::kernel::{Action, Add, MetadataExt, StructType};
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::{DeltaTable, DeltaTableError};
+use futures::TryStreamExt;
+use object_store::ObjectStore;
+use serde_json::Value;
+
+use crate::storage::{self, Location, StoreOptions};
+use crate::tables::TableVersion;
+use crate::tables::delta::{DELTA_LOG, delta_error, is_delta_table, log_store, not_a_table, open};
+
+/// The key of a release's record in `commitInfo`.
+pub const COMMIT_INFO_KEY: &str = "anonymity";
+
+/// The name part of a release's data directory under the table root.
+pub const DATA_DIR_MARK: &str = "anon-";
+
+/// How a release goes into its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// A new table (refused if one is there).
+    Create,
+    /// A new version replacing every row (`--overwrite`).
+    Overwrite,
+    /// A new version adding the release's rows to the table's (`--append`): only onto a
+    /// release of the same full-domain transformation with the same columns.
+    Append,
+}
+
+/// A Delta output, checked before anything is read: where, how, and the table as it was
+/// then (the version the commit is made against).
+#[derive(Debug, Clone)]
+pub struct DeltaTarget {
+    pub location: Location,
+    pub mode: WriteMode,
+    /// The table when checked (`None`: no table yet).
+    read: Option<Arc<DeltaTable>>,
+}
+
+impl DeltaTarget {
+    /// The version the commit is made against (`None`: a new table).
+    pub fn read_version(&self) -> Option<i64> {
+        self.read
+            .as_ref()
+            .and_then(|t| t.version())
+            .map(|v| v as i64)
+    }
+}
+
+/// Refuses a Delta output that cannot be written as asked, before anything is read: a table
+/// that exists without `--overwrite`/`--append`, a path that holds something else, an append
+/// to no table. Reads the table's version for the commit.
+pub async fn check_target(
+    location: &Location,
+    options: &StoreOptions,
+    overwrite: bool,
+    append: bool,
+) -> Result<DeltaTarget> {
+    let refuse =
+        |why: String| DataFusionError::Plan(format!("output Delta table {location}: {why}"));
+    if overwrite && append {
+        return Err(refuse(
+            "--overwrite and --append exclude each other; give one".to_string(),
+        ));
+    }
+    let is_table = is_delta_table(location, options).await?;
+    let exists = is_table || holds_anything(location, options).await?;
+    let mode = match (is_table, exists) {
+        (true, _) if append => WriteMode::Append,
+        (true, _) if overwrite => WriteMode::Overwrite,
+        (true, _) => {
+            return Err(refuse(
+                "exists; pass --overwrite to publish a new version replacing its rows, or \
+                 --append to add this release's rows"
+                    .to_string(),
+            ));
+        }
+        (false, _) if append => return Err(not_a_table(location)),
+        (false, true) if !holds_only_releases(location, options).await? => {
+            return Err(refuse(
+                "exists and is not a Delta table; choose another path (a release replaces only \
+                 a Delta table)"
+                    .to_string(),
+            ));
+        }
+        (false, _) => WriteMode::Create,
+    };
+    let read = if is_table {
+        Some(Arc::new(
+            open(location, options, &TableVersion::Latest).await?,
+        ))
+    } else {
+        if let Location::Local(path) = location {
+            match std::path::absolute(path)
+                .ok()
+                .and_then(|p| p.parent().map(|p| p.to_path_buf()))
+            {
+                Some(parent) if !parent.is_dir() => {
+                    return Err(refuse(format!(
+                        "its directory {} does not exist",
+                        parent.display()
+                    )));
+                }
+                _ => {}
+            }
+        }
+        None
+    };
+    Ok(DeltaTarget {
+        location: location.clone(),
+        mode,
+        read,
+    })
+}
+
+/// Whether anything is at `location` (a table is a directory, or a prefix: listed, never
+/// asked for as an object, which some S3-compatible servers answer with an error when the
+/// prefix is a directory on their disk).
+async fn holds_anything(location: &Location, options: &StoreOptions) -> Result<bool> {
+    match location {
+        Location::Local(path) => Ok(path.exists()),
+        Location::Url(_) => Ok(!storage::list(location, options).await?.is_empty()),
+    }
+}
+
+/// Whether `location` holds nothing but release directories ([`DATA_DIR_MARK`]): empty, or
+/// left by a killed first publish (removed by the next, see [`remove_unreferenced_staging`]).
+async fn holds_only_releases(location: &Location, options: &StoreOptions) -> Result<bool> {
+    if location.as_local().is_some_and(|p| p.is_file()) {
+        return Ok(false);
+    }
+    let names = super::staged::names_in(location, options).await?;
+    Ok(names.iter().all(|name| name.starts_with(DATA_DIR_MARK)))
+}
+
+/// Refuses an append whose release cannot share the table: other columns or types, or labels
+/// that are not those of the table's last release (both must be full-domain releases of the
+/// same levels of the same quasi-identifiers, recorded in their `commitInfo`).
+pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value) -> Result<()> {
+    let location = &target.location;
+    let Some(table) = &target.read else {
+        return Err(not_a_table(location));
+    };
+    let refuse = |why: String| {
+        DataFusionError::Plan(format!(
+            "cannot append to Delta table {location}: {why}; nothing was committed"
+        ))
+    };
+    let snapshot = table.snapshot().map_err(|e| delta_error(location, e))?;
+    let theirs = snapshot.snapshot().arrow_schema();
+    let describe = |s: &datafusion::arrow::datatypes::Schema| {
+        s.fields()
+            .iter()
+            .map(|f| format!("{} {}", f.name(), f.data_type()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let same_columns = theirs.fields().len() == schema.fields().len()
+        && theirs
+            .fields()
+            .iter()
+            .zip(schema.fields())
+            .all(|(a, b)| a.name() == b.name() && same_type(a.data_type(), b.data_type()));
+    if !same_columns {
+        return Err(refuse(format!(
+            "its columns ({}) are not this release's ({})",
+            describe(&theirs),
+            describe(schema)
+        )));
+    }
+    let last: Vec<_> = table
+        .history(Some(1))
+        .try_collect()
+        .await
+        .map_err(|e| delta_error(location, e))?;
+    let recorded = last
+        .first()
+        .and_then(|c| c.info.get(COMMIT_INFO_KEY))
+        .cloned();
+    let Some(recorded) = recorded else {
+        return Err(refuse(
+            "its last version was not published by this tool, so its labels are unknown"
+                .to_string(),
+        ));
+    };
+    let labels = |v: &Value| (v.get("method").cloned(), v.get("levels").cloned());
+    let full_domain = |v: &Value| v.get("method").and_then(Value::as_str) == Some("full-domain");
+    if !full_domain(info) || !full_domain(&recorded) {
+        return Err(refuse(
+            "only a full-domain release appends to a full-domain release (a local recoding's \
+             labels differ from class to class)"
+                .to_string(),
+        ));
+    }
+    if labels(info) != labels(&recorded) {
+        return Err(refuse(format!(
+            "its labels are those of levels {}, this release's are levels {}",
+            recorded.get("levels").cloned().unwrap_or(Value::Null),
+            info.get("levels").cloned().unwrap_or(Value::Null)
+        )));
+    }
+    Ok(())
+}
+
+/// Arrow types that Delta stores as the same type (Delta has one string and one binary type,
+/// and timestamps in microseconds).
+fn same_type(
+    a: &datafusion::arrow::datatypes::DataType,
+    b: &datafusion::arrow::datatypes::DataType,
+) -> bool {
+    let delta = |t: &datafusion::arrow::datatypes::DataType| {
+        datafusion::arrow::datatypes::Field::new("c", t.clone(), true)
+    };
+    match (
+        deltalake_core::kernel::StructField::try_from_arrow(&delta(a)),
+        deltalake_core::kernel::StructField::try_from_arrow(&delta(b)),
+    ) {
+        (Ok(x), Ok(y)) => x.data_type() == y.data_type(),
+        _ => a == b,
+    }
+}
+
+/// The data directory of a release of this run under the table root (not referenced by any
+/// version until [`commit`]).
+pub fn release_directory(table: &Location) -> Result<Location> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    table.join(&format!(
+        "{DATA_DIR_MARK}{}-{nanos}",
+        super::staged::run_id(table)
+    ))
+}
+
+/// Commits the verified Parquet files under `data` (a directory under the table root) as one
+/// new version of `target`, recording `info` in `commitInfo` under [`COMMIT_INFO_KEY`]; the
+/// version committed.
+pub async fn commit(
+    target: &DeltaTarget,
+    options: &StoreOptions,
+    data: &Location,
+    schema: &SchemaRef,
+    info: Value,
+) -> Result<i64> {
+    let location = &target.location;
+    hook_pause("before-commit");
+    let adds = add_actions(location, options, data).await?;
+    let properties = CommitProperties::default()
+        .with_max_retries(0)
+        .with_metadata([(COMMIT_INFO_KEY.to_string(), info)]);
+    let delta_schema = StructType::try_from_arrow(schema.as_ref()).map_err(|e| {
+        DataFusionError::Plan(format!(
+            "Delta table {location}: the release's columns have no Delta type: {e}"
+        ))
+    })?;
+    let log_store = log_store(location, options)?;
+    let version = match (&target.read, target.mode) {
+        (None, _) => {
+            let created = DeltaTable::new(log_store)
+                .create()
+                .with_columns(delta_schema.fields().cloned())
+                .with_save_mode(SaveMode::ErrorIfExists)
+                .with_actions(adds.into_iter().map(Action::Add))
+                .with_commit_properties(properties)
+                .await
+                .map_err(|e| commit_error(location, e))?;
+            created.version().unwrap_or(0)
+        }
+        (Some(table), mode) => {
+            let snapshot = table.snapshot().map_err(|e| delta_error(location, e))?;
+            let mut actions = Vec::new();
+            let save_mode = if mode == WriteMode::Append {
+                SaveMode::Append
+            } else {
+                let current = snapshot.snapshot().schema();
+                if current.as_ref() != &delta_schema {
+                    let metadata = snapshot
+                        .metadata()
+                        .clone()
+                        .with_schema(&delta_schema)
+                        .map_err(|e| {
+                            DataFusionError::Execution(format!(
+                                "Delta table {location}: cannot change its columns: {e}"
+                            ))
+                        })?;
+                    actions.push(Action::Metadata(metadata));
+                }
+                let removes: Vec<Action> = snapshot
+                    .snapshot()
+                    .file_views(&table.log_store(), None)
+                    .map_ok(|f| Action::Remove(f.remove_action(true)))
+                    .try_collect()
+                    .await
+                    .map_err(|e| delta_error(location, e))?;
+                actions.extend(removes);
+                SaveMode::Overwrite
+            };
+            actions.extend(adds.into_iter().map(Action::Add));
+            let operation = DeltaOperation::Write {
+                mode: save_mode,
+                partition_by: None,
+                predicate: None,
+            };
+            CommitBuilder::from(properties)
+                .with_actions(actions)
+                .build(
+                    Some(snapshot as &dyn TableReference),
+                    table.log_store(),
+                    operation,
+                )
+                .await
+                .map_err(|e| commit_error(location, e))?
+                .version()
+        }
+    };
+    hook_pause("after-commit");
+    Ok(version as i64)
+}
+
+/// A failed commit in a few words; a lost race as a commit conflict.
+fn commit_error(location: &Location, error: DeltaTableError) -> DataFusionError {
+    use deltalake_core::kernel::transaction::TransactionError;
+    let conflict = DataFusionError::Execution(format!(
+        "Delta table {location}: commit conflict: another writer committed to the table since \
+         this run read it; nothing was committed (run again to publish onto the new version)"
+    ));
+    match &error {
+        DeltaTableError::VersionAlreadyExists(_) => conflict,
+        DeltaTableError::Transaction { source } => match source {
+            TransactionError::VersionAlreadyExists(_)
+            | TransactionError::MaxCommitAttempts(_)
+            | TransactionError::CommitConflict(_) => conflict,
+            TransactionError::ObjectStore {
+                source: object_store::Error::NotImplemented { .. },
+            } => not_atomic(location),
+            _ => delta_error(location, error),
+        },
+        DeltaTableError::ObjectStore {
+            source: object_store::Error::NotImplemented { .. },
+        } => not_atomic(location),
+        DeltaTableError::Generic(text) if text.contains("already exists") => conflict,
+        _ if error.to_string().contains("already exists") => conflict,
+        _ => delta_error(location, error),
+    }
+}
+
+fn not_atomic(location: &Location) -> DataFusionError {
+    DataFusionError::Execution(format!(
+        "Delta table {location}: the object store cannot create a file only if it is absent \
+         (conditional put), which an atomic Delta commit needs; nothing was committed (on S3, \
+         unset AWS_CONDITIONAL_PUT=disabled: AWS S3, MinIO and R2 support it)"
+    ))
+}
+
+/// One `add` action per Parquet file under `data`, with its size and its row count (read from
+/// its footer; no other statistic, so the log holds no value of the data).
+async fn add_actions(
+    table: &Location,
+    options: &StoreOptions,
+    data: &Location,
+) -> Result<Vec<Add>> {
+    let (store, files) = data_files(options, data).await?;
+    let directory = data
+        .file_name()
+        .ok_or_else(|| DataFusionError::Internal(format!("{data}: no directory name")))?;
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut adds = Vec::with_capacity(files.len());
+    for (path, name, size) in files {
+        let unreadable = |why: String| {
+            DataFusionError::Execution(format!(
+                "Delta table {table}: cannot read the footer of the written file \
+                 {directory}/{name}: {why}"
+            ))
+        };
+        let rows = footer_rows(store.as_ref(), &path, size)
+            .await
+            .map_err(unreadable)?;
+        adds.push(Add {
+            path: format!("{directory}/{name}"),
+            partition_values: HashMap::new(),
+            size: size as i64,
+            modification_time: now,
+            data_change: true,
+            stats: Some(format!("{{\"numRecords\":{rows}}}")),
+            ..Default::default()
+        });
+    }
+    Ok(adds)
+}
+
+/// The rows of the Parquet file at `path` (`size` bytes), from its footer alone.
+async fn footer_rows(
+    store: &dyn ObjectStore,
+    path: &object_store::path::Path,
+    size: u64,
+) -> std::result::Result<i64, String> {
+    use object_store::ObjectStoreExt;
+    // the last 8 bytes: the footer's length (little-endian u32) and `PAR1`
+    if size < 12 {
+        return Err("too short for a Parquet file".into());
+    }
+    let tail = store
+        .get_range(path, size - 8..size)
+        .await
+        .map_err(|e| storage::describe_store_error(&e))?;
+    let length = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if length + 8 > size {
+        return Err("its footer length is past its start".into());
+    }
+    let footer = store
+        .get_range(path, size - 8 - length..size - 8)
+        .await
+        .map_err(|e| storage::describe_store_error(&e))?;
+    let metadata = ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| e.to_string())?;
+    Ok(metadata.file_metadata().num_rows())
+}
+
+/// The Parquet files directly under the directory `data`: their object paths in the store
+/// returned, names and sizes.
+async fn data_files(
+    options: &StoreOptions,
+    data: &Location,
+) -> Result<(
+    Arc<dyn ObjectStore>,
+    Vec<(object_store::path::Path, String, u64)>,
+)> {
+    let store: Arc<dyn ObjectStore> = match data {
+        Location::Local(_) => Arc::new(object_store::local::LocalFileSystem::new()),
+        Location::Url(url) => storage::store_for(url, options)?,
+    };
+    let prefix = match data {
+        Location::Local(path) => {
+            let absolute = std::path::absolute(path).map_err(|e| {
+                DataFusionError::Execution(format!("{data}: cannot resolve the path: {e}"))
+            })?;
+            object_store::path::Path::from_absolute_path(&absolute)
+                .map_err(|e| DataFusionError::Execution(format!("{data}: {e}")))?
+        }
+        Location::Url(url) => object_store::path::Path::from_url_path(url.path())
+            .map_err(|e| DataFusionError::Execution(format!("{data}: {e}")))?,
+    };
+    let listed: Vec<_> = store
+        .list(Some(&prefix))
+        .try_collect()
+        .await
+        .map_err(|e| storage::store_error(data, &e))?;
+    let mut files: Vec<_> = listed
+        .into_iter()
+        .filter_map(|meta| {
+            let name = meta.location.filename()?.to_string();
+            (name.ends_with(".parquet") && !name.starts_with('.')).then_some((
+                meta.location,
+                name,
+                meta.size,
+            ))
+        })
+        .collect();
+    files.sort_by(|a, b| a.1.cmp(&b.1));
+    if files.is_empty() {
+        return Err(DataFusionError::Execution(format!(
+            "{data}: no Parquet file was written; nothing was committed"
+        )));
+    }
+    Ok((store, files))
+}
+
+/// Removes the data directories ([`DATA_DIR_MARK`]) under the table root that killed runs of
+/// this machine left behind: their process is gone and no version of the table in its log
+/// references them. Says so on stderr.
+pub async fn remove_unreferenced_staging(
+    target: &DeltaTarget,
+    options: &StoreOptions,
+) -> Result<()> {
+    let location = &target.location;
+    if !holds_anything(location, options).await? {
+        return Ok(());
+    }
+    // the runs that are gone first, then the log: a run's commit, if any, came before it ended
+    let gone: Vec<String> = super::staged::names_in(location, options)
+        .await?
+        .into_iter()
+        .filter(|name| {
+            // anon-<host>-<pid>-<nanos> (a bucket) or anon-<pid>-<nanos> (a local disk)
+            name.strip_prefix(DATA_DIR_MARK)
+                .and_then(|run| run.rsplit_once('-'))
+                .is_some_and(|(run, _nanos)| super::staged::run_is_gone(run))
+        })
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let referenced = referenced_directories(location, options).await?;
+    for name in gone {
+        if referenced.contains(&name) {
+            continue;
+        }
+        let directory = location.join(&name)?;
+        storage::remove(&directory, options).await?;
+        eprintln!(
+            "note: removed {directory}, the uncommitted files of an earlier run that did not \
+             finish (no version of the table references them)"
+        );
+    }
+    Ok(())
+}
+
+/// Whether any version of the table references a file in the directory `data`: after a
+/// failed commit, whether it was committed all the same (then its files must stay). Any doubt
+/// (an unreadable log) keeps them.
+pub async fn references(target: &DeltaTarget, options: &StoreOptions, data: &Location) -> bool {
+    let Some(name) = data.file_name() else {
+        return true;
+    };
+    referenced_directories(&target.location, options)
+        .await
+        .map_or(true, |referenced| referenced.contains(&name))
+}
+
+/// The first path segment (a release directory) of every file an `add` of the log adds, in
+/// any version still in the log, and of the latest version's files (a checkpoint may stand for
+/// log entries that were cleaned up): what time travel can still read.
+async fn referenced_directories(
+    table: &Location,
+    options: &StoreOptions,
+) -> Result<std::collections::HashSet<String>> {
+    let mut referenced = std::collections::HashSet::new();
+    if !is_delta_table(table, options).await? {
+        return Ok(referenced);
+    }
+    let log = table.join(DELTA_LOG)?;
+    let entries: Vec<Location> = match &log {
+        Location::Local(path) => std::fs::read_dir(path)
+            .map_err(|e| DataFusionError::Execution(format!("cannot list {log}: {e}")))?
+            .filter_map(|e| e.ok())
+            .map(|e| Location::Local(e.path()))
+            .collect(),
+        Location::Url(_) => {
+            let base = log.as_prefix();
+            let mut entries = Vec::new();
+            for meta in storage::list(&log, options).await? {
+                if let Some(file) = meta.location.filename() {
+                    entries.push(base.join(file)?);
+                }
+            }
+            entries
+        }
+    };
+    let first_segment = |path: &str| path.split('/').next().unwrap_or_default().to_string();
+    for entry in entries {
+        let file = entry.file_name().unwrap_or_default();
+        if !file.ends_with(".json") || file.starts_with('.') {
+            continue;
+        }
+        let bytes = storage::read_bytes(&entry, options).await?;
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let Ok(action) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if let Some(path) = action
+                .get("add")
+                .and_then(|add| add.get("path"))
+                .and_then(Value::as_str)
+            {
+                referenced.insert(first_segment(path));
+            }
+        }
+    }
+    let latest = open(table, options, &TableVersion::Latest).await?;
+    let snapshot = latest.snapshot().map_err(|e| delta_error(table, e))?;
+    let files: Vec<String> = snapshot
+        .snapshot()
+        .file_views(&latest.log_store(), None)
+        .map_ok(|f| first_segment(&f.path()))
+        .try_collect()
+        .await
+        .map_err(|e| delta_error(table, e))?;
+    referenced.extend(files);
+    Ok(referenced)
+}
+
+/// Test hook: with `ANON_TEST_PAUSE_AT=<point>` in the environment, prints
+/// `paused at <point>` on stderr and sleeps `ANON_TEST_PAUSE_SECONDS` (default 60), so a test
+/// can kill the process at a named point of a Delta publish (`after-write`: the files written,
+/// not yet verified; `before-commit`: verified, not committed; `after-commit`: committed) or
+/// make two publishes overlap.
+pub fn hook_pause(point: &str) {
+    if std::env::var("ANON_TEST_PAUSE_AT").is_ok_and(|p| p == point) {
+        let seconds = std::env::var("ANON_TEST_PAUSE_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60);
+        eprintln!("paused at {point}");
+        std::thread::sleep(std::time::Duration::from_secs(seconds));
+    }
+}
