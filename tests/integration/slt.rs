@@ -289,6 +289,7 @@ slt_files!(
     generalize,
     profile,
     generalized_table,
+    location,
 );
 
 /// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.

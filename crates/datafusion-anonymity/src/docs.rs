@@ -49,6 +49,15 @@ same recodings back the `GeneralizedTable` provider and the policy files (user g
 [Publishing](guide/publishing.md), [Policy files](guide/policies.md)).
 ";
 
+const LOCATION_INTRODUCTION: &str = "\
+These scalar functions name and bound the cells of one quadtree over WGS84 latitude/longitude,
+the quadtree the `cloaking` method of a policy publishes (user guide: [Location
+cloaking](cloaking.md)). With them a candidate release can be measured in SQL:
+`SELECT quadkey(lat, lon, 14) AS cell, date_bin(INTERVAL '15 minutes', ts) AS w,
+k_anonymity(device_id) AS k FROM pings GROUP BY 1, 2`. Hand-checked examples:
+[`sql/location.slt`](../sql/location.slt).
+";
+
 const SESSION_OPTIONS: &str = "\
 ## Session options
 
@@ -129,6 +138,23 @@ pub fn function_docs_markdown() -> String {
         &mut out,
         &entries,
         RECODING_INTRODUCTION,
+        "| function |\n|---|\n",
+    );
+
+    let locations = crate::functions::location_functions();
+    let entries: Vec<Entry> = locations
+        .iter()
+        .map(|f| Entry {
+            name: f.name(),
+            aliases: f.aliases(),
+            notes: String::new(),
+            documentation: f.documentation(),
+        })
+        .collect();
+    section(
+        &mut out,
+        &entries,
+        LOCATION_INTRODUCTION,
         "| function |\n|---|\n",
     );
 
