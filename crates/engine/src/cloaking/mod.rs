@@ -114,7 +114,7 @@ impl CloakingOptions {
         };
         if equator.side_m() > self.max_cell_side_m {
             return Err(format!(
-                "no cell can meet max_cell_side = {} m: a level-{} cell (max_level) is {:.1} m \
+                "max_cell_side = {} m is met by no cell: a level-{} cell (max_level) is {:.1} m \
                  on a side at the equator; raise max_cell_side or max_level",
                 self.max_cell_side_m,
                 self.max_level,

@@ -381,7 +381,7 @@ fn bad_options_are_refused() {
             max_level: 10,
             ..base.clone()
         },
-        "no cell can meet max_cell_side = 10 m",
+        "max_cell_side = 10 m is met by no cell",
     );
     refuse(
         CloakingOptions {

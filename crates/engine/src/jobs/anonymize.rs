@@ -77,6 +77,7 @@ pub struct Anonymized {
 pub enum Published {
     Generalized(Box<Anonymized>),
     Bucketized(Box<BucketizationReport>),
+    Cloaked(Box<super::cloak::CloakingReport>),
 }
 
 impl Published {
@@ -85,6 +86,7 @@ impl Published {
         match self {
             Published::Generalized(anonymized) => serde_json::to_value(&anonymized.report),
             Published::Bucketized(report) => serde_json::to_value(report),
+            Published::Cloaked(report) => serde_json::to_value(report),
         }
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
     }
@@ -115,6 +117,9 @@ pub async fn anonymize(
     let mut policy = Policy::from_file(&options.policy)?;
     let out = output_location(options.out.as_deref(), &policy)?;
     publish::check_output(&out, policy.input(), options.overwrite, policy.storage()).await?;
+    if policy.cloaking().is_some() {
+        return cloaked(ctx, policy, options, &out, observer, started).await;
+    }
     if let Some(bucketization) = policy.bucketization() {
         if options.html_report.is_some() {
             return Err(DataFusionError::Plan(format!(
@@ -282,6 +287,41 @@ pub async fn anonymize(
         seed,
         out,
     })))
+}
+
+/// [`anonymize`] for a policy with `method = "cloaking"` ([`super::cloak`]).
+async fn cloaked(
+    ctx: &SessionContext,
+    policy: Policy,
+    options: &AnonymizeOptions,
+    out: &Location,
+    observer: &dyn Observer,
+    started: Instant,
+) -> Result<Published> {
+    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: --html-report, --recoding-out and --utility are for generalized \
+             releases; a cloaking has --report (JSON) only",
+            policy.source()
+        )));
+    }
+    let reports = ReportTargets::check(
+        options.report.as_deref(),
+        None,
+        &policy,
+        out,
+        options.overwrite,
+    )
+    .await?;
+    let storage = policy.storage().clone();
+    let seed = options.seed.unwrap_or_else(publish::random_seed);
+    let report = super::cloak::cloak(ctx, policy, out, seed, observer, started).await?;
+    if let Some(location) = reports.json() {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        super::report::write_report(location, &storage, text).await?;
+    }
+    Ok(Published::Cloaked(Box::new(report)))
 }
 
 /// Where `recoding_out` writes, checked before anything is read: a local algorithm's, not the

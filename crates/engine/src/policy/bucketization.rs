@@ -29,6 +29,8 @@ pub enum Method {
     CkAnonymization,
     /// (p,k)-angelization, the baseline the seed improves on.
     PkAngelization,
+    /// Location cloaking ([`super::cloaking`]).
+    Cloaking,
 }
 
 impl Method {
@@ -38,6 +40,7 @@ impl Method {
             Method::Generalization => "generalization",
             Method::CkAnonymization => "ck-anonymization",
             Method::PkAngelization => "pk-angelization",
+            Method::Cloaking => "cloaking",
         }
     }
 }
@@ -126,11 +129,12 @@ pub(super) fn check(
     generalization_only: &[&str],
 ) -> std::result::Result<Option<Bucketization>, String> {
     let set = keys.set();
-    if method == Method::Generalization {
+    if matches!(method, Method::Generalization | Method::Cloaking) {
         return match set.first() {
             Some(key) => Err(format!(
                 "privacy.{key} applies to method = \"ck-anonymization\" or \"pk-angelization\", \
-                 not to generalization"
+                 not to {}",
+                method.name()
             )),
             None => Ok(None),
         };

@@ -52,6 +52,16 @@ impl Policy {
             generalization_only.push("local_labels");
         }
         generalization_only.extend(privacy.default_requirement().policy_keys());
+        let cloaking = super::cloaking::check(&file).map_err(&err)?;
+        if cloaking.is_some() {
+            // a share of events
+            generalization_only.retain(|key| *key != "max_suppression");
+            if let Some(key) = generalization_only.first() {
+                return Err(err(format!(
+                    "privacy.{key} applies to method = \"generalization\", not to cloaking"
+                )));
+            }
+        }
         if file.transformation.is_some() && privacy.method != Method::Generalization {
             return Err(err(format!(
                 "[transformation] applies to method = \"generalization\", not to {}",
@@ -73,7 +83,9 @@ impl Policy {
                 (Role::QuasiIdentifier, Some(h)) => {
                     Some(load_hierarchy(column, h, &resolve, &storage_options)?)
                 }
-                (Role::QuasiIdentifier, None) if bucketization.is_some() => None,
+                (Role::QuasiIdentifier, None) if bucketization.is_some() || cloaking.is_some() => {
+                    None
+                }
                 (Role::QuasiIdentifier, None) => {
                     return Err(err(format!(
                         "quasi-identifier '{column}' needs a hierarchy \
@@ -269,6 +281,7 @@ impl Policy {
             marginal: privacy.marginal.clone(),
             thresholds,
             person,
+            cloaking,
         })
     }
 }
