@@ -142,6 +142,11 @@ async fn trips_are_cloaked_and_the_release_recounts_k_subjects_per_label() {
             .await;
             assert_eq!(mismatched, 0.0);
         }
+        let undefined = crate::definitions::undefined_keys(&report);
+        assert!(
+            undefined.is_empty(),
+            "docs/definitions.md does not define these keys of the cloaking report: {undefined:?}"
+        );
         assert_eq!(report["method"], "cloaking");
         assert_eq!(report["subject"], "pseudonym");
         assert!(report["figures"]["min_anonymity"].as_f64().unwrap() >= 5.0);
@@ -163,11 +168,28 @@ async fn the_same_seed_gives_the_same_bytes_and_the_subject_is_dropped() {
                    max_suppression = 0.9\n";
     let policy = policy(dir.path(), "p.toml", &input, privacy, "");
     let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
+    let mut reports = Vec::new();
     for out in [&a, &b] {
-        let output = anonymize(&policy, out, &["--seed", "7"]);
+        let report = out.with_extension("json");
+        let output = anonymize(
+            &policy,
+            out,
+            &["--seed", "7", "--report", report.to_str().unwrap()],
+        );
         assert!(output.status.success(), "{}", stderr(&output));
+        let mut report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        // everything but the timings and the output's name: unicity's draws included
+        let object = report.as_object_mut().unwrap();
+        object.remove("seconds");
+        let publish = object["publish"].as_object_mut().unwrap();
+        for key in ["output", "write_seconds", "verify_seconds"] {
+            publish.remove(key);
+        }
+        reports.push(report);
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(reports[0], reports[1]);
     let ctx = SessionContext::new();
     let frame = ctx
         .read_parquet(a.to_str().unwrap(), ParquetReadOptions::default())

@@ -312,13 +312,15 @@ async fn read_events(
         pseudonym_arrays.push(pseudonym);
         first_row += batch.num_rows();
     }
-    // dense subject codes: the distinct pseudonyms, sorted
-    let mut distinct = codes.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
+    // dense subject codes in order of first appearance, so that they (and unicity's draws over
+    // them) do not depend on the release's pseudonym key
+    let mut dense: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
     let subject: Vec<u32> = codes
         .iter()
-        .map(|c| distinct.binary_search(c).unwrap_or(0) as u32)
+        .map(|&c| {
+            let next = dense.len() as u32;
+            *dense.entry(c).or_insert(next)
+        })
         .collect();
     drop(codes);
     let events = Events::from_positions(&lat, &lon, time, subject).map_err(|(row, rule)| {
@@ -336,7 +338,7 @@ async fn read_events(
         batches,
         pseudonyms: pseudonym_arrays,
         events: Events {
-            subjects: distinct.len() as u32,
+            subjects: dense.len() as u32,
             ..events
         },
         kept,
