@@ -398,11 +398,11 @@ fn bad_options_are_refused() {
 fn unicity_equals_brute_force() {
     let mut rng = SplitMix64(3);
     let subjects = 30u32;
-    let pairs: Vec<(u32, u128)> = (0..200)
-        .map(|_| (rng.below(subjects as u64) as u32, rng.below(25) as u128))
+    let pairs: Vec<(u32, u32)> = (0..200)
+        .map(|_| (rng.below(subjects as u64) as u32, rng.below(25) as u32))
         .collect();
     let traces = Traces::new(pairs.clone(), subjects);
-    let mut sets: BTreeMap<u32, BTreeSet<u128>> = BTreeMap::new();
+    let mut sets: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for &(s, p) in &pairs {
         sets.entry(s).or_default().insert(p);
     }

@@ -9,14 +9,14 @@
 //! `sample` of them, else `sample` subjects drawn without replacement; both draws come from
 //! one seeded [`SplitMix64`], so a seed gives the same figure.
 //!
-//! Memory O(n): the (subject, point) pairs sorted twice, by subject and by point.
+//! Memory O(n): the (subject, point) pairs, 8 bytes each, sorted twice, by subject and by point.
 
 use serde::Serialize;
 
 use crate::rng::SplitMix64;
 
-/// A point of a trace.
-pub type Point = u128;
+/// A point of a trace: a dense code (the caller numbers the distinct points).
+pub type Point = u32;
 
 /// Unicity for p = 1..=5.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,26 +80,20 @@ impl Traces {
 
     /// Whether `subject` is the only subject whose trace holds every one of `points`.
     pub fn is_unique(&self, subject: u32, points: &[Point]) -> bool {
-        let Some((&first, rest)) = points.split_first() else {
+        // candidates: the holders of the rarest point, checked against the others
+        let Some(&rarest) = points.iter().min_by_key(|&&p| (self.holders(p).len(), p)) else {
             return self.subjects() == 1;
         };
-        // candidates: the holders of the first point that hold every other point
-        let mut others = 0;
-        for &(_, candidate) in self.holders(first) {
-            if candidate == subject {
-                continue;
-            }
-            let holds_all = rest.iter().all(|&p| {
-                self.holders(p)
-                    .binary_search_by_key(&candidate, |&(_, s)| s)
-                    .is_ok()
-            });
-            if holds_all {
-                others += 1;
-                break;
-            }
-        }
-        others == 0
+        !self.holders(rarest).iter().any(|&(_, candidate)| {
+            candidate != subject
+                && points.iter().all(|&p| {
+                    p == rarest
+                        || self
+                            .holders(p)
+                            .binary_search_by_key(&candidate, |&(_, s)| s)
+                            .is_ok()
+                })
+        })
     }
 
     /// Unicity for p = 1..=`max_p` over a sample of at most `sample` subjects.

@@ -198,13 +198,23 @@ fn unicity(
 ) -> (UnicityFigures, UnicityFigures) {
     let options = &cloaking.options;
     let shift = 2 * (cloaking::MAX_LEVEL - options.max_level) as u32;
+    // the input's points, (finest cell, base window), numbered densely
+    let point_of = |e: usize| {
+        (
+            events.code[e] >> shift,
+            events.time[e].div_euclid(options.window_us),
+        )
+    };
+    let mut points: Vec<(u64, i64)> = (0..events.len()).map(point_of).collect();
+    points.sort_unstable();
+    points.dedup();
     let input_pairs: Vec<(u32, Point)> = (0..events.len())
         .map(|e| {
-            let cell = (events.code[e] >> shift) as u128;
-            let window = events.time[e].div_euclid(options.window_us) as u64 as u128;
-            (events.subject[e], (cell << 64) | window)
+            let point = points.binary_search(&point_of(e)).unwrap_or(0) as Point;
+            (events.subject[e], point)
         })
         .collect();
+    drop(points);
     let input =
         Traces::new(input_pairs, events.subjects).unicity(UNICITY_POINTS, UNICITY_SAMPLE, seed);
     let release_pairs: Vec<(u32, Point)> = (0..events.len())
