@@ -1,8 +1,9 @@
 //! The synthetic trips table: location events (pings) of devices moving in a city over a
 //! week, for location cloaking (issue 36).
 //!
-//! - **Subjects.** Each device (one per [`EVENTS_PER_SUBJECT`] rows: 10M rows hold 100,000
-//!   devices) has a **home** and a **work** anchor and a few favourite **points of interest**,
+//! - **Subjects.** Devices are numbered 1 to rows / [`EVENTS_PER_SUBJECT`] (10M rows: 100,000
+//!   ids; a device has about 100–130 pings, so the table holds at least three quarters of the
+//!   ids, and wraps around to device 1 if it needs more). Each device has a **home** and a **work** anchor and a few favourite **points of interest**,
 //!   drawn from a generator seeded by the device alone.
 //! - **Density skew.** Distances from the centre ([`CENTRE`]) are exponential: homes with a
 //!   scale of [`HOME_SCALE_M`] for 60% of devices and [`SUBURB_SCALE_M`] for the rest (the
@@ -11,7 +12,7 @@
 //!   [`POI_SCALE_M`] around the centre, chosen by Zipf popularity (1/rank).
 //! - **Day and night.** Each day from [`FIRST_DAY`] for [`DAYS`] days: a ping at home every
 //!   two hours or so at night (each with probability 0.3), the morning trip to work between
-//!   7:00 and 9:30 on weekdays (pings every 3–6 minutes along the way), hourly pings at work,
+//!   7:00 and 9:30 on weekdays (pings every 4–8 minutes along the way), hourly pings at work,
 //!   the evening trip home from 16:30 to 19:00, sometimes through a point of interest, and
 //!   an evening or weekend outing to a point of interest with probability 0.4.
 //! - **Noise.** Every ping is off its true position by about [`GPS_NOISE_M`] (uniform in a
@@ -237,7 +238,7 @@ impl TripsGenerator {
     }
 }
 
-/// Pings along the straight way from `from` to `to` at 15–40 km/h, one every 3–6 minutes,
+/// Pings along the straight way from `from` to `to` at 15–40 km/h, one every 4–8 minutes,
 /// the last at `to` (activity `work`, `poi` or `home` by where it is); returns the arrival.
 fn trip(pings: &mut Vec<Ping>, from: Metres, to: Metres, start: i64, rng: &mut SplitMix64) -> i64 {
     let distance = ((to.east - from.east).powi(2) + (to.north - from.north).powi(2)).sqrt();
@@ -245,7 +246,7 @@ fn trip(pings: &mut Vec<Ping>, from: Metres, to: Metres, start: i64, rng: &mut S
     let duration = (distance / speed * 1e6) as i64;
     let mut elapsed = 0;
     loop {
-        elapsed += 3 * MINUTE + (rng.unit() * 3.0 * MINUTE as f64) as i64;
+        elapsed += 4 * MINUTE + (rng.unit() * 4.0 * MINUTE as f64) as i64;
         if elapsed >= duration {
             break;
         }
