@@ -129,6 +129,10 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
             super::perturb::print_summary(&report);
             return Ok(());
         }
+        Published::Cloaked(report) => {
+            print_cloaked_summary(&report);
+            return Ok(());
+        }
     };
     let report = &anonymized.report;
     print_summary(&report.publish);
@@ -158,4 +162,38 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
 /// A path flag as the text the jobs take.
 fn path_text(path: &Option<PathBuf>) -> Option<String> {
     path.as_deref().map(|p| p.to_string_lossy().to_string())
+}
+
+/// The summary of a cloaked release on stderr.
+fn print_cloaked_summary(report: &datafusion_anonymity_engine::jobs::cloak::CloakingReport) {
+    let f = &report.figures;
+    let metres = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} m"));
+    let seconds = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} s"));
+    eprintln!(
+        "cloaking ({}, k = {}): {} of {} events published ({:.2}%) in {} labels of at least {} \
+         subjects (verified); median cell side {}, p90 {}; median window {}, p90 {}",
+        report.cells,
+        report.k,
+        f.published,
+        f.events,
+        f.share_published * 100.0,
+        f.labels,
+        report.publish.verification.min_subjects,
+        metres(f.median_cell_side_m),
+        metres(f.p90_cell_side_m),
+        seconds(f.median_window_s),
+        seconds(f.p90_window_s),
+    );
+    let shares = |u: &[f64]| {
+        u.iter()
+            .map(|s| format!("{:.1}%", s * 100.0))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    eprintln!(
+        "unicity for p = 1..5: input {}; release with pseudonyms {}",
+        shares(&report.unicity_input.unique),
+        shares(&report.unicity_release.unique)
+    );
+    eprintln!("wrote {}", report.publish.output);
 }

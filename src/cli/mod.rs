@@ -130,9 +130,11 @@ struct GenerateArgs {
     /// The table: `patients` (repeated persons, one disease per visit), `medical` (one row
     /// per patient with physician, specialty, diagnosis, symptom, diagnostic method and
     /// treatment) or `visits` (hospital visits, 1 to 22 per patient, about 2.2 on average:
-    /// patient_id, sex, birth_date, zip, department, diagnosis, visit_date, cost) or `firms`
+    /// patient_id, sex, birth_date, zip, department, diagnosis, visit_date, cost), `firms`
     /// (one row per business: firm_id, region, sector and five correlated numeric attributes,
-    /// employees, turnover, wages, assets and costs, for microaggregation).
+    /// employees, turnover, wages, assets and costs, for microaggregation) or `trips`
+    /// (location pings of devices commuting in a city over a week, 100 per device on average:
+    /// device_id, lat, lon, ts, activity).
     #[arg(long, value_enum, default_value_t = GeneratedTable::Patients)]
     table: GeneratedTable,
 }
@@ -144,6 +146,7 @@ enum GeneratedTable {
     Medical,
     Visits,
     Firms,
+    Trips,
 }
 
 /// Parses the command line, runs it, and turns any error (or panic) into one line on stderr.
@@ -200,6 +203,7 @@ async fn run(cli: Cli) -> Result<()> {
                 }
                 GeneratedTable::Visits => generate::write_visits(&args.out, args.rows, args.seed)?,
                 GeneratedTable::Firms => generate::write_firms(&args.out, args.rows, args.seed)?,
+                GeneratedTable::Trips => generate::write_trips(&args.out, args.rows, args.seed)?,
             }
             eprintln!(
                 "wrote {} rows to {} in {:.1}s",

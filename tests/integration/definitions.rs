@@ -176,7 +176,7 @@ async fn every_profile_json_key_is_defined_in_docs() {
 
 /// The JSON keys of `value` (recursively) that `docs/definitions.md` does not define as
 /// `` `key` ``; the attribute names keying `max_leakage` are data, not keys.
-fn undefined_keys(value: &serde_json::Value) -> Vec<String> {
+pub(crate) fn undefined_keys(value: &serde_json::Value) -> Vec<String> {
     let mut value = value.clone();
     if let Some(thresholds) = value.get_mut("thresholds") {
         thresholds["max_leakage"] = serde_json::json!({});
@@ -273,6 +273,11 @@ fn every_sql_function_is_in_the_function_reference() {
         )
         .chain(
             datafusion_anonymity::perturbation::perturbation_functions()
+                .iter()
+                .map(|f| f.name().to_string()),
+        )
+        .chain(
+            datafusion_anonymity::functions::location_functions()
                 .iter()
                 .map(|f| f.name().to_string()),
         )

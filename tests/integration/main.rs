@@ -5,6 +5,7 @@
 mod agreement;
 mod anonymize;
 mod bucketize;
+mod cloaking;
 mod cluster;
 mod csv;
 mod definitions;

@@ -290,6 +290,7 @@ slt_files!(
     profile,
     generalized_table,
     perturbation,
+    location,
 );
 
 /// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.

@@ -56,6 +56,15 @@ files: [Perturbation](guide/perturbation.md). Hand-checked examples:
 [`sql/perturbation.slt`](../sql/perturbation.slt).
 ";
 
+const LOCATION_INTRODUCTION: &str = "\
+These scalar functions name and bound the cells of one quadtree over WGS84 latitude/longitude,
+the quadtree the `cloaking` method of a policy publishes (user guide: [Location
+cloaking](guide/cloaking.md)). With them a candidate release can be measured in SQL:
+`SELECT quadkey(lat, lon, 14) AS cell, date_bin(INTERVAL '15 minutes', ts) AS w,
+k_anonymity(device_id) AS k FROM pings GROUP BY 1, 2`. Hand-checked examples:
+[`sql/location.slt`](../sql/location.slt).
+";
+
 const SESSION_OPTIONS: &str = "\
 ## Session options
 
@@ -139,8 +148,29 @@ pub fn function_docs_markdown() -> String {
         "| function |\n|---|\n",
     );
 
-    let perturbations = crate::perturbation::perturbation_functions();
-    let entries: Vec<Entry> = perturbations
+    scalar_section(
+        &mut out,
+        &crate::perturbation::perturbation_functions(),
+        PERTURBATION_INTRODUCTION,
+    );
+    scalar_section(
+        &mut out,
+        &crate::functions::location_functions(),
+        LOCATION_INTRODUCTION,
+    );
+
+    out.push('\n');
+    out.push_str(SESSION_OPTIONS);
+    out
+}
+
+/// A section of scalar functions (no return notes): see [`section`].
+fn scalar_section(
+    out: &mut String,
+    functions: &[std::sync::Arc<datafusion::logical_expr::ScalarUDF>],
+    introduction: &str,
+) {
+    let entries: Vec<Entry> = functions
         .iter()
         .map(|f| Entry {
             name: f.name(),
@@ -149,16 +179,7 @@ pub fn function_docs_markdown() -> String {
             documentation: f.documentation(),
         })
         .collect();
-    section(
-        &mut out,
-        &entries,
-        PERTURBATION_INTRODUCTION,
-        "| function |\n|---|\n",
-    );
-
-    out.push('\n');
-    out.push_str(SESSION_OPTIONS);
-    out
+    section(out, &entries, introduction, "| function |\n|---|\n");
 }
 
 /// One documentation section: its heading (the functions' `DocSection`), the fixed

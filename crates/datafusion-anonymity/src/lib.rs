@@ -84,7 +84,10 @@ pub fn register_udfs(functions: &mut dyn FunctionRegistry) -> Result<()> {
     for udaf in functions::all_aggregate_functions() {
         functions.register_udaf(udaf)?;
     }
-    for udf in rewrite::all_scalar_functions() {
+    for udf in rewrite::all_scalar_functions()
+        .into_iter()
+        .chain(functions::location_functions())
+    {
         functions.register_udf(udf)?;
     }
     for udwf in rewrite::all_window_functions() {
@@ -107,6 +110,7 @@ pub fn function_names() -> Vec<String> {
         .into_iter()
         .chain(generalize::recoding_functions())
         .chain(perturbation::perturbation_functions())
+        .chain(functions::location_functions())
     {
         names.push(udf.name().to_string());
         names.extend(udf.aliases().iter().cloned());

@@ -13,7 +13,7 @@
 //! |---|---|
 //! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `label_codes`, `pseudonym`, `storage` (and its `manifest`), `session` |
 //! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search |
-//! | searching | `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
+//! | searching | `cloaking` (location events to (cell, window) labels), `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
 //! | measuring | `profile` |
 //! | writing | `publish` (with `publish::delta`, a release's one Delta commit), `saved_recoding` |
 //! | jobs | `jobs` (one pipeline per job, shared by the command line and Python); `errors` (how the shells print an error) |
@@ -28,6 +28,7 @@ pub use datafusion_anonymity::{
 };
 
 pub mod bucketize;
+pub mod cloaking;
 pub mod direct_table;
 pub mod errors;
 pub mod jobs;

@@ -6,14 +6,18 @@
 //! table ([`write_visits`], in `visits.rs`): one row per hospital visit, about 2.2 visits per
 //! person, in the shape of a clinical trial's 1:M data (person-level k). The firms table
 //! ([`write_firms`], in `firms.rs`): one row per business with five correlated, heavy-tailed
-//! numeric attributes, for microaggregation. Rows are generated and written a batch at a time, so 10M rows need under 100 MB of memory.
+//! numeric attributes, for microaggregation. The trips table ([`write_trips`], in `trips.rs`):
+//! location pings of devices commuting in a city over a week, for location cloaking. Rows are
+//! generated and written a batch at a time, so 10M rows need under 100 MB of memory.
 
 mod firms;
 mod medical;
+mod trips;
 mod visits;
 
 pub use firms::{firms_schema, write_firms};
 pub use medical::{medical_schema, write_medical};
+pub use trips::{trips_schema, write_trips};
 pub use visits::{visits_schema, write_visits};
 
 use std::fs::File;

@@ -15,9 +15,16 @@
 //! | `beta_likeness(s)` | [`beta_likeness`] |
 //! | `enhanced_beta_likeness(s)` | [`enhanced_beta_likeness`] |
 //! | `delta_disclosure(s)` | [`delta_disclosure`] |
+//!
+//! and the scalar location functions over the quadtree of [`quadtree`]:
+//!
+//! | function | file |
+//! |---|---|
+//! | `quadkey(lat, lon, level)` | [`quadkey`] |
+//! | `quadkey_bounds(quadkey)` | [`quadkey_bounds`] |
 use std::sync::Arc;
 
-use datafusion::logical_expr::AggregateUDF;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
 pub mod alpha_anonymity;
 pub mod beta_likeness;
@@ -35,6 +42,9 @@ pub mod k_anonymity;
 pub mod l_diversity;
 pub mod ncp;
 pub(crate) mod ncp_state;
+pub mod quadkey;
+pub mod quadkey_bounds;
+pub mod quadtree;
 pub mod recursive_cl_diversity;
 pub mod reidentification_risk;
 pub(crate) mod sa_histogram;
@@ -84,4 +94,9 @@ pub fn all_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
     all.push(sa_histogram::sa_histogram_udaf());
     all.push(ncp_state::ncp_state_udaf());
     all
+}
+
+/// The scalar location functions (`quadkey`, `quadkey_bounds`).
+pub fn location_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![quadkey::quadkey_udf(), quadkey_bounds::quadkey_bounds_udf()]
 }

@@ -84,6 +84,7 @@ pub enum Published {
     Generalized(Box<Anonymized>),
     Bucketized(Box<BucketizationReport>),
     Perturbed(Box<PerturbedReport>),
+    Cloaked(Box<super::cloak::CloakingReport>),
 }
 
 impl Published {
@@ -93,6 +94,7 @@ impl Published {
             Published::Generalized(anonymized) => serde_json::to_value(&anonymized.report),
             Published::Bucketized(report) => serde_json::to_value(report),
             Published::Perturbed(report) => serde_json::to_value(report),
+            Published::Cloaked(report) => serde_json::to_value(report),
         }
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
     }
@@ -127,6 +129,15 @@ pub async fn anonymize(
         ..options.output
     };
     let planned = PlannedOutput::check(&policy, &out, request).await?;
+    if policy.cloaking().is_some() {
+        if planned.is_delta() {
+            return Err(DataFusionError::Plan(format!(
+                "output {out}: a cloaked release is published as Parquet only (not yet as a \
+                 Delta table)"
+            )));
+        }
+        return cloaked(ctx, policy, options, &out, observer, started).await;
+    }
     if let Some(bucketization) = policy.bucketization() {
         if planned.is_delta() {
             return Err(DataFusionError::Plan(format!(
@@ -320,6 +331,41 @@ pub async fn anonymize(
         seed,
         out,
     })))
+}
+
+/// [`anonymize`] for a policy with `method = "cloaking"` ([`super::cloak`]).
+async fn cloaked(
+    ctx: &SessionContext,
+    policy: Policy,
+    options: &AnonymizeOptions,
+    out: &Location,
+    observer: &dyn Observer,
+    started: Instant,
+) -> Result<Published> {
+    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: --html-report, --recoding-out and --utility are for generalized \
+             releases; a cloaking has --report (JSON) only",
+            policy.source()
+        )));
+    }
+    let reports = ReportTargets::check(
+        options.report.as_deref(),
+        None,
+        &policy,
+        out,
+        options.overwrite,
+    )
+    .await?;
+    let storage = policy.storage().clone();
+    let seed = options.seed.unwrap_or_else(publish::random_seed);
+    let report = super::cloak::cloak(ctx, policy, out, seed, observer, started).await?;
+    if let Some(location) = reports.json() {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        super::report::write_report(location, &storage, text).await?;
+    }
+    Ok(Published::Cloaked(Box::new(report)))
 }
 
 /// Where `recoding_out` writes, checked before anything is read: a local algorithm's, not the

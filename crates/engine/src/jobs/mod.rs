@@ -11,6 +11,7 @@
 pub mod anonymize;
 pub mod apply;
 pub mod bucketize;
+pub mod cloak;
 pub mod output;
 pub mod perturb;
 pub mod profile;

@@ -31,6 +31,8 @@ pub enum Method {
     PkAngelization,
     /// Microaggregation, noise, swapping and PRAM ([`super::perturbation`]).
     Perturbation,
+    /// Location cloaking ([`super::cloaking`]).
+    Cloaking,
 }
 
 impl Method {
@@ -41,6 +43,7 @@ impl Method {
             Method::CkAnonymization => "ck-anonymization",
             Method::PkAngelization => "pk-angelization",
             Method::Perturbation => "perturbation",
+            Method::Cloaking => "cloaking",
         }
     }
 }
@@ -129,11 +132,12 @@ pub(super) fn check(
     generalization_only: &[&str],
 ) -> std::result::Result<Option<Bucketization>, String> {
     let set = keys.set();
-    if method == Method::Generalization {
+    if matches!(method, Method::Generalization | Method::Cloaking) {
         return match set.first() {
             Some(key) => Err(format!(
                 "privacy.{key} applies to method = \"ck-anonymization\" or \"pk-angelization\", \
-                 not to generalization"
+                 not to {}",
+                method.name()
             )),
             None => Ok(None),
         };

@@ -162,6 +162,22 @@ pub struct PrivacySpec {
     /// Post-analytics: the largest share of the published rows one column not a
     /// quasi-identifier may make unique with the quasi-identifiers.
     pub max_unique_share: Option<f64>,
+    /// Cloaking ([`super::cloaking`]): the latitude column.
+    pub latitude: Option<String>,
+    /// Cloaking: the longitude column.
+    pub longitude: Option<String>,
+    /// Cloaking: the time column.
+    pub time: Option<String>,
+    /// Cloaking: the largest acceptable cell side, metres.
+    pub max_cell_side: Option<f64>,
+    /// Cloaking: the finest quadtree level.
+    pub max_level: Option<u8>,
+    /// Cloaking: the base window (`"15m"`).
+    pub window: Option<String>,
+    /// Cloaking: the longest window, the base window doubled.
+    pub max_window: Option<String>,
+    /// Cloaking: `quadtree` (default) or `adaptive`.
+    pub cells: Option<super::cloaking::Cells>,
 }
 
 impl PrivacySpec {

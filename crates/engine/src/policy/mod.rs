@@ -26,6 +26,7 @@
 
 mod bind;
 pub mod bucketization;
+pub mod cloaking;
 pub mod file;
 mod local_labels;
 mod parse;
@@ -122,6 +123,7 @@ pub struct Policy {
     marginal: Option<Vec<String>>,
     thresholds: RiskThresholds,
     person: Option<PersonColumn>,
+    cloaking: Option<cloaking::Cloaking>,
 }
 
 /// The column identifying the person of each row (`[privacy] person`, or `person_id` with
@@ -329,6 +331,11 @@ impl Policy {
     /// The person column and what is published of it, when the policy counts persons.
     pub fn person(&self) -> Option<&PersonColumn> {
         self.person.as_ref()
+    }
+
+    /// The cloaking, when `[privacy] method = "cloaking"`.
+    pub fn cloaking(&self) -> Option<&cloaking::Cloaking> {
+        self.cloaking.as_ref()
     }
 
     /// The post-analytics thresholds of `[privacy]`.

@@ -78,6 +78,16 @@ impl Policy {
             generalization_only.push("local_labels");
         }
         generalization_only.extend(privacy.default_requirement().policy_keys());
+        let cloaking = super::cloaking::check(&file).map_err(&err)?;
+        if cloaking.is_some() {
+            // a share of events
+            generalization_only.retain(|key| *key != "max_suppression");
+            if let Some(key) = generalization_only.first() {
+                return Err(err(format!(
+                    "privacy.{key} applies to method = \"generalization\", not to cloaking"
+                )));
+            }
+        }
         if file.transformation.is_some() && privacy.method != Method::Generalization {
             return Err(err(format!(
                 "[transformation] applies to method = \"generalization\", not to {}",
@@ -109,7 +119,7 @@ impl Policy {
                 (Role::QuasiIdentifier, Some(h)) => {
                     Some(load_hierarchy(column, h, &resolve, &storage_options)?)
                 }
-                (Role::QuasiIdentifier, None) if other_scheme => None,
+                (Role::QuasiIdentifier, None) if other_scheme || cloaking.is_some() => None,
                 (Role::QuasiIdentifier, None) => {
                     return Err(err(format!(
                         "quasi-identifier '{column}' needs a hierarchy \
@@ -320,6 +330,7 @@ impl Policy {
             marginal: privacy.marginal.clone(),
             thresholds,
             person,
+            cloaking,
         })
     }
 }

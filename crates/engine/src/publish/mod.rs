@@ -26,6 +26,7 @@
 pub mod bucketized;
 mod class_keys;
 mod classes;
+pub mod cloaked;
 pub mod perturbed;
 
 mod count;

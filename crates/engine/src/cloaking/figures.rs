@@ -1,0 +1,119 @@
+//! The profile figures of a location release (docs/definitions.md, "Location releases").
+//!
+//! Per published event (each event weighs one): the median and 90th-percentile cell side
+//! (metres: the side of the square of the label's box area on the sphere) and window length
+//! (seconds), and the median cell area (square metres). Per label: the mean and minimum
+//! anonymity, the distinct subjects of the events published under it. Percentiles are
+//! nearest-rank: the smallest value with at least that share of the events at or below it.
+
+use serde::Serialize;
+
+use super::distinct::DistinctCounter;
+use super::{Cloaked, Events, SUPPRESSED};
+
+/// The figures; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LocationFigures {
+    /// Input events.
+    pub events: u64,
+    /// Events published.
+    pub published: u64,
+    /// `published / events` (1 for no events).
+    pub share_published: f64,
+    /// Labels published.
+    pub labels: u64,
+    /// Median cell side of the published events, metres.
+    pub median_cell_side_m: Option<f64>,
+    /// 90th percentile cell side, metres.
+    pub p90_cell_side_m: Option<f64>,
+    /// Median cell area, square metres.
+    pub median_cell_area_m2: Option<f64>,
+    /// Median window length, seconds.
+    pub median_window_s: Option<f64>,
+    /// 90th percentile window length, seconds.
+    pub p90_window_s: Option<f64>,
+    /// Mean distinct subjects per label.
+    pub mean_anonymity: Option<f64>,
+    /// Fewest distinct subjects of a label.
+    pub min_anonymity: Option<u64>,
+}
+
+/// The figures of `cloaked` over `events`.
+pub fn location_figures(events: &Events, cloaked: &Cloaked) -> LocationFigures {
+    let labels = cloaked.labels.len();
+    // events per label, then the events grouped by label (a counting sort: O(n))
+    let mut offsets = vec![0usize; labels + 1];
+    for &l in &cloaked.label_of {
+        if l != SUPPRESSED {
+            offsets[l as usize + 1] += 1;
+        }
+    }
+    for i in 0..labels {
+        offsets[i + 1] += offsets[i];
+    }
+    let published = offsets[labels];
+    let mut grouped = vec![0u32; published];
+    let mut next = offsets.clone();
+    for (e, &l) in cloaked.label_of.iter().enumerate() {
+        if l != SUPPRESSED {
+            grouped[next[l as usize]] = e as u32;
+            next[l as usize] += 1;
+        }
+    }
+    let mut counter = DistinctCounter::new(events.subjects);
+    let (mut sum, mut min) = (0u64, None::<u64>);
+    for l in 0..labels {
+        counter.start();
+        let subjects = counter.add(
+            &grouped[offsets[l]..offsets[l + 1]],
+            &events.subject,
+            0,
+            u32::MAX,
+        ) as u64;
+        sum += subjects;
+        min = Some(min.map_or(subjects, |m| m.min(subjects)));
+    }
+    let weight = |l: usize| (offsets[l + 1] - offsets[l]) as u64;
+    let percentile = |value: &dyn Fn(usize) -> f64, share: f64| {
+        let mut by_value: Vec<(f64, u64)> = (0..labels).map(|l| (value(l), weight(l))).collect();
+        by_value.sort_by(|a, b| a.0.total_cmp(&b.0));
+        weighted_percentile(&by_value, published as u64, share)
+    };
+    let side = |l: usize| cloaked.labels[l].bounds.side_m();
+    let area = |l: usize| cloaked.labels[l].bounds.area_m2();
+    let window = |l: usize| (cloaked.labels[l].end - cloaked.labels[l].start) as f64 / 1e6;
+    let n = events.len() as u64;
+    LocationFigures {
+        events: n,
+        published: published as u64,
+        share_published: if n == 0 {
+            1.0
+        } else {
+            published as f64 / n as f64
+        },
+        labels: labels as u64,
+        median_cell_side_m: percentile(&side, 0.5),
+        p90_cell_side_m: percentile(&side, 0.9),
+        median_cell_area_m2: percentile(&area, 0.5),
+        median_window_s: percentile(&window, 0.5),
+        p90_window_s: percentile(&window, 0.9),
+        mean_anonymity: (labels > 0).then(|| sum as f64 / labels as f64),
+        min_anonymity: min,
+    }
+}
+
+/// The nearest-rank percentile of values sorted ascending, each with its weight.
+fn weighted_percentile(sorted: &[(f64, u64)], total: u64, share: f64) -> Option<f64> {
+    if total == 0 {
+        return None;
+    }
+    let rank = ((share * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for &(value, weight) in sorted {
+        seen += weight;
+        if seen >= rank {
+            return Some(value);
+        }
+    }
+    sorted.last().map(|v| v.0)
+}

@@ -1,0 +1,340 @@
+//! `anon anonymize` with `method = "cloaking"`, end to end: on generated trips (the release
+//! recounted here with plain SQL, independently of the command's own verification), the same
+//! seed giving the same bytes, and every bad input refused with one message naming the column
+//! or row, never a value, and nothing written.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::{anon, stderr};
+
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+
+/// A generated trips table of `rows` rows in `dir`.
+fn trips(dir: &Path, rows: usize) -> PathBuf {
+    let path = dir.join("trips.parquet");
+    let output = anon(&[
+        "generate",
+        "--table",
+        "trips",
+        "--rows",
+        &rows.to_string(),
+        "--out",
+        &path.display().to_string(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    path
+}
+
+/// A cloaking policy over a trips table with `privacy` added to its `[privacy]` section.
+fn policy(dir: &Path, name: &str, input: &Path, privacy: &str, ts_type: &str) -> String {
+    let text = format!(
+        "[input]\npath = \"{}\"\n[privacy]\nmethod = \"cloaking\"\nperson = \"device_id\"\n\
+         latitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\n{privacy}\n[attributes]\n\
+         device_id = {{ role = \"identifier\" }}\n\
+         lat = {{ role = \"quasi_identifier\" }}\n\
+         lon = {{ role = \"quasi_identifier\" }}\n\
+         ts = {{ role = \"quasi_identifier\"{ts_type} }}\n\
+         activity = {{ role = \"insensitive\" }}\n",
+        input.display()
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn anonymize(policy: &str, out: &Path, extra: &[&str]) -> Output {
+    let out = out.display().to_string();
+    let mut args = vec!["anonymize", "--quiet", "--policy", policy, "--out", &out];
+    args.extend_from_slice(extra);
+    anon(&args)
+}
+
+async fn scalar(ctx: &SessionContext, sql: &str) -> f64 {
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let column = cast(batches[0].column(0), &DataType::Float64).unwrap();
+    column.as_primitive::<Float64Type>().value(0)
+}
+
+const TOLERANCES: &str = "k = 5\nmax_cell_side = 3000\nwindow = \"15m\"\nmax_window = \"2h\"\n\
+                          max_suppression = 0.5\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trips_are_cloaked_and_the_release_recounts_k_subjects_per_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = trips(dir.path(), 20_000);
+    let mut results = Vec::new();
+    for cells in ["quadtree", "adaptive"] {
+        let privacy = format!("{TOLERANCES}pseudonym = true\ncells = \"{cells}\"\n");
+        let policy = policy(dir.path(), &format!("{cells}.toml"), &input, &privacy, "");
+        let out = dir.path().join(format!("{cells}.parquet"));
+        let report = dir.path().join(format!("{cells}.json"));
+        let output = anonymize(&policy, &out, &["--report", &report.display().to_string()]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let ctx = SessionContext::new();
+        datafusion_anonymity::register(&ctx).unwrap();
+        ctx.register_parquet(
+            "release",
+            out.to_str().unwrap(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+        ctx.register_parquet(
+            "input",
+            input.to_str().unwrap(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+        // the position, time and real subject are gone; the pseudonym is not the id
+        let columns: Vec<String> = ctx
+            .table("release")
+            .await
+            .unwrap()
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        for gone in ["lat", "lon", "ts"] {
+            assert!(!columns.iter().any(|c| c == gone), "{columns:?}");
+        }
+        let same_ids = scalar(
+            &ctx,
+            "SELECT count(*) FROM (SELECT DISTINCT device_id FROM release) r \
+             JOIN (SELECT DISTINCT device_id FROM input) i USING (device_id)",
+        )
+        .await;
+        assert!(same_ids < 5.0, "{same_ids} pseudonyms equal an id");
+        // every label >= k distinct subjects, with k_anonymity(subject) as a user would
+        let labels = "cell, cell_min_lat, cell_min_lon, cell_max_lat, cell_max_lon, \
+                      window_start, window_end";
+        let min = scalar(
+            &ctx,
+            &format!("SELECT min(k) FROM (SELECT k_anonymity(device_id) AS k FROM release GROUP BY {labels})"),
+        )
+        .await;
+        assert!(min >= 5.0, "{cells}: a label of {min} subjects");
+        // written + suppressed = input
+        let written = scalar(&ctx, "SELECT count(*) FROM release").await;
+        let suppressed = report["suppressed"].as_f64().unwrap();
+        assert_eq!(written + suppressed, 20_000.0, "{cells}");
+        assert!(suppressed < 10_000.0);
+        // tolerances: window at most 2 h, the quadtree cell is the quadkey's
+        let longest = scalar(
+            &ctx,
+            "SELECT max(CAST(window_end AS BIGINT) - CAST(window_start AS BIGINT)) FROM release",
+        )
+        .await;
+        assert!(longest <= 7_200_000_000.0);
+        if cells == "quadtree" {
+            let mismatched = scalar(
+                &ctx,
+                "SELECT count(*) FROM release WHERE quadkey_bounds(cell)['min_lat'] <> cell_min_lat \
+                 OR quadkey_bounds(cell)['max_lon'] <> cell_max_lon",
+            )
+            .await;
+            assert_eq!(mismatched, 0.0);
+        }
+        let undefined = crate::definitions::undefined_keys(&report);
+        assert!(
+            undefined.is_empty(),
+            "docs/definitions.md does not define these keys of the cloaking report: {undefined:?}"
+        );
+        assert_eq!(report["method"], "cloaking");
+        assert_eq!(report["subject"], "pseudonym");
+        assert!(report["figures"]["min_anonymity"].as_f64().unwrap() >= 5.0);
+        assert_eq!(
+            report["unicity_input"]["unique"].as_array().unwrap().len(),
+            5
+        );
+        results.push(report["figures"]["median_cell_area_m2"].as_f64().unwrap());
+    }
+    // the adaptive variant's cells are smaller
+    assert!(results[1] < results[0], "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_gives_the_same_bytes_and_the_subject_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = trips(dir.path(), 5_000);
+    let privacy = "k = 3\nmax_cell_side = 10000\nwindow = \"15m\"\nmax_window = \"4h\"\n\
+                   max_suppression = 0.9\n";
+    let policy = policy(dir.path(), "p.toml", &input, privacy, "");
+    let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
+    let mut reports = Vec::new();
+    for out in [&a, &b] {
+        let report = out.with_extension("json");
+        let output = anonymize(
+            &policy,
+            out,
+            &["--seed", "7", "--report", report.to_str().unwrap()],
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        let mut report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        // everything but the timings and the output's name: unicity's draws included
+        let object = report.as_object_mut().unwrap();
+        object.remove("seconds");
+        let publish = object["publish"].as_object_mut().unwrap();
+        for key in ["output", "write_seconds", "verify_seconds"] {
+            publish.remove(key);
+        }
+        reports.push(report);
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(reports[0], reports[1]);
+    let ctx = SessionContext::new();
+    let frame = ctx
+        .read_parquet(a.to_str().unwrap(), ParquetReadOptions::default())
+        .await
+        .unwrap();
+    let names: Vec<String> = frame
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "activity",
+            "cell",
+            "cell_min_lat",
+            "cell_min_lon",
+            "cell_max_lat",
+            "cell_max_lon",
+            "window_start",
+            "window_end"
+        ]
+    );
+}
+
+/// A CSV of events with `rows` after the header `device_id,lat,lon,ts,activity`.
+fn csv(dir: &Path, rows: &str) -> PathBuf {
+    let path = dir.join("events.csv");
+    std::fs::write(&path, format!("device_id,lat,lon,ts,activity\n{rows}")).unwrap();
+    path
+}
+
+const GOOD_ROWS: &str = "1,48.85,2.35,2024-03-04T08:00:00,home\n\
+                         2,48.85,2.35,2024-03-04T08:01:00,home\n\
+                         3,48.85,2.35,2024-03-04T08:02:00,home\n";
+
+/// Runs a policy that must fail: its one-line message, with nothing written.
+fn refused(rows: &str, privacy: &str, ts_type: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let input = csv(dir.path(), rows);
+    let policy = policy(dir.path(), "p.toml", &input, privacy, ts_type);
+    let out = dir.path().join("out.parquet");
+    let output = anonymize(&policy, &out, &[]);
+    assert!(!output.status.success());
+    // nothing written: the directory holds the input and the policy only
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["events.csv", "p.toml"]);
+    let message = stderr(&output);
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    message
+}
+
+const TYPED: &str = ", type = \"timestamp\"";
+const SMALL: &str = "k = 2\nmax_cell_side = 3000\nwindow = \"15m\"\n";
+
+#[test]
+fn bad_input_is_refused_naming_the_column_or_row_never_the_value() {
+    // row 4 (the fourth event) has latitude 91.5
+    let rows = format!("{GOOD_ROWS}4,91.5,2.35,2024-03-04T08:03:00,home\n");
+    let message = refused(&rows, SMALL, TYPED);
+    assert!(
+        message.contains("column 'lat' has a latitude outside [-90, 90] at row 4"),
+        "{message}"
+    );
+    assert!(!message.contains("91.5"), "{message}");
+
+    let rows = format!("{GOOD_ROWS}4,48.85,-181.25,2024-03-04T08:03:00,home\n");
+    let message = refused(&rows, SMALL, TYPED);
+    assert!(
+        message.contains("column 'lon' has a longitude outside [-180, 180] at row 4"),
+        "{message}"
+    );
+    assert!(!message.contains("181.25"), "{message}");
+
+    // a NULL time (an empty field) at row 2
+    let rows = "1,48.85,2.35,2024-03-04T08:00:00,home\n2,48.85,2.35,,home\n";
+    let message = refused(rows, SMALL, TYPED);
+    assert!(
+        message.contains("column 'ts' (privacy.time) is NULL at row 2"),
+        "{message}"
+    );
+
+    // a NULL position at row 3
+    let rows = "1,48.85,2.35,2024-03-04T08:00:00,home\n2,48.85,2.35,2024-03-04T08:00:00,home\n\
+                3,,2.35,2024-03-04T08:00:00,home\n";
+    let message = refused(rows, SMALL, TYPED);
+    assert!(
+        message.contains("column 'lat' (privacy.latitude) is NULL at row 3"),
+        "{message}"
+    );
+
+    // a time column of numbers
+    let rows = "1,48.85,2.35,5,home\n2,48.85,2.35,6,home\n";
+    let message = refused(rows, SMALL, "");
+    assert!(
+        message.contains(
+            "column 'ts' (privacy.time) is Int64: the time of a cloaking must be a timestamp"
+        ),
+        "{message}"
+    );
+
+    // k of 1
+    let message = refused(
+        GOOD_ROWS,
+        "k = 1\nmax_cell_side = 3000\nwindow = \"15m\"\n",
+        TYPED,
+    );
+    assert!(
+        message.contains("privacy.k = 1 protects nobody"),
+        "{message}"
+    );
+
+    // a tolerance no cell can meet: 1 m with cells of at least 38 m (level 20)
+    let message = refused(
+        GOOD_ROWS,
+        "k = 2\nmax_cell_side = 1\nmax_level = 20\nwindow = \"15m\"\n",
+        TYPED,
+    );
+    assert!(
+        message.contains("privacy.max_cell_side = 1 m is met by no cell: a level-20 cell"),
+        "{message}"
+    );
+
+    // a longest window that is not the window doubled
+    let message = refused(GOOD_ROWS, &format!("{SMALL}max_window = \"40m\"\n"), TYPED);
+    assert!(
+        message.contains("privacy.max_window must be privacy.window times a power of two"),
+        "{message}"
+    );
+
+    // too many events that cannot be cloaked: 3 subjects, k = 5, no suppression allowed
+    let message = refused(
+        GOOD_ROWS,
+        "k = 5\nmax_cell_side = 3000\nwindow = \"15m\"\n",
+        TYPED,
+    );
+    assert!(
+        message.contains(
+            "3 of 3 events (100.00%) cannot be cloaked within max_cell_side and max_window"
+        ),
+        "{message}"
+    );
+}
