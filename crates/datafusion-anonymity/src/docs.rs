@@ -132,21 +132,7 @@ pub fn function_docs_markdown() -> String {
         "| function | returns | |\n|---|---|---|\n",
     );
 
-    let entries: Vec<Entry> = recodings
-        .iter()
-        .map(|f| Entry {
-            name: f.name(),
-            aliases: f.aliases(),
-            notes: String::new(),
-            documentation: f.documentation(),
-        })
-        .collect();
-    section(
-        &mut out,
-        &entries,
-        RECODING_INTRODUCTION,
-        "| function |\n|---|\n",
-    );
+    scalar_section(&mut out, &recodings, RECODING_INTRODUCTION);
 
     scalar_section(
         &mut out,

@@ -342,29 +342,11 @@ async fn cloaked(
     observer: &dyn Observer,
     started: Instant,
 ) -> Result<Published> {
-    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: --html-report, --recoding-out and --utility are for generalized \
-             releases; a cloaking has --report (JSON) only",
-            policy.source()
-        )));
-    }
-    let reports = ReportTargets::check(
-        options.report.as_deref(),
-        None,
-        &policy,
-        out,
-        options.overwrite,
-    )
-    .await?;
+    let reports = json_reports(options, &policy, out, "a cloaking").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::cloak::cloak(ctx, policy, out, seed, observer, started).await?;
-    if let Some(location) = reports.json() {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        super::report::write_report(location, &storage, text).await?;
-    }
+    write_json_report(&reports, &storage, &report).await?;
     Ok(Published::Cloaked(Box::new(report)))
 }
 
@@ -411,28 +393,50 @@ pub(super) async fn perturbed(
     out: &Location,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
-    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: --html-report, --recoding-out and --utility are for generalized \
-             releases; a perturbation reports its utility and risk in --report (JSON)",
-            policy.source()
-        )));
-    }
-    let reports = ReportTargets::check(
-        options.report.as_deref(),
-        None,
-        &policy,
-        out,
-        options.overwrite,
-    )
-    .await?;
+    let reports = json_reports(options, &policy, out, "a perturbation").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::perturb::perturb(ctx, policy, out, seed, observer).await?;
-    if let Some(location) = reports.json() {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        super::report::write_report(location, &storage, text).await?;
-    }
+    write_json_report(&reports, &storage, &report).await?;
     Ok(report)
+}
+
+/// The report targets of a release that has a JSON report only (`what`: "a cloaking", "a
+/// perturbation"): the generalization's other outputs refused, the JSON target checked before
+/// anything is read.
+async fn json_reports(
+    options: &AnonymizeOptions,
+    policy: &Policy,
+    out: &Location,
+    what: &str,
+) -> Result<ReportTargets> {
+    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: --html-report, --recoding-out and --utility are for generalized \
+             releases; {what} has --report (JSON) only",
+            policy.source()
+        )));
+    }
+    ReportTargets::check(
+        options.report.as_deref(),
+        None,
+        policy,
+        out,
+        options.overwrite,
+    )
+    .await
+}
+
+/// Writes `report` as JSON to the checked target, if one was asked for.
+async fn write_json_report(
+    reports: &ReportTargets,
+    storage: &crate::storage::StoreOptions,
+    report: &impl serde::Serialize,
+) -> Result<()> {
+    if let Some(location) = reports.json() {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        super::report::write_report(location, storage, text).await?;
+    }
+    Ok(())
 }
