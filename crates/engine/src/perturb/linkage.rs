@@ -6,74 +6,8 @@
 //! The nearest original is found with a k-d tree over the originals (built in O(n log n),
 //! each query O(log n) on typical data): never an n × n distance matrix.
 
+use super::kdtree::KdTree;
 use super::points::{Points, mean_sd, squared_distance};
-
-/// A k-d tree over points: the indices in tree order, each node splitting on one dimension
-/// at its median.
-struct KdTree<'a> {
-    points: &'a Points,
-    order: Vec<u32>,
-    axes: Vec<u8>,
-}
-
-impl<'a> KdTree<'a> {
-    fn new(points: &'a Points) -> Self {
-        let n = points.len();
-        let mut tree = KdTree {
-            points,
-            order: (0..n as u32).collect(),
-            axes: vec![0; n],
-        };
-        tree.build(0, n, 0);
-        tree
-    }
-
-    fn build(&mut self, start: usize, end: usize, depth: usize) {
-        if end - start <= 1 {
-            return;
-        }
-        let d = self.points.d();
-        let axis = depth % d;
-        let middle = start + (end - start) / 2;
-        let points = self.points;
-        self.order[start..end].select_nth_unstable_by(middle - start, |&a, &b| {
-            points.row(a as usize)[axis].total_cmp(&points.row(b as usize)[axis])
-        });
-        self.axes[middle] = axis as u8;
-        self.build(start, middle, depth + 1);
-        self.build(middle + 1, end, depth + 1);
-    }
-
-    /// The squared distance from `query` to its nearest point.
-    fn nearest(&self, query: &[f64]) -> f64 {
-        let mut best = f64::INFINITY;
-        self.search(0, self.order.len(), query, &mut best);
-        best
-    }
-
-    fn search(&self, start: usize, end: usize, query: &[f64], best: &mut f64) {
-        if start >= end {
-            return;
-        }
-        let middle = start + (end - start) / 2;
-        let point = self.points.row(self.order[middle] as usize);
-        *best = best.min(squared_distance(point, query));
-        if end - start == 1 {
-            return;
-        }
-        let axis = self.axes[middle] as usize;
-        let gap = query[axis] - point[axis];
-        let (near, far) = if gap < 0.0 {
-            ((start, middle), (middle + 1, end))
-        } else {
-            ((middle + 1, end), (start, middle))
-        };
-        self.search(near.0, near.1, query, best);
-        if gap * gap <= *best {
-            self.search(far.0, far.1, query, best);
-        }
-    }
-}
 
 /// Standardizes `published` and `original` alike, by the original's mean and sample SD.
 fn standardized_pair(original: &[&[f64]], published: &[&[f64]]) -> (Points, Points) {

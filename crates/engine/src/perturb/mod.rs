@@ -18,9 +18,11 @@
 //! | `swap.rs` | rank swapping (Moore 1996) |
 //! | `pram.rs` | the post-randomization method |
 //! | `measures.rs` | IL, IL1s, correlation and moment changes, SDID |
-//! | `linkage.rs` | distance-based record linkage with a k-d tree |
+//! | `kdtree.rs` | a k-d tree: nearest and k nearest points |
+//! | `linkage.rs` | distance-based record linkage with the k-d tree |
 
 pub mod casc;
+pub mod kdtree;
 pub mod linkage;
 pub mod mdav;
 pub mod measures;

@@ -14,13 +14,19 @@
 //! - **Algorithms:** `mdav` (the reference), `refined` (the default: MDAV's partition
 //!   improved by moves and swaps, never worse) and `projection` (the optimal runs of the
 //!   first-principal-component order).
+//! - **`refined` on large strata.** A stratum that fits one block is refined exactly (each
+//!   record against every group). In the blocks of a larger stratum, MDAV — quadratic in what
+//!   it sees — runs on k-d leaves of at most [`SEED_ROWS`] records (or 4k), and the refinement
+//!   then works on the whole block, each record trying the groups nearest its own
+//!   ([`Reach::Neighbours`]): the leaves' seams are repaired, and a record costs O(C·k·d) per
+//!   pass rather than O(block · d).
 
 use datafusion::error::{DataFusionError, Result};
 use serde::{Deserialize, Serialize};
 
 use super::mdav::mdav;
 use super::points::Points;
-use super::refine::refine;
+use super::refine::{Reach, refine, refine_with};
 use super::univariate::{optimal_runs, projection_order};
 
 /// The microaggregation heuristic.
@@ -54,7 +60,34 @@ impl MicroAlgorithm {
             MicroAlgorithm::Projection => optimal_runs(points, &projection_order(points), k),
         }
     }
+
+    /// The groups of `points`, one block of a stratum too large for one: as [`Self::groups`],
+    /// but `refined` starts from MDAV on k-d leaves (see the module docs).
+    pub fn groups_of_block(self, points: &Points, k: usize) -> Vec<Vec<u32>> {
+        match self {
+            MicroAlgorithm::Refined => {
+                let mut all: Vec<u32> = (0..points.len() as u32).collect();
+                let mut leaves = Vec::new();
+                split_blocks(points, &mut all, SEED_ROWS.max(4 * k), &mut leaves);
+                let mut seeds = Vec::with_capacity(points.len() / k + 1);
+                for leaf in leaves {
+                    let local = points.subset(leaf);
+                    seeds.extend(
+                        mdav(&local, k)
+                            .into_iter()
+                            .map(|g| g.into_iter().map(|i| leaf[i as usize]).collect()),
+                    );
+                }
+                refine_with(points, seeds, k, Reach::Neighbours)
+            }
+            _ => self.groups(points, k),
+        }
+    }
 }
+
+/// The records MDAV sees at once in the blocks of a large stratum under `refined` (at least
+/// 4k): MDAV costs O(leaf/k · d) per record, and the refinement repairs the leaves' seams.
+pub const SEED_ROWS: usize = 256;
 
 /// What a group publishes for each attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -228,25 +261,40 @@ pub fn microaggregate(
     }
     let block_rows = options.block_rows.max(4 * k);
     let mut blocks = Vec::new();
+    let mut whole = Vec::new();
     for members in strata_members.iter_mut().filter(|m| !m.is_empty()) {
+        let before = blocks.len();
+        let fits = members.len() <= block_rows;
         split_blocks(&points, members, block_rows, &mut blocks);
+        whole.resize(whole.len() + blocks.len() - before, fits);
     }
     let threads = std::thread::available_parallelism()
         .map(|p| p.get())
         .unwrap_or(1)
         .min(blocks.len())
         .max(1);
-    let shares: Vec<Vec<&[u32]>> = (0..threads)
-        .map(|t| blocks.iter().skip(t).step_by(threads).copied().collect())
+    let shares: Vec<Vec<(&[u32], bool)>> = (0..threads)
+        .map(|t| {
+            blocks
+                .iter()
+                .copied()
+                .zip(whole.iter().copied())
+                .skip(t)
+                .step_by(threads)
+                .collect()
+        })
         .collect();
     let results = crate::parallel::map_scoped("microaggregation", shares, |share| {
         share
             .into_iter()
-            .map(|block| {
+            .map(|(block, whole)| {
                 let local = points.subset(block);
-                options
-                    .algorithm
-                    .groups(&local, k)
+                let groups = if whole {
+                    options.algorithm.groups(&local, k)
+                } else {
+                    options.algorithm.groups_of_block(&local, k)
+                };
+                groups
                     .into_iter()
                     .map(|g| g.into_iter().map(|i| block[i as usize]).collect())
                     .collect::<Vec<Vec<u32>>>()
@@ -335,6 +383,8 @@ mod tests {
             (100, 3, 5_000, MicroAlgorithm::Mdav),
             (1_000, 5, 40, MicroAlgorithm::Refined),
             (777, 4, 100, MicroAlgorithm::Projection),
+            // blocks of 2,000 split into MDAV leaves of 256 (SEED_ROWS), then refined
+            (5_000, 3, 2_000, MicroAlgorithm::Refined),
         ] {
             let columns = random_columns(n, 3, n as u64);
             let refs: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
@@ -351,6 +401,10 @@ mod tests {
                     .all(|&g| (g as usize) < groups.count)
             );
             assert!(groups.smallest() >= k, "{algorithm:?}");
+            assert!(
+                groups.members().iter().all(|g| g.len() < 2 * k),
+                "{algorithm:?}"
+            );
             if block_rows < n {
                 assert!(groups.blocks > 1);
             }

@@ -323,6 +323,7 @@ fn process_alive(pid: u32) -> bool {
 
 /// Whether the run `run` of a staging name (`<pid>`, or `<host>-<pid>` / `<host>_<pid>` in
 /// a bucket) was made on this machine by a process that is gone.
+#[cfg(feature = "delta")]
 pub(crate) fn run_is_gone(run: &str) -> bool {
     let (host, pid) = match run.rsplit_once(['-', '_']) {
         Some((host, pid)) => (Some(host), pid),
@@ -335,6 +336,7 @@ pub(crate) fn run_is_gone(run: &str) -> bool {
 }
 
 /// The names directly in the directory (or prefix) `directory`.
+#[cfg(feature = "delta")]
 pub(crate) async fn names_in(directory: &Location, options: &StoreOptions) -> Result<Vec<String>> {
     sibling_names(directory, options).await
 }
