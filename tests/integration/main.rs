@@ -24,6 +24,7 @@ mod shuffle;
 mod slt;
 mod staging;
 mod structure;
+mod synthetic;
 mod uniqueness;
 
 use std::path::Path;

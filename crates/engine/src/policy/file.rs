@@ -35,6 +35,9 @@ pub struct PolicyFile {
     pub storage: Option<crate::storage::StoreOptions>,
     /// `method = "perturbation"`: its settings ([`super::perturbation`]).
     pub perturbation: Option<super::perturbation::PerturbationKeys>,
+    /// `[synthetic]`: synthetic records for the written classes below a threshold
+    /// ([`super::synthetic`]).
+    pub synthetic: Option<super::synthetic::SyntheticKeys>,
 }
 
 /// `[input]`.

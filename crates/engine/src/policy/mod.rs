@@ -32,6 +32,7 @@ mod local_labels;
 mod parse;
 mod persons;
 pub mod perturbation;
+pub mod synthetic;
 pub use local_labels::LocalLabels;
 use parse::line_of;
 pub use persons::RepeatedIdentifier;
@@ -124,6 +125,7 @@ pub struct Policy {
     thresholds: RiskThresholds,
     person: Option<PersonColumn>,
     cloaking: Option<cloaking::Cloaking>,
+    synthetic: Option<synthetic::Synthetic>,
 }
 
 /// The column identifying the person of each row (`[privacy] person`, or `person_id` with
@@ -290,6 +292,11 @@ impl Policy {
             .iter()
             .filter_map(|c| c.hierarchy().map(|h| (c.name.clone(), Arc::clone(h))))
             .collect()
+    }
+
+    /// `[synthetic]`, when given.
+    pub fn synthetic(&self) -> Option<&synthetic::Synthetic> {
+        self.synthetic.as_ref()
     }
 
     /// The perturbation, when `[privacy] method = "perturbation"`.

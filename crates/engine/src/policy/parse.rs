@@ -274,6 +274,15 @@ impl Policy {
                 Some(_) => {}
             }
         }
+        let synthetic = super::synthetic::check(
+            file.synthetic.as_ref(),
+            privacy.method,
+            privacy.suppression == SuppressionMode::Mask,
+            person.is_some(),
+            file.population.is_some(),
+            columns.iter().filter(|c| c.role == Role::Sensitive).count(),
+        )
+        .map_err(&err)?;
         if let Some(levels) = &file.transformation {
             for (column, level) in levels {
                 let Some(qi) = columns.iter().find(|c| &c.name == column) else {
@@ -331,6 +340,7 @@ impl Policy {
             thresholds,
             person,
             cloaking,
+            synthetic,
         })
     }
 }

@@ -39,6 +39,7 @@ mod scatter;
 mod shuffle;
 pub mod staged;
 mod suppress;
+pub mod synthetic;
 mod target;
 mod uniqueness;
 mod utility;
@@ -132,6 +133,10 @@ pub struct PublishReport {
     /// The person column (`[privacy] person` or `person_id`): what was published of it and
     /// the persons of the smallest class.
     pub person: Option<PersonReport>,
+    /// `[synthetic]`: the synthetic records added to classes below its thresholds (private:
+    /// lists the classes), absent without `[synthetic]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<synthetic::SyntheticReport>,
     /// The failing classes' keys as the publish settled them (when they were computed as
     /// batches), for [`release_utility`]; not part of the report.
     #[serde(skip)]
@@ -325,6 +330,12 @@ pub async fn publish_to(
     #[cfg_attr(not(feature = "delta"), allow(irrefutable_let_patterns))]
     if let Output::Files { overwrite, .. } = output {
         check_output(out, policy.input(), *overwrite, policy.storage()).await?;
+    }
+    #[cfg(feature = "delta")]
+    if policy.synthetic().is_some() && matches!(output, Output::Delta { .. }) {
+        return Err(DataFusionError::Plan(
+            "[synthetic] publishes Parquet files; a Delta output is not supported with it".into(),
+        ));
     }
     let table = policy.generalized_table(ctx, release.clone()).await?;
     let generalization = table.generalization().clone();
@@ -640,6 +651,61 @@ pub async fn publish_to(
             verification.rows
         )));
     }
+    let (staged, written, synthetic) = match policy.synthetic() {
+        None => (staged, written, None),
+        Some(settings) => {
+            let (staged, report) = synthetic::add_synthetic(
+                ctx,
+                staged,
+                &quasi_identifiers,
+                &policy.sensitive_attributes(),
+                settings,
+                order.seed().unwrap_or(0),
+            )
+            .await?;
+            let written = if report.rows > 0 {
+                // the output as published, synthetic rows included, verified again
+                verification = verify(
+                    ctx,
+                    staged.staging(),
+                    &quasi_identifiers,
+                    requirements,
+                    policy.suppression(),
+                    input_rows + report.rows,
+                )
+                .await?;
+                if !verification.passes() {
+                    return Err(DataFusionError::Execution(format!(
+                        "the written output with synthetic records fails the policy, so it was \
+                         not published: {}",
+                        verification.failures.join("; ")
+                    )));
+                }
+                if verification.rows + suppressed != input_rows + report.rows {
+                    return Err(DataFusionError::Execution(format!(
+                        "the written output has {} rows where {input_rows} input rows minus \
+                         {suppressed} suppressed plus {} synthetic were expected, so it was not \
+                         published",
+                        verification.rows, report.rows
+                    )));
+                }
+                let counted = verify::register_written(ctx, staged.staging(), "recount").await?;
+                let plan = ctx
+                    .table(counted.as_str())
+                    .await
+                    .map(|f| f.into_unoptimized_plan());
+                let recounted = match plan {
+                    Ok(plan) => count_classes(ctx, &plan, &quasi_identifiers, None).await,
+                    Err(e) => Err(e),
+                };
+                ctx.deregister_table(counted.as_str())?;
+                recounted?
+            } else {
+                written
+            };
+            (staged, written, Some(report))
+        }
+    };
     let verify_seconds = started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     let post_analytics = post_analytics(
@@ -725,6 +791,7 @@ pub async fn publish_to(
         },
         failing_classes: (!failing_batches.is_empty()).then_some(failing_batches),
         person: policy.person().map(|p| PersonReport::of(p, &verification)),
+        synthetic,
         verification,
     })
 }

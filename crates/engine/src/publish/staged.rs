@@ -47,6 +47,9 @@ const STAGING_MARK: &str = ".anon-tmp-";
 /// After the run's part: the staging of the output as published, when it differs from the
 /// staging verified (see [`StagedOutput::without_column`]).
 const PUBLISHED_MARK: &str = ".p";
+/// After the run's part: the staging of the output with synthetic records added
+/// ([`super::synthetic`]).
+pub(crate) const SYNTHETIC_MARK: &str = ".y";
 /// Left over by versions that moved an old output aside before moving the new one in.
 const OLD_MARK: &str = ".anon-old-";
 
@@ -197,42 +200,60 @@ impl StagedOutput {
     /// back in order (one partition) and written again, without it, to a second staging next
     /// to the first, `.<name>.anon-tmp-<run>.p[.parquet]`; the first is removed. The rows
     /// written must be the rows read, or nothing is published.
-    pub async fn without_column(mut self, ctx: &SessionContext, column: &str) -> Result<Self> {
+    pub async fn without_column(self, ctx: &SessionContext, column: &str) -> Result<Self> {
+        let verified = self.rows_written;
+        let stripped = self
+            .rewritten(ctx, PUBLISHED_MARK, |_, frame| {
+                let kept: Vec<Expr> = frame
+                    .schema()
+                    .columns()
+                    .into_iter()
+                    .filter(|c| c.name != column)
+                    .map(Expr::Column)
+                    .collect();
+                frame.select(kept)
+            })
+            .await?;
+        if stripped.rows_written != verified {
+            return Err(DataFusionError::Execution(format!(
+                "{} rows were written without the person column where {verified} were verified, \
+                 so the output was not published",
+                stripped.rows_written
+            )));
+        }
+        Ok(stripped)
+    }
+
+    /// The staged rows read back in order (one partition, so the same staged rows give the
+    /// same bytes) as the table `<name>` of a reader context, passed with it to `rewrite`,
+    /// and what it returns written to a second staging next to the first (`mark` after the
+    /// run's part); the first is removed. The caller checks the rows written.
+    pub(crate) async fn rewritten(
+        mut self,
+        ctx: &SessionContext,
+        mark: &str,
+        rewrite: impl FnOnce(&SessionContext, DataFrame) -> Result<DataFrame>,
+    ) -> Result<Self> {
         let staging = if self.in_table {
             let name = self.staging.file_name().unwrap_or_default();
-            self.target.join(&format!("{name}{PUBLISHED_MARK}"))?
+            self.target.join(&format!("{name}{mark}"))?
         } else {
-            staging_of(&self.target, self.single_file, PUBLISHED_MARK)?
+            staging_of(&self.target, self.single_file, mark)?
         };
-        let mut stripped =
+        let mut second =
             Self::empty(staging, &self.target, &self.options, self.single_file).await?;
-        stripped.in_table = self.in_table;
+        second.in_table = self.in_table;
         // the table directory is removed (when this run made it) by the last staging's drop
-        stripped.created_target = std::mem::take(&mut self.created_target);
-        // one partition reads the files in order, so the same staged rows give the same bytes
+        second.created_target = std::mem::take(&mut self.created_target);
         let reader = SessionContext::new_with_config_rt(
             ctx.copied_config().with_target_partitions(1),
             ctx.runtime_env(),
         );
-        let table = super::verify::register_written(&reader, &self.staging, "strip").await?;
+        let table = super::verify::register_written(&reader, &self.staging, "rewrite").await?;
         let frame = reader.table(table.as_str()).await?;
-        let kept: Vec<Expr> = frame
-            .schema()
-            .columns()
-            .into_iter()
-            .filter(|c| c.name != column)
-            .map(Expr::Column)
-            .collect();
-        stripped.write_rows(frame.select(kept)?).await?;
-        if stripped.rows_written != self.rows_written {
-            return Err(DataFusionError::Execution(format!(
-                "{} rows were written without the person column where {} were verified, so the \
-                 output was not published",
-                stripped.rows_written, self.rows_written
-            )));
-        }
+        second.write_rows(rewrite(&reader, frame)?).await?;
         // `self` dropped here: its staging is removed
-        Ok(stripped)
+        Ok(second)
     }
 
     /// Where the data are until committed.
@@ -364,6 +385,7 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         let run = run.split('#').next().unwrap_or(run);
         let run = run.strip_suffix(".parquet").unwrap_or(run);
         let run = run.strip_suffix(PUBLISHED_MARK).unwrap_or(run);
+        let run = run.strip_suffix(SYNTHETIC_MARK).unwrap_or(run);
         let (host, pid) = match run.rsplit_once('-') {
             Some((host, pid)) => (Some(host), pid),
             None => (None, run),
