@@ -440,3 +440,57 @@ fn bad_inputs_are_refused_with_one_clear_error_and_nothing_written() {
         );
     }
 }
+
+/// `anon profile --original … --key …` on a microaggregated release gives the perturbation
+/// figures, by hand on one attribute (standardizing one attribute scales every distance, SSE
+/// and SST alike):
+///
+/// x = 1, 2, 4, 10, 11, 15 (ids 0..5), k = 3. MDAV: 6 < 3k, the farthest from the mean 43/6
+/// is 15, with its nearest 11 and 10: {10, 11, 15}; the rest {1, 2, 4} (sizes 3 = k can
+/// neither move nor gain by a swap). Published 7/3 and 12.
+/// - SSE = 16/9 + 1/9 + 25/9 + 4 + 1 + 9 = 56/3; SST = Σx² − n·x̄² = 467 − 1849/6 = 953/6;
+///   IL = 100 · (56/3)/(953/6) = 100 · 112/953 = 11.7524.
+/// - SDID at ±10 %: only 11 (|11 − 12| = 1 ≤ 1.2): 1/6.
+/// - DBRL: 7/3 is nearest 2 (1/3 away, then 1 at 4/3 and 4 at 5/3), 12 nearest 11 (1, then
+///   10 at 2): records 2 and 11 are linked, 2/6 = 1/3.
+#[test]
+fn the_profile_measures_a_perturbed_release_against_its_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.csv");
+    std::fs::write(&input, "id,x\n0,1\n1,2\n2,4\n3,10\n4,11\n5,15\n").unwrap();
+    let attributes = [
+        ("id", "{ role = \"insensitive\" }"),
+        (
+            "x",
+            "{ role = \"quasi_identifier\", type = \"float64\", perturbation = { kind = \"microaggregation\" } }",
+        ),
+    ];
+    let policy = policy(dir.path(), &input, "k = 3", &attributes);
+    let out = dir.path().join("out.parquet");
+    let output = anonymize(&policy, &out, &dir.path().join("r.json"), "1");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let profile = dir.path().join("profile.json");
+    let output = anon(&[
+        "profile",
+        out.to_str().unwrap(),
+        "--qi",
+        "x",
+        "--original",
+        input.to_str().unwrap(),
+        "--key",
+        "id",
+        "--format",
+        "json",
+        "--out",
+        profile.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let figures = &report(&profile)["utility"]["perturbation"];
+    assert_eq!(figures["rows"], 6);
+    let il = figures["utility"]["il"].as_f64().unwrap();
+    assert!((il - 100.0 * 112.0 / 953.0).abs() < 1e-9, "{il}");
+    let sdid = figures["risk"]["sdid"].as_f64().unwrap();
+    assert!((sdid - 1.0 / 6.0).abs() < 1e-12, "{sdid}");
+    let dbrl = figures["risk"]["dbrl"].as_f64().unwrap();
+    assert!((dbrl - 1.0 / 3.0).abs() < 1e-12, "{dbrl}");
+}

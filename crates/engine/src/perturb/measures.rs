@@ -13,6 +13,9 @@ use serde::Serialize;
 
 use super::points::mean_sd;
 
+/// SDID's interval when none is given: ± 10 %.
+pub const DEFAULT_DISCLOSURE_PERCENT: f64 = 10.0;
+
 /// The utility figures of one release.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Utility {

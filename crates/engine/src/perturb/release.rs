@@ -173,6 +173,32 @@ pub struct ReleaseOutput {
     pub risk: Option<Risk>,
 }
 
+/// The utility and risk of `published` against `original` (one column per attribute,
+/// records aligned), on at most [`MEASURED_RECORDS`] of them (see there); SDID at ±
+/// `disclosure_percent` %.
+pub fn measure(
+    names: &[String],
+    original: &[&[f64]],
+    published: &[&[f64]],
+    disclosure_percent: f64,
+) -> (Utility, Risk) {
+    let n = original.first().map_or(0, |c| c.len());
+    let stride = n.div_ceil(MEASURED_RECORDS).max(1);
+    let sample = |values: &[f64]| -> Vec<f64> { values.iter().step_by(stride).copied().collect() };
+    let original: Vec<Vec<f64>> = original.iter().map(|c| sample(c)).collect();
+    let published: Vec<Vec<f64>> = published.iter().map(|c| sample(c)).collect();
+    let original: Vec<&[f64]> = original.iter().map(Vec::as_slice).collect();
+    let published: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
+    (
+        utility(names, &original, &published),
+        Risk {
+            dbrl: dbrl(&original, &published),
+            sdid: interval_disclosure(&original, &published, disclosure_percent),
+            sdid_percent: disclosure_percent,
+        },
+    )
+}
+
 /// Utility and risk are measured on every record up to this many, beyond that on every
 /// ⌈n / this⌉-th record (an evenly spaced sample of the input's order): the k-d tree of DBRL
 /// and the copies stay bounded whatever n.
@@ -313,22 +339,10 @@ pub fn compute(
         (None, None)
     } else {
         let names: Vec<String> = input.numeric.iter().map(|c| c.name.clone()).collect();
-        let sample = |values: &[f64]| -> Vec<f64> {
-            let stride = n.div_ceil(MEASURED_RECORDS);
-            values.iter().step_by(stride).copied().collect()
-        };
-        let original: Vec<Vec<f64>> = input.numeric.iter().map(|c| sample(&c.values)).collect();
-        let published: Vec<Vec<f64>> = numeric.iter().map(|c| sample(c)).collect();
-        let original: Vec<&[f64]> = original.iter().map(Vec::as_slice).collect();
-        let published: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
-        (
-            Some(utility(&names, &original, &published)),
-            Some(Risk {
-                dbrl: dbrl(&original, &published),
-                sdid: interval_disclosure(&original, &published, input.disclosure_percent),
-                sdid_percent: input.disclosure_percent,
-            }),
-        )
+        let original: Vec<&[f64]> = input.numeric.iter().map(|c| c.values.as_slice()).collect();
+        let published: Vec<&[f64]> = numeric.iter().map(Vec::as_slice).collect();
+        let (utility, risk) = measure(&names, &original, &published, input.disclosure_percent);
+        (Some(utility), Some(risk))
     };
     Ok(ReleaseOutput {
         numeric,

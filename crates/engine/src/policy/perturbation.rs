@@ -213,7 +213,9 @@ pub(super) fn check(
             4 * k
         ));
     }
-    let disclosure_percent = keys.disclosure_percent.unwrap_or(10.0);
+    let disclosure_percent = keys
+        .disclosure_percent
+        .unwrap_or(crate::perturb::measures::DEFAULT_DISCLOSURE_PERCENT);
     if !(disclosure_percent > 0.0 && disclosure_percent <= 100.0) {
         return Err(format!(
             "perturbation.disclosure_percent is a percentage in (0, 100], got {disclosure_percent}"

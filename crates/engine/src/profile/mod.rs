@@ -475,6 +475,21 @@ pub struct Utility {
     pub query_accuracy: QueryAccuracy,
     /// The same figures per quasi-identifier.
     pub attributes: Vec<AttributeUtility>,
+    /// When every quasi-identifier is numeric in both tables (a perturbed release): the
+    /// perturbation figures of docs/definitions.md, "Utility and risk of a perturbed release".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perturbation: Option<PerturbedFigures>,
+}
+
+/// The utility and risk figures of numeric values perturbed rather than generalized, each
+/// row against its own original.
+#[derive(Debug, Clone, Serialize)]
+pub struct PerturbedFigures {
+    /// Rows measured: the matched rows without a NULL or NaN in a quasi-identifier on either
+    /// side.
+    pub rows: u64,
+    pub utility: crate::perturb::measures::Utility,
+    pub risk: crate::perturb::release::Risk,
 }
 
 /// Utility figures of one quasi-identifier (means over rows).

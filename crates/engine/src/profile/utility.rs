@@ -22,7 +22,10 @@ use datafusion::prelude::SessionContext;
 
 use super::anonymity::{ClassData, count_rows};
 use super::keys::KeyInterner;
-use super::{AttributeUtility, ProfileOptions, QueryAccuracy, Utility, check_column, label, table};
+use super::{
+    AttributeUtility, PerturbedFigures, ProfileOptions, QueryAccuracy, Utility, check_column,
+    label, table,
+};
 use crate::functions::common::{decode_dictionary, is_ordered};
 use crate::generalize::{Hierarchy, TOP_LABEL, format_number};
 use crate::rng::SplitMix64;
@@ -112,6 +115,7 @@ pub(crate) async fn utility(
     });
 
     let query_accuracy = query_accuracy(&frame, &workload, options, n).await?;
+    let perturbation = perturbed_figures(&frame.clone().collect().await?, options)?;
 
     let mean = |f: &dyn Fn(&AttributeUtility) -> f64| {
         attributes.iter().map(f).sum::<f64>() / attributes.len() as f64
@@ -147,7 +151,62 @@ pub(crate) async fn utility(
             .then(|| mean(&|a| a.private_mutual_information_utility.unwrap_or(0.0))),
         query_accuracy,
         attributes,
+        perturbation,
     })
+}
+
+/// The perturbation figures of the pairs, when every quasi-identifier is numeric on both
+/// sides; rows with a NULL or NaN in one are left out (they were suppressed, not perturbed).
+fn perturbed_figures(
+    pairs: &[RecordBatch],
+    options: &ProfileOptions,
+) -> Result<Option<PerturbedFigures>> {
+    let d = options.quasi_identifiers.len();
+    let Some(first) = pairs.first() else {
+        return Ok(None);
+    };
+    let schema = first.schema();
+    let numeric = (0..2 * d).all(|c| schema.field(c).data_type().is_numeric());
+    if d == 0 || !numeric {
+        return Ok(None);
+    }
+    let mut original = vec![Vec::new(); d];
+    let mut published = vec![Vec::new(); d];
+    for batch in pairs {
+        let columns = (0..2 * d)
+            .map(|c| cast(batch.column(c), &DataType::Float64))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let values: Vec<_> = columns
+            .iter()
+            .map(|c| c.as_primitive::<Float64Type>())
+            .collect();
+        for i in 0..batch.num_rows() {
+            let whole = values.iter().all(|v| v.is_valid(i) && !v.value(i).is_nan());
+            if whole {
+                for j in 0..d {
+                    published[j].push(values[j].value(i));
+                    original[j].push(values[d + j].value(i));
+                }
+            }
+        }
+    }
+    let rows = original[0].len() as u64;
+    if rows == 0 {
+        return Ok(None);
+    }
+    let o: Vec<&[f64]> = original.iter().map(Vec::as_slice).collect();
+    let p: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
+    let (utility, risk) = crate::perturb::release::measure(
+        &options.quasi_identifiers,
+        &o,
+        &p,
+        crate::perturb::measures::DEFAULT_DISCLOSURE_PERCENT,
+    );
+    Ok(Some(PerturbedFigures {
+        rows,
+        utility,
+        risk,
+    }))
 }
 
 /// Rows of `frame`'s columns `columns`, in order (sorted by `key` when given).
