@@ -173,7 +173,7 @@ impl Grid {
                     })
                 })
             }
-            HierarchyKind::Mask(_) => None,
+            HierarchyKind::Mask(_) | HierarchyKind::Set => None,
         }
     }
 

@@ -641,7 +641,7 @@ impl Cutter<'_> {
         let freq = self.freq;
         let qi = &freq.qis()[q];
         let child_level = match cell {
-            Cell::Node { level: 0, .. } | Cell::Interval { .. } => return None,
+            Cell::Node { level: 0, .. } | Cell::Interval { .. } | Cell::Set { .. } => return None,
             Cell::Node { level, .. } => level as usize - 1,
             // NULL mixed with values: split at the top level, where NULL has its own code
             Cell::Top => qi.height().checked_sub(1)?,
