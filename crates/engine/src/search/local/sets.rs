@@ -39,6 +39,9 @@ use super::{Cell, LocalRelease, QiAxis, SUPPRESSED};
 use crate::generalize::TOP_LABEL;
 use crate::search::QiDomain;
 
+/// The policy key of the set labels' cap, as errors name it.
+pub const SET_CAP_KEY: &str = "privacy.max_set_values";
+
 /// Per rank of an ordered QI's values (ascending, NULL first as −∞), the ends `(a, b)` of a
 /// value-free interval it starts (`a`) or ends (`b`): the midpoints to the neighbouring
 /// values, `−∞` / `∞` at the column's ends.
@@ -200,7 +203,7 @@ pub(crate) fn set_class_labels(
             _ if leaves.len() > cap => {
                 return Err(DataFusionError::Plan(format!(
                     "quasi-identifier '{}': a class's set label would hold {} values, more \
-                     than privacy.max_set_values = {cap}, and privacy.set_fallback is not set \
+                     than {SET_CAP_KEY} = {cap}, and privacy.set_fallback is not set \
                      (set_fallback = \"*\" publishes such a set as *)",
                     qi.name(),
                     leaves.len()

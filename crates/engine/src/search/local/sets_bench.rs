@@ -42,12 +42,19 @@ fn adult_policy(privacy: &str, sets: bool) -> String {
 #[ignore]
 async fn adult_sets() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/adult");
+    let only_sets = std::env::var("SETS_ONLY").is_ok();
     for sets in [true, false] {
+        if only_sets && !sets {
+            continue;
+        }
         for privacy in [
             "k = 5",
             "k = 5\nl_diversity = { kind = \"distinct\", l = 2 }",
             "k = 10",
         ] {
+            if only_sets && privacy != "k = 5" {
+                continue;
+            }
             let text = adult_policy(privacy, sets);
             let mut policy =
                 Policy::from_toml("adult.toml", std::path::Path::new(dir), &text).unwrap();

@@ -391,6 +391,10 @@ impl Cutter<'_> {
         cells.clear();
         self.region_cells(records, &mut cells);
         self.cells = cells;
+        // both parts of any cut need k rows
+        if self.layout.rows(records) < 2 * self.judge.k() {
+            return None;
+        }
         let qis = self.freq.qis();
         let mut order: Vec<(f64, usize, Cell)> = self
             .cells
