@@ -56,6 +56,8 @@ mod label_tests;
 #[cfg(test)]
 mod sets_bench;
 #[cfg(test)]
+mod sets_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
