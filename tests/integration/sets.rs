@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
@@ -70,9 +70,13 @@ async fn adult_without_hierarchies_publishes_sets() {
     let output = run(&policy, &out);
     assert!(output.status.success(), "{}", stderr(&output));
     let ctx = SessionContext::new();
-    ctx.register_parquet("t", out.display().to_string(), ParquetReadOptions::default())
-        .await
-        .unwrap();
+    ctx.register_parquet(
+        "t",
+        out.display().to_string(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
     let batches = ctx
         .sql("SELECT age, workclass FROM t")
         .await
@@ -105,7 +109,12 @@ async fn adult_without_hierarchies_publishes_sets() {
 fn a_set_over_the_cap_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // k = 20000 of 30,162 rows: one class, holding every workclass (7 values)
-    let policy = set_policy(dir.path(), "k = 20000\nmax_set_values = 3", &["workclass"], "");
+    let policy = set_policy(
+        dir.path(),
+        "k = 20000\nmax_set_values = 3",
+        &["workclass"],
+        "",
+    );
     let out = dir.path().join("out.parquet");
     let output = run(&policy, &out);
     let message = stderr(&output);

@@ -33,10 +33,10 @@ mod parse;
 mod persons;
 pub mod perturbation;
 mod set_labels;
-pub use set_labels::{DEFAULT_MAX_SET_VALUES, Generalization, SetLabels};
 pub use local_labels::LocalLabels;
 use parse::line_of;
 pub use persons::RepeatedIdentifier;
+pub use set_labels::{DEFAULT_MAX_SET_VALUES, Generalization, SetLabels};
 pub mod requirements;
 
 use std::collections::BTreeMap;

@@ -206,9 +206,7 @@ impl QiAxis {
         let set_based = qi.is_set_based();
         let ordered = match (qi.hierarchy(), values) {
             // set-based: numbers are intervals, every other type sets
-            (Some(_), Some(v)) if set_based => {
-                crate::generalize::common::is_number(v.data_type())
-            }
+            (Some(_), Some(v)) if set_based => crate::generalize::common::is_number(v.data_type()),
             (Some(h), Some(v)) => {
                 is_ordered(v.data_type())
                     && matches!(

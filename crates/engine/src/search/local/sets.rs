@@ -183,7 +183,10 @@ pub(crate) fn set_class_labels(
         match release.cells_of(c)[q] {
             Cell::Top => builder.append_value(TOP_LABEL),
             Cell::Node { level, code } if level > 0 => {
-                let labels = cast(&qi.labels_of_codes(level as usize, &[code])?, &DataType::Utf8)?;
+                let labels = cast(
+                    &qi.labels_of_codes(level as usize, &[code])?,
+                    &DataType::Utf8,
+                )?;
                 let labels = labels.as_string::<i32>();
                 if labels.is_valid(0) {
                     builder.append_value(labels.value(0));

@@ -107,7 +107,14 @@ fn published(freq: &FrequencySet, recoding: &LocalRecoding) -> Published {
 /// Loss = (6·(1/3) + 6·0 for age) / (6·2) = 1/6.
 #[tokio::test]
 async fn set_mondrian_worked_example() {
-    let jobs = [Some("a"), Some("a"), Some("b"), Some("c"), Some("d"), Some("d")];
+    let jobs = [
+        Some("a"),
+        Some("a"),
+        Some("b"),
+        Some("c"),
+        Some("d"),
+        Some("d"),
+    ];
     let freq = set_freq(&jobs, &[None; 6], &["x"; 6], SetLabels::default()).await;
     let (release, evaluation) = anonymize(
         &freq,
@@ -116,7 +123,11 @@ async fn set_mondrian_worked_example() {
         LocalOptions::default(),
     )
     .unwrap();
-    assert!((evaluation.loss - 1.0 / 6.0).abs() < 1e-12, "{}", evaluation.loss);
+    assert!(
+        (evaluation.loss - 1.0 / 6.0).abs() < 1e-12,
+        "{}",
+        evaluation.loss
+    );
     assert_eq!(evaluation.classes, 2);
     let recoding = LocalRecoding::new(&freq, &release).unwrap();
     let labels: BTreeMap<String, String> = published(&freq, &recoding)
@@ -163,7 +174,11 @@ async fn set_mondrian_numbers_worked_example() {
         })
         .collect();
     for (age, label) in labels {
-        let expected = if age <= 30 { "(-inf, 30.5)" } else { "(30.5, inf)" };
+        let expected = if age <= 30 {
+            "(-inf, 30.5)"
+        } else {
+            "(30.5, inf)"
+        };
         assert_eq!(label, expected, "age {age}");
     }
 }
@@ -246,7 +261,11 @@ async fn set_mondrian_properties_on_random_tables() {
                 (Some(v), Some(set)) => {
                     let parsed = parse_set_label(set).unwrap_or_else(|| panic!("{context}"));
                     assert!(parsed.contains(v), "{context}");
-                    assert_eq!(set_label(parsed.iter().map(String::as_str)), set, "{context}");
+                    assert_eq!(
+                        set_label(parsed.iter().map(String::as_str)),
+                        set,
+                        "{context}"
+                    );
                     members
                         .entry(Some(set.to_string()))
                         .or_default()
@@ -269,7 +288,11 @@ async fn set_mondrian_properties_on_random_tables() {
                     };
                     assert!(end(a) < x && x < end(b), "{context}");
                     // no end is a value of the column
-                    assert!(ages.iter().flatten().all(|&y| y as f64 != end(a) && y as f64 != end(b)));
+                    assert!(
+                        ages.iter()
+                            .flatten()
+                            .all(|&y| y as f64 != end(a) && y as f64 != end(b))
+                    );
                 }
                 _ => panic!("{context}: NULL mismatch"),
             }
@@ -282,13 +305,18 @@ async fn set_mondrian_properties_on_random_tables() {
         for (label, (rows, diseases)) in &tuples {
             assert!(*rows >= k, "seed {seed}: {label:?} has {rows} rows < {k}");
             if l.is_some() {
-                assert!(diseases.len() >= 2, "seed {seed}: {label:?} is not 2-diverse");
+                assert!(
+                    diseases.len() >= 2,
+                    "seed {seed}: {label:?} is not 2-diverse"
+                );
             }
         }
         // a set lists exactly the values of the rows publishing it
         for (set, values) in members {
-            let parsed: BTreeSet<String> =
-                parse_set_label(set.as_deref().unwrap()).unwrap().into_iter().collect();
+            let parsed: BTreeSet<String> = parse_set_label(set.as_deref().unwrap())
+                .unwrap()
+                .into_iter()
+                .collect();
             assert_eq!(parsed, values, "seed {seed}");
         }
     }
@@ -332,9 +360,11 @@ async fn a_set_beyond_the_cap() {
     // job `*` (cost 1), age one value (0): Loss (4·1 + 0) / 8
     assert!((evaluation.loss - 0.5).abs() < 1e-12);
     let recoding = LocalRecoding::new(&freq, &release).unwrap();
-    assert!(published(&freq, &recoding)
-        .iter()
-        .all(|(_, label)| label[0].as_deref() == Some("*")));
+    assert!(
+        published(&freq, &recoding)
+            .iter()
+            .all(|(_, label)| label[0].as_deref() == Some("*"))
+    );
 }
 
 /// Two QIs over 4 leaves each with a tree leaf / pairs / `*` (cell costs 0, 1/3, 1), k = 2.
@@ -381,12 +411,7 @@ fn weighted_optimal_search_equals_brute_force() {
             let mut best: Option<(f64, [usize; 2])> = None;
             for la in 0..3 {
                 for lb in 0..3 {
-                    let key = |&(a, b): &(u32, u32)| {
-                        (
-                            [a, a / 2, 0][la],
-                            [b, b / 2, 0][lb],
-                        )
-                    };
+                    let key = |&(a, b): &(u32, u32)| ([a, a / 2, 0][la], [b, b / 2, 0][lb]);
                     let mut sizes: BTreeMap<(u32, u32), u64> = BTreeMap::new();
                     for r in &rows {
                         *sizes.entry(key(r)).or_default() += 1;
@@ -394,8 +419,8 @@ fn weighted_optimal_search_equals_brute_force() {
                     if sizes.values().any(|&s| s < 2) {
                         continue;
                     }
-                    let loss = (weights[0] * COST[la] + weights[1] * COST[lb])
-                        / (weights[0] + weights[1]);
+                    let loss =
+                        (weights[0] * COST[la] + weights[1] * COST[lb]) / (weights[0] + weights[1]);
                     if best.is_none_or(|(b, _)| loss < b - 1e-12) {
                         best = Some((loss, [la, lb]));
                     }
@@ -462,8 +487,18 @@ async fn weights_steer_mondrian() {
     let even = per_qi(&freq, [1.0, 1.0]);
     let job_heavy = per_qi(&freq, [5.0, 1.0]);
     let age_heavy = per_qi(&freq, [1.0, 5.0]);
-    assert!(job_heavy[0] < even[0], "job {} against {}", job_heavy[0], even[0]);
-    assert!(age_heavy[1] < even[1], "age {} against {}", age_heavy[1], even[1]);
+    assert!(
+        job_heavy[0] < even[0],
+        "job {} against {}",
+        job_heavy[0],
+        even[0]
+    );
+    assert!(
+        age_heavy[1] < even[1],
+        "age {} against {}",
+        age_heavy[1],
+        even[1]
+    );
 }
 
 #[test]
@@ -471,6 +506,9 @@ fn a_weight_at_or_below_zero_is_refused() {
     let mut freq = tree_freq(&[(0, 0), (1, 1)]);
     for bad in [0.0, -1.0, f64::NAN] {
         let error = freq.set_weights(&[1.0, bad]).unwrap_err().to_string();
-        assert!(error.contains("quasi-identifier 'b': weight must be a number above 0"), "{error}");
+        assert!(
+            error.contains("quasi-identifier 'b': weight must be a number above 0"),
+            "{error}"
+        );
     }
 }
