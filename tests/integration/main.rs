@@ -20,6 +20,7 @@ mod reference;
 mod report;
 mod s3;
 mod search;
+mod sets;
 mod shuffle;
 mod slt;
 mod staging;

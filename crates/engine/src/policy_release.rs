@@ -51,6 +51,10 @@ impl Policy {
         .await
         .map_err(|e| self.locate_input_error(e))?;
         freq.set_local_labels(self.local_labels());
+        freq.set_generalization(&self.set_generalized(), self.set_labels());
+        freq.set_weights(&self.weights()).map_err(|e| {
+            DataFusionError::Plan(format!("policy {}: {}", self.source(), e.message()))
+        })?;
         // attached whenever the policy has a population: local releases then count each
         // class's F_E, which the report's journalist and marketer risks need
         if let (Some(table), Some(location)) = (self.population_table(), self.population()) {

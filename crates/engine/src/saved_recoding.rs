@@ -15,8 +15,8 @@
 //! ```
 //! One entry per **published** class, in the release's class order: per quasi-identifier its
 //! label and the kind of cell it is — a hierarchy `node` (`level` 0: a value published as
-//! itself; `label` null: a class of NULLs), an `interval` (`(a, b)` or `[a, b]`), or `all`
-//! (`*`). Classes the publish suppressed are left out, and a label tuple written by several
+//! itself; `label` null: a class of NULLs), an `interval` (`(a, b)` or `[a, b]`), a `set`
+//! (`{a, b}`, a set-based quasi-identifier's) or `all` (`*`). Classes the publish suppressed are left out, and a label tuple written by several
 //! classes is written once. **The file holds nothing the release did not publish**: labels
 //! only — no raw value beyond them (with `local_labels = "exact"` the ends of the intervals are
 //! members' values, as that release published them), no counts, rows or seeds.
@@ -24,7 +24,8 @@
 //! ## Applying it to new data
 //! A class **covers** a raw QI combination of the new input when every cell covers its value:
 //! a node when the value's label at that level of the policy's hierarchy is the node's (NULL
-//! covers NULL), an interval when it holds the value (never NULL), `*` always. Labels of
+//! covers NULL), an interval when it holds the value (never NULL), a set when it lists the
+//! value, `*` always. Labels of
 //! classes overlap, so several classes may cover a combination; the rule, deterministic
 //! for the same file and input:
 //! 1. each combination joins the **narrowest** class covering it: the least *breadth*, the sum
@@ -94,6 +95,9 @@ pub enum SavedCell {
     Node { level: u32, label: Option<String> },
     /// An interval label, `(a, b)` or `[a, b]`.
     Interval { label: String },
+    /// A set label `{a, b}` of a set-based quasi-identifier (escaped as
+    /// [`crate::search::local::sets`] says).
+    Set { label: String },
     /// `*`.
     All,
 }
@@ -158,6 +162,11 @@ impl SavedRecoding {
                     CellKind::Interval => Ok(SavedCell::Interval {
                         label: label.clone().ok_or_else(|| {
                             DataFusionError::Internal("a NULL interval label".to_string())
+                        })?,
+                    }),
+                    CellKind::Set => Ok(SavedCell::Set {
+                        label: label.clone().ok_or_else(|| {
+                            DataFusionError::Internal("a NULL set label".to_string())
                         })?,
                     }),
                     CellKind::Top => Ok(SavedCell::All),
@@ -260,6 +269,10 @@ impl SavedRecoding {
                     SavedCell::Interval { label } => {
                         labels.append_value(label);
                         kinds.push(CellKind::Interval);
+                    }
+                    SavedCell::Set { label } => {
+                        labels.append_value(label);
+                        kinds.push(CellKind::Set);
                     }
                     SavedCell::All => {
                         labels.append_value(crate::generalize::TOP_LABEL);

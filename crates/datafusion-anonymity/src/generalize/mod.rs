@@ -74,16 +74,21 @@ pub enum HierarchyKind {
     Interval(IntervalHierarchy),
     Date(DateHierarchy),
     Tree(TreeHierarchy),
+    /// No hierarchy: level 0 the value, level 1 `*`. What a quasi-identifier without a
+    /// hierarchy gets; local recoding publishes such a column as sets of values or intervals
+    /// (`generalization = "set"`), never through levels.
+    Set,
 }
 
 impl HierarchyKind {
-    /// `mask`, `interval`, `date` or `tree`.
+    /// `mask`, `interval`, `date`, `tree` or `set`.
     pub fn name(&self) -> &'static str {
         match self {
             HierarchyKind::Mask(_) => "mask",
             HierarchyKind::Interval(_) => "interval",
             HierarchyKind::Date(_) => "date",
             HierarchyKind::Tree(_) => "tree",
+            HierarchyKind::Set => "set",
         }
     }
 
@@ -94,6 +99,7 @@ impl HierarchyKind {
             HierarchyKind::Interval(_) => "a numeric column (integer, float or decimal)",
             HierarchyKind::Date(_) => "a Date32, Date64 or Timestamp column",
             HierarchyKind::Tree(_) => "a string, integer or boolean column",
+            HierarchyKind::Set => "a string, numeric, temporal or boolean column",
         }
     }
 }
@@ -290,6 +296,11 @@ impl Hierarchy {
         Ok(Self::new(name, HierarchyKind::Tree(tree)))
     }
 
+    /// No hierarchy ([`HierarchyKind::Set`]): the value, then `*` (height 2).
+    pub fn set(name: impl Into<String>) -> Self {
+        Self::new(name, HierarchyKind::Set)
+    }
+
     /// The hierarchy's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -307,6 +318,7 @@ impl Hierarchy {
             HierarchyKind::Interval(i) => i.height(),
             HierarchyKind::Date(d) => d.height(),
             HierarchyKind::Tree(t) => t.height(),
+            HierarchyKind::Set => 2,
         }
     }
 
@@ -334,6 +346,7 @@ impl Hierarchy {
                 .get(level - 1)
                 .map_or_else(|| format!("level {level}"), |unit| unit.name().to_string()),
             HierarchyKind::Tree(_) => format!("tree level {level}"),
+            HierarchyKind::Set => format!("level {level}"),
         }
     }
 
@@ -359,6 +372,15 @@ impl Hierarchy {
             HierarchyKind::Interval(_) => interval::accepts(data_type),
             HierarchyKind::Date(_) => date::accepts(data_type),
             HierarchyKind::Tree(_) => tree::accepts(data_type),
+            HierarchyKind::Set => {
+                common::is_string(data_type)
+                    || common::is_number(data_type)
+                    || common::is_temporal(data_type)
+                    || matches!(
+                        common::value_type(data_type),
+                        DataType::Boolean | DataType::Null
+                    )
+            }
         }
     }
 
@@ -403,6 +425,8 @@ impl Hierarchy {
             HierarchyKind::Interval(i) => i.generalize(values, level),
             HierarchyKind::Date(d) => d.generalize(values, level),
             HierarchyKind::Tree(t) => t.generalize(&self.name, column, values, level),
+            HierarchyKind::Set if level == 0 => common::to_labels(values),
+            HierarchyKind::Set => common::constant_label(values, TOP_LABEL),
         }
     }
 

@@ -38,6 +38,9 @@ pub enum HierarchySpec {
         /// leaf first, top last, one row per leaf
         rows: Vec<Vec<String>>,
     },
+    Set {
+        name: String,
+    },
 }
 
 /// One level of an interval hierarchy.
@@ -83,6 +86,7 @@ impl Hierarchy {
                 name,
                 rows: tree.rows(),
             },
+            HierarchyKind::Set => HierarchySpec::Set { name },
         }
     }
 
@@ -127,6 +131,7 @@ impl Hierarchy {
                 name.clone(),
                 HierarchyKind::Tree(TreeHierarchy::from_rows(name, rows)?),
             ),
+            HierarchySpec::Set { name } => Hierarchy::set(name.clone()),
         })
     }
 }

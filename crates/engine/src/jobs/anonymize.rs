@@ -16,6 +16,7 @@ use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, RowOrder};
 use crate::saved_recoding;
+use crate::search::local::sets::SET_CAP_KEY;
 use crate::search::local::{LocalAlgorithm, LocalOptions};
 use crate::search::{self, Method, Metric};
 use crate::storage::Location;
@@ -237,7 +238,15 @@ pub async fn anonymize(
         local,
         &mut |done, size| observer.steps(phase_name, unit, done, size),
     )
-    .map_err(|e| DataFusionError::Execution(format!("{}; nothing written", e.message())));
+    .map_err(|e| {
+        // a set label beyond the cap is the policy's to fix: name it
+        let policy_named = if e.message().contains(SET_CAP_KEY) {
+            format!("policy {}: ", policy.source())
+        } else {
+            String::new()
+        };
+        DataFusionError::Execution(format!("{policy_named}{}; nothing written", e.message()))
+    });
     observer.steps_finished();
     let decision = decision?;
     let search_seconds = phase.elapsed().as_secs_f64();

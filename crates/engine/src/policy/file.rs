@@ -103,6 +103,10 @@ pub struct PrivacySpec {
     /// `value_free` (default) or `exact` (see [`crate::search::local::labels`]).
     #[serde(default)]
     pub local_labels: super::LocalLabels,
+    /// Set-based local recoding: a class's set label holds at most this many values.
+    pub max_set_values: Option<usize>,
+    /// What a longer set is published as: `"*"`; unset, such a set is an error.
+    pub set_fallback: Option<String>,
     /// l-diversity for every sensitive attribute that does not set its own.
     pub l_diversity: Option<LDiversity>,
     /// t-closeness for every sensitive attribute that does not set its own.
@@ -258,6 +262,10 @@ pub struct AttributeSpec {
     pub role: Role,
     /// The hierarchy of a quasi-identifier.
     pub hierarchy: Option<HierarchySpec>,
+    /// How local recoding publishes a quasi-identifier: `hierarchy` (default) or `set`.
+    pub generalization: Option<super::Generalization>,
+    /// A quasi-identifier's weight in the Loss (default 1; above 0).
+    pub weight: Option<f64>,
     /// This sensitive attribute's own l-diversity (overrides `[privacy]`).
     pub l_diversity: Option<LDiversity>,
     /// This sensitive attribute's own t-closeness (overrides `[privacy]`).

@@ -32,10 +32,12 @@ mod local_labels;
 mod parse;
 mod persons;
 pub mod perturbation;
+mod set_labels;
 pub mod synthetic;
 pub use local_labels::LocalLabels;
 use parse::line_of;
 pub use persons::RepeatedIdentifier;
+pub use set_labels::{DEFAULT_MAX_SET_VALUES, Generalization, SetLabels};
 pub mod requirements;
 
 use std::collections::BTreeMap;
@@ -80,6 +82,10 @@ pub struct PolicyColumn {
     /// The type the policy gives the column (`type = "..."`), if any.
     pub data_type: Option<ColumnType>,
     hierarchy: Option<PendingHierarchy>,
+    /// A quasi-identifier's `generalization` (sets when it has no hierarchy).
+    pub generalization: Generalization,
+    /// A quasi-identifier's `weight` in the Loss (1 unless set).
+    pub weight: f64,
 }
 
 impl PolicyColumn {
@@ -115,6 +121,7 @@ pub struct Policy {
     columns: Vec<PolicyColumn>,
     requirements: PrivacyRequirements,
     local_labels: LocalLabels,
+    set_labels: SetLabels,
     transformation: Option<BTreeMap<String, usize>>,
     schema: Option<SchemaRef>,
     /// `<name>_population` once registered (population requirements only)
@@ -274,6 +281,29 @@ impl Policy {
     /// How local recoding labels the ordered quasi-identifiers (`[privacy] local_labels`).
     pub fn local_labels(&self) -> LocalLabels {
         self.local_labels
+    }
+
+    /// How long set labels may grow (`[privacy] max_set_values`, `set_fallback`).
+    pub fn set_labels(&self) -> SetLabels {
+        self.set_labels
+    }
+
+    /// Per quasi-identifier (in [`Policy::quasi_identifiers`] order): whether local
+    /// recoding publishes it as sets or intervals (`generalization = "set"` or no hierarchy).
+    pub fn set_generalized(&self) -> Vec<bool> {
+        self.generalized_columns()
+            .map(|c| c.generalization == Generalization::Set)
+            .collect()
+    }
+
+    /// Per quasi-identifier (in [`Policy::quasi_identifiers`] order): its `weight`.
+    pub fn weights(&self) -> Vec<f64> {
+        self.generalized_columns().map(|c| c.weight).collect()
+    }
+
+    /// The quasi-identifiers with a hierarchy, in column order.
+    fn generalized_columns(&self) -> impl Iterator<Item = &PolicyColumn> {
+        self.columns.iter().filter(|c| c.hierarchy().is_some())
     }
 
     /// The object-store settings of `[storage]` (endpoint, region, …; never credentials).

@@ -77,6 +77,12 @@ impl Policy {
         if privacy.local_labels != Default::default() {
             generalization_only.push("local_labels");
         }
+        if privacy.max_set_values.is_some() {
+            generalization_only.push("max_set_values");
+        }
+        if privacy.set_fallback.is_some() {
+            generalization_only.push("set_fallback");
+        }
         generalization_only.extend(privacy.default_requirement().policy_keys());
         let cloaking = super::cloaking::check(&file).map_err(&err)?;
         if cloaking.is_some() {
@@ -115,16 +121,29 @@ impl Policy {
         let mut sensitive = Vec::new();
         let defaults = privacy.default_requirement();
         for (column, spec) in &file.attributes {
+            if spec.role != Role::QuasiIdentifier
+                && (spec.generalization.is_some() || spec.weight.is_some())
+            {
+                return Err(err(format!(
+                    "attribute '{column}' is {}: generalization and weight apply to \
+                     quasi-identifiers only",
+                    spec.role.name()
+                )));
+            }
+            if let Some(weight) = spec.weight {
+                super::set_labels::check_weight(column, weight).map_err(&err)?;
+            }
+            let mut generalization = spec.generalization.unwrap_or_default();
             let hierarchy = match (spec.role, &spec.hierarchy) {
                 (Role::QuasiIdentifier, Some(h)) => {
                     Some(load_hierarchy(column, h, &resolve, &storage_options)?)
                 }
                 (Role::QuasiIdentifier, None) if other_scheme || cloaking.is_some() => None,
+                // no hierarchy: published as sets of values (or intervals), `*` in the
+                // full-domain search
                 (Role::QuasiIdentifier, None) => {
-                    return Err(err(format!(
-                        "quasi-identifier '{column}' needs a hierarchy \
-                         (hierarchy = {{ kind = \"mask\" | \"interval\" | \"date\" | \"tree\", ... }})"
-                    )));
+                    generalization = super::Generalization::Set;
+                    Some(PendingHierarchy::Ready(Arc::new(Hierarchy::set(column))))
                 }
                 (role, Some(_)) => {
                     return Err(err(format!(
@@ -167,6 +186,8 @@ impl Policy {
                 role: spec.role,
                 data_type: spec.data_type,
                 hierarchy,
+                generalization,
+                weight: spec.weight.unwrap_or(1.0),
             });
         }
         if !columns.iter().any(|c| c.role == Role::QuasiIdentifier) {
@@ -331,6 +352,11 @@ impl Policy {
                 population: population_requirement,
             },
             local_labels: privacy.local_labels,
+            set_labels: super::SetLabels::from_policy(
+                privacy.max_set_values,
+                privacy.set_fallback.as_deref(),
+            )
+            .map_err(&err)?,
             transformation: file.transformation,
             schema: None,
             population_table: None,

@@ -754,6 +754,9 @@ struct IntervalLabels<'a> {
     numbers: Option<Vec<Option<f64>>>,
     value_type: DataType,
     domain: Option<crate::generalize::IntervalDomain>,
+    /// the original values as text, and their distinct non-NULL count (set labels)
+    text: ArrayRef,
+    distinct_non_null: usize,
 }
 
 impl<'a> IntervalLabels<'a> {
@@ -774,11 +777,34 @@ impl<'a> IntervalLabels<'a> {
                 None
             },
             value_type,
+            text: cast(values, &DataType::Utf8)?,
+            distinct_non_null: values.len() - values.null_count(),
         })
     }
 
-    /// How original value `v` is generalized by `label`, if `label` is an interval holding it.
+    /// How original value `v` is generalized by `label`, if `label` is an interval holding it
+    /// or a set listing it.
     fn cell(&mut self, v: usize, label: &str) -> Result<Option<Generalized>> {
+        // a set-based QI's `{a, b}`: covers the values it lists
+        if let Some(members) = crate::search::local::sets::parse_set_label(label) {
+            let text = self.text.as_string::<i32>();
+            if !text.is_valid(v) || !members.iter().any(|m| m == text.value(v)) {
+                return Ok(None);
+            }
+            let domain = self.distinct_non_null;
+            let loss = if domain <= 1 {
+                0.0
+            } else {
+                (members.len().saturating_sub(1) as f64 / (domain - 1) as f64).min(1.0)
+            };
+            // the set's level: the top for several values (no node of the hierarchy)
+            let level = if members.len() > 1 {
+                self.hierarchy.height() - 1
+            } else {
+                0
+            };
+            return Ok(Some(Generalized::Interval { loss, level }));
+        }
         let (Some(numbers), Some(domain)) = (&self.numbers, &self.domain) else {
             return Ok(None);
         };

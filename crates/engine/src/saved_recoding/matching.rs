@@ -13,6 +13,7 @@ use crate::functions::common::ordered_as_f64;
 use crate::generalize::parse_interval_label;
 use crate::search::local::IntervalBounds;
 use crate::search::local::labels::end_values;
+use crate::search::local::sets::parse_set_label;
 use crate::search::{FrequencySet, QiDomain};
 
 /// Per combination of `freq`, its class among `saved` (a class per entry, a cell per QI), or
@@ -191,6 +192,8 @@ enum Test {
         id: u32,
     },
     Interval(IntervalBounds),
+    /// the leaf is one of these (ascending)
+    Set(Vec<u32>),
 }
 
 /// Per leaf, the classes (ascending) whose cell covers it: `classes[start[leaf]..start[leaf + 1]]`.
@@ -227,6 +230,8 @@ impl QiMatcher {
         let mut interned: Vec<HashMap<Option<String>, u32>> =
             vec![HashMap::new(); hierarchy.height()];
         let mut numbers = Vec::new();
+        // per value's text, its leaf (when a set is tested)
+        let mut leaf_of_text: Option<HashMap<String, u32>> = None;
         let mut tests = Vec::with_capacity(saved.len());
         for (c, cell) in saved.iter().enumerate() {
             tests.push(match cell {
@@ -260,6 +265,33 @@ impl QiMatcher {
                         level,
                         id: interned[level].get(label).copied().unwrap_or(u32::MAX),
                     }
+                }
+                SavedCell::Set { label } => {
+                    let members = parse_set_label(label).ok_or_else(|| {
+                        DataFusionError::Plan(format!(
+                            "recoding {source}: cell {c} of '{name}' is not a set label"
+                        ))
+                    })?;
+                    if leaf_of_text.is_none() {
+                        let text = cast(values, &DataType::Utf8)?;
+                        let text = text.as_string::<i32>();
+                        leaf_of_text = Some(
+                            (0..leaves)
+                                .filter(|&leaf| text.is_valid(leaf))
+                                .map(|leaf| (text.value(leaf).to_string(), leaf as u32))
+                                .collect(),
+                        );
+                    }
+                    let of_text = leaf_of_text.as_ref().ok_or_else(|| {
+                        DataFusionError::Internal("no texts of the values".to_string())
+                    })?;
+                    let mut set: Vec<u32> = members
+                        .iter()
+                        .filter_map(|m| of_text.get(m).copied())
+                        .collect();
+                    set.sort_unstable();
+                    set.dedup();
+                    Test::Set(set)
                 }
                 SavedCell::Interval { label } => {
                     let not_interval = || {
@@ -319,6 +351,7 @@ impl QiMatcher {
             Test::All => true,
             Test::Node { level, id } => self.level_ids[*level][leaf] == *id,
             Test::Interval(bounds) => self.numbers[leaf].is_some_and(|x| bounds.holds(x)),
+            Test::Set(set) => set.binary_search(&(leaf as u32)).is_ok(),
         }
     }
 
@@ -334,6 +367,7 @@ impl QiMatcher {
                 .iter()
                 .map(|&(_, leaf)| leaf)
                 .collect(),
+            Test::Set(set) => set.clone(),
         }
     }
 
@@ -369,6 +403,7 @@ impl QiMatcher {
             .collect();
         // over `by_number`: +m where an interval starts, −m past its end
         let mut steps = vec![0i64; self.by_number.len() + 1];
+        let mut sets_extra = vec![0u64; self.leaves];
         for (cell, &m) in of_cell.iter().enumerate() {
             match &self.cells[cell] {
                 Test::All => everywhere += m,
@@ -382,9 +417,14 @@ impl QiMatcher {
                     steps[range.start] += m as i64;
                     steps[range.end] -= m as i64;
                 }
+                Test::Set(set) => {
+                    for &leaf in set {
+                        sets_extra[leaf as usize] += m;
+                    }
+                }
             }
         }
-        let mut lengths = vec![everywhere; self.leaves];
+        let mut lengths: Vec<u64> = sets_extra.iter().map(|&n| n + everywhere).collect();
         for (ids, leaves) in of_id.iter().zip(&self.leaves_of_id) {
             for (&m, leaves) in ids.iter().zip(leaves) {
                 for &leaf in leaves {
@@ -414,6 +454,7 @@ impl QiMatcher {
                 .get(*id as usize)
                 .map_or(0, |leaves| leaves.len() as u64),
             Test::Interval(bounds) => self.number_range(bounds).len() as u64,
+            Test::Set(set) => set.len() as u64,
         }
     }
 

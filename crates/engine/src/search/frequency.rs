@@ -50,7 +50,8 @@ use super::persons::LeafPersons;
 use super::population::PopulationCounts;
 use crate::functions::common::is_ordered;
 use crate::functions::histogram::new_dictionary;
-use crate::generalize::Hierarchy;
+use crate::generalize::{Hierarchy, HierarchyKind};
+use crate::policy::SetLabels;
 use crate::progress::ScanProgress;
 
 /// One quasi-identifier of a [`FrequencySet`]: its levels as code maps and Loss costs.
@@ -73,6 +74,14 @@ pub struct QiDomain {
     between: Vec<Vec<Option<Vec<u32>>>>,
     /// how a local release labels a class's values of this QI when it is ordered
     local_labels: LocalLabels,
+    /// local releases publish the QI as sets of values (or intervals of a numeric one),
+    /// never through its hierarchy's nodes
+    set_based: bool,
+    /// how long a set label may grow
+    set_labels: SetLabels,
+    /// the QI's weight over the mean weight (1 unweighted): every cost of the QI is scaled by
+    /// it, so that the Loss is the weighted mean Σ w_q·L_q / Σ w_q
+    weight_factor: f64,
 }
 
 impl QiDomain {
@@ -160,6 +169,23 @@ impl QiDomain {
     /// ([`FrequencySet::set_local_labels`]; value-free by default).
     pub fn local_labels(&self) -> LocalLabels {
         self.local_labels
+    }
+
+    /// Whether local releases publish this QI as sets of values or intervals
+    /// ([`FrequencySet::set_generalization`]; always without a hierarchy).
+    pub fn is_set_based(&self) -> bool {
+        self.set_based
+    }
+
+    /// How long a set label of this QI may grow.
+    pub fn set_labels(&self) -> SetLabels {
+        self.set_labels
+    }
+
+    /// The QI's weight over the mean weight of all QIs (1 without weights): the factor of
+    /// every cost of this QI ([`FrequencySet::set_weights`]).
+    pub fn weight_factor(&self) -> f64 {
+        self.weight_factor
     }
 }
 
@@ -531,6 +557,57 @@ impl FrequencySet {
         }
     }
 
+    /// Which quasi-identifiers local releases publish as sets of values or intervals
+    /// (the policy's `generalization = "set"`, one flag per QI); a QI without a hierarchy
+    /// ([`HierarchyKind::Set`]) always is. Also how long set labels may grow.
+    pub fn set_generalization(&mut self, set_based: &[bool], labels: SetLabels) {
+        for (qi, &set) in self.qis.iter_mut().zip(set_based) {
+            let flat = qi
+                .hierarchy
+                .as_ref()
+                .is_some_and(|h| matches!(h.kind(), HierarchyKind::Set));
+            qi.set_based = set || flat;
+            qi.set_labels = labels;
+        }
+    }
+
+    /// Weighs the QIs' Loss (the policy's `weight`, one per QI, each above 0): every cost of
+    /// QI q is scaled by `w_q · d / Σ w`, so that the Loss averaged over the n × d cells is
+    /// the weighted mean `Σ_q w_q · L_q / Σ_q w_q` (equal weights: the plain Loss; a
+    /// suppressed row still costs d). Errors for a weight that is not above 0.
+    pub fn set_weights(&mut self, weights: &[f64]) -> Result<()> {
+        if weights.len() != self.qis.len() {
+            return Err(DataFusionError::Internal(
+                "one weight per quasi-identifier".to_string(),
+            ));
+        }
+        if let Some((qi, w)) = self
+            .qis
+            .iter()
+            .zip(weights)
+            .find(|(_, w)| !(w.is_finite() && **w > 0.0))
+        {
+            return Err(DataFusionError::Plan(format!(
+                "quasi-identifier '{}': weight must be a number above 0, got {w}",
+                qi.name
+            )));
+        }
+        let total: f64 = weights.iter().sum();
+        let d = weights.len() as f64;
+        for (qi, &w) in self.qis.iter_mut().zip(weights) {
+            let factor = w * d / total;
+            let change = factor / qi.weight_factor;
+            for cost in qi.cost.iter_mut().flatten() {
+                *cost *= change;
+            }
+            for mean in &mut qi.mean_cost {
+                *mean *= change;
+            }
+            qi.weight_factor = factor;
+        }
+        Ok(())
+    }
+
     /// Attaches the population counts that k-map and δ-presence are judged with.
     pub fn set_population(&mut self, population: PopulationCounts) {
         self.leaf_population = population.per_leaf_class(self);
@@ -879,6 +956,9 @@ fn finish_domain(
         })
         .collect();
     let (hierarchy, leaf_values) = source.unzip();
+    let hierarchy_is_set = hierarchy
+        .as_ref()
+        .is_some_and(|h: &Arc<Hierarchy>| matches!(h.kind(), HierarchyKind::Set));
     QiDomain {
         name: name.to_string(),
         hierarchy,
@@ -889,6 +969,9 @@ fn finish_domain(
         mean_cost: Vec::new(),
         between,
         local_labels: LocalLabels::default(),
+        set_based: hierarchy_is_set,
+        set_labels: SetLabels::default(),
+        weight_factor: 1.0,
     }
 }
 

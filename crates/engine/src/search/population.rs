@@ -290,6 +290,9 @@ impl PopulationCounts {
                 Cell::Node { level, code } => {
                     tests.push((j, Test::Code(&self.level_codes[j][level as usize], code)));
                 }
+                // which values a set holds, the class's members say: counted by
+                // `covered_with_sets`; here nothing rather than everything
+                Cell::Set { .. } => return 0,
                 Cell::Interval { lo, hi } => match &self.numbers[j] {
                     Some(numbers) => {
                         tests.push((j, Test::Range(numbers, axes[j].interval_bounds(lo, hi))));

@@ -15,6 +15,8 @@
 //! | one raw value | the value as text (level 0) | `37`, `2024-03-01`, `Bachelors` |
 //! | interval of an ordered QI, value-free (the default) | `(a, b)`, both exclusive: the grid cells from the class's smallest to its largest value, no end a member's value ([`crate::search::local::labels`]) | `(29, 45)` |
 //! | interval of an ordered QI, `local_labels = "exact"` | `[lo, hi]`, both inclusive, the class's smallest and largest raw values | `[35, 41]` |
+//! | set of values of a set-based QI (`generalization = "set"`, or no hierarchy) | `{a, b}`, escaped ([`crate::search::local::sets`]) | `{Private, Self-emp-inc}` |
+//! | interval of a set-based numeric QI, value-free | `(a, b)`, midpoints to the neighbouring values | `(30.5, 45)` |
 //! | whole domain | `*` | `*` |
 //! | only NULLs | NULL | |
 //!
@@ -36,6 +38,7 @@ use datafusion::error::{DataFusionError, Result};
 use crate::generalize::TOP_LABEL;
 use crate::search::FrequencySet;
 use crate::search::local::labels::{end_labels, open_interval_label};
+use crate::search::local::sets::{end_text, set_class_labels};
 use crate::search::local::{Cell, LocalLabels, LocalRelease, QiAxis, SUPPRESSED, axes};
 use crate::wire;
 
@@ -98,6 +101,8 @@ pub enum CellKind {
     Node { level: u32 },
     /// An interval label, `(a, b)` or `[a, b]`.
     Interval,
+    /// A set label `{a, b}` of a set-based quasi-identifier.
+    Set,
     /// `*`.
     Top,
 }
@@ -107,6 +112,7 @@ impl From<Cell> for CellKind {
         match cell {
             Cell::Node { level, .. } => CellKind::Node { level },
             Cell::Interval { .. } => CellKind::Interval,
+            Cell::Set { .. } => CellKind::Set,
             Cell::Top => CellKind::Top,
         }
     }
@@ -142,7 +148,11 @@ impl LocalRecoding {
             "labelling a local release",
             labelled.iter().enumerate(),
             |(q, &(qi, hierarchy, values))| {
-                class_labels_of(qi, &axes[q], hierarchy, values, release, q)
+                if axes[q].is_set() {
+                    set_class_labels(qi, &axes[q], &freq.leaf_codes()[q], release, q)
+                } else {
+                    class_labels_of(qi, &axes[q], hierarchy, values, release, q)
+                }
             },
         )?;
         let class_labels = class_labels.into_iter().collect::<Result<Vec<_>>>()?;
@@ -417,7 +427,11 @@ fn class_labels_of(
             })
             .flat_map(|bounds| [bounds.lo, bounds.hi])
             .collect();
-        end_labels(&ends, values.data_type())?
+        if axis.has_midpoint_ends() {
+            ends.iter().map(|&e| end_text(e)).collect()
+        } else {
+            end_labels(&ends, values.data_type())?
+        }
     } else {
         Vec::new()
     };
@@ -449,6 +463,11 @@ fn class_labels_of(
                 interval.push_str(text(hi));
                 interval.push(']');
                 builder.append_value(&interval);
+            }
+            Cell::Set { .. } => {
+                return Err(DataFusionError::Internal(
+                    "a set on a quasi-identifier that is not set-based".to_string(),
+                ));
             }
             Cell::Node { level, code } => {
                 let slot = slot_of[level as usize][code as usize] as usize;

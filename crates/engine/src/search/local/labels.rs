@@ -173,7 +173,7 @@ impl Grid {
                     })
                 })
             }
-            HierarchyKind::Mask(_) => None,
+            HierarchyKind::Mask(_) | HierarchyKind::Set => None,
         }
     }
 
@@ -339,12 +339,17 @@ pub fn end_values(ends: &[&str], data_type: &DataType) -> Result<Vec<Option<f64>
     };
     let typed = datafusion::arrow::compute::cast_with_options(&text, &target, &options)?;
     let numbers = ordered_as_f64(&typed)?;
+    // a set-based numeric QI's midpoint ends (`30.5` on an integer column) read as numbers
+    let numeric = target.is_numeric();
     Ok(ends
         .iter()
         .zip(numbers)
         .map(|(&end, number)| match end.trim() {
             "inf" => Some(f64::INFINITY),
             "-inf" => Some(f64::NEG_INFINITY),
+            text if number.is_none() && numeric => {
+                text.parse::<f64>().ok().filter(|x| x.is_finite())
+            }
             _ => number,
         })
         .collect())

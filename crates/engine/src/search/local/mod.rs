@@ -49,9 +49,14 @@ pub mod kaca;
 pub mod labels;
 pub mod mondrian;
 mod pool;
+pub mod sets;
 
 #[cfg(test)]
 mod label_tests;
+#[cfg(test)]
+mod sets_bench;
+#[cfg(test)]
+mod sets_tests;
 #[cfg(test)]
 mod tests;
 
@@ -127,6 +132,10 @@ pub enum Cell {
     /// The raw values of ranks `lo ..= hi` of an ordered QI ([`QiAxis::rank_of_leaf`]),
     /// `lo < hi`, NULL not included, published as [`QiAxis::interval_bounds`] says.
     Interval { lo: u32, hi: u32 },
+    /// The set of the class's raw values of a set-based categorical QI ([`sets`]): `count`
+    /// (at least 2) distinct non-NULL values, published as `{a, b, …}`. Which values, the
+    /// class's members say (the cell is a function of them, so it is not stored).
+    Set { count: u32 },
     /// `*`.
     Top,
 }
@@ -176,6 +185,17 @@ pub struct QiAxis {
     ends_of_rank: Vec<(f64, f64)>,
     /// value-free labels: per rank, its node at the grid's level (`u32::MAX`: not finite)
     cell_of_rank: Vec<u32>,
+    /// a set-based categorical QI: classes publish the set of their values ([`Cell::Set`])
+    set: bool,
+    /// a set-based numeric QI with value-free labels: an interval's ends are the midpoints
+    /// between the class's extreme values and the next domain values outside it
+    /// ([`sets::midpoint_ends`])
+    midpoints: bool,
+    /// set-based QIs: the distinct non-NULL values (|D|), and how long a set may grow
+    set_domain: u64,
+    set_labels: crate::policy::SetLabels,
+    /// the QI's weight factor ([`QiDomain::weight_factor`])
+    weight: f64,
 }
 
 impl QiAxis {
@@ -183,7 +203,10 @@ impl QiAxis {
     /// interval, date or value tree (masks stay hierarchical: their nodes are prefixes).
     pub fn new(qi: &QiDomain) -> Result<Self> {
         let values = qi.leaf_values();
+        let set_based = qi.is_set_based();
         let ordered = match (qi.hierarchy(), values) {
+            // set-based: numbers are intervals, every other type sets
+            (Some(_), Some(v)) if set_based => crate::generalize::common::is_number(v.data_type()),
             (Some(h), Some(v)) => {
                 is_ordered(v.data_type())
                     && matches!(
@@ -197,8 +220,15 @@ impl QiAxis {
         };
         let leaves = qi.leaves();
         let labels = qi.local_labels();
+        let nulls = values.map_or(0, |v| u64::from(v.null_count() > 0));
+        let set_domain = leaves as u64 - nulls;
         if !ordered {
             return Ok(Self {
+                set: set_based,
+                midpoints: false,
+                set_domain,
+                set_labels: qi.set_labels(),
+                weight: qi.weight_factor(),
                 ordered,
                 rank_of_leaf: Vec::new(),
                 leaf_of_rank: Vec::new(),
@@ -227,19 +257,33 @@ impl QiAxis {
         let hierarchy = qi
             .hierarchy()
             .ok_or_else(|| DataFusionError::Internal("no hierarchy".into()))?;
-        let domain = hierarchy.interval_domain(values)?;
+        // set-based: the column's distinct values, whatever the hierarchy's leaves
+        let domain = if set_based {
+            crate::generalize::Hierarchy::set(qi.name()).interval_domain(values)?
+        } else {
+            hierarchy.interval_domain(values)?
+        };
         let numbers = ordered_as_f64(values)?;
         let value_of_rank: Vec<f64> = leaf_of_rank
             .iter()
             .map(|&leaf| numbers[leaf as usize].unwrap_or(f64::NEG_INFINITY))
             .collect();
         let grid = match labels {
-            LocalLabels::ValueFree => {
+            LocalLabels::ValueFree if !set_based => {
                 Grid::new(hierarchy, values.data_type()).filter(|grid| grid.level() < qi.height())
             }
-            LocalLabels::Exact => None,
+            _ => None,
         };
+        let midpoints = set_based && labels == LocalLabels::ValueFree;
         let (domain_positions, ends_of_rank, cell_of_rank) = match &grid {
+            None if midpoints => {
+                let ends = sets::midpoint_ends(&value_of_rank);
+                let positions = ends
+                    .iter()
+                    .map(|&(a, b)| (domain.positions(a).1, domain.positions(b).0))
+                    .collect();
+                (positions, ends, Vec::new())
+            }
             Some(grid) => {
                 let map = qi.leaf_map(grid.level());
                 let ends: Vec<(f64, f64)> = value_of_rank
@@ -288,7 +332,46 @@ impl QiAxis {
             grid,
             ends_of_rank,
             cell_of_rank,
+            set: false,
+            midpoints,
+            set_domain,
+            set_labels: qi.set_labels(),
+            weight: qi.weight_factor(),
         })
+    }
+
+    /// Whether classes publish sets of this QI's values ([`Cell::Set`]).
+    pub fn is_set(&self) -> bool {
+        self.set
+    }
+
+    /// Whether value-free intervals of this QI end at midpoints ([`sets::midpoint_ends`]).
+    pub fn has_midpoint_ends(&self) -> bool {
+        self.midpoints
+    }
+
+    /// The cell of a set-based categorical QI's class holding `count` distinct non-NULL
+    /// values (`with_null`: and NULL), `leaf` one of them (or NULL's): the value itself for
+    /// one value (NULL for NULL alone), `*` with NULL among values or beyond
+    /// `max_set_values` with `set_fallback = "*"`, else the set.
+    pub fn set_cell(&self, qi: &QiDomain, count: u32, with_null: bool, leaf: u32) -> Cell {
+        if count + u32::from(with_null) <= 1 {
+            return Cell::Node {
+                level: 0,
+                code: qi.leaf_map(0)[leaf as usize],
+            };
+        }
+        if with_null
+            || (count as usize > self.set_labels.max_values && self.set_labels.fallback_to_top)
+        {
+            return Cell::Top;
+        }
+        Cell::Set { count }
+    }
+
+    /// How long set labels of this QI may grow.
+    pub fn set_labels(&self) -> crate::policy::SetLabels {
+        self.set_labels
     }
 
     /// Whether classes publish intervals of this QI.
@@ -331,7 +414,7 @@ impl QiAxis {
         if self.null_first && lo == 0 {
             return Cell::Top;
         }
-        if self.labels == LocalLabels::Exact {
+        if self.labels == LocalLabels::Exact || self.midpoints {
             return Cell::Interval { lo, hi };
         }
         let Some(grid) = &self.grid else {
@@ -378,15 +461,27 @@ impl QiAxis {
     }
 
     /// The Loss of one cell (docs/definitions.md; see the module documentation).
+    /// Weighted ([`QiDomain::weight_factor`]): a node's cost is the domain's, already
+    /// weighted.
     pub fn cost(&self, qi: &QiDomain, cell: Cell) -> f64 {
         match cell {
-            Cell::Top => 1.0,
+            Cell::Top => self.weight,
             Cell::Node { level, code } => qi.costs(level as usize)[code as usize],
-            Cell::Interval { lo, hi } => self.domain.as_ref().map_or(1.0, |d| {
-                let below = self.domain_positions[lo as usize].0;
-                let at_most = self.domain_positions[hi as usize].1;
-                d.loss_of_covered(at_most.saturating_sub(below))
-            }),
+            Cell::Interval { lo, hi } => {
+                self.weight
+                    * self.domain.as_ref().map_or(1.0, |d| {
+                        let below = self.domain_positions[lo as usize].0;
+                        let at_most = self.domain_positions[hi as usize].1;
+                        d.loss_of_covered(at_most.saturating_sub(below))
+                    })
+            }
+            Cell::Set { count } => {
+                if self.set_domain <= 1 {
+                    0.0
+                } else {
+                    self.weight * (count.saturating_sub(1) as f64 / (self.set_domain - 1) as f64)
+                }
+            }
         }
     }
 }
@@ -780,6 +875,12 @@ impl LocalRelease {
 
 /// The tightest cell of QI `qi` covering the leaf classes `members` (non-empty).
 pub fn covering_cell(qi: &QiDomain, axis: &QiAxis, leaf_codes: &[u32], members: &[u32]) -> Cell {
+    if axis.is_set() {
+        let mut leaves: Vec<u32> = members.iter().map(|&m| leaf_codes[m as usize]).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        return sets::set_cell_of_leaves(qi, axis, &leaves);
+    }
     if axis.is_ordered() {
         let ranks = members
             .iter()
@@ -941,7 +1042,7 @@ fn judge_release(
                         .all(|(cell, star)| match *cell {
                             Cell::Top => true,
                             Cell::Node { level, code } => star[level as usize][code as usize],
-                            Cell::Interval { .. } => false,
+                            Cell::Interval { .. } | Cell::Set { .. } => false,
                         })
                 })
                 .collect();

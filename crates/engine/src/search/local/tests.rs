@@ -1318,6 +1318,7 @@ fn local_releases_meet_attribute_disclosure_and_person_requirements_on_random_ta
                             .filter(|&v| levels[level as usize][v] == code)
                             .fold(0, |bits, v| bits | 1 << v),
                         Cell::Interval { .. } => panic!("{context}: an interval of a code QI"),
+                        Cell::Set { .. } => panic!("{context}: a set of a code QI"),
                     }
                 };
                 for (leaf, &c) in release.class_of.iter().enumerate() {

@@ -212,6 +212,7 @@ impl Cutter<'_> {
         // per ordered QI: (lo rank, hi rank); per nested hierarchical one, its climb
         let mut ranks: Vec<(u32, u32)> = vec![(u32::MAX, 0); d];
         let mut climbs: Vec<Option<Climb>> = vec![None; d];
+        self.sets.start_fold();
         let all_nested = self.nested.iter().all(|&n| n);
         let mut seen: Vec<usize> = Vec::new();
         for (step, entry) in out.iter_mut().enumerate() {
@@ -221,7 +222,9 @@ impl Cutter<'_> {
             }
             for (p, (qi, axis)) in qis.iter().zip(self.axes).enumerate() {
                 let key = layout.key(records, i, p);
-                if axis.is_ordered() {
+                if axis.is_set() {
+                    self.sets.fold(p, key);
+                } else if axis.is_ordered() {
                     let (a, b) = &mut ranks[p];
                     (*a, *b) = if step == 0 {
                         (key, key)
@@ -249,7 +252,9 @@ impl Cutter<'_> {
             }
             let mut cost = 0.0;
             for (p, (qi, axis)) in qis.iter().zip(self.axes).enumerate() {
-                let cell = if axis.is_ordered() {
+                let cell = if axis.is_set() {
+                    self.sets.folded_cell(p, qi, axis)
+                } else if axis.is_ordered() {
                     axis.interval_cell(qi, ranks[p].0, ranks[p].1)
                 } else if let Some(climb) = &climbs[p] {
                     climb.cell()

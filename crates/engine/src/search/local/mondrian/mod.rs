@@ -64,12 +64,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod folds;
 mod layout;
+mod sets;
 mod trim;
 
 use folds::Climb;
 use layout::Layout;
+use sets::SetScratch;
 
 use super::pool::WorkPool;
+use super::sets::{null_leaf, set_cell_of_leaves};
 use super::{Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node};
 use crate::policy::PrivacyRequirements;
 use crate::search::FrequencySet;
@@ -185,7 +188,8 @@ fn partition(
         && axes
             .iter()
             .zip(&nested)
-            .all(|(axis, &nested)| axis.is_ordered() || nested);
+            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()));
+    let null_leaves: Vec<Option<u32>> = freq.qis().iter().map(null_leaf).collect();
     let found_rows = AtomicU64::new(0);
     let new_cutter = |judge| Cutter {
         freq,
@@ -203,6 +207,7 @@ fn partition(
         runs_fold,
         left_persons: Vec::new(),
         right_persons: Vec::new(),
+        sets: SetScratch::new(freq, &axes, &null_leaves),
     };
     let mut cutter = new_cutter(judge);
     // the threads share the regions as they go (every region's cuts depend on that region
@@ -331,6 +336,8 @@ struct Cutter<'a> {
     /// scratch: per criterion, the persons of the two parts of a threshold
     left_persons: Vec<PersonCount>,
     right_persons: Vec<PersonCount>,
+    /// scratch of the set-based categorical QIs ([`sets`])
+    sets: SetScratch<'a>,
 }
 
 impl Cutter<'_> {
@@ -384,6 +391,10 @@ impl Cutter<'_> {
         cells.clear();
         self.region_cells(records, &mut cells);
         self.cells = cells;
+        // both parts of any cut need k rows
+        if self.layout.rows(records) < 2 * self.judge.k() {
+            return None;
+        }
         let qis = self.freq.qis();
         let mut order: Vec<(f64, usize, Cell)> = self
             .cells
@@ -423,7 +434,9 @@ impl Cutter<'_> {
 
     /// The allowable cut of QI `q` (current cell `cell`), if any.
     fn cut_on(&mut self, q: usize, cell: Cell, records: &mut [u32]) -> Option<Vec<usize>> {
-        if self.axes[q].is_ordered() {
+        if self.axes[q].is_set() {
+            self.set_cut(q, records)
+        } else if self.axes[q].is_ordered() {
             self.ordered_cut(q, records)
         } else {
             self.hierarchical_cut(q, cell, records)
@@ -444,7 +457,16 @@ impl Cutter<'_> {
             let mut keys = (0..n)
                 .filter(|&i| Some(i) != skip)
                 .map(|i| layout.key(records, i, q));
-            cells.push(if axis.is_ordered() {
+            cells.push(if axis.is_set() {
+                let mut leaves: Vec<u32> = keys.collect();
+                leaves.sort_unstable();
+                leaves.dedup();
+                if leaves.is_empty() {
+                    Cell::Top
+                } else {
+                    set_cell_of_leaves(qi, axis, &leaves)
+                }
+            } else if axis.is_ordered() {
                 let (lo, hi) = keys.fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
                 axis.interval_cell(qi, lo, hi)
             } else if self.nested[q] {
@@ -540,7 +562,16 @@ impl Cutter<'_> {
         }
         let ranks = self.axes[q].rank_of_leaf().len();
         self.sort_records(records, ranks, |record| record[q]);
-        let records = &*records;
+        let (_, _, end) = self.best_threshold(q, records)?;
+        Some(vec![end, n - end])
+    }
+
+    /// The allowable threshold of `records`, sorted by QI `q` (runs of equal keys of `q`
+    /// are never cut), that [`Threshold`] prefers: (the parts' cost, the left part's distance
+    /// from half the rows, the end of the left part).
+    fn best_threshold(&mut self, q: usize, records: &[u32]) -> Option<(f64, u64, usize)> {
+        let layout = self.layout;
+        let n = layout.len(records);
         let total_rows = layout.rows(records);
         let k = self.judge.k();
         let with_sensitive = self.judge.has_sensitive();
@@ -626,8 +657,7 @@ impl Cutter<'_> {
         }
         self.left_persons = left_persons;
         self.right_persons = right_persons;
-        let (_, _, end) = best?;
-        Some(vec![end, n - end])
+        best
     }
 
     /// Splits the region's lowest common node of QI `q` into its children (see the module
@@ -641,7 +671,7 @@ impl Cutter<'_> {
         let freq = self.freq;
         let qi = &freq.qis()[q];
         let child_level = match cell {
-            Cell::Node { level: 0, .. } | Cell::Interval { .. } => return None,
+            Cell::Node { level: 0, .. } | Cell::Interval { .. } | Cell::Set { .. } => return None,
             Cell::Node { level, .. } => level as usize - 1,
             // NULL mixed with values: split at the top level, where NULL has its own code
             Cell::Top => qi.height().checked_sub(1)?,
