@@ -40,9 +40,8 @@ pub enum Reach {
     Neighbours,
 }
 
-/// The share of SSE a pass must gain for [`Reach::Neighbours`] to try another: later passes
-/// gain less and less (measured on generated firms: the first three passes make nearly all
-/// of the gain).
+/// The share of SSE a pass must gain for [`Reach::Neighbours`] to try another: each pass
+/// gains less than the one before, and on large inputs a pass costs a scan of every record.
 pub const NEIGHBOUR_MIN_GAIN: f64 = 2e-3;
 
 /// `groups` (a partition of `points` into groups of at least k) improved by moves and swaps,
