@@ -109,7 +109,10 @@ pub struct PerturbedVerification {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PerturbedSeconds {
     pub read: f64,
+    /// The release in memory, the utility and risk figures included (`measure`).
     pub compute: f64,
+    /// Of `compute`: the utility and risk figures (on at most 1M records).
+    pub measure: f64,
     pub write: f64,
     pub verify: f64,
     pub commit: f64,
@@ -433,6 +436,7 @@ pub async fn publish_perturbed(
         seconds: PerturbedSeconds {
             read: read_seconds,
             compute: compute_seconds,
+            measure: release.measure_seconds,
             write: write_seconds,
             verify: verify_seconds,
             commit: commit_seconds,
