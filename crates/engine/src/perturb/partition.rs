@@ -419,7 +419,7 @@ mod tests {
     fn the_blocked_default_stays_within_ten_percent_of_whole_table_mdav() {
         let mut rng = SplitMix64(17);
         let n = 4_000;
-        let mut columns = vec![Vec::with_capacity(n); 5];
+        let mut columns = vec![Vec::new(); 5];
         for _ in 0..n {
             // a Box–Muller normal for the log-size, and noise per attribute
             let normal = |rng: &mut SplitMix64| {
