@@ -151,7 +151,10 @@ fn tuple_diversity_worked_example() {
     assert!(level1.satisfies);
     let level0 = ev.describe(0);
     // zip 0 (one value: 0) and zip 1 fail; the worst kept class is zip 3 at 0.5
-    assert!(!level0.satisfies && level0.suppressed_rows == 4, "{level0:?}");
+    assert!(
+        !level0.satisfies && level0.suppressed_rows == 4,
+        "{level0:?}"
+    );
     assert_eq!(level0.sensitive[0].get("tuple_diversity"), Some(0.5));
 }
 
