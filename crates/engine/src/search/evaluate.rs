@@ -143,11 +143,7 @@ impl SpreadDomain {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
                 (lo.min(v), hi.max(v))
             });
-        if hi > lo && self.range > 0.0 {
-            (hi - lo) / self.range
-        } else {
-            0.0
-        }
+        formulas::range_share(lo, hi, self.range)
     }
 }
 
