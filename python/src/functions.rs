@@ -2,8 +2,8 @@
 //!
 //! Three things of the crate do not cross the FFI boundary, and each is made safe here:
 //! - **The whole-table rewrite** (an analyzer rule): `t_closeness`, `t_closeness_ordered`,
-//!   `ncp`, `entropy_leakage`, β-likeness and δ-disclosure need statistics of the whole table,
-//!   which only that rewrite computes.
+//!   `ncp`, `entropy_leakage`, β-likeness, δ-disclosure and `tuple_diversity` need statistics
+//!   of the whole table, which only that rewrite computes.
 //! - **Simplification** (`AggregateUDFImpl::simplify`): `k_anonymity()` and
 //!   `reidentification_risk()` without an argument are rewritten to row counts by it (an
 //!   aggregate with no argument sees no values, so it cannot count rows itself).

@@ -109,6 +109,7 @@ def test_recursive_c_must_be_constant(patients):
         "beta_likeness(disease)",
         "enhanced_beta_likeness(disease)",
         "delta_disclosure(disease)",
+        "tuple_diversity(salary)",
     ],
 )
 def test_whole_table_functions_refuse_without_the_planner(patients, call):

@@ -346,6 +346,7 @@ fn every_policy_requirement_is_defined_in_docs() {
             enhanced: true,
         }),
         delta: Some(1.0),
+        tuple_diversity: Some(0.5),
         persons: Some(2),
         ..SensitiveRequirement::unconstrained("s")
     };

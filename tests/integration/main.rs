@@ -26,6 +26,7 @@ mod slt;
 mod staging;
 mod structure;
 mod synthetic;
+mod tuple_diversity;
 mod uniqueness;
 
 use std::path::Path;

@@ -280,6 +280,7 @@ slt_files!(
     k_anonymity,
     diversity,
     t_closeness,
+    tuple_diversity,
     attribute_disclosure,
     ncp_leakage,
     edge_cases,

@@ -100,7 +100,8 @@ def register(
     After this every function of the crate runs in ``ctx``, with ``ctx``'s own tables, as in
     Rust: the per-class functions, ``k_anonymity()`` without an argument and the whole-table
     functions (``t_closeness``, ``t_closeness_ordered``, ``ncp``, ``entropy_leakage``,
-    ``beta_likeness``, ``enhanced_beta_likeness``, ``delta_disclosure``), whose rewrite the
+    ``beta_likeness``, ``enhanced_beta_likeness``, ``delta_disclosure``, ``tuple_diversity``),
+    whose rewrite the
     query planner runs.
 
     The planner wraps the one the session has (DataFusion's own, or one the user installed

@@ -158,6 +158,18 @@ pub fn ordered_emd(domain: &OrderedDomain, class: &[(usize, u64)], class_rows: u
     total / (m - 1) as f64
 }
 
+/// A class's share of the table's range, (max_E − min_E)/(max_T − min_T): the spread of an
+/// ordered attribute in `ncp` and tuple diversity (Loukides & Shao 2008). 0 when the class
+/// has at most one value (`hi ≤ lo`, also for an empty class's `lo = +∞, hi = −∞`) and when
+/// the table has (`table_range` 0).
+pub fn range_share(lo: f64, hi: f64, table_range: f64) -> f64 {
+    if hi > lo && table_range > 0.0 {
+        (hi - lo) / table_range
+    } else {
+        0.0
+    }
+}
+
 /// α of (α,k)-anonymity (Wong et al. 2006) for a class whose non-NULL values have `counts`
 /// and which has `nulls` NULLs: the largest share of one value, with the NULLs counted as
 /// copies of the most frequent value (the worst case). 1 for an all-NULL class, 0 for an empty

@@ -15,6 +15,7 @@
 //! | `beta_likeness(s)` | [`beta_likeness`] |
 //! | `enhanced_beta_likeness(s)` | [`enhanced_beta_likeness`] |
 //! | `delta_disclosure(s)` | [`delta_disclosure`] |
+//! | `tuple_diversity(s)` | [`tuple_diversity`] |
 //!
 //! and the scalar location functions over the quadtree of [`quadtree`]:
 //!
@@ -50,6 +51,7 @@ pub mod reidentification_risk;
 pub(crate) mod sa_histogram;
 pub mod t_closeness;
 pub mod t_closeness_ordered;
+pub mod tuple_diversity;
 pub mod whole_table;
 
 pub use alpha_anonymity::alpha_anonymity_udaf;
@@ -65,6 +67,7 @@ pub use recursive_cl_diversity::recursive_cl_diversity_udaf;
 pub use reidentification_risk::reidentification_risk_udaf;
 pub use t_closeness::t_closeness_udaf;
 pub use t_closeness_ordered::t_closeness_ordered_udaf;
+pub use tuple_diversity::tuple_diversity_udaf;
 
 /// The user-facing aggregate functions.
 pub fn user_functions() -> Vec<Arc<AggregateUDF>> {
@@ -82,6 +85,7 @@ pub fn user_functions() -> Vec<Arc<AggregateUDF>> {
         beta_likeness_udaf(),
         enhanced_beta_likeness_udaf(),
         delta_disclosure_udaf(),
+        tuple_diversity_udaf(),
     ]
 }
 

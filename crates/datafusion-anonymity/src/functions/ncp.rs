@@ -61,14 +61,7 @@ fn attribute_spreads(
             .fold(f64::NEG_INFINITY, f64::max);
         let width = table_max - table_min;
         return Ok((0..classes)
-            .map(|c| {
-                let (lo, hi) = (mins.value(c), maxs.value(c));
-                if width > 0.0 && hi >= lo {
-                    (hi - lo) / width
-                } else {
-                    0.0
-                }
-            })
+            .map(|c| super::formulas::range_share(mins.value(c), maxs.value(c), width))
             .collect());
     }
     let values = states.column(column).as_list::<i32>();

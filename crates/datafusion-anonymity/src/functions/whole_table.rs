@@ -1,6 +1,7 @@
 //! [`WholeTableFunction`]: the aggregate UDF shape of the functions whose value depends on the
 //! whole table as well as on the class (`t_closeness`, `t_closeness_ordered`, `ncp`,
-//! `entropy_leakage`, `beta_likeness`, `enhanced_beta_likeness`, `delta_disclosure`).
+//! `entropy_leakage`, `beta_likeness`, `enhanced_beta_likeness`, `delta_disclosure`,
+//! `tuple_diversity`).
 //!
 //! Such a function is never executed as written: the analyzer rule of [`crate::rewrite`]
 //! replaces each call by an internal aggregate computing the class's *state* (a histogram, a
@@ -23,7 +24,7 @@ use datafusion::logical_expr::{
 use super::common::{decode_dictionary, is_ordered};
 use super::{
     beta_likeness, delta_disclosure, enhanced_beta_likeness, entropy_leakage, ncp, ncp_state,
-    sa_histogram, t_closeness, t_closeness_ordered,
+    sa_histogram, t_closeness, t_closeness_ordered, tuple_diversity,
 };
 
 /// Which whole-table function.
@@ -36,13 +37,14 @@ pub enum WholeTableKind {
     BetaLikeness,
     EnhancedBetaLikeness,
     DeltaDisclosure,
+    TupleDiversity,
 }
 
 impl WholeTableKind {
     /// The internal aggregate computing a class's state from the call's arguments.
     pub fn class_state(self, args: Vec<Expr>, filter: Option<Box<Expr>>) -> Expr {
         let (udaf, args) = match self {
-            Self::Ncp => (ncp_state::ncp_state_udaf(), args),
+            Self::Ncp | Self::TupleDiversity => (ncp_state::ncp_state_udaf(), args),
             Self::EntropyLeakage => (count_udaf(), vec![lit(1i64)]),
             _ => (sa_histogram::sa_histogram_udaf(), args),
         };
@@ -59,7 +61,10 @@ impl WholeTableKind {
     /// Whether the class state is the attribute's histogram (`__anon_sa_histogram`), which
     /// calls on the same attribute can share.
     pub fn reads_histogram(self) -> bool {
-        !matches!(self, Self::Ncp | Self::EntropyLeakage)
+        !matches!(
+            self,
+            Self::Ncp | Self::EntropyLeakage | Self::TupleDiversity
+        )
     }
 
     /// Finalizes every class from all classes' states (one row per class, in any order).
@@ -72,6 +77,7 @@ impl WholeTableKind {
             Self::BetaLikeness => beta_likeness::finalize(states),
             Self::EnhancedBetaLikeness => enhanced_beta_likeness::finalize(states),
             Self::DeltaDisclosure => delta_disclosure::finalize(states),
+            Self::TupleDiversity => tuple_diversity::finalize(states),
         }
     }
 
@@ -85,10 +91,11 @@ impl WholeTableKind {
             Self::BetaLikeness => "__anon_beta_likeness_final",
             Self::EnhancedBetaLikeness => "__anon_enhanced_beta_likeness_final",
             Self::DeltaDisclosure => "__anon_delta_disclosure_final",
+            Self::TupleDiversity => "__anon_tuple_diversity_final",
         }
     }
 
-    pub const ALL: [WholeTableKind; 7] = [
+    pub const ALL: [WholeTableKind; 8] = [
         Self::TCloseness,
         Self::TClosenessOrdered,
         Self::Ncp,
@@ -96,6 +103,7 @@ impl WholeTableKind {
         Self::BetaLikeness,
         Self::EnhancedBetaLikeness,
         Self::DeltaDisclosure,
+        Self::TupleDiversity,
     ];
 }
 
@@ -181,15 +189,21 @@ impl AggregateUDFImpl for WholeTableFunction {
             {
                 return Err(arity_error("(sensitive)"));
             }
-            WholeTableKind::TClosenessOrdered => {
+            WholeTableKind::TClosenessOrdered | WholeTableKind::TupleDiversity => {
                 if coerced.len() != 1 {
                     return Err(arity_error("(sensitive)"));
                 }
                 if !is_ordered(&coerced[0]) {
+                    let instead = match self.kind {
+                        WholeTableKind::TClosenessOrdered => {
+                            "; use t_closeness for categorical attributes"
+                        }
+                        _ => "",
+                    };
                     return Err(DataFusionError::Plan(format!(
-                        "t_closeness_ordered needs an ordered attribute (numeric, decimal, \
-                         date or time), got {}; use t_closeness for categorical attributes",
-                        arg_types[0]
+                        "{} needs an ordered attribute (numeric, decimal, date or time), \
+                         got {}{instead}",
+                        self.name, arg_types[0]
                     )));
                 }
             }

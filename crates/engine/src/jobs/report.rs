@@ -605,6 +605,7 @@ fn measure_label(measure: Measure) -> (String, &'static str) {
         Measure::Beta => f::BETA,
         Measure::EnhancedBeta => f::BETA_ENHANCED,
         Measure::Delta => f::DELTA,
+        Measure::TupleDiversity => f::TUPLE_DIVERSITY,
         Measure::Persons => f::K_PERSONS,
     };
     (figure.label.to_string(), figure.description)

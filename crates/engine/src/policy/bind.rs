@@ -169,14 +169,16 @@ impl Policy {
         self.requirements.sensitive = sensitive;
         for s in &self.requirements.sensitive {
             let data_type = schema.field_with_name(&s.attribute)?.data_type();
-            if s.bounds()
+            if let Some(bound) = s
+                .bounds()
                 .iter()
-                .any(|b| b.measure.needs_ordered_attribute())
+                .find(|b| b.measure.needs_ordered_attribute())
                 && !is_orderable(data_type)
             {
+                let (what, hint) = bound.measure.ordered_name_and_hint();
                 return Err(err(format!(
-                    "sensitive attribute '{}' has type {data_type}: ordered t-closeness needs a \
-                     numeric, decimal or temporal column (use kind = \"equal\")",
+                    "sensitive attribute '{}' has type {data_type}: {what} needs a numeric, \
+                     decimal or temporal column{hint}",
                     s.attribute
                 )));
             }

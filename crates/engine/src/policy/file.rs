@@ -117,6 +117,8 @@ pub struct PrivacySpec {
     pub beta_likeness: Option<BetaLikeness>,
     /// δ-disclosure for every sensitive attribute that does not set its own.
     pub delta_disclosure: Option<f64>,
+    /// Tuple diversity for every sensitive attribute that does not set its own.
+    pub tuple_diversity: Option<f64>,
     /// The publishing scheme (`generalization` by default; see
     /// [`super::bucketization`]).
     #[serde(default)]
@@ -210,6 +212,7 @@ impl PrivacySpec {
             alpha: self.alpha,
             beta: self.beta_likeness,
             delta: self.delta_disclosure,
+            tuple_diversity: self.tuple_diversity,
             persons: None,
         }
     }
@@ -276,6 +279,9 @@ pub struct AttributeSpec {
     pub beta_likeness: Option<BetaLikeness>,
     /// This sensitive attribute's own δ-disclosure (overrides `[privacy]`).
     pub delta_disclosure: Option<f64>,
+    /// This sensitive attribute's own tuple diversity: the least share of its range every
+    /// class must span (overrides `[privacy]`).
+    pub tuple_diversity: Option<f64>,
     /// The column's type when the input is CSV (`int64`, `float64`, `utf8`, `date`,
     /// `timestamp` or `bool`), instead of the type inferred from its values; for Parquet input
     /// it must match the column's type.
@@ -295,6 +301,7 @@ impl AttributeSpec {
             alpha: self.alpha,
             beta: self.beta_likeness,
             delta: self.delta_disclosure,
+            tuple_diversity: self.tuple_diversity,
             persons: None,
         }
     }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::functions::{
     alpha_anonymity_udaf, beta_likeness_udaf, delta_disclosure_udaf, enhanced_beta_likeness_udaf,
     entropy_l_diversity_udaf, k_anonymity_udaf, l_diversity_udaf, recursive_cl_diversity_udaf,
-    t_closeness_ordered_udaf, t_closeness_udaf,
+    t_closeness_ordered_udaf, t_closeness_udaf, tuple_diversity_udaf,
 };
 
 /// The flavour of l-diversity a sensitive attribute must meet (Machanavajjhala et al. 2007).
@@ -130,6 +130,9 @@ pub struct SensitiveRequirement {
     pub beta: Option<BetaLikeness>,
     /// δ of δ-disclosure privacy: every class is below it.
     pub delta: Option<f64>,
+    /// Tuple diversity (Loukides & Shao 2008) of an ordered attribute: every class's range
+    /// is at least this share of the table's range.
+    pub tuple_diversity: Option<f64>,
     /// k over distinct persons, when this column is the person id (`k_persons`).
     pub persons: Option<u64>,
 }
@@ -143,7 +146,8 @@ impl SensitiveRequirement {
         }
     }
 
-    /// Every bound this attribute's classes must meet, in a fixed order (l, t, α, β, δ).
+    /// Every bound this attribute's classes must meet, in a fixed order (l, t, α, β, δ,
+    /// tuple diversity, persons).
     pub fn bounds(&self) -> Vec<Bound> {
         let mut bounds = Vec::new();
         if let Some(l) = self.l {
@@ -178,6 +182,9 @@ impl SensitiveRequirement {
         if let Some(delta) = self.delta {
             bounds.push(Bound::new(Measure::Delta, delta));
         }
+        if let Some(spread) = self.tuple_diversity {
+            bounds.push(Bound::new(Measure::TupleDiversity, spread));
+        }
         if let Some(persons) = self.persons {
             bounds.push(Bound::new(Measure::Persons, persons as f64));
         }
@@ -192,6 +199,7 @@ impl SensitiveRequirement {
             alpha: self.alpha.or(defaults.alpha),
             beta: self.beta.or(defaults.beta),
             delta: self.delta.or(defaults.delta),
+            tuple_diversity: self.tuple_diversity.or(defaults.tuple_diversity),
             persons: self.persons.or(defaults.persons),
             attribute: self.attribute,
         }
@@ -239,6 +247,8 @@ pub enum Measure {
     EnhancedBeta,
     /// δ-disclosure (`delta_disclosure`).
     Delta,
+    /// Tuple diversity: the class's range over the table's (`tuple_diversity`).
+    TupleDiversity,
     /// Distinct persons, of the person-id column (`k_anonymity(person_id)`).
     Persons,
 }
@@ -246,7 +256,7 @@ pub enum Measure {
 /// How a class's value must compare with the bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
-    /// value ≥ bound (l).
+    /// value ≥ bound (l, tuple diversity, persons).
     AtLeast,
     /// value ≤ bound (t, α, β).
     AtMost,
@@ -264,6 +274,7 @@ impl Measure {
             Measure::Alpha => "alpha",
             Measure::Beta | Measure::EnhancedBeta => "beta",
             Measure::Delta => "delta",
+            Measure::TupleDiversity => "tuple_diversity",
             Measure::Persons => "persons",
         }
     }
@@ -276,6 +287,7 @@ impl Measure {
             Measure::Alpha => "alpha",
             Measure::Beta | Measure::EnhancedBeta => "beta_likeness",
             Measure::Delta => "delta_disclosure",
+            Measure::TupleDiversity => "tuple_diversity",
             Measure::Persons => "k_persons",
         }
     }
@@ -286,6 +298,7 @@ impl Measure {
             Measure::DistinctL
             | Measure::EntropyL
             | Measure::RecursiveL { .. }
+            | Measure::TupleDiversity
             | Measure::Persons => Direction::AtLeast,
             Measure::Delta => Direction::Below,
             _ => Direction::AtMost,
@@ -305,12 +318,17 @@ impl Measure {
             Measure::Beta => beta_likeness_udaf().call(vec![value]),
             Measure::EnhancedBeta => enhanced_beta_likeness_udaf().call(vec![value]),
             Measure::Delta => delta_disclosure_udaf().call(vec![value]),
+            Measure::TupleDiversity => tuple_diversity_udaf().call(vec![value]),
             Measure::Persons => k_anonymity_udaf().call(vec![value]),
         }
     }
 
     /// Whether the measure compares the class with the whole table's distribution (t, β, δ):
-    /// suppressing some classes changes the others' values.
+    /// suppressing some classes changes the others' values. Tuple diversity compares with
+    /// the table's range, but the search takes the input's range, before suppression:
+    /// suppression can only narrow the published range, which raises every class's value
+    /// (what the verification measures on the written rows), so judging against the input's
+    /// never overstates it.
     pub fn depends_on_table(self) -> bool {
         matches!(
             self,
@@ -324,14 +342,27 @@ impl Measure {
 
     /// Whether the measure compares values by their order (the attribute must be ordered).
     pub fn needs_ordered_attribute(self) -> bool {
-        self == Measure::OrderedT
+        matches!(self, Measure::OrderedT | Measure::TupleDiversity)
+    }
+
+    /// For a message refusing an attribute that is not ordered: what the measure is, and
+    /// what to use instead (empty when nothing).
+    pub fn ordered_name_and_hint(self) -> (&'static str, &'static str) {
+        match self {
+            Measure::TupleDiversity => ("tuple_diversity", ""),
+            _ => ("ordered t-closeness", " (use kind = \"equal\")"),
+        }
     }
 
     /// Whether a class that fails has only failing parts, so that suppression counts are
     /// monotone over the lattice: fewer distinct values than l in a union means fewer in
-    /// every part. Not so for the others: a failing class can hold a passing part.
+    /// every part, and a part's range lies inside the union's (tuple diversity, against the
+    /// input's fixed range). Not so for the others: a failing class can hold a passing part.
     pub fn failure_inherited_by_parts(self) -> bool {
-        matches!(self, Measure::DistinctL | Measure::Persons)
+        matches!(
+            self,
+            Measure::DistinctL | Measure::Persons | Measure::TupleDiversity
+        )
     }
 
     /// Whether a union of passing classes passes (the search prunes with it when nothing may
@@ -341,7 +372,7 @@ impl Measure {
     /// e^−δ < p_E/p_T < e^δ is convex. The worst-case NULL rule of entropy and recursive l
     /// (NULLs join the most frequent value) is not covered by those proofs, so with NULLs
     /// they are not used; α's NULL rule is (the largest count of a union is at most the sum
-    /// of the parts' largest counts).
+    /// of the parts' largest counts). A union's range covers each part's (tuple diversity).
     pub fn closed_under_union(self, attribute_has_nulls: bool) -> bool {
         match self {
             Measure::EntropyL | Measure::RecursiveL { .. } => !attribute_has_nulls,
@@ -448,6 +479,9 @@ impl Bound {
             Measure::Delta if !(limit.is_finite() && limit > 0.0) => {
                 Some(format!("delta must be a positive number, got {limit}"))
             }
+            Measure::TupleDiversity if !(limit > 0.0 && limit <= 1.0) => Some(format!(
+                "tuple_diversity is a share of the attribute's range in (0, 1], got {limit}"
+            )),
             Measure::Persons if limit < 1.0 => {
                 Some(format!("k_persons must be at least 1, got {limit}"))
             }

@@ -25,7 +25,9 @@ use super::histogram::histogram_udaf;
 use super::keys::KeyInterner;
 use super::{Anonymity, ProfileOptions, RiskyClass, SensitiveFigures, SizeBucket, label, table};
 use crate::functions::common::{decode_dictionary, is_ordered};
-use crate::functions::formulas::{OrderedDomain, entropy_l, equal_emd, ordered_emd, recursive_l};
+use crate::functions::formulas::{
+    OrderedDomain, entropy_l, equal_emd, ordered_emd, range_share, recursive_l,
+};
 use crate::search::persons::PersonCount;
 
 /// Name of the row count column of the aggregations.
@@ -579,12 +581,7 @@ fn sensitive_figures(
             worst.t_ordered = worst
                 .t_ordered
                 .max(ordered_emd(domain, &ordered_pairs, size));
-            let spread = if hi > lo && table_range > 0.0 {
-                (hi - lo) / table_range
-            } else {
-                0.0
-            };
-            worst.tuple = worst.tuple.min(spread);
+            worst.tuple = worst.tuple.min(range_share(lo, hi, table_range));
         }
         worst.beta = worst.beta.max(beta);
         worst.over_cap += u64::from(over_cap);

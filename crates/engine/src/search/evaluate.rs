@@ -103,6 +103,48 @@ pub(crate) struct SensitiveCriterion {
     cardinality: usize,
     /// the input's distribution, which t, β and δ compare with before anything is dropped
     pub table: Reference,
+    /// with a tuple diversity bound: each code's number and the input's range
+    spread: Option<SpreadDomain>,
+}
+
+/// What tuple diversity needs of an ordered attribute: each code's value as a number (NaN
+/// for NULL and NaN, which are ignored) and the range of the input's values, before anything
+/// is suppressed. Suppression only narrows the published range, raising every class's
+/// value, so judging against the input's range never overstates it (docs/definitions.md).
+#[derive(Debug)]
+struct SpreadDomain {
+    numbers: Vec<f64>,
+    /// max_T − min_T over the input's values (0 for fewer than two values)
+    range: f64,
+}
+
+impl SpreadDomain {
+    fn new(numbers: &[f64], table_counts: &[u64]) -> Self {
+        let (lo, hi) = numbers
+            .iter()
+            .zip(table_counts)
+            .filter(|&(v, &n)| n > 0 && !v.is_nan())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (&v, _)| {
+                (lo.min(v), hi.max(v))
+            });
+        Self {
+            numbers: numbers.to_vec(),
+            range: if hi > lo { hi - lo } else { 0.0 },
+        }
+    }
+
+    /// (max_E − min_E)/(max_T − min_T) of a class holding `codes`: 0 for a class of at most
+    /// one value and for a table of one value.
+    fn tuple_diversity(&self, codes: &[u32]) -> f64 {
+        let (lo, hi) = codes
+            .iter()
+            .map(|&c| self.numbers[c as usize])
+            .filter(|v| !v.is_nan())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            });
+        formulas::range_share(lo, hi, self.range)
+    }
 }
 
 impl SensitiveCriterion {
@@ -162,13 +204,20 @@ impl Criteria {
             };
             req.validate().map_err(DataFusionError::Plan)?;
             let domain = &freq.sensitive()[index];
-            let ordered = bounds.iter().any(|b| b.measure.needs_ordered_attribute());
-            if ordered && !domain.is_ordered() {
+            if let Some(bound) = bounds.iter().find(|b| b.measure.needs_ordered_attribute())
+                && !domain.is_ordered()
+            {
+                let (what, hint) = bound.measure.ordered_name_and_hint();
                 return plan(format!(
-                    "'{name}': ordered t-closeness needs an ordered attribute \
-                     (numeric, decimal, date or time); use equal t-closeness"
+                    "'{name}': {what} needs an ordered attribute (numeric, decimal, date or \
+                     time){hint}"
                 ));
             }
+            let ordered = bounds.iter().any(|b| b.measure == Measure::OrderedT);
+            let spread = bounds
+                .iter()
+                .any(|b| b.measure == Measure::TupleDiversity)
+                .then(|| SpreadDomain::new(domain.numbers(), domain.table_counts()));
             sensitive.push(SensitiveCriterion {
                 index,
                 name: name.clone(),
@@ -177,6 +226,7 @@ impl Criteria {
                 null_code: domain.null_code(),
                 cardinality: domain.cardinality(),
                 table: Reference::new(domain.table_counts().to_vec(), ordered),
+                spread,
             });
         }
         if let Some(population) = &requirements.population {
@@ -1101,6 +1151,10 @@ pub(crate) fn class_measures(
                 }
                 None => 0.0,
             },
+            Measure::TupleDiversity => criterion
+                .spread
+                .as_ref()
+                .map_or(0.0, |spread| spread.tuple_diversity(codes)),
         };
         // the provider's and the verification's comparison, so that all judge alike
         let met = bound.is_met_by(*value);

@@ -48,7 +48,7 @@ use super::group::{ClassHistograms, Column, Grouper, HistogramMerger};
 use super::local::LocalLabels;
 use super::persons::LeafPersons;
 use super::population::PopulationCounts;
-use crate::functions::common::is_ordered;
+use crate::functions::common::{is_ordered, ordered_as_f64};
 use crate::functions::histogram::new_dictionary;
 use crate::generalize::{Hierarchy, HierarchyKind};
 use crate::policy::SetLabels;
@@ -198,6 +198,10 @@ pub struct SensitiveDomain {
     ordered: bool,
     /// the table's count of each code (before any suppression)
     table_counts: Vec<u64>,
+    /// an ordered attribute's value of each code as a number (dates and times by their
+    /// integer representation), NaN for NULL and NaN, which a range ignores; empty when the
+    /// attribute is not ordered
+    numbers: Vec<f64>,
 }
 
 impl SensitiveDomain {
@@ -225,6 +229,13 @@ impl SensitiveDomain {
     /// The table's count of each code.
     pub fn table_counts(&self) -> &[u64] {
         &self.table_counts
+    }
+
+    /// An ordered attribute's value of each code as a number, NaN for NULL and NaN (empty
+    /// when the attribute is not ordered). Codes follow the values' order, so the numbers
+    /// ascend over the codes that have one.
+    pub fn numbers(&self) -> &[f64] {
+        &self.numbers
     }
 }
 
@@ -431,12 +442,22 @@ impl FrequencySet {
                 })
                 .collect();
             sensitive_codes.push(codes);
+            // an ordered code set's values are their own numbers
+            let numbers = if spec.ordered {
+                let null = has_null.then_some(f64::NAN);
+                null.into_iter()
+                    .chain(values.iter().map(|&v| f64::from(v)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             sensitive_domains.push(SensitiveDomain {
                 name: spec.name.clone(),
                 cardinality: values.len() + offset as usize,
                 null_code: has_null.then_some(0),
                 ordered: spec.ordered,
                 table_counts: Vec::new(),
+                numbers,
             });
         }
         let counts = rows.iter().map(|r| r.count).collect();
@@ -1005,6 +1026,13 @@ fn sensitive_domain(
     };
     let codes = codes.into_iter().map(|c| rank[c as usize]).collect();
     let null_code = (distinct.null_count() > 0).then_some(0);
+    let mut numbers = Vec::new();
+    if ordered {
+        numbers = vec![f64::NAN; distinct.len()];
+        for (i, number) in ordered_as_f64(distinct)?.into_iter().enumerate() {
+            numbers[rank[i] as usize] = number.unwrap_or(f64::NAN);
+        }
+    }
     Ok((
         codes,
         SensitiveDomain {
@@ -1013,6 +1041,7 @@ fn sensitive_domain(
             null_code,
             ordered,
             table_counts: Vec::new(),
+            numbers,
         },
     ))
 }

@@ -59,6 +59,8 @@ mod sets_bench;
 mod sets_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tuple_tests;
 
 use std::fmt;
 use std::str::FromStr;
