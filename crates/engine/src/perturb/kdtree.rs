@@ -28,30 +28,10 @@ impl<'a> KdTree<'a> {
         if end - start <= 1 {
             return;
         }
-        let points = self.points;
-        // the axis of widest spread (not the depth's turn): correlated, heavy-tailed data
-        // (incomes, turnover) would otherwise give long thin cells that every query visits
-        let d = points.d();
-        let mut low = [f64::INFINITY; 16];
-        let mut high = [f64::NEG_INFINITY; 16];
-        let axis = if d <= 16 {
-            for &i in &self.order[start..end] {
-                for (j, &x) in points.row(i as usize).iter().enumerate() {
-                    low[j] = low[j].min(x);
-                    high[j] = high[j].max(x);
-                }
-            }
-            (0..d)
-                .max_by(|&a, &b| {
-                    (high[a] - low[a])
-                        .total_cmp(&(high[b] - low[b]))
-                        .then(b.cmp(&a))
-                })
-                .unwrap_or(0)
-        } else {
-            depth % d
-        };
+        let d = self.points.d();
+        let axis = depth % d;
         let middle = start + (end - start) / 2;
+        let points = self.points;
         self.order[start..end].select_nth_unstable_by(middle - start, |&a, &b| {
             points.row(a as usize)[axis].total_cmp(&points.row(b as usize)[axis])
         });
