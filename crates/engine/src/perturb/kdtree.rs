@@ -24,6 +24,9 @@ impl<'a> KdTree<'a> {
         tree
     }
 
+    /// Axes in turn by depth. (Splitting on the axis of widest range was tried and dropped:
+    /// on heavy-tailed data the outliers make one axis the widest at every depth, the tree
+    /// degenerates to one dimension, and record linkage of 1M noised firms ran for minutes.)
     fn build(&mut self, start: usize, end: usize, depth: usize) {
         if end - start <= 1 {
             return;
