@@ -190,7 +190,7 @@ impl TreeHierarchy {
                 lines,
             )?;
         }
-        check_single_top(name, origin, height, levels[height - 1].leaves.len())?;
+        check_single_top(name, origin, height, &levels[height - 1].of_leaf, lines)?;
         let leaf_ids: HashMap<String, u32> = rows
             .iter()
             .enumerate()
@@ -632,7 +632,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("inline rows: the last level (1) has 2 different values"),
+            e.contains("inline rows, row 2: the last level (1) differs from row 1's; it must be a single value such as '*' on every row [rule: single top]"),
             "{e}"
         );
         let e = TreeHierarchy::from_rows("x", &[vec!["a", "*"], vec!["b"]])

@@ -260,24 +260,29 @@ pub(super) fn check_one_parent(
     Ok(())
 }
 
-/// [`Rule::SingleTop`]: the last level (`height - 1`) has `values` distinct values.
+/// [`Rule::SingleTop`]: `top` is each row's label id at the last level (`height - 1`);
+/// the first row whose top differs from the first row's is named.
 pub(super) fn check_single_top(
     name: &str,
     origin: Origin,
     height: usize,
-    values: usize,
+    top: &[u32],
+    lines: &[usize],
 ) -> Result<(), DataFusionError> {
-    if values == 1 {
+    let Some(row) = top.iter().position(|&t| t != top[0]) else {
         return Ok(());
-    }
+    };
     Err(invalid(
         name,
         Rule::SingleTop,
         format!(
-            "{}: the last level ({}) has {values} different values; it must be a single value \
-             such as '*'",
-            origin.whole(),
+            "{}: the last level ({}) differs from {} {}'s; it must be a single value such as \
+             '*' on every {}",
+            origin.line(lines[row]),
             height - 1,
+            origin.unit(),
+            lines[0],
+            origin.unit(),
         ),
     ))
 }
