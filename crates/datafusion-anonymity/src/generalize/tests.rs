@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, Date32Array, Float64Array, Int64Array, StringArray,
-    StringViewArray,
+    Array, ArrayRef, AsArray, BinaryArray, Date32Array, Int64Array, StringArray, StringViewArray,
 };
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
