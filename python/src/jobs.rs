@@ -11,7 +11,7 @@ use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity_engine::jobs::output::OutputRequest;
-use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, profile, sql};
+use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, hierarchy, profile, sql};
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::release::Release;
 use datafusion_anonymity_engine::search::local::LocalAlgorithm;
@@ -181,4 +181,18 @@ pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         ..sql::SqlOptions::new(args.query)
     };
     sql::sql(&ctx, options).await
+}
+
+/// `anon hierarchy build`: the same pipeline ([`hierarchy::build_hierarchy`]); the report as
+/// JSON.
+pub async fn build_hierarchy(options: hierarchy::BuildOptions) -> Result<Value> {
+    let ctx = session::context_with_limit(None)?;
+    encode(&hierarchy::build_hierarchy(&ctx, options).await?)
+}
+
+/// `anon hierarchy check`: the same pipeline ([`hierarchy::check_hierarchy`]); the report as
+/// JSON.
+pub async fn check_hierarchy(options: hierarchy::CheckOptions) -> Result<Value> {
+    let ctx = session::context_with_limit(None)?;
+    encode(&hierarchy::check_hierarchy(&ctx, options).await?)
 }

@@ -694,6 +694,62 @@ fn sql(
     })
 }
 
+/// `anon hierarchy build`: builds a hierarchy file from a column; the JSON report.
+#[pyfunction]
+#[pyo3(signature = (table, column, out, kind, widths=None, origin=None, min_size=None,
+    keep=None, units=None, overwrite=false))]
+#[allow(clippy::too_many_arguments)]
+fn build_hierarchy(
+    py: Python<'_>,
+    table: String,
+    column: String,
+    out: String,
+    kind: String,
+    widths: Option<Vec<f64>>,
+    origin: Option<f64>,
+    min_size: Option<Vec<u64>>,
+    keep: Option<Vec<usize>>,
+    units: Option<Vec<String>>,
+    overwrite: bool,
+) -> PyResult<String> {
+    use datafusion_anonymity_engine::hierarchies::{BuilderOptions, BuilderSpec};
+    let spec = BuilderSpec::from_options(BuilderOptions {
+        kind,
+        widths,
+        origin,
+        min_size,
+        keep,
+        units,
+    })
+    .map_err(errors::to_py)?;
+    let options = datafusion_anonymity_engine::jobs::hierarchy::BuildOptions {
+        table,
+        column,
+        out,
+        spec,
+        overwrite,
+    };
+    let report = run(py, || jobs::build_hierarchy(options))?;
+    Ok(report.to_string())
+}
+
+/// `anon hierarchy check`: checks a hierarchy file against a column; the JSON report.
+#[pyfunction]
+fn check_hierarchy(
+    py: Python<'_>,
+    file: String,
+    column: String,
+    table: String,
+) -> PyResult<String> {
+    let options = datafusion_anonymity_engine::jobs::hierarchy::CheckOptions {
+        file,
+        column,
+        table,
+    };
+    let report = run(py, || jobs::check_hierarchy(options))?;
+    Ok(report.to_string())
+}
+
 /// Every function name the crate registers in Rust (aliases included).
 #[pyfunction]
 fn function_names() -> Vec<String> {
@@ -723,6 +779,8 @@ fn internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(apply, m)?)?;
     m.add_function(wrap_pyfunction!(profile, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
+    m.add_function(wrap_pyfunction!(build_hierarchy, m)?)?;
+    m.add_function(wrap_pyfunction!(check_hierarchy, m)?)?;
     m.add_function(wrap_pyfunction!(function_names, m)?)?;
     Ok(())
 }

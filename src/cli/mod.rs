@@ -7,6 +7,7 @@ mod attack;
 mod bucketize;
 mod cluster;
 mod errors;
+mod hierarchy;
 mod output;
 mod perturb;
 mod profile;
@@ -51,6 +52,8 @@ enum Command {
     Anonymize(anonymize::AnonymizeArgs),
     /// Time each function against its plain-SQL floor and print the ratios.
     Bench(bench::BenchArgs),
+    /// Build a hierarchy file from a column's values, or check one against them.
+    Hierarchy(hierarchy::HierarchyArgs),
     /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
     Profile(Box<profile::ProfileArgs>),
     /// Run an attack on a published release and count the records it breaks.
@@ -217,6 +220,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Anonymize(args) => anonymize::run(args).await,
         Command::Bench(args) => bench::run(args).await,
         Command::Profile(args) => profile::run(*args).await,
+        Command::Hierarchy(args) => hierarchy::run(args).await,
         Command::Attack(args) => attack::run(args).await,
         Command::Scheduler(args) => cluster::scheduler(args).await,
         Command::Executor(args) => cluster::executor(args).await,

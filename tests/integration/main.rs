@@ -10,6 +10,7 @@ mod cluster;
 mod csv;
 mod definitions;
 mod delta;
+mod hierarchy;
 mod persons;
 mod perturbation;
 mod population;

@@ -12,7 +12,7 @@
 //! | layer | modules |
 //! |---|---|
 //! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `label_codes`, `pseudonym`, `storage` (and its `manifest`), `session` |
-//! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search |
+//! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search; `hierarchies` (hierarchy files built from a column's frequency set, and what a value tree does to a column) |
 //! | searching | `cloaking` (location events to (cell, window) labels), `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
 //! | measuring | `profile` |
 //! | writing | `publish` (with `publish::delta`, a release's one Delta commit), `saved_recoding` |
@@ -31,6 +31,7 @@ pub mod bucketize;
 pub mod cloaking;
 pub mod direct_table;
 pub mod errors;
+pub mod hierarchies;
 pub mod jobs;
 pub mod label_codes;
 pub mod local_recode;

@@ -47,6 +47,8 @@ __all__ = [
     "Extension",
     "anonymize",
     "apply",
+    "build_hierarchy",
+    "check_hierarchy",
     "extension",
     "generalized_table",
     "profile",
@@ -400,3 +402,48 @@ def sql(
         memory_limit,
     )
     return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
+def build_hierarchy(
+    table: PathLike,
+    column: str,
+    out: PathLike,
+    kind: str,
+    *,
+    widths: Sequence[float] | None = None,
+    origin: float | None = None,
+    min_size: Sequence[int] | None = None,
+    keep: Sequence[int] | None = None,
+    units: Sequence[str] | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """``anon hierarchy build``: writes a hierarchy file (ARX's CSV format, what a policy's
+    ``kind = "tree"`` reads) built from ``column`` of ``table`` (a Parquet or CSV path or
+    URL), and returns the report: leaves, and per level its classes and smallest class.
+
+    ``kind`` is ``interval`` (``widths``, ``origin``), ``quantile`` (``min_size``: rows per
+    class at each level), ``prefix`` (``keep``: characters kept at each level), ``date``
+    (``units``: ``month``, ``year``, ...) or ``category`` (``min_size``: rare values merged
+    first). Nothing is written when it fails; an existing file is replaced only with
+    ``overwrite``."""
+    text = _internal.build_hierarchy(
+        os.fspath(table),
+        column,
+        os.fspath(out),
+        kind,
+        None if widths is None else [float(w) for w in widths],
+        None if origin is None else float(origin),
+        None if min_size is None else [int(n) for n in min_size],
+        None if keep is None else [int(n) for n in keep],
+        None if units is None else list(units),
+        bool(overwrite),
+    )
+    return json.loads(text)
+
+
+def check_hierarchy(file: PathLike, column: str, table: PathLike) -> dict[str, Any]:
+    """``anon hierarchy check``: checks a hierarchy file by every rule a policy applies and
+    against the values of ``column`` of ``table``; returns the report (raises
+    :class:`AnonymityError` naming the file, the line and the rule otherwise)."""
+    text = _internal.check_hierarchy(os.fspath(file), column, os.fspath(table))
+    return json.loads(text)

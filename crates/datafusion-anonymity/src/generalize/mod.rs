@@ -41,6 +41,7 @@ pub mod mask;
 pub mod registry;
 pub mod spec;
 pub mod tree;
+pub mod tree_rules;
 pub mod udf;
 
 #[cfg(test)]
@@ -65,6 +66,7 @@ pub use registry::{
     register_hierarchy, registered_hierarchy,
 };
 pub use tree::TreeHierarchy;
+pub use tree_rules::Rule as TreeRule;
 pub use udf::{bucket_expr, generalize_date_expr, generalize_expr, mask_expr};
 
 /// What a hierarchy does; see the kind's module.
@@ -98,7 +100,7 @@ impl HierarchyKind {
             HierarchyKind::Mask(_) => "a string or integer column",
             HierarchyKind::Interval(_) => "a numeric column (integer, float or decimal)",
             HierarchyKind::Date(_) => "a Date32, Date64 or Timestamp column",
-            HierarchyKind::Tree(_) => "a string, integer or boolean column",
+            HierarchyKind::Tree(_) => "a string, numeric, date, timestamp or boolean column",
             HierarchyKind::Set => "a string, numeric, temporal or boolean column",
         }
     }

@@ -8,10 +8,13 @@
 //! UTF-8 byte order mark is ignored, and empty lines are skipped. Fields are taken as they are
 //! (no trimming). Leaves absent from the data are fine: the hierarchy describes the domain.
 //!
-//! A hierarchy is valid when every row has as many fields as the first, no leaf appears
-//! twice, each value of a level has one parent at the next level (the rows form a tree), and
-//! the last level is a single value. Errors name the file (or `inline rows`), the line (or
-//! row) and the level; they never quote leaf values.
+//! A hierarchy is valid when it follows the rules of [`super::tree_rules`]: it is well
+//! formed and not empty, every row has as many fields as the first, no label above the leaf
+//! is empty, no leaf appears twice, each value of a level has one parent at the next level
+//! (the rows form a tree), and the last level is a single value. Errors name the file (or
+//! `inline rows`), the line (or row), the level where there is one, and the rule
+//! (`[rule: one parent]`); they never quote leaf values. An empty leaf is the empty string, a
+//! value of its own (write it `""` for clarity); NULL is never a leaf: it stays NULL.
 //!
 //! ## Encoding
 //! The tree is encoded once: leaf value → leaf id (a hash map, and for leaves that are decimal
@@ -22,8 +25,9 @@
 //! `take`.
 //!
 //! Input: strings (Utf8, LargeUtf8, Utf8View), integers (matched by their decimal form, so
-//! the ARX age hierarchy fits an Int64 age column), booleans (`true`/`false`), and dictionaries
-//! of them. Output: Utf8View (the labels of the file). NULL stays NULL. A non-null value that is
+//! the ARX age hierarchy fits an Int64 age column), and floats, decimals, dates, timestamps and
+//! booleans (matched by their text as `CAST(x AS VARCHAR)` prints it: `2.5`, `2024-03-15`,
+//! `true`), and dictionaries of them. Output: Utf8View (the labels of the file). NULL stays NULL. A non-null value that is
 //! not a leaf is an error that says how many distinct values are missing, never which.
 
 use std::path::Path;
@@ -38,7 +42,12 @@ use datafusion::error::{DataFusionError, Result};
 use hashbrown::{HashMap, HashSet};
 
 use super::common::{
-    LABEL_TYPE, inline_bytes_key, inline_view_key, is_integer, is_string, value_type,
+    LABEL_TYPE, inline_bytes_key, inline_view_key, is_integer, is_number, is_string, is_temporal,
+    value_type,
+};
+use super::tree_rules::{
+    Origin, Rule, check_one_parent, check_shape, check_single_top, check_unique_leaves, invalid,
+    split_fields,
 };
 
 const MISSING: u32 = u32::MAX;
@@ -79,83 +88,6 @@ pub struct TreeHierarchy {
     levels: Vec<TreeLevel>,
 }
 
-/// Where a row came from, for error messages.
-#[derive(Clone, Copy)]
-enum Origin<'a> {
-    File(&'a str),
-    Inline,
-}
-
-impl Origin<'_> {
-    fn line(&self, n: usize) -> String {
-        match self {
-            Origin::File(f) => format!("{f}, line {n}"),
-            Origin::Inline => format!("inline rows, row {n}"),
-        }
-    }
-
-    fn whole(&self) -> String {
-        match self {
-            Origin::File(f) => f.to_string(),
-            Origin::Inline => "inline rows".to_string(),
-        }
-    }
-
-    fn unit(&self) -> &'static str {
-        match self {
-            Origin::File(_) => "line",
-            Origin::Inline => "row",
-        }
-    }
-}
-
-fn invalid(hierarchy: &str, message: String) -> DataFusionError {
-    DataFusionError::Plan(format!("invalid hierarchy '{hierarchy}': {message}"))
-}
-
-/// Splits one line into `;`-separated fields, honouring `"` quoting.
-fn split_fields(line: &str) -> std::result::Result<Vec<String>, &'static str> {
-    let mut fields = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        let mut field = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    None => return Err("a quoted field is not closed"),
-                    Some('"') if chars.peek() == Some(&'"') => {
-                        chars.next();
-                        field.push('"');
-                    }
-                    Some('"') => break,
-                    Some(c) => field.push(c),
-                }
-            }
-            match chars.next() {
-                None => {
-                    fields.push(field);
-                    return Ok(fields);
-                }
-                Some(';') => fields.push(field),
-                Some(_) => return Err("a closing quote is not followed by ';'"),
-            }
-        } else {
-            loop {
-                match chars.next() {
-                    None => {
-                        fields.push(field);
-                        return Ok(fields);
-                    }
-                    Some(';') => break,
-                    Some(c) => field.push(c),
-                }
-            }
-            fields.push(field);
-        }
-    }
-}
-
 impl TreeHierarchy {
     /// Reads an ARX hierarchy CSV file from a local path. `name` names the hierarchy in error
     /// messages. (Object-store URLs are read by the engine crate, which has the stores, and
@@ -182,8 +114,13 @@ impl TreeHierarchy {
             if line.is_empty() {
                 continue;
             }
-            let fields = split_fields(line)
-                .map_err(|why| invalid(name, format!("{}: {why}", origin.line(i + 1))))?;
+            let fields = split_fields(line).map_err(|why| {
+                invalid(
+                    name,
+                    Rule::WellFormed,
+                    format!("{}: {why}", origin.line(i + 1)),
+                )
+            })?;
             rows.push(fields);
             lines.push(i + 1);
         }
@@ -201,30 +138,7 @@ impl TreeHierarchy {
     }
 
     fn build(name: &str, origin: Origin, rows: &[Vec<String>], lines: &[usize]) -> Result<Self> {
-        let Some(first) = rows.first() else {
-            return Err(invalid(
-                name,
-                format!("{} is empty (no {}s)", origin.whole(), origin.unit()),
-            ));
-        };
-        let height = first.len();
-        if height == 0 {
-            return Err(invalid(name, format!("{} has no fields", origin.line(1))));
-        }
-        for (row, &line) in rows.iter().zip(lines) {
-            if row.len() != height {
-                return Err(invalid(
-                    name,
-                    format!(
-                        "{}: {} fields, but {} {} has {height} (ragged hierarchy)",
-                        origin.line(line),
-                        row.len(),
-                        origin.unit(),
-                        lines[0]
-                    ),
-                ));
-            }
-        }
+        let height = check_shape(name, origin, rows, lines)?;
         // intern each level's labels
         let mut levels = Vec::with_capacity(height);
         for level in 0..height {
@@ -256,60 +170,27 @@ impl TreeHierarchy {
                 leaves,
             });
         }
-        // one parent per value and level
-        for level in 0..height - 1 {
+        // a leaf listed twice; then each level a function of the one below (which level 0 is
+        // once its leaves are unique)
+        check_unique_leaves(
+            name,
+            origin,
+            &levels[0].of_leaf,
+            levels[0].leaves.len(),
+            lines,
+        )?;
+        for level in 1..height - 1 {
             let (child, parent) = (&levels[level], &levels[level + 1]);
-            let mut parent_of: Vec<Option<(u32, usize)>> = vec![None; child.leaves.len()];
-            for (row, &line) in lines.iter().enumerate() {
-                let (c, p) = (child.of_leaf[row], parent.of_leaf[row]);
-                match parent_of[c as usize] {
-                    None => parent_of[c as usize] = Some((p, line)),
-                    Some((q, _)) if q == p => {}
-                    Some((_, other)) => {
-                        return Err(invalid(
-                            name,
-                            format!(
-                                "{}, level {level}: a value has two different parents at level \
-                                 {} (another at {} {other})",
-                                origin.line(line),
-                                level + 1,
-                                origin.unit()
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        // a leaf listed twice (with the same parents, or the check above would have failed)
-        if levels[0].leaves.len() != rows.len() {
-            let mut first_line: Vec<Option<usize>> = vec![None; levels[0].leaves.len()];
-            for (&leaf, &line) in levels[0].of_leaf.iter().zip(lines) {
-                if let Some(first) = first_line[leaf as usize] {
-                    return Err(invalid(
-                        name,
-                        format!(
-                            "{}: duplicate leaf (the same value as {} {first})",
-                            origin.line(line),
-                            origin.unit()
-                        ),
-                    ));
-                }
-                first_line[leaf as usize] = Some(line);
-            }
-        }
-        let top = &levels[height - 1];
-        if top.leaves.len() != 1 {
-            return Err(invalid(
+            check_one_parent(
                 name,
-                format!(
-                    "{}: the last level ({}) has {} different values; it must be a single value \
-                     such as '*'",
-                    origin.whole(),
-                    height - 1,
-                    top.leaves.len()
-                ),
-            ));
+                origin,
+                level,
+                (&child.of_leaf, child.leaves.len()),
+                &parent.of_leaf,
+                lines,
+            )?;
         }
+        check_single_top(name, origin, height, &levels[height - 1].of_leaf, lines)?;
         let leaf_ids: HashMap<String, u32> = rows
             .iter()
             .enumerate()
@@ -434,11 +315,12 @@ impl TreeHierarchy {
                 return Err(DataFusionError::Execution(format!(
                     "column '{column}': {missing} distinct value{} {MISSING_FROM_TREE} \
                      '{hierarchy}' ({}, {} leaves); add {} to the hierarchy (values are not \
-                     shown, to keep the data private)",
+                     shown, to keep the data private) {}",
                     if missing == 1 { " is" } else { "s are" },
                     self.source,
                     self.leaf_count(),
                     if missing == 1 { "it" } else { "them" },
+                    Rule::CoversData.tag(),
                 )));
             }
         }
@@ -506,12 +388,15 @@ impl TreeHierarchy {
                     .map(|(i, id)| if wide.is_null(i) { MISSING } else { id })
                     .collect()
             }
-            DataType::Boolean => {
+            // matched by their text, as `CAST(x AS VARCHAR)` prints them (and the hierarchy
+            // builders write them)
+            dt if matches!(dt, DataType::Boolean) || is_number(dt) || is_temporal(dt) => {
                 return self.ids(&cast(values, &DataType::Utf8)?, table);
             }
             other => {
                 return Err(DataFusionError::Plan(format!(
-                    "a tree hierarchy needs a string, integer or boolean column, not {other}"
+                    "a tree hierarchy needs a string, numeric, temporal or boolean column, not \
+                     {other}"
                 )));
             }
         };
@@ -585,6 +470,8 @@ fn integer_leaves(rows: &[Vec<String>]) -> IntegerLeaves {
 pub fn accepts(data_type: &DataType) -> bool {
     is_string(data_type)
         || is_integer(data_type)
+        || is_number(data_type)
+        || is_temporal(data_type)
         || matches!(value_type(data_type), DataType::Boolean | DataType::Null)
 }
 
@@ -745,7 +632,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("inline rows: the last level (1) has 2 different values"),
+            e.contains("inline rows, row 2: the last level (1) differs from row 1's; it must be a single value such as '*' on every row [rule: single top]"),
             "{e}"
         );
         let e = TreeHierarchy::from_rows("x", &[vec!["a", "*"], vec!["b"]])

@@ -12,6 +12,7 @@ pub mod anonymize;
 pub mod apply;
 pub mod bucketize;
 pub mod cloak;
+pub mod hierarchy;
 pub mod output;
 pub mod perturb;
 pub mod profile;

@@ -1,0 +1,622 @@
+//! The hierarchy builders, over a column's frequency set (distinct non-null values and their
+//! row counts). Each gives the labels of every level for every distinct value: level 0 is the
+//! value as `CAST(x AS VARCHAR)` prints it (what a value tree matches a column's values by),
+//! the last level is `*`.
+//!
+//! | kind | column | levels |
+//! |---|---|---|
+//! | `interval` | numeric | fixed widths (each a multiple of the previous), labels `[20, 30)` as `kind = "interval"` prints them |
+//! | `quantile` | numeric | for each target size t (increasing), intervals holding at least t rows each, cut between distinct values; each level's cuts are cuts of the level below |
+//! | `prefix` | text or integer | keep the first n characters (each n shorter than the one below): `021**` when every value has the same length (ZIP codes), else `J45*` (ICD-10 codes of mixed length) |
+//! | `date` | date or timestamp | calendar units (`day`, `week`, `month`, `quarter`, `year`, `decade`) as `kind = "date"` labels them |
+//! | `category` | any | for each target size t (increasing), the groups of the level below with fewer than t rows merged, rarest first, until each holds t rows |
+//!
+//! Quantile and category levels that reach a single class are left out (the top `*` is that
+//! class). A target the whole column does not reach leaves classes smaller than it; the
+//! summary shows them. NaN (a float) has its own interval `NaN` and takes no part in the cuts.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray, StringBuilder};
+use datafusion::arrow::compute::{cast, sort_to_indices, take};
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::error::{DataFusionError, Result};
+
+use crate::generalize::common::{is_integer, is_number, is_string, is_temporal, value_type};
+use crate::generalize::{
+    DateHierarchy, DateUnit, IntervalHierarchy, IntervalLevel, TOP_LABEL, format_number,
+};
+
+/// A builder and its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BuilderSpec {
+    /// Fixed-width intervals from `origin`, one level per width.
+    Interval { widths: Vec<f64>, origin: f64 },
+    /// Intervals of at least `min_sizes[i]` rows at level i + 1.
+    Quantile { min_sizes: Vec<u64> },
+    /// Prefixes of `keep[i]` characters at level i + 1 (`None`: every length, longest first).
+    Prefix { keep: Option<Vec<usize>> },
+    /// Calendar units, finest first.
+    Date { units: Vec<DateUnit> },
+    /// Rare groups merged until each holds at least `min_sizes[i]` rows at level i + 1.
+    Category { min_sizes: Vec<u64> },
+}
+
+/// A builder as a shell's options give it: the kind's name and whichever parameters were
+/// given (`None`: not given).
+#[derive(Debug, Clone, Default)]
+pub struct BuilderOptions {
+    pub kind: String,
+    pub widths: Option<Vec<f64>>,
+    pub origin: Option<f64>,
+    pub min_size: Option<Vec<u64>>,
+    pub keep: Option<Vec<usize>>,
+    pub units: Option<Vec<String>>,
+}
+
+impl BuilderSpec {
+    /// The builder `options` ask for; a parameter of another kind is an error (so that a
+    /// typo does not silently build something else).
+    pub fn from_options(options: BuilderOptions) -> Result<Self> {
+        let given: Vec<&str> = [
+            ("widths", options.widths.is_some()),
+            ("origin", options.origin.is_some()),
+            ("min-size", options.min_size.is_some()),
+            ("keep", options.keep.is_some()),
+            ("units", options.units.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        let (spec, allowed): (BuilderSpec, &[&str]) = match options.kind.as_str() {
+            "interval" => (
+                BuilderSpec::Interval {
+                    widths: options.widths.unwrap_or_default(),
+                    origin: options.origin.unwrap_or(0.0),
+                },
+                &["widths", "origin"],
+            ),
+            "quantile" => (
+                BuilderSpec::Quantile {
+                    min_sizes: options.min_size.unwrap_or_default(),
+                },
+                &["min-size"],
+            ),
+            "prefix" => (BuilderSpec::Prefix { keep: options.keep }, &["keep"]),
+            "date" => (
+                BuilderSpec::Date {
+                    units: options
+                        .units
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|u| DateUnit::from_name(u.trim()))
+                        .collect::<Result<_>>()?,
+                },
+                &["units"],
+            ),
+            "category" => (
+                BuilderSpec::Category {
+                    min_sizes: options.min_size.unwrap_or_default(),
+                },
+                &["min-size"],
+            ),
+            other => {
+                return Err(DataFusionError::Plan(format!(
+                    "unknown hierarchy kind '{other}' (interval, quantile, prefix, date or \
+                     category)"
+                )));
+            }
+        };
+        if let Some(name) = given.iter().find(|name| !allowed.contains(name)) {
+            return Err(DataFusionError::Plan(format!(
+                "{name} does not apply to kind {} (it takes {})",
+                spec.kind(),
+                allowed.join(", ")
+            )));
+        }
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// The kind's name (`--kind`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BuilderSpec::Interval { .. } => "interval",
+            BuilderSpec::Quantile { .. } => "quantile",
+            BuilderSpec::Prefix { .. } => "prefix",
+            BuilderSpec::Date { .. } => "date",
+            BuilderSpec::Category { .. } => "category",
+        }
+    }
+
+    /// What the kind needs of the column, for the error on a column it does not fit.
+    fn needs(&self) -> &'static str {
+        match self {
+            BuilderSpec::Interval { .. } | BuilderSpec::Quantile { .. } => {
+                "a numeric column (integer, float or decimal); for text use kind prefix or \
+                 category"
+            }
+            BuilderSpec::Prefix { .. } => "a text or integer column",
+            BuilderSpec::Date { .. } => {
+                "a date or timestamp column (text is not parsed: read the dates as dates)"
+            }
+            BuilderSpec::Category { .. } => "a text, numeric, boolean or temporal column",
+        }
+    }
+
+    fn accepts(&self, data_type: &DataType) -> bool {
+        match self {
+            BuilderSpec::Interval { .. } | BuilderSpec::Quantile { .. } => is_number(data_type),
+            BuilderSpec::Prefix { .. } => is_string(data_type) || is_integer(data_type),
+            BuilderSpec::Date { .. } => is_temporal(data_type),
+            BuilderSpec::Category { .. } => crate::generalize::tree::accepts(data_type),
+        }
+    }
+
+    /// Checks the parameters alone (before any data is read); errors name the option.
+    pub fn check(&self) -> Result<()> {
+        let plan = |m: String| Err(DataFusionError::Plan(m));
+        match self {
+            BuilderSpec::Interval { widths, origin } => {
+                if widths.is_empty() {
+                    return plan("kind interval needs widths (e.g. 5,10,20)".into());
+                }
+                interval_of(widths, *origin).map(|_| ())
+            }
+            BuilderSpec::Quantile { min_sizes } | BuilderSpec::Category { min_sizes } => {
+                if min_sizes.is_empty() {
+                    return plan(format!(
+                        "kind {} needs min-size (rows per class at each level, \
+                         increasing, e.g. 100,1000)",
+                        self.kind()
+                    ));
+                }
+                if min_sizes[0] < 2 || min_sizes.windows(2).any(|w| w[1] <= w[0]) {
+                    return plan(
+                        "min-size takes increasing sizes of at least 2 (one per level)".into(),
+                    );
+                }
+                Ok(())
+            }
+            BuilderSpec::Prefix { keep: Some(keep) } => {
+                if keep.is_empty() || keep.contains(&0) || keep.windows(2).any(|w| w[1] >= w[0]) {
+                    return plan(
+                        "keep takes decreasing prefix lengths of at least 1 (e.g. 3,1)".into(),
+                    );
+                }
+                Ok(())
+            }
+            BuilderSpec::Prefix { keep: None } => Ok(()),
+            BuilderSpec::Date { units } => {
+                if units.is_empty() {
+                    return plan("kind date needs units (e.g. month,year)".into());
+                }
+                DateHierarchy::new(units.clone()).map(|_| ())
+            }
+        }
+    }
+}
+
+/// A hierarchy's levels over a frequency set.
+#[derive(Debug, Clone)]
+pub struct Levels {
+    /// The distinct non-null values, ascending (the column's type, dictionaries decoded).
+    pub values: ArrayRef,
+    /// Rows of each value.
+    pub counts: Vec<u64>,
+    /// Per level (0 = the value as text … the top `*`), the label of each value (Utf8).
+    pub labels: Vec<ArrayRef>,
+    /// What each level is, for the summary (`value`, `width 10`, `≥ 100 rows`, `month`, `*`).
+    pub meanings: Vec<String>,
+}
+
+/// The levels `spec` builds over the frequency set (`values`, distinct and non-null, with
+/// their row `counts`) of `column` of `table` (both named in errors).
+pub fn build(
+    spec: &BuilderSpec,
+    column: &str,
+    table: &str,
+    values: &ArrayRef,
+    counts: &[u64],
+) -> Result<Levels> {
+    spec.check()?;
+    if !spec.accepts(values.data_type()) {
+        return Err(DataFusionError::Plan(format!(
+            "column '{column}' of {table} is {}: kind {} needs {}",
+            value_type(values.data_type()),
+            spec.kind(),
+            spec.needs()
+        )));
+    }
+    let (values, counts) = sorted(values, counts)?;
+    let leaves = cast(&values, &DataType::Utf8)?;
+    let mut labels = vec![leaves];
+    let mut meanings = vec!["value".to_string()];
+    match spec {
+        BuilderSpec::Interval { widths, origin } => {
+            let interval = interval_of(widths, *origin)?;
+            for (level, width) in widths.iter().enumerate() {
+                labels.push(interval.generalize(&values, level + 1)?);
+                meanings.push(format!("width {}", format_number(*width)));
+            }
+        }
+        BuilderSpec::Quantile { min_sizes } => {
+            let numbers = cast(&values, &DataType::Float64)?;
+            let numbers = numbers.as_primitive::<Float64Type>().values();
+            let breaks = quantile_breaks(numbers, &counts, min_sizes);
+            let kept = breaks.len();
+            let interval = IntervalHierarchy::breaks(breaks)?;
+            for (level, size) in min_sizes.iter().take(kept).enumerate() {
+                labels.push(interval.generalize(&values, level + 1)?);
+                meanings.push(format!(">= {size} rows"));
+            }
+        }
+        BuilderSpec::Prefix { keep } => {
+            let text = labels[0].as_string::<i32>().clone();
+            let (keep, uniform) = prefix_lengths(&text, keep.as_deref(), column, table)?;
+            for n in keep {
+                labels.push(Arc::new(prefix_labels(&text, n, uniform)));
+                meanings.push(format!("first {n} characters"));
+            }
+        }
+        BuilderSpec::Date { units } => {
+            let date = DateHierarchy::new(units.clone())?;
+            for (level, unit) in units.iter().enumerate() {
+                labels.push(cast(
+                    &date.generalize(&values, level + 1)?,
+                    &DataType::Utf8,
+                )?);
+                meanings.push(unit.name().to_string());
+            }
+        }
+        BuilderSpec::Category { min_sizes } => {
+            let text = labels[0].as_string::<i32>().clone();
+            for (size, level) in category_levels(&text, &counts, min_sizes) {
+                labels.push(Arc::new(level));
+                meanings.push(format!(">= {size} rows"));
+            }
+        }
+    }
+    for level in labels.iter_mut() {
+        if level.data_type() != &DataType::Utf8 {
+            *level = cast(level, &DataType::Utf8)?;
+        }
+    }
+    labels.push(Arc::new(StringArray::from(vec![TOP_LABEL; values.len()])));
+    meanings.push(TOP_LABEL.to_string());
+    Ok(Levels {
+        values,
+        counts,
+        labels,
+        meanings,
+    })
+}
+
+fn interval_of(widths: &[f64], origin: f64) -> Result<IntervalHierarchy> {
+    let levels = widths
+        .iter()
+        .map(|&width| IntervalLevel::Width { width, origin })
+        .collect();
+    IntervalHierarchy::new(levels, None, None)
+}
+
+/// The values (dictionaries decoded) and their counts, in ascending order of value.
+fn sorted(values: &ArrayRef, counts: &[u64]) -> Result<(ArrayRef, Vec<u64>)> {
+    let plain = match values.data_type() {
+        DataType::Dictionary(_, value) => cast(values, value)?,
+        _ => Arc::clone(values),
+    };
+    let order = sort_to_indices(&plain, None, None)?;
+    let counts = order.values().iter().map(|&i| counts[i as usize]).collect();
+    Ok((take(&plain, &order, None)?, counts))
+}
+
+/// Merges consecutive `units` (start, rows) into bins of at least `target` rows; a last bin
+/// short of it joins the one before.
+fn merge_consecutive(units: &[(usize, u64)], target: u64) -> Vec<(usize, u64)> {
+    let mut bins: Vec<(usize, u64)> = Vec::new();
+    let mut current: Option<(usize, u64)> = None;
+    for &(start, rows) in units {
+        current = match current {
+            Some(bin) if bin.1 >= target => {
+                bins.push(bin);
+                Some((start, rows))
+            }
+            Some((s, r)) => Some((s, r + rows)),
+            None => Some((start, rows)),
+        };
+    }
+    if let Some(bin) = current {
+        match bins.last_mut() {
+            Some(last) if bin.1 < target => last.1 += bin.1,
+            _ => bins.push(bin),
+        }
+    }
+    bins
+}
+
+/// The breakpoints of each quantile level over ascending `numbers` (NaN last, excluded): a
+/// level's bins start at distinct values, and hold at least its size (but for a column
+/// smaller than it); levels end before the first with a single bin.
+fn quantile_breaks(numbers: &[f64], counts: &[u64], min_sizes: &[u64]) -> Vec<Vec<f64>> {
+    let mut units: Vec<(usize, u64)> = numbers
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .filter(|(_, (x, _))| !x.is_nan())
+        .map(|(i, (_, &rows))| (i, rows))
+        .collect();
+    let mut levels = Vec::new();
+    for &size in min_sizes {
+        units = merge_consecutive(&units, size);
+        if units.len() < 2 {
+            break;
+        }
+        levels.push(
+            units[1..]
+                .iter()
+                .map(|&(start, _)| numbers[start])
+                .collect(),
+        );
+    }
+    levels
+}
+
+/// The prefix lengths (given, or every length below the longest value's, longest first) and
+/// whether every value has the same length (then labels keep it, `021**`).
+fn prefix_lengths(
+    text: &StringArray,
+    keep: Option<&[usize]>,
+    column: &str,
+    table: &str,
+) -> Result<(Vec<usize>, bool)> {
+    let lengths: Vec<usize> = text.iter().flatten().map(|s| s.chars().count()).collect();
+    let longest = lengths.iter().copied().max().unwrap_or(0);
+    let uniform = lengths.windows(2).all(|w| w[0] == w[1]);
+    let keep = match keep {
+        Some(keep) => {
+            if let Some(&first) = keep.first()
+                && first >= longest
+            {
+                return Err(DataFusionError::Plan(format!(
+                    "keep {first}: the values of column '{column}' of {table} have at most \
+                     {longest} characters; keep fewer"
+                )));
+            }
+            keep.to_vec()
+        }
+        None => (1..longest).rev().collect(),
+    };
+    Ok((keep, uniform))
+}
+
+/// The first `n` characters of each value, then `*` for each character dropped (`uniform`)
+/// or one `*` (values of mixed lengths: a code and its longer refinements share the label).
+fn prefix_labels(text: &StringArray, n: usize, uniform: bool) -> StringArray {
+    let mut out = StringBuilder::with_capacity(text.len(), text.value_data().len() + text.len());
+    let mut label = String::new();
+    for value in text.iter() {
+        let Some(value) = value else {
+            out.append_null();
+            continue;
+        };
+        label.clear();
+        let kept = value
+            .char_indices()
+            .nth(n)
+            .map_or(value.len(), |(at, _)| at);
+        label.push_str(&value[..kept]);
+        if uniform {
+            let dropped = value[kept..].chars().count();
+            label.extend(std::iter::repeat_n('*', dropped));
+        } else {
+            label.push('*');
+        }
+        out.append_value(&label);
+    }
+    out.finish()
+}
+
+/// A group of a category level: its leaves (indices of the distinct values) and rows.
+struct Group {
+    label: String,
+    rows: u64,
+    leaves: Vec<usize>,
+}
+
+/// Members shown in a merged group's label before `… +N`.
+const SHOWN_MEMBERS: usize = 3;
+
+/// The label of a merged group: `{a, b, c, … +4}`, its first leaves in text order.
+fn group_label(text: &StringArray, leaves: &[usize]) -> String {
+    let mut members: Vec<&str> = leaves.iter().map(|&i| text.value(i)).collect();
+    members.sort_unstable();
+    let shown = members[..members.len().min(SHOWN_MEMBERS)].join(", ");
+    match members.len().saturating_sub(SHOWN_MEMBERS) {
+        0 => format!("{{{shown}}}"),
+        more => format!("{{{shown}, … +{more}}}"),
+    }
+}
+
+/// The category levels over the leaves `text` with their row `counts`: for each size, the
+/// groups of the level below with fewer rows merged, rarest first (ties by label), until each
+/// merged group reaches the size; a remainder short of it joins the last merged group, else
+/// the smallest group that needed no merging. Stops before a level with a single group.
+fn category_levels(
+    text: &StringArray,
+    counts: &[u64],
+    min_sizes: &[u64],
+) -> Vec<(u64, StringArray)> {
+    let mut groups: Vec<Group> = (0..text.len())
+        .map(|i| Group {
+            label: text.value(i).to_string(),
+            rows: counts[i],
+            leaves: vec![i],
+        })
+        .collect();
+    let mut levels = Vec::new();
+    for &size in min_sizes {
+        groups.sort_by(|a, b| a.rows.cmp(&b.rows).then_with(|| a.label.cmp(&b.label)));
+        let rare = groups.partition_point(|g| g.rows < size);
+        let common = groups.split_off(rare);
+        let mut merged: Vec<Group> = Vec::new();
+        let mut bin: Option<Group> = None;
+        for group in groups {
+            let mut current = bin.take().unwrap_or(Group {
+                label: String::new(),
+                rows: 0,
+                leaves: Vec::new(),
+            });
+            current.rows += group.rows;
+            current.leaves.extend(group.leaves);
+            if current.rows >= size {
+                merged.push(current);
+            } else {
+                bin = Some(current);
+            }
+        }
+        let mut next = common;
+        if let Some(rest) = bin {
+            let into = match merged.last_mut() {
+                Some(last) => Some(last),
+                // the smallest common group (they are in ascending order)
+                None => next.first_mut(),
+            };
+            match into {
+                Some(group) => {
+                    group.rows += rest.rows;
+                    group.leaves.extend(rest.leaves);
+                    group.label = group_label(text, &group.leaves);
+                }
+                None => merged.push(rest),
+            }
+        }
+        for group in merged.iter_mut() {
+            group.label = match group.leaves.as_slice() {
+                [one] => text.value(*one).to_string(),
+                leaves => group_label(text, leaves),
+            };
+        }
+        next.extend(merged);
+        groups = next;
+        if groups.len() < 2 {
+            break;
+        }
+        let mut label_of: Vec<usize> = vec![0; text.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &leaf in &group.leaves {
+                label_of[leaf] = g;
+            }
+        }
+        let level: StringArray = label_of
+            .iter()
+            .map(|&g| Some(groups[g].label.as_str()))
+            .collect();
+        levels.push((size, level));
+    }
+    levels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Date32Array, Int64Array};
+
+    fn strings(a: &ArrayRef) -> Vec<&str> {
+        a.as_string::<i32>()
+            .iter()
+            .map(|s| s.unwrap_or("NULL"))
+            .collect()
+    }
+
+    #[test]
+    fn consecutive_bins_reach_the_target() {
+        // rows 1, 2, 3, 4 with target 3: [1+2] = 3, [3] = 3, [4] = 4
+        assert_eq!(
+            merge_consecutive(&[(0, 1), (1, 2), (2, 3), (3, 4)], 3),
+            vec![(0, 3), (2, 3), (3, 4)]
+        );
+        // a short remainder joins the bin before: 5, then 1 → [5 + 1]
+        assert_eq!(merge_consecutive(&[(0, 5), (1, 1)], 3), vec![(0, 6)]);
+        // nothing reaches the target: one bin
+        assert_eq!(merge_consecutive(&[(0, 1), (1, 1)], 3), vec![(0, 2)]);
+    }
+
+    #[test]
+    fn prefixes_by_hand() {
+        let zips = StringArray::from(vec!["02134", "02139"]);
+        assert_eq!(prefix_labels(&zips, 3, true).value(1), "021**");
+        let codes = StringArray::from(vec!["J45", "J45.909", "J4"]);
+        let labels = prefix_labels(&codes, 3, false);
+        assert_eq!(
+            labels.iter().flatten().collect::<Vec<_>>(),
+            vec!["J45*", "J45*", "J4*"]
+        );
+        // a multi-byte character counts once
+        let text = StringArray::from(vec!["äbc"]);
+        assert_eq!(prefix_labels(&text, 1, true).value(0), "ä**");
+    }
+
+    #[test]
+    fn categories_merge_rare_values_first() {
+        // counts a 50, b 1, c 2, d 3, e 40 with target 5: ascending b 1, c 2, d 3, e 40,
+        // a 50; b + c = 3 < 5, + d = 6 ≥ 5 closes {b, c, d}; e and a stay
+        let text = StringArray::from(vec!["a", "b", "c", "d", "e"]);
+        let levels = category_levels(&text, &[50, 1, 2, 3, 40], &[5, 60]);
+        let level1: Vec<&str> = levels[0].1.iter().flatten().collect();
+        assert_eq!(
+            level1,
+            vec!["a", "{b, c, d}", "{b, c, d}", "{b, c, d}", "e"]
+        );
+        // target 60: {b, c, d} 6 and e 40 are rare: 46 < 60; the remainder joins the
+        // smallest common group, a (50): one group of all, so the level is left out
+        assert_eq!(levels.len(), 1);
+        // a remainder that joins a common group: a 50, b 1 with target 5
+        let text = StringArray::from(vec!["a", "b", "c"]);
+        let levels = category_levels(&text, &[50, 1, 9], &[5]);
+        let level1: Vec<&str> = levels[0].1.iter().flatten().collect();
+        assert_eq!(level1, vec!["a", "{b, c}", "{b, c}"]);
+    }
+
+    #[test]
+    fn interval_on_text_names_column_and_table() {
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["x"]));
+        let spec = BuilderSpec::Interval {
+            widths: vec![10.0],
+            origin: 0.0,
+        };
+        let e = build(&spec, "name", "people.csv", &values, &[1])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("column 'name' of people.csv is Utf8: kind interval needs a numeric column"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_kind_ends_in_the_top() {
+        let ages: ArrayRef = Arc::new(Int64Array::from(vec![34, 21, 27]));
+        let spec = BuilderSpec::Interval {
+            widths: vec![10.0, 20.0],
+            origin: 0.0,
+        };
+        let levels = build(&spec, "age", "t", &ages, &[1, 1, 1]).unwrap();
+        // sorted 21, 27, 34: width 10 → [20, 30), [20, 30), [30, 40); width 20 → [20, 40)
+        assert_eq!(strings(&levels.labels[0]), vec!["21", "27", "34"]);
+        assert_eq!(
+            strings(&levels.labels[1]),
+            vec!["[20, 30)", "[20, 30)", "[30, 40)"]
+        );
+        assert_eq!(strings(&levels.labels[2]), vec!["[20, 40)"; 3]);
+        assert_eq!(strings(&levels.labels[3]), vec!["*"; 3]);
+        // 2024-03-15 is day 19797 after 1970-01-01
+        let days: ArrayRef = Arc::new(Date32Array::from(vec![19797]));
+        let spec = BuilderSpec::Date {
+            units: vec![DateUnit::Month, DateUnit::Year],
+        };
+        let levels = build(&spec, "d", "t", &days, &[1]).unwrap();
+        let by_level: Vec<&str> = levels.labels.iter().map(|l| strings(l)[0]).collect();
+        assert_eq!(by_level, vec!["2024-03-15", "2024-03", "2024", "*"]);
+    }
+}

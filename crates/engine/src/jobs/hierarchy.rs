@@ -1,0 +1,251 @@
+//! `hierarchy build` and `hierarchy check`: a hierarchy file built from a column of a table,
+//! or a hierarchy file checked against one. Both read the column's frequency set with one
+//! `GROUP BY` (the table is a Parquet or CSV path, a directory or a URL, read as a policy's
+//! `[input]` is) and work on it alone. The command line's `anon hierarchy` prints the report's
+//! summary; Python's `build_hierarchy()` and `check_hierarchy()` return it.
+//!
+//! `build` writes nothing until the file is complete and reads back through the same parser
+//! and rules as a policy's `kind = "tree"`; an existing file is replaced only with
+//! `overwrite`.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::compute::{concat, filter, is_not_null};
+use datafusion::arrow::datatypes::Int64Type;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+use serde::Serialize;
+
+use crate::generalize::Hierarchy;
+use crate::hierarchies::{BuilderSpec, LevelSummary, build, csv, level_summaries};
+use crate::storage::{self, Location, StoreOptions};
+use crate::tables::{self, CsvOptions};
+use crate::text::quote_ident;
+
+/// The name the table is registered under.
+const TABLE: &str = "hierarchy_input";
+
+/// What `hierarchy build` builds, from what, and where it goes.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The table: a Parquet or CSV path, a directory or a URL.
+    pub table: String,
+    pub column: String,
+    /// The hierarchy file to write (a path or a URL).
+    pub out: String,
+    pub spec: BuilderSpec,
+    /// Replace `out` when it exists.
+    pub overwrite: bool,
+}
+
+/// The report of `hierarchy build`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    pub file: String,
+    pub table: String,
+    pub column: String,
+    pub kind: &'static str,
+    /// The file's rows: the column's distinct non-null values.
+    pub leaves: usize,
+    /// Non-null rows of the column.
+    pub rows: u64,
+    /// NULL rows: they stay NULL, in no class of the hierarchy.
+    pub null_rows: u64,
+    pub levels: Vec<LevelSummary>,
+    pub seconds: f64,
+}
+
+/// What `hierarchy check` checks.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The hierarchy file (a path or a URL).
+    pub file: String,
+    pub column: String,
+    /// The table: a Parquet or CSV path, a directory or a URL.
+    pub table: String,
+}
+
+/// The report of a hierarchy that passed every check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub file: String,
+    pub table: String,
+    pub column: String,
+    /// The file's rows.
+    pub leaves: usize,
+    /// Leaves no row of the column has (they count in the Loss metric's domain).
+    pub unused_leaves: usize,
+    pub rows: u64,
+    pub null_rows: u64,
+    pub levels: Vec<LevelSummary>,
+    pub seconds: f64,
+}
+
+impl BuildReport {
+    /// The summary the command line prints.
+    pub fn summary(&self) -> String {
+        format!(
+            "wrote {}: a {} hierarchy of column '{}' of {}, {} leaves, {} levels ({} rows, \
+             {} NULL)\n{}",
+            self.file,
+            self.kind,
+            self.column,
+            self.table,
+            self.leaves,
+            self.levels.len(),
+            self.rows,
+            self.null_rows,
+            crate::hierarchies::summary::summary_table(&self.levels)
+        )
+    }
+}
+
+impl CheckReport {
+    /// The summary the command line prints.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}: valid for column '{}' of {}: {} leaves ({} not in the data), {} levels ({} \
+             rows, {} NULL)\n{}",
+            self.file,
+            self.column,
+            self.table,
+            self.leaves,
+            self.unused_leaves,
+            self.levels.len(),
+            self.rows,
+            self.null_rows,
+            crate::hierarchies::summary::summary_table(&self.levels)
+        )
+    }
+}
+
+/// A column's frequency set: distinct non-null values, their rows, and the NULL rows.
+struct FrequencySet {
+    values: ArrayRef,
+    counts: Vec<u64>,
+    null_rows: u64,
+}
+
+/// Registers `table` and reads the frequency set of `column` (one `GROUP BY`).
+async fn frequency_set(ctx: &SessionContext, table: &str, column: &str) -> Result<FrequencySet> {
+    if crate::generalize::hierarchy_registry(ctx).is_none() {
+        crate::register(ctx)?;
+    }
+    tables::register_path_with(ctx, TABLE, table, &CsvOptions::default()).await?;
+    let schema = ctx.table_provider(TABLE).await?.schema();
+    if schema.field_with_name(column).is_err() {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        return Err(DataFusionError::Plan(format!(
+            "column '{column}' is not a column of {table} (its columns: {})",
+            names.join(", ")
+        )));
+    }
+    let ident = quote_ident(column);
+    let sql = format!("SELECT {ident}, count(*) FROM {TABLE} GROUP BY {ident}");
+    let batches = ctx.sql(&sql).await?.collect().await?;
+    let field = schema.field_with_name(column)?;
+    if batches.is_empty() {
+        return Ok(FrequencySet {
+            values: datafusion::arrow::array::new_empty_array(field.data_type()),
+            counts: Vec::new(),
+            null_rows: 0,
+        });
+    }
+    let values: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
+    let counts: Vec<&dyn Array> = batches.iter().map(|b| b.column(1).as_ref()).collect();
+    let (values, counts) = (concat(&values)?, concat(&counts)?);
+    let counts = counts.as_primitive::<Int64Type>();
+    let valid = is_not_null(&values)?;
+    let mut null_rows = 0;
+    let mut kept = Vec::with_capacity(values.len());
+    for (i, &n) in counts.values().iter().enumerate() {
+        if valid.value(i) {
+            kept.push(n as u64);
+        } else {
+            null_rows += n as u64;
+        }
+    }
+    let values = if null_rows > 0 {
+        filter(&values, &valid)?
+    } else {
+        values
+    };
+    Ok(FrequencySet {
+        values,
+        counts: kept,
+        null_rows,
+    })
+}
+
+/// Builds the hierarchy `options` asks for, writes it and reports it.
+pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Result<BuildReport> {
+    let started = Instant::now();
+    options.spec.check()?;
+    let out = Location::parse(&options.out)?;
+    let store = StoreOptions::default();
+    storage::register_store(ctx, &out, &store)?;
+    if !options.overwrite && storage::exists(&out, &store).await? {
+        return Err(DataFusionError::Plan(format!(
+            "{out} exists; give --overwrite to replace it"
+        )));
+    }
+    let freq = frequency_set(ctx, &options.table, &options.column).await?;
+    let levels = build::build(
+        &options.spec,
+        &options.column,
+        &options.table,
+        &freq.values,
+        &freq.counts,
+    )?;
+    let text = csv::to_csv(&levels, &options.column)?;
+    // what a policy would read, by the same rules, before anything is written
+    let hierarchy = Hierarchy::tree_from_csv_str(&options.column, &out.to_string(), &text)?;
+    let summaries = level_summaries(
+        &hierarchy,
+        &options.column,
+        &levels.values,
+        &levels.counts,
+        Some(&levels.meanings),
+    )?;
+    storage::put(&out, &store, Bytes::from(text)).await?;
+    Ok(BuildReport {
+        file: out.to_string(),
+        table: options.table,
+        column: options.column,
+        kind: options.spec.kind(),
+        leaves: levels.values.len(),
+        rows: levels.counts.iter().sum(),
+        null_rows: freq.null_rows,
+        levels: summaries,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Checks the hierarchy file of `options` by every rule, against its column, and reports it.
+pub async fn check_hierarchy(ctx: &SessionContext, options: CheckOptions) -> Result<CheckReport> {
+    let started = Instant::now();
+    let hierarchy = super::tree_hierarchy(&options.column, &options.file)?;
+    let freq = frequency_set(ctx, &options.table, &options.column).await?;
+    hierarchy.validate_values(&options.column, &freq.values)?;
+    let levels = level_summaries(
+        &hierarchy,
+        &options.column,
+        &freq.values,
+        &freq.counts,
+        None,
+    )?;
+    let leaves = hierarchy.leaf_count().unwrap_or(0);
+    Ok(CheckReport {
+        file: options.file,
+        table: options.table,
+        column: options.column,
+        leaves,
+        unused_leaves: leaves.saturating_sub(freq.values.len()),
+        rows: freq.counts.iter().sum(),
+        null_rows: freq.null_rows,
+        levels,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
