@@ -33,6 +33,7 @@ pub mod docs;
 pub mod functions;
 pub mod generalize;
 pub mod options;
+pub mod packing;
 pub mod perturbation;
 pub mod rewrite;
 pub mod rng;
