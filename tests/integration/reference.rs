@@ -1032,6 +1032,9 @@ fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
     }
     let mut options = AnonymityOptions::default();
     options.single_phase_aggregation = phases == Phases::Single;
+    // skipping partial aggregation is a probe of DataFusion's own aggregation, which the
+    // packed kernel replaces
+    options.packed_aggregation = phases != Phases::SkipPartial;
     config.with_option_extension(options)
 }
 

@@ -236,6 +236,15 @@ fn intern_key<K: std::hash::Hash + Eq>(
 }
 
 impl ValueCodes {
+    /// Values coded so far (NULL included).
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// No values yet, for columns of type `data_type`.
     pub fn new(data_type: &DataType) -> Result<Self> {
         let keys = if int_like(data_type) {

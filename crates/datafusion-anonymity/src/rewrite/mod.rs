@@ -43,6 +43,7 @@
 
 mod finalizer;
 mod histogram_measure;
+pub mod packed;
 mod single_phase;
 
 use std::sync::Arc;
@@ -67,6 +68,7 @@ use crate::functions::k_anonymity::k_anonymity_udaf;
 use crate::functions::whole_table::{WholeTableFunction, WholeTableKind};
 pub use finalizer::{HISTOGRAM_FINALIZED, finalizer_udwf, histogram_finalizer_udwf};
 pub use histogram_measure::histogram_measure_udf;
+pub use packed::PackedAggregation;
 pub use single_phase::SinglePhaseAggregation;
 
 /// The window functions that finalize whole-table aggregates.
