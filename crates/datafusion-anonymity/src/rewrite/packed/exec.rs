@@ -187,8 +187,14 @@ impl ExecutionPlan for PackedAggregateExec {
         }))
     }
 
+    /// The kernel's metrics, and those of DataFusion's aggregation where it ran instead
+    /// (its spills, for one).
     fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
+        let mut metrics = self.metrics.clone_inner();
+        for metric in self.inner.metrics().iter().flat_map(|m| m.iter()) {
+            metrics.push(Arc::clone(metric));
+        }
+        Some(metrics)
     }
 }
 
