@@ -261,7 +261,7 @@ impl PackedStream {
         }
         let size = self.groups.size() + self.accumulators.iter().map(|a| a.size()).sum::<usize>();
         if self.reservation.try_resize(size).is_err() {
-            if self.partial && self.groups.len() > 0 {
+            if self.partial && !self.groups.is_empty() {
                 // as DataFusion's partial aggregation does: the classes so far go out now
                 self.emit()?;
             } else {

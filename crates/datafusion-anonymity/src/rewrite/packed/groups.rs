@@ -121,6 +121,10 @@ impl PackedGroups {
         self.classes
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.classes == 0
+    }
+
     /// Whether DataFusion's grouping took over (the keys outgrew 64 bits).
     pub fn is_hashed(&self) -> bool {
         matches!(self.index, Index::Hashed(_))
