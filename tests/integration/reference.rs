@@ -412,6 +412,57 @@ fn t_equal(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
         .sum::<f64>()
 }
 
+/// α of (α,k)-anonymity: the largest share of one value, NULLs counted as copies of the
+/// most frequent value (an all-NULL class: 1).
+fn alpha(e: &[&Row], get: CatGet) -> f64 {
+    sorted_counts_worst(e, get)[0] as f64 / e.len() as f64
+}
+
+/// The (p_E(v), p_T(v)) of every category v present in E or T, NULL a category.
+fn shares(e: &[&Row], t: &Tab, get: CatGet) -> Vec<(f64, f64)> {
+    let (pe, pt) = (dist(e, get), t.dist(get));
+    let keys: HashSet<&Option<String>> = pe.keys().chain(pt.keys()).collect();
+    keys.into_iter()
+        .map(|k| (*pe.get(k).unwrap_or(&0.0), *pt.get(k).unwrap_or(&0.0)))
+        .collect()
+}
+
+/// Basic β-likeness: max over v with p_E(v) > p_T(v) of (p_E − p_T)/p_T; 0 if none.
+fn beta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+    shares(e, t, get)
+        .into_iter()
+        .filter(|(pe, pt)| pe > pt)
+        .map(|(pe, pt)| (pe - pt) / pt)
+        .fold(0.0, f64::max)
+}
+
+/// Enhanced β-likeness: +∞ when a value's gain (p_E − p_T)/p_T exceeds −ln p_T, else the
+/// basic β.
+fn beta_enhanced(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+    let capped = shares(e, t, get)
+        .into_iter()
+        .any(|(pe, pt)| pe > 0.0 && (pe - pt) / pt > -pt.ln());
+    if capped {
+        f64::INFINITY
+    } else {
+        beta(e, t, get)
+    }
+}
+
+/// δ-disclosure: max over the values of T of |ln(p_E/p_T)|; +∞ when one is absent from E.
+fn delta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+    shares(e, t, get)
+        .into_iter()
+        .map(|(pe, pt)| {
+            if pe == 0.0 {
+                f64::INFINITY
+            } else {
+                (pe / pt).ln().abs()
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
 /// Ordered category of a numeric value: NULL first, numbers ascending, NaN last.
 #[derive(Clone, Copy, Debug)]
 enum Cat {
@@ -751,6 +802,43 @@ const MEASURES: &[Measure] = &[
         int: false,
         eval: |e, _| entropy_l(e, get_w),
     },
+    // the histogram's whole-table functions together (one finalizer for s, n and h each)
+    // and α beside the other measures of s
+    Measure {
+        sql: "alpha_anonymity(s)",
+        int: false,
+        eval: |e, _| alpha(e, get_s),
+    },
+    Measure {
+        sql: "beta_likeness(s)",
+        int: false,
+        eval: |e, t| beta(e, t, get_s),
+    },
+    Measure {
+        sql: "enhanced_beta_likeness(s)",
+        int: false,
+        eval: |e, t| beta_enhanced(e, t, get_s),
+    },
+    Measure {
+        sql: "delta_disclosure(s)",
+        int: false,
+        eval: |e, t| delta(e, t, get_s),
+    },
+    Measure {
+        sql: "beta_likeness(n)",
+        int: false,
+        eval: |e, t| beta(e, t, get_n),
+    },
+    Measure {
+        sql: "delta_disclosure(h)",
+        int: false,
+        eval: |e, t| delta(e, t, get_h),
+    },
+    Measure {
+        sql: "enhanced_beta_likeness(f)",
+        int: false,
+        eval: |e, t| beta_enhanced(e, t, get_f),
+    },
     Measure {
         sql: "ncp(c, n, h, f)",
         int: false,
@@ -944,6 +1032,9 @@ fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
     }
     let mut options = AnonymityOptions::default();
     options.single_phase_aggregation = phases == Phases::Single;
+    // skipping partial aggregation is a probe of DataFusion's own aggregation, which the
+    // packed kernel replaces
+    options.packed_aggregation = phases != Phases::SkipPartial;
     config.with_option_extension(options)
 }
 
@@ -955,7 +1046,7 @@ fn make_ctx(target_partitions: usize, phases: Phases) -> SessionContext {
 
 /// Equal within the tolerance; NaN (a NULL result) only equals NaN.
 fn close(a: f64, b: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || (a - b).abs() <= TOL * (1.0 + b.abs())
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= TOL * (1.0 + b.abs())
 }
 
 struct Case {
@@ -1112,6 +1203,108 @@ async fn reference_matches_sql_two_phases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_matches_sql_skip_partial_aggregation() {
     compare_parquet(Phases::SkipPartial, &[4]).await;
+}
+
+/// One measure alone in its query: `SELECT keys, m FROM table WHERE filter GROUP BY keys`.
+async fn alone_values(
+    ctx: &SessionContext,
+    table: &str,
+    filter: &str,
+    group_by: &[&str],
+    m: &Measure,
+) -> HashMap<Key, f64> {
+    let keys = group_by.join(", ");
+    let sql = if group_by.is_empty() {
+        format!("SELECT {} FROM {table} WHERE {filter}", m.sql)
+    } else {
+        format!(
+            "SELECT {keys}, {} FROM {table} WHERE {filter} GROUP BY {keys}",
+            m.sql
+        )
+    };
+    let batches = ctx
+        .sql(&sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    collect_results(&batches, group_by.len(), &[m.sql], &[m.int])
+        .into_iter()
+        .map(|(k, v)| (k, v[0]))
+        .collect()
+}
+
+/// The shared states of the rewrite (one histogram, one count, one set of persons per class
+/// for several functions, one finalizer for several whole-table functions of a histogram)
+/// give exactly — bit for bit — the value each function gives alone in its query, for every
+/// measure, filter and grouping, on one and four partitions. (The query with all of them is
+/// compared with the brute-force reference by the tests above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_states_equal_functions_alone() {
+    let rows = gen_rows(42, 192);
+    let dir = tempfile::tempdir().unwrap();
+    write_parquet(dir.path(), &rows);
+    let mut failures = Vec::new();
+    let mut checked = 0usize;
+    for tp in [1, 4] {
+        let ctx = make_ctx(tp, Phases::Single);
+        register_t(&ctx, dir.path()).await;
+        // the query with every measure is rewritten to share states: each kind of sharing
+        // shows in its plan
+        let plan = ctx
+            .sql(&format!(
+                "EXPLAIN SELECT g1, g2, {} FROM t GROUP BY g1, g2",
+                select_list()
+            ))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
+            .unwrap()
+            .to_string();
+        for shared in [
+            "__anon_rows_",
+            "__anon_persons_",
+            "__anon_histogram_final(",
+            "__anon_histogram_measure(",
+        ] {
+            assert!(plan.contains(shared), "{shared} not in the plan:\n{plan}");
+        }
+        for (case, group_by) in queries() {
+            let together = sql_values(&ctx, "t", case.filter_sql, group_by).await;
+            let desc = format!(
+                "target_partitions {tp}, WHERE {}, GROUP BY {group_by:?}",
+                case.filter_sql
+            );
+            for (i, m) in MEASURES.iter().enumerate() {
+                let alone = alone_values(&ctx, "t", case.filter_sql, group_by, m).await;
+                if alone.len() != together.len() {
+                    failures.push(format!(
+                        "{desc}: {}: {} groups alone, {} together",
+                        m.sql,
+                        alone.len(),
+                        together.len()
+                    ));
+                    continue;
+                }
+                for (key, a) in &alone {
+                    checked += 1;
+                    let b = together.get(key).map_or(f64::NAN, |v| v[i]);
+                    let same = a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                    if !same {
+                        failures.push(format!(
+                            "{desc}: group {key:?}: {} = {a} alone, {b} together",
+                            m.sql
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    report(failures, checked);
 }
 
 /// Other column types, from a 4-partition in-memory table (no Parquet).

@@ -292,6 +292,7 @@ slt_files!(
     generalized_table,
     perturbation,
     location,
+    shared_states,
 );
 
 /// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.

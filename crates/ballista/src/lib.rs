@@ -57,7 +57,17 @@ pub use codec::{AnonymityLogicalCodec, AnonymityPhysicalCodec};
 
 /// `config` made ready for Ballista, with the crate's codecs.
 pub fn cluster_config(config: SessionConfig) -> SessionConfig {
+    // the packed GROUP BY kernel is an execution plan of the crate's own, which the stages
+    // sent to executors could not carry: DataFusion's aggregation runs on a cluster
+    let mut options = config
+        .options()
+        .extensions
+        .get::<datafusion_anonymity::options::AnonymityOptions>()
+        .cloned()
+        .unwrap_or_default();
+    options.packed_aggregation = false;
     config
+        .with_option_extension(options)
         .upgrade_for_ballista()
         .with_ballista_logical_extension_codec(Arc::new(AnonymityLogicalCodec::default()))
         .with_ballista_physical_extension_codec(Arc::new(AnonymityPhysicalCodec::default()))

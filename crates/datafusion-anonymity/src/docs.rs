@@ -71,6 +71,7 @@ const SESSION_OPTIONS: &str = "\
 | option | default | effect |
 |---|---|---|
 | `anonymity.single_phase_aggregation` | `true` | With a function that keeps a per-row log (`k_anonymity(person)`, `reidentification_risk(person)`, the diversity functions, `t_closeness`, `t_closeness_ordered`), hash-repartition the rows by the `GROUP BY` keys and aggregate once per partition instead of partial + final aggregation. Off: `SET anonymity.single_phase_aggregation = false`. Results are the same either way. |
+| `anonymity.packed_aggregation` | `true` | When every `GROUP BY` key is an integer, date, time, text or dictionary column, find each row's class by its values coded and packed into one word (a flat array, or a one-word hash table) instead of DataFusion's group table; the aggregates' own accumulators do the rest. Falls back to DataFusion's aggregation when the memory pool refuses its first MiB, or, for a single-phase aggregation, has a limit at all (DataFusion's can spill); `EXPLAIN ANALYZE` shows `PackedAggregateExec` with a `fallback` count. Off on a Ballista cluster. Results are the same either way. |
 
 ## Table-level figures in SQL
 

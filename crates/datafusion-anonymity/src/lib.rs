@@ -33,6 +33,7 @@ pub mod docs;
 pub mod functions;
 pub mod generalize;
 pub mod options;
+pub mod packing;
 pub mod perturbation;
 pub mod rewrite;
 pub mod rng;
@@ -124,7 +125,8 @@ pub fn function_names() -> Vec<String> {
 
 /// Adds the crate's planning rules to a session being built: the whole-table rewrite (an
 /// analyzer rule), the [`rewrite::SinglePhaseAggregation`] physical rule right after
-/// DataFusion's own partial/final combination, and [`options::AnonymityOptions`]. Each is
+/// DataFusion's own partial/final combination, the [`rewrite::PackedAggregation`] physical
+/// rule before the final sanity check, and [`options::AnonymityOptions`]. Each is
 /// added once, however often this is called. For hosts that build their own session state
 /// (a Ballista scheduler); [`register`] calls it.
 pub fn with_anonymity_rules(mut builder: SessionStateBuilder) -> SessionStateBuilder {
@@ -163,6 +165,22 @@ pub fn with_anonymity_rules(mut builder: SessionStateBuilder) -> SessionStateBui
         physical
             .rules
             .insert(at, Arc::new(rewrite::SinglePhaseAggregation));
+    }
+    if !physical
+        .rules
+        .iter()
+        .any(|r| r.name() == rewrite::PackedAggregation.name())
+    {
+        // last but the sanity check: the rules before it (sorting, limits, projections) see
+        // DataFusion's own aggregation
+        let at = physical
+            .rules
+            .iter()
+            .position(|r| r.name() == "SanityCheckPlan")
+            .unwrap_or(physical.rules.len());
+        physical
+            .rules
+            .insert(at, Arc::new(rewrite::PackedAggregation));
     }
     builder
 }

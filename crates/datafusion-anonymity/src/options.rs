@@ -15,6 +15,12 @@ extensions_options! {
         /// classes on many cores, turning it off keeps every core busy. See
         /// `rewrite::SinglePhaseAggregation`.
         pub single_phase_aggregation: bool, default = true
+        /// Find each row's class by its GROUP BY values coded and packed into one word (a flat
+        /// array or a one-word hash table), instead of DataFusion's group table, when every key
+        /// is an integer, date, time, text or dictionary column; falls back to DataFusion's
+        /// aggregation when the memory pool has a limit (single-phase aggregations) or refuses.
+        /// See `rewrite::PackedAggregation`.
+        pub packed_aggregation: bool, default = true
     }
 }
 

@@ -11,7 +11,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `direct_table`, `value_codes`, `label_codes`, `pseudonym`, `storage` (and its `manifest`), `session` |
+//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `label_codes` (`direct_table` and `value_codes` come from the SQL crate's `packing`), `pseudonym`, `storage` (and its `manifest`), `session` |
 //! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search; `hierarchies` (hierarchy files built from a column's frequency set, and what a value tree does to a column) |
 //! | searching | `cloaking` (location events to (cell, window) labels), `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
 //! | measuring | `profile` |
@@ -27,9 +27,10 @@ pub use datafusion_anonymity::{
     with_anonymity_rules,
 };
 
+/// The SQL crate's packing blocks, where the engine has always named them.
+pub use datafusion_anonymity::packing::{direct_table, value_codes};
 pub mod bucketize;
 pub mod cloaking;
-pub mod direct_table;
 pub mod errors;
 pub mod hierarchies;
 pub mod jobs;
@@ -53,7 +54,6 @@ pub mod sort;
 pub mod storage;
 pub mod tables;
 pub mod text;
-pub mod value_codes;
 pub mod wire;
 
 use datafusion::error::Result;

@@ -114,6 +114,11 @@ impl ClassDistributionFunction {
 }
 
 impl ClassDistributionFunction {
+    /// What the function computes.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
     /// What a call with `args` computes, when it can be read off a shared histogram of its
     /// first argument: not for the zero-argument forms, nor for a `c` that is not a valid
     /// constant (the accumulator reports those).

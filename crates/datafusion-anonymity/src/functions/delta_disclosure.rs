@@ -40,9 +40,8 @@ pub fn delta_disclosure_udaf() -> Arc<AggregateUDF> {
     Arc::clone(&INSTANCE)
 }
 
-/// Finalizes every class (see [`super::whole_table`]).
-pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
-    let table = TableHistograms::try_new(states)?;
+/// Finalizes every class from the table's histograms (see [`super::whole_table`]).
+pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
     let values = table.table_counts.len();
     let result: Float64Array = table
         .map_class_pairs(|pairs, class_rows| {

@@ -654,6 +654,10 @@ pub fn class_measure(
         }),
         HistogramOutput::EntropyL => {
             worst_case(scratch);
+            // a floating-point sum depends on its order: the counts sorted, the value is the
+            // same whichever order the class's values come in (a function's own histogram
+            // and one shared with others order them differently)
+            scratch.sort_unstable();
             Some(formulas::entropy_l(scratch))
         }
         HistogramOutput::RecursiveL { c } => {

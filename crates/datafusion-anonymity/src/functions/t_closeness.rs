@@ -129,9 +129,8 @@ impl TableHistograms {
     }
 }
 
-/// Finalizes every class (see [`super::whole_table`]).
-pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
-    let table = TableHistograms::try_new(states)?;
+/// Finalizes every class from the table's histograms (see [`super::whole_table`]).
+pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
     let result: Float64Array = table
         .map_class_pairs(|pairs, class_rows| {
             formulas::equal_emd(pairs, class_rows, table.table_rows)

@@ -47,9 +47,8 @@ pub fn t_closeness_ordered_udaf() -> Arc<AggregateUDF> {
     Arc::clone(&INSTANCE)
 }
 
-/// Finalizes every class (see [`super::whole_table`]).
-pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
-    let table = TableHistograms::try_new(states)?;
+/// Finalizes every class from the table's histograms (see [`super::whole_table`]).
+pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
     // position of each code in the ascending order of the table's values
     let order = sort_to_indices(
         table.values.as_ref(),

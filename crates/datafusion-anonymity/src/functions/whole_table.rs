@@ -22,6 +22,7 @@ use datafusion::logical_expr::{
 };
 
 use super::common::{decode_dictionary, is_ordered};
+use super::t_closeness::TableHistograms;
 use super::{
     beta_likeness, delta_disclosure, enhanced_beta_likeness, entropy_leakage, ncp, ncp_state,
     sa_histogram, t_closeness, t_closeness_ordered, tuple_diversity,
@@ -70,14 +71,43 @@ impl WholeTableKind {
     /// Finalizes every class from all classes' states (one row per class, in any order).
     pub fn finalize(self, states: &ArrayRef) -> Result<ArrayRef> {
         match self {
-            Self::TCloseness => t_closeness::finalize(states),
-            Self::TClosenessOrdered => t_closeness_ordered::finalize(states),
             Self::Ncp => ncp::finalize(states),
             Self::EntropyLeakage => entropy_leakage::finalize(states),
-            Self::BetaLikeness => beta_likeness::finalize(states),
-            Self::EnhancedBetaLikeness => enhanced_beta_likeness::finalize(states),
-            Self::DeltaDisclosure => delta_disclosure::finalize(states),
             Self::TupleDiversity => tuple_diversity::finalize(states),
+            _ => self.finalize_histograms(&TableHistograms::try_new(states)?),
+        }
+    }
+
+    /// Finalizes every class of a function reading the histogram ([`Self::reads_histogram`])
+    /// from the table's histograms, which several such functions of one attribute share (the
+    /// costly part is interning the table's values, done once in [`TableHistograms`]).
+    pub fn finalize_histograms(self, table: &TableHistograms) -> Result<ArrayRef> {
+        match self {
+            Self::TCloseness => t_closeness::finalize(table),
+            Self::TClosenessOrdered => t_closeness_ordered::finalize(table),
+            Self::BetaLikeness => beta_likeness::finalize(table),
+            Self::EnhancedBetaLikeness => enhanced_beta_likeness::finalize(table),
+            Self::DeltaDisclosure => delta_disclosure::finalize(table),
+            Self::Ncp | Self::EntropyLeakage | Self::TupleDiversity => {
+                Err(DataFusionError::Internal(format!(
+                    "{} does not read a histogram",
+                    self.finalizer_name()
+                )))
+            }
+        }
+    }
+
+    /// The user-facing function's name.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Self::TCloseness => "t_closeness",
+            Self::TClosenessOrdered => "t_closeness_ordered",
+            Self::Ncp => "ncp",
+            Self::EntropyLeakage => "entropy_leakage",
+            Self::BetaLikeness => "beta_likeness",
+            Self::EnhancedBetaLikeness => "enhanced_beta_likeness",
+            Self::DeltaDisclosure => "delta_disclosure",
+            Self::TupleDiversity => "tuple_diversity",
         }
     }
 

@@ -24,9 +24,26 @@
 //! (and the person-based forms) all read the class histogram of `d`, so it is built once
 //! (`__anon_sa_histogram(d)`) and each measure is read off it in the projection
 //! (`__anon_histogram_measure`). A function alone on its attribute keeps its own accumulator.
+//! Several whole-table functions of one histogram (`t_closeness`, `t_closeness_ordered`,
+//! `beta_likeness`, `enhanced_beta_likeness`, `delta_disclosure`) are finalized by one window
+//! function (`__anon_histogram_final`), which interns the table's values once for all of them.
+//!
+//! Two more pairs share one state per class:
+//! - the class's rows: `k_anonymity()`, `reidentification_risk()` and `entropy_leakage()` of
+//!   one `FILTER` read one `count(1)` (k is the count, the risk `1 / count` — NULL for a class
+//!   the filter empties, as the function's own accumulator gives —, the leakage its
+//!   finalizer over the counts);
+//! - the class's persons: `k_anonymity(p)` and `reidentification_risk(p)` of one attribute
+//!   and `FILTER` (and nothing else needing its histogram) read one `k_anonymity(p)`, the risk
+//!   being `1 / persons` (NULL for no person).
+//!
+//! Each shared value is computed by the same accumulator and the same arithmetic as the
+//! function alone (`tests/integration/reference.rs` checks the values of every function alone
+//! against the query with all of them).
 
 mod finalizer;
 mod histogram_measure;
+pub mod packed;
 mod single_phase;
 
 use std::sync::Arc;
@@ -36,26 +53,32 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult};
 use datafusion::common::{Column, DataFusionError, ScalarValue};
 use datafusion::error::Result;
+use datafusion::functions::core::expr_fn::get_field;
+use datafusion::functions_aggregate::count::count_udaf;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
     Aggregate, Expr, ExprSchemable, LogicalPlan, Projection, ScalarUDF, Window, WindowUDF, cast,
-    col, lit,
+    col, lit, when,
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use crate::functions::class_distribution::ClassDistributionFunction;
+use crate::functions::class_distribution::{ClassDistributionFunction, Kind};
 use crate::functions::histogram::HistogramOutput;
+use crate::functions::k_anonymity::k_anonymity_udaf;
 use crate::functions::whole_table::{WholeTableFunction, WholeTableKind};
-pub use finalizer::finalizer_udwf;
+pub use finalizer::{HISTOGRAM_FINALIZED, finalizer_udwf, histogram_finalizer_udwf};
 pub use histogram_measure::histogram_measure_udf;
+pub use packed::PackedAggregation;
 pub use single_phase::SinglePhaseAggregation;
 
 /// The window functions that finalize whole-table aggregates.
 pub fn all_window_functions() -> Vec<Arc<WindowUDF>> {
-    WholeTableKind::ALL
+    let mut all: Vec<_> = WholeTableKind::ALL
         .into_iter()
         .map(finalizer_udwf)
-        .collect()
+        .collect();
+    all.push(histogram_finalizer_udwf());
+    all
 }
 
 /// Scalar functions the rewrite inserts.
@@ -92,6 +115,67 @@ enum Role {
     /// a function of the shared histogram number `.1`: t-closeness (finalized by a window)
     /// or a per-class measure (read in the projection)
     Histogram(HistogramUse, usize),
+    /// a function of the class's rows, sharing the count of the `FILTER` number `.1`
+    Rows(RowsUse, usize),
+    /// persons or person risk, sharing the persons of the histogram key number `.1`
+    Persons(HistogramOutput, usize),
+}
+
+/// What a function of the class's rows reads off their count.
+#[derive(Clone, Copy, PartialEq)]
+enum RowsUse {
+    /// `k_anonymity()`: the count
+    Count,
+    /// `reidentification_risk()`: 1 / count
+    Risk,
+    /// `entropy_leakage()`: finalized from all classes' counts
+    Leakage,
+}
+
+/// A call counting the class's rows (`k_anonymity()`, `reidentification_risk()`,
+/// `entropy_leakage()`), with its use.
+fn rows_call(expr: &Expr) -> Option<(RowsUse, &AggregateFunction)> {
+    if let Some((WholeTableKind::EntropyLeakage, call)) = whole_table_call(expr) {
+        return (!call.params.distinct && call.params.args.is_empty())
+            .then_some((RowsUse::Leakage, call));
+    }
+    let call = aggregate_call(expr)?;
+    if call.params.distinct || !call.params.args.is_empty() {
+        return None;
+    }
+    let function = call
+        .func
+        .inner()
+        .downcast_ref::<ClassDistributionFunction>()?;
+    match function.kind() {
+        Kind::Persons => Some((RowsUse::Count, call)),
+        Kind::PersonRisk => Some((RowsUse::Risk, call)),
+        _ => None,
+    }
+}
+
+/// `1 / n` of a count `n`, NULL where `n` is 0 (a class its FILTER empties): the risk the
+/// functions' own accumulators give.
+fn inverse_or_null(count: Expr) -> Result<Expr> {
+    when(
+        count.clone().gt(lit(0i64)),
+        lit(1.0f64) / cast(count, DataType::Float64),
+    )
+    .end()
+}
+
+/// Index of `key` in `keys`, added if new, with one more user counted.
+fn key_index<K: PartialEq>(keys: &mut Vec<K>, users: &mut Vec<usize>, key: K) -> usize {
+    let index = match keys.iter().position(|k| *k == key) {
+        Some(index) => index,
+        None => {
+            keys.push(key);
+            users.push(0);
+            keys.len() - 1
+        }
+    };
+    users[index] += 1;
+    index
 }
 
 #[derive(Clone, Copy)]
@@ -172,6 +256,9 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     // histograms keyed by (attribute, filter), and how many calls use each
     let mut keys: Vec<(Expr, Option<Box<Expr>>)> = Vec::new();
     let mut users: Vec<usize> = Vec::new();
+    // row counts keyed by filter, and how many calls use each
+    let mut rows_keys: Vec<Option<Box<Expr>>> = Vec::new();
+    let mut rows_users: Vec<usize> = Vec::new();
     let mut roles: Vec<Role> = Vec::with_capacity(aggregate.aggr_expr.len());
     let mut any_window = false;
     // the first whole-table function of the query, named when the query cannot have one
@@ -185,20 +272,19 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 )));
             }
             let key = (call.params.args[0].clone(), call.params.filter.clone());
-            let index = match keys.iter().position(|k| *k == key) {
-                Some(index) => index,
-                None => {
-                    keys.push(key);
-                    users.push(0);
-                    keys.len() - 1
-                }
-            };
-            users[index] += 1;
+            let index = key_index(&mut keys, &mut users, key);
             if matches!(usage, HistogramUse::Window(_)) {
                 any_window = true;
                 whole_table_function.get_or_insert_with(|| call.func.name().to_string());
             }
             roles.push(Role::Histogram(usage, index));
+        } else if let Some((usage, call)) = rows_call(expr) {
+            let index = key_index(&mut rows_keys, &mut rows_users, call.params.filter.clone());
+            if usage == RowsUse::Leakage {
+                any_window = true;
+                whole_table_function.get_or_insert_with(|| call.func.name().to_string());
+            }
+            roles.push(Role::Rows(usage, index));
         } else if let Some((kind, call)) = whole_table_call(expr) {
             if call.params.distinct {
                 return Err(DataFusionError::Plan(format!(
@@ -230,15 +316,30 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         }
     }
     for role in roles.iter_mut() {
-        if let Role::Histogram(HistogramUse::Measure(_), index) = role
-            && (users[*index] < 2 || !needs_histogram[*index])
-        {
-            *role = Role::Keep;
+        match *role {
+            Role::Histogram(HistogramUse::Measure(_), index) if users[index] < 2 => {
+                *role = Role::Keep;
+            }
+            // persons and person risk of one attribute share its persons instead
+            Role::Histogram(HistogramUse::Measure(output), index) if !needs_histogram[index] => {
+                *role = Role::Persons(output, index);
+            }
+            // a count alone keeps its own accumulator
+            Role::Rows(usage, index) if rows_users[index] < 2 => {
+                *role = match usage {
+                    RowsUse::Leakage => Role::OwnState(WholeTableKind::EntropyLeakage),
+                    RowsUse::Count | RowsUse::Risk => Role::Keep,
+                };
+            }
+            _ => {}
         }
     }
-    let shared = roles
-        .iter()
-        .any(|r| matches!(r, Role::Histogram(HistogramUse::Measure(_), _)));
+    let shared = roles.iter().any(|r| {
+        matches!(
+            r,
+            Role::Histogram(HistogramUse::Measure(_), _) | Role::Rows(..) | Role::Persons(..)
+        )
+    });
     if !any_window && !shared {
         return Ok(Transformed::no(plan));
     }
@@ -257,12 +358,28 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     }
 
     let histogram_column = |index: usize| format!("__anon_histogram_{index}");
+    let rows_column = |index: usize| format!("__anon_rows_{index}");
+    let persons_column = |index: usize| format!("__anon_persons_{index}");
+    let finals_column = |index: usize| format!("__anon_histogram_final_{index}");
     let mut class_aggregates = Vec::with_capacity(aggregate.aggr_expr.len());
     let mut histogram_needed = vec![false; keys.len()];
+    let mut persons_needed = vec![false; keys.len()];
+    let mut rows_needed = vec![false; rows_keys.len()];
+    // per histogram, the bit mask of its whole-table functions (see `HISTOGRAM_FINALIZED`)
+    let mut windows = vec![0i64; keys.len()];
     for (expr, role) in aggregate.aggr_expr.iter().zip(&roles) {
         match role {
             Role::Keep => class_aggregates.push(expr.clone()),
-            Role::Histogram(_, index) => histogram_needed[*index] = true,
+            Role::Histogram(usage, index) => {
+                histogram_needed[*index] = true;
+                if let HistogramUse::Window(kind) = usage
+                    && let Some(bit) = HISTOGRAM_FINALIZED.iter().position(|k| k == kind)
+                {
+                    windows[*index] |= 1 << bit;
+                }
+            }
+            Role::Rows(_, index) => rows_needed[*index] = true,
+            Role::Persons(_, index) => persons_needed[*index] = true,
             Role::OwnState(_) => {}
         }
     }
@@ -274,8 +391,47 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                     .alias(histogram_column(index)),
             );
         }
+        if persons_needed[index] {
+            class_aggregates.push(
+                Expr::AggregateFunction(AggregateFunction::new_udf(
+                    k_anonymity_udaf(),
+                    vec![attribute.clone()],
+                    false,
+                    filter.clone(),
+                    vec![],
+                    None,
+                ))
+                .alias(persons_column(index)),
+            );
+        }
+    }
+    for (index, filter) in rows_keys.iter().enumerate() {
+        if rows_needed[index] {
+            class_aggregates.push(
+                Expr::AggregateFunction(AggregateFunction::new_udf(
+                    count_udaf(),
+                    vec![lit(1i64)],
+                    false,
+                    filter.clone(),
+                    vec![],
+                    None,
+                ))
+                .alias(rows_column(index)),
+            );
+        }
     }
     let mut finalizers = Vec::new();
+    // one finalizer for the whole-table functions of a histogram that has several
+    let combined: Vec<bool> = windows.iter().map(|m| m.count_ones() >= 2).collect();
+    for (index, &mask) in windows.iter().enumerate() {
+        if combined[index] {
+            finalizers.push(
+                histogram_finalizer_udwf()
+                    .call(vec![col(histogram_column(index)), lit(mask)])
+                    .alias(finals_column(index)),
+            );
+        }
+    }
     // per aggregate expression: the expression giving its final value, if rewritten
     let mut finals: Vec<Option<Expr>> = Vec::with_capacity(roles.len());
     for (i, (expr, role)) in aggregate.aggr_expr.iter().zip(&roles).enumerate() {
@@ -297,6 +453,31 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 );
                 finalizers.push(finalizer_udwf(*kind).call(vec![col(state)]).alias(&result));
                 Some(col(result))
+            }
+            Role::Histogram(HistogramUse::Window(kind), index) if combined[*index] => {
+                Some(get_field(col(finals_column(*index)), kind.function_name()))
+            }
+            Role::Rows(usage, index) => {
+                let rows = col(rows_column(*index));
+                Some(match usage {
+                    RowsUse::Count => rows,
+                    RowsUse::Risk => inverse_or_null(rows)?,
+                    RowsUse::Leakage => {
+                        finalizers.push(
+                            finalizer_udwf(WholeTableKind::EntropyLeakage)
+                                .call(vec![rows])
+                                .alias(&result),
+                        );
+                        col(result)
+                    }
+                })
+            }
+            Role::Persons(output, index) => {
+                let persons = col(persons_column(*index));
+                Some(match output {
+                    HistogramOutput::PersonRisk => inverse_or_null(persons)?,
+                    _ => persons,
+                })
             }
             Role::Histogram(HistogramUse::Window(kind), index) => {
                 finalizers.push(

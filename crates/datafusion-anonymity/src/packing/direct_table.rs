@@ -7,7 +7,7 @@
 
 /// Key → class in one word per entry; see the module documentation.
 #[derive(Debug, Clone)]
-pub(crate) struct DirectTable {
+pub struct DirectTable {
     slots: Vec<u64>,
     /// entries inserted
     len: usize,
@@ -18,15 +18,15 @@ pub(crate) struct DirectTable {
 }
 
 /// No entry: a key and class both all ones, which [`DirectTable::new`] rules out.
-pub(crate) const EMPTY: u64 = u64::MAX;
+pub const EMPTY: u64 = u64::MAX;
 
 /// Rows whose slots are fetched ahead of their lookup.
-pub(crate) const PREFETCH_DISTANCE: usize = 16;
+pub const PREFETCH_DISTANCE: usize = 16;
 
 impl DirectTable {
     /// A table for `entries` keys below 2^`key_bits` and classes up to `max_class`; `None` if
     /// a key and a class do not fit 64 bits together.
-    pub(crate) fn new(entries: usize, key_bits: u32, max_class: u32) -> Option<Self> {
+    pub fn new(entries: usize, key_bits: u32, max_class: u32) -> Option<Self> {
         // one value more than the largest class, so no entry is all ones
         let class_bits = u64::BITS - (max_class as u64 + 1).leading_zeros();
         if key_bits.saturating_add(class_bits) > 64 {
@@ -50,7 +50,7 @@ impl DirectTable {
 
     /// Maps `key` to `class` (which must be at most the table's `max_class`, and the table
     /// must have room: [`DirectTable::has_room_for`]).
-    pub(crate) fn insert(&mut self, key: u64, class: u32) {
+    pub fn insert(&mut self, key: u64, class: u32) {
         let mut i = self.slot(key);
         while self.slots[i] != EMPTY && self.slots[i] >> self.class_bits != key {
             i = (i + 1) & self.mask;
@@ -63,17 +63,17 @@ impl DirectTable {
 
     /// Whether one more entry, of class `class`, keeps the table at most half full and fits
     /// its class bits.
-    pub(crate) fn has_room_for(&self, class: u32) -> bool {
+    pub fn has_room_for(&self, class: u32) -> bool {
         (self.len + 1) * 2 <= self.slots.len() && (class as u64) < (1 << self.class_bits) - 1
     }
 
     /// Bytes held.
-    pub(crate) fn memory_size(&self) -> usize {
+    pub fn memory_size(&self) -> usize {
         self.slots.capacity() * size_of::<u64>()
     }
 
     #[inline]
-    pub(crate) fn get(&self, key: u64) -> Option<u32> {
+    pub fn get(&self, key: u64) -> Option<u32> {
         let mut i = self.slot(key);
         loop {
             let entry = self.slots[i];
@@ -89,14 +89,14 @@ impl DirectTable {
 
     /// Asks the CPU to load `key`'s slot.
     #[inline]
-    pub(crate) fn prefetch(&self, key: u64) {
+    pub fn prefetch(&self, key: u64) {
         prefetch(&self.slots[self.slot(key)]);
     }
 }
 
 /// Asks the CPU to load `value`'s cache line: a hint, with no effect on results.
 #[inline]
-pub(crate) fn prefetch<T>(value: &T) {
+pub fn prefetch<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         let at: *const T = value;

@@ -18,7 +18,7 @@ use datafusion::error::Result;
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
-use crate::direct_table::{DirectTable, PREFETCH_DISTANCE};
+use super::direct_table::{DirectTable, PREFETCH_DISTANCE};
 
 /// The key maps of one column, by the kind of its type.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ enum Keys {
 
 /// One column's values and their codes.
 #[derive(Debug)]
-pub(crate) struct ValueCodes {
+pub struct ValueCodes {
     keys: Keys,
     null: Option<u32>,
     len: u32,
@@ -236,8 +236,17 @@ fn intern_key<K: std::hash::Hash + Eq>(
 }
 
 impl ValueCodes {
+    /// Values coded so far (NULL included).
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// No values yet, for columns of type `data_type`.
-    pub(crate) fn new(data_type: &DataType) -> Result<Self> {
+    pub fn new(data_type: &DataType) -> Result<Self> {
         let keys = if int_like(data_type) {
             Keys::Int(HashMap::new())
         } else if data_type.is_floating() {
@@ -301,7 +310,7 @@ impl ValueCodes {
     }
 
     /// The codes of `values` (code = position) for columns of type `data_type`.
-    pub(crate) fn of_domain(values: &ArrayRef, data_type: &DataType) -> Result<Self> {
+    pub fn of_domain(values: &ArrayRef, data_type: &DataType) -> Result<Self> {
         let values = if values.data_type() == data_type {
             Arc::clone(values)
         } else {
@@ -325,7 +334,7 @@ impl ValueCodes {
 
     /// Appends the code of every value of `column` to `out`, giving a new value the next code;
     /// the rows of `column` where a value was seen first are appended to `first`.
-    pub(crate) fn intern(
+    pub fn intern(
         &mut self,
         column: &ArrayRef,
         out: &mut Vec<u32>,
@@ -419,7 +428,7 @@ impl ValueCodes {
 
     /// The code of every value of `column` into `out` (cleared first); a value never seen is
     /// an error made by `missing`.
-    pub(crate) fn lookup(
+    pub fn lookup(
         &self,
         column: &ArrayRef,
         out: &mut Vec<u32>,

@@ -1,0 +1,9 @@
+//! Values to dense codes and packed keys to classes: the building blocks shared by the packed
+//! `GROUP BY` kernel of [`crate::rewrite`] and the engine (its frequency set, local recoding,
+//! publishing and bucketization), kept here, in the lowest crate that needs them.
+//!
+//! - [`value_codes::ValueCodes`]: one column's values → dense `u32` codes, vectorized.
+//! - [`direct_table::DirectTable`]: an open-addressing map from a packed 64-bit key to a class.
+
+pub mod direct_table;
+pub mod value_codes;
