@@ -59,6 +59,38 @@ impl<'a> KdTree<'a> {
         out.extend_from_slice(&best.found);
     }
 
+    /// Whether a point other than `skip` lies strictly nearer `query` than `squared`
+    /// (squared distance). Stops at the first one found, and never looks beyond `squared`:
+    /// record linkage asks only this, and in a dense region a query's nearest few are many
+    /// points away from where a full search would have to look.
+    pub fn any_nearer(&self, query: &[f64], squared: f64, skip: u32) -> bool {
+        self.nearer(0, self.order.len(), query, squared, skip)
+    }
+
+    fn nearer(&self, start: usize, end: usize, query: &[f64], squared: f64, skip: u32) -> bool {
+        if start >= end {
+            return false;
+        }
+        let middle = start + (end - start) / 2;
+        let index = self.order[middle];
+        let point = self.points.row(index as usize);
+        if index != skip && squared_distance(point, query) < squared {
+            return true;
+        }
+        if end - start == 1 {
+            return false;
+        }
+        let axis = self.axes[middle] as usize;
+        let gap = query[axis] - point[axis];
+        let (near, far) = if gap < 0.0 {
+            ((start, middle), (middle + 1, end))
+        } else {
+            ((middle + 1, end), (start, middle))
+        };
+        self.nearer(near.0, near.1, query, squared, skip)
+            || (gap * gap < squared && self.nearer(far.0, far.1, query, squared, skip))
+    }
+
     fn search(&self, start: usize, end: usize, query: &[f64], best: &mut Nearest) {
         if start >= end {
             return;
@@ -158,6 +190,19 @@ mod tests {
                 tree.nearest_k(points.row(i), count, i as u32, &mut out);
                 let expected = brute_force(&points, points.row(i), count, i as u32);
                 assert_eq!(out, expected, "case {case} point {i}");
+            }
+            for i in 0..n {
+                // nearer than the second nearest's distance: exactly when the nearest (other
+                // than i) is strictly nearer than it
+                let all = brute_force(&points, points.row(i), 2, i as u32);
+                if let Some(&(second, _)) = all.get(1) {
+                    assert_eq!(
+                        tree.any_nearer(points.row(i), second, i as u32),
+                        all[0].0 < second,
+                        "case {case} point {i}"
+                    );
+                }
+                assert!(!tree.any_nearer(points.row(i), 0.0, u32::MAX));
             }
             let query: Vec<f64> = (0..d).map(|_| rng.unit() * 6.0).collect();
             let nearest = brute_force(&points, &query, 1, u32::MAX)[0].0;

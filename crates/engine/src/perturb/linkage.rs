@@ -3,8 +3,9 @@
 //! by the original's mean and sample SD, is their own. A tie counts as linked (the adversary
 //! may pick either; taking the link never understates the risk).
 //!
-//! The nearest original is found with a k-d tree over the originals (built in O(n log n),
-//! each query O(log n) on typical data): never an n × n distance matrix.
+//! A k-d tree over the originals (built in O(n log n)) answers, for each record, whether any
+//! other original is strictly nearer its published values than its own — stopping at the
+//! first found, so a record in a dense region costs little: never an n × n distance matrix.
 
 use super::kdtree::KdTree;
 use super::points::{Points, mean_sd, squared_distance};
@@ -38,7 +39,7 @@ pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
     let linked = (0..n)
         .filter(|&i| {
             let own = squared_distance(releases.row(i), originals.row(i));
-            own <= tree.nearest(releases.row(i))
+            !tree.any_nearer(releases.row(i), own, i as u32)
         })
         .count();
     linked as f64 / n as f64
