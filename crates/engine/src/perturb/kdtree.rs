@@ -1,52 +1,94 @@
 //! A k-d tree over [`Points`]: the nearest point to a query (record linkage) and the few
 //! nearest (the refinement's candidate groups), in O(log n) per query on typical data, built
 //! in O(n log n). Never an n × n distance matrix.
+//!
+//! The tree keeps its own copy of the coordinates **in tree order**: a subtree is a
+//! contiguous run of rows, so the end of a search reads neighbouring memory instead of one
+//! scattered row per node, and ranges of at most [`LEAF`] points are leaves scanned in a row.
+//! Answers do not depend on the layout: ties go to the lower original index.
 
 use super::points::{Points, squared_distance};
 
-/// The indices in tree order, each node splitting on one dimension at its median.
-pub struct KdTree<'a> {
-    points: &'a Points,
-    order: Vec<u32>,
+/// Points in a range this small are a leaf, scanned in full.
+const LEAF: usize = 8;
+
+/// The points in tree order, each internal node splitting its range at the median point
+/// (its middle row) on one axis.
+pub struct KdTree {
+    d: usize,
+    /// Row-major coordinates, in tree order.
+    coords: Vec<f64>,
+    /// Each row's index in the points the tree was built from.
+    index: Vec<u32>,
+    /// The axis of the node whose median is at this row (internal nodes only).
     axes: Vec<u8>,
 }
 
-impl<'a> KdTree<'a> {
+impl KdTree {
     /// The tree over all of `points`.
-    pub fn new(points: &'a Points) -> Self {
+    pub fn new(points: &Points) -> Self {
         let n = points.len();
+        let d = points.d();
         let mut tree = KdTree {
-            points,
-            order: (0..n as u32).collect(),
+            d,
+            coords: (0..n).flat_map(|i| points.row(i).iter().copied()).collect(),
+            index: (0..n as u32).collect(),
             axes: vec![0; n],
         };
-        tree.build(0, n, 0);
+        let mut scratch = Scratch::default();
+        tree.build(0, n, 0, &mut scratch);
         tree
     }
 
     /// Axes in turn by depth. (Splitting on the axis of widest range was tried and dropped:
     /// on heavy-tailed data the outliers make one axis the widest at every depth, the tree
     /// degenerates to one dimension, and record linkage of 1M noised firms ran for minutes.)
-    fn build(&mut self, start: usize, end: usize, depth: usize) {
-        if end - start <= 1 {
+    /// The range's rows are reordered so that its median on the axis is in the middle row,
+    /// the smaller before it and the larger after it (ties by original index).
+    fn build(
+        &mut self,
+        start: usize,
+        end: usize,
+        depth: usize,
+        scratch: &mut Scratch,
+    ) {
+        if end - start <= LEAF {
             return;
         }
-        let d = self.points.d();
+        let d = self.d;
         let axis = depth % d;
-        let middle = start + (end - start) / 2;
-        let points = self.points;
-        self.order[start..end].select_nth_unstable_by(middle - start, |&a, &b| {
-            points.row(a as usize)[axis].total_cmp(&points.row(b as usize)[axis])
+        let middle = (end - start) / 2;
+        let Scratch { keys, rows, order } = scratch;
+        keys.clear();
+        keys.extend((start..end).map(|r| (self.coords[r * d + axis], r as u32)));
+        let index = &self.index;
+        keys.select_nth_unstable_by(middle, |a, b| {
+            a.0.total_cmp(&b.0)
+                .then(index[a.1 as usize].cmp(&index[b.1 as usize]))
         });
-        self.axes[middle] = axis as u8;
-        self.build(start, middle, depth + 1);
-        self.build(middle + 1, end, depth + 1);
+        // the range's rows in the selected order
+        rows.clear();
+        order.clear();
+        for &(_, r) in keys.iter() {
+            let r = r as usize;
+            rows.extend_from_slice(&self.coords[r * d..(r + 1) * d]);
+            order.push(self.index[r]);
+        }
+        self.coords[start * d..end * d].copy_from_slice(rows);
+        self.index[start..end].copy_from_slice(order);
+        self.axes[start + middle] = axis as u8;
+        self.build(start, start + middle, depth + 1, scratch);
+        self.build(start + middle + 1, end, depth + 1, scratch);
+    }
+
+    fn row(&self, r: usize) -> &[f64] {
+        &self.coords[r * self.d..(r + 1) * self.d]
     }
 
     /// The squared distance from `query` to its nearest point.
     pub fn nearest(&self, query: &[f64]) -> f64 {
         let mut best = Nearest::new(1, u32::MAX);
-        self.search(0, self.order.len(), query, &mut best);
+        self.search(0, self.index.len(), query, &mut best);
         best.bound()
     }
 
@@ -54,7 +96,7 @@ impl<'a> KdTree<'a> {
     /// distance, index), nearest first; a tie goes to the lower index.
     pub fn nearest_k(&self, query: &[f64], count: usize, skip: u32, out: &mut Vec<(f64, u32)>) {
         let mut best = Nearest::new(count, skip);
-        self.search(0, self.order.len(), query, &mut best);
+        self.search(0, self.index.len(), query, &mut best);
         out.clear();
         out.extend_from_slice(&best.found);
     }
@@ -64,21 +106,19 @@ impl<'a> KdTree<'a> {
     /// record linkage asks only this, and in a dense region a query's nearest few are many
     /// points away from where a full search would have to look.
     pub fn any_nearer(&self, query: &[f64], squared: f64, skip: u32) -> bool {
-        self.nearer(0, self.order.len(), query, squared, skip)
+        self.nearer(0, self.index.len(), query, squared, skip)
     }
 
     fn nearer(&self, start: usize, end: usize, query: &[f64], squared: f64, skip: u32) -> bool {
-        if start >= end {
-            return false;
+        if end - start <= LEAF {
+            return (start..end).any(|r| {
+                self.index[r] != skip && squared_distance(self.row(r), query) < squared
+            });
         }
         let middle = start + (end - start) / 2;
-        let index = self.order[middle];
-        let point = self.points.row(index as usize);
-        if index != skip && squared_distance(point, query) < squared {
+        let point = self.row(middle);
+        if self.index[middle] != skip && squared_distance(point, query) < squared {
             return true;
-        }
-        if end - start == 1 {
-            return false;
         }
         let axis = self.axes[middle] as usize;
         let gap = query[axis] - point[axis];
@@ -92,16 +132,15 @@ impl<'a> KdTree<'a> {
     }
 
     fn search(&self, start: usize, end: usize, query: &[f64], best: &mut Nearest) {
-        if start >= end {
+        if end - start <= LEAF {
+            for r in start..end {
+                best.offer(squared_distance(self.row(r), query), self.index[r]);
+            }
             return;
         }
         let middle = start + (end - start) / 2;
-        let index = self.order[middle];
-        let point = self.points.row(index as usize);
-        best.offer(squared_distance(point, query), index);
-        if end - start == 1 {
-            return;
-        }
+        let point = self.row(middle);
+        best.offer(squared_distance(point, query), self.index[middle]);
         let axis = self.axes[middle] as usize;
         let gap = query[axis] - point[axis];
         let (near, far) = if gap < 0.0 {
@@ -114,6 +153,17 @@ impl<'a> KdTree<'a> {
             self.search(far.0, far.1, query, best);
         }
     }
+}
+
+/// Buffers [`KdTree::build`] reuses from node to node.
+#[derive(Default)]
+struct Scratch {
+    /// (coordinate on the node's axis, row) of the node's rows.
+    keys: Vec<(f64, u32)>,
+    /// The node's coordinates in their new order.
+    rows: Vec<f64>,
+    /// The node's original indices in their new order.
+    order: Vec<u32>,
 }
 
 /// The best `count` (distance, index) pairs seen, sorted nearest first.

@@ -27,6 +27,9 @@ fn standardized_pair(original: &[&[f64]], published: &[&[f64]]) -> (Points, Poin
     (Points::new(d.max(1), a), Points::new(d.max(1), b))
 }
 
+/// Records below which linkage stays on one thread.
+const QUERIES_PER_THREAD: usize = 10_000;
+
 /// DBRL: the share of records `i` whose published values are at least as near their own
 /// original as any other original (records aligned; see the module docs).
 pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
@@ -36,12 +39,27 @@ pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
     }
     let (originals, releases) = standardized_pair(original, published);
     let tree = KdTree::new(&originals);
-    let linked = (0..n)
-        .filter(|&i| {
-            let own = squared_distance(releases.row(i), originals.row(i));
-            !tree.any_nearer(releases.row(i), own, i as u32)
-        })
-        .count();
+    let linked_in = |range: std::ops::Range<usize>| {
+        range
+            .filter(|&i| {
+                let own = squared_distance(releases.row(i), originals.row(i));
+                !tree.any_nearer(releases.row(i), own, i as u32)
+            })
+            .count()
+    };
+    // the queries are independent: one share of the records per core
+    let threads = crate::parallel::threads().min(n.div_ceil(QUERIES_PER_THREAD)).max(1);
+    let share = n.div_ceil(threads);
+    let linked_in = &linked_in;
+    let linked: usize = std::thread::scope(|scope| {
+        let counts: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || linked_in(t * share..((t + 1) * share).min(n))))
+            .collect();
+        counts
+            .into_iter()
+            .map(|count| count.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .sum()
+    });
     linked as f64 / n as f64
 }
 
@@ -85,6 +103,40 @@ mod tests {
             let p: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
             assert_eq!(dbrl(&o, &p), brute_force(&o, &p), "case {case}");
         }
+    }
+
+    /// Enough records for several threads (each takes a share of the queries), on one
+    /// attribute, against a reference by sorting: a published value's nearest other original
+    /// is the first original on either side of its place in the sorted originals that is
+    /// not its own.
+    #[test]
+    fn dbrl_over_several_threads_equals_a_reference_by_sorting() {
+        let mut rng = SplitMix64(9);
+        let n = 4 * QUERIES_PER_THREAD + 7;
+        let original: Vec<f64> = (0..n).map(|_| rng.unit() * 1_000.0).collect();
+        let published: Vec<f64> = original
+            .iter()
+            .map(|x| x + (rng.unit() - 0.5) * 0.2)
+            .collect();
+        // standardizing scales both by the same factor: the comparisons are unchanged
+        let mut sorted: Vec<(f64, usize)> = original.iter().copied().zip(0..).collect();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let linked = (0..n)
+            .filter(|&i| {
+                let p = published[i];
+                let own = (p - original[i]).abs();
+                let at = sorted.partition_point(|&(x, _)| x < p);
+                let left = sorted[..at].iter().rev().find(|&&(_, j)| j != i);
+                let right = sorted[at..].iter().find(|&&(_, j)| j != i);
+                [left, right]
+                    .into_iter()
+                    .flatten()
+                    .all(|&(x, _)| (p - x).abs() >= own)
+            })
+            .count();
+        let expected = linked as f64 / n as f64;
+        assert!(expected > 0.1 && expected < 0.99, "a case with both outcomes");
+        assert_eq!(dbrl(&[&original], &[&published]), expected);
     }
 
     /// Unperturbed data: every record is its own nearest (distance 0); fully swapped pairs

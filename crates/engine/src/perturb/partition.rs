@@ -68,7 +68,8 @@ impl MicroAlgorithm {
             MicroAlgorithm::Refined => {
                 let mut all: Vec<u32> = (0..points.len() as u32).collect();
                 let mut leaves = Vec::new();
-                split_blocks(points, &mut all, SEED_ROWS.max(4 * k), &mut leaves);
+                // one thread: the blocks are already spread over the cores
+                split_leaves(points, &mut all, SEED_ROWS.max(4 * k), &mut leaves);
                 let mut seeds = Vec::with_capacity(points.len() / k + 1);
                 for leaf in leaves {
                     let local = points.subset(leaf);
@@ -83,6 +84,17 @@ impl MicroAlgorithm {
             _ => self.groups(points, k),
         }
     }
+}
+
+/// [`split_blocks`] on one thread (no error can arise).
+fn split_leaves<'a>(
+    points: &Points,
+    members: &'a mut [u32],
+    leaf_rows: usize,
+    leaves: &mut Vec<&'a [u32]>,
+) {
+    // without threads, the only error (a panicking thread) cannot occur
+    let _ = split_blocks(points, members, leaf_rows, 0, leaves);
 }
 
 /// The records MDAV sees at once in the blocks of a large stratum under `refined` (at least
@@ -265,7 +277,14 @@ pub fn microaggregate(
     for members in strata_members.iter_mut().filter(|m| !m.is_empty()) {
         let before = blocks.len();
         let fits = members.len() <= block_rows;
-        split_blocks(&points, members, block_rows, &mut blocks);
+        let parallel_depth = crate::parallel::threads().next_power_of_two().trailing_zeros();
+        split_blocks(
+            &points,
+            members,
+            block_rows,
+            parallel_depth as usize,
+            &mut blocks,
+        )?;
         whole.resize(whole.len() + blocks.len() - before, fits);
     }
     let threads = std::thread::available_parallelism()
@@ -326,17 +345,23 @@ pub fn microaggregate(
 }
 
 /// Splits `members` (in place) at the median of their widest attribute until each piece has
-/// at most `block_rows` records, pushing the pieces in order.
+/// at most `block_rows` records, pushing the pieces in order. The two halves of the first
+/// `parallel_depth` splits are split on threads of their own.
+///
+/// The median is selected on (coordinate, record) pairs copied out of the points, not on
+/// the indices with a comparison that looks each point up: on millions of records the
+/// lookups are cache misses, and the selection compares each element several times.
 fn split_blocks<'a>(
     points: &Points,
     members: &'a mut [u32],
     block_rows: usize,
+    parallel_depth: usize,
     blocks: &mut Vec<&'a [u32]>,
-) {
+) -> Result<()> {
     if members.len() <= block_rows {
         members.sort_unstable();
         blocks.push(members);
-        return;
+        return Ok(());
     }
     let d = points.d();
     let mut low = vec![f64::INFINITY; d];
@@ -355,14 +380,28 @@ fn split_blocks<'a>(
         })
         .unwrap_or(0);
     let middle = members.len() / 2;
-    members.select_nth_unstable_by(middle, |&a, &b| {
-        points.row(a as usize)[widest]
-            .total_cmp(&points.row(b as usize)[widest])
-            .then(a.cmp(&b))
-    });
+    let mut keys: Vec<(f64, u32)> = members
+        .iter()
+        .map(|&i| (points.row(i as usize)[widest], i))
+        .collect();
+    keys.select_nth_unstable_by(middle, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    for (member, &(_, i)) in members.iter_mut().zip(&keys) {
+        *member = i;
+    }
+    drop(keys);
     let (left, right) = members.split_at_mut(middle);
-    split_blocks(points, left, block_rows, blocks);
-    split_blocks(points, right, block_rows, blocks);
+    if parallel_depth == 0 {
+        split_blocks(points, left, block_rows, 0, blocks)?;
+        return split_blocks(points, right, block_rows, 0, blocks);
+    }
+    let halves = crate::parallel::map_scoped("splitting into blocks", [left, right], |half| {
+        let mut pieces = Vec::new();
+        split_blocks(points, half, block_rows, parallel_depth - 1, &mut pieces).map(|()| pieces)
+    })?;
+    for pieces in halves {
+        blocks.extend(pieces?);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
