@@ -7,7 +7,7 @@
 //! other original is strictly nearer its published values than its own — stopping at the
 //! first found, so a record in a dense region costs little: never an n × n distance matrix.
 
-use super::kdtree::KdTree;
+use super::kdtree::{KdTree, Offsets};
 use super::points::{Points, mean_sd, squared_distance};
 
 /// Standardizes `published` and `original` alike, by the original's mean and sample SD.
@@ -40,15 +40,18 @@ pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
     let (originals, releases) = standardized_pair(original, published);
     let tree = KdTree::new(&originals);
     let linked_in = |range: std::ops::Range<usize>| {
+        let mut offsets = Offsets::default();
         range
             .filter(|&i| {
                 let own = squared_distance(releases.row(i), originals.row(i));
-                !tree.any_nearer(releases.row(i), own, i as u32)
+                !tree.any_nearer(releases.row(i), own, i as u32, &mut offsets)
             })
             .count()
     };
     // the queries are independent: one share of the records per core
-    let threads = crate::parallel::threads().min(n.div_ceil(QUERIES_PER_THREAD)).max(1);
+    let threads = crate::parallel::threads()
+        .min(n.div_ceil(QUERIES_PER_THREAD))
+        .max(1);
     let share = n.div_ceil(threads);
     let linked_in = &linked_in;
     let linked: usize = std::thread::scope(|scope| {
@@ -57,7 +60,11 @@ pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
             .collect();
         counts
             .into_iter()
-            .map(|count| count.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .map(|count| {
+                count
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+            })
             .sum()
     });
     linked as f64 / n as f64
@@ -135,7 +142,10 @@ mod tests {
             })
             .count();
         let expected = linked as f64 / n as f64;
-        assert!(expected > 0.1 && expected < 0.99, "a case with both outcomes");
+        assert!(
+            expected > 0.1 && expected < 0.99,
+            "a case with both outcomes"
+        );
         assert_eq!(dbrl(&[&original], &[&published]), expected);
     }
 

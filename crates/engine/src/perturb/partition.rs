@@ -21,6 +21,8 @@
 //!   ([`Reach::Neighbours`]): the leaves' seams are repaired, and a record costs O(C·k·d) per
 //!   pass rather than O(block · d).
 
+use std::ops::Range;
+
 use datafusion::error::{DataFusionError, Result};
 use serde::{Deserialize, Serialize};
 
@@ -66,35 +68,45 @@ impl MicroAlgorithm {
     pub fn groups_of_block(self, points: &Points, k: usize) -> Vec<Vec<u32>> {
         match self {
             MicroAlgorithm::Refined => {
-                let mut all: Vec<u32> = (0..points.len() as u32).collect();
+                // the block's rows reordered into leaves; `record_at[r]`: the point at row r
+                let mut rows = points.clone();
+                let mut record_at: Vec<u32> = (0..points.len() as u32).collect();
                 let mut leaves = Vec::new();
-                // one thread: the blocks are already spread over the cores
-                split_leaves(points, &mut all, SEED_ROWS.max(4 * k), &mut leaves);
+                let d = points.d();
+                split_rows(
+                    rows.values_mut(),
+                    &mut record_at,
+                    d,
+                    0,
+                    SEED_ROWS.max(4 * k),
+                    0,
+                    &mut leaves,
+                );
                 let mut seeds = Vec::with_capacity(points.len() / k + 1);
                 for leaf in leaves {
-                    let local = points.subset(leaf);
+                    // MDAV sees the leaf in the points' order (its ties go to the first)
+                    let mut leaf_rows: Vec<u32> = leaf.map(|r| r as u32).collect();
+                    leaf_rows.sort_unstable_by_key(|&r| record_at[r as usize]);
+                    let local = rows.subset(&leaf_rows);
                     seeds.extend(
                         mdav(&local, k)
                             .into_iter()
-                            .map(|g| g.into_iter().map(|i| leaf[i as usize]).collect()),
+                            .map(|g| g.into_iter().map(|i| leaf_rows[i as usize]).collect()),
                     );
                 }
-                refine_with(points, seeds, k, Reach::Neighbours)
+                refine_with(&rows, seeds, k, Reach::Neighbours)
+                    .into_iter()
+                    .map(|g| {
+                        let mut g: Vec<u32> =
+                            g.into_iter().map(|r| record_at[r as usize]).collect();
+                        g.sort_unstable();
+                        g
+                    })
+                    .collect()
             }
             _ => self.groups(points, k),
         }
     }
-}
-
-/// [`split_blocks`] on one thread (no error can arise).
-fn split_leaves<'a>(
-    points: &Points,
-    members: &'a mut [u32],
-    leaf_rows: usize,
-    leaves: &mut Vec<&'a [u32]>,
-) {
-    // without threads, the only error (a panicking thread) cannot occur
-    let _ = split_blocks(points, members, leaf_rows, 0, leaves);
 }
 
 /// The records MDAV sees at once in the blocks of a large stratum under `refined` (at least
@@ -247,67 +259,57 @@ pub fn microaggregate(
         return Err(DataFusionError::Plan("k must be at least 1".into()));
     }
     let n = columns.first().map_or(0, |c| c.len());
-    let points = Points::standardized(columns);
-    let mut strata_members: Vec<Vec<u32>> = match strata {
-        None => vec![(0..n as u32).collect()],
-        Some(ids) => {
-            let mut members: Vec<Vec<u32>> = Vec::new();
-            for (i, &s) in ids.iter().enumerate() {
-                if members.len() <= s as usize {
-                    members.resize(s as usize + 1, Vec::new());
-                }
-                members[s as usize].push(i as u32);
-            }
-            members
-        }
-    };
-    for (id, members) in strata_members.iter().enumerate() {
-        if !members.is_empty() && members.len() < k {
+    // each stratum's records together, in record order: `record_at[r]` is the record at row r
+    let (mut record_at, strata_rows) = stratum_order(n, strata);
+    for (id, rows) in strata_rows.iter().enumerate() {
+        if !rows.is_empty() && rows.len() < k {
             return Err(DataFusionError::Plan(format!(
                 "{} has {} records, fewer than k = {k}: it cannot be microaggregated into groups \
                  of k",
                 describe_stratum(id as u32),
-                members.len()
+                rows.len()
             )));
         }
     }
+    let mut points = Points::standardized_in(columns, &record_at);
+    let d = points.d();
     let block_rows = options.block_rows.max(4 * k);
-    let mut blocks = Vec::new();
-    let mut whole = Vec::new();
-    for members in strata_members.iter_mut().filter(|m| !m.is_empty()) {
-        let before = blocks.len();
-        let fits = members.len() <= block_rows;
-        let parallel_depth = crate::parallel::threads().next_power_of_two().trailing_zeros();
-        split_blocks(
-            &points,
-            members,
+    let parallel_depth = crate::parallel::threads()
+        .next_power_of_two()
+        .trailing_zeros() as usize;
+    // (rows, the whole stratum)
+    let mut blocks: Vec<(Range<usize>, bool)> = Vec::new();
+    for rows in strata_rows.into_iter().filter(|r| !r.is_empty()) {
+        let mut pieces = Vec::new();
+        let fits = rows.len() <= block_rows;
+        split_rows(
+            &mut points.values_mut()[rows.start * d..rows.end * d],
+            &mut record_at[rows.clone()],
+            d,
+            rows.start,
             block_rows,
-            parallel_depth as usize,
-            &mut blocks,
-        )?;
-        whole.resize(whole.len() + blocks.len() - before, fits);
+            parallel_depth,
+            &mut pieces,
+        );
+        blocks.extend(pieces.into_iter().map(|piece| (piece, fits)));
     }
     let threads = std::thread::available_parallelism()
         .map(|p| p.get())
         .unwrap_or(1)
         .min(blocks.len())
         .max(1);
-    let shares: Vec<Vec<(&[u32], bool)>> = (0..threads)
-        .map(|t| {
-            blocks
-                .iter()
-                .copied()
-                .zip(whole.iter().copied())
-                .skip(t)
-                .step_by(threads)
-                .collect()
-        })
+    let shares: Vec<Vec<(Range<usize>, bool)>> = (0..threads)
+        .map(|t| blocks.iter().cloned().skip(t).step_by(threads).collect())
         .collect();
     let results = crate::parallel::map_scoped("microaggregation", shares, |share| {
         share
             .into_iter()
-            .map(|(block, whole)| {
-                let local = points.subset(block);
+            .map(|(rows, whole)| {
+                // the block's records in their order (MDAV's ties go to the first)
+                let mut block: Vec<u32> = rows.clone().map(|r| r as u32).collect();
+                block.sort_unstable_by_key(|&r| record_at[r as usize]);
+                let local = points.subset(&block);
+                let block: Vec<u32> = block.iter().map(|&r| record_at[r as usize]).collect();
                 let groups = if whole {
                     options.algorithm.groups(&local, k)
                 } else {
@@ -344,30 +346,56 @@ pub fn microaggregate(
     })
 }
 
-/// Splits `members` (in place) at the median of their widest attribute until each piece has
-/// at most `block_rows` records, pushing the pieces in order. The two halves of the first
-/// `parallel_depth` splits are split on threads of their own.
-///
-/// The median is selected on (coordinate, record) pairs copied out of the points, not on
-/// the indices with a comparison that looks each point up: on millions of records the
-/// lookups are cache misses, and the selection compares each element several times.
-fn split_blocks<'a>(
-    points: &Points,
-    members: &'a mut [u32],
+/// Each stratum's records together (strata in id order, records in their order within
+/// one): the record at each row, and each stratum's rows (by id; `None`: one stratum).
+fn stratum_order(n: usize, strata: Option<&[u32]>) -> (Vec<u32>, Vec<Range<usize>>) {
+    let Some(ids) = strata else {
+        return ((0..n as u32).collect(), vec![0..n]);
+    };
+    let count = ids.iter().max().map_or(0, |&s| s as usize + 1);
+    let mut sizes = vec![0usize; count];
+    for &s in ids {
+        sizes[s as usize] += 1;
+    }
+    let mut ranges = Vec::with_capacity(count);
+    let mut start = 0;
+    for size in sizes {
+        ranges.push(start..start + size);
+        start += size;
+    }
+    let mut next: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+    let mut record_at = vec![0u32; n];
+    for (i, &s) in ids.iter().enumerate() {
+        record_at[next[s as usize]] = i as u32;
+        next[s as usize] += 1;
+    }
+    (record_at, ranges)
+}
+
+/// Splits the points `rows` (row-major, d wide; row r holds record `records[r]`, and is row
+/// `offset + r` of the whole) at the median of their widest attribute, ties by record, until
+/// each piece has at most `block_rows` rows, pushing the pieces' row ranges in order. Rows are
+/// moved, not indices: every pass reads memory in order, which on millions of records is what
+/// the time is (a scattered lookup per record and level was a cache miss each). The halves of
+/// the first `parallel_depth` splits are split on threads of their own.
+fn split_rows(
+    rows: &mut [f64],
+    records: &mut [u32],
+    d: usize,
+    offset: usize,
     block_rows: usize,
     parallel_depth: usize,
-    blocks: &mut Vec<&'a [u32]>,
-) -> Result<()> {
-    if members.len() <= block_rows {
-        members.sort_unstable();
-        blocks.push(members);
-        return Ok(());
+    blocks: &mut Vec<Range<usize>>,
+) {
+    let m = records.len();
+    if m <= block_rows {
+        blocks.push(offset..offset + m);
+        return;
     }
-    let d = points.d();
     let mut low = vec![f64::INFINITY; d];
     let mut high = vec![f64::NEG_INFINITY; d];
-    for &i in members.iter() {
-        for (j, &x) in points.row(i as usize).iter().enumerate() {
+    for row in rows.chunks_exact(d) {
+        for (j, &x) in row.iter().enumerate() {
             low[j] = low[j].min(x);
             high[j] = high[j].max(x);
         }
@@ -379,29 +407,84 @@ fn split_blocks<'a>(
                 .then(b.cmp(&a))
         })
         .unwrap_or(0);
-    let middle = members.len() / 2;
-    let mut keys: Vec<(f64, u32)> = members
-        .iter()
-        .map(|&i| (points.row(i as usize)[widest], i))
+    let order = |a: &(f64, u32), b: &(f64, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    let middle = m / 2;
+    let mut keys: Vec<(f64, u32)> = rows
+        .chunks_exact(d)
+        .zip(records.iter())
+        .map(|(row, &i)| (row[widest], i))
         .collect();
-    keys.select_nth_unstable_by(middle, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    for (member, &(_, i)) in members.iter_mut().zip(&keys) {
-        *member = i;
-    }
+    let median = *keys.select_nth_unstable_by(middle, order).1;
     drop(keys);
-    let (left, right) = members.split_at_mut(middle);
+    // the rows before the median to the front: exactly `middle` of them (records differ)
+    let before = |row: &[f64], record: u32| order(&(row[widest], record), &median).is_lt();
+    let (mut low_row, mut high_row) = (0, m);
+    loop {
+        while low_row < high_row && before(&rows[low_row * d..(low_row + 1) * d], records[low_row])
+        {
+            low_row += 1;
+        }
+        while low_row < high_row
+            && !before(
+                &rows[(high_row - 1) * d..high_row * d],
+                records[high_row - 1],
+            )
+        {
+            high_row -= 1;
+        }
+        if low_row >= high_row {
+            break;
+        }
+        high_row -= 1;
+        for j in 0..d {
+            rows.swap(low_row * d + j, high_row * d + j);
+        }
+        records.swap(low_row, high_row);
+        low_row += 1;
+    }
+    let (left_rows, right_rows) = rows.split_at_mut(middle * d);
+    let (left_records, right_records) = records.split_at_mut(middle);
     if parallel_depth == 0 {
-        split_blocks(points, left, block_rows, 0, blocks)?;
-        return split_blocks(points, right, block_rows, 0, blocks);
+        split_rows(left_rows, left_records, d, offset, block_rows, 0, blocks);
+        split_rows(
+            right_rows,
+            right_records,
+            d,
+            offset + middle,
+            block_rows,
+            0,
+            blocks,
+        );
+        return;
     }
-    let halves = crate::parallel::map_scoped("splitting into blocks", [left, right], |half| {
-        let mut pieces = Vec::new();
-        split_blocks(points, half, block_rows, parallel_depth - 1, &mut pieces).map(|()| pieces)
-    })?;
-    for pieces in halves {
-        blocks.extend(pieces?);
-    }
-    Ok(())
+    let mut right_blocks = Vec::new();
+    std::thread::scope(|scope| {
+        let right = scope.spawn(|| {
+            split_rows(
+                right_rows,
+                right_records,
+                d,
+                offset + middle,
+                block_rows,
+                parallel_depth - 1,
+                &mut right_blocks,
+            )
+        });
+        split_rows(
+            left_rows,
+            left_records,
+            d,
+            offset,
+            block_rows,
+            parallel_depth - 1,
+            blocks,
+        );
+        // a panic there is a panic here, as on one thread
+        right
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    });
+    blocks.append(&mut right_blocks);
 }
 
 #[cfg(test)]

@@ -19,17 +19,28 @@ impl Points {
 
     /// The points of `columns` (each one attribute, all the same length), standardized.
     pub fn standardized(columns: &[&[f64]]) -> Self {
-        let d = columns.len();
         let n = columns.first().map_or(0, |c| c.len());
-        let mut values = vec![0.0; n * d];
+        Self::standardized_in(columns, &(0..n as u32).collect::<Vec<_>>())
+    }
+
+    /// As [`Self::standardized`], with row r holding record `records[r]` (a permutation of
+    /// the records).
+    pub fn standardized_in(columns: &[&[f64]], records: &[u32]) -> Self {
+        let d = columns.len();
+        let mut values = vec![0.0; records.len() * d];
         for (j, column) in columns.iter().enumerate() {
             let (mean, sd) = mean_sd(column);
             let scale = if sd > 0.0 { 1.0 / sd } else { 1.0 };
-            for (i, x) in column.iter().enumerate() {
-                values[i * d + j] = (x - mean) * scale;
+            for (r, &i) in records.iter().enumerate() {
+                values[r * d + j] = (column[i as usize] - mean) * scale;
             }
         }
         Self { d, values }
+    }
+
+    /// The coordinates, row-major, to reorder rows in place.
+    pub fn values_mut(&mut self) -> &mut [f64] {
+        &mut self.values
     }
 
     /// Dimensions.

@@ -17,7 +17,7 @@
 //! groups whose centroids are nearest the record's own group's, found once per pass with a
 //! k-d tree over the centroids (O(n·C·k·d + g log g) per pass: for large inputs).
 
-use super::kdtree::KdTree;
+use super::kdtree::{KdTree, Offsets};
 use super::points::{Points, squared_distance};
 
 /// Passes at most (each lowers SSE; in practice the search settles in a few).
@@ -99,22 +99,37 @@ pub fn refine_with(
     let mut neighbours: Vec<u32> = Vec::new();
     let mut found = Vec::with_capacity(CANDIDATES);
     let mut delta = vec![0.0; d];
+    let knob = |name: &str, default: usize| -> usize {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
     let passes = match reach {
         Reach::Record => MAX_PASSES,
-        Reach::Neighbours => NEIGHBOUR_MAX_PASSES,
+        Reach::Neighbours => knob("XX_PASSES", NEIGHBOUR_MAX_PASSES),
     };
-    for _ in 0..passes {
+    let candidates = knob("XX_CANDIDATES", CANDIDATES);
+    let once = knob("XX_ONCE", 0) == 1;
+    for pass in 0..passes {
         let mut changed = false;
         let mut gain = 0.0;
-        if reach == Reach::Neighbours {
+        if reach == Reach::Neighbours && (!once || pass == 0) {
             // each group's nearest groups, by the centroids at the start of the pass
             let at_start = Points::new(d, centroids.clone());
             let tree = KdTree::new(&at_start);
+            let mut offsets = Offsets::default();
             neighbours.clear();
             for a in 0..g {
-                tree.nearest_k(at_start.row(a), CANDIDATES, a as u32, &mut found);
+                tree.nearest_k(
+                    at_start.row(a),
+                    candidates,
+                    a as u32,
+                    &mut found,
+                    &mut offsets,
+                );
                 neighbours.extend(found.iter().map(|&(_, b)| b));
-                neighbours.resize((a + 1) * CANDIDATES, a as u32);
+                neighbours.resize((a + 1) * candidates, a as u32);
             }
         }
         for x in 0..n {
@@ -138,7 +153,7 @@ pub fn refine_with(
                 Reach::Neighbours => {
                     // padding (a group with fewer neighbours than CANDIDATES) is the group itself
                     nearest.extend(
-                        neighbours[a * CANDIDATES..(a + 1) * CANDIDATES]
+                        neighbours[a * candidates..(a + 1) * candidates]
                             .iter()
                             .filter(|&&b| b as usize != a)
                             .map(|&b| {
