@@ -75,6 +75,12 @@ impl KdTree {
         self.build(start + middle + 1, end, depth + 1, scratch);
     }
 
+    /// The points' indices in tree order: neighbours in space are mostly neighbours here, so
+    /// queries near the points, asked in this order, walk the tree through warm memory.
+    pub fn order(&self) -> &[u32] {
+        &self.index
+    }
+
     fn row(&self, r: usize) -> &[f64] {
         &self.coords[r * self.d..(r + 1) * self.d]
     }

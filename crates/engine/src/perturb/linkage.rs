@@ -39,9 +39,14 @@ pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
     }
     let (originals, releases) = standardized_pair(original, published);
     let tree = KdTree::new(&originals);
+    // each record's query near its own original, so in the tree's order (see `order`): on
+    // 1M records this halves the time, which is waiting on memory
+    let order = tree.order();
     let linked_in = |range: std::ops::Range<usize>| {
         let mut offsets = Offsets::default();
-        range
+        order[range]
+            .iter()
+            .map(|&i| i as usize)
             .filter(|&i| {
                 let own = squared_distance(releases.row(i), originals.row(i));
                 !tree.any_nearer(releases.row(i), own, i as u32, &mut offsets)
