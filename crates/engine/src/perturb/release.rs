@@ -279,6 +279,51 @@ pub fn compute(
         None => Vec::new(),
     }
     .into_iter();
+    // noise and swapping: each attribute on its own stream, so the attributes are spread over
+    // the cores (one share per core, which bounds the buffers alive at once)
+    let independent: Vec<(usize, &NumericInput)> = input
+        .numeric
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            matches!(
+                c.transformation,
+                Transformation::Noise(_) | Transformation::RankSwap(_)
+            )
+        })
+        .collect();
+    let threads = crate::parallel::threads().min(independent.len()).max(1);
+    let shares = (0..threads).map(|t| {
+        independent
+            .iter()
+            .skip(t)
+            .step_by(threads)
+            .copied()
+            .collect::<Vec<_>>()
+    });
+    let mut perturbed: Vec<Option<Vec<f64>>> = vec![None; input.numeric.len()];
+    let results = crate::parallel::map_scoped("perturbing attributes", shares, |share| {
+        share
+            .into_iter()
+            .map(|(index, column)| {
+                let values = match column.transformation {
+                    Transformation::Noise(level) => {
+                        additive(&column.values, level, &mut stream(input.seed, 1, index))
+                    }
+                    Transformation::RankSwap(p) => {
+                        rank_swap(&column.values, p, &mut stream(input.seed, 3, index))?
+                    }
+                    _ => Vec::new(),
+                };
+                Ok((index, values))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    for share in results {
+        for (index, values) in share? {
+            perturbed[index] = Some(values);
+        }
+    }
     let mut micro_index = 0;
     let mut numeric = Vec::with_capacity(input.numeric.len());
     for (index, column) in input.numeric.iter().enumerate() {
@@ -291,13 +336,10 @@ pub fn compute(
                     .map(|g| g.iter().map(|&id| values[id as usize]).collect())
                     .unwrap_or_default()
             }
-            Transformation::Noise(level) => {
-                additive(&column.values, *level, &mut stream(input.seed, 1, index))
+            Transformation::Noise(_) | Transformation::RankSwap(_) => {
+                perturbed[index].take().unwrap_or_default()
             }
             Transformation::CorrelatedNoise(_) => correlated_out.next().unwrap_or_default(),
-            Transformation::RankSwap(p) => {
-                rank_swap(&column.values, *p, &mut stream(input.seed, 3, index))?
-            }
             Transformation::Pram(_) | Transformation::Permute => {
                 return Err(DataFusionError::Internal(format!(
                     "attribute '{}' is not numeric in the perturbation",

@@ -31,13 +31,17 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
     check_percentage(p).map_err(DataFusionError::Plan)?;
     let n = column.len();
     let w = window(p, n);
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_by(|&a, &b| {
-        column[a as usize]
-            .total_cmp(&column[b as usize])
-            .then(a.cmp(&b))
-    });
-    let mut out = column.to_vec();
+    // ranks: (value in total order, record) sorted as integers, read in order; on millions of
+    // records a comparison that looks values up is a cache miss each
+    let mut keys: Vec<(i64, u32)> = column
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (total_order(*x), i as u32))
+        .collect();
+    keys.sort_unstable();
+    let order: Vec<u32> = keys.into_iter().map(|(_, i)| i).collect();
+    // the values by rank, swapped there, then put back in record order
+    let mut ranked: Vec<f64> = order.iter().map(|&i| column[i as usize]).collect();
     let mut swapped = vec![false; n];
     for i in 0..n {
         if swapped[i] || w == 0 {
@@ -50,13 +54,21 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
         let Some(j) = partner(&swapped, i + 1, last, rng) else {
             continue;
         };
-        let (a, b) = (order[i] as usize, order[j] as usize);
-        out[a] = column[b];
-        out[b] = column[a];
+        ranked.swap(i, j);
         swapped[i] = true;
         swapped[j] = true;
     }
+    let mut out = vec![0.0; n];
+    for (&i, &value) in order.iter().zip(&ranked) {
+        out[i as usize] = value;
+    }
     Ok(out)
+}
+
+/// `x` as an integer in the order of `f64::total_cmp`.
+fn total_order(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 /// A rank drawn uniformly among the ranks first..=last not yet swapped: by rejection (the
@@ -101,6 +113,26 @@ mod tests {
             assert_eq!(sorted, column, "a permutation of the values");
         }
         assert_eq!(widest, 10);
+    }
+
+    /// The integer keys order values as `total_cmp` does: negatives, zeros of both signs,
+    /// infinities.
+    #[test]
+    fn keys_follow_the_total_order() {
+        let values = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            f64::INFINITY,
+        ];
+        for pair in values.windows(2) {
+            assert!(pair[0].total_cmp(&pair[1]).is_lt());
+            assert!(total_order(pair[0]) < total_order(pair[1]), "{pair:?}");
+        }
     }
 
     #[test]
