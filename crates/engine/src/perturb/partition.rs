@@ -301,7 +301,7 @@ pub fn microaggregate(
         .min(blocks.len())
         .max(1);
     let shares: Vec<Vec<(Range<usize>, bool)>> = (0..threads)
-        .map(|t| blocks.iter().cloned().skip(t).step_by(threads).collect())
+        .map(|t| blocks.iter().skip(t).step_by(threads).cloned().collect())
         .collect();
     let results = crate::parallel::map_scoped("microaggregation", shares, |share| {
         share
@@ -352,7 +352,7 @@ pub fn microaggregate(
 /// one): the record at each row, and each stratum's rows (by id; `None`: one stratum).
 fn stratum_order(n: usize, strata: Option<&[u32]>) -> (Vec<u32>, Vec<Range<usize>>) {
     let Some(ids) = strata else {
-        return ((0..n as u32).collect(), vec![0..n]);
+        return ((0..n as u32).collect(), std::iter::once(0..n).collect());
     };
     let count = ids.iter().max().map_or(0, |&s| s as usize + 1);
     let mut sizes = vec![0usize; count];
