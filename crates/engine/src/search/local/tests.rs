@@ -11,7 +11,8 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use super::mondrian::{
-    EXHAUSTIVE_CHILDREN, MondrianOptions, mondrian, mondrian_folding_each_record, mondrian_with,
+    EXHAUSTIVE_CHILDREN, MondrianOptions, Refinement, mondrian, mondrian_folding_each_record,
+    mondrian_with,
 };
 use super::{Cell, LocalLabels, LocalRelease, SUPPRESSED, evaluate};
 use crate::generalize::{Hierarchy, TOP_LABEL};
@@ -831,40 +832,84 @@ async fn interval_cells_of_single_values_and_nulls() {
 async fn adult_breakdown() {
     use super::axes;
     use super::mondrian::{Dimension, Threshold};
-    let policy_path = concat!(
+    let adult = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/adult/policy.toml"
     );
-    let mut policy = crate::policy::Policy::from_file(policy_path).unwrap();
+    let policy_path = std::env::var("POLICY").unwrap_or(adult.to_string());
+    let mut policy = crate::policy::Policy::from_file(&policy_path).unwrap();
     let ctx = SessionContext::new();
     policy.register_with(&ctx, false).await.unwrap();
     let freq = FrequencySet::build(&ctx, policy.table_name(), &policy.quasi_identifiers(), &[])
         .await
         .unwrap();
+    println!("{} leaf classes, {} rows", freq.leaf_classes(), freq.rows());
     let axes = axes(&freq).unwrap();
-    let options = |dimension, threshold| MondrianOptions {
+    // the choices of "How Mondrian got there", or the refinements given as
+    // `KNOBS="zone,pilot,width,rounds,recuts;…"` (a table's own policy with `POLICY=path`)
+    let greedy = |dimension, threshold| MondrianOptions {
         dimension,
         threshold,
+        refine: None,
     };
     let mut choices = Vec::new();
-    for rate in [0.0, 0.02] {
-        for dimension in [Dimension::Range, Dimension::Loss] {
-            for threshold in [Threshold::Median, Threshold::Loss] {
-                choices.push((options(dimension, threshold), rate));
+    let rates: &[f64] = if std::env::var("POLICY").is_ok() {
+        &[-1.0]
+    } else {
+        &[0.0, 0.02]
+    };
+    for &rate in rates {
+        match std::env::var("KNOBS") {
+            Ok(knobs) => {
+                choices.push((MondrianOptions::greedy(), rate));
+                for knob in knobs.split(';') {
+                    let v: Vec<u64> = knob.split(',').map(|x| x.parse().unwrap()).collect();
+                    let refine = Refinement {
+                        zone_rows: v[0],
+                        pilot_rows: v[1],
+                        pilot_width: v[2] as usize,
+                        rounds: v[3] as usize,
+                        recuts: v[4] as usize,
+                    };
+                    choices.push((
+                        MondrianOptions {
+                            refine: Some(refine),
+                            ..MondrianOptions::default()
+                        },
+                        rate,
+                    ));
+                }
+            }
+            Err(_) => {
+                choices.push((MondrianOptions::paper(), rate));
+                choices.push((greedy(Dimension::Loss, Threshold::Median), rate));
+                choices.push((greedy(Dimension::Range, Threshold::Loss), rate));
+                choices.push((greedy(Dimension::Loss, Threshold::Loss), rate));
+                choices.push((MondrianOptions::default(), rate));
             }
         }
     }
     for (choice, rate) in choices {
-        let req = PrivacyRequirements {
-            suppression: Default::default(),
-            population: None,
-            k: 5,
-            max_suppression: rate,
-            sensitive: vec![],
+        let req = if rate < 0.0 {
+            policy.requirements().clone()
+        } else {
+            PrivacyRequirements {
+                suppression: Default::default(),
+                population: None,
+                k: 5,
+                max_suppression: rate,
+                sensitive: vec![],
+            }
         };
-        let start = std::time::Instant::now();
+        let cpu = || {
+            let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+            fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+        };
+        let (start, cpu_start) = (std::time::Instant::now(), cpu());
         let release = mondrian_with(&freq, &req, choice).unwrap();
         let took = start.elapsed();
+        println!("cpu {} ms", (cpu() - cpu_start) * 10);
         let e = evaluate(&freq, &req, &release).unwrap();
         let mut per_qi = vec![0.0; freq.qis().len()];
         for (leaf, &c) in release.class_of.iter().enumerate() {

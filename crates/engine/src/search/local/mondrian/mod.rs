@@ -63,11 +63,16 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod folds;
+mod hierarchical;
 mod layout;
+mod pilot;
+mod refine;
+mod relocate;
 mod sets;
 mod trim;
 
 use folds::Climb;
+pub use refine::Refinement;
 use layout::Layout;
 use sets::SetScratch;
 
@@ -76,7 +81,7 @@ use super::sets::{null_leaf, set_cell_of_leaves};
 use super::{Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node};
 use crate::policy::PrivacyRequirements;
 use crate::search::FrequencySet;
-use crate::search::persons::{ChildSplits, PersonCount, PersonSet};
+use crate::search::persons::PersonCount;
 
 /// Up to this many children, a hierarchical cut the greedy pooling misses is searched for
 /// among all two-group splits (2^(c−1) of them).
@@ -105,18 +110,39 @@ pub enum Threshold {
 }
 
 /// Mondrian's choices; the default is what measured best on Adult (BENCHMARKS.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MondrianOptions {
     pub dimension: Dimension,
     pub threshold: Threshold,
+    /// The refinement of small regions ([`refine`]); `None`: plain top-down partitioning.
+    pub refine: Option<Refinement>,
+}
+
+impl Default for MondrianOptions {
+    fn default() -> Self {
+        Self {
+            dimension: Dimension::Range,
+            threshold: Threshold::Loss,
+            refine: Some(Refinement::default()),
+        }
+    }
 }
 
 impl MondrianOptions {
-    /// The paper's choices: widest range, median threshold.
+    /// The paper's choices: widest range, median threshold, no refinement.
     pub fn paper() -> Self {
         Self {
             dimension: Dimension::Range,
             threshold: Threshold::Median,
+            refine: None,
+        }
+    }
+
+    /// The default cuts without the refinement of small regions.
+    pub fn greedy() -> Self {
+        Self {
+            refine: None,
+            ..Self::default()
         }
     }
 }
@@ -189,6 +215,12 @@ fn partition(
             .iter()
             .zip(&nested)
             .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()));
+    // the refinement folds every QI's cells record by record ([`folds::Fold`])
+    let refine = options.refine.filter(|_| {
+        axes.iter()
+            .zip(&nested)
+            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()))
+    });
     let null_leaves: Vec<Option<u32>> = freq.qis().iter().map(null_leaf).collect();
     let found_rows = AtomicU64::new(0);
     let new_cutter = |judge| Cutter {
@@ -208,6 +240,8 @@ fn partition(
         left_persons: Vec::new(),
         right_persons: Vec::new(),
         sets: SetScratch::new(freq, &axes, &null_leaves),
+        trial: Vec::new(),
+        refine,
     };
     let mut cutter = new_cutter(judge);
     // the threads share the regions as they go (every region's cuts depend on that region
@@ -304,14 +338,6 @@ fn parts(start: usize, lengths: &[usize]) -> impl Iterator<Item = Range<usize>> 
     })
 }
 
-/// One child of a hierarchical cut: its records (a run of the sorted region), tally and
-/// smallest leaf class (the tie-break between children of equal size).
-struct Child {
-    records: Range<usize>,
-    tally: Tally,
-    smallest: u32,
-}
-
 struct Cutter<'a> {
     freq: &'a FrequencySet,
     /// rows of the classes found so far, by every thread (for progress reports)
@@ -338,6 +364,10 @@ struct Cutter<'a> {
     right_persons: Vec<PersonCount>,
     /// scratch of the set-based categorical QIs ([`sets`])
     sets: SetScratch<'a>,
+    /// scratch: a copy of the region a rollout cuts ([`pilot`])
+    trial: Vec<u32>,
+    /// the refinement of small regions, when every QI allows it ([`refine`])
+    refine: Option<Refinement>,
 }
 
 impl Cutter<'_> {
@@ -350,6 +380,12 @@ impl Cutter<'_> {
         let mut stack: Vec<RegionSlice<'r>> = Vec::new();
         while let Some((offset, records)) = stack.pop().or_else(|| pool.take()) {
             let len = layout.len(records);
+            if let Some(refine) = self.refine
+                && layout.rows(records) <= refine.zone_rows
+            {
+                self.finish_zone(refine, offset, records, &mut done);
+                continue;
+            }
             match self.cut(records) {
                 Some(lengths) => {
                     let mut rest = records;
@@ -384,9 +420,21 @@ impl Cutter<'_> {
         done
     }
 
-    /// The allowable cut of the region's widest QI that has one: the records reordered so
-    /// that the parts are consecutive, and the parts' lengths.
+    /// The region's cut: the records reordered so that the parts are consecutive, and the
+    /// parts' lengths; `None` when the region is a class (its cells in `self.cells`).
     fn cut(&mut self, records: &mut [u32]) -> Option<Vec<usize>> {
+        let order = self.widest_first(records)?;
+        match self.refine {
+            Some(refine) if self.layout.rows(records) <= refine.pilot_rows => {
+                self.pilot_cut(&order, records, refine.pilot_width)
+            }
+            _ => self.greedy_cut(order, records),
+        }
+    }
+
+    /// The region's cells into `self.cells`, and its QIs widest first (ties by QI order);
+    /// `None` when the region is too small for any cut.
+    fn widest_first(&mut self, records: &[u32]) -> Option<Vec<(f64, usize, Cell)>> {
         let mut cells = std::mem::take(&mut self.cells);
         cells.clear();
         self.region_cells(records, &mut cells);
@@ -402,13 +450,24 @@ impl Cutter<'_> {
             .enumerate()
             .map(|(q, &cell)| (self.axes[q].cost(&qis[q], cell), q, cell))
             .collect();
-        // widest first; ties by QI order
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        Some(order)
+    }
+
+    /// The allowable cut of the region's widest QI that has one ([`Dimension::Range`]), or
+    /// the one that lowers its Loss most ([`Dimension::Loss`]).
+    fn greedy_cut(
+        &mut self,
+        order: Vec<(f64, usize, Cell)>,
+        records: &mut [u32],
+    ) -> Option<Vec<usize>> {
         // (the Loss after the cut, its QI, its lengths); each try reorders the records, so
         // the best is cut again unless it was the last tried
         let mut best: Option<(f64, usize, Cell, Vec<usize>)> = None;
         let mut last = None;
         for (_, q, cell) in order {
+            // a try that finds no cut may still have reordered the records
+            last = Some(q);
             let Some(lengths) = self.cut_on(q, cell, records) else {
                 continue;
             };
@@ -419,7 +478,6 @@ impl Cutter<'_> {
             let after: f64 = parts(0, &lengths)
                 .map(|p| self.records_cost(&records[self.layout.span(&p)], None))
                 .sum();
-            last = Some(q);
             if best.as_ref().is_none_or(|(b, ..)| after < *b) {
                 best = Some((after, q, cell, lengths));
             }
@@ -658,159 +716,5 @@ impl Cutter<'_> {
         self.left_persons = left_persons;
         self.right_persons = right_persons;
         best
-    }
-
-    /// Splits the region's lowest common node of QI `q` into its children (see the module
-    /// documentation).
-    fn hierarchical_cut(
-        &mut self,
-        q: usize,
-        cell: Cell,
-        records: &mut [u32],
-    ) -> Option<Vec<usize>> {
-        let freq = self.freq;
-        let qi = &freq.qis()[q];
-        let child_level = match cell {
-            Cell::Node { level: 0, .. } | Cell::Interval { .. } | Cell::Set { .. } => return None,
-            Cell::Node { level, .. } => level as usize - 1,
-            // NULL mixed with values: split at the top level, where NULL has its own code
-            Cell::Top => qi.height().checked_sub(1)?,
-        };
-        let map = qi.leaf_map(child_level);
-        self.sort_records(records, qi.cardinality(child_level), |record| {
-            map[record[q] as usize]
-        });
-        let layout = self.layout;
-        let n = layout.len(records);
-        let with_sensitive = self.judge.has_sensitive();
-        let mut children: Vec<Child> = Vec::new();
-        let mut i = 0;
-        while i < n {
-            let (start, child) = (i, self.keys_sorted_child(map, records, i, q));
-            let mut tally = self.judge.tally();
-            let mut smallest = u32::MAX;
-            while i < n && self.keys_sorted_child(map, records, i, q) == child {
-                self.add_record(&mut tally, records, i, with_sensitive);
-                smallest = smallest.min(layout.member(records, i));
-                i += 1;
-            }
-            children.push(Child {
-                records: start..i,
-                tally,
-                smallest,
-            });
-        }
-        if children.len() < 2 {
-            return None;
-        }
-        let groups = match self.pooled_parts(&children) {
-            Some(groups) => groups,
-            None if children.len() <= EXHAUSTIVE_CHILDREN => self.best_two_groups(&children)?,
-            None => return None,
-        };
-        // the parts' records consecutive, in part order
-        let width = layout.width;
-        self.scratch.clear();
-        let mut lengths = Vec::with_capacity(groups.len());
-        for group in &groups {
-            let mut length = 0;
-            for &c in group {
-                let run = &children[c].records;
-                self.scratch
-                    .extend_from_slice(&records[run.start * width..run.end * width]);
-                length += run.len();
-            }
-            lengths.push(length);
-        }
-        records.copy_from_slice(&self.scratch);
-        Some(lengths)
-    }
-
-    /// The child code of record `i` (QI `q`'s leaf mapped by `map`).
-    fn keys_sorted_child(&self, map: &[u32], records: &[u32], i: usize, q: usize) -> u32 {
-        map[self.layout.key(records, i, q) as usize]
-    }
-
-    /// Children meeting the policy alone as parts, the others pooled; `None` unless that
-    /// gives at least two parts. Parts are lists of children.
-    fn pooled_parts(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
-        // (children, tally, smallest leaf class)
-        let mut parts: Vec<(Vec<usize>, Tally, u32)> = Vec::new();
-        let mut pool: (Vec<usize>, Tally) = (Vec::new(), self.judge.tally());
-        for (c, child) in children.iter().enumerate() {
-            if self.judge.passes(&child.tally) {
-                parts.push((vec![c], child.tally.clone(), child.smallest));
-            } else {
-                pool.0.push(c);
-                pool.1.add(&child.tally);
-            }
-        }
-        // largest first, so the pool joins the smallest parts
-        parts.sort_by(|a, b| b.1.rows.cmp(&a.1.rows).then(a.2.cmp(&b.2)));
-        while !pool.0.is_empty() && !self.judge.passes(&pool.1) {
-            let (members, tally, _) = parts.pop()?;
-            pool.0.extend(members);
-            pool.1.add(&tally);
-        }
-        let mut parts: Vec<Vec<usize>> = parts.into_iter().map(|(c, ..)| c).collect();
-        if !pool.0.is_empty() {
-            parts.push(pool.0);
-        }
-        (parts.len() >= 2).then_some(parts)
-    }
-
-    /// The most balanced split of the children into two groups that both meet the policy.
-    /// The multi-leaf persons of every split are read off the children each person is in
-    /// ([`ChildSplits`]), so a split costs its children's counts, not their persons.
-    fn best_two_groups(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
-        let c = children.len();
-        let splits: Vec<(usize, ChildSplits)> = self
-            .judge
-            .person_criteria()
-            .map(|(s, _, scratch)| {
-                let sets: Vec<&PersonSet> =
-                    children.iter().map(|ch| &ch.tally.persons[s]).collect();
-                (s, ChildSplits::new(&sets, scratch))
-            })
-            .collect();
-        let counts: Vec<Tally> = children.iter().map(|ch| ch.tally.counts_only()).collect();
-        let total_rows: u64 = counts.iter().map(|t| t.rows).sum();
-        let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
-        let mut left_persons = vec![PersonCount::default(); left.persons.len()];
-        let mut right_persons = left_persons.clone();
-        let full = (1usize << c) - 1;
-        let mut best: Option<(u64, u32)> = None;
-        // the last child always goes right: each split is tried once
-        for mask in 1u32..(1 << (c - 1)) {
-            left.clear();
-            right.clear();
-            for (i, child) in counts.iter().enumerate() {
-                if mask & (1 << i) != 0 {
-                    left.add(child);
-                }
-            }
-            let distance = (2 * left.rows).abs_diff(total_rows);
-            if best.is_some_and(|(b, _)| b <= distance) {
-                continue;
-            }
-            for (i, child) in counts.iter().enumerate() {
-                if mask & (1 << i) == 0 {
-                    right.add(child);
-                }
-            }
-            for (s, splits) in &splits {
-                left_persons[*s] = left.persons[*s].count_with(splits.union(mask as usize));
-                right_persons[*s] =
-                    right.persons[*s].count_with(splits.union(full & !(mask as usize)));
-            }
-            if self.judge.passes_with(&left, &left_persons)
-                && self.judge.passes_with(&right, &right_persons)
-            {
-                best = Some((distance, mask));
-            }
-        }
-        let (_, mask) = best?;
-        let (a, b): (Vec<usize>, Vec<usize>) = (0..c).partition(|&i| mask & (1 << i) != 0);
-        Some(vec![a, b])
     }
 }
