@@ -54,6 +54,8 @@ pub mod sets;
 #[cfg(test)]
 mod label_tests;
 #[cfg(test)]
+mod refine_tests;
+#[cfg(test)]
 mod sets_bench;
 #[cfg(test)]
 mod sets_tests;

@@ -72,8 +72,8 @@ mod sets;
 mod trim;
 
 use folds::Climb;
-pub use refine::Refinement;
 use layout::Layout;
+pub use refine::Refinement;
 use sets::SetScratch;
 
 use super::pool::WorkPool;
@@ -189,6 +189,46 @@ pub(crate) fn mondrian_folding_each_record(
     partition(freq, requirements, options, false, &mut |_, _| {})
 }
 
+/// The classes `classes` (lists of leaf classes, each meeting the policy) after
+/// [`Cutter::refine_classes`], as a release: what the refinement does to a zone's classes.
+#[cfg(test)]
+pub(crate) fn refine_given_classes(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    refine: Refinement,
+    classes: &[Vec<usize>],
+) -> Result<LocalRelease> {
+    let options = MondrianOptions {
+        refine: Some(refine),
+        ..MondrianOptions::default()
+    };
+    let setup = Setup::new(freq, options, true)?;
+    let layout = setup.layout;
+    let all = layout.points(freq, &setup.axes)?;
+    let mut records = Vec::with_capacity(all.len());
+    let mut ranges = Vec::with_capacity(classes.len());
+    for class in classes {
+        let start = layout.len(&records);
+        for &m in class {
+            records.extend_from_slice(&all[layout.span(&(m..m + 1))]);
+        }
+        ranges.push(start..start + class.len());
+    }
+    let mut cutter = setup.cutter(Judge::new(freq, requirements)?);
+    let cells = cutter.refine_classes(refine, &mut records, &mut ranges);
+    let mut class_of = vec![SUPPRESSED; freq.leaf_classes()];
+    for (c, range) in ranges.iter().enumerate() {
+        for i in range.clone() {
+            class_of[layout.member(&records, i) as usize] = c as u32;
+        }
+    }
+    Ok(LocalRelease {
+        class_of,
+        cells,
+        width: layout.d,
+    })
+}
+
 /// [`mondrian_with`]; `fold_by_runs`: fold an ordered cut's cells run by run where every QI
 /// allows it; `progress` is told the rows of the classes found so far.
 fn partition(
@@ -198,52 +238,19 @@ fn partition(
     fold_by_runs: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<LocalRelease> {
-    let axes = axes(freq)?;
+    let setup = Setup::new(freq, options, fold_by_runs)?;
     let mut judge = Judge::new(freq, requirements)?;
     let mut root = judge.tally();
     for m in 0..freq.leaf_classes() {
         judge.add_leaf_class(&mut root, m);
     }
     if !judge.passes(&root) {
-        return Ok(LocalRelease::covering(freq, &axes, &[]));
+        return Ok(LocalRelease::covering(freq, &setup.axes, &[]));
     }
-    let layout = Layout::new(freq.qis().len());
-    let mut points = layout.points(freq, &axes)?;
-    let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
-    let runs_fold = fold_by_runs
-        && axes
-            .iter()
-            .zip(&nested)
-            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()));
-    // the refinement folds every QI's cells record by record ([`folds::Fold`])
-    let refine = options.refine.filter(|_| {
-        axes.iter()
-            .zip(&nested)
-            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()))
-    });
-    let null_leaves: Vec<Option<u32>> = freq.qis().iter().map(null_leaf).collect();
-    let found_rows = AtomicU64::new(0);
-    let new_cutter = |judge| Cutter {
-        freq,
-        found_rows: &found_rows,
-        axes: &axes,
-        judge,
-        options,
-        nested: &nested,
-        layout,
-        prefix: Vec::new(),
-        suffix: Vec::new(),
-        keys: Vec::new(),
-        scratch: Vec::new(),
-        cells: Vec::new(),
-        runs_fold,
-        left_persons: Vec::new(),
-        right_persons: Vec::new(),
-        sets: SetScratch::new(freq, &axes, &null_leaves),
-        trial: Vec::new(),
-        refine,
-    };
-    let mut cutter = new_cutter(judge);
+    let layout = setup.layout;
+    let mut points = layout.points(freq, &setup.axes)?;
+    let found_rows = &setup.found_rows;
+    let mut cutter = setup.cutter(judge);
     // the threads share the regions as they go (every region's cuts depend on that region
     // alone, so the classes are the same however the work is split)
     let threads = crate::parallel::threads();
@@ -251,12 +258,12 @@ fn partition(
     let work = || {
         crate::parallel::map_scoped("a Mondrian thread", 0..threads, |_| {
             let _guard = pool.guard();
-            let mut cutter = new_cutter(Judge::new(freq, requirements)?);
+            let mut cutter = setup.cutter(Judge::new(freq, requirements)?);
             Ok::<_, datafusion::error::DataFusionError>(cutter.work(&pool))
         })
     };
     let finished =
-        crate::parallel::reporting("Mondrian", work, &found_rows, freq.rows(), progress)??
+        crate::parallel::reporting("Mondrian", work, found_rows, freq.rows(), progress)??
             .into_iter()
             .collect::<Result<Vec<_>>>()?;
     // a deterministic class order: by the smallest leaf class of each (distinct, as the
@@ -314,6 +321,70 @@ fn partition(
     })
 }
 
+/// What every thread's [`Cutter`] shares: the QIs' axes, which hierarchies are nested, the
+/// record layout, and the rows of the classes found so far.
+struct Setup<'a> {
+    freq: &'a FrequencySet,
+    options: MondrianOptions,
+    axes: Vec<QiAxis>,
+    nested: Vec<bool>,
+    null_leaves: Vec<Option<u32>>,
+    layout: Layout,
+    /// every QI ordered or nested: an ordered cut's cells are folded run by run
+    runs_fold: bool,
+    /// the refinement, when every QI allows it
+    refine: Option<Refinement>,
+    found_rows: AtomicU64,
+}
+
+impl<'a> Setup<'a> {
+    /// `fold_by_runs`: fold an ordered cut's cells run by run where every QI allows it.
+    fn new(freq: &'a FrequencySet, options: MondrianOptions, fold_by_runs: bool) -> Result<Self> {
+        let axes = axes(freq)?;
+        let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
+        // every QI's cells folded record by record ([`folds::Fold`])
+        let foldable = axes
+            .iter()
+            .zip(&nested)
+            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()));
+        Ok(Self {
+            freq,
+            options,
+            null_leaves: freq.qis().iter().map(null_leaf).collect(),
+            layout: Layout::new(freq.qis().len()),
+            runs_fold: fold_by_runs && foldable,
+            refine: options.refine.filter(|_| foldable),
+            found_rows: AtomicU64::new(0),
+            axes,
+            nested,
+        })
+    }
+
+    fn cutter<'s>(&'s self, judge: Judge<'s>) -> Cutter<'s> {
+        Cutter {
+            freq: self.freq,
+            found_rows: &self.found_rows,
+            axes: &self.axes,
+            judge,
+            options: self.options,
+            nested: &self.nested,
+            layout: self.layout,
+            prefix: Vec::new(),
+            suffix: Vec::new(),
+            keys: Vec::new(),
+            scratch: Vec::new(),
+            cells: Vec::new(),
+            runs_fold: self.runs_fold,
+            left_persons: Vec::new(),
+            right_persons: Vec::new(),
+            sets: SetScratch::new(self.freq, &self.axes, &self.null_leaves),
+            trial: Vec::new(),
+            kept_trial: Vec::new(),
+            refine: self.refine,
+        }
+    }
+}
+
 /// A region's first record and its records, handed to a thread.
 type RegionSlice<'a> = (usize, &'a mut [u32]);
 
@@ -366,6 +437,7 @@ struct Cutter<'a> {
     sets: SetScratch<'a>,
     /// scratch: a copy of the region a rollout cuts ([`pilot`])
     trial: Vec<u32>,
+    kept_trial: Vec<u32>,
     /// the refinement of small regions, when every QI allows it ([`refine`])
     refine: Option<Refinement>,
 }

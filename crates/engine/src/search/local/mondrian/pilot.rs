@@ -6,6 +6,8 @@
 //! tried, so by induction over the regions a rollout choice never costs more than the greedy
 //! rule on the same region.
 
+use std::ops::Range;
+
 use super::{Cell, Cutter, parts};
 
 impl Cutter<'_> {
@@ -17,11 +19,14 @@ impl Cutter<'_> {
         records: &mut [u32],
         width: usize,
     ) -> Option<Vec<usize>> {
+        // each try cuts a copy of the region; the best try's copy is kept
         let mut trial = std::mem::take(&mut self.trial);
-        let mut best: Option<(f64, usize)> = None;
+        let mut kept = std::mem::take(&mut self.kept_trial);
+        let mut best: Option<(f64, Vec<usize>)> = None;
         let mut tried = 0;
-        for (at, &(_, q, cell)) in order.iter().enumerate() {
-            if tried >= width {
+        for &(_, q, cell) in order {
+            // no completion costs less than nothing
+            if tried == width || best.as_ref().is_some_and(|(b, _)| *b <= 0.0) {
                 break;
             }
             trial.clear();
@@ -30,7 +35,7 @@ impl Cutter<'_> {
                 continue;
             };
             tried += 1;
-            let bound = best.map_or(f64::INFINITY, |(b, _)| b);
+            let bound = best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
             let mut cost = 0.0;
             for part in parts(0, &lengths) {
                 cost += self.completed_cost(&mut trial[self.layout.span(&part)], bound - cost);
@@ -39,13 +44,18 @@ impl Cutter<'_> {
                 }
             }
             if cost < bound {
-                best = Some((cost, at));
+                best = Some((cost, lengths));
+                std::mem::swap(&mut trial, &mut kept);
             }
         }
+        // the completions reordered records within each part only
+        let best = best.map(|(_, lengths)| {
+            records.copy_from_slice(&kept);
+            lengths
+        });
         self.trial = trial;
-        let (_, at) = best?;
-        let (_, q, cell) = order[at];
-        self.cut_on(q, cell, records)
+        self.kept_trial = kept;
+        best
     }
 
     /// Σ over the rows of the classes the greedy rule makes of `records` of their cells' cost;
@@ -53,7 +63,7 @@ impl Cutter<'_> {
     fn completed_cost(&mut self, records: &mut [u32], bound: f64) -> f64 {
         let layout = self.layout;
         let mut total = 0.0;
-        let mut stack = vec![0..layout.len(records)];
+        let mut stack: Vec<Range<usize>> = std::iter::once(0..layout.len(records)).collect();
         while let Some(region) = stack.pop() {
             let span = layout.span(&region);
             let cut = match self.widest_first(&records[span.clone()]) {

@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use super::{Cutter, FinishedClasses, parts};
+use super::{Cell, Cutter, FinishedClasses, parts};
 
 /// How small regions are refined; the default is what measured best on Adult against its
 /// cost (BENCHMARKS.md, "Mondrian with hierarchies (issue 37)").
@@ -51,22 +51,9 @@ impl Cutter<'_> {
     ) {
         let layout = self.layout;
         let mut classes = Vec::new();
-        self.cut_to_the_end(records, vec![0..layout.len(records)], &mut classes);
-        let mut cells = Vec::new();
-        for pass in 0..=refine.recuts {
-            self.relocate(records, &mut classes, &mut cells, refine.rounds);
-            if pass == refine.recuts {
-                break;
-            }
-            // the classes that admit a cut after the moves are cut again (a class that does
-            // not keeps its records, so its cells stand)
-            let before = classes.len();
-            let regions = std::mem::take(&mut classes);
-            self.cut_to_the_end(records, regions, &mut classes);
-            if classes.len() == before {
-                break;
-            }
-        }
+        let whole: Vec<Range<usize>> = std::iter::once(0..layout.len(records)).collect();
+        self.cut_to_the_end(records, whole, &mut classes);
+        let cells = self.refine_classes(refine, records, &mut classes);
         for (c, class) in classes.iter().enumerate() {
             let span = &records[layout.span(class)];
             let smallest = (0..class.len())
@@ -80,6 +67,33 @@ impl Cutter<'_> {
             self.found_rows
                 .fetch_add(layout.rows(span), Ordering::Relaxed);
         }
+    }
+
+    /// Refines the classes `classes` (runs of `records`, in record order): relocation, then
+    /// the classes that admit a cut are cut again, up to [`Refinement::recuts`] times. The
+    /// classes, runs of `records` again, into `classes`; their cells returned (d per class).
+    pub(super) fn refine_classes(
+        &mut self,
+        refine: Refinement,
+        records: &mut [u32],
+        classes: &mut Vec<Range<usize>>,
+    ) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for pass in 0..=refine.recuts {
+            self.relocate(records, classes, &mut cells, refine.rounds);
+            if pass == refine.recuts {
+                break;
+            }
+            // a class that admits no cut keeps its records (in another order), so its cells
+            // stand; when none does, the classes are final
+            let before = classes.len();
+            let regions = std::mem::take(classes);
+            self.cut_to_the_end(records, regions, classes);
+            if classes.len() == before {
+                break;
+            }
+        }
+        cells
     }
 
     /// Cuts `regions` of `records` and their parts until none has an allowable cut; the
