@@ -1,5 +1,6 @@
-//! Strict multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), top-down on
-//! the frequency set, with hierarchy-aware cuts.
+//! Multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), top-down on the
+//! frequency set, with hierarchy-aware cuts: strict greedy partitioning, then, by default, a
+//! refinement of every small region ([`Refinement`], below).
 //!
 //! Start with one region holding every leaf class. Take a region; try its quasi-identifiers
 //! in decreasing order of the Loss of the region's current cell (its *normalized range*: an
@@ -24,8 +25,33 @@
 //!   parts and the node has at most [`EXHAUSTIVE_CHILDREN`] children, every split of the
 //!   children into two groups is tried and the most balanced allowable one taken.
 //!
-//! **Strictness.** Regions never overlap in raw values, and a published region admits no
-//! allowable threshold on an ordered QI and no allowable two-group split of its node's
+//! **Refinement** ([`refine`]; [`MondrianOptions::default`], off with
+//! [`MondrianOptions::greedy`]). A region of at most [`Refinement::zone_rows`] rows (200) is a
+//! *zone*, partitioned to the end by one thread:
+//! - *rollout cuts* ([`pilot`]): a region of at most [`Refinement::pilot_rows`] rows (50) is
+//!   cut, in turn, on each of its [`Refinement::pilot_width`] (3) widest QIs that have an
+//!   allowable cut, each part then partitioned to the end by the greedy rule above; the QI
+//!   whose completed partition costs least is cut (ties to the widest). The greedy cut is the
+//!   first tried, so a region never ends up costlier than the greedy rule leaves it;
+//! - *relocation* ([`relocate`]) of the zone's classes: a leaf class (a raw combination with
+//!   all its rows) moves from its class to another of the zone when that lowers the two
+//!   classes' Σ rows × cell cost (by more than 1e-9), its class keeping k rows, and both
+//!   classes meeting the whole policy afterwards (judged like any cut's parts; a refused best
+//!   move is not replaced by the next best). Each round gives every class its best move, in
+//!   class order, until a round moves nothing (at most [`Refinement::rounds`], 20);
+//! - *cutting again*: classes that admit an allowable cut after the moves are cut (rollout
+//!   cuts included) and the zone relocated again, up to [`Refinement::recuts`] (5) times.
+//!
+//! Every step lowers or keeps the Loss of the classes' cells, so with nothing suppressed and
+//! [`Dimension::Range`] the refined release never costs more than the greedy one. The refinement needs every QI's
+//! cells folded leaf by leaf: with a set-based QI or a hierarchy that is not nested it is
+//! skipped. A zone depends on its own records only, so the classes do not depend on the
+//! threads.
+//!
+//! **Strictness** (of the greedy partitioning; after relocation a class may hold a value
+//! inside another class's range, as labels may overlap anyway, and the refined classes may
+//! admit a cut after the last pass). Regions never overlap in raw values, and a published
+//! region admits no allowable threshold on an ordered QI and no allowable two-group split of its node's
 //! children on a hierarchical QI (with at most [`EXHAUSTIVE_CHILDREN`] children; above that a
 //! split the greedy pooling misses may remain). A split into more groups implies a two-group
 //! one, because the union of groups that meet k, l (any kind) and t meets them too.

@@ -1,4 +1,13 @@
-//! Relocation: records moved between the classes of a zone while a move lowers the Loss.
+//! Relocation: leaf classes moved between the classes of a zone while a move lowers the
+//! Loss (the rule: the module documentation of [`super`], "Refinement").
+//!
+//! A class's cells are folds ([`Fold`]: a rank range, or a climb in a nested hierarchy), so a
+//! class without one of its members is the join of the folds before and after it, and a class
+//! with one more is its fold plus that member's keys: a candidate move costs d joins, not a
+//! pass over the class. Destinations are tried cheapest class first, and the search stops once
+//! even an unchanged destination (its rows plus the member's, times its cells' cost) would
+//! cost more than the move gains; a destination's loss is summed QI by QI and dropped as soon
+//! as it exceeds the gain left.
 
 use std::ops::Range;
 
@@ -10,9 +19,10 @@ use crate::search::local::Cell;
 const EPSILON: f64 = 1e-9;
 
 impl<'a> Cutter<'a> {
-    /// Moves records between the classes `classes` of `records` while a move lowers the zone's
-    /// total cost, then reorders `records` so that every class is a run again: the new runs
-    /// in `classes`, their cells in `cells` (d per class).
+    /// Moves leaf classes (records) between the classes `classes` of `records`, each meeting
+    /// the policy, while a move lowers the zone's Σ rows × cell cost, for at most `rounds`
+    /// rounds; then reorders `records` so that every class is a run again: the runs in
+    /// `classes`, their cells in `cells` (d per class).
     pub(super) fn relocate(
         &mut self,
         records: &mut [u32],
@@ -76,9 +86,15 @@ impl<'a> Cutter<'a> {
         let mut suffix: Vec<Fold> = Vec::with_capacity(d);
         for _ in 0..rounds {
             let mut moved = false;
+            // destinations cheapest first, as the round starts (a move changes two classes'
+            // costs: the order may then stop a search early, never allow a losing move)
             let mut by_cost: Vec<usize> = (0..c).collect();
             by_cost.sort_by(|&a, &b| cc[a].total_cmp(&cc[b]).then(a.cmp(&b)));
             for a in 0..c {
+                // a class whose cells cost nothing gains nothing by losing a member
+                if cc[a] <= EPSILON {
+                    continue;
+                }
                 let n = members[a].len();
                 // the folds of each prefix of the class's members
                 prefix.resize_with(n, || Vec::with_capacity(d));
@@ -187,7 +203,6 @@ impl<'a> Cutter<'a> {
 
     /// Whether moving member `j` of `from` to `to` leaves both classes meeting the policy.
     fn move_passes(&mut self, records: &[u32], from: &[u32], j: usize, to: &[u32]) -> bool {
-        let layout = self.layout;
         let moved = from[j];
         let mut left = self.judge.tally();
         for (_, &i) in from.iter().enumerate().filter(|&(x, _)| x != j) {
@@ -197,7 +212,6 @@ impl<'a> Cutter<'a> {
         for &i in to.iter().chain([&moved]) {
             self.add_record(&mut right, records, i as usize, true);
         }
-        let _ = layout;
         self.judge.passes(&left) && self.judge.passes(&right)
     }
 }
