@@ -2,8 +2,9 @@
 //! column. All three algorithms work on the [`FrequencySet`] (distinct raw QI combinations
 //! with their counts and sensitive histograms), never on the rows:
 //!
-//! - [`mondrian`]: strict multidimensional top-down partitioning (LeFevre, DeWitt,
-//!   Ramakrishnan, ICDE 2006), hierarchy-aware;
+//! - [`mondrian`]: multidimensional top-down partitioning (LeFevre, DeWitt, Ramakrishnan,
+//!   ICDE 2006), hierarchy-aware, its small regions refined by rollout cuts and by moving
+//!   leaf classes between classes where that lowers the Loss;
 //! - [`kaca`]: K-Anonymization by Clustering in Attribute hierarchies (Li, Wong, Fu, Pei;
 //!   seed 004 §4.1), merging classes by the least weighted hierarchical distance;
 //! - [`iab`]: the IAB search of seed 000 §3.3 with sibling-scoped (cell-level)
@@ -53,6 +54,8 @@ pub mod sets;
 
 #[cfg(test)]
 mod label_tests;
+#[cfg(test)]
+mod refine_tests;
 #[cfg(test)]
 mod sets_bench;
 #[cfg(test)]

@@ -80,7 +80,7 @@ impl<'a> Climb<'a> {
 /// The cell of one QI over records folded one by one, or joined run by run: a rank range
 /// for an ordered QI, a climb for a nested hierarchy.
 #[derive(Clone, Copy)]
-enum Fold<'a> {
+pub(super) enum Fold<'a> {
     Ranks(u32, u32),
     Climb(Climb<'a>),
 }
@@ -102,7 +102,7 @@ impl<'a> Fold<'a> {
         }
     }
 
-    fn join(&mut self, other: &Fold<'a>) {
+    pub(super) fn join(&mut self, other: &Fold<'a>) {
         match (self, other) {
             (Fold::Ranks(lo, hi), Fold::Ranks(a, b)) => (*lo, *hi) = ((*lo).min(*a), (*hi).max(*b)),
             (Fold::Climb(climb), Fold::Climb(other)) => climb.join(other),

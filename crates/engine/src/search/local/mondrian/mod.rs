@@ -1,5 +1,6 @@
-//! Strict multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), top-down on
-//! the frequency set, with hierarchy-aware cuts.
+//! Multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), top-down on the
+//! frequency set, with hierarchy-aware cuts: strict greedy partitioning, then, by default, a
+//! refinement of every small region ([`Refinement`], below).
 //!
 //! Start with one region holding every leaf class. Take a region; try its quasi-identifiers
 //! in decreasing order of the Loss of the region's current cell (its *normalized range*: an
@@ -24,8 +25,33 @@
 //!   parts and the node has at most [`EXHAUSTIVE_CHILDREN`] children, every split of the
 //!   children into two groups is tried and the most balanced allowable one taken.
 //!
-//! **Strictness.** Regions never overlap in raw values, and a published region admits no
-//! allowable threshold on an ordered QI and no allowable two-group split of its node's
+//! **Refinement** ([`refine`]; [`MondrianOptions::default`], off with
+//! [`MondrianOptions::greedy`]). A region of at most [`Refinement::zone_rows`] rows (200) is a
+//! *zone*, partitioned to the end by one thread:
+//! - *rollout cuts* ([`pilot`]): a region of at most [`Refinement::pilot_rows`] rows (50) is
+//!   cut, in turn, on each of its [`Refinement::pilot_width`] (3) widest QIs that have an
+//!   allowable cut, each part then partitioned to the end by the greedy rule above; the QI
+//!   whose completed partition costs least is cut (ties to the widest). The greedy cut is the
+//!   first tried, so a region never ends up costlier than the greedy rule leaves it;
+//! - *relocation* ([`relocate`]) of the zone's classes: a leaf class (a raw combination with
+//!   all its rows) moves from its class to another of the zone when that lowers the two
+//!   classes' Σ rows × cell cost (by more than 1e-9), its class keeping k rows, and both
+//!   classes meeting the whole policy afterwards (judged like any cut's parts; a refused best
+//!   move is not replaced by the next best). Each round gives every class its best move, in
+//!   class order, until a round moves nothing (at most [`Refinement::rounds`], 20);
+//! - *cutting again*: classes that admit an allowable cut after the moves are cut (rollout
+//!   cuts included) and the zone relocated again, up to [`Refinement::recuts`] (5) times.
+//!
+//! Every step lowers or keeps the Loss of the classes' cells, so with nothing suppressed and
+//! [`Dimension::Range`] the refined release never costs more than the greedy one. The refinement needs every QI's
+//! cells folded leaf by leaf: with a set-based QI or a hierarchy that is not nested it is
+//! skipped. A zone depends on its own records only, so the classes do not depend on the
+//! threads.
+//!
+//! **Strictness** (of the greedy partitioning; after relocation a class may hold a value
+//! inside another class's range, as labels may overlap anyway, and the refined classes may
+//! admit a cut after the last pass). Regions never overlap in raw values, and a published
+//! region admits no allowable threshold on an ordered QI and no allowable two-group split of its node's
 //! children on a hierarchical QI (with at most [`EXHAUSTIVE_CHILDREN`] children; above that a
 //! split the greedy pooling misses may remain). A split into more groups implies a two-group
 //! one, because the union of groups that meet k, l (any kind) and t meets them too.
@@ -63,12 +89,18 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod folds;
+mod hierarchical;
 mod layout;
+mod ordered;
+mod pilot;
+mod refine;
+mod relocate;
 mod sets;
 mod trim;
 
 use folds::Climb;
 use layout::Layout;
+pub use refine::Refinement;
 use sets::SetScratch;
 
 use super::pool::WorkPool;
@@ -76,7 +108,7 @@ use super::sets::{null_leaf, set_cell_of_leaves};
 use super::{Cell, Judge, LocalRelease, QiAxis, SUPPRESSED, Tally, axes, lowest_common_node};
 use crate::policy::PrivacyRequirements;
 use crate::search::FrequencySet;
-use crate::search::persons::{ChildSplits, PersonCount, PersonSet};
+use crate::search::persons::PersonCount;
 
 /// Up to this many children, a hierarchical cut the greedy pooling misses is searched for
 /// among all two-group splits (2^(c−1) of them).
@@ -105,18 +137,39 @@ pub enum Threshold {
 }
 
 /// Mondrian's choices; the default is what measured best on Adult (BENCHMARKS.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MondrianOptions {
     pub dimension: Dimension,
     pub threshold: Threshold,
+    /// The refinement of small regions ([`refine`]); `None`: plain top-down partitioning.
+    pub refine: Option<Refinement>,
+}
+
+impl Default for MondrianOptions {
+    fn default() -> Self {
+        Self {
+            dimension: Dimension::Range,
+            threshold: Threshold::Loss,
+            refine: Some(Refinement::default()),
+        }
+    }
 }
 
 impl MondrianOptions {
-    /// The paper's choices: widest range, median threshold.
+    /// The paper's choices: widest range, median threshold, no refinement.
     pub fn paper() -> Self {
         Self {
             dimension: Dimension::Range,
             threshold: Threshold::Median,
+            refine: None,
+        }
+    }
+
+    /// The default cuts without the refinement of small regions.
+    pub fn greedy() -> Self {
+        Self {
+            refine: None,
+            ..Self::default()
         }
     }
 }
@@ -163,6 +216,46 @@ pub(crate) fn mondrian_folding_each_record(
     partition(freq, requirements, options, false, &mut |_, _| {})
 }
 
+/// The classes `classes` (lists of leaf classes, each meeting the policy) after
+/// [`Cutter::refine_classes`], as a release: what the refinement does to a zone's classes.
+#[cfg(test)]
+pub(crate) fn refine_given_classes(
+    freq: &FrequencySet,
+    requirements: &PrivacyRequirements,
+    refine: Refinement,
+    classes: &[Vec<usize>],
+) -> Result<LocalRelease> {
+    let options = MondrianOptions {
+        refine: Some(refine),
+        ..MondrianOptions::default()
+    };
+    let setup = Setup::new(freq, options, true)?;
+    let layout = setup.layout;
+    let all = layout.points(freq, &setup.axes)?;
+    let mut records = Vec::with_capacity(all.len());
+    let mut ranges = Vec::with_capacity(classes.len());
+    for class in classes {
+        let start = layout.len(&records);
+        for &m in class {
+            records.extend_from_slice(&all[layout.span(&(m..m + 1))]);
+        }
+        ranges.push(start..start + class.len());
+    }
+    let mut cutter = setup.cutter(Judge::new(freq, requirements)?);
+    let cells = cutter.refine_classes(refine, &mut records, &mut ranges);
+    let mut class_of = vec![SUPPRESSED; freq.leaf_classes()];
+    for (c, range) in ranges.iter().enumerate() {
+        for i in range.clone() {
+            class_of[layout.member(&records, i) as usize] = c as u32;
+        }
+    }
+    Ok(LocalRelease {
+        class_of,
+        cells,
+        width: layout.d,
+    })
+}
+
 /// [`mondrian_with`]; `fold_by_runs`: fold an ordered cut's cells run by run where every QI
 /// allows it; `progress` is told the rows of the classes found so far.
 fn partition(
@@ -172,44 +265,19 @@ fn partition(
     fold_by_runs: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<LocalRelease> {
-    let axes = axes(freq)?;
+    let setup = Setup::new(freq, options, fold_by_runs)?;
     let mut judge = Judge::new(freq, requirements)?;
     let mut root = judge.tally();
     for m in 0..freq.leaf_classes() {
         judge.add_leaf_class(&mut root, m);
     }
     if !judge.passes(&root) {
-        return Ok(LocalRelease::covering(freq, &axes, &[]));
+        return Ok(LocalRelease::covering(freq, &setup.axes, &[]));
     }
-    let layout = Layout::new(freq.qis().len());
-    let mut points = layout.points(freq, &axes)?;
-    let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
-    let runs_fold = fold_by_runs
-        && axes
-            .iter()
-            .zip(&nested)
-            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()));
-    let null_leaves: Vec<Option<u32>> = freq.qis().iter().map(null_leaf).collect();
-    let found_rows = AtomicU64::new(0);
-    let new_cutter = |judge| Cutter {
-        freq,
-        found_rows: &found_rows,
-        axes: &axes,
-        judge,
-        options,
-        nested: &nested,
-        layout,
-        prefix: Vec::new(),
-        suffix: Vec::new(),
-        keys: Vec::new(),
-        scratch: Vec::new(),
-        cells: Vec::new(),
-        runs_fold,
-        left_persons: Vec::new(),
-        right_persons: Vec::new(),
-        sets: SetScratch::new(freq, &axes, &null_leaves),
-    };
-    let mut cutter = new_cutter(judge);
+    let layout = setup.layout;
+    let mut points = layout.points(freq, &setup.axes)?;
+    let found_rows = &setup.found_rows;
+    let mut cutter = setup.cutter(judge);
     // the threads share the regions as they go (every region's cuts depend on that region
     // alone, so the classes are the same however the work is split)
     let threads = crate::parallel::threads();
@@ -217,12 +285,12 @@ fn partition(
     let work = || {
         crate::parallel::map_scoped("a Mondrian thread", 0..threads, |_| {
             let _guard = pool.guard();
-            let mut cutter = new_cutter(Judge::new(freq, requirements)?);
+            let mut cutter = setup.cutter(Judge::new(freq, requirements)?);
             Ok::<_, datafusion::error::DataFusionError>(cutter.work(&pool))
         })
     };
     let finished =
-        crate::parallel::reporting("Mondrian", work, &found_rows, freq.rows(), progress)??
+        crate::parallel::reporting("Mondrian", work, found_rows, freq.rows(), progress)??
             .into_iter()
             .collect::<Result<Vec<_>>>()?;
     // a deterministic class order: by the smallest leaf class of each (distinct, as the
@@ -280,6 +348,70 @@ fn partition(
     })
 }
 
+/// What every thread's [`Cutter`] shares: the QIs' axes, which hierarchies are nested, the
+/// record layout, and the rows of the classes found so far.
+struct Setup<'a> {
+    freq: &'a FrequencySet,
+    options: MondrianOptions,
+    axes: Vec<QiAxis>,
+    nested: Vec<bool>,
+    null_leaves: Vec<Option<u32>>,
+    layout: Layout,
+    /// every QI ordered or nested: an ordered cut's cells are folded run by run
+    runs_fold: bool,
+    /// the refinement, when every QI allows it
+    refine: Option<Refinement>,
+    found_rows: AtomicU64,
+}
+
+impl<'a> Setup<'a> {
+    /// `fold_by_runs`: fold an ordered cut's cells run by run where every QI allows it.
+    fn new(freq: &'a FrequencySet, options: MondrianOptions, fold_by_runs: bool) -> Result<Self> {
+        let axes = axes(freq)?;
+        let nested: Vec<bool> = freq.qis().iter().map(|q| q.is_nested()).collect();
+        // every QI's cells folded record by record ([`folds::Fold`])
+        let foldable = axes
+            .iter()
+            .zip(&nested)
+            .all(|(axis, &nested)| axis.is_ordered() || (nested && !axis.is_set()));
+        Ok(Self {
+            freq,
+            options,
+            null_leaves: freq.qis().iter().map(null_leaf).collect(),
+            layout: Layout::new(freq.qis().len()),
+            runs_fold: fold_by_runs && foldable,
+            refine: options.refine.filter(|_| foldable),
+            found_rows: AtomicU64::new(0),
+            axes,
+            nested,
+        })
+    }
+
+    fn cutter<'s>(&'s self, judge: Judge<'s>) -> Cutter<'s> {
+        Cutter {
+            freq: self.freq,
+            found_rows: &self.found_rows,
+            axes: &self.axes,
+            judge,
+            options: self.options,
+            nested: &self.nested,
+            layout: self.layout,
+            prefix: Vec::new(),
+            suffix: Vec::new(),
+            keys: Vec::new(),
+            scratch: Vec::new(),
+            cells: Vec::new(),
+            runs_fold: self.runs_fold,
+            left_persons: Vec::new(),
+            right_persons: Vec::new(),
+            sets: SetScratch::new(self.freq, &self.axes, &self.null_leaves),
+            trial: Vec::new(),
+            kept_trial: Vec::new(),
+            refine: self.refine,
+        }
+    }
+}
+
 /// A region's first record and its records, handed to a thread.
 type RegionSlice<'a> = (usize, &'a mut [u32]);
 
@@ -302,14 +434,6 @@ fn parts(start: usize, lengths: &[usize]) -> impl Iterator<Item = Range<usize>> 
         *at += len;
         Some(part)
     })
-}
-
-/// One child of a hierarchical cut: its records (a run of the sorted region), tally and
-/// smallest leaf class (the tie-break between children of equal size).
-struct Child {
-    records: Range<usize>,
-    tally: Tally,
-    smallest: u32,
 }
 
 struct Cutter<'a> {
@@ -338,6 +462,11 @@ struct Cutter<'a> {
     right_persons: Vec<PersonCount>,
     /// scratch of the set-based categorical QIs ([`sets`])
     sets: SetScratch<'a>,
+    /// scratch: a copy of the region a rollout cuts ([`pilot`])
+    trial: Vec<u32>,
+    kept_trial: Vec<u32>,
+    /// the refinement of small regions, when every QI allows it ([`refine`])
+    refine: Option<Refinement>,
 }
 
 impl Cutter<'_> {
@@ -350,6 +479,12 @@ impl Cutter<'_> {
         let mut stack: Vec<RegionSlice<'r>> = Vec::new();
         while let Some((offset, records)) = stack.pop().or_else(|| pool.take()) {
             let len = layout.len(records);
+            if let Some(refine) = self.refine
+                && layout.rows(records) <= refine.zone_rows
+            {
+                self.finish_zone(refine, offset, records, &mut done);
+                continue;
+            }
             match self.cut(records) {
                 Some(lengths) => {
                     let mut rest = records;
@@ -384,9 +519,21 @@ impl Cutter<'_> {
         done
     }
 
-    /// The allowable cut of the region's widest QI that has one: the records reordered so
-    /// that the parts are consecutive, and the parts' lengths.
+    /// The region's cut: the records reordered so that the parts are consecutive, and the
+    /// parts' lengths; `None` when the region is a class (its cells in `self.cells`).
     fn cut(&mut self, records: &mut [u32]) -> Option<Vec<usize>> {
+        let order = self.widest_first(records)?;
+        match self.refine {
+            Some(refine) if self.layout.rows(records) <= refine.pilot_rows => {
+                self.pilot_cut(&order, records, refine.pilot_width)
+            }
+            _ => self.greedy_cut(order, records),
+        }
+    }
+
+    /// The region's cells into `self.cells`, and its QIs widest first (ties by QI order);
+    /// `None` when the region is too small for any cut.
+    fn widest_first(&mut self, records: &[u32]) -> Option<Vec<(f64, usize, Cell)>> {
         let mut cells = std::mem::take(&mut self.cells);
         cells.clear();
         self.region_cells(records, &mut cells);
@@ -402,13 +549,24 @@ impl Cutter<'_> {
             .enumerate()
             .map(|(q, &cell)| (self.axes[q].cost(&qis[q], cell), q, cell))
             .collect();
-        // widest first; ties by QI order
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        Some(order)
+    }
+
+    /// The allowable cut of the region's widest QI that has one ([`Dimension::Range`]), or
+    /// the one that lowers its Loss most ([`Dimension::Loss`]).
+    fn greedy_cut(
+        &mut self,
+        order: Vec<(f64, usize, Cell)>,
+        records: &mut [u32],
+    ) -> Option<Vec<usize>> {
         // (the Loss after the cut, its QI, its lengths); each try reorders the records, so
         // the best is cut again unless it was the last tried
         let mut best: Option<(f64, usize, Cell, Vec<usize>)> = None;
         let mut last = None;
         for (_, q, cell) in order {
+            // a try that finds no cut may still have reordered the records
+            last = Some(q);
             let Some(lengths) = self.cut_on(q, cell, records) else {
                 continue;
             };
@@ -419,7 +577,6 @@ impl Cutter<'_> {
             let after: f64 = parts(0, &lengths)
                 .map(|p| self.records_cost(&records[self.layout.span(&p)], None))
                 .sum();
-            last = Some(q);
             if best.as_ref().is_none_or(|(b, ..)| after < *b) {
                 best = Some((after, q, cell, lengths));
             }
@@ -548,269 +705,5 @@ impl Cutter<'_> {
             .enumerate()
             .map(|(q, &cell)| self.axes[q].cost(&qis[q], cell))
             .sum()
-    }
-
-    /// The allowable threshold of ordered QI `q` (see [`Threshold`]).
-    fn ordered_cut(&mut self, q: usize, records: &mut [u32]) -> Option<Vec<usize>> {
-        let layout = self.layout;
-        let n = layout.len(records);
-        let (lo, hi) = (0..n)
-            .map(|i| layout.key(records, i, q))
-            .fold((u32::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
-        if n == 0 || lo == hi {
-            return None;
-        }
-        let ranks = self.axes[q].rank_of_leaf().len();
-        self.sort_records(records, ranks, |record| record[q]);
-        let (_, _, end) = self.best_threshold(q, records)?;
-        Some(vec![end, n - end])
-    }
-
-    /// The allowable threshold of `records`, sorted by QI `q` (runs of equal keys of `q`
-    /// are never cut), that [`Threshold`] prefers: (the parts' cost, the left part's distance
-    /// from half the rows, the end of the left part).
-    fn best_threshold(&mut self, q: usize, records: &[u32]) -> Option<(f64, u64, usize)> {
-        let layout = self.layout;
-        let n = layout.len(records);
-        let total_rows = layout.rows(records);
-        let k = self.judge.k();
-        let with_sensitive = self.judge.has_sensitive();
-        // the left part grows record by record and the right shrinks; multi-leaf persons are
-        // counted by the sweeps of the person criteria
-        let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
-        if with_sensitive {
-            for i in 0..n {
-                self.judge
-                    .add_leaf_counts(&mut right, layout.member(records, i) as usize);
-            }
-            for (_, persons, scratch) in self.judge.person_criteria() {
-                let members = (0..n).map(|i| layout.member(records, i) as usize);
-                scratch.sweep().start(persons, members);
-            }
-        }
-        let by_loss = self.options.threshold == Threshold::Loss;
-        if by_loss && self.runs_fold {
-            self.fold_runs(records, q);
-        } else if by_loss {
-            self.fold_cells(records, q, false);
-            self.fold_cells(records, q, true);
-        }
-        let mut left_persons = std::mem::take(&mut self.left_persons);
-        let mut right_persons = std::mem::take(&mut self.right_persons);
-        left_persons.resize(left.persons.len(), PersonCount::default());
-        right_persons.resize(left.persons.len(), PersonCount::default());
-        // (the parts' cost, distance of the left part's rows from half, end of the left part)
-        let mut best: Option<(f64, u64, usize)> = None;
-        let mut i = 0;
-        while i < n {
-            let value = layout.key(records, i, q);
-            while i < n && layout.key(records, i, q) == value {
-                if with_sensitive {
-                    let m = layout.member(records, i) as usize;
-                    self.judge.add_leaf_counts(&mut left, m);
-                    self.judge.remove_leaf_counts(&mut right, m);
-                    for (_, persons, scratch) in self.judge.person_criteria() {
-                        scratch.sweep().move_left(persons, m);
-                    }
-                } else {
-                    left.rows += layout.size(records, i);
-                }
-                i += 1;
-            }
-            if i == n {
-                break;
-            }
-            let right_rows = total_rows - left.rows;
-            if left.rows < k || right_rows < k {
-                continue;
-            }
-            let distance = (2 * left.rows).abs_diff(total_rows);
-            let cost = if by_loss {
-                // prefix i − 1 covers the first i records; suffix j the last j + 1
-                let j = n - i - 1;
-                left.rows as f64 * self.prefix[i - 1] + right_rows as f64 * self.suffix[j]
-            } else {
-                0.0
-            };
-            if best.is_some_and(|(c, b, _)| (c, b) <= (cost, distance)) {
-                continue;
-            }
-            let allowable = if with_sensitive {
-                for (s, _, scratch) in self.judge.person_criteria() {
-                    let (on_left, on_right) = scratch.sweep().sides();
-                    left_persons[s] = left.persons[s].count_with(on_left);
-                    right_persons[s] = right.persons[s].count_with(on_right);
-                }
-                self.judge.passes_with(&left, &left_persons)
-                    && self.judge.passes_with(&right, &right_persons)
-            } else {
-                true
-            };
-            if allowable {
-                best = Some((cost, distance, i));
-            }
-        }
-        if with_sensitive {
-            for (_, _, scratch) in self.judge.person_criteria() {
-                scratch.sweep().finish();
-            }
-        }
-        self.left_persons = left_persons;
-        self.right_persons = right_persons;
-        best
-    }
-
-    /// Splits the region's lowest common node of QI `q` into its children (see the module
-    /// documentation).
-    fn hierarchical_cut(
-        &mut self,
-        q: usize,
-        cell: Cell,
-        records: &mut [u32],
-    ) -> Option<Vec<usize>> {
-        let freq = self.freq;
-        let qi = &freq.qis()[q];
-        let child_level = match cell {
-            Cell::Node { level: 0, .. } | Cell::Interval { .. } | Cell::Set { .. } => return None,
-            Cell::Node { level, .. } => level as usize - 1,
-            // NULL mixed with values: split at the top level, where NULL has its own code
-            Cell::Top => qi.height().checked_sub(1)?,
-        };
-        let map = qi.leaf_map(child_level);
-        self.sort_records(records, qi.cardinality(child_level), |record| {
-            map[record[q] as usize]
-        });
-        let layout = self.layout;
-        let n = layout.len(records);
-        let with_sensitive = self.judge.has_sensitive();
-        let mut children: Vec<Child> = Vec::new();
-        let mut i = 0;
-        while i < n {
-            let (start, child) = (i, self.keys_sorted_child(map, records, i, q));
-            let mut tally = self.judge.tally();
-            let mut smallest = u32::MAX;
-            while i < n && self.keys_sorted_child(map, records, i, q) == child {
-                self.add_record(&mut tally, records, i, with_sensitive);
-                smallest = smallest.min(layout.member(records, i));
-                i += 1;
-            }
-            children.push(Child {
-                records: start..i,
-                tally,
-                smallest,
-            });
-        }
-        if children.len() < 2 {
-            return None;
-        }
-        let groups = match self.pooled_parts(&children) {
-            Some(groups) => groups,
-            None if children.len() <= EXHAUSTIVE_CHILDREN => self.best_two_groups(&children)?,
-            None => return None,
-        };
-        // the parts' records consecutive, in part order
-        let width = layout.width;
-        self.scratch.clear();
-        let mut lengths = Vec::with_capacity(groups.len());
-        for group in &groups {
-            let mut length = 0;
-            for &c in group {
-                let run = &children[c].records;
-                self.scratch
-                    .extend_from_slice(&records[run.start * width..run.end * width]);
-                length += run.len();
-            }
-            lengths.push(length);
-        }
-        records.copy_from_slice(&self.scratch);
-        Some(lengths)
-    }
-
-    /// The child code of record `i` (QI `q`'s leaf mapped by `map`).
-    fn keys_sorted_child(&self, map: &[u32], records: &[u32], i: usize, q: usize) -> u32 {
-        map[self.layout.key(records, i, q) as usize]
-    }
-
-    /// Children meeting the policy alone as parts, the others pooled; `None` unless that
-    /// gives at least two parts. Parts are lists of children.
-    fn pooled_parts(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
-        // (children, tally, smallest leaf class)
-        let mut parts: Vec<(Vec<usize>, Tally, u32)> = Vec::new();
-        let mut pool: (Vec<usize>, Tally) = (Vec::new(), self.judge.tally());
-        for (c, child) in children.iter().enumerate() {
-            if self.judge.passes(&child.tally) {
-                parts.push((vec![c], child.tally.clone(), child.smallest));
-            } else {
-                pool.0.push(c);
-                pool.1.add(&child.tally);
-            }
-        }
-        // largest first, so the pool joins the smallest parts
-        parts.sort_by(|a, b| b.1.rows.cmp(&a.1.rows).then(a.2.cmp(&b.2)));
-        while !pool.0.is_empty() && !self.judge.passes(&pool.1) {
-            let (members, tally, _) = parts.pop()?;
-            pool.0.extend(members);
-            pool.1.add(&tally);
-        }
-        let mut parts: Vec<Vec<usize>> = parts.into_iter().map(|(c, ..)| c).collect();
-        if !pool.0.is_empty() {
-            parts.push(pool.0);
-        }
-        (parts.len() >= 2).then_some(parts)
-    }
-
-    /// The most balanced split of the children into two groups that both meet the policy.
-    /// The multi-leaf persons of every split are read off the children each person is in
-    /// ([`ChildSplits`]), so a split costs its children's counts, not their persons.
-    fn best_two_groups(&mut self, children: &[Child]) -> Option<Vec<Vec<usize>>> {
-        let c = children.len();
-        let splits: Vec<(usize, ChildSplits)> = self
-            .judge
-            .person_criteria()
-            .map(|(s, _, scratch)| {
-                let sets: Vec<&PersonSet> =
-                    children.iter().map(|ch| &ch.tally.persons[s]).collect();
-                (s, ChildSplits::new(&sets, scratch))
-            })
-            .collect();
-        let counts: Vec<Tally> = children.iter().map(|ch| ch.tally.counts_only()).collect();
-        let total_rows: u64 = counts.iter().map(|t| t.rows).sum();
-        let (mut left, mut right) = (self.judge.tally(), self.judge.tally());
-        let mut left_persons = vec![PersonCount::default(); left.persons.len()];
-        let mut right_persons = left_persons.clone();
-        let full = (1usize << c) - 1;
-        let mut best: Option<(u64, u32)> = None;
-        // the last child always goes right: each split is tried once
-        for mask in 1u32..(1 << (c - 1)) {
-            left.clear();
-            right.clear();
-            for (i, child) in counts.iter().enumerate() {
-                if mask & (1 << i) != 0 {
-                    left.add(child);
-                }
-            }
-            let distance = (2 * left.rows).abs_diff(total_rows);
-            if best.is_some_and(|(b, _)| b <= distance) {
-                continue;
-            }
-            for (i, child) in counts.iter().enumerate() {
-                if mask & (1 << i) == 0 {
-                    right.add(child);
-                }
-            }
-            for (s, splits) in &splits {
-                left_persons[*s] = left.persons[*s].count_with(splits.union(mask as usize));
-                right_persons[*s] =
-                    right.persons[*s].count_with(splits.union(full & !(mask as usize)));
-            }
-            if self.judge.passes_with(&left, &left_persons)
-                && self.judge.passes_with(&right, &right_persons)
-            {
-                best = Some((distance, mask));
-            }
-        }
-        let (_, mask) = best?;
-        let (a, b): (Vec<usize>, Vec<usize>) = (0..c).partition(|&i| mask & (1 << i) != 0);
-        Some(vec![a, b])
     }
 }
