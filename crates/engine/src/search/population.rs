@@ -290,8 +290,9 @@ impl PopulationCounts {
                 Cell::Node { level, code } => {
                     tests.push((j, Test::Code(&self.level_codes[j][level as usize], code)));
                 }
-                // which values a set holds, the class's members say: counted by
-                // `covered_with_sets`; here nothing rather than everything
+                // which values a set holds, the class's members say, and they are not
+                // here: nothing rather than everything (the class fails k-map or δ and is
+                // suppressed — closed, not yet as exact as a hierarchy label)
                 Cell::Set { .. } => return 0,
                 Cell::Interval { lo, hi } => match &self.numbers[j] {
                     Some(numbers) => {
