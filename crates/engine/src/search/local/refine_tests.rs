@@ -9,35 +9,11 @@
 use super::mondrian::{MondrianOptions, Refinement, mondrian_with, refine_given_classes};
 use super::{LocalRelease, evaluate};
 use crate::policy::{LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement};
-use crate::search::{FrequencyRow, FrequencySet, QiCodes, SensitiveCodes};
+use crate::search::FrequencySet;
 
-/// `(a, b, rows, sensitive value)` rows as a frequency set (one sensitive attribute `s`).
+/// `(a, b, rows, sensitive value)` rows with one sensitive attribute `s`.
 fn tree_freq(rows: &[(u32, u32, u64, u32)]) -> FrequencySet {
-    let levels = vec![
-        (0..4).collect::<Vec<u32>>(),
-        vec![0, 0, 1, 1],
-        vec![0, 0, 0, 0],
-    ];
-    let qis = ["a", "b"]
-        .iter()
-        .map(|n| QiCodes {
-            name: n.to_string(),
-            levels: levels.clone(),
-        })
-        .collect();
-    let rows: Vec<FrequencyRow> = rows
-        .iter()
-        .map(|&(a, b, count, s)| FrequencyRow {
-            qi: vec![a, b],
-            sensitive: vec![Some(s)],
-            count,
-        })
-        .collect();
-    let sensitive = vec![SensitiveCodes {
-        name: "s".into(),
-        ordered: false,
-    }];
-    FrequencySet::from_codes(qis, sensitive, &rows).unwrap()
+    super::tests::tree_freq(rows, true)
 }
 
 /// k, and distinct l on `s` when given; nothing suppressed.

@@ -17,8 +17,8 @@ use crate::policy::{
     LDiversity, LDiversityKind, PrivacyRequirements, SensitiveRequirement, SetLabels,
 };
 use crate::rng::SplitMix64 as Rng;
+use crate::search::FrequencySet;
 use crate::search::release::LocalRecoding;
-use crate::search::{FrequencyRow, FrequencySet, QiCodes};
 
 /// A frequency set of (job, age) with no hierarchies (set-based), disease sensitive.
 async fn set_freq(
@@ -367,29 +367,11 @@ async fn a_set_beyond_the_cap() {
     );
 }
 
-/// Two QIs over 4 leaves each with a tree leaf / pairs / `*` (cell costs 0, 1/3, 1), k = 2.
+/// Two QIs over 4 leaves each with a tree leaf / pairs / `*` (cell costs 0, 1/3, 1), a row
+/// per pair, no sensitive attribute.
 fn tree_freq(rows: &[(u32, u32)]) -> FrequencySet {
-    let levels = vec![
-        (0..4).collect::<Vec<u32>>(),
-        vec![0, 0, 1, 1],
-        vec![0, 0, 0, 0],
-    ];
-    let qis = ["a", "b"]
-        .iter()
-        .map(|n| QiCodes {
-            name: n.to_string(),
-            levels: levels.clone(),
-        })
-        .collect();
-    let rows: Vec<FrequencyRow> = rows
-        .iter()
-        .map(|&(a, b)| FrequencyRow {
-            qi: vec![a, b],
-            sensitive: vec![],
-            count: 1,
-        })
-        .collect();
-    FrequencySet::from_codes(qis, vec![], &rows).unwrap()
+    let rows: Vec<(u32, u32, u64, u32)> = rows.iter().map(|&(a, b)| (a, b, 1, 0)).collect();
+    super::tests::tree_freq(&rows, false)
 }
 
 /// The optimal search with weights equals a brute force over the 3 × 3 lattice whose Loss is

@@ -81,6 +81,41 @@ pub(super) fn k_only(k: u64, max_suppression: f64) -> PrivacyRequirements {
     }
 }
 
+/// Two QIs `a` and `b` over 4 leaves each, with the tree leaf / pairs / `*` (cell costs 0,
+/// 1/3, 1), from `(a, b, rows, sensitive value)` rows; with `sensitive`, one sensitive
+/// attribute `s` holding the values, else none (the values are ignored).
+pub(super) fn tree_freq(rows: &[(u32, u32, u64, u32)], sensitive: bool) -> FrequencySet {
+    let levels = vec![
+        (0..4).collect::<Vec<u32>>(),
+        vec![0, 0, 1, 1],
+        vec![0, 0, 0, 0],
+    ];
+    let qis = ["a", "b"]
+        .iter()
+        .map(|n| QiCodes {
+            name: n.to_string(),
+            levels: levels.clone(),
+        })
+        .collect();
+    let rows: Vec<FrequencyRow> = rows
+        .iter()
+        .map(|&(a, b, count, s)| FrequencyRow {
+            qi: vec![a, b],
+            sensitive: if sensitive { vec![Some(s)] } else { vec![] },
+            count,
+        })
+        .collect();
+    let attributes = if sensitive {
+        vec![SensitiveCodes {
+            name: "s".into(),
+            ordered: false,
+        }]
+    } else {
+        vec![]
+    };
+    FrequencySet::from_codes(qis, attributes, &rows).unwrap()
+}
+
 /// [`random_code_rows`] as a frequency set.
 pub(super) fn random_code_freq(seed: u64) -> FrequencySet {
     let (qis, sensitive, rows) = random_code_rows(seed);
