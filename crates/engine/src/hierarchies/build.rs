@@ -17,9 +17,11 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray, StringBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, DictionaryArray, StringArray, StringBuilder, UInt32Array,
+};
 use datafusion::arrow::compute::{cast, sort_to_indices, take};
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::generalize::common::{is_integer, is_number, is_string, is_temporal, value_type};
@@ -204,7 +206,9 @@ pub struct Levels {
     pub values: ArrayRef,
     /// Rows of each value.
     pub counts: Vec<u64>,
-    /// Per level (0 = the value as text … the top `*`), the label of each value (Utf8).
+    /// Per level (0 = the value as text … the top `*`), the label of each value: level 0 is
+    /// Utf8, the others Utf8, Utf8View, or a dictionary of them with UInt32 keys (each label
+    /// once, so that checking and writing the file handle each label once).
     pub labels: Vec<ArrayRef>,
     /// What each level is, for the summary (`value`, `width 10`, `≥ 100 rows`, `month`, `*`).
     pub meanings: Vec<String>,
@@ -236,7 +240,9 @@ pub fn build(
         BuilderSpec::Interval { widths, origin } => {
             let interval = interval_of(widths, *origin)?;
             for (level, width) in widths.iter().enumerate() {
-                labels.push(interval.generalize(&values, level + 1)?);
+                labels.push(Arc::new(
+                    interval.generalize_to_dictionary(&values, level + 1)?,
+                ));
                 meanings.push(format!("width {}", format_number(*width)));
             }
         }
@@ -247,7 +253,9 @@ pub fn build(
             let kept = breaks.len();
             let interval = IntervalHierarchy::breaks(breaks)?;
             for (level, size) in min_sizes.iter().take(kept).enumerate() {
-                labels.push(interval.generalize(&values, level + 1)?);
+                labels.push(Arc::new(
+                    interval.generalize_to_dictionary(&values, level + 1)?,
+                ));
                 meanings.push(format!(">= {size} rows"));
             }
         }
@@ -262,10 +270,7 @@ pub fn build(
         BuilderSpec::Date { units } => {
             let date = DateHierarchy::new(units.clone())?;
             for (level, unit) in units.iter().enumerate() {
-                labels.push(cast(
-                    &date.generalize(&values, level + 1)?,
-                    &DataType::Utf8,
-                )?);
+                labels.push(date.generalize(&values, level + 1)?);
                 meanings.push(unit.name().to_string());
             }
         }
@@ -277,12 +282,11 @@ pub fn build(
             }
         }
     }
-    for level in labels.iter_mut() {
-        if level.data_type() != &DataType::Utf8 {
-            *level = cast(level, &DataType::Utf8)?;
-        }
-    }
-    labels.push(Arc::new(StringArray::from(vec![TOP_LABEL; values.len()])));
+    let top = DictionaryArray::new(
+        UInt32Array::from(vec![0; values.len()]),
+        Arc::new(StringArray::from(vec![TOP_LABEL])),
+    );
+    labels.push(Arc::new(top));
     meanings.push(TOP_LABEL.to_string());
     Ok(Levels {
         values,
@@ -446,7 +450,7 @@ fn category_levels(
     text: &StringArray,
     counts: &[u64],
     min_sizes: &[u64],
-) -> Vec<(u64, StringArray)> {
+) -> Vec<(u64, DictionaryArray<UInt32Type>)> {
     let mut groups: Vec<Group> = (0..text.len())
         .map(|i| Group {
             label: text.value(i).to_string(),
@@ -502,17 +506,17 @@ fn category_levels(
         if groups.len() < 2 {
             break;
         }
-        let mut label_of: Vec<usize> = vec![0; text.len()];
+        let mut label_of: Vec<u32> = vec![0; text.len()];
         for (g, group) in groups.iter().enumerate() {
             for &leaf in &group.leaves {
-                label_of[leaf] = g;
+                label_of[leaf] = g as u32;
             }
         }
-        let level: StringArray = label_of
-            .iter()
-            .map(|&g| Some(groups[g].label.as_str()))
-            .collect();
-        levels.push((size, level));
+        let labels = StringArray::from_iter_values(groups.iter().map(|g| g.label.as_str()));
+        levels.push((
+            size,
+            DictionaryArray::new(UInt32Array::from(label_of), Arc::new(labels)),
+        ));
     }
     levels
 }
@@ -522,11 +526,18 @@ mod tests {
     use super::*;
     use datafusion::arrow::array::{Date32Array, Int64Array};
 
-    fn strings(a: &ArrayRef) -> Vec<&str> {
-        a.as_string::<i32>()
+    /// A level's labels, whatever their encoding.
+    fn strings(a: &ArrayRef) -> Vec<String> {
+        let text = cast(a, &DataType::Utf8).unwrap();
+        text.as_string::<i32>()
             .iter()
-            .map(|s| s.unwrap_or("NULL"))
+            .map(|s| s.unwrap_or("NULL").to_string())
             .collect()
+    }
+
+    fn dictionary_strings(a: &DictionaryArray<UInt32Type>) -> Vec<String> {
+        let a: ArrayRef = Arc::new(a.clone());
+        strings(&a)
     }
 
     #[test]
@@ -563,7 +574,7 @@ mod tests {
         // a 50; b + c = 3 < 5, + d = 6 ≥ 5 closes {b, c, d}; e and a stay
         let text = StringArray::from(vec!["a", "b", "c", "d", "e"]);
         let levels = category_levels(&text, &[50, 1, 2, 3, 40], &[5, 60]);
-        let level1: Vec<&str> = levels[0].1.iter().flatten().collect();
+        let level1 = dictionary_strings(&levels[0].1);
         assert_eq!(
             level1,
             vec!["a", "{b, c, d}", "{b, c, d}", "{b, c, d}", "e"]
@@ -574,7 +585,7 @@ mod tests {
         // a remainder that joins a common group: a 50, b 1 with target 5
         let text = StringArray::from(vec!["a", "b", "c"]);
         let levels = category_levels(&text, &[50, 1, 9], &[5]);
-        let level1: Vec<&str> = levels[0].1.iter().flatten().collect();
+        let level1 = dictionary_strings(&levels[0].1);
         assert_eq!(level1, vec!["a", "{b, c}", "{b, c}"]);
     }
 
@@ -616,7 +627,7 @@ mod tests {
             units: vec![DateUnit::Month, DateUnit::Year],
         };
         let levels = build(&spec, "d", "t", &days, &[1]).unwrap();
-        let by_level: Vec<&str> = levels.labels.iter().map(|l| strings(l)[0]).collect();
+        let by_level: Vec<String> = levels.labels.iter().map(|l| strings(l).remove(0)).collect();
         assert_eq!(by_level, vec!["2024-03-15", "2024-03", "2024", "*"]);
     }
 }

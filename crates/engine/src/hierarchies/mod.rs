@@ -19,4 +19,4 @@ pub mod csv;
 pub mod summary;
 
 pub use build::{BuilderOptions, BuilderSpec, Levels};
-pub use summary::{LevelSummary, level_summaries};
+pub use summary::{LevelSummary, built_level_summaries, level_summaries};

@@ -4,13 +4,20 @@
 //! `[input]` is) and work on it alone. The command line's `anon hierarchy` prints the report's
 //! summary; Python's `build_hierarchy()` and `check_hierarchy()` return it.
 //!
-//! `build` writes nothing until the file is complete and reads back through the same parser
-//! and rules as a policy's `kind = "tree"`; an existing file is replaced only with
-//! `overwrite`.
+//! `build` checks the file it is about to write by every rule a policy's `kind = "tree"`
+//! applies, with the same code ([`tree_rules::check_arrays`]: the rules on the label arrays,
+//! line r + 1 being row r, no per-field string), before writing anything. A file of at most
+//! [`READ_BACK_LEAVES`] leaves (every hierarchy of an ordinary quasi-identifier) is then also
+//! read back through the policy loader itself (its parser, the rules again, and the column's
+//! values against the leaves) before it is written; a larger one is not (parsing it back
+//! would cost many times the build: one string per field and a hash map per level), its
+//! leaves being the column's values as the loader matches them and its writer's round trip
+//! tested. The file is streamed to a staged copy made visible whole once complete
+//! ([`storage::StagedFile`]): nothing is left at the target on any error. An existing file is
+//! replaced only with `overwrite`.
 
 use std::time::Instant;
 
-use bytes::Bytes;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::{concat, filter, is_not_null};
 use datafusion::arrow::datatypes::Int64Type;
@@ -19,13 +26,20 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use crate::generalize::Hierarchy;
-use crate::hierarchies::{BuilderSpec, LevelSummary, build, csv, level_summaries};
-use crate::storage::{self, Location, StoreOptions};
+use crate::generalize::tree_rules::{self, Origin};
+use crate::hierarchies::{
+    BuilderSpec, LevelSummary, Levels, build, built_level_summaries, csv, level_summaries,
+};
+use crate::storage::{self, Location, StagedFile, StoreOptions};
 use crate::tables::{self, CsvOptions};
 use crate::text::quote_ident;
 
 /// The name the table is registered under.
 const TABLE: &str = "hierarchy_input";
+
+/// The most leaves a built file has for it to be read back through the policy loader before
+/// it is written (a few hundred KB of text, read back in milliseconds).
+pub const READ_BACK_LEAVES: usize = 10_000;
 
 /// What `hierarchy build` builds, from what, and where it goes.
 #[derive(Debug, Clone)]
@@ -199,17 +213,34 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
         &freq.values,
         &freq.counts,
     )?;
-    let text = csv::to_csv(&levels, &options.column)?;
-    // what a policy would read, by the same rules, before anything is written
-    let hierarchy = Hierarchy::tree_from_csv_str(&options.column, &out.to_string(), &text)?;
-    let summaries = level_summaries(
-        &hierarchy,
+    let file = out.to_string();
+    // the rules a policy applies, on the labels as they are about to be written
+    let interned = tree_rules::check_arrays(
         &options.column,
-        &levels.values,
-        &levels.counts,
-        Some(&levels.meanings),
+        Origin::File(&file),
+        &levels.labels[0],
+        &levels.labels[1..],
     )?;
-    storage::put(&out, &store, Bytes::from(text)).await?;
+    let summaries = built_level_summaries(&interned, &levels.counts, &levels.meanings);
+    drop(interned);
+    if levels.values.len() <= READ_BACK_LEAVES {
+        let text = csv::to_csv(&levels, &options.column)?;
+        // what a policy would read, as it reads it
+        let hierarchy = Hierarchy::tree_from_csv_str(&options.column, &file, &text)?;
+        hierarchy.validate_values(&options.column, &levels.values)?;
+        storage::put(&out, &store, text.into()).await?;
+    } else {
+        let mut staged = StagedFile::create(&out, &store)?;
+        match write_chunks(&mut staged, &levels, &options.column).await {
+            Ok(()) => staged.commit().await?,
+            Err(e) => {
+                // the error that matters is the write's; an upload left incomplete is
+                // invisible anyway
+                let _ = staged.abort().await;
+                return Err(e);
+            }
+        }
+    }
     Ok(BuildReport {
         file: out.to_string(),
         table: options.table,
@@ -223,19 +254,22 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
     })
 }
 
+/// Streams the file's text to `staged`, chunk by chunk.
+async fn write_chunks(staged: &mut StagedFile, levels: &Levels, column: &str) -> Result<()> {
+    let mut writer = csv::CsvWriter::new(levels, column)?;
+    while let Some(chunk) = writer.next_chunk(csv::CHUNK_BYTES)? {
+        staged.write(chunk.into()).await?;
+    }
+    Ok(())
+}
+
 /// Checks the hierarchy file of `options` by every rule, against its column, and reports it.
 pub async fn check_hierarchy(ctx: &SessionContext, options: CheckOptions) -> Result<CheckReport> {
     let started = Instant::now();
     let hierarchy = super::tree_hierarchy(&options.column, &options.file)?;
     let freq = frequency_set(ctx, &options.table, &options.column).await?;
     hierarchy.validate_values(&options.column, &freq.values)?;
-    let levels = level_summaries(
-        &hierarchy,
-        &options.column,
-        &freq.values,
-        &freq.counts,
-        None,
-    )?;
+    let levels = level_summaries(&hierarchy, &options.column, &freq.values, &freq.counts)?;
     let leaves = hierarchy.leaf_count().unwrap_or(0);
     Ok(CheckReport {
         file: options.file,
