@@ -26,6 +26,8 @@ use datafusion::arrow::datatypes::{DataType, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 use hashbrown::{HashMap, HashSet};
 
+use crate::packing::radix::radix_sort;
+
 /// A rule of value-tree hierarchies; [`Rule::name`] is how errors and the documentation name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
@@ -351,8 +353,17 @@ pub fn check_arrays<'a>(
 ) -> Result<Vec<InternedLevel<'a>>> {
     let rows = leaves.len();
     // a row has a field at each level whose array reaches it
-    let fields = (0..rows).map(|r| 1 + levels.iter().filter(|l| l.len() > r).count());
-    check_shape(name, origin, fields, Lines::Consecutive)?;
+    if levels.iter().all(|l| l.len() >= rows) {
+        check_shape(
+            name,
+            origin,
+            std::iter::repeat_n(1 + levels.len(), rows),
+            Lines::Consecutive,
+        )?;
+    } else {
+        let fields = (0..rows).map(|r| 1 + levels.iter().filter(|l| l.len() > r).count());
+        check_shape(name, origin, fields, Lines::Consecutive)?;
+    }
     let levels: Vec<InternedLevel> = levels
         .iter()
         .map(|level| InternedLevel::of_array(level, rows))
@@ -444,7 +455,7 @@ fn check_unique_leaves<'a>(
     hash: impl Fn(&str) -> u64,
 ) -> Result<()> {
     let mut hashes: Vec<u64> = (0..rows).map(|r| hash(leaf(r))).collect();
-    hashes.sort_unstable();
+    radix_sort(&mut hashes, 0, u64::BITS);
     let repeated: HashSet<u64> = hashes
         .windows(2)
         .filter(|w| w[0] == w[1])

@@ -5,9 +5,10 @@
 //! holding a line break cannot be written (an error naming the column, never the value).
 //! [`crate::generalize::TreeHierarchy::from_csv_str`] reads the text back field for field.
 //!
-//! The text is produced in chunks ([`CsvWriter`]), so that a file of millions of lines is
-//! streamed out rather than held whole, and a level given as a dictionary has each of its
-//! labels encoded once, then copied to each line.
+//! The text is produced in chunks of lines ([`CsvWriter`]), so that a file of millions of
+//! lines is streamed out rather than held whole (and its chunks written on several threads),
+//! and a level given as a dictionary has each of its labels encoded once, then copied to each
+//! line.
 
 use std::ops::Range;
 
@@ -19,8 +20,8 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::Levels;
 
-/// The size of the chunks a large file is written in.
-pub const CHUNK_BYTES: usize = 8 << 20;
+/// The lines of the chunks a large file is written in (a few MB).
+const ROWS_PER_CHUNK: usize = 1 << 16;
 
 /// A field holds a line break.
 struct LineBreak;
@@ -126,12 +127,12 @@ impl<'a> LevelText<'a> {
     }
 }
 
-/// Writes a hierarchy file's text in chunks: [`CsvWriter::next_chunk`] until `None`.
+/// Writes a hierarchy file's text, all of it or a range of its lines at a time (the ranges
+/// independent of each other, so they may be written on threads of their own).
 pub struct CsvWriter<'a> {
     column: &'a str,
     levels: Vec<LevelText<'a>>,
     rows: usize,
-    next_row: usize,
 }
 
 impl<'a> CsvWriter<'a> {
@@ -145,19 +146,25 @@ impl<'a> CsvWriter<'a> {
                 .map(LevelText::new)
                 .collect::<Result<_>>()?,
             rows: levels.labels.first().map_or(0, |l| l.len()),
-            next_row: 0,
         })
     }
 
-    /// The next whole lines, about `bytes` of them (or the rest of the file); `None` when
-    /// every line was written.
-    pub fn next_chunk(&mut self, bytes: usize) -> Result<Option<Vec<u8>>> {
-        if self.next_row >= self.rows {
-            return Ok(None);
-        }
-        let mut out = Vec::with_capacity(bytes.min(CHUNK_BYTES) + 4096);
-        while self.next_row < self.rows && out.len() < bytes {
-            let row = self.next_row;
+    /// The file's lines (one per leaf).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The ranges of lines of a file of `rows` lines written a chunk at a time.
+    pub fn chunks(rows: usize) -> impl Iterator<Item = Range<usize>> {
+        (0..rows)
+            .step_by(ROWS_PER_CHUNK)
+            .map(move |start| start..(start + ROWS_PER_CHUNK).min(rows))
+    }
+
+    /// The text of lines `rows` (row r is line r + 1).
+    pub fn lines(&self, rows: Range<usize>) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(rows.len() * 16 * self.levels.len());
+        for row in rows {
             for (level, labels) in self.levels.iter().enumerate() {
                 if level > 0 {
                     out.push(b';');
@@ -171,17 +178,16 @@ impl<'a> CsvWriter<'a> {
                 })?;
             }
             out.push(b'\n');
-            self.next_row += 1;
         }
-        Ok(Some(out))
+        Ok(out)
     }
 }
 
 /// The file's whole text; a value holding a line break (which the format cannot hold) is an
 /// error naming `column` (never the value).
 pub fn to_csv(levels: &Levels, column: &str) -> Result<String> {
-    let mut writer = CsvWriter::new(levels, column)?;
-    let text = writer.next_chunk(usize::MAX)?.unwrap_or_default();
+    let writer = CsvWriter::new(levels, column)?;
+    let text = writer.lines(0..writer.rows())?;
     String::from_utf8(text).map_err(|e| DataFusionError::Internal(e.to_string()))
 }
 
@@ -263,17 +269,17 @@ mod tests {
             "{whole}"
         );
         assert_eq!(whole.lines().count(), 1000);
-        let mut writer = CsvWriter::new(&levels, "c").unwrap();
+        let writer = CsvWriter::new(&levels, "c").unwrap();
         let mut joined = Vec::new();
-        let mut chunks = 0;
-        while let Some(chunk) = writer.next_chunk(100).unwrap() {
+        for start in (0..1000).step_by(7) {
+            let chunk = writer.lines(start..(start + 7).min(1000)).unwrap();
             assert_eq!(chunk.last(), Some(&b'\n'));
             joined.extend(chunk);
-            chunks += 1;
         }
         assert_eq!(String::from_utf8(joined).unwrap(), whole);
-        // about 10 bytes a line, 100 bytes a chunk
-        assert!(chunks > 50, "{chunks}");
+        // the chunks of the job cover the lines once, in order
+        let ranges: Vec<Range<usize>> = CsvWriter::chunks(150_000).collect();
+        assert_eq!(ranges, vec![0..65_536, 65_536..131_072, 131_072..150_000]);
     }
 
     #[test]

@@ -254,11 +254,20 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
     })
 }
 
-/// Streams the file's text to `staged`, chunk by chunk.
+/// Streams the file's text to `staged`, chunk by chunk, as many chunks at a time as there
+/// are cores, each written on a thread of its own.
 async fn write_chunks(staged: &mut StagedFile, levels: &Levels, column: &str) -> Result<()> {
-    let mut writer = csv::CsvWriter::new(levels, column)?;
-    while let Some(chunk) = writer.next_chunk(csv::CHUNK_BYTES)? {
-        staged.write(chunk.into()).await?;
+    let writer = csv::CsvWriter::new(levels, column)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunks: Vec<_> = csv::CsvWriter::chunks(writer.rows()).collect();
+    for batch in chunks.chunks(threads) {
+        let texts =
+            crate::parallel::map_scoped("writing a hierarchy file", batch.to_vec(), |rows| {
+                writer.lines(rows)
+            })?;
+        for text in texts {
+            staged.write(text?.into()).await?;
+        }
     }
     Ok(())
 }
