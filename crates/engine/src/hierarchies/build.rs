@@ -28,6 +28,7 @@ use crate::generalize::common::{is_integer, is_number, is_string, is_temporal, v
 use crate::generalize::{
     DateHierarchy, DateUnit, IntervalHierarchy, IntervalLevel, TOP_LABEL, format_number,
 };
+use crate::parallel::map_scoped;
 use crate::sort::radix_sort;
 
 /// A builder and its parameters.
@@ -234,18 +235,26 @@ pub fn build(
         )));
     }
     let (values, counts) = sorted(values, counts)?;
-    let leaves = cast(&values, &DataType::Utf8)?;
-    let mut labels = vec![leaves];
+    // level 0, the values as text (the numeric kinds make it alongside their levels)
+    let numeric = matches!(
+        spec,
+        BuilderSpec::Interval { .. } | BuilderSpec::Quantile { .. }
+    );
+    let mut labels = if numeric {
+        Vec::new()
+    } else {
+        vec![cast(&values, &DataType::Utf8)?]
+    };
     let mut meanings = vec!["value".to_string()];
     match spec {
         BuilderSpec::Interval { widths, origin } => {
             let interval = interval_of(widths, *origin)?;
-            for (level, width) in widths.iter().enumerate() {
-                labels.push(Arc::new(
-                    interval.generalize_to_dictionary(&values, level + 1)?,
-                ));
-                meanings.push(format!("width {}", format_number(*width)));
-            }
+            labels = numeric_levels(&values, &interval, widths.len())?;
+            meanings.extend(
+                widths
+                    .iter()
+                    .map(|w| format!("width {}", format_number(*w))),
+            );
         }
         BuilderSpec::Quantile { min_sizes } => {
             let numbers = cast(&values, &DataType::Float64)?;
@@ -253,12 +262,13 @@ pub fn build(
             let breaks = quantile_breaks(numbers, &counts, min_sizes);
             let kept = breaks.len();
             let interval = IntervalHierarchy::breaks(breaks)?;
-            for (level, size) in min_sizes.iter().take(kept).enumerate() {
-                labels.push(Arc::new(
-                    interval.generalize_to_dictionary(&values, level + 1)?,
-                ));
-                meanings.push(format!(">= {size} rows"));
-            }
+            labels = numeric_levels(&values, &interval, kept)?;
+            meanings.extend(
+                min_sizes
+                    .iter()
+                    .take(kept)
+                    .map(|size| format!(">= {size} rows")),
+            );
         }
         BuilderSpec::Prefix { keep } => {
             let text = labels[0].as_string::<i32>().clone();
@@ -295,6 +305,25 @@ pub fn build(
         labels,
         meanings,
     })
+}
+
+/// The leaves (the values as text) and the first `levels` bucket levels of `interval` over
+/// `values`, each on a thread of its own.
+fn numeric_levels(
+    values: &ArrayRef,
+    interval: &IntervalHierarchy,
+    levels: usize,
+) -> Result<Vec<ArrayRef>> {
+    map_scoped("building the levels of a hierarchy", 0..=levels, |level| {
+        if level == 0 {
+            Ok(cast(values, &DataType::Utf8)?)
+        } else {
+            let labels: ArrayRef = Arc::new(interval.generalize_to_dictionary(values, level)?);
+            Ok(labels)
+        }
+    })?
+    .into_iter()
+    .collect()
 }
 
 fn interval_of(widths: &[f64], origin: f64) -> Result<IntervalHierarchy> {

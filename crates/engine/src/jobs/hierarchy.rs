@@ -4,19 +4,26 @@
 //! `[input]` is) and work on it alone. The command line's `anon hierarchy` prints the report's
 //! summary; Python's `build_hierarchy()` and `check_hierarchy()` return it.
 //!
-//! `build` checks the file it is about to write by every rule a policy's `kind = "tree"`
-//! applies, with the same code ([`tree_rules::check_arrays`]: the rules on the label arrays,
-//! line r + 1 being row r, no per-field string), before writing anything. A file of at most
-//! [`READ_BACK_LEAVES`] leaves (every hierarchy of an ordinary quasi-identifier) is then also
-//! read back through the policy loader itself (its parser, the rules again, and the column's
-//! values against the leaves) before it is written; a larger one is not (parsing it back
-//! would cost many times the build: one string per field and a hash map per level), its
-//! leaves being the column's values as the loader matches them and its writer's round trip
-//! tested. The file is streamed to a staged copy made visible whole once complete
-//! ([`storage::StagedFile`]): nothing is left at the target on any error. An existing file is
-//! replaced only with `overwrite`.
+//! `build` checks the file it writes by every rule a policy's `kind = "tree"` applies, with
+//! the same code, on the label arrays the file is written from ([`tree_rules::check_arrays`]:
+//! line r + 1 is row r; nothing is parsed, no string is made per field), and makes the file
+//! visible only once every check passed: nothing is left at the target on any error, and an
+//! existing file is replaced only with `overwrite`. By the file's size:
+//! - **at most [`READ_BACK_LEAVES`] leaves** (every hierarchy of an ordinary
+//!   quasi-identifier): the rules are checked, then the text is read back through the policy
+//!   loader itself (its parser, the rules again, and the column's values against the leaves),
+//!   then written whole ([`storage::put`]);
+//! - **more**: the text is streamed to a staged copy ([`storage::StagedFile`]; encoded on one
+//!   thread while written on another) while the rules are checked on a third, and the copy is
+//!   committed when both are done, or removed. It is not read back: parsing a file of millions
+//!   of lines back costs many times the build (a string per field, a hash map per level),
+//!   while its leaves are the column's values as the loader matches them (their
+//!   `CAST(x AS VARCHAR)` text) and the writer's round trip through the parser is tested.
 
+use std::sync::Arc;
 use std::time::Instant;
+
+use futures::{SinkExt, StreamExt};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::{concat, filter, is_not_null};
@@ -205,71 +212,138 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
             "{out} exists; give --overwrite to replace it"
         )));
     }
-    let freq = frequency_set(ctx, &options.table, &options.column).await?;
+    let FrequencySet {
+        values,
+        counts,
+        null_rows,
+    } = frequency_set(ctx, &options.table, &options.column).await?;
     let levels = build::build(
         &options.spec,
         &options.column,
         &options.table,
-        &freq.values,
-        &freq.counts,
+        &values,
+        &counts,
     )?;
+    // the levels hold the values sorted
+    drop((values, counts));
+    let (leaves, rows) = (levels.values.len(), levels.counts.iter().sum());
     let file = out.to_string();
-    // the rules a policy applies, on the labels as they are about to be written
-    let interned = tree_rules::check_arrays(
-        &options.column,
-        Origin::File(&file),
-        &levels.labels[0],
-        &levels.labels[1..],
-    )?;
-    let summaries = built_level_summaries(&interned, &levels.counts, &levels.meanings);
-    drop(interned);
-    if levels.values.len() <= READ_BACK_LEAVES {
+    let summaries = if levels.values.len() <= READ_BACK_LEAVES {
+        let summaries = check_levels(&levels, &options.column, &file)?;
         let text = csv::to_csv(&levels, &options.column)?;
         // what a policy would read, as it reads it
         let hierarchy = Hierarchy::tree_from_csv_str(&options.column, &file, &text)?;
         hierarchy.validate_values(&options.column, &levels.values)?;
         storage::put(&out, &store, text.into()).await?;
+        summaries
     } else {
-        let mut staged = StagedFile::create(&out, &store)?;
-        match write_chunks(&mut staged, &levels, &options.column).await {
-            Ok(()) => staged.commit().await?,
-            Err(e) => {
-                // the error that matters is the write's; an upload left incomplete is
-                // invisible anyway
-                let _ = staged.abort().await;
-                return Err(e);
-            }
-        }
-    }
+        write_while_checking(&out, &store, &Arc::new(levels), &options.column).await?
+    };
     Ok(BuildReport {
-        file: out.to_string(),
+        file,
         table: options.table,
         column: options.column,
         kind: options.spec.kind(),
-        leaves: levels.values.len(),
-        rows: levels.counts.iter().sum(),
-        null_rows: freq.null_rows,
+        leaves,
+        rows,
+        null_rows,
         levels: summaries,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
 
-/// Streams the file's text to `staged`, chunk by chunk, as many chunks at a time as there
-/// are cores, each written on a thread of its own.
-async fn write_chunks(staged: &mut StagedFile, levels: &Levels, column: &str) -> Result<()> {
-    let writer = csv::CsvWriter::new(levels, column)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunks: Vec<_> = csv::CsvWriter::chunks(writer.rows()).collect();
-    for batch in chunks.chunks(threads) {
-        let texts =
-            crate::parallel::map_scoped("writing a hierarchy file", batch.to_vec(), |rows| {
-                writer.lines(rows)
-            })?;
-        for text in texts {
-            staged.write(text?.into()).await?;
+/// Every rule a policy applies, on the labels of a hierarchy about to be written to `file`
+/// (line r + 1 is row r); the summary of its levels.
+fn check_levels(levels: &Levels, column: &str, file: &str) -> Result<Vec<LevelSummary>> {
+    let interned = tree_rules::check_arrays(
+        column,
+        Origin::File(file),
+        &levels.labels[0],
+        &levels.labels[1..],
+    )?;
+    Ok(built_level_summaries(
+        &interned,
+        &levels.counts,
+        &levels.meanings,
+    ))
+}
+
+/// Writes a large hierarchy file to a staged copy while its rules are checked on a thread of
+/// their own ([`check_levels`]), and makes the copy visible only when both succeeded (else
+/// removes it; a broken rule is the error reported, before a failed write). The summary of
+/// its levels.
+async fn write_while_checking(
+    out: &Location,
+    store: &StoreOptions,
+    levels: &Arc<Levels>,
+    column: &str,
+) -> Result<Vec<LevelSummary>> {
+    let check = {
+        let (levels, column, file) = (Arc::clone(levels), column.to_string(), out.to_string());
+        tokio::task::spawn_blocking(move || check_levels(&levels, &column, &file))
+    };
+    let mut staged = StagedFile::create(out, store)?;
+    let written = write_chunks(&mut staged, levels, column).await;
+    let checked = check.await.unwrap_or_else(|e| {
+        Err(DataFusionError::Internal(format!(
+            "checking hierarchy file {out} failed: {e}"
+        )))
+    });
+    match (checked, written) {
+        (Ok(summaries), Ok(())) => {
+            staged.commit().await?;
+            Ok(summaries)
+        }
+        (Err(e), _) | (Ok(_), Err(e)) => {
+            // the error that matters is the rule's or the write's; an upload left
+            // incomplete is invisible anyway
+            let _ = staged.abort().await;
+            Err(e)
         }
     }
-    Ok(())
+}
+
+/// Streams the file's text to `staged`: the chunks are encoded on a thread of their own while
+/// the ones before are written (at most two waiting).
+async fn write_chunks(staged: &mut StagedFile, levels: &Arc<Levels>, column: &str) -> Result<()> {
+    let (mut to_writer, mut chunks) = futures::channel::mpsc::channel::<Result<Vec<u8>>>(1);
+    let encoder = {
+        let (levels, column) = (Arc::clone(levels), column.to_string());
+        tokio::task::spawn_blocking(move || {
+            let mut send = |text| futures::executor::block_on(to_writer.send(text)).is_ok();
+            let writer = match csv::CsvWriter::new(&levels, &column) {
+                Ok(writer) => writer,
+                Err(e) => {
+                    send(Err(e));
+                    return;
+                }
+            };
+            for rows in csv::CsvWriter::chunks(writer.rows()) {
+                let text = writer.lines(rows);
+                let failed = text.is_err();
+                // a writer that stopped has dropped its end
+                if !send(text) || failed {
+                    return;
+                }
+            }
+        })
+    };
+    let mut written = Ok(());
+    while let Some(text) = chunks.next().await {
+        written = match text {
+            Ok(text) => staged.write(text.into()).await,
+            Err(e) => Err(e),
+        };
+        if written.is_err() {
+            break;
+        }
+    }
+    // an encoder still sending stops
+    drop(chunks);
+    encoder
+        .await
+        .map_err(|e| DataFusionError::Internal(format!("writing hierarchy file failed: {e}")))?;
+    written
 }
 
 /// Checks the hierarchy file of `options` by every rule, against its column, and reports it.
