@@ -61,7 +61,9 @@ pub fn built_level_summaries(
     counts: &[u64],
     meanings: &[String],
 ) -> Vec<LevelSummary> {
-    let leaves = class_sizes(0..counts.len() as u32, counts.len(), counts);
+    // each value its own class
+    let present = counts.iter().filter(|&&n| n > 0);
+    let leaves = (present.clone().count(), present.min().copied().unwrap_or(0));
     let above = levels
         .iter()
         .map(|level| class_sizes(level.of_row.iter().copied(), level.labels.len(), counts));
@@ -148,5 +150,39 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("[rule: covers the data]"), "{e}");
+    }
+
+    #[test]
+    fn built_levels_summarize_as_the_tree_does() {
+        use crate::generalize::tree_rules::{Origin, check_arrays};
+        use datafusion::arrow::array::{DictionaryArray, UInt32Array};
+        // leaves a 5, b 2, c 4 rows; level 1 a dictionary with an unused label: a, b → g
+        // (7 rows), c → h (4); by hand: (3 classes, smallest 2), (2, 4), (1, 11)
+        let leaves: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+        let group: ArrayRef = Arc::new(DictionaryArray::new(
+            UInt32Array::from(vec![0, 0, 1]),
+            Arc::new(StringArray::from(vec!["g", "h", "unused"])),
+        ));
+        let top: ArrayRef = Arc::new(StringArray::from(vec!["*"; 3]));
+        let levels = [group, top];
+        let interned = check_arrays("t", Origin::File("t.csv"), &leaves, &levels).unwrap();
+        let meanings = ["value".to_string(), "group".to_string(), "*".to_string()];
+        let built = built_level_summaries(&interned, &[5, 2, 4], &meanings);
+        let got: Vec<(usize, u64)> = built.iter().map(|l| (l.classes, l.smallest)).collect();
+        assert_eq!(got, vec![(3, 2), (2, 4), (1, 11)]);
+        assert_eq!(built[1].meaning, "group");
+        // the same file read as a tree: the same classes
+        let h = Hierarchy::tree_from_rows(
+            "t",
+            &[
+                vec!["a", "g", "*"],
+                vec!["b", "g", "*"],
+                vec!["c", "h", "*"],
+            ],
+        )
+        .unwrap();
+        let read = level_summaries(&h, "col", &leaves, &[5, 2, 4]).unwrap();
+        let read: Vec<(usize, u64)> = read.iter().map(|l| (l.classes, l.smallest)).collect();
+        assert_eq!(read, got);
     }
 }
