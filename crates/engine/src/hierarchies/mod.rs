@@ -4,6 +4,7 @@
 //!
 //! Everything here works on a column's **frequency set**, its distinct non-null values with
 //! their row counts (one `GROUP BY` of the column), never on its rows:
+//! - [`spec`]: what a builder is asked for, checked before any data is read;
 //! - [`build`]: the levels of a hierarchy (`interval`, `quantile`, `prefix`, `date`,
 //!   `category`) over the distinct values, as label arrays;
 //! - [`csv`]: those levels written as an ARX hierarchy CSV file (one row per leaf, `;`
@@ -18,7 +19,9 @@
 
 pub mod build;
 pub mod csv;
+pub mod spec;
 pub mod summary;
 
-pub use build::{BuilderOptions, BuilderSpec, Levels};
+pub use build::Levels;
+pub use spec::{BuilderOptions, BuilderSpec};
 pub use summary::{LevelSummary, built_level_summaries, level_summaries};
