@@ -447,3 +447,123 @@ fn bundled_hierarchies_pass_every_rule() {
         assert!(stdout(&output).contains("valid for column"), "{column}");
     }
 }
+
+/// A file of more leaves than the builder reads back through the policy loader
+/// (`READ_BACK_LEAVES`, 10,000) is checked on its label arrays alone and streamed out: it
+/// loads through the policy loader all the same, and its summary is the classes recounted by
+/// hand.
+#[tokio::test]
+async fn a_large_hierarchy_is_streamed_and_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("ids.csv");
+    // ids 1 … 12000, one row each
+    let mut text = String::from("id,v\n");
+    for id in 1..=12_000 {
+        text.push_str(&format!("{id},x\n"));
+    }
+    std::fs::write(&table, text).unwrap();
+    let out = dir.path().join("id.csv");
+    let printed = build(
+        &table,
+        "id",
+        &out,
+        &["--kind", "interval", "--widths", "1000,5000"],
+    );
+    // by hand: width 1000 gives [0, 1000) … [12000, 13000): 13 classes, the last holding
+    // only 12000; width 5000 gives [0, 5000) 4999 ids, [5000, 10000) 5000, [10000, 15000)
+    // 2001
+    let levels: Vec<(usize, u64)> = printed
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (classes, smallest) = (f.get(f.len().wrapping_sub(2))?, f.last()?);
+            Some((classes.parse().ok()?, smallest.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        vec![(12_000, 1), (13, 1), (3, 2001), (1, 12_000)],
+        "{printed}"
+    );
+    assert_levels_nest(&out);
+    let lines = rows(&out);
+    assert_eq!(lines.len(), 12_000);
+    assert_eq!(lines[999], vec!["1000", "[1000, 2000)", "[0, 5000)", "*"]);
+    // the policy loader reads it, and every id is a leaf
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[input]\npath = \"ids.csv\"\n[privacy]\nk = 1\n[attributes]\n\
+         v = { role = \"insensitive\" }\n\
+         id = { role = \"quasi_identifier\", hierarchy = { kind = \"tree\", file = \"id.csv\" } }\n",
+    )
+    .unwrap();
+    let mut loaded = Policy::from_file(&policy).unwrap();
+    loaded.register(&SessionContext::new()).await.unwrap();
+    assert_eq!(loaded.quasi_identifiers()[0].1.height(), 4);
+    // only the file is there: no staged copy left behind
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["id.csv", "ids.csv", "policy.toml"]);
+}
+
+/// A builder whose labels break a rule is refused by the check of its label arrays, before
+/// anything is written, with the file, the line and the rule: the category builder does not
+/// escape its group labels, so a value written `{a, b, c}` and the merged group of a, b and c
+/// share a label at level 1, with different parents at level 2. The same with 10,000 more
+/// values, beyond the file size read back through the policy loader.
+#[test]
+fn a_built_file_breaking_a_rule_is_refused_and_nothing_is_written() {
+    for extra in [0, 10_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("t.csv");
+        // rows: a, b, c 1 each; x 7; y 100; "{a, b, c}" 10; z00000 … 1 each
+        let mut text = String::from("c\na\nb\nc\n");
+        text.push_str(&"x\n".repeat(7));
+        text.push_str(&"y\n".repeat(100));
+        text.push_str(&"\"{a, b, c}\"\n".repeat(10));
+        for i in 0..extra {
+            text.push_str(&format!("z{i:05}\n"));
+        }
+        std::fs::write(&table, text).unwrap();
+        let out = dir.path().join("c.csv");
+        let output = anon(&[
+            "hierarchy",
+            "build",
+            "--table",
+            table.to_str().unwrap(),
+            "--column",
+            "c",
+            "--out",
+            out.to_str().unwrap(),
+            "--kind",
+            "category",
+            "--min-size",
+            "3,8",
+        ]);
+        // by hand, with min size 3: a, b, c (1 row each, the rarest, first by label) merge
+        // into {a, b, c}; the z values merge by threes after them; x, y and the value
+        // {a, b, c} hold ≥ 3 rows and stay. With 8: the group {a, b, c} (3 rows) is the
+        // rarest and merges with the next (x, 7 rows, or the first three z values), while
+        // the value {a, b, c} (10 rows) stays {a, b, c}. The leaves in text order: a b c x y
+        // z… then {a, b, c} ('{' sorts after 'z'), on line 6 + extra; line 1 (a) has the
+        // label {a, b, c} with the other parent.
+        assert_eq!(output.status.code(), Some(1), "{extra}");
+        let err = stderr(&output);
+        let says = format!(
+            "c.csv, line {}, level 1: a value has two different parents at level 2 (another \
+             at line 1) [rule: one parent]",
+            6 + extra
+        );
+        assert!(err.contains(&says), "{extra}: {err}");
+        assert!(!err.contains("{a, b, c}"), "{extra}: a value shown: {err}");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["t.csv"], "{extra}");
+    }
+}

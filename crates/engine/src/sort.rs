@@ -7,28 +7,8 @@
 //! sorted by an LSD radix sort (stable, so ties stay in row order); longer keys are sorted as
 //! `(key, row)` pairs; tuples over 64 bits are compared column by column.
 
-/// Sorts `words` by their bits `low..low + bits` (the rest ignored), stably: an LSD radix
-/// sort of 8-bit digits, one counting pass and one scatter per digit.
-pub(crate) fn radix_sort(words: &mut Vec<u64>, low: u32, bits: u32) {
-    let mut other = vec![0u64; words.len()];
-    let mut shift = low;
-    while shift < low + bits {
-        let mut counts = [0usize; 257];
-        for &w in words.iter() {
-            counts[((w >> shift) & 0xff) as usize + 1] += 1;
-        }
-        for d in 0..256 {
-            counts[d + 1] += counts[d];
-        }
-        for &w in words.iter() {
-            let slot = &mut counts[((w >> shift) & 0xff) as usize];
-            other[*slot] = w;
-            *slot += 1;
-        }
-        std::mem::swap(words, &mut other);
-        shift += 8;
-    }
-}
+/// The SQL crate's radix sort of packed words (the kernel is shared with its value trees).
+pub(crate) use datafusion_anonymity::packing::radix::radix_sort;
 
 /// The rows `0..rows` in ascending order of their code tuples (`columns[0]` first), ties in
 /// row order. `cardinalities[c]` bounds the codes of `columns[c]` (codes are below it).
@@ -108,27 +88,6 @@ pub(crate) fn code_order(columns: &[&[u32]], rows: usize) -> CodeOrder {
 mod tests {
     use super::*;
     use crate::rng::SplitMix64;
-
-    #[test]
-    fn radix_sort_orders_like_a_comparison_sort_of_key_then_record() {
-        let mut rng = SplitMix64(3);
-        for bits in [1u32, 7, 8, 9, 16, 22, 32] {
-            let rows = 5_000;
-            let mut words: Vec<u64> = (0..rows)
-                .map(|r| {
-                    let key = rng.next_u64() & ((1u64 << bits) - 1);
-                    (key << 32) | r
-                })
-                .collect();
-            // the reference: (key, record) pairs, compared
-            let mut expected: Vec<(u64, u32)> =
-                words.iter().map(|&w| (w >> 32, w as u32)).collect();
-            expected.sort_unstable();
-            radix_sort(&mut words, 32, bits);
-            let got: Vec<(u64, u32)> = words.iter().map(|&w| (w >> 32, w as u32)).collect();
-            assert_eq!(got, expected, "{bits} bits");
-        }
-    }
 
     #[test]
     fn rows_ordered_like_a_comparison_of_their_tuples_then_row() {

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, StringViewArray, StringViewBuilder, UInt32Array, new_null_array,
+    Array, ArrayRef, AsArray, DictionaryArray, StringViewArray, StringViewBuilder, UInt32Array,
+    new_null_array,
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::{cast, take};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
 /// The label of the top level of every hierarchy (full suppression).
@@ -132,8 +133,26 @@ pub fn through_dictionary(
 pub fn label_codes(
     codes: &[i64],
     nulls: Option<&NullBuffer>,
-    mut label: impl FnMut(i64) -> String,
+    label: impl FnMut(i64) -> String,
 ) -> Result<ArrayRef> {
+    gather_labels(&label_codes_dictionary(codes, nulls, label)?)
+}
+
+/// Each row's label (Utf8View) gathered from a dictionary of labels; NULL stays NULL.
+pub fn gather_labels(labelled: &DictionaryArray<UInt32Type>) -> Result<ArrayRef> {
+    if labelled.values().is_empty() {
+        return Ok(new_null_array(&LABEL_TYPE, labelled.len()));
+    }
+    Ok(take(labelled.values(), labelled.keys(), None)?)
+}
+
+/// [`label_codes`] before the gather: each row's label id (UInt32 keys, NULL where the row is
+/// null) and the labels, each once (Utf8View values), in order of first appearance.
+pub fn label_codes_dictionary(
+    codes: &[i64],
+    nulls: Option<&NullBuffer>,
+    mut label: impl FnMut(i64) -> String,
+) -> Result<DictionaryArray<UInt32Type>> {
     let len = codes.len();
     let valid = |i: usize| nulls.is_none_or(|n| n.is_valid(i));
     let (mut min, mut max) = (i64::MAX, i64::MIN);
@@ -154,7 +173,9 @@ pub fn label_codes(
         }
     }
     if min > max {
-        return Ok(new_null_array(&LABEL_TYPE, len));
+        let keys = UInt32Array::new_null(len);
+        let labels = new_null_array(&LABEL_TYPE, 0);
+        return Ok(DictionaryArray::try_new(keys, labels)?);
     }
     let mut labels = StringViewBuilder::new();
     let mut next = 0u32;
@@ -194,9 +215,9 @@ pub fn label_codes(
             })
             .collect()
     };
-    let labels = labels.finish();
-    let indices = UInt32Array::new(ids.into(), nulls.cloned());
-    Ok(take(&labels, &indices, None)?)
+    let labels: ArrayRef = Arc::new(labels.finish());
+    let keys = UInt32Array::new(ids.into(), nulls.cloned());
+    Ok(DictionaryArray::try_new(keys, labels)?)
 }
 
 /// A number as it appears in a label: integral values without a fraction (`20`, not `20.0`),

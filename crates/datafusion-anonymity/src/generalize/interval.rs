@@ -33,13 +33,14 @@
 //! Input: integers, floats and decimals (and dictionaries of them), computed in f64 (integers
 //! beyond ±2^53 lose precision). Output: Utf8View. NULL stays NULL.
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
 use super::common::{
-    TOP_LABEL, constant_label, format_number, is_number, label_codes, through_dictionary, to_labels,
+    TOP_LABEL, constant_label, format_number, gather_labels, is_number, label_codes_dictionary,
+    through_dictionary, to_labels,
 };
 
 /// One bucket level of an [`IntervalHierarchy`].
@@ -406,7 +407,25 @@ impl IntervalHierarchy {
         if let Some(out) = through_dictionary(values, |v| self.generalize(v, level))? {
             return Ok(out);
         }
-        if !accepts(values.data_type()) {
+        gather_labels(&self.generalize_to_dictionary(values, level)?)
+    }
+
+    /// The labels of `values` (plain, not a dictionary) at a bucket level (1 ..= the bucket
+    /// levels) as a dictionary: each row's label id and each label once, what
+    /// [`IntervalHierarchy::generalize`] gathers (builders of hierarchy files use it to handle
+    /// each label once).
+    pub fn generalize_to_dictionary(
+        &self,
+        values: &ArrayRef,
+        level: usize,
+    ) -> Result<DictionaryArray<UInt32Type>> {
+        if level == 0 || level > self.levels.len() {
+            return Err(DataFusionError::Internal(format!(
+                "level {level} is not a bucket level (1 to {})",
+                self.levels.len()
+            )));
+        }
+        if !accepts(values.data_type()) || values.as_any_dictionary_opt().is_some() {
             return Err(DataFusionError::Plan(format!(
                 "an interval hierarchy needs a numeric column, not {}",
                 values.data_type()
@@ -429,12 +448,12 @@ impl IntervalHierarchy {
         };
         let label = |code| self.label(&spec, code, bottom_code, top_code);
         if let Some(codes) = integer_codes(values, &code_of)? {
-            return label_codes(&codes, values.nulls(), label);
+            return label_codes_dictionary(&codes, values.nulls(), label);
         }
         let numbers = cast(values, &DataType::Float64)?;
         let numbers = numbers.as_primitive::<Float64Type>();
         let codes: Vec<i64> = numbers.values().iter().map(|&v| code_of(v)).collect();
-        label_codes(&codes, numbers.nulls(), label)
+        label_codes_dictionary(&codes, numbers.nulls(), label)
     }
 }
 

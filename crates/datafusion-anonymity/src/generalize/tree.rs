@@ -45,10 +45,7 @@ use super::common::{
     LABEL_TYPE, inline_bytes_key, inline_view_key, is_integer, is_number, is_string, is_temporal,
     value_type,
 };
-use super::tree_rules::{
-    Origin, Rule, check_one_parent, check_shape, check_single_top, check_unique_leaves, invalid,
-    split_fields,
-};
+use super::tree_rules::{Lines, Origin, Rule, check_rows, invalid, split_fields};
 
 const MISSING: u32 = u32::MAX;
 
@@ -63,6 +60,24 @@ struct TreeLevel {
     of_leaf: Vec<u32>,
     /// Label id → number of leaves under it.
     leaves: Vec<u64>,
+}
+
+impl TreeLevel {
+    /// A level from its distinct labels (by id) and each leaf's label id.
+    fn new(labels: Vec<&str>, of_leaf: Vec<u32>) -> Result<Self> {
+        let mut leaves = vec![0u64; labels.len()];
+        for &id in &of_leaf {
+            leaves[id as usize] += 1;
+        }
+        let labels = StringArray::from(labels);
+        let label_views = cast(&labels, &LABEL_TYPE)?;
+        Ok(Self {
+            labels,
+            label_views,
+            of_leaf,
+            leaves,
+        })
+    }
 }
 
 /// Integer leaves (those written as canonical decimal integers) → leaf id.
@@ -124,77 +139,32 @@ impl TreeHierarchy {
             rows.push(fields);
             lines.push(i + 1);
         }
-        Self::build(name, origin, &rows, &lines)
+        Self::build(name, origin, &rows, Lines::Listed(&lines))
     }
 
     /// A hierarchy from inline rows (leaf first, top last), as written in a policy file.
     pub fn from_rows<S: AsRef<str>>(name: &str, rows: &[Vec<S>]) -> Result<Self> {
-        let rows: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| r.iter().map(|f| f.as_ref().to_string()).collect())
-            .collect();
-        let lines: Vec<usize> = (1..=rows.len()).collect();
-        Self::build(name, Origin::Inline, &rows, &lines)
+        Self::build(name, Origin::Inline, rows, Lines::Consecutive)
     }
 
-    fn build(name: &str, origin: Origin, rows: &[Vec<String>], lines: &[usize]) -> Result<Self> {
-        let height = check_shape(name, origin, rows, lines)?;
-        // intern each level's labels
+    fn build<S: AsRef<str>>(
+        name: &str,
+        origin: Origin,
+        rows: &[Vec<S>],
+        lines: Lines,
+    ) -> Result<Self> {
+        let (height, interned) = check_rows(name, origin, rows, lines)?;
+        // level 0: the leaves in row order (unique: leaf id = row)
+        let leaves: Vec<&str> = rows.iter().map(|r| r[0].as_ref()).collect();
         let mut levels = Vec::with_capacity(height);
-        for level in 0..height {
-            let mut ids: HashMap<&str, u32> = HashMap::new();
-            let mut labels: Vec<&str> = Vec::new();
-            let mut leaves: Vec<u64> = Vec::new();
-            let mut of_leaf = Vec::with_capacity(rows.len());
-            for row in rows {
-                let value = row[level].as_str();
-                let id = match ids.get(value) {
-                    Some(&id) => id,
-                    None => {
-                        let id = labels.len() as u32;
-                        ids.insert(value, id);
-                        labels.push(value);
-                        leaves.push(0);
-                        id
-                    }
-                };
-                leaves[id as usize] += 1;
-                of_leaf.push(id);
-            }
-            let labels = StringArray::from(labels);
-            let label_views = cast(&labels, &LABEL_TYPE)?;
-            levels.push(TreeLevel {
-                labels,
-                label_views,
-                of_leaf,
-                leaves,
-            });
+        levels.push(TreeLevel::new(leaves, (0..rows.len() as u32).collect())?);
+        for level in interned {
+            levels.push(TreeLevel::new(level.labels, level.of_row)?);
         }
-        // a leaf listed twice; then each level a function of the one below (which level 0 is
-        // once its leaves are unique)
-        check_unique_leaves(
-            name,
-            origin,
-            &levels[0].of_leaf,
-            levels[0].leaves.len(),
-            lines,
-        )?;
-        for level in 1..height - 1 {
-            let (child, parent) = (&levels[level], &levels[level + 1]);
-            check_one_parent(
-                name,
-                origin,
-                level,
-                (&child.of_leaf, child.leaves.len()),
-                &parent.of_leaf,
-                lines,
-            )?;
-        }
-        check_single_top(name, origin, height, &levels[height - 1].of_leaf, lines)?;
         let leaf_ids: HashMap<String, u32> = rows
             .iter()
             .enumerate()
-            .map(|(i, r)| (r[0].clone(), i as u32))
+            .map(|(i, r)| (r[0].as_ref().to_string(), i as u32))
             .collect();
         let inline_leaf_ids = leaf_ids
             .iter()
@@ -439,13 +409,14 @@ impl TreeHierarchy {
 }
 
 /// Leaves written as canonical decimal integers (`39`, `-5`; not `007` or `+5`).
-fn integer_leaves(rows: &[Vec<String>]) -> IntegerLeaves {
+fn integer_leaves<S: AsRef<str>>(rows: &[Vec<S>]) -> IntegerLeaves {
     let ints: Vec<(i64, u32)> = rows
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let v: i64 = r[0].parse().ok()?;
-            (v.to_string() == r[0]).then_some((v, i as u32))
+            let leaf = r[0].as_ref();
+            let v: i64 = leaf.parse().ok()?;
+            (v.to_string() == leaf).then_some((v, i as u32))
         })
         .collect();
     let (Some(min), Some(max)) = (

@@ -17,185 +17,18 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray, StringBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, DictionaryArray, StringArray, StringBuilder, UInt32Array,
+};
 use datafusion::arrow::compute::{cast, sort_to_indices, take};
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt32Type};
 use datafusion::error::{DataFusionError, Result};
 
-use crate::generalize::common::{is_integer, is_number, is_string, is_temporal, value_type};
-use crate::generalize::{
-    DateHierarchy, DateUnit, IntervalHierarchy, IntervalLevel, TOP_LABEL, format_number,
-};
-
-/// A builder and its parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BuilderSpec {
-    /// Fixed-width intervals from `origin`, one level per width.
-    Interval { widths: Vec<f64>, origin: f64 },
-    /// Intervals of at least `min_sizes[i]` rows at level i + 1.
-    Quantile { min_sizes: Vec<u64> },
-    /// Prefixes of `keep[i]` characters at level i + 1 (`None`: every length, longest first).
-    Prefix { keep: Option<Vec<usize>> },
-    /// Calendar units, finest first.
-    Date { units: Vec<DateUnit> },
-    /// Rare groups merged until each holds at least `min_sizes[i]` rows at level i + 1.
-    Category { min_sizes: Vec<u64> },
-}
-
-/// A builder as a shell's options give it: the kind's name and whichever parameters were
-/// given (`None`: not given).
-#[derive(Debug, Clone, Default)]
-pub struct BuilderOptions {
-    pub kind: String,
-    pub widths: Option<Vec<f64>>,
-    pub origin: Option<f64>,
-    pub min_size: Option<Vec<u64>>,
-    pub keep: Option<Vec<usize>>,
-    pub units: Option<Vec<String>>,
-}
-
-impl BuilderSpec {
-    /// The builder `options` ask for; a parameter of another kind is an error (so that a
-    /// typo does not silently build something else).
-    pub fn from_options(options: BuilderOptions) -> Result<Self> {
-        let given: Vec<&str> = [
-            ("widths", options.widths.is_some()),
-            ("origin", options.origin.is_some()),
-            ("min-size", options.min_size.is_some()),
-            ("keep", options.keep.is_some()),
-            ("units", options.units.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, set)| set.then_some(name))
-        .collect();
-        let (spec, allowed): (BuilderSpec, &[&str]) = match options.kind.as_str() {
-            "interval" => (
-                BuilderSpec::Interval {
-                    widths: options.widths.unwrap_or_default(),
-                    origin: options.origin.unwrap_or(0.0),
-                },
-                &["widths", "origin"],
-            ),
-            "quantile" => (
-                BuilderSpec::Quantile {
-                    min_sizes: options.min_size.unwrap_or_default(),
-                },
-                &["min-size"],
-            ),
-            "prefix" => (BuilderSpec::Prefix { keep: options.keep }, &["keep"]),
-            "date" => (
-                BuilderSpec::Date {
-                    units: options
-                        .units
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|u| DateUnit::from_name(u.trim()))
-                        .collect::<Result<_>>()?,
-                },
-                &["units"],
-            ),
-            "category" => (
-                BuilderSpec::Category {
-                    min_sizes: options.min_size.unwrap_or_default(),
-                },
-                &["min-size"],
-            ),
-            other => {
-                return Err(DataFusionError::Plan(format!(
-                    "unknown hierarchy kind '{other}' (interval, quantile, prefix, date or \
-                     category)"
-                )));
-            }
-        };
-        if let Some(name) = given.iter().find(|name| !allowed.contains(name)) {
-            return Err(DataFusionError::Plan(format!(
-                "{name} does not apply to kind {} (it takes {})",
-                spec.kind(),
-                allowed.join(", ")
-            )));
-        }
-        spec.check()?;
-        Ok(spec)
-    }
-
-    /// The kind's name (`--kind`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            BuilderSpec::Interval { .. } => "interval",
-            BuilderSpec::Quantile { .. } => "quantile",
-            BuilderSpec::Prefix { .. } => "prefix",
-            BuilderSpec::Date { .. } => "date",
-            BuilderSpec::Category { .. } => "category",
-        }
-    }
-
-    /// What the kind needs of the column, for the error on a column it does not fit.
-    fn needs(&self) -> &'static str {
-        match self {
-            BuilderSpec::Interval { .. } | BuilderSpec::Quantile { .. } => {
-                "a numeric column (integer, float or decimal); for text use kind prefix or \
-                 category"
-            }
-            BuilderSpec::Prefix { .. } => "a text or integer column",
-            BuilderSpec::Date { .. } => {
-                "a date or timestamp column (text is not parsed: read the dates as dates)"
-            }
-            BuilderSpec::Category { .. } => "a text, numeric, boolean or temporal column",
-        }
-    }
-
-    fn accepts(&self, data_type: &DataType) -> bool {
-        match self {
-            BuilderSpec::Interval { .. } | BuilderSpec::Quantile { .. } => is_number(data_type),
-            BuilderSpec::Prefix { .. } => is_string(data_type) || is_integer(data_type),
-            BuilderSpec::Date { .. } => is_temporal(data_type),
-            BuilderSpec::Category { .. } => crate::generalize::tree::accepts(data_type),
-        }
-    }
-
-    /// Checks the parameters alone (before any data is read); errors name the option.
-    pub fn check(&self) -> Result<()> {
-        let plan = |m: String| Err(DataFusionError::Plan(m));
-        match self {
-            BuilderSpec::Interval { widths, origin } => {
-                if widths.is_empty() {
-                    return plan("kind interval needs widths (e.g. 5,10,20)".into());
-                }
-                interval_of(widths, *origin).map(|_| ())
-            }
-            BuilderSpec::Quantile { min_sizes } | BuilderSpec::Category { min_sizes } => {
-                if min_sizes.is_empty() {
-                    return plan(format!(
-                        "kind {} needs min-size (rows per class at each level, \
-                         increasing, e.g. 100,1000)",
-                        self.kind()
-                    ));
-                }
-                if min_sizes[0] < 2 || min_sizes.windows(2).any(|w| w[1] <= w[0]) {
-                    return plan(
-                        "min-size takes increasing sizes of at least 2 (one per level)".into(),
-                    );
-                }
-                Ok(())
-            }
-            BuilderSpec::Prefix { keep: Some(keep) } => {
-                if keep.is_empty() || keep.contains(&0) || keep.windows(2).any(|w| w[1] >= w[0]) {
-                    return plan(
-                        "keep takes decreasing prefix lengths of at least 1 (e.g. 3,1)".into(),
-                    );
-                }
-                Ok(())
-            }
-            BuilderSpec::Prefix { keep: None } => Ok(()),
-            BuilderSpec::Date { units } => {
-                if units.is_empty() {
-                    return plan("kind date needs units (e.g. month,year)".into());
-                }
-                DateHierarchy::new(units.clone()).map(|_| ())
-            }
-        }
-    }
-}
+use super::spec::{BuilderSpec, interval_of};
+use crate::generalize::common::{is_integer, is_temporal, value_type};
+use crate::generalize::{DateHierarchy, IntervalHierarchy, TOP_LABEL, format_number};
+use crate::parallel::map_scoped;
+use crate::sort::radix_sort;
 
 /// A hierarchy's levels over a frequency set.
 #[derive(Debug, Clone)]
@@ -204,7 +37,9 @@ pub struct Levels {
     pub values: ArrayRef,
     /// Rows of each value.
     pub counts: Vec<u64>,
-    /// Per level (0 = the value as text … the top `*`), the label of each value (Utf8).
+    /// Per level (0 = the value as text … the top `*`), the label of each value: level 0 is
+    /// Utf8, the others Utf8, Utf8View, or a dictionary of them with UInt32 keys (each label
+    /// once, so that checking and writing the file handle each label once).
     pub labels: Vec<ArrayRef>,
     /// What each level is, for the summary (`value`, `width 10`, `≥ 100 rows`, `month`, `*`).
     pub meanings: Vec<String>,
@@ -229,16 +64,26 @@ pub fn build(
         )));
     }
     let (values, counts) = sorted(values, counts)?;
-    let leaves = cast(&values, &DataType::Utf8)?;
-    let mut labels = vec![leaves];
+    // level 0, the values as text (the numeric kinds make it alongside their levels)
+    let numeric = matches!(
+        spec,
+        BuilderSpec::Interval { .. } | BuilderSpec::Quantile { .. }
+    );
+    let mut labels = if numeric {
+        Vec::new()
+    } else {
+        vec![cast(&values, &DataType::Utf8)?]
+    };
     let mut meanings = vec!["value".to_string()];
     match spec {
         BuilderSpec::Interval { widths, origin } => {
             let interval = interval_of(widths, *origin)?;
-            for (level, width) in widths.iter().enumerate() {
-                labels.push(interval.generalize(&values, level + 1)?);
-                meanings.push(format!("width {}", format_number(*width)));
-            }
+            labels = numeric_levels(&values, &interval, widths.len())?;
+            meanings.extend(
+                widths
+                    .iter()
+                    .map(|w| format!("width {}", format_number(*w))),
+            );
         }
         BuilderSpec::Quantile { min_sizes } => {
             let numbers = cast(&values, &DataType::Float64)?;
@@ -246,10 +91,13 @@ pub fn build(
             let breaks = quantile_breaks(numbers, &counts, min_sizes);
             let kept = breaks.len();
             let interval = IntervalHierarchy::breaks(breaks)?;
-            for (level, size) in min_sizes.iter().take(kept).enumerate() {
-                labels.push(interval.generalize(&values, level + 1)?);
-                meanings.push(format!(">= {size} rows"));
-            }
+            labels = numeric_levels(&values, &interval, kept)?;
+            meanings.extend(
+                min_sizes
+                    .iter()
+                    .take(kept)
+                    .map(|size| format!(">= {size} rows")),
+            );
         }
         BuilderSpec::Prefix { keep } => {
             let text = labels[0].as_string::<i32>().clone();
@@ -262,10 +110,7 @@ pub fn build(
         BuilderSpec::Date { units } => {
             let date = DateHierarchy::new(units.clone())?;
             for (level, unit) in units.iter().enumerate() {
-                labels.push(cast(
-                    &date.generalize(&values, level + 1)?,
-                    &DataType::Utf8,
-                )?);
+                labels.push(date.generalize(&values, level + 1)?);
                 meanings.push(unit.name().to_string());
             }
         }
@@ -277,12 +122,11 @@ pub fn build(
             }
         }
     }
-    for level in labels.iter_mut() {
-        if level.data_type() != &DataType::Utf8 {
-            *level = cast(level, &DataType::Utf8)?;
-        }
-    }
-    labels.push(Arc::new(StringArray::from(vec![TOP_LABEL; values.len()])));
+    let top = DictionaryArray::new(
+        UInt32Array::from(vec![0; values.len()]),
+        Arc::new(StringArray::from(vec![TOP_LABEL])),
+    );
+    labels.push(Arc::new(top));
     meanings.push(TOP_LABEL.to_string());
     Ok(Levels {
         values,
@@ -292,12 +136,23 @@ pub fn build(
     })
 }
 
-fn interval_of(widths: &[f64], origin: f64) -> Result<IntervalHierarchy> {
-    let levels = widths
-        .iter()
-        .map(|&width| IntervalLevel::Width { width, origin })
-        .collect();
-    IntervalHierarchy::new(levels, None, None)
+/// The leaves (the values as text) and the first `levels` bucket levels of `interval` over
+/// `values`, each on a thread of its own.
+fn numeric_levels(
+    values: &ArrayRef,
+    interval: &IntervalHierarchy,
+    levels: usize,
+) -> Result<Vec<ArrayRef>> {
+    map_scoped("building the levels of a hierarchy", 0..=levels, |level| {
+        if level == 0 {
+            Ok(cast(values, &DataType::Utf8)?)
+        } else {
+            let labels: ArrayRef = Arc::new(interval.generalize_to_dictionary(values, level)?);
+            Ok(labels)
+        }
+    })?
+    .into_iter()
+    .collect()
 }
 
 /// The values (dictionaries decoded) and their counts, in ascending order of value.
@@ -306,9 +161,50 @@ fn sorted(values: &ArrayRef, counts: &[u64]) -> Result<(ArrayRef, Vec<u64>)> {
         DataType::Dictionary(_, value) => cast(values, value)?,
         _ => Arc::clone(values),
     };
-    let order = sort_to_indices(&plain, None, None)?;
+    let order = match integer_order(&plain)? {
+        Some(order) => order,
+        None => sort_to_indices(&plain, None, None)?,
+    };
     let counts = order.values().iter().map(|&i| counts[i as usize]).collect();
     Ok((take(&plain, &order, None)?, counts))
+}
+
+/// The ascending order of the values of an integer or temporal column without NULLs whose
+/// values span fewer than 2^32 integers: a radix sort of `(value − min, index)` words, as
+/// many 8-bit passes as the span needs (3 for ids up to 16M). `None` for other columns.
+fn integer_order(values: &ArrayRef) -> Result<Option<UInt32Array>> {
+    let data_type = values.data_type();
+    if !(is_integer(data_type) || is_temporal(data_type))
+        || values.null_count() > 0
+        || values.len() > u32::MAX as usize
+    {
+        return Ok(None);
+    }
+    // a u64 beyond i64 does not cast (NULL, or an error for a type without the cast)
+    let Ok(wide) = cast(values, &DataType::Int64) else {
+        return Ok(None);
+    };
+    if wide.null_count() > 0 {
+        return Ok(None);
+    }
+    let wide = wide.as_primitive::<Int64Type>().values();
+    let (Some(&min), Some(&max)) = (wide.iter().min(), wide.iter().max()) else {
+        return Ok(None);
+    };
+    let span = (max as i128 - min as i128) as u128;
+    if span >= 1 << 32 {
+        return Ok(None);
+    }
+    let bits = u64::BITS - (span as u64).leading_zeros();
+    let mut words: Vec<u64> = wide
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| ((v.wrapping_sub(min) as u64) << 32) | i as u64)
+        .collect();
+    radix_sort(&mut words, 32, bits);
+    Ok(Some(UInt32Array::from_iter_values(
+        words.into_iter().map(|w| w as u32),
+    )))
 }
 
 /// Merges consecutive `units` (start, rows) into bins of at least `target` rows; a last bin
@@ -446,7 +342,7 @@ fn category_levels(
     text: &StringArray,
     counts: &[u64],
     min_sizes: &[u64],
-) -> Vec<(u64, StringArray)> {
+) -> Vec<(u64, DictionaryArray<UInt32Type>)> {
     let mut groups: Vec<Group> = (0..text.len())
         .map(|i| Group {
             label: text.value(i).to_string(),
@@ -502,17 +398,17 @@ fn category_levels(
         if groups.len() < 2 {
             break;
         }
-        let mut label_of: Vec<usize> = vec![0; text.len()];
+        let mut label_of: Vec<u32> = vec![0; text.len()];
         for (g, group) in groups.iter().enumerate() {
             for &leaf in &group.leaves {
-                label_of[leaf] = g;
+                label_of[leaf] = g as u32;
             }
         }
-        let level: StringArray = label_of
-            .iter()
-            .map(|&g| Some(groups[g].label.as_str()))
-            .collect();
-        levels.push((size, level));
+        let labels = StringArray::from_iter_values(groups.iter().map(|g| g.label.as_str()));
+        levels.push((
+            size,
+            DictionaryArray::new(UInt32Array::from(label_of), Arc::new(labels)),
+        ));
     }
     levels
 }
@@ -520,13 +416,21 @@ fn category_levels(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Date32Array, Int64Array};
+    use crate::generalize::DateUnit;
+    use datafusion::arrow::array::{Date32Array, Int32Array, Int64Array, UInt64Array};
 
-    fn strings(a: &ArrayRef) -> Vec<&str> {
-        a.as_string::<i32>()
+    /// A level's labels, whatever their encoding.
+    fn strings(a: &ArrayRef) -> Vec<String> {
+        let text = cast(a, &DataType::Utf8).unwrap();
+        text.as_string::<i32>()
             .iter()
-            .map(|s| s.unwrap_or("NULL"))
+            .map(|s| s.unwrap_or("NULL").to_string())
             .collect()
+    }
+
+    fn dictionary_strings(a: &DictionaryArray<UInt32Type>) -> Vec<String> {
+        let a: ArrayRef = Arc::new(a.clone());
+        strings(&a)
     }
 
     #[test]
@@ -563,7 +467,7 @@ mod tests {
         // a 50; b + c = 3 < 5, + d = 6 ≥ 5 closes {b, c, d}; e and a stay
         let text = StringArray::from(vec!["a", "b", "c", "d", "e"]);
         let levels = category_levels(&text, &[50, 1, 2, 3, 40], &[5, 60]);
-        let level1: Vec<&str> = levels[0].1.iter().flatten().collect();
+        let level1 = dictionary_strings(&levels[0].1);
         assert_eq!(
             level1,
             vec!["a", "{b, c, d}", "{b, c, d}", "{b, c, d}", "e"]
@@ -574,7 +478,7 @@ mod tests {
         // a remainder that joins a common group: a 50, b 1 with target 5
         let text = StringArray::from(vec!["a", "b", "c"]);
         let levels = category_levels(&text, &[50, 1, 9], &[5]);
-        let level1: Vec<&str> = levels[0].1.iter().flatten().collect();
+        let level1 = dictionary_strings(&levels[0].1);
         assert_eq!(level1, vec!["a", "{b, c}", "{b, c}"]);
     }
 
@@ -616,7 +520,30 @@ mod tests {
             units: vec![DateUnit::Month, DateUnit::Year],
         };
         let levels = build(&spec, "d", "t", &days, &[1]).unwrap();
-        let by_level: Vec<&str> = levels.labels.iter().map(|l| strings(l)[0]).collect();
+        let by_level: Vec<String> = levels.labels.iter().map(|l| strings(l).remove(0)).collect();
         assert_eq!(by_level, vec!["2024-03-15", "2024-03", "2024", "*"]);
+    }
+
+    #[test]
+    fn integer_values_sort_as_the_comparison_sort_does() {
+        let narrow: ArrayRef = Arc::new(Int32Array::from(vec![7, -2, 3, 1000, -50]));
+        let wide: ArrayRef = Arc::new(Int64Array::from(vec![5, -3, 1 << 40, 0, -(1 << 40)]));
+        let dates: ArrayRef = Arc::new(Date32Array::from(vec![19797, 0, -5]));
+        let beyond_i64: ArrayRef = Arc::new(UInt64Array::from(vec![u64::MAX, 1, 3]));
+        // the radix sort for a span under 2^32, the comparison sort beyond
+        assert!(integer_order(&narrow).unwrap().is_some());
+        assert!(integer_order(&dates).unwrap().is_some());
+        assert!(integer_order(&wide).unwrap().is_none());
+        assert!(integer_order(&beyond_i64).unwrap().is_none());
+        for values in [narrow, wide, dates, beyond_i64] {
+            let counts: Vec<u64> = (0..values.len() as u64).map(|i| 10 * i + 1).collect();
+            let (got, got_counts) = sorted(&values, &counts).unwrap();
+            // the reference: Arrow's comparison sort
+            let order = sort_to_indices(&values, None, None).unwrap();
+            assert_eq!(&got, &take(&values, &order, None).unwrap());
+            let want_counts: Vec<u64> =
+                order.values().iter().map(|&i| counts[i as usize]).collect();
+            assert_eq!(got_counts, want_counts);
+        }
     }
 }

@@ -4,13 +4,27 @@
 //! `[input]` is) and work on it alone. The command line's `anon hierarchy` prints the report's
 //! summary; Python's `build_hierarchy()` and `check_hierarchy()` return it.
 //!
-//! `build` writes nothing until the file is complete and reads back through the same parser
-//! and rules as a policy's `kind = "tree"`; an existing file is replaced only with
-//! `overwrite`.
+//! `build` checks the file it writes by every rule a policy's `kind = "tree"` applies, with
+//! the same code, on the label arrays the file is written from ([`tree_rules::check_arrays`]:
+//! line r + 1 is row r; nothing is parsed, no string is made per field), and makes the file
+//! visible only once every check passed: nothing is left at the target on any error, and an
+//! existing file is replaced only with `overwrite`. By the file's size:
+//! - **at most [`READ_BACK_LEAVES`] leaves** (every hierarchy of an ordinary
+//!   quasi-identifier): the rules are checked, then the text is read back through the policy
+//!   loader itself (its parser, the rules again, and the column's values against the leaves),
+//!   then written whole ([`storage::put`]);
+//! - **more**: the text is streamed to a staged copy ([`storage::StagedFile`]; encoded on one
+//!   thread while written on another) while the rules are checked on a third, and the copy is
+//!   committed when both are done, or removed. It is not read back: parsing a file of millions
+//!   of lines back costs many times the build (a string per field, a hash map per level),
+//!   while its leaves are the column's values as the loader matches them (their
+//!   `CAST(x AS VARCHAR)` text) and the writer's round trip through the parser is tested.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::{concat, filter, is_not_null};
 use datafusion::arrow::datatypes::Int64Type;
@@ -19,13 +33,20 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use crate::generalize::Hierarchy;
-use crate::hierarchies::{BuilderSpec, LevelSummary, build, csv, level_summaries};
-use crate::storage::{self, Location, StoreOptions};
+use crate::generalize::tree_rules::{self, Origin};
+use crate::hierarchies::{
+    BuilderSpec, LevelSummary, Levels, build, built_level_summaries, csv, level_summaries,
+};
+use crate::storage::{self, Location, StagedFile, StoreOptions};
 use crate::tables::{self, CsvOptions};
 use crate::text::quote_ident;
 
 /// The name the table is registered under.
 const TABLE: &str = "hierarchy_input";
+
+/// The most leaves a built file has for it to be read back through the policy loader before
+/// it is written (a few hundred KB of text, read back in milliseconds).
+pub const READ_BACK_LEAVES: usize = 10_000;
 
 /// What `hierarchy build` builds, from what, and where it goes.
 #[derive(Debug, Clone)]
@@ -191,36 +212,138 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
             "{out} exists; give --overwrite to replace it"
         )));
     }
-    let freq = frequency_set(ctx, &options.table, &options.column).await?;
+    let FrequencySet {
+        values,
+        counts,
+        null_rows,
+    } = frequency_set(ctx, &options.table, &options.column).await?;
     let levels = build::build(
         &options.spec,
         &options.column,
         &options.table,
-        &freq.values,
-        &freq.counts,
+        &values,
+        &counts,
     )?;
-    let text = csv::to_csv(&levels, &options.column)?;
-    // what a policy would read, by the same rules, before anything is written
-    let hierarchy = Hierarchy::tree_from_csv_str(&options.column, &out.to_string(), &text)?;
-    let summaries = level_summaries(
-        &hierarchy,
-        &options.column,
-        &levels.values,
-        &levels.counts,
-        Some(&levels.meanings),
-    )?;
-    storage::put(&out, &store, Bytes::from(text)).await?;
+    // the levels hold the values sorted
+    drop((values, counts));
+    let (leaves, rows) = (levels.values.len(), levels.counts.iter().sum());
+    let file = out.to_string();
+    let summaries = if levels.values.len() <= READ_BACK_LEAVES {
+        let summaries = check_levels(&levels, &options.column, &file)?;
+        let text = csv::to_csv(&levels, &options.column)?;
+        // what a policy would read, as it reads it
+        let hierarchy = Hierarchy::tree_from_csv_str(&options.column, &file, &text)?;
+        hierarchy.validate_values(&options.column, &levels.values)?;
+        storage::put(&out, &store, text.into()).await?;
+        summaries
+    } else {
+        write_while_checking(&out, &store, &Arc::new(levels), &options.column).await?
+    };
     Ok(BuildReport {
-        file: out.to_string(),
+        file,
         table: options.table,
         column: options.column,
         kind: options.spec.kind(),
-        leaves: levels.values.len(),
-        rows: levels.counts.iter().sum(),
-        null_rows: freq.null_rows,
+        leaves,
+        rows,
+        null_rows,
         levels: summaries,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Every rule a policy applies, on the labels of a hierarchy about to be written to `file`
+/// (line r + 1 is row r); the summary of its levels.
+fn check_levels(levels: &Levels, column: &str, file: &str) -> Result<Vec<LevelSummary>> {
+    let interned = tree_rules::check_arrays(
+        column,
+        Origin::File(file),
+        &levels.labels[0],
+        &levels.labels[1..],
+    )?;
+    Ok(built_level_summaries(
+        &interned,
+        &levels.counts,
+        &levels.meanings,
+    ))
+}
+
+/// Writes a large hierarchy file to a staged copy while its rules are checked on a thread of
+/// their own ([`check_levels`]), and makes the copy visible only when both succeeded (else
+/// removes it; a broken rule is the error reported, before a failed write). The summary of
+/// its levels.
+async fn write_while_checking(
+    out: &Location,
+    store: &StoreOptions,
+    levels: &Arc<Levels>,
+    column: &str,
+) -> Result<Vec<LevelSummary>> {
+    let check = {
+        let (levels, column, file) = (Arc::clone(levels), column.to_string(), out.to_string());
+        tokio::task::spawn_blocking(move || check_levels(&levels, &column, &file))
+    };
+    let mut staged = StagedFile::create(out, store)?;
+    let written = write_chunks(&mut staged, levels, column).await;
+    let checked = check.await.unwrap_or_else(|e| {
+        Err(DataFusionError::Internal(format!(
+            "checking hierarchy file {out} failed: {e}"
+        )))
+    });
+    match (checked, written) {
+        (Ok(summaries), Ok(())) => {
+            staged.commit().await?;
+            Ok(summaries)
+        }
+        (Err(e), _) | (Ok(_), Err(e)) => {
+            // the error that matters is the rule's or the write's; an upload left
+            // incomplete is invisible anyway
+            let _ = staged.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// Streams the file's text to `staged`: the chunks are encoded on a thread of their own while
+/// the ones before are written (at most two waiting).
+async fn write_chunks(staged: &mut StagedFile, levels: &Arc<Levels>, column: &str) -> Result<()> {
+    let (mut to_writer, mut chunks) = futures::channel::mpsc::channel::<Result<Vec<u8>>>(1);
+    let encoder = {
+        let (levels, column) = (Arc::clone(levels), column.to_string());
+        tokio::task::spawn_blocking(move || {
+            let mut send = |text| futures::executor::block_on(to_writer.send(text)).is_ok();
+            let writer = match csv::CsvWriter::new(&levels, &column) {
+                Ok(writer) => writer,
+                Err(e) => {
+                    send(Err(e));
+                    return;
+                }
+            };
+            for rows in csv::CsvWriter::chunks(writer.rows()) {
+                let text = writer.lines(rows);
+                let failed = text.is_err();
+                // a writer that stopped has dropped its end
+                if !send(text) || failed {
+                    return;
+                }
+            }
+        })
+    };
+    let mut written = Ok(());
+    while let Some(text) = chunks.next().await {
+        written = match text {
+            Ok(text) => staged.write(text.into()).await,
+            Err(e) => Err(e),
+        };
+        if written.is_err() {
+            break;
+        }
+    }
+    // an encoder still sending stops
+    drop(chunks);
+    encoder
+        .await
+        .map_err(|e| DataFusionError::Internal(format!("writing hierarchy file failed: {e}")))?;
+    written
 }
 
 /// Checks the hierarchy file of `options` by every rule, against its column, and reports it.
@@ -229,13 +352,7 @@ pub async fn check_hierarchy(ctx: &SessionContext, options: CheckOptions) -> Res
     let hierarchy = super::tree_hierarchy(&options.column, &options.file)?;
     let freq = frequency_set(ctx, &options.table, &options.column).await?;
     hierarchy.validate_values(&options.column, &freq.values)?;
-    let levels = level_summaries(
-        &hierarchy,
-        &options.column,
-        &freq.values,
-        &freq.counts,
-        None,
-    )?;
+    let levels = level_summaries(&hierarchy, &options.column, &freq.values, &freq.counts)?;
     let leaves = hierarchy.leaf_count().unwrap_or(0);
     Ok(CheckReport {
         file: options.file,

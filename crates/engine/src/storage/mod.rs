@@ -17,6 +17,7 @@
 mod connect;
 mod location;
 pub mod manifest;
+mod staged_file;
 mod stores;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 #[cfg(feature = "remote")]
 pub use connect::CONNECT_ATTEMPTS;
 pub use location::Location;
+pub use staged_file::StagedFile;
 pub use stores::{LakeStoreRegistry, StoreOptions, register_store, store_for};
 
 /// Environment variables whose values are credentials: never shown in a message.
@@ -253,29 +255,13 @@ pub async fn exists(location: &Location, options: &StoreOptions) -> Result<bool>
     }
 }
 
-/// Writes `bytes` to `location` as one whole: locally through a hidden temporary file renamed
-/// over the target, in a bucket with one PUT (which S3 makes visible only when complete).
+/// Writes `bytes` to `location` as one whole ([`StagedFile`]): locally through a hidden
+/// temporary file renamed over the target, in a bucket with one PUT (which S3 makes visible
+/// only when complete).
 pub async fn put(location: &Location, options: &StoreOptions, bytes: Bytes) -> Result<()> {
-    match object_of(location, options)? {
-        None => {
-            let path = location.as_local().unwrap_or(std::path::Path::new(""));
-            let name = location.file_name().unwrap_or_default();
-            let temporary = path.with_file_name(format!(".{name}.anon-tmp-{}", std::process::id()));
-            let io = |e: std::io::Error| {
-                DataFusionError::Execution(format!("cannot write {location}: {e}"))
-            };
-            std::fs::write(&temporary, &bytes).map_err(io)?;
-            std::fs::rename(&temporary, path).map_err(|e| {
-                let _ = std::fs::remove_file(&temporary);
-                io(e)
-            })
-        }
-        Some((store, path)) => store
-            .put(&path, bytes.into())
-            .await
-            .map(|_| ())
-            .map_err(|e| store_error(location, &e)),
-    }
+    let mut staged = StagedFile::create(location, options)?;
+    staged.write(bytes).await?;
+    staged.commit().await
 }
 
 /// The objects under the prefix `location` (a URL), with their sizes.
