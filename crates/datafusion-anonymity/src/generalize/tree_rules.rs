@@ -7,7 +7,7 @@
 //!   the file it is about to write (so that a built file is checked without being parsed
 //!   back).
 //!
-//! Both run the same checks: [`check_shape`] (not empty, same levels), then the labels of each
+//! Both run the same checks: `check_shape` (not empty, same levels), then the labels of each
 //! level above the leaf interned by their text (each distinct label once: a dictionary's
 //! values once, then its keys) and [`Rule::Labelled`], [`Rule::UniqueLeaves`],
 //! [`Rule::OneParent`] and [`Rule::SingleTop`] on the label ids. Nothing is allocated per
@@ -145,7 +145,7 @@ pub(super) fn invalid(name: &str, rule: Rule, message: String) -> DataFusionErro
 /// field that starts with `"` runs to the next `"` not doubled (`""` stands for one `"`) and
 /// must be followed by `;` or the line's end. Fields are borrowed from the line, but for a
 /// quoted field holding `""`.
-pub fn split_fields(line: &str) -> std::result::Result<Vec<Cow<'_, str>>, &'static str> {
+pub(super) fn split_fields(line: &str) -> std::result::Result<Vec<Cow<'_, str>>, &'static str> {
     let bytes = line.as_bytes();
     let mut fields = Vec::new();
     // `;` and `"` are ASCII: every index found below is a character boundary
@@ -199,7 +199,7 @@ pub fn split_fields(line: &str) -> std::result::Result<Vec<Cow<'_, str>>, &'stat
 
 /// [`Rule::NotEmpty`] and [`Rule::SameLevels`] over the number of fields of each row; the
 /// height (fields per row).
-pub fn check_shape(
+fn check_shape(
     name: &str,
     origin: Origin,
     fields: impl IntoIterator<Item = usize>,

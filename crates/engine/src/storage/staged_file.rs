@@ -19,7 +19,7 @@ const STORE_BUFFER_BYTES: usize = 16 << 20;
 
 /// A file being written: locally a hidden temporary file next to the target, renamed over it
 /// by [`StagedFile::commit`]; in a bucket an upload (one PUT, or a multipart upload beyond
-/// [`STORE_BUFFER_BYTES`]) completed by [`StagedFile::commit`], which is when S3 and its
+/// 16 MiB) completed by [`StagedFile::commit`], which is when S3 and its
 /// peers make it visible. Dropped or [aborted](StagedFile::abort) before its commit, it
 /// leaves nothing at the target (the local temporary file is removed).
 pub struct StagedFile {
