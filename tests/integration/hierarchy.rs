@@ -510,6 +510,20 @@ async fn a_large_hierarchy_is_streamed_and_loads() {
     assert_eq!(names, vec!["id.csv", "ids.csv", "policy.toml"]);
 }
 
+/// A CSV table of one column `c` whose category hierarchy with `--min-size 3,8` breaks the
+/// `one parent` rule on line 6 + `extra` (see the test below): rows a, b, c 1 each; x 7;
+/// y 100; the value `{a, b, c}` 10; then `extra` values z00000 … of 1 row each.
+pub(super) fn colliding_categories(extra: usize) -> String {
+    let mut text = String::from("c\na\nb\nc\n");
+    text.push_str(&"x\n".repeat(7));
+    text.push_str(&"y\n".repeat(100));
+    text.push_str(&"\"{a, b, c}\"\n".repeat(10));
+    for i in 0..extra {
+        text.push_str(&format!("z{i:05}\n"));
+    }
+    text
+}
+
 /// A builder whose labels break a rule is refused by the check of its label arrays, before
 /// anything is written, with the file, the line and the rule: the category builder does not
 /// escape its group labels, so a value written `{a, b, c}` and the merged group of a, b and c
@@ -520,15 +534,7 @@ fn a_built_file_breaking_a_rule_is_refused_and_nothing_is_written() {
     for extra in [0, 10_000] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("t.csv");
-        // rows: a, b, c 1 each; x 7; y 100; "{a, b, c}" 10; z00000 … 1 each
-        let mut text = String::from("c\na\nb\nc\n");
-        text.push_str(&"x\n".repeat(7));
-        text.push_str(&"y\n".repeat(100));
-        text.push_str(&"\"{a, b, c}\"\n".repeat(10));
-        for i in 0..extra {
-            text.push_str(&format!("z{i:05}\n"));
-        }
-        std::fs::write(&table, text).unwrap();
+        std::fs::write(&table, colliding_categories(extra)).unwrap();
         let out = dir.path().join("c.csv");
         let output = anon(&[
             "hierarchy",

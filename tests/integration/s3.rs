@@ -648,3 +648,65 @@ fn a_delta_table_in_a_bucket_commits_once_per_release() {
     assert_eq!(report["input_version"], 0);
     assert_eq!(report["publish"]["input_rows"], 2_000);
 }
+
+/// `anon hierarchy build` into a bucket: a file of more leaves than the builder reads back
+/// (10,000) is streamed to an upload completed only once its rules passed, and appears whole;
+/// one that breaks a rule leaves the bucket as it was.
+#[test]
+fn a_hierarchy_built_into_a_bucket_appears_whole_or_not_at_all() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lake");
+    let local = tempfile::tempdir().unwrap();
+    let ids = local.path().join("ids.csv");
+    let mut text = String::from("id\n");
+    for id in 1..=12_000 {
+        text.push_str(&format!("{id}\n"));
+    }
+    std::fs::write(&ids, text).unwrap();
+    let output = server.anon(&[
+        "hierarchy",
+        "build",
+        "--table",
+        ids.to_str().unwrap(),
+        "--column",
+        "id",
+        "--out",
+        "s3://lake/h/id.csv",
+        "--kind",
+        "interval",
+        "--widths",
+        "1000",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let written = std::fs::read_to_string(bucket.join("h/id.csv")).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    // by hand: one line per id, in order; 1000 is in [1000, 2000)
+    assert_eq!(lines.len(), 12_000);
+    assert_eq!(lines[999], "1000;[1000, 2000);*");
+    assert_eq!(lines[11_999], "12000;[12000, 13000);*");
+
+    let before = files_under(&bucket);
+    let table = local.path().join("c.csv");
+    std::fs::write(&table, super::hierarchy::colliding_categories(10_000)).unwrap();
+    let output = server.anon(&[
+        "hierarchy",
+        "build",
+        "--table",
+        table.to_str().unwrap(),
+        "--column",
+        "c",
+        "--out",
+        "s3://lake/h/c.csv",
+        "--kind",
+        "category",
+        "--min-size",
+        "3,8",
+    ]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("line 10006, level 1") && error.contains("[rule: one parent]"),
+        "{error}"
+    );
+    assert_eq!(files_under(&bucket), before, "the bucket changed");
+}
