@@ -50,6 +50,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::TreeNode as _;
 use datafusion::common::tree_node::{Transformed, TransformedResult};
 use datafusion::common::{Column, DataFusionError, ScalarValue};
 use datafusion::error::Result;
@@ -61,15 +62,47 @@ use datafusion::logical_expr::{
     col, lit, when,
 };
 use datafusion::optimizer::AnalyzerRule;
+use datafusion::physical_plan::ExecutionPlan;
 
 use crate::functions::class_distribution::{ClassDistributionFunction, Kind};
 use crate::functions::histogram::HistogramOutput;
 use crate::functions::k_anonymity::k_anonymity_udaf;
 use crate::functions::whole_table::{WholeTableFunction, WholeTableKind};
+use crate::options::AnonymityOptions;
 pub use finalizer::{HISTOGRAM_FINALIZED, finalizer_udwf, histogram_finalizer_udwf};
 pub use histogram_measure::histogram_measure_udf;
 pub use packed::PackedAggregation;
 pub use single_phase::SinglePhaseAggregation;
+
+/// `plan` with each node `replace` gives a replacement for, visited bottom-up or top-down,
+/// unless the session's [`AnonymityOptions`] turn the rewrite off (`enabled`; on when the
+/// options are not registered): the shared body of this module's physical optimizer rules.
+pub(crate) fn replace_nodes(
+    plan: Arc<dyn ExecutionPlan>,
+    config: &ConfigOptions,
+    enabled: impl Fn(&AnonymityOptions) -> bool,
+    bottom_up: bool,
+    replace: impl Fn(&Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if !config
+        .extensions
+        .get::<AnonymityOptions>()
+        .is_none_or(enabled)
+    {
+        return Ok(plan);
+    }
+    let visit = |plan: Arc<dyn ExecutionPlan>| {
+        Ok(match replace(&plan)? {
+            Some(replaced) => Transformed::yes(replaced),
+            None => Transformed::no(plan),
+        })
+    };
+    if bottom_up {
+        plan.transform_up(visit).data()
+    } else {
+        plan.transform_down(visit).data()
+    }
+}
 
 /// The window functions that finalize whole-table aggregates.
 pub fn all_window_functions() -> Vec<Arc<WindowUDF>> {

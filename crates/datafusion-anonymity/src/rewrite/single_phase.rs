@@ -23,14 +23,11 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, InputOrderMode, Partitioning, PhysicalExpr};
-
-use crate::options::AnonymityOptions;
 
 /// Aggregates whose state keeps a log of the rows' values (persons, sensitive values).
 fn keeps_row_log(name: &str, arguments: usize) -> bool {
@@ -75,20 +72,13 @@ impl PhysicalOptimizerRule for SinglePhaseAggregation {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let enabled = config
-            .extensions
-            .get::<AnonymityOptions>()
-            .is_none_or(|options| options.single_phase_aggregation);
-        if !enabled {
-            return Ok(plan);
-        }
-        plan.transform_down(|plan| {
-            Ok(match single_phase(&plan)? {
-                Some(replaced) => Transformed::yes(replaced),
-                None => Transformed::no(plan),
-            })
-        })
-        .data()
+        super::replace_nodes(
+            plan,
+            config,
+            |options| options.single_phase_aggregation,
+            false,
+            single_phase,
+        )
     }
 
     fn name(&self) -> &str {

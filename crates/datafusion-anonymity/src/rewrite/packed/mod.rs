@@ -37,7 +37,6 @@ mod tests;
 use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
@@ -45,8 +44,6 @@ use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
 
 pub use exec::PackedAggregateExec;
 use groups::packable;
-
-use crate::options::AnonymityOptions;
 
 /// The physical optimizer rule (see module docs).
 #[derive(Debug, Default)]
@@ -58,20 +55,13 @@ impl PhysicalOptimizerRule for PackedAggregation {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let enabled = config
-            .extensions
-            .get::<AnonymityOptions>()
-            .is_none_or(|options| options.packed_aggregation);
-        if !enabled {
-            return Ok(plan);
-        }
-        plan.transform_up(|plan| {
-            Ok(match packed(&plan)? {
-                Some(replaced) => Transformed::yes(replaced),
-                None => Transformed::no(plan),
-            })
-        })
-        .data()
+        super::replace_nodes(
+            plan,
+            config,
+            |options| options.packed_aggregation,
+            true,
+            packed,
+        )
     }
 
     fn name(&self) -> &str {
