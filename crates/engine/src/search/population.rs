@@ -19,7 +19,8 @@
 //!   codes at the node's levels: one pass over the population's combinations.
 //! - **Local class** ([`PopulationCounts::covered`]): a population combination counts when
 //!   every cell covers it — a node when the value's label at the node's level is the node's,
-//!   an interval when the (non-NULL) value lies within it, `*` always. Overlapping local
+//!   an interval when the (non-NULL) value lies within it, a set when the value is one of the
+//!   class's members' values, `*` always. Overlapping local
 //!   labels mean one population row may count for several classes, as the adversary, who
 //!   sees only labels, would count it.
 
@@ -281,8 +282,16 @@ impl PopulationCounts {
     }
 
     /// F_E of a local class with `cells` (one per QI; `axes` from
-    /// [`super::local::axes`] of the same frequency set).
-    pub fn covered(&self, cells: &[Cell], axes: &[QiAxis]) -> u64 {
+    /// [`super::local::axes`] of `freq`, the frequency set this was encoded for), whose
+    /// members are the leaf classes `members` of `freq`: a set cell publishes its members'
+    /// values, so a population value counts when it is one of them.
+    pub fn covered(
+        &self,
+        cells: &[Cell],
+        axes: &[QiAxis],
+        freq: &FrequencySet,
+        members: &[u32],
+    ) -> u64 {
         let mut tests = Vec::with_capacity(cells.len());
         for (j, &cell) in cells.iter().enumerate() {
             match cell {
@@ -290,10 +299,19 @@ impl PopulationCounts {
                 Cell::Node { level, code } => {
                     tests.push((j, Test::Code(&self.level_codes[j][level as usize], code)));
                 }
-                // which values a set holds, the class's members say, and they are not
-                // here: nothing rather than everything (the class fails k-map or δ and is
-                // suppressed — closed, not yet as exact as a hierarchy label)
-                Cell::Set { .. } => return 0,
+                // the members' raw values, as level-0 codes (a set never holds NULL: NULL
+                // among values publishes `*`)
+                Cell::Set { .. } => {
+                    let qi = &freq.qis()[j];
+                    let leaf_codes = &freq.leaf_codes()[j];
+                    let mut set: Vec<u32> = members
+                        .iter()
+                        .map(|&m| qi.leaf_map(0)[leaf_codes[m as usize] as usize])
+                        .collect();
+                    set.sort_unstable();
+                    set.dedup();
+                    tests.push((j, Test::Member(&self.level_codes[j][0], set)));
+                }
                 Cell::Interval { lo, hi } => match &self.numbers[j] {
                     Some(numbers) => {
                         tests.push((j, Test::Range(numbers, axes[j].interval_bounds(lo, hi))));
@@ -310,6 +328,7 @@ impl PopulationCounts {
                 let value = self.values[*j][row] as usize;
                 let covers = match test {
                     Test::Code(codes, code) => codes[value] == *code,
+                    Test::Member(codes, set) => set.binary_search(&codes[value]).is_ok(),
                     Test::Range(numbers, bounds) => numbers[value].is_some_and(|v| bounds.holds(v)),
                 };
                 if !covers {
@@ -326,6 +345,8 @@ impl PopulationCounts {
 enum Test<'a> {
     /// the value's level code equals the node's
     Code(&'a [u32], u32),
+    /// the value's level-0 code is one of the (sorted) codes, a set cell's values
+    Member(&'a [u32], Vec<u32>),
     /// the value is non-NULL and within the interval (`[lo, hi]` or `(lo, hi)`)
     Range(&'a [Option<f64>], IntervalBounds),
 }

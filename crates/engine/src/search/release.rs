@@ -170,8 +170,9 @@ impl LocalRecoding {
             .map(|(_, &n)| n)
             .sum();
         let population_covered = freq.population().map(|population| {
+            let members = release.members();
             (0..classes)
-                .map(|c| population.covered(release.cells_of(c), &axes))
+                .map(|c| population.covered(release.cells_of(c), &axes, freq, &members[c]))
                 .collect()
         });
         Ok(Self {

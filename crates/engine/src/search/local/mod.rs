@@ -835,6 +835,17 @@ impl LocalRelease {
         self.cells.len() / self.width.max(1)
     }
 
+    /// Per class, its leaf classes in ascending order (suppressed ones in none).
+    pub fn members(&self) -> Vec<Vec<u32>> {
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); self.classes()];
+        for (leaf, &c) in self.class_of.iter().enumerate() {
+            if c != SUPPRESSED {
+                groups[c as usize].push(leaf as u32);
+            }
+        }
+        groups
+    }
+
     /// Class `c`'s cells.
     pub fn cells_of(&self, c: usize) -> &[Cell] {
         &self.cells[c * self.width..(c + 1) * self.width]
@@ -1004,9 +1015,15 @@ fn judge_release(
         judge.add_leaf_class(&mut tallies[c], leaf);
     }
     let population = requirements.population.as_ref().zip(freq.population());
+    let members = if population.is_some() {
+        release.members()
+    } else {
+        Vec::new()
+    };
     let meets_population = |c: usize, rows: u64| {
         population.is_none_or(|(requirement, counts)| {
-            requirement.passes(rows, counts.covered(release.cells_of(c), &axes))
+            let covered = counts.covered(release.cells_of(c), &axes, freq, &members[c]);
+            requirement.passes(rows, covered)
         })
     };
     // an empty class publishes nothing: kept, and left out of the figures
@@ -1121,18 +1138,13 @@ fn suppress_population_failures(
     release: LocalRelease,
 ) -> Result<LocalRelease> {
     let axes = axes(freq)?;
-    let mut groups: Vec<Vec<u32>> = vec![Vec::new(); release.classes()];
-    for (leaf, &c) in release.class_of.iter().enumerate() {
-        if c != SUPPRESSED {
-            groups[c as usize].push(leaf as u32);
-        }
-    }
+    let groups = release.members();
     let mut kept_groups = Vec::with_capacity(groups.len());
     let mut kept_cells = Vec::with_capacity(release.cells.len());
     for (c, members) in groups.into_iter().enumerate() {
         let size: u64 = members.iter().map(|&m| freq.sizes()[m as usize]).sum();
         let cells = release.cells_of(c);
-        if size > 0 && requirement.passes(size, population.covered(cells, &axes)) {
+        if size > 0 && requirement.passes(size, population.covered(cells, &axes, freq, &members)) {
             kept_groups.push(members);
             kept_cells.extend_from_slice(cells);
         }
