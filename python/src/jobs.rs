@@ -146,8 +146,7 @@ pub fn generalized_name(ctx: &SessionContext, policy: &Policy) -> Result<String>
 /// `--report` writes.
 pub async fn apply(options: apply::ApplyOptions, memory_limit: Option<String>) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
-    let applied = apply::apply(&ctx, &options, &Warnings).await?;
-    encode(&applied.report)
+    apply::apply(&ctx, &options, &Warnings).await?.to_json()
 }
 
 /// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON.

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 use datafusion::error::Result;
 
-use datafusion_anonymity_engine::jobs::{self, apply::ApplyOptions};
+use datafusion_anonymity_engine::jobs::{
+    self,
+    apply::{AppliedRelease, ApplyOptions},
+};
 use datafusion_anonymity_engine::profile::render_text::whole_number;
 use datafusion_anonymity_engine::publish::PublishReport;
 
@@ -77,7 +80,13 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         datafusion_anonymity_ballista::session(args.memory_limit.as_deref(), args.cluster.url())
             .await?;
     let observer = TerminalObserver::new(args.quiet);
-    let applied = jobs::apply::apply(&ctx, &options, &observer).await?;
+    let applied = match jobs::apply::apply(&ctx, &options, &observer).await? {
+        AppliedRelease::Generalized(applied) => applied,
+        AppliedRelease::Perturbed(report) => {
+            super::perturb::print_summary(&report);
+            return Ok(());
+        }
+    };
     let report = &applied.report;
     print_summary(&report.publish);
     if let Some(utility) = &report.utility {

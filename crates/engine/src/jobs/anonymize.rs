@@ -176,13 +176,7 @@ pub async fn anonymize(
         return Ok(Published::Bucketized(Box::new(report)));
     }
     if policy.perturbation().is_some() {
-        if planned.is_delta() {
-            return Err(DataFusionError::Plan(format!(
-                "output {out}: a perturbed release is published as Parquet only (not yet as a \
-                 Delta table)"
-            )));
-        }
-        return perturbed(ctx, options, policy, &out, observer)
+        return perturbed(ctx, options, policy, &out, &planned, observer)
             .await
             .map(|report| Published::Perturbed(Box::new(report)));
     }
@@ -394,14 +388,22 @@ async fn recoding_target(
     Ok(Some(location))
 }
 
-/// A perturbation policy's release ([`super::perturb`]) and its JSON report.
+/// A perturbation policy's release ([`super::perturb`]) and its JSON report: what both
+/// `anonymize` and `apply` publish for it (the policy fixes every transformation).
 pub(super) async fn perturbed(
     ctx: &SessionContext,
     options: &AnonymizeOptions,
     policy: Policy,
     out: &Location,
+    planned: &PlannedOutput,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
+    if planned.is_delta() {
+        return Err(DataFusionError::Plan(format!(
+            "output {out}: a perturbed release is published as Parquet only (not yet as a \
+             Delta table)"
+        )));
+    }
     let reports = json_reports(options, &policy, out, "a perturbation").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);

@@ -1,6 +1,8 @@
 //! `apply`: publish a policy's input at a fixed transformation (the policy's
 //! `[transformation]`, or levels given by the caller) or with a saved local recoding, with the
-//! same staged, verified write as `anonymize`. The command line's `anon apply` and Python's
+//! same staged, verified write as `anonymize`. A perturbation policy fixes its whole release
+//! (each attribute names its transformation): `apply` publishes it exactly as `anonymize`
+//! does. The command line's `anon apply` and Python's
 //! `apply()` are this function.
 
 use std::sync::Arc;
@@ -11,10 +13,11 @@ use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
 
 use super::Observer;
-use super::anonymize::output_location;
+use super::anonymize::{AnonymizeOptions, output_location};
 use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
+use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, RowOrder};
 use crate::saved_recoding::{RecodingFileFigures, SavedRecoding};
 use crate::search;
@@ -72,13 +75,74 @@ pub struct Applied {
     pub out: Location,
 }
 
+/// What [`apply`] published: a generalization at fixed levels (or a saved recoding), or a
+/// perturbation policy's release, which the policy fixes whole (as `anonymize` publishes it).
+#[derive(Debug)]
+pub enum AppliedRelease {
+    Generalized(Box<Applied>),
+    Perturbed(Box<PerturbedReport>),
+}
+
+impl AppliedRelease {
+    /// The report as JSON, the keys `--report` writes.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        match self {
+            AppliedRelease::Generalized(applied) => serde_json::to_value(&applied.report),
+            AppliedRelease::Perturbed(report) => serde_json::to_value(report),
+        }
+        .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
+    }
+}
+
+/// A perturbation policy published by `apply`: the options that pick levels or a recoding,
+/// or ask for generalization-only outputs, are refused (naming the option); the rest is
+/// [`super::anonymize`]'s pipeline for it.
+async fn perturbed(
+    ctx: &SessionContext,
+    options: &ApplyOptions,
+    policy: Policy,
+    observer: &dyn Observer,
+) -> Result<PerturbedReport> {
+    let fixed = if options.levels.is_some() {
+        Some("levels")
+    } else if options.recoding.is_some() {
+        Some("--recoding")
+    } else {
+        None
+    };
+    if let Some(option) = fixed {
+        return Err(DataFusionError::Plan(format!(
+            "policy {}: {option} generalizes quasi-identifiers; method = \"perturbation\" \
+             publishes the transformations its attributes name",
+            policy.source()
+        )));
+    }
+    let out = output_location(options.out.as_deref(), &policy)?;
+    let request = OutputRequest {
+        overwrite: options.overwrite,
+        ..options.output
+    };
+    let planned = PlannedOutput::check(&policy, &out, request).await?;
+    let anonymize = AnonymizeOptions {
+        out: options.out.clone(),
+        report: options.report.clone(),
+        html_report: options.html_report.clone(),
+        seed: options.seed,
+        overwrite: options.overwrite,
+        utility: options.utility,
+        output: request,
+        ..AnonymizeOptions::new(options.policy.clone())
+    };
+    super::anonymize::perturbed(ctx, &anonymize, policy, &out, &planned, observer).await
+}
+
 /// Publishes `options.policy`'s input on `ctx`; see the module documentation. Outputs are
 /// checked before anything is read.
 pub async fn apply(
     ctx: &SessionContext,
     options: &ApplyOptions,
     observer: &dyn Observer,
-) -> Result<Applied> {
+) -> Result<AppliedRelease> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&options.policy)?;
     if let Some(bucketization) = policy.bucketization() {
@@ -90,11 +154,9 @@ pub async fn apply(
         )));
     }
     if policy.perturbation().is_some() {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: method = \"perturbation\" is published by `anon anonymize` (the policy \
-             fixes every transformation; there is no search to skip)",
-            policy.source()
-        )));
+        return perturbed(ctx, options, policy, observer)
+            .await
+            .map(|report| AppliedRelease::Perturbed(Box::new(report)));
     }
     let recoding = options
         .recoding
@@ -217,7 +279,10 @@ pub async fn apply(
     }
     report.recoding_file = recoding_file;
     reports.write(&report, policy.storage()).await?;
-    Ok(Applied { report, out })
+    Ok(AppliedRelease::Generalized(Box::new(Applied {
+        report,
+        out,
+    })))
 }
 
 /// `levels` by quasi-identifier, in the policy's quasi-identifier order; every
