@@ -30,13 +30,15 @@ use datafusion::arrow::compute::{cast, concat, filter, take};
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::catalog::streaming::StreamingTable;
+use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::{
-    ExecutionPlan, ExecutionPlanProperties, SendableRecordBatchStream,
+    ExecutionPlan, ExecutionPlanProperties, SendableRecordBatchStream, StatisticsArgs,
+    StatisticsContext, execute_stream,
 };
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
@@ -182,7 +184,6 @@ pub async fn publish_perturbed(
     let read = read_columns(
         &reader,
         table,
-        &schema,
         &numeric.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
         &pram.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
         &perturbation.strata,
@@ -264,6 +265,8 @@ pub async fn publish_perturbed(
         ))
     })?;
     let compute_seconds = phase.elapsed().as_secs_f64();
+    // the input's values are not needed again: freed before the write holds its own buffers
+    drop(input);
 
     // the output: the policy's columns but identifiers, in the input's order
     let phase = Instant::now();
@@ -474,12 +477,27 @@ fn sorted_categories(
 async fn read_columns(
     reader: &SessionContext,
     table: &str,
-    schema: &SchemaRef,
     numeric: &[&str],
     pram: &[&str],
     strata: &[String],
     permuted: &[&str],
 ) -> Result<ReadColumns> {
+    // only the columns the release needs, each once, in the input's order
+    let frame = reader.table(table).await?;
+    let needed: Vec<&str> = frame
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|name| {
+            numeric.contains(name)
+                || pram.contains(name)
+                || strata.iter().any(|s| s == name)
+                || permuted.contains(name)
+        })
+        .collect();
+    let frame = frame.clone().select_columns(&needed)?;
+    let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
     let position = |name: &str| schema.index_of(name);
     let numeric_at: Vec<usize> = numeric
         .iter()
@@ -504,9 +522,19 @@ async fn read_columns(
                 .collect(),
         )?)
     };
+    let plan = frame.create_physical_plan().await?;
+    // the columns sized once when the input knows its rows (Parquet's footer): growing them
+    // by doubling would hold the old and the new buffers of every column at once
+    let expected = {
+        let statistics = StatisticsContext::new().compute(plan.as_ref(), &StatisticsArgs::new())?;
+        match statistics.num_rows {
+            Precision::Exact(rows) => rows,
+            _ => 0,
+        }
+    };
     let mut read = ReadColumns {
         rows: 0,
-        numeric: vec![Vec::new(); numeric.len()],
+        numeric: vec![Vec::with_capacity(expected); numeric.len()],
         categorical: vec![(Vec::new(), Vec::new()); pram.len()],
         strata: converter.as_ref().map(|_| Vec::new()),
         permuted: Vec::new(),
@@ -514,7 +542,7 @@ async fn read_columns(
     let mut category_codes: Vec<HashMap<String, u32>> = vec![HashMap::new(); pram.len()];
     let mut stratum_ids: HashMap<Box<[u8]>, u32> = HashMap::new();
     let mut permuted_batches: Vec<Vec<ArrayRef>> = vec![Vec::new(); permuted.len()];
-    let mut stream = reader.table(table).await?.execute_stream().await?;
+    let mut stream = execute_stream(plan, reader.task_ctx())?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         read.rows += batch.num_rows();
