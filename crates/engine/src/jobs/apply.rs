@@ -101,6 +101,8 @@ async fn perturbed(
     ctx: &SessionContext,
     options: &ApplyOptions,
     policy: Policy,
+    out: &Location,
+    planned: &PlannedOutput,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
     let fixed = if options.levels.is_some() {
@@ -117,12 +119,6 @@ async fn perturbed(
             policy.source()
         )));
     }
-    let out = output_location(options.out.as_deref(), &policy)?;
-    let request = OutputRequest {
-        overwrite: options.overwrite,
-        ..options.output
-    };
-    let planned = PlannedOutput::check(&policy, &out, request).await?;
     let anonymize = AnonymizeOptions {
         out: options.out.clone(),
         report: options.report.clone(),
@@ -130,10 +126,10 @@ async fn perturbed(
         seed: options.seed,
         overwrite: options.overwrite,
         utility: options.utility,
-        output: request,
+        output: options.output,
         ..AnonymizeOptions::new(options.policy.clone())
     };
-    super::anonymize::perturbed(ctx, &anonymize, policy, &out, &planned, observer).await
+    super::anonymize::perturbed(ctx, &anonymize, policy, out, planned, observer).await
 }
 
 /// Publishes `options.policy`'s input on `ctx`; see the module documentation. Outputs are
@@ -153,8 +149,14 @@ pub async fn apply(
             bucketization.method().name()
         )));
     }
+    let out = output_location(options.out.as_deref(), &policy)?;
+    let request = OutputRequest {
+        overwrite: options.overwrite,
+        ..options.output
+    };
+    let planned = PlannedOutput::check(&policy, &out, request).await?;
     if policy.perturbation().is_some() {
-        return perturbed(ctx, options, policy, observer)
+        return perturbed(ctx, options, policy, &out, &planned, observer)
             .await
             .map(|report| AppliedRelease::Perturbed(Box::new(report)));
     }
@@ -170,12 +172,6 @@ pub async fn apply(
             policy.source()
         )));
     }
-    let out = output_location(options.out.as_deref(), &policy)?;
-    let request = OutputRequest {
-        overwrite: options.overwrite,
-        ..options.output
-    };
-    let planned = PlannedOutput::check(&policy, &out, request).await?;
     // refused before anything is read: a report is an output too
     let reports = ReportTargets::check(
         options.report.as_deref(),
