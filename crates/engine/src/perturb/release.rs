@@ -168,11 +168,56 @@ pub struct ReleaseOutput {
     /// Each kept record's microaggregation group, when microaggregated.
     pub groups: Option<Vec<u32>>,
     pub micro: Option<MicroReport>,
-    /// Utility of the numeric attributes (absent without any).
-    pub utility: Option<Utility>,
-    pub risk: Option<Risk>,
-    /// Seconds the utility and risk figures took.
-    pub measure_seconds: f64,
+    /// What the utility and risk figures are measured on (absent without a numeric
+    /// attribute): [`Measurement::measure`] them, on a thread of their own if wanted.
+    pub measurement: Option<Measurement>,
+}
+
+/// The records the utility and risk of a release are measured on (at most
+/// [`MEASURED_RECORDS`], see there), copied out of the release so that the full columns can
+/// be freed, and the figures computed while the release is written.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    names: Vec<String>,
+    original: Vec<Vec<f64>>,
+    published: Vec<Vec<f64>>,
+    disclosure_percent: f64,
+}
+
+impl Measurement {
+    /// The sampled records of `original` and `published` (one column per attribute, records
+    /// aligned).
+    pub fn new(
+        names: Vec<String>,
+        original: &[&[f64]],
+        published: &[&[f64]],
+        disclosure_percent: f64,
+    ) -> Self {
+        let n = original.first().map_or(0, |c| c.len());
+        let stride = n.div_ceil(MEASURED_RECORDS).max(1);
+        let sample =
+            |values: &&[f64]| -> Vec<f64> { values.iter().step_by(stride).copied().collect() };
+        Self {
+            names,
+            original: original.iter().map(sample).collect(),
+            published: published.iter().map(sample).collect(),
+            disclosure_percent,
+        }
+    }
+
+    /// The utility and risk; SDID at ± `disclosure_percent` %.
+    pub fn measure(&self) -> (Utility, Risk) {
+        let original: Vec<&[f64]> = self.original.iter().map(Vec::as_slice).collect();
+        let published: Vec<&[f64]> = self.published.iter().map(Vec::as_slice).collect();
+        (
+            utility(&self.names, &original, &published),
+            Risk {
+                dbrl: dbrl(&original, &published),
+                sdid: interval_disclosure(&original, &published, self.disclosure_percent),
+                sdid_percent: self.disclosure_percent,
+            },
+        )
+    }
 }
 
 /// The utility and risk of `published` against `original` (one column per attribute,
@@ -184,21 +229,7 @@ pub fn measure(
     published: &[&[f64]],
     disclosure_percent: f64,
 ) -> (Utility, Risk) {
-    let n = original.first().map_or(0, |c| c.len());
-    let stride = n.div_ceil(MEASURED_RECORDS).max(1);
-    let sample = |values: &[f64]| -> Vec<f64> { values.iter().step_by(stride).copied().collect() };
-    let original: Vec<Vec<f64>> = original.iter().map(|c| sample(c)).collect();
-    let published: Vec<Vec<f64>> = published.iter().map(|c| sample(c)).collect();
-    let original: Vec<&[f64]> = original.iter().map(Vec::as_slice).collect();
-    let published: Vec<&[f64]> = published.iter().map(Vec::as_slice).collect();
-    (
-        utility(names, &original, &published),
-        Risk {
-            dbrl: dbrl(&original, &published),
-            sdid: interval_disclosure(&original, &published, disclosure_percent),
-            sdid_percent: disclosure_percent,
-        },
-    )
+    Measurement::new(names.to_vec(), original, published, disclosure_percent).measure()
 }
 
 /// Utility and risk are measured on every record up to this many, beyond that on every
@@ -379,25 +410,19 @@ pub fn compute(
         }
         _ => Vec::new(),
     };
-    let measuring = std::time::Instant::now();
-    let (utility, risk) = if input.numeric.is_empty() || n == 0 {
-        (None, None)
-    } else {
+    let measurement = (!input.numeric.is_empty() && n > 0).then(|| {
         let names: Vec<String> = input.numeric.iter().map(|c| c.name.clone()).collect();
         let original: Vec<&[f64]> = input.numeric.iter().map(|c| c.values.as_slice()).collect();
         let published: Vec<&[f64]> = numeric.iter().map(Vec::as_slice).collect();
-        let (utility, risk) = measure(&names, &original, &published, input.disclosure_percent);
-        (Some(utility), Some(risk))
-    };
+        Measurement::new(names, &original, &published, input.disclosure_percent)
+    });
     Ok(ReleaseOutput {
         numeric,
         categorical,
         permutations,
         groups: group_of.map(|g| g.of_record),
         micro,
-        utility,
-        risk,
-        measure_seconds: measuring.elapsed().as_secs_f64(),
+        measurement,
     })
 }
 

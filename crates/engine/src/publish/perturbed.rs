@@ -6,7 +6,9 @@
 //!    attribute is **suppressed**: never averaged into a group, noised or swapped (a NULL
 //!    tells nothing to perturb, and a group of one NULL would publish it as it is). The
 //!    suppressed share must stay within `max_suppression`, or nothing is written.
-//! 2. **Compute** the release in memory ([`crate::perturb::release::compute`]).
+//! 2. **Compute** the release in memory ([`crate::perturb::release::compute`]); its utility
+//!    and risk figures are measured on a sample of it on a thread of their own, while step 3
+//!    runs.
 //! 3. **Write**: the input read again, each batch's perturbed columns replaced by their
 //!    published values (by the records' positions), suppressed records and identifiers left
 //!    out; the rows shuffled with the run's seed (a perturbed record in input order would
@@ -111,9 +113,10 @@ pub struct PerturbedVerification {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PerturbedSeconds {
     pub read: f64,
-    /// The release in memory, the utility and risk figures included (`measure`).
+    /// The release in memory.
     pub compute: f64,
-    /// Of `compute`: the utility and risk figures (on at most 1M records).
+    /// The utility and risk figures (on at most 1M records), on a thread of their own while
+    /// the release is written (so overlapping `write`).
     pub measure: f64,
     pub write: f64,
     pub verify: f64,
@@ -257,7 +260,7 @@ pub async fn publish_perturbed(
         disclosure_percent: perturbation.disclosure_percent,
         seed,
     };
-    let release = compute(&input, &describe).map_err(|e| {
+    let mut release = compute(&input, &describe).map_err(|e| {
         DataFusionError::Plan(format!(
             "policy {}: {}; nothing written",
             policy.source(),
@@ -267,6 +270,15 @@ pub async fn publish_perturbed(
     let compute_seconds = phase.elapsed().as_secs_f64();
     // the input's values are not needed again: freed before the write holds its own buffers
     drop(input);
+    // the figures are measured on their sample while the release is written: the write
+    // leaves part of the cores idle
+    let measuring = release.measurement.take().map(|measurement| {
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let (utility, risk) = measurement.measure();
+            (utility, risk, started.elapsed().as_secs_f64())
+        })
+    });
 
     // the output: the policy's columns but identifiers, in the input's order
     let phase = Instant::now();
@@ -379,6 +391,15 @@ pub async fn publish_perturbed(
     let frame = super::writer_context(ctx).read_table(Arc::new(streaming))?;
     let staged = StagedOutput::write(frame, out, policy.storage()).await?;
     let write_seconds = phase.elapsed().as_secs_f64();
+    let (utility, risk, measure_seconds) = match measuring {
+        Some(thread) => {
+            let (utility, risk, seconds) = thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (Some(utility), Some(risk), seconds)
+        }
+        None => (None, None, 0.0),
+    };
 
     let phase = Instant::now();
     let microaggregated = perturbation.microaggregated();
@@ -432,14 +453,14 @@ pub async fn publish_perturbed(
             .collect(),
         strata: perturbation.strata.clone(),
         microaggregation: release.micro,
-        utility: release.utility,
-        risk: release.risk,
+        utility,
+        risk,
         pram: pram_reports,
         verification,
         seconds: PerturbedSeconds {
             read: read_seconds,
             compute: compute_seconds,
-            measure: release.measure_seconds,
+            measure: measure_seconds,
             write: write_seconds,
             verify: verify_seconds,
             commit: commit_seconds,
