@@ -1,5 +1,6 @@
 //! Publishing a perturbed release ([`crate::perturb`]): two passes over the input, in the same
-//! order (one partition, no work stealing), then the usual staged, shuffled, verified write.
+//! order (partitions of their own byte ranges, decoded in parallel, no work stealing), then
+//! the usual staged, shuffled, verified write.
 //!
 //! 1. **Read** the perturbed attributes (numeric ones as `f64`, PRAM ones as text), the strata
 //!    and the permuted attributes. A record with a NULL or NaN in a numeric perturbed
@@ -35,12 +36,11 @@ use datafusion::catalog::streaming::StreamingTable;
 use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
-use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::{
     ExecutionPlan, ExecutionPlanProperties, SendableRecordBatchStream, StatisticsArgs,
-    StatisticsContext, execute_stream,
+    StatisticsContext, collect_partitioned,
 };
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
@@ -123,17 +123,36 @@ pub struct PerturbedSeconds {
     pub commit: f64,
 }
 
-/// The session both passes read with: one partition, in order, so that the second pass sees
-/// the records in the first's order.
+/// The session both passes read with: partitions that each read their own byte ranges of
+/// the input in order (no work stealing), so that partition p of the second pass holds the
+/// records partition p of the first held, in the same order. The first pass counts each
+/// partition's records; the second checks them ([`RewrittenRows`]).
 fn ordered_reader(ctx: &SessionContext) -> SessionContext {
-    let mut state = super::in_order(ctx);
-    state.config_mut().options_mut().execution.target_partitions = 1;
-    SessionContext::new_with_state(state)
+    SessionContext::new_with_state(super::in_order(ctx))
+}
+
+/// The physical plan of `frame` (a scan of the input) with its files split into byte ranges
+/// of their own, one partition each: DataFusion splits a bare scan only under an operator
+/// that gains from it, and each pass here is a bare scan. Both passes split the same files
+/// the same way (by their sizes, whatever the columns read); a scan that cannot be split
+/// (a Delta table's) is read as it is.
+async fn split_scan(
+    reader: &SessionContext,
+    frame: datafusion::prelude::DataFrame,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let plan = frame.create_physical_plan().await?;
+    let state = reader.state();
+    let options = state.config().options();
+    Ok(plan
+        .repartitioned(options.execution.target_partitions, options)?
+        .unwrap_or(plan))
 }
 
 /// What the first pass read.
 struct ReadColumns {
     rows: usize,
+    /// Records per partition of the read (the second pass must see the same).
+    partition_rows: Vec<usize>,
     /// Per numeric perturbed attribute (policy order), every record's value (NaN for NULL).
     numeric: Vec<Vec<f64>>,
     /// Per PRAM attribute, the distinct values (first-appearance order) and every record's
@@ -369,21 +388,39 @@ pub async fn publish_perturbed(
         columns.push(output);
     }
     let output_schema = Arc::new(Schema::new(fields));
-    let plan = frame.create_physical_plan().await?;
-    let plan: Arc<dyn ExecutionPlan> = if plan.output_partitioning().partition_count() == 1 {
-        plan
-    } else {
-        Arc::new(CoalescePartitionsExec::new(plan))
-    };
-    let rows_out = Arc::new(RewrittenRows {
-        schema: Arc::clone(&output_schema),
-        plan,
-        columns: Arc::new(columns),
-        compact_of: Arc::new(compact_of),
-    });
+    let plan = split_scan(&reader, frame).await?;
+    let partitions = plan.output_partitioning().partition_count();
+    if partitions != read.partition_rows.len() {
+        return Err(DataFusionError::Execution(format!(
+            "input {}: read again, it is split into {partitions} partitions, not {} as the \
+             first time (did it change?); nothing published",
+            policy.input(),
+            read.partition_rows.len()
+        )));
+    }
+    let (columns, compact_of) = (Arc::new(columns), Arc::new(compact_of));
+    let mut first = 0;
+    let rows_out: Vec<Arc<dyn PartitionStream>> = read
+        .partition_rows
+        .iter()
+        .enumerate()
+        .map(|(partition, &rows)| {
+            let records = first..first + rows;
+            first += rows;
+            Arc::new(RewrittenRows {
+                schema: Arc::clone(&output_schema),
+                plan: Arc::clone(&plan),
+                task: reader.task_ctx(),
+                partition,
+                records,
+                columns: Arc::clone(&columns),
+                compact_of: Arc::clone(&compact_of),
+            }) as Arc<dyn PartitionStream>
+        })
+        .collect();
     let shuffled = super::shuffle::shuffled(
         Arc::clone(&output_schema),
-        vec![rows_out],
+        rows_out,
         seed,
         kept.len() as u64,
     );
@@ -543,7 +580,7 @@ async fn read_columns(
                 .collect(),
         )?)
     };
-    let plan = frame.create_physical_plan().await?;
+    let plan = split_scan(reader, frame).await?;
     // the columns sized once when the input knows its rows (Parquet's footer): growing them
     // by doubling would hold the old and the new buffers of every column at once
     let expected = {
@@ -555,6 +592,7 @@ async fn read_columns(
     };
     let mut read = ReadColumns {
         rows: 0,
+        partition_rows: Vec::new(),
         numeric: vec![Vec::with_capacity(expected); numeric.len()],
         categorical: vec![(Vec::new(), Vec::new()); pram.len()],
         strata: converter.as_ref().map(|_| Vec::new()),
@@ -563,9 +601,13 @@ async fn read_columns(
     let mut category_codes: Vec<HashMap<String, u32>> = vec![HashMap::new(); pram.len()];
     let mut stratum_ids: HashMap<Box<[u8]>, u32> = HashMap::new();
     let mut permuted_batches: Vec<Vec<ArrayRef>> = vec![Vec::new(); permuted.len()];
-    let mut stream = execute_stream(plan, reader.task_ctx())?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
+    // the partitions decoded on their own tasks (in parallel), then taken in order
+    let partitions = collect_partitioned(plan, reader.task_ctx()).await?;
+    read.partition_rows = partitions
+        .iter()
+        .map(|batches| batches.iter().map(RecordBatch::num_rows).sum())
+        .collect();
+    for batch in partitions.into_iter().flatten() {
         read.rows += batch.num_rows();
         for (j, &at) in numeric_at.iter().enumerate() {
             let values = cast(batch.column(at), &DataType::Float64)?;
@@ -649,11 +691,18 @@ enum OutputColumn {
     Compact(ArrayRef),
 }
 
-/// The second pass: the input's batches, their kept records with the published values.
+/// The second pass over one partition of the input: its batches, their kept records with
+/// the published values.
 #[derive(Debug)]
 struct RewrittenRows {
     schema: SchemaRef,
     plan: Arc<dyn ExecutionPlan>,
+    /// The reader's task context: its files are read without work stealing (the writer's
+    /// session, which runs this stream, would let partitions take each other's files).
+    task: Arc<TaskContext>,
+    partition: usize,
+    /// The records (positions in the first pass's order) the partition held the first time.
+    records: std::ops::Range<usize>,
     columns: Arc<Vec<OutputColumn>>,
     /// Each record's compact index (`u32::MAX`: suppressed).
     compact_of: Arc<Vec<u32>>,
@@ -664,12 +713,13 @@ impl PartitionStream for RewrittenRows {
         &self.schema
     }
 
-    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+    fn execute(&self, _writer: Arc<TaskContext>) -> SendableRecordBatchStream {
         let schema = Arc::clone(&self.schema);
         let columns = Arc::clone(&self.columns);
         let compact_of = Arc::clone(&self.compact_of);
-        let mut offset = 0usize;
-        let input = match self.plan.execute(0, ctx) {
+        let records = self.records.clone();
+        let mut offset = records.start;
+        let input = match self.plan.execute(self.partition, Arc::clone(&self.task)) {
             Ok(stream) => stream,
             Err(e) => {
                 return Box::pin(RecordBatchStreamAdapter::new(
@@ -683,7 +733,7 @@ impl PartitionStream for RewrittenRows {
             let batch = batch?;
             let len = batch.num_rows();
             let end = offset + len;
-            if end > compact_of.len() {
+            if end > records.end {
                 return Err(DataFusionError::Execution(
                     "the input has more rows than when it was first read (did it change?); \
                      nothing published"
