@@ -43,8 +43,7 @@ fn release(columns: &[Vec<f64>], transformation: Transformation, k: usize) -> St
         seed: 1,
     };
     let out = compute(&input, &|_| String::new()).expect("a CASC release");
-    let utility = out.utility.expect("numeric attributes");
-    let risk = out.risk.expect("numeric attributes");
+    let (utility, risk) = out.measurement.expect("numeric attributes").measure();
     format!(
         "{:.2} | {:.4} | {:.3} | {:.1} % | {:.1} %",
         utility.il,
