@@ -6,7 +6,9 @@
 //! floats by their Float64 bits, strings and binaries by their bytes — those of at most 12
 //! bytes by their inline view (length and bytes in one `u128`: no pointer to follow, no
 //! `memcmp`) — and anything else by Arrow's row format. NULL has a code of its own. No
-//! allocation per row except for a new long value.
+//! allocation per row except for a new long value. A growing domain's integers within a small
+//! range and its text of at most 6 bytes are found first through the indexes of
+//! [`super::growing`], which hash nothing.
 
 use std::sync::Arc;
 
