@@ -3,8 +3,9 @@
 //! The usual quasi-identifiers are integers, dates, and short text or dictionaries with few
 //! values. For those, DataFusion's hash aggregation (hashing every row's keys, comparing them
 //! with the stored groups') does more than needed: this rule runs the same aggregation as a
-//! [`PackedAggregateExec`], whose [`PackedGroups`](groups::PackedGroups) code each key column's values densely and
-//! find a row's class by its codes packed into one word — an index into a flat array of
+//! [`PackedAggregateExec`], whose [`PackedGroups`](groups::PackedGroups) code each key
+//! column's values densely and find a row's class by its codes packed into one word — an
+//! index into a flat array of
 //! classes when the codes need at most [`groups::FLAT_BITS`] bits together, else a
 //! [`DirectTable`](crate::packing::direct_table::DirectTable) lookup. The aggregates' own
 //! accumulators then run exactly as in DataFusion's aggregation (`count(*)` for
