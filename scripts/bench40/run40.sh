@@ -1,9 +1,9 @@
 #!/bin/sh
-# issue 40: whole processes, paired runs. Usage: run40.sh <anon binary> <runs>
+# issue 40: whole processes, paired runs. Usage: [OUT=runs.tsv] run40.sh <anon binary> <runs>
 ANON=${1:-/work/release-target/release/anon}
 RUNS=${2:-9}
 DATA=/work/bench/patients10m.parquet
-OUT=/work/bench/issue40/runs.tsv
+OUT=${OUT:-/work/bench/issue40/runs.tsv}
 G="zip, age, sex"
 ALL="k_anonymity() AS a, k_anonymity(patient_id) AS b, l_diversity(disease) AS c, entropy_l_diversity(disease) AS d, recursive_cl_diversity(disease, 2) AS e, t_closeness(disease) AS f, t_closeness_ordered(income) AS g, ncp(zip, age) AS h, entropy_leakage() AS i, reidentification_risk() AS j"
 CONSUME="count(*), min(a), min(b), min(c), min(d), min(e), max(f), max(g), max(h), max(i), max(j)"
@@ -13,13 +13,17 @@ q_l="SELECT count(*), min(l) FROM (SELECT $G, l_diversity(disease) AS l FROM pat
 q_all="SELECT $CONSUME FROM (SELECT $G, $ALL FROM patients GROUP BY $G)"
 q_one="SELECT 1"
 OFF="SET anonymity.packed_aggregation = false;"
-run() { # name sql
-  /usr/bin/time -f "%e %M" -o /tmp/run40.time "$ANON" sql -t patients=$DATA "$2" > /tmp/run40.out 2>&1 || { echo "FAILED $1"; cat /tmp/run40.out; }
-  echo "$i	$1	$(cat /tmp/run40.time | tail -1)" >> $OUT
+run() { # name sql: wall seconds (ns clock) and peak RSS (KiB, /usr/bin/time)
+  start=$(date +%s%N)
+  /usr/bin/time -f "%M" -o /tmp/run40.time "$ANON" sql -t patients=$DATA "$2" > /tmp/run40.out 2>&1 || { echo "FAILED $1"; cat /tmp/run40.out; }
+  end=$(date +%s%N)
+  secs=$(awk -v a=$start -v b=$end 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+  echo "$i	$1	$secs $(tail -1 /tmp/run40.time)" >> $OUT
 }
 : > $OUT
 for i in $(seq 1 $RUNS); do
   run floor "$q_floor"
+  run floor_off "$OFF $q_floor"
   run k "$q_k"
   run k_off "$OFF $q_k"
   run l "$q_l"

@@ -6,7 +6,9 @@
 //! floats by their Float64 bits, strings and binaries by their bytes — those of at most 12
 //! bytes by their inline view (length and bytes in one `u128`: no pointer to follow, no
 //! `memcmp`) — and anything else by Arrow's row format. NULL has a code of its own. No
-//! allocation per row except for a new long value.
+//! allocation per row except for a new long value. A growing domain's integers within a small
+//! range and its text of at most 6 bytes are found first through the indexes of
+//! [`super::growing`], which hash nothing.
 
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
 use super::direct_table::{DirectTable, PREFETCH_DISTANCE};
+use super::growing::{DenseInts, ShortTexts};
 
 /// The key maps of one column, by the kind of its type.
 #[derive(Debug)]
@@ -47,6 +50,10 @@ pub struct ValueCodes {
     /// a fixed domain of integers within a small range: their codes by `value − min`
     /// (`u32::MAX` for a value outside the domain), no hashing per row
     dense_ints: Option<(i64, Vec<u32>)>,
+    /// a growing domain's integers, indexed while they span a small range
+    growing_ints: DenseInts,
+    /// a growing domain's text values, indexed while all are short
+    growing_texts: ShortTexts,
 }
 
 /// The widest range of a fixed integer domain looked up in [`ValueCodes::dense_ints`].
@@ -171,11 +178,10 @@ fn inline_key(view: u128) -> u128 {
     }
 }
 
-/// A string or binary value: its inline key (at most 12 bytes) or its bytes and view; or
-/// NULL.
+/// A string or binary value: its inline key (at most 12 bytes) or its bytes; or NULL.
 enum BytesKey<'a> {
     Inline(u128),
-    Long(&'a [u8], u128),
+    Long(&'a [u8]),
     Null,
 }
 
@@ -196,7 +202,7 @@ fn for_each_bytes(
         if (view as u32) <= INLINE {
             f(i, BytesKey::Inline(inline_key(view)))?;
         } else {
-            f(i, BytesKey::Long(values.value(i), view))?;
+            f(i, BytesKey::Long(values.value(i)))?;
         }
     }
     Ok(())
@@ -272,6 +278,8 @@ impl ValueCodes {
             short: None,
             long_views: LongViews::default(),
             dense_ints: None,
+            growing_ints: DenseInts::default(),
+            growing_texts: ShortTexts::default(),
         })
     }
 
@@ -350,15 +358,18 @@ impl ValueCodes {
             Keys::Int(map) => {
                 let ints = cast(column, &DataType::Int64)?;
                 let ints = ints.as_primitive::<Int64Type>();
+                let dense = &mut self.growing_ints;
                 // runs of one value (sorted columns) skip the hash table
                 let mut last: Option<(i64, u32)> = None;
                 for (i, slot) in slots.iter_mut().enumerate() {
                     *slot = if ints.is_valid(i) {
                         let value = ints.value(i);
-                        match last {
-                            Some((v, code)) if v == value => code,
+                        match (dense.get(value), last) {
+                            (Some(code), _) => code,
+                            (None, Some((v, code))) if v == value => code,
                             _ => {
                                 let code = intern_key(map, value, next, i, first);
+                                dense.insert(value, code);
                                 last = Some((value, code));
                                 code
                             }
@@ -382,32 +393,53 @@ impl ValueCodes {
             Keys::Bytes { inline, long } => {
                 let long_views = &mut self.long_views;
                 long_views.next_array();
+                let texts = &mut self.growing_texts;
                 let mut last: Option<(u128, u32)> = None;
-                for_each_bytes(column, |i, key| {
-                    slots[i] = match key {
-                        BytesKey::Inline(key) => match last {
+                let values = cast(column, &DataType::BinaryView)?;
+                let values = values.as_binary_view();
+                let views = values.views();
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    if values.is_null(i) {
+                        *slot = intern_null(null, next, i, first);
+                        continue;
+                    }
+                    // the short-text index first: most rows of a short domain end here
+                    let view = views[i];
+                    if let Some(&ahead) = views.get(i + PREFETCH_DISTANCE) {
+                        texts.prefetch(ahead);
+                    }
+                    if let Some(code) = texts.get(view) {
+                        *slot = code;
+                        continue;
+                    }
+                    *slot = if (view as u32) <= INLINE {
+                        let key = inline_key(view);
+                        match last {
                             Some((k, code)) if k == key => code,
                             _ => {
                                 let code = intern_key(inline, key, next, i, first);
+                                texts.insert(key, code, inline);
                                 last = Some((key, code));
                                 code
                             }
-                        },
-                        BytesKey::Long(bytes, view) => match long_views.get(view) {
+                        }
+                    } else {
+                        match long_views.get(view) {
                             Some(code) => code,
                             None => {
+                                let bytes = values.value(i);
                                 let code = match long.get(bytes) {
                                     Some(&code) => code,
                                     None => intern_key(long, Box::from(bytes), next, i, first),
                                 };
                                 long_views.insert(view, code);
+                                // a long value turns the short-text index off
+                                texts.insert(view, code, inline);
                                 code
                             }
-                        },
-                        BytesKey::Null => intern_null(null, next, i, first),
+                        }
                     };
-                    Ok(())
-                })?;
+                }
             }
             Keys::Rows(converter, map) => {
                 let rows = converter.convert_columns(std::slice::from_ref(column))?;
@@ -547,7 +579,7 @@ impl ValueCodes {
                 for_each_bytes(column, |i, key| {
                     out[i] = match key {
                         BytesKey::Inline(key) => *inline.get(&key).ok_or_else(&missing)?,
-                        BytesKey::Long(bytes, _) => *long.get(bytes).ok_or_else(&missing)?,
+                        BytesKey::Long(bytes) => *long.get(bytes).ok_or_else(&missing)?,
                         // NULL is resolved below, with the other types
                         BytesKey::Null => u32::MAX,
                     };

@@ -1,6 +1,7 @@
-//! [`PackedAggregateExec`]: an [`AggregateExec`] (partial, single or single-partitioned)
-//! executed with [`PackedGroups`] finding each row's class instead of DataFusion's group
-//! table; the aggregates' own [`GroupsAccumulator`]s do the rest, as they would in the
+//! [`PackedAggregateExec`]: an [`AggregateExec`] (partial, final, single or their partitioned
+//! forms) executed with [`PackedGroups`] finding each row's class instead of DataFusion's
+//! group table; the aggregates' own [`GroupsAccumulator`]s do the rest (`update_batch` on
+//! rows, `merge_batch` on a partial aggregation's states), as they would in the
 //! [`AggregateExec`], which it wraps and falls back to.
 
 use std::collections::VecDeque;
@@ -16,7 +17,7 @@ use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryRese
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
-use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, aggregate_expressions};
 use datafusion::physical_plan::metrics::{
     BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
 };
@@ -36,6 +37,9 @@ pub struct PackedAggregateExec {
     mode: AggregateMode,
     keys: Vec<Arc<dyn PhysicalExpr>>,
     aggregates: Vec<Arc<AggregateFunctionExpr>>,
+    /// per aggregate, its argument expressions: on rows, or its state columns when merging
+    arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+    /// per aggregate, its FILTER (none when merging: the partial aggregation applied it)
     filters: Vec<Option<Arc<dyn PhysicalExpr>>>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -43,12 +47,22 @@ pub struct PackedAggregateExec {
 impl PackedAggregateExec {
     /// Wraps `aggregate` (the rule checked that the kernel can run it).
     pub fn try_new(aggregate: &AggregateExec, inner: Arc<dyn ExecutionPlan>) -> Result<Self> {
+        let mode = *aggregate.mode();
+        let keys = aggregate.group_expr().input_exprs();
+        // as DataFusion's aggregation takes them: the states follow the keys when merging
+        let arguments = aggregate_expressions(aggregate.aggr_expr(), &mode, keys.len())?;
+        let filters = if merges(mode) {
+            vec![None; aggregate.aggr_expr().len()]
+        } else {
+            aggregate.filter_expr().to_vec()
+        };
         Ok(Self {
             inner,
-            mode: *aggregate.mode(),
-            keys: aggregate.group_expr().input_exprs(),
+            mode,
+            keys,
             aggregates: aggregate.aggr_expr().to_vec(),
-            filters: aggregate.filter_expr().to_vec(),
+            arguments,
+            filters,
             metrics: ExecutionPlanMetricsSet::new(),
         })
     }
@@ -56,6 +70,12 @@ impl PackedAggregateExec {
     fn partial(&self) -> bool {
         self.mode == AggregateMode::Partial
     }
+}
+
+/// Whether an aggregation of `mode` merges a partial aggregation's states (rather than
+/// reading rows).
+pub(super) fn merges(mode: AggregateMode) -> bool {
+    matches!(mode, AggregateMode::Final | AggregateMode::FinalPartitioned)
 }
 
 impl DisplayAs for PackedAggregateExec {
@@ -136,7 +156,7 @@ impl ExecutionPlan for PackedAggregateExec {
     }
 
     /// The kernel, unless the memory pool refuses its first reservation, or, for an
-    /// aggregation that must finish (single mode), the pool has a limit: DataFusion's
+    /// aggregation that must finish (single or final mode), the pool has a limit: DataFusion's
     /// aggregation can spill, the kernel cannot (a partial one emits its classes early
     /// instead). Either way the `fallback` metric says which ran.
     fn execute(
@@ -166,13 +186,13 @@ impl ExecutionPlan for PackedAggregateExec {
             .iter()
             .map(|a| a.create_groups_accumulator())
             .collect::<Result<Vec<_>>>()?;
-        let arguments = self.aggregates.iter().map(|a| a.expressions()).collect();
         Ok(Box::pin(PackedStream {
             schema: self.schema(),
             input,
             partial: self.partial(),
+            merging: merges(self.mode),
             keys: self.keys.clone(),
-            arguments,
+            arguments: self.arguments.clone(),
             filters: self.filters.clone(),
             aggregates: self.aggregates.clone(),
             groups: PackedGroups::try_new(key_schema)?,
@@ -207,6 +227,8 @@ struct PackedStream {
     schema: SchemaRef,
     input: SendableRecordBatchStream,
     partial: bool,
+    /// input rows are a partial aggregation's classes and states
+    merging: bool,
     keys: Vec<Arc<dyn PhysicalExpr>>,
     /// per aggregate, its argument expressions
     arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
@@ -252,12 +274,16 @@ impl PackedStream {
                 Some(filter) => Some(filter.evaluate(batch)?.into_array(batch.num_rows())?),
                 None => None,
             };
-            accumulator.update_batch(
-                &values,
-                &self.classes,
-                filter.as_ref().map(|f| f.as_boolean()),
-                total,
-            )?;
+            if self.merging {
+                accumulator.merge_batch(&values, &self.classes, total)?;
+            } else {
+                accumulator.update_batch(
+                    &values,
+                    &self.classes,
+                    filter.as_ref().map(|f| f.as_boolean()),
+                    total,
+                )?;
+            }
         }
         let size = self.groups.size() + self.accumulators.iter().map(|a| a.size()).sum::<usize>();
         if self.reservation.try_resize(size).is_err() {

@@ -21,7 +21,7 @@ use datafusion::logical_expr::EmitTo;
 use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
 use datafusion::physical_plan::aggregates::order::GroupOrdering;
 
-use crate::packing::direct_table::{DirectTable, PREFETCH_DISTANCE};
+use crate::packing::direct_table::{DirectTable, PREFETCH_DISTANCE, prefetch};
 use crate::packing::value_codes::ValueCodes;
 
 /// Keys of at most this many bits index a flat array of class numbers (16 MiB at most).
@@ -196,7 +196,14 @@ impl PackedGroups {
         for r in 0..rows {
             let key = self.keys[r];
             let found = match &self.index {
-                Index::Flat(slots) => Some(slots[key as usize]).filter(|&s| s != u32::MAX),
+                Index::Flat(slots) => {
+                    // the array outgrows the caches (4 MiB for 20 bits): fetch ahead, so that
+                    // the misses of consecutive rows overlap
+                    if let Some(&ahead) = self.keys.get(r + PREFETCH_DISTANCE) {
+                        prefetch(&slots[ahead as usize]);
+                    }
+                    Some(slots[key as usize]).filter(|&s| s != u32::MAX)
+                }
                 Index::Direct(table) => {
                     if let Some(&ahead) = self.keys.get(r + PREFETCH_DISTANCE) {
                         table.prefetch(ahead);

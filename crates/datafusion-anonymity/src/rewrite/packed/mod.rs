@@ -3,8 +3,9 @@
 //! The usual quasi-identifiers are integers, dates, and short text or dictionaries with few
 //! values. For those, DataFusion's hash aggregation (hashing every row's keys, comparing them
 //! with the stored groups') does more than needed: this rule runs the same aggregation as a
-//! [`PackedAggregateExec`], whose [`PackedGroups`] code each key column's values densely and
-//! find a row's class by its codes packed into one word — an index into a flat array of
+//! [`PackedAggregateExec`], whose [`PackedGroups`](groups::PackedGroups) code each key
+//! column's values densely and find a row's class by its codes packed into one word — an
+//! index into a flat array of
 //! classes when the codes need at most [`groups::FLAT_BITS`] bits together, else a
 //! [`DirectTable`](crate::packing::direct_table::DirectTable) lookup. The aggregates' own
 //! accumulators then run exactly as in DataFusion's aggregation (`count(*)` for
@@ -13,17 +14,19 @@
 //! Plan before and after, for `GROUP BY zip, age, sex` with `k_anonymity()` on two partitions:
 //! ```text
 //! before: AggregateExec(FinalPartitioned) ← RepartitionExec(hash) ← AggregateExec(Partial) ← scan
-//! after:  AggregateExec(FinalPartitioned) ← RepartitionExec(hash) ← PackedAggregateExec(Partial) ← scan
+//! after:  PackedAggregateExec(FinalPartitioned) ← RepartitionExec(hash) ← PackedAggregateExec(Partial) ← scan
 //! ```
+//! (the final one codes the partial classes' keys the same way and merges their states with
+//! the accumulators' `merge_batch`)
 //! and, with a per-row log in the query (see [`super::SinglePhaseAggregation`]), the
 //! `SinglePartitioned` aggregation itself.
 //!
-//! Applied to partial, single and single-partitioned aggregations whose keys are all of a
+//! Applied to partial, final, single and their partitioned aggregations whose keys are all of a
 //! [`groups::packable`] type (not floats, decimals, binary or nested types), without
 //! GROUPING SETS, DISTINCT or ordered aggregates, whose aggregates all have a groups
 //! accumulator. At run time it falls back to DataFusion's aggregation (the `fallback`
 //! metric of `EXPLAIN ANALYZE` counts the partitions) when the memory pool refuses its
-//! first megabyte or, for a single-mode aggregation, when the pool has a limit at all
+//! first megabyte or, for a single- or final-mode aggregation, when the pool has a limit at all
 //! (DataFusion's aggregation spills; this kernel does not: a partial one emits its classes
 //! early instead, as DataFusion's does). When the packed keys and class numbers outgrow 64
 //! bits, the classes found so far are handed to DataFusion's group table, which goes on with
@@ -82,7 +85,11 @@ fn packed(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>
     let input_schema = aggregate.input().schema();
     let eligible = matches!(
         aggregate.mode(),
-        AggregateMode::Partial | AggregateMode::Single | AggregateMode::SinglePartitioned
+        AggregateMode::Partial
+            | AggregateMode::Single
+            | AggregateMode::SinglePartitioned
+            | AggregateMode::Final
+            | AggregateMode::FinalPartitioned
     ) && !group_by.is_empty()
         && !group_by.has_grouping_set()
         && *aggregate.input_order_mode() == InputOrderMode::Linear

@@ -179,11 +179,12 @@ async fn set_packed(ctx: &SessionContext, on: bool) {
 }
 
 const QUERIES: [&str; 6] = [
-    // k_anonymity() alone: a partial count, then DataFusion's final merge
+    // k_anonymity() alone: a partial count, then the final merge (both packed)
     "SELECT i, t, d, k_anonymity() AS k FROM r GROUP BY i, t, d",
-    // dates and plain text, count with a FILTER beside sum
-    "SELECT day, plain, count(*), count(*) FILTER (WHERE f > 0.5), sum(pid) FROM r \
-     GROUP BY day, plain",
+    // dates and plain text, count with a FILTER beside sum and avg (two state columns, so
+    // the final merge must find each aggregate's states at the right offset)
+    "SELECT day, plain, count(*), count(*) FILTER (WHERE f > 0.5), sum(pid), avg(f), \
+     max(pid) FROM r GROUP BY day, plain",
     // the histogram functions, single-phase (row logs), shared states
     "SELECT i, d, day, k_anonymity(), k_anonymity(pid), reidentification_risk(pid), \
      l_diversity(s), entropy_l_diversity(s), recursive_cl_diversity(s, 2), t_closeness(s), \
@@ -197,8 +198,8 @@ const QUERIES: [&str; 6] = [
     "SELECT wide, i, count(*), max(f) FROM r GROUP BY wide, i",
 ];
 
-async fn compare(ctx: &SessionContext, desc: &str) {
-    for sql in QUERIES {
+async fn compare(ctx: &SessionContext, desc: &str, partitions: usize) {
+    for (q, sql) in QUERIES.iter().enumerate() {
         set_packed(ctx, true).await;
         let packed = rows(ctx, sql).await;
         let explained = plan(ctx, &format!("EXPLAIN {sql}")).await;
@@ -206,6 +207,15 @@ async fn compare(ctx: &SessionContext, desc: &str) {
             explained.contains("PackedAggregateExec"),
             "{desc}: not planned for {sql}:\n{explained}"
         );
+        // the two-phase counts: both phases packed
+        if q < 2 && partitions > 1 {
+            for mode in ["mode=Partial", "mode=FinalPartitioned"] {
+                assert!(
+                    explained.contains(&format!("PackedAggregateExec: {mode}")),
+                    "{desc}: {mode} not packed for {sql}:\n{explained}"
+                );
+            }
+        }
         set_packed(ctx, false).await;
         let datafusion = rows(ctx, sql).await;
         let explained = plan(ctx, &format!("EXPLAIN {sql}")).await;
@@ -219,7 +229,12 @@ async fn compare(ctx: &SessionContext, desc: &str) {
 async fn packed_kernel_equals_datafusion_on_random_tables() {
     for (seed, partitions) in [(1, 1), (2, 3), (3, 4)] {
         let ctx = session(seed, partitions, 12, SessionConfig::new());
-        compare(&ctx, &format!("seed {seed}, {partitions} partitions")).await;
+        compare(
+            &ctx,
+            &format!("seed {seed}, {partitions} partitions"),
+            partitions,
+        )
+        .await;
     }
 }
 
