@@ -197,13 +197,23 @@ impl Groups {
     /// points: per attribute, SSE_j around the group means and SST_j around the mean, each
     /// divided by the attribute's sample variance.
     pub fn information_loss(&self, columns: &[&[f64]]) -> f64 {
+        let means: Vec<Vec<f64>> = columns
+            .iter()
+            .map(|c| self.aggregates(c, Aggregate::Mean))
+            .collect();
+        self.information_loss_with_means(columns, &means)
+    }
+
+    /// [`Self::information_loss`] with each column's group means given (as
+    /// [`Self::aggregates`] with [`Aggregate::Mean`] gives them), so that a release publishing
+    /// the means computes them once.
+    pub fn information_loss_with_means(&self, columns: &[&[f64]], means: &[Vec<f64>]) -> f64 {
         let (mut sse, mut sst) = (0.0, 0.0);
-        for column in columns {
+        for (column, means) in columns.iter().zip(means) {
             let (mean, sd) = super::points::mean_sd(column);
             if sd == 0.0 {
                 continue;
             }
-            let means = self.aggregates(column, Aggregate::Mean);
             let variance = sd * sd;
             sse += self
                 .of_record

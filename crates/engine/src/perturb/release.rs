@@ -278,11 +278,18 @@ pub fn compute(
             input.micro,
             describe_stratum,
         )?;
-        let information_loss = groups.information_loss(&micro_columns);
-        aggregates = micro_columns
+        let means: Vec<Vec<f64>> = micro_columns
             .iter()
-            .map(|c| groups.aggregates(c, input.aggregate))
+            .map(|c| groups.aggregates(c, Aggregate::Mean))
             .collect();
+        let information_loss = groups.information_loss_with_means(&micro_columns, &means);
+        aggregates = match input.aggregate {
+            Aggregate::Mean => means,
+            Aggregate::Median => micro_columns
+                .iter()
+                .map(|c| groups.aggregates(c, Aggregate::Median))
+                .collect(),
+        };
         micro = Some(MicroReport {
             algorithm: input.micro.algorithm.name(),
             aggregate: input.aggregate.name(),
