@@ -36,6 +36,7 @@ use datafusion::catalog::streaming::StreamingTable;
 use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::{
@@ -49,8 +50,8 @@ use serde::Serialize;
 use super::StagedOutput;
 use crate::perturb::measures::Utility;
 use crate::perturb::release::{
-    CategoricalInput, MicroReport, NumericInput, Pram, PramReport, ReleaseInput, Risk,
-    Transformation, compute,
+    CategoricalInput, MEASURED_RECORDS, MicroReport, NumericInput, Pram, PramReport, ReleaseInput,
+    Risk, Transformation, compute,
 };
 use crate::policy::file::Role;
 use crate::policy::{Perturbation, Policy, quote_ident};
@@ -424,9 +425,19 @@ pub async fn publish_perturbed(
         seed,
         kept.len() as u64,
     );
+    // the release held in memory beside the write, accounted in the session's pool so that
+    // the shuffle spills within what the limit leaves it (the published values, the records'
+    // positions, the measured sample)
+    let held_bytes = numeric.len() * kept.len() * std::mem::size_of::<f64>()
+        + (rows + 2 * kept.len()) * std::mem::size_of::<u32>()
+        + numeric.len() * MEASURED_RECORDS.min(kept.len()) * 2 * std::mem::size_of::<f64>();
+    let mut held =
+        MemoryConsumer::new("anon perturbed release").register(&ctx.runtime_env().memory_pool);
+    held.grow(held_bytes);
     let streaming = StreamingTable::try_new(Arc::clone(&output_schema), vec![shuffled])?;
     let frame = super::writer_context(ctx).read_table(Arc::new(streaming))?;
     let staged = StagedOutput::write(frame, out, policy.storage()).await?;
+    drop(held);
     let write_seconds = phase.elapsed().as_secs_f64();
     let (utility, risk, measure_seconds) = match measuring {
         Some(thread) => {
@@ -613,13 +624,17 @@ async fn read_columns(
             let values = cast(batch.column(at), &DataType::Float64)?;
             let values = values.as_primitive::<Float64Type>();
             let out = &mut read.numeric[j];
-            out.extend((0..values.len()).map(|i| {
-                if values.is_null(i) {
-                    f64::NAN
-                } else {
-                    values.value(i)
-                }
-            }));
+            if values.null_count() == 0 {
+                out.extend_from_slice(values.values());
+            } else {
+                out.extend((0..values.len()).map(|i| {
+                    if values.is_null(i) {
+                        f64::NAN
+                    } else {
+                        values.value(i)
+                    }
+                }));
+            }
         }
         for (j, &at) in pram_at.iter().enumerate() {
             let text = cast(batch.column(at), &DataType::Utf8)?;
