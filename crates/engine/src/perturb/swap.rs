@@ -88,6 +88,11 @@ const BUCKET_BITS: u32 = 16;
 /// (in cache: a comparison sort of millions of pairs is not). A bucket of equal keys comes out
 /// of the scatter in record order, already sorted.
 fn ranked(column: &[f64]) -> (Vec<u64>, Vec<u32>) {
+    ranked_sorting_in_two_from(column, PARALLEL_SORT)
+}
+
+/// [`ranked`], its buckets sorted on two threads from `parallel_from` records.
+fn ranked_sorting_in_two_from(column: &[f64], parallel_from: usize) -> (Vec<u64>, Vec<u32>) {
     let (lo, hi) = column.iter().fold((u64::MAX, 0), |(lo, hi), &x| {
         (lo.min(key(x)), hi.max(key(x)))
     });
@@ -109,14 +114,32 @@ fn ranked(column: &[f64]) -> (Vec<u64>, Vec<u32>) {
         pairs[*slot] = (k, record as u32);
         *slot += 1;
     }
-    for bucket in start.windows(2) {
-        let part = &mut pairs[bucket[0]..bucket[1]];
-        if part.len() > 1 {
-            part.sort_unstable();
+    // the buckets sorted in two halves of about n/2 pairs on two threads: attributes are
+    // swapped two at a time, and the last one would otherwise sort alone on one core
+    let sort_buckets = |pairs: &mut [(u64, u32)], bounds: &[usize]| {
+        let first = bounds[0];
+        for bucket in bounds.windows(2) {
+            let part = &mut pairs[bucket[0] - first..bucket[1] - first];
+            if part.len() > 1 {
+                part.sort_unstable();
+            }
         }
+    };
+    let split = start.partition_point(|&b| b < column.len() / 2);
+    if column.len() >= parallel_from && split > 0 && split < buckets {
+        let (low, high) = pairs.split_at_mut(start[split]);
+        std::thread::scope(|scope| {
+            scope.spawn(|| sort_buckets(high, &start[split..]));
+            sort_buckets(low, &start[..=split]);
+        });
+    } else {
+        sort_buckets(&mut pairs, &start);
     }
     pairs.into_iter().unzip()
 }
+
+/// Records from which [`ranked`] sorts its buckets on two threads.
+const PARALLEL_SORT: usize = 1 << 20;
 
 /// A rank drawn uniformly among the ranks first..=last not yet swapped: by rejection (the
 /// draws are uniform over the free ranks), then by a scan after 32 misses.
@@ -212,6 +235,11 @@ mod tests {
             });
             let (keys, order) = ranked(&column);
             assert_eq!(order, expected, "{} records", column.len());
+            // the buckets sorted in two halves on two threads: the same
+            assert_eq!(
+                ranked_sorting_in_two_from(&column, 0),
+                (keys.clone(), order.clone())
+            );
             let values: Vec<u64> = order
                 .iter()
                 .map(|&r| column[r as usize].to_bits())

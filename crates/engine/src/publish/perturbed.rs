@@ -431,7 +431,7 @@ pub async fn publish_perturbed(
     let held_bytes = numeric.len() * kept.len() * std::mem::size_of::<f64>()
         + (rows + 2 * kept.len()) * std::mem::size_of::<u32>()
         + numeric.len() * MEASURED_RECORDS.min(kept.len()) * 2 * std::mem::size_of::<f64>();
-    let mut held =
+    let held =
         MemoryConsumer::new("anon perturbed release").register(&ctx.runtime_env().memory_pool);
     held.grow(held_bytes);
     let streaming = StreamingTable::try_new(Arc::clone(&output_schema), vec![shuffled])?;
