@@ -12,9 +12,8 @@
 //!    partition's rows are grouped by fine bucket [`GROUP_ROWS`] at a time (a stable counting
 //!    sort, the rows written to their places by the [`scattered`] kernel), their text columns
 //!    coded (each value as the 2-byte code of its label; see [`PartitionRows`]), and the
-//!    grouped batch is kept within the partition's share of a memory budget — half of what the
-//!    session's pool has left when it has a limit (the rest stays for what cannot spill), else
-//!    [`SHUFFLE_MEMORY`].
+//!    grouped batch is kept within the partition's share of a memory budget — half the session's pool
+//!    when it has a limit (the rest stays for what cannot spill), else [`SHUFFLE_MEMORY`].
 //!    Beyond it, the partition appends each kept batch's bucket ranges to its own spill file
 //!    per bucket (Arrow IPC), in order; partitions never wait for each other.
 //! 2. **Gather.** Bucket by bucket (its spill files read back), fine bucket by fine bucket,

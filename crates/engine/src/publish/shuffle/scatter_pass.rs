@@ -311,10 +311,8 @@ pub(super) async fn scatter(
     // at most half a limited pool: the writer and the counters of the written classes, which
     // cannot spill, grow while the shuffle holds its rows, and a pool the shuffle had filled
     // would leave them nothing (a 10M-row Mondrian release, 525K classes, under 2 GiB did)
-    // (of what the pool has left: a caller may hold memory it accounted there, as a perturbed
-    // release's published values)
     let budget = match pool.memory_limit() {
-        MemoryLimit::Finite(limit) => limit.saturating_sub(pool.reserved()) / 2,
+        MemoryLimit::Finite(limit) => limit / 2,
         MemoryLimit::Infinite | MemoryLimit::Unknown => SHUFFLE_MEMORY,
     };
     // each partition its share, in its own task
