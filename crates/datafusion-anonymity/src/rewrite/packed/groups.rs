@@ -9,8 +9,7 @@
 //! When a column's codes outgrow their bits or the table its class bits, the index is rebuilt
 //! from the classes' codes. When the key and the class number no longer fit 64 bits together,
 //! the classes so far are handed, in order, to DataFusion's own [`GroupValues`], which goes on
-//! from there: the class numbers stay the same, so the accumulators never notice. So are they
-//! when a key too long for the flat array has [`HASHED_FROM_CLASSES`] classes.
+//! from there: the class numbers stay the same, so the accumulators never notice.
 
 use std::sync::Arc;
 
@@ -27,12 +26,6 @@ use crate::packing::value_codes::ValueCodes;
 
 /// Keys of at most this many bits index a flat array of class numbers (16 MiB at most).
 pub const FLAT_BITS: u32 = 22;
-
-/// Classes from which keys too long for the flat array go to DataFusion's grouping: past a
-/// million classes, coding each value in its column's dictionary and then looking the packed
-/// key up in a [`DirectTable`] is two hash lookups a row where DataFusion's table is one (a
-/// `count(DISTINCT id)` over 9M ids took 1.9 s against 1.55 s without the packed final step).
-pub const HASHED_FROM_CLASSES: usize = 1 << 20;
 
 /// Bits a column's codes start with (they widen as the column's values grow).
 const START_BITS: u32 = 1;
@@ -96,8 +89,6 @@ pub struct PackedGroups {
     codes: Vec<u32>,
     first: Vec<u32>,
     keys: Vec<u64>,
-    /// [`HASHED_FROM_CLASSES`] (lower in tests)
-    hashed_from: usize,
 }
 
 impl PackedGroups {
@@ -121,17 +112,8 @@ impl PackedGroups {
             codes: Vec::new(),
             first: Vec::new(),
             keys: Vec::new(),
-            hashed_from: HASHED_FROM_CLASSES,
         };
         groups.rebuild()?;
-        Ok(groups)
-    }
-
-    /// As [`Self::try_new`], handing the classes over from `classes` of them.
-    #[cfg(test)]
-    fn handing_over_from(schema: SchemaRef, classes: usize) -> Result<Self> {
-        let mut groups = Self::try_new(schema)?;
-        groups.hashed_from = classes;
         Ok(groups)
     }
 
@@ -309,9 +291,6 @@ impl PackedGroups {
             self.index = Index::Flat(slots);
             return Ok(());
         }
-        if self.classes >= self.hashed_from {
-            return self.hand_over();
-        }
         if key_bits < 64
             && let Some(mut table) = DirectTable::new(room, key_bits, room as u32)
         {
@@ -384,52 +363,5 @@ fn decoded(data_type: &DataType) -> &DataType {
     match data_type {
         DataType::Dictionary(_, value) => value,
         other => other,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use datafusion::arrow::array::Int64Array;
-    use datafusion::arrow::datatypes::{Field, Schema};
-
-    /// Two columns of about 3,000 distinct values each (keys of 2 × 12 bits, past the
-    /// [`FLAT_BITS`] of the flat array), handed over from 1,000 classes: every row's class is
-    /// the rank of its pair's first sight, before and after the hand-over (a brute-force
-    /// first-seen list), and DataFusion holds the classes at the end.
-    #[test]
-    fn classes_past_the_threshold_go_to_datafusion_numbered_as_before() {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("a", DataType::Int64, true),
-            Field::new("b", DataType::Int64, true),
-        ]));
-        let mut groups = PackedGroups::handing_over_from(schema, 1_000).unwrap();
-        let mut seen: Vec<(i64, i64)> = Vec::new();
-        let mut classes = Vec::new();
-        for batch in 0..10i64 {
-            // 500 rows a batch, a third of them pairs seen before
-            let a: Vec<i64> = (0..500)
-                .map(|i| if i % 3 == 0 { i / 3 } else { batch * 500 + i })
-                .collect();
-            let b: Vec<i64> = a.iter().map(|v| v * 31 % 4_099 * 1_000).collect();
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from(a.clone())),
-                Arc::new(Int64Array::from(b.clone())),
-            ];
-            groups.intern(&columns, &mut classes).unwrap();
-            for ((x, y), &class) in a.iter().zip(&b).zip(&classes) {
-                let expected = match seen.iter().position(|p| *p == (*x, *y)) {
-                    Some(at) => at,
-                    None => {
-                        seen.push((*x, *y));
-                        seen.len() - 1
-                    }
-                };
-                assert_eq!(class, expected, "batch {batch}");
-            }
-        }
-        assert!(seen.len() > 1_000);
-        assert_eq!(groups.len(), seen.len());
-        assert!(groups.is_hashed());
     }
 }
