@@ -282,40 +282,7 @@ async fn mondrian_release_meets_k_map_recounted_by_cover() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let hierarchies: Vec<_> = QIS.iter().map(|q| hierarchy(q)).collect();
-    let people = grouped(&population, &QIS).await;
-    let covers = |label: &str, value: &str, h: &HashMap<String, Vec<String>>| {
-        if label == "*" || label == value || h[value].iter().any(|l| l == label) {
-            return true;
-        }
-        // value-free intervals (the default) are open: (lo, hi), lo < v < hi; ends beyond
-        // the domain are -inf / inf, which parse as f64 infinities
-        let inner = label.strip_prefix('(').and_then(|l| l.strip_suffix(')'));
-        match inner.and_then(|i| i.split_once(", ")) {
-            Some((lo, hi)) => {
-                let (lo, hi, v): (f64, f64, f64) = (
-                    lo.parse().unwrap(),
-                    hi.parse().unwrap(),
-                    value.parse().unwrap(),
-                );
-                lo < v && v < hi
-            }
-            None => false,
-        }
-    };
-    let written = grouped(&out, &QIS).await;
-    let mut k_map = u64::MAX;
-    for (labels, _) in &written {
-        let f: u64 = people
-            .iter()
-            .filter(|(values, _)| {
-                (0..QIS.len()).all(|j| covers(&labels[j], &values[j], &hierarchies[j]))
-            })
-            .map(|(_, n)| n)
-            .sum();
-        assert!(f >= 10, "class {labels:?}: F = {f}");
-        k_map = k_map.min(f);
-    }
+    let (k_map, _) = written_k_map_by_cover(&out, &population, 10).await;
     let json: serde_json::Value = report_json(&report);
     assert_eq!(
         json["publish"]["verification"]["population"]["k_map"],
@@ -360,40 +327,7 @@ async fn mondrian_sets_meet_k_map_recounted_by_cover() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let hierarchies: Vec<_> = QIS.iter().map(|q| hierarchy(q)).collect();
-    let people = grouped(&population, &QIS).await;
-    // `{a, b}`: Adult's race and education values hold no separator or brace to escape
-    let in_set = |label: &str, value: &str| {
-        label
-            .strip_prefix('{')
-            .and_then(|l| l.strip_suffix('}'))
-            .is_some_and(|inner| {
-                assert!(!inner.contains('\\'), "{label}");
-                inner.split(", ").any(|v| v == value)
-            })
-    };
-    let written = grouped(&out, &QIS).await;
-    let mut sets = 0;
-    let mut k_map = u64::MAX;
-    for (labels, _) in &written {
-        sets += labels.iter().filter(|l| l.starts_with('{')).count();
-        let f: u64 = people
-            .iter()
-            .filter(|(values, _)| {
-                (0..QIS.len()).all(|j| {
-                    let (label, value) = (labels[j].as_str(), values[j].as_str());
-                    label == "*"
-                        || label == value
-                        || in_set(label, value)
-                        || (QIS[j] == "sex" && hierarchies[j][value].iter().any(|l| l == label))
-                        || (QIS[j] == "age" && interval_holds(label, value, &hierarchies[j]))
-                })
-            })
-            .map(|(_, n)| n)
-            .sum();
-        assert!(f >= 10, "class {labels:?}: F = {f}");
-        k_map = k_map.min(f);
-    }
+    let (k_map, sets) = written_k_map_by_cover(&out, &population, 10).await;
     assert!(sets > 0, "the release publishes sets");
     let json: serde_json::Value = report_json(&report);
     assert_eq!(
@@ -402,12 +336,43 @@ async fn mondrian_sets_meet_k_map_recounted_by_cover() {
     );
 }
 
-/// Whether the age label `label` holds `value`: one of the value's labels in Adult's age
-/// hierarchy, or a value-free interval `(lo, hi)` around it.
-fn interval_holds(label: &str, value: &str, age: &HashMap<String, Vec<String>>) -> bool {
-    if age[value].iter().any(|l| l == label) {
+/// The smallest F_E of the classes written to `out`, each recounted from the raw `population`
+/// by cover (and asserted at least `k_map`); and how many set labels were written. A
+/// population row counts for a class when each label is `*`, its value, one of its value's
+/// hierarchy labels, an open interval `(lo, hi)` holding it, or a set `{a, b, …}` holding it.
+async fn written_k_map_by_cover(out: &Path, population: &Path, k_map: u64) -> (u64, usize) {
+    let hierarchies: Vec<_> = QIS.iter().map(|q| hierarchy(q)).collect();
+    let people = grouped(population, &QIS).await;
+    let mut sets = 0;
+    let mut smallest = u64::MAX;
+    for (labels, _) in &grouped(out, &QIS).await {
+        sets += labels.iter().filter(|l| l.starts_with('{')).count();
+        let f: u64 = people
+            .iter()
+            .filter(|(values, _)| {
+                (0..QIS.len()).all(|j| label_covers(&labels[j], &values[j], &hierarchies[j]))
+            })
+            .map(|(_, n)| n)
+            .sum();
+        assert!(f >= k_map, "class {labels:?}: F = {f}");
+        smallest = smallest.min(f);
+    }
+    (smallest, sets)
+}
+
+/// Whether the written `label` covers the raw `value` (see [`written_k_map_by_cover`]);
+/// `hierarchy` is the value's QI's file.
+fn label_covers(label: &str, value: &str, hierarchy: &HashMap<String, Vec<String>>) -> bool {
+    if label == "*" || label == value || hierarchy[value].iter().any(|l| l == label) {
         return true;
     }
+    // `{a, b}`: Adult's values hold no separator or brace to escape
+    if let Some(inner) = label.strip_prefix('{').and_then(|l| l.strip_suffix('}')) {
+        assert!(!inner.contains('\\'), "{label}");
+        return inner.split(", ").any(|v| v == value);
+    }
+    // value-free intervals (the default) are open: (lo, hi), lo < v < hi; ends beyond the
+    // domain are -inf / inf, which parse as f64 infinities
     let inner = label.strip_prefix('(').and_then(|l| l.strip_suffix(')'));
     match inner.and_then(|i| i.split_once(", ")) {
         Some((lo, hi)) => {

@@ -1,6 +1,6 @@
 //! Publishing a perturbed release ([`crate::perturb`]): two passes over the input, in the same
-//! order (partitions of their own byte ranges, decoded in parallel, no work stealing), then
-//! the usual staged, shuffled, verified write.
+//! order (partitions of their own byte ranges, no work stealing: the second pass's decoded in
+//! parallel), then the usual staged, shuffled, verified write.
 //!
 //! 1. **Read** the perturbed attributes (numeric ones as `f64`, PRAM ones as text), the strata
 //!    and the permuted attributes. A record with a NULL or NaN in a numeric perturbed
@@ -41,7 +41,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::{
     ExecutionPlan, ExecutionPlanProperties, SendableRecordBatchStream, StatisticsArgs,
-    StatisticsContext, collect_partitioned,
+    StatisticsContext,
 };
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
@@ -612,13 +612,22 @@ async fn read_columns(
     let mut category_codes: Vec<HashMap<String, u32>> = vec![HashMap::new(); pram.len()];
     let mut stratum_ids: HashMap<Box<[u8]>, u32> = HashMap::new();
     let mut permuted_batches: Vec<Vec<ArrayRef>> = vec![Vec::new(); permuted.len()];
-    // the partitions decoded on their own tasks (in parallel), then taken in order
-    let partitions = collect_partitioned(plan, reader.task_ctx()).await?;
-    read.partition_rows = partitions
-        .iter()
-        .map(|batches| batches.iter().map(RecordBatch::num_rows).sum())
-        .collect();
-    for batch in partitions.into_iter().flatten() {
+    // the partitions one after the other, in order, each counted (decoding them all at once
+    // and holding them, to decode in parallel, raised the peak memory for no measurable gain)
+    let task = reader.task_ctx();
+    let partitions = plan.output_partitioning().partition_count();
+    read.partition_rows = vec![0; partitions];
+    let streams = (0..partitions)
+        .map(|p| {
+            Ok(plan
+                .execute(p, Arc::clone(&task))?
+                .map(move |batch| (p, batch)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut batches = futures::stream::iter(streams).flatten();
+    while let Some((partition, batch)) = batches.next().await {
+        let batch = batch?;
+        read.partition_rows[partition] += batch.num_rows();
         read.rows += batch.num_rows();
         for (j, &at) in numeric_at.iter().enumerate() {
             let values = cast(batch.column(at), &DataType::Float64)?;
