@@ -86,7 +86,8 @@ const BUCKET_BITS: u32 = 16;
 /// keys ([`key`]): one counting pass and one scatter spread the (key, record) pairs over up
 /// to 2^16 buckets by the leading bits of the key's range, each bucket is then sorted alone
 /// (in cache: a comparison sort of millions of pairs is not). A bucket of equal keys comes out
-/// of the scatter in record order, already sorted.
+/// of the scatter in record order, already sorted. (The engine's `radix_sort` sorts 64-bit
+/// words; a 64-bit key and its record do not fit one.)
 fn ranked(column: &[f64]) -> (Vec<u64>, Vec<u32>) {
     ranked_sorting_in_two_from(column, PARALLEL_SORT)
 }

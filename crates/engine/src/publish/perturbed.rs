@@ -151,7 +151,6 @@ async fn split_scan(
 
 /// What the first pass read.
 struct ReadColumns {
-    rows: usize,
     /// Records per partition of the read (the second pass must see the same).
     partition_rows: Vec<usize>,
     /// Per numeric perturbed attribute (policy order), every record's value (NaN for NULL).
@@ -217,7 +216,7 @@ pub async fn publish_perturbed(
     let read_seconds = started.elapsed().as_secs_f64();
 
     // records kept: no NULL or NaN in a numeric perturbed attribute
-    let rows = read.rows;
+    let rows: usize = read.partition_rows.iter().sum();
     let mut compact_of = vec![u32::MAX; rows];
     let mut kept: Vec<u32> = Vec::with_capacity(rows);
     for (i, slot) in compact_of.iter_mut().enumerate() {
@@ -425,9 +424,9 @@ pub async fn publish_perturbed(
         seed,
         kept.len() as u64,
     );
-    // the release held in memory beside the write, accounted in the session's pool so that
-    // the shuffle spills within what the limit leaves it (the published values, the records'
-    // positions, the measured sample)
+    // the release held in memory beside the write (the published values, the records'
+    // positions, the measured sample), accounted in the session's pool: a fair pool gives the
+    // spilling consumers (the shuffle) what unspillable reservations leave
     let held_bytes = numeric.len() * kept.len() * std::mem::size_of::<f64>()
         + (rows + 2 * kept.len()) * std::mem::size_of::<u32>()
         + numeric.len() * MEASURED_RECORDS.min(kept.len()) * 2 * std::mem::size_of::<f64>();
@@ -441,9 +440,9 @@ pub async fn publish_perturbed(
     let write_seconds = phase.elapsed().as_secs_f64();
     let (utility, risk, measure_seconds) = match measuring {
         Some(thread) => {
-            let (utility, risk, seconds) = thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let (utility, risk, seconds) = thread.join().map_err(|_| {
+                DataFusionError::Internal("measuring the release panicked".to_string())
+            })?;
             (Some(utility), Some(risk), seconds)
         }
         None => (None, None, 0.0),
@@ -602,7 +601,6 @@ async fn read_columns(
         }
     };
     let mut read = ReadColumns {
-        rows: 0,
         partition_rows: Vec::new(),
         numeric: vec![Vec::with_capacity(expected); numeric.len()],
         categorical: vec![(Vec::new(), Vec::new()); pram.len()],
@@ -628,7 +626,6 @@ async fn read_columns(
     while let Some((partition, batch)) = batches.next().await {
         let batch = batch?;
         read.partition_rows[partition] += batch.num_rows();
-        read.rows += batch.num_rows();
         for (j, &at) in numeric_at.iter().enumerate() {
             let values = cast(batch.column(at), &DataType::Float64)?;
             let values = values.as_primitive::<Float64Type>();
