@@ -1,6 +1,6 @@
-//! A k-d tree over [`Points`]: the nearest point to a query (record linkage) and the few
-//! nearest (the refinement's candidate groups), in O(log n) per query on typical data, built
-//! in O(n log n). Never an n × n distance matrix.
+//! A k-d tree over [`Points`]: whether any point lies nearer a query than a distance (record
+//! linkage), in O(log n) per query on typical data, built in O(n log n). Never an n × n
+//! distance matrix.
 //!
 //! The tree keeps its own copy of the coordinates **in tree order**: a subtree is a
 //! contiguous run of rows, so the end of a search reads neighbouring memory instead of one
@@ -85,31 +85,6 @@ impl KdTree {
         &self.coords[r * self.d..(r + 1) * self.d]
     }
 
-    /// The squared distance from `query` to its nearest point.
-    pub fn nearest(&self, query: &[f64], offsets: &mut Offsets) -> f64 {
-        let mut best = Nearest::new(1, u32::MAX);
-        offsets.reset(self.d);
-        self.search(0, self.index.len(), query, &mut best, offsets);
-        best.bound()
-    }
-
-    /// The (up to) `count` points nearest `query`, other than `skip`, into `out` as (squared
-    /// distance, index), nearest first; a tie goes to the lower index.
-    pub fn nearest_k(
-        &self,
-        query: &[f64],
-        count: usize,
-        skip: u32,
-        out: &mut Vec<(f64, u32)>,
-        offsets: &mut Offsets,
-    ) {
-        let mut best = Nearest::new(count, skip);
-        offsets.reset(self.d);
-        self.search(0, self.index.len(), query, &mut best, offsets);
-        out.clear();
-        out.extend_from_slice(&best.found);
-    }
-
     /// Whether a point other than `skip` lies strictly nearer `query` than `squared`
     /// (squared distance). Stops at the first one found, and never looks beyond `squared`:
     /// record linkage asks only this, and in a dense region a query's nearest few are many
@@ -157,38 +132,6 @@ impl KdTree {
         let found = bound < squared && self.nearer(far.0, far.1, query, squared, skip, offsets);
         offsets.leave(axis, saved);
         found
-    }
-
-    fn search(
-        &self,
-        start: usize,
-        end: usize,
-        query: &[f64],
-        best: &mut Nearest,
-        offsets: &mut Offsets,
-    ) {
-        if end - start <= LEAF {
-            for r in start..end {
-                best.offer(squared_distance(self.row(r), query), self.index[r]);
-            }
-            return;
-        }
-        let middle = start + (end - start) / 2;
-        let point = self.row(middle);
-        best.offer(squared_distance(point, query), self.index[middle]);
-        let axis = self.axes[middle] as usize;
-        let gap = query[axis] - point[axis];
-        let (near, far) = if gap < 0.0 {
-            ((start, middle), (middle + 1, end))
-        } else {
-            ((middle + 1, end), (start, middle))
-        };
-        self.search(near.0, near.1, query, best, offsets);
-        let (saved, bound) = offsets.enter(axis, gap);
-        if bound <= best.bound() {
-            self.search(far.0, far.1, query, best, offsets);
-        }
-        offsets.leave(axis, saved);
     }
 }
 
@@ -241,48 +184,6 @@ struct Scratch {
     order: Vec<u32>,
 }
 
-/// The best `count` (distance, index) pairs seen, sorted nearest first.
-struct Nearest {
-    count: usize,
-    skip: u32,
-    found: Vec<(f64, u32)>,
-}
-
-impl Nearest {
-    fn new(count: usize, skip: u32) -> Self {
-        Self {
-            count: count.max(1),
-            skip,
-            found: Vec::with_capacity(count.max(1) + 1),
-        }
-    }
-
-    /// The distance a point must not exceed to matter: the worst kept, once `count` are kept.
-    fn bound(&self) -> f64 {
-        if self.found.len() < self.count {
-            f64::INFINITY
-        } else {
-            self.found[self.count - 1].0
-        }
-    }
-
-    fn offer(&mut self, distance: f64, index: u32) {
-        if index == self.skip {
-            return;
-        }
-        let before = |p: &(f64, u32)| p.0 < distance || (p.0 == distance && p.1 < index);
-        if self.found.len() == self.count {
-            let worst = self.found[self.count - 1];
-            if !(distance < worst.0 || (distance == worst.0 && index < worst.1)) {
-                return;
-            }
-            self.found.pop();
-        }
-        let at = self.found.partition_point(before);
-        self.found.insert(at, (distance, index));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,24 +210,21 @@ mod tests {
         let values: Vec<f64> = (0..n * d).map(|_| rng.unit() * 4.0).collect();
         let points = Points::new(d, values);
         let tree = KdTree::new(&points);
-        let mut out = Vec::new();
         let mut offsets = Offsets::default();
         for i in 0..n {
-            tree.nearest_k(points.row(i), 3, i as u32, &mut out, &mut offsets);
-            let expected = brute_force(&points, points.row(i), 3, i as u32);
-            assert_eq!(out, expected, "point {i}");
+            let expected = brute_force(&points, points.row(i), 2, i as u32);
             let second = expected[1].0;
             assert_eq!(
                 tree.any_nearer(points.row(i), second, i as u32, &mut offsets),
-                expected[0].0 < second
+                expected[0].0 < second,
+                "point {i}"
             );
         }
     }
 
     #[test]
-    fn k_nearest_equals_a_brute_force_search() {
+    fn any_nearer_equals_a_brute_force_search() {
         let mut rng = SplitMix64(11);
-        let mut out = Vec::new();
         let mut offsets = Offsets::default();
         for case in 0..30 {
             let n = 1 + case * 7;
@@ -335,12 +233,6 @@ mod tests {
             let values: Vec<f64> = (0..n * d).map(|_| (rng.unit() * 6.0).floor()).collect();
             let points = Points::new(d, values);
             let tree = KdTree::new(&points);
-            for i in 0..n {
-                let count = 1 + case % 9;
-                tree.nearest_k(points.row(i), count, i as u32, &mut out, &mut offsets);
-                let expected = brute_force(&points, points.row(i), count, i as u32);
-                assert_eq!(out, expected, "case {case} point {i}");
-            }
             for i in 0..n {
                 // nearer than the second nearest's distance: exactly when the nearest (other
                 // than i) is strictly nearer than it
@@ -354,9 +246,12 @@ mod tests {
                 }
                 assert!(!tree.any_nearer(points.row(i), 0.0, u32::MAX, &mut offsets));
             }
+            // a query off the points: some point is nearer than the nearest's distance plus a
+            // margin, and none is nearer than it
             let query: Vec<f64> = (0..d).map(|_| rng.unit() * 6.0).collect();
             let nearest = brute_force(&points, &query, 1, u32::MAX)[0].0;
-            assert_eq!(tree.nearest(&query, &mut offsets), nearest, "case {case}");
+            assert!(!tree.any_nearer(&query, nearest, u32::MAX, &mut offsets), "case {case}");
+            assert!(tree.any_nearer(&query, nearest + 1e-6, u32::MAX, &mut offsets), "case {case}");
         }
     }
 }

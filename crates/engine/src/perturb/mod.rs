@@ -26,6 +26,7 @@ pub mod kdtree;
 pub mod linkage;
 pub mod mdav;
 pub mod measures;
+pub mod neighbours;
 pub mod noise;
 pub mod partition;
 pub mod points;

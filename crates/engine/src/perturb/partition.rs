@@ -85,6 +85,8 @@ impl MicroAlgorithm {
                     &mut leaves,
                 );
                 let mut seeds = Vec::with_capacity(points.len() / k + 1);
+                // the groups seeded in one leaf: a bucket of nearby groups for the refinement
+                let mut buckets = vec![0usize];
                 for leaf in leaves {
                     // MDAV sees the leaf in the points' order (its ties go to the first)
                     let mut leaf_rows: Vec<u32> = leaf.map(|r| r as u32).collect();
@@ -95,8 +97,9 @@ impl MicroAlgorithm {
                             .into_iter()
                             .map(|g| g.into_iter().map(|i| leaf_rows[i as usize]).collect()),
                     );
+                    buckets.push(seeds.len());
                 }
-                refine_with(&rows, seeds, k, Reach::Neighbours)
+                refine_with(&rows, seeds, k, Reach::Neighbours, Some(&buckets))
                     .into_iter()
                     .map(|g| {
                         let mut g: Vec<u32> =

@@ -13,10 +13,11 @@
 //!
 //! The candidates ([`Reach`]) are either the groups whose centroids are nearest the record,
 //! among all groups (exact, O(n·g·d) per pass: for a table of a few thousand records), or the
-//! groups whose centroids are nearest the record's own group's, found once per pass with a
-//! k-d tree over the centroids (O(n·C·k·d + g log g) per pass: for large inputs).
+//! groups whose centroids are nearest the record's own group's, found once per pass
+//! ([`nearest_groups`]; O(n·C·k·d) per pass and a few buckets' scan per group: for large
+//! inputs).
 
-use super::kdtree::{KdTree, Offsets};
+use super::neighbours::{DEFAULT_BUCKET, nearest_groups};
 use super::points::{Points, squared_distance};
 
 /// Passes at most (each lowers SSE; in practice the search settles in a few).
@@ -49,21 +50,29 @@ pub const NEIGHBOUR_PASSES: usize = 1;
 /// `groups` (a partition of `points` into groups of at least k) improved by moves and swaps,
 /// with candidates from [`Reach::Record`].
 pub fn refine(points: &Points, groups: Vec<Vec<u32>>, k: usize) -> Vec<Vec<u32>> {
-    refine_with(points, groups, k, Reach::Record)
+    refine_with(points, groups, k, Reach::Record, None)
 }
 
-/// `groups` improved by moves and swaps with candidates from `reach`.
+/// `groups` improved by moves and swaps with candidates from `reach`. With
+/// [`Reach::Neighbours`], `buckets` may give the boundaries of runs of groups that lie near
+/// each other (see [`nearest_groups`]); they make the search for neighbours faster and never
+/// change it. Without them, runs of [`DEFAULT_BUCKET`] groups.
 pub fn refine_with(
     points: &Points,
     mut groups: Vec<Vec<u32>>,
     k: usize,
     reach: Reach,
+    buckets: Option<&[usize]>,
 ) -> Vec<Vec<u32>> {
     let d = points.d();
     let g = groups.len();
     if g < 2 {
         return groups;
     }
+    let buckets: Vec<usize> = match buckets {
+        Some(buckets) => buckets.to_vec(),
+        None => (0..g).step_by(DEFAULT_BUCKET).chain([g]).collect(),
+    };
     let n = points.len();
     let mut group_of = vec![0u32; n];
     let mut sums = vec![0.0; g * d];
@@ -91,7 +100,6 @@ pub fn refine_with(
     let scale = points.sse(&groups).max(f64::MIN_POSITIVE);
     let mut nearest: Vec<(f64, u32)> = Vec::with_capacity(g);
     let mut neighbours: Vec<u32> = Vec::new();
-    let mut found = Vec::with_capacity(CANDIDATES);
     let mut delta = vec![0.0; d];
     let passes = match reach {
         Reach::Record => MAX_PASSES,
@@ -102,21 +110,7 @@ pub fn refine_with(
         let mut changed = false;
         if reach == Reach::Neighbours {
             // each group's nearest groups, by the centroids at the start of the pass
-            let at_start = Points::new(d, centroids.clone());
-            let tree = KdTree::new(&at_start);
-            let mut offsets = Offsets::default();
-            neighbours.clear();
-            for a in 0..g {
-                tree.nearest_k(
-                    at_start.row(a),
-                    candidates,
-                    a as u32,
-                    &mut found,
-                    &mut offsets,
-                );
-                neighbours.extend(found.iter().map(|&(_, b)| b));
-                neighbours.resize((a + 1) * candidates, a as u32);
-            }
+            nearest_groups(&centroids, d, &buckets, candidates, &mut neighbours);
         }
         for x in 0..n {
             let a = group_of[x] as usize;
@@ -258,7 +252,7 @@ mod tests {
             let start = mdav(&points, k);
             let before = points.sse(&start);
             for reach in [Reach::Record, Reach::Neighbours] {
-                let refined = refine_with(&points, start.clone(), k, reach);
+                let refined = refine_with(&points, start.clone(), k, reach, None);
                 assert!(refined.iter().all(|g| g.len() >= k && g.len() < 2 * k));
                 let mut all: Vec<u32> = refined.iter().flatten().copied().collect();
                 all.sort_unstable();
