@@ -250,8 +250,14 @@ mod tests {
             // margin, and none is nearer than it
             let query: Vec<f64> = (0..d).map(|_| rng.unit() * 6.0).collect();
             let nearest = brute_force(&points, &query, 1, u32::MAX)[0].0;
-            assert!(!tree.any_nearer(&query, nearest, u32::MAX, &mut offsets), "case {case}");
-            assert!(tree.any_nearer(&query, nearest + 1e-6, u32::MAX, &mut offsets), "case {case}");
+            assert!(
+                !tree.any_nearer(&query, nearest, u32::MAX, &mut offsets),
+                "case {case}"
+            );
+            assert!(
+                tree.any_nearer(&query, nearest + 1e-6, u32::MAX, &mut offsets),
+                "case {case}"
+            );
         }
     }
 }

@@ -4,9 +4,10 @@
 //! The answer is exact (the `count` nearest by squared distance, a tie to the lower index).
 //! The groups come in **buckets** of consecutive indices — in a blocked microaggregation,
 //! the groups seeded in one k-d leaf, so a bucket is a small region of space. A query scans
-//! its own bucket, then every other bucket whose bounding box may hold a nearer centroid, in
-//! order of the box's distance, and stops at the first box beyond its current `count`-th
-//! nearest. A block's ~1,000 groups in ~30 buckets cost a query a few buckets' scans: about a
+//! its own bucket, then the other buckets in order of their box's distance from its own
+//! bucket's box (sorted once per bucket), skipping a box farther from the query than its
+//! current `count`-th nearest, and stops at the first box whose distance from its own box
+//! already is. A block's ~1,000 groups in ~30 buckets cost a query a few buckets' scans: about a
 //! third of a k-d tree's search with leaves of 8 (measured on 10M records, BENCHMARKS.md,
 //! issue 35). The buckets only decide the speed, never the answer.
 
@@ -49,12 +50,39 @@ pub fn nearest_groups(
             }
         }
     }
+    // squared distance between two buckets' boxes: a lower bound on any of their pairs'
+    let box_gap = |p: usize, q: usize, query: Option<&[f64]>| -> f64 {
+        let mut bound = 0.0;
+        for j in 0..d {
+            let (low_p, high_p) = match query {
+                Some(x) => (x[j], x[j]),
+                None => (low[p * d + j], high[p * d + j]),
+            };
+            let gap = (low[q * d + j] - high_p).max(low_p - high[q * d + j]);
+            if gap > 0.0 {
+                bound += gap * gap;
+            }
+        }
+        bound * SLACK
+    };
     let mut best = Best::new(count);
+    // the other buckets by their box's distance from the own bucket's
     let mut order: Vec<(f64, u32)> = Vec::with_capacity(bucket_count);
-    let mut own = 0;
+    let mut own = usize::MAX;
     for a in 0..g {
-        while own + 1 < bucket_count && buckets[own + 1] <= a {
-            own += 1;
+        let mut bucket_of_a = if own == usize::MAX { 0 } else { own };
+        while bucket_of_a + 1 < bucket_count && buckets[bucket_of_a + 1] <= a {
+            bucket_of_a += 1;
+        }
+        if bucket_of_a != own {
+            own = bucket_of_a;
+            order.clear();
+            order.extend(
+                (0..bucket_count)
+                    .filter(|&q| q != own)
+                    .map(|q| (box_gap(own, q, None), q as u32)),
+            );
+            order.sort_unstable_by(|p, q| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1)));
         }
         let query = &centroids[a * d..(a + 1) * d];
         best.clear();
@@ -69,27 +97,15 @@ pub fn nearest_groups(
             }
         };
         scan(own, &mut best);
-        order.clear();
-        for bucket in (0..bucket_count).filter(|&bucket| bucket != own) {
-            let mut bound = 0.0;
-            for j in 0..d {
-                let x = query[j];
-                let gap = (low[bucket * d + j] - x).max(x - high[bucket * d + j]);
-                if gap > 0.0 {
-                    bound += gap * gap;
-                }
-            }
-            let bound = bound * SLACK;
-            if bound <= best.bound() {
-                order.push((bound, bucket as u32));
-            }
-        }
-        order.sort_unstable_by(|p, q| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1)));
-        for &(bound, bucket) in &order {
-            if bound > best.bound() {
+        // a bucket's box is at least as far from the query as from the own bucket's box: the
+        // first beyond the bound ends the search
+        for &(between, bucket) in &order {
+            if between > best.bound() {
                 break;
             }
-            scan(bucket as usize, &mut best);
+            if box_gap(0, bucket as usize, Some(query)) <= best.bound() {
+                scan(bucket as usize, &mut best);
+            }
         }
         out.extend(best.found.iter().map(|&(_, b)| b));
         out.resize((a + 1) * count, a as u32);
