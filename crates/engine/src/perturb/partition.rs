@@ -88,14 +88,15 @@ impl MicroAlgorithm {
                 // the groups seeded in one leaf: a bucket of nearby groups for the refinement
                 let mut buckets = vec![0usize];
                 for leaf in leaves {
-                    // MDAV sees the leaf in the points' order (its ties go to the first)
-                    let mut leaf_rows: Vec<u32> = leaf.map(|r| r as u32).collect();
-                    leaf_rows.sort_unstable_by_key(|&r| record_at[r as usize]);
-                    let local = rows.subset(&leaf_rows);
+                    // MDAV sees the leaf in the split's order (a function of the input, so
+                    // its ties are too)
+                    let local =
+                        Points::new(d, rows.values()[leaf.start * d..leaf.end * d].to_vec());
+                    let first = leaf.start as u32;
                     seeds.extend(
                         mdav(&local, k)
                             .into_iter()
-                            .map(|g| g.into_iter().map(|i| leaf_rows[i as usize]).collect()),
+                            .map(|g| g.into_iter().map(|i| first + i).collect()),
                     );
                     buckets.push(seeds.len());
                 }
@@ -200,34 +201,77 @@ impl Groups {
     /// points: per attribute, SSE_j around the group means and SST_j around the mean, each
     /// divided by the attribute's sample variance.
     pub fn information_loss(&self, columns: &[&[f64]]) -> f64 {
-        let means: Vec<Vec<f64>> = columns
-            .iter()
-            .map(|c| self.aggregates(c, Aggregate::Mean))
-            .collect();
-        self.information_loss_with_means(columns, &means)
+        self.information_loss_with_means(columns, &self.means(columns))
     }
 
-    /// [`Self::information_loss`] with each column's group means given (as
-    /// [`Self::aggregates`] with [`Aggregate::Mean`] gives them), so that a release publishing
-    /// the means computes them once.
-    pub fn information_loss_with_means(&self, columns: &[&[f64]], means: &[Vec<f64>]) -> f64 {
-        let (mut sse, mut sst) = (0.0, 0.0);
-        for (column, means) in columns.iter().zip(means) {
-            let (mean, sd) = super::points::mean_sd(column);
+    /// Each group's mean of every column, group by group (group g's d means at g·d..), in
+    /// one pass over the records: a record's group is one scattered access for all its
+    /// columns, not one per column.
+    pub fn means(&self, columns: &[&[f64]]) -> Vec<f64> {
+        let d = columns.len();
+        let mut sums = vec![0.0; self.count * d];
+        let mut sizes = vec![0usize; self.count];
+        for (i, &g) in self.of_record.iter().enumerate() {
+            let g = g as usize;
+            sizes[g] += 1;
+            for (sum, column) in sums[g * d..(g + 1) * d].iter_mut().zip(columns) {
+                *sum += column[i];
+            }
+        }
+        for (group, &size) in sums.chunks_exact_mut(d.max(1)).zip(&sizes) {
+            for sum in group {
+                *sum /= size as f64;
+            }
+        }
+        sums
+    }
+
+    /// [`Self::information_loss`] with the groups' means given (as [`Self::means`] gives
+    /// them), so that a release publishing the means computes them once. One pass over the
+    /// records for every attribute.
+    pub fn information_loss_with_means(&self, columns: &[&[f64]], means: &[f64]) -> f64 {
+        let d = columns.len();
+        let stats: Vec<(f64, f64)> = columns.iter().map(|c| super::points::mean_sd(c)).collect();
+        let mut sse = vec![0.0; d];
+        let mut sst = vec![0.0; d];
+        for (i, &g) in self.of_record.iter().enumerate() {
+            let group = &means[g as usize * d..(g as usize + 1) * d];
+            for j in 0..d {
+                let x = columns[j][i];
+                sse[j] += (x - group[j]).powi(2);
+                sst[j] += (x - stats[j].0).powi(2);
+            }
+        }
+        let (mut total_sse, mut total_sst) = (0.0, 0.0);
+        for j in 0..d {
+            let sd = stats[j].1;
             if sd == 0.0 {
                 continue;
             }
-            let variance = sd * sd;
-            sse += self
-                .of_record
-                .iter()
-                .zip(column.iter())
-                .map(|(&g, x)| (x - means[g as usize]).powi(2))
-                .sum::<f64>()
-                / variance;
-            sst += column.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / variance;
+            total_sse += sse[j] / (sd * sd);
+            total_sst += sst[j] / (sd * sd);
         }
-        if sst > 0.0 { 100.0 * sse / sst } else { 0.0 }
+        if total_sst > 0.0 {
+            100.0 * total_sse / total_sst
+        } else {
+            0.0
+        }
+    }
+
+    /// Each record's value of every column replaced by its group's, from the groups' values
+    /// group by group (d per group, as [`Self::means`] gives them): one pass over the
+    /// records.
+    pub fn published(&self, per_group: &[f64], d: usize) -> Vec<Vec<f64>> {
+        let mut columns: Vec<Vec<f64>> = (0..d)
+            .map(|_| Vec::with_capacity(self.of_record.len()))
+            .collect();
+        for &g in &self.of_record {
+            let group = &per_group[g as usize * d..(g as usize + 1) * d];
+            for (column, &value) in columns.iter_mut().zip(group) {
+                column.push(value);
+            }
+        }
+        columns
     }
 
     /// Each group's aggregate of `column` (one value per record), by `aggregate`.
@@ -320,11 +364,24 @@ pub fn microaggregate(
         share
             .into_iter()
             .map(|(rows, whole)| {
-                // the block's records in their order (MDAV's ties go to the first)
-                let mut block: Vec<u32> = rows.clone().map(|r| r as u32).collect();
-                block.sort_unstable_by_key(|&r| record_at[r as usize]);
-                let local = points.subset(&block);
-                let block: Vec<u32> = block.iter().map(|&r| record_at[r as usize]).collect();
+                // a whole stratum in record order (MDAV's ties go to the first record), a
+                // block of a larger one in the split's order (a function of the input)
+                let (local, block) = if whole {
+                    let mut block: Vec<u32> = rows.clone().map(|r| r as u32).collect();
+                    block.sort_unstable_by_key(|&r| record_at[r as usize]);
+                    let local = points.subset(&block);
+                    (
+                        local,
+                        block
+                            .iter()
+                            .map(|&r| record_at[r as usize])
+                            .collect::<Vec<u32>>(),
+                    )
+                } else {
+                    let local =
+                        Points::new(d, points.values()[rows.start * d..rows.end * d].to_vec());
+                    (local, record_at[rows.clone()].to_vec())
+                };
                 let groups = if whole {
                     options.algorithm.groups(&local, k)
                 } else {
@@ -679,6 +736,17 @@ mod tests {
         assert_eq!(
             groups.aggregates(&column, Aggregate::Median),
             vec![2.0, 20.0]
+        );
+        // two columns at once, group by group: the second is the first times 10 minus 1
+        let second: Vec<f64> = column.iter().map(|x| 10.0 * x - 1.0).collect();
+        let means = groups.means(&[&column, &second]);
+        assert_eq!(means, vec![4.0, 39.0, 20.0, 199.0]);
+        assert_eq!(
+            groups.published(&means, 2),
+            vec![
+                vec![4.0, 4.0, 20.0, 20.0, 20.0, 4.0],
+                vec![39.0, 39.0, 199.0, 199.0, 199.0, 39.0]
+            ]
         );
     }
 }

@@ -38,6 +38,11 @@ impl Points {
         Self { d, values }
     }
 
+    /// The coordinates, row-major.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
     /// The coordinates, row-major, to reorder rows in place.
     pub fn values_mut(&mut self) -> &mut [f64] {
         &mut self.values

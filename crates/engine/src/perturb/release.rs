@@ -264,7 +264,8 @@ pub fn compute(
         .collect();
     let mut micro = None;
     let mut group_of = None;
-    let mut aggregates: Vec<Vec<f64>> = Vec::new();
+    // the microaggregated attributes' published values, in their order
+    let mut aggregated: Vec<Vec<f64>> = Vec::new();
     if !micro_columns.is_empty() {
         if n < input.micro.k {
             return Err(DataFusionError::Plan(format!(
@@ -278,18 +279,22 @@ pub fn compute(
             input.micro,
             describe_stratum,
         )?;
-        let means: Vec<Vec<f64>> = micro_columns
-            .iter()
-            .map(|c| groups.aggregates(c, Aggregate::Mean))
-            .collect();
+        let means = groups.means(&micro_columns);
         let information_loss = groups.information_loss_with_means(&micro_columns, &means);
-        aggregates = match input.aggregate {
+        let d = micro_columns.len();
+        let per_group = match input.aggregate {
             Aggregate::Mean => means,
-            Aggregate::Median => micro_columns
-                .iter()
-                .map(|c| groups.aggregates(c, Aggregate::Median))
-                .collect(),
+            Aggregate::Median => {
+                let medians: Vec<Vec<f64>> = micro_columns
+                    .iter()
+                    .map(|c| groups.aggregates(c, Aggregate::Median))
+                    .collect();
+                (0..groups.count)
+                    .flat_map(|g| medians.iter().map(move |m| m[g]))
+                    .collect()
+            }
         };
+        aggregated = groups.published(&per_group, d);
         micro = Some(MicroReport {
             algorithm: input.micro.algorithm.name(),
             aggregate: input.aggregate.name(),
@@ -367,12 +372,12 @@ pub fn compute(
     for (index, column) in input.numeric.iter().enumerate() {
         let published = match &column.transformation {
             Transformation::Microaggregation => {
-                let groups = group_of.as_ref().map(|g| &g.of_record);
-                let values = &aggregates[micro_index];
+                let values = aggregated
+                    .get_mut(micro_index)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
                 micro_index += 1;
-                groups
-                    .map(|g| g.iter().map(|&id| values[id as usize]).collect())
-                    .unwrap_or_default()
+                values
             }
             Transformation::Noise(_) | Transformation::RankSwap(_) => {
                 perturbed[index].take().unwrap_or_default()
