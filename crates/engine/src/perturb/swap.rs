@@ -34,11 +34,10 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
     check_percentage(p).map_err(DataFusionError::Plan)?;
     let n = column.len();
     let w = window(p, n);
-    let (keys, order) = ranked(column);
-    // the values by rank (a key is its value's bits), swapped there, then put back in record
-    // order
-    let mut ranked: Vec<f64> = keys.iter().map(|&k| from_key(k)).collect();
-    drop(keys);
+    // the (key, record) pairs by rank; the values are swapped there as their keys (a key
+    // is its value's bits, reordered), then put back in record order: no other copy of the
+    // column (each one is fresh pages the kernel zeroes)
+    let mut pairs = ranked(column);
     let mut swapped = vec![false; n];
     for i in 0..n {
         if swapped[i] || w == 0 {
@@ -51,13 +50,16 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
         let Some(j) = partner(&swapped, i + 1, last, rng) else {
             continue;
         };
-        ranked.swap(i, j);
+        let key = pairs[i].0;
+        pairs[i].0 = pairs[j].0;
+        pairs[j].0 = key;
         swapped[i] = true;
         swapped[j] = true;
     }
+    drop(swapped);
     let mut out = vec![0.0; n];
-    for (&i, &value) in order.iter().zip(&ranked) {
-        out[i as usize] = value;
+    for &(key, record) in &pairs {
+        out[record as usize] = from_key(key);
     }
     Ok(out)
 }
@@ -88,12 +90,12 @@ const BUCKET_BITS: u32 = 16;
 /// (in cache: a comparison sort of millions of pairs is not). A bucket of equal keys comes out
 /// of the scatter in record order, already sorted. (The engine's `radix_sort` sorts 64-bit
 /// words; a 64-bit key and its record do not fit one.)
-fn ranked(column: &[f64]) -> (Vec<u64>, Vec<u32>) {
+fn ranked(column: &[f64]) -> Vec<(u64, u32)> {
     ranked_sorting_in_two_from(column, PARALLEL_SORT)
 }
 
 /// [`ranked`], its buckets sorted on two threads from `parallel_from` records.
-fn ranked_sorting_in_two_from(column: &[f64], parallel_from: usize) -> (Vec<u64>, Vec<u32>) {
+fn ranked_sorting_in_two_from(column: &[f64], parallel_from: usize) -> Vec<(u64, u32)> {
     let (lo, hi) = column.iter().fold((u64::MAX, 0), |(lo, hi), &x| {
         (lo.min(key(x)), hi.max(key(x)))
     });
@@ -136,7 +138,7 @@ fn ranked_sorting_in_two_from(column: &[f64], parallel_from: usize) -> (Vec<u64>
     } else {
         sort_buckets(&mut pairs, &start);
     }
-    pairs.into_iter().unzip()
+    pairs
 }
 
 /// Records from which [`ranked`] sorts its buckets on two threads.
@@ -234,13 +236,11 @@ mod tests {
                     .total_cmp(&column[b as usize])
                     .then(a.cmp(&b))
             });
-            let (keys, order) = ranked(&column);
+            let pairs = ranked(&column);
+            let (keys, order): (Vec<u64>, Vec<u32>) = pairs.iter().copied().unzip();
             assert_eq!(order, expected, "{} records", column.len());
             // the buckets sorted in two halves on two threads: the same
-            assert_eq!(
-                ranked_sorting_in_two_from(&column, 0),
-                (keys.clone(), order.clone())
-            );
+            assert_eq!(ranked_sorting_in_two_from(&column, 0), pairs);
             let values: Vec<u64> = order
                 .iter()
                 .map(|&r| column[r as usize].to_bits())
