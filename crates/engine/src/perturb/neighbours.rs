@@ -32,7 +32,7 @@ pub fn nearest_groups(
     count: usize,
     out: &mut Vec<u32>,
 ) {
-    let g = if d == 0 { 0 } else { centroids.len() / d };
+    let g = centroids.len().checked_div(d).unwrap_or(0);
     out.clear();
     if g == 0 || count == 0 {
         return;
