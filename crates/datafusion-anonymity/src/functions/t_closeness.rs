@@ -6,10 +6,8 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array};
 use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::arrow::datatypes::UInt64Type;
-use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::EmitTo;
+use datafusion::error::Result;
 use datafusion::logical_expr::{AggregateUDF, Documentation};
-use datafusion::physical_plan::aggregates::group_values::GroupValues;
 
 use super::common::{doc, map_classes};
 use super::formulas;
@@ -61,71 +59,6 @@ pub struct TableHistograms {
 /// items, hence the codes, below 2^31).
 const INTERN_CHUNK: usize = 1 << 16;
 
-/// Items below this many per thread are interned on the calling thread.
-const PARALLEL_ITEMS: usize = 1 << 18;
-
-/// Codes of `items` (in 64K chunks) into a fresh dictionary.
-fn intern_serially(items: &ArrayRef) -> Result<(Box<dyn GroupValues>, Vec<u32>)> {
-    let mut dictionary = new_dictionary(items.data_type())?;
-    let mut codes = Vec::with_capacity(items.len());
-    let mut chunk_codes = Vec::with_capacity(INTERN_CHUNK.min(items.len()));
-    for chunk_start in (0..items.len()).step_by(INTERN_CHUNK) {
-        let chunk = items.slice(chunk_start, INTERN_CHUNK.min(items.len() - chunk_start));
-        dictionary.intern(std::slice::from_ref(&chunk), &mut chunk_codes)?;
-        codes.extend(chunk_codes.iter().map(|&c| c as u32));
-    }
-    Ok((dictionary, codes))
-}
-
-/// The dictionary of `items` and each item's code, codes given in order of first sight. The
-/// window that finalizes the classes runs in one partition: millions of items (a class's
-/// values, for every class) are interned in parts on all cores, then each part's dictionary
-/// is interned into the first part's in its own code order, which gives its new values the
-/// codes a single pass would have given them (in order of first sight after the parts
-/// before): the codes are the same as on one thread.
-fn intern_items(items: &ArrayRef) -> Result<(Box<dyn GroupValues>, Vec<u32>)> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len() / PARALLEL_ITEMS)
-        .max(1);
-    intern_in_parts(items, threads)
-}
-
-/// [`intern_items`] in `threads` parts.
-fn intern_in_parts(items: &ArrayRef, threads: usize) -> Result<(Box<dyn GroupValues>, Vec<u32>)> {
-    if threads <= 1 {
-        return intern_serially(items);
-    }
-    let part = items.len().div_ceil(threads);
-    let parts: Vec<Result<(Box<dyn GroupValues>, Vec<u32>)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let start = (t * part).min(items.len());
-                let slice = items.slice(start, part.min(items.len() - start));
-                scope.spawn(move || intern_serially(&slice))
-            })
-            .collect();
-        handles
-            .into_iter()
-            // a panic in a worker is a bug: re-raise it on this thread
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    let mut parts = parts.into_iter();
-    let (mut dictionary, mut codes) = parts
-        .next()
-        .ok_or_else(|| DataFusionError::Internal("no part interned".into()))??;
-    codes.reserve(items.len() - codes.len());
-    let mut renamed = Vec::new();
-    for part in parts {
-        let (mut part_dictionary, part_codes) = part?;
-        let values = part_dictionary.emit(EmitTo::All)?.swap_remove(0);
-        dictionary.intern(std::slice::from_ref(&values), &mut renamed)?;
-        codes.extend(part_codes.iter().map(|&c| renamed[c as usize] as u32));
-    }
-    Ok((dictionary, codes))
-}
-
 impl TableHistograms {
     /// Reads the `{values, counts}` struct column of `__anon_sa_histogram`.
     pub fn try_new(states: &ArrayRef) -> Result<Self> {
@@ -135,7 +68,14 @@ impl TableHistograms {
         let offsets: Vec<usize> = values.value_offsets().iter().map(|&o| o as usize).collect();
         let (start, end) = (offsets[0], offsets[offsets.len() - 1]);
         let items = values.values().slice(start, end - start);
-        let (mut dictionary, codes) = intern_items(&items)?;
+        let mut dictionary = new_dictionary(items.data_type())?;
+        let mut codes = Vec::with_capacity(items.len());
+        let mut chunk_codes = Vec::with_capacity(INTERN_CHUNK.min(items.len()));
+        for chunk_start in (0..items.len()).step_by(INTERN_CHUNK) {
+            let chunk = items.slice(chunk_start, INTERN_CHUNK.min(items.len() - chunk_start));
+            dictionary.intern(std::slice::from_ref(&chunk), &mut chunk_codes)?;
+            codes.extend(chunk_codes.iter().map(|&c| c as u32));
+        }
         let count_offset = counts.value_offsets()[0] as usize;
         let counts = counts
             .values()
@@ -147,7 +87,9 @@ impl TableHistograms {
             table_counts[code as usize] += count;
         }
         let table_rows = table_counts.iter().sum();
-        let values = dictionary.emit(EmitTo::All)?.swap_remove(0);
+        let values = dictionary
+            .emit(datafusion::logical_expr::EmitTo::All)?
+            .swap_remove(0);
         Ok(Self {
             offsets: offsets.iter().map(|o| o - start).collect(),
             codes,
@@ -195,45 +137,4 @@ pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
         })
         .into();
     Ok(Arc::new(result))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use datafusion::arrow::array::{Int64Array, StringArray};
-    use datafusion::arrow::datatypes::Int64Type;
-    use std::collections::HashMap;
-
-    #[test]
-    fn items_interned_in_parts_get_first_sight_codes() {
-        // 100,003 items of 5,000 values (NULL every 13th), each value's code its position in
-        // the order of first sight (a map as reference), in 1 to 4 parts
-        let values: Vec<Option<i64>> = (0..100_003i64)
-            .map(|i| (i % 13 != 5).then_some((i * 7919 + i / 50_000) % 5_000 - 2_500))
-            .collect();
-        let mut first_sight: HashMap<Option<i64>, u32> = HashMap::new();
-        let mut order = Vec::new();
-        let want: Vec<u32> = values
-            .iter()
-            .map(|v| {
-                let next = first_sight.len() as u32;
-                *first_sight.entry(*v).or_insert_with(|| {
-                    order.push(*v);
-                    next
-                })
-            })
-            .collect();
-        let items: ArrayRef = Arc::new(Int64Array::from(values));
-        for threads in 1..=4 {
-            let (mut dictionary, codes) = intern_in_parts(&items, threads).unwrap();
-            assert_eq!(codes, want, "{threads} parts");
-            let emitted = dictionary.emit(EmitTo::All).unwrap().swap_remove(0);
-            let emitted: Vec<Option<i64>> = emitted.as_primitive::<Int64Type>().iter().collect();
-            assert_eq!(emitted, order, "{threads} parts");
-        }
-        // text: a value only in the last part gets the next code
-        let text: ArrayRef = Arc::new(StringArray::from(vec!["b", "a", "b", "c", "a", "d"]));
-        let (_, codes) = intern_in_parts(&text, 3).unwrap();
-        assert_eq!(codes, vec![0, 1, 0, 2, 1, 3]);
-    }
 }
