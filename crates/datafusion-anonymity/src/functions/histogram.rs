@@ -11,11 +11,14 @@
 //! the result or state is read, and whenever it has doubled since its last compaction
 //! (quadrupled after a compaction that found the values near-unique; never below
 //! [`MIN_COMPACTION`] entries), which bounds memory to a small multiple of the distinct
-//! `(class, value)` pairs. With hundreds of
-//! thousands of classes, per-class structures (inline slots, small maps) cost a cache miss per
-//! row and a hash map of pairs a random probe into a table as large as the data; the log's
-//! passes stream through memory instead, and measured faster for a 16-value disease code as
-//! well as for 2,000 incomes or millions of persons (BENCHMARKS.md).
+//! `(class, value)` pairs. With hundreds of thousands of classes, per-class structures
+//! (inline slots, small maps) cost a cache miss per row and a hash map of pairs a random probe
+//! into a table as large as the data; the log's passes stream through memory instead, and
+//! measured faster for 2,000 incomes or millions of persons (BENCHMARKS.md). A domain of at
+//! most 32 codes is the exception: plain per-class counters (`SmallCounts`, a class's counts
+//! in one or two cache lines fetched a few rows ahead, no log to bucket and sort) measured
+//! faster than the log for a 16-value disease code (`l_diversity` 0.90×, BENCHMARKS.md); the
+//! counts move to the log if the domain grows past them.
 //!
 //! Intermediate state (for multi-phase aggregation and for the whole-table window) is two list
 //! columns per class: the distinct values (`List<T>`, a NULL item standing for the NULL

@@ -9,7 +9,9 @@
 //! When a column's codes outgrow their bits or the table its class bits, the index is rebuilt
 //! from the classes' codes. When the key and the class number no longer fit 64 bits together,
 //! the classes so far are handed, in order, to DataFusion's own [`GroupValues`], which goes on
-//! from there: the class numbers stay the same, so the accumulators never notice.
+//! from there: the class numbers stay the same, so the accumulators never notice. With one
+//! key column, until the first emit, a row's class is its value's code and no index is kept
+//! ([`PackedGroups::intern_codes`]).
 
 use std::sync::Arc;
 
