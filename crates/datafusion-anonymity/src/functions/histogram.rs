@@ -184,7 +184,7 @@ fn push_entries(entries: &mut Vec<u64>, code: u32, mut count: u64) {
 #[derive(Debug)]
 struct Histograms {
     /// the counts while the domain is small; `None` once they moved to the log for good
-    small: Option<SmallCounts>,
+    small: Option<Box<SmallCounts>>,
     log: ClassLog,
     /// compact when the log reaches this length
     limit: usize,
@@ -201,7 +201,7 @@ struct Histograms {
 impl Default for Histograms {
     fn default() -> Self {
         Self {
-            small: Some(SmallCounts::default()),
+            small: Some(Box::default()),
             log: ClassLog::default(),
             limit: 0,
             min_compaction: MIN_COMPACTION,
@@ -316,13 +316,13 @@ impl Histograms {
         let groups = self.nulls.len();
         match &mut self.small {
             Some(small) if small.fits(groups, domain, more) => small.widen(groups, domain),
-            Some(_) => self.to_log(),
+            Some(_) => self.move_to_log(),
             None => {}
         }
     }
 
     /// Moves the small counters' counts into the (empty) log, grouped by class.
-    fn to_log(&mut self) {
+    fn move_to_log(&mut self) {
         let Some(small) = self.small.take() else {
             return;
         };
@@ -391,7 +391,7 @@ impl Histograms {
         let num_groups = self.nulls.len();
         if let Some(small) = &mut self.small {
             let runs = small.runs(num_groups);
-            *small = SmallCounts::default();
+            **small = SmallCounts::default();
             return runs;
         }
         let (mut offsets, mut entries) = self.log.take_grouped(num_groups);
@@ -512,7 +512,7 @@ impl Histograms {
     fn drain(&mut self, emit_to: EmitTo, domain: usize) -> GroupedHistograms {
         if matches!(emit_to, EmitTo::First(_)) {
             // the classes that stay are put back into the log
-            self.to_log();
+            self.move_to_log();
         }
         let mut runs = self.take_runs(domain);
         runs.nulls = emit_to.take_needed(&mut self.nulls);
