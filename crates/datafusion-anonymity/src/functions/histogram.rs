@@ -11,11 +11,14 @@
 //! the result or state is read, and whenever it has doubled since its last compaction
 //! (quadrupled after a compaction that found the values near-unique; never below
 //! [`MIN_COMPACTION`] entries), which bounds memory to a small multiple of the distinct
-//! `(class, value)` pairs. With hundreds of
-//! thousands of classes, per-class structures (inline slots, small maps) cost a cache miss per
-//! row and a hash map of pairs a random probe into a table as large as the data; the log's
-//! passes stream through memory instead, and measured faster for a 16-value disease code as
-//! well as for 2,000 incomes or millions of persons (BENCHMARKS.md).
+//! `(class, value)` pairs. With hundreds of thousands of classes, per-class structures
+//! (inline slots, small maps) cost a cache miss per row and a hash map of pairs a random probe
+//! into a table as large as the data; the log's passes stream through memory instead, and
+//! measured faster for 2,000 incomes or millions of persons (BENCHMARKS.md). A domain of at
+//! most 32 codes is the exception: plain per-class counters (`SmallCounts`, a class's counts
+//! in one or two cache lines fetched a few rows ahead, no log to bucket and sort) measured
+//! faster than the log for a 16-value disease code (`l_diversity` 0.90×, BENCHMARKS.md); the
+//! counts move to the log if the domain grows past them.
 //!
 //! Intermediate state (for multi-phase aggregation and for the whole-table window) is two list
 //! columns per class: the distinct values (`List<T>`, a NULL item standing for the NULL
@@ -38,6 +41,7 @@ use datafusion::physical_plan::aggregates::order::GroupOrdering;
 
 use super::class_log::{ClassLog, MIN_COMPACTION, next_compaction};
 use super::formulas;
+use crate::packing::direct_table::{PREFETCH_DISTANCE, prefetch};
 
 /// What a [`ClassHistograms`] accumulator returns from `evaluate`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -175,9 +179,12 @@ fn push_entries(entries: &mut Vec<u64>, code: u32, mut count: u64) {
 /// Per-class histograms over value codes (see module docs): `(class, code, count)` entries
 /// appended as rows come, compacted when read and whenever the log has grown enough since its
 /// last compaction (see [`next_compaction`]), so memory stays within a small multiple of the
-/// distinct `(class, code)` pairs.
+/// distinct `(class, code)` pairs — or, while the domain is small, in per-class counters
+/// ([`SmallCounts`]).
 #[derive(Debug)]
 struct Histograms {
+    /// the counts while the domain is small; `None` once they moved to the log for good
+    small: Option<Box<SmallCounts>>,
     log: ClassLog,
     /// compact when the log reaches this length
     limit: usize,
@@ -194,12 +201,100 @@ struct Histograms {
 impl Default for Histograms {
     fn default() -> Self {
         Self {
+            small: Some(Box::default()),
             log: ClassLog::default(),
             limit: 0,
             min_compaction: MIN_COMPACTION,
             nulls: Vec::new(),
             dense: Vec::new(),
             batch: Vec::new(),
+        }
+    }
+}
+
+/// Codes of a domain counted per class in [`SmallCounts`] at most (a disease or diagnosis
+/// code, a sex, a small category; with a NULL, which takes a code of the dictionary too).
+const SMALL_DOMAIN: usize = 32;
+
+/// Counter bytes [`SmallCounts`] may always take; beyond, at most [`SMALL_BYTES_PER_ROW`]
+/// per row counted (what the log would take, with the copy made when it is read).
+const SMALL_BYTES: usize = 64 << 20;
+const SMALL_BYTES_PER_ROW: usize = 24;
+
+/// Per-class counters of a small domain: class g's count of code c is
+/// `counts[g * stride + c]`, a class's counters in one or two cache lines. A row is one
+/// increment there — where the log appends an entry, then buckets and sorts it when read —,
+/// and reading is a scan of the counters in class order. For a 16-value disease code in
+/// 523K classes of 10M rows this is a random increment per row instead of 24 bytes of log
+/// written and read twice. Used while the domain has at most [`SMALL_DOMAIN`] codes, the
+/// counts fit 32 bits and the counters are no larger than the log would be (see
+/// [`SMALL_BYTES`]); then they move to the log, for good.
+#[derive(Debug, Default)]
+struct SmallCounts {
+    /// counters per class: a power of two above the codes seen (0 before the first class)
+    stride: usize,
+    counts: Vec<u32>,
+    /// rows (or merged counts) added: no counter exceeds it
+    total: u64,
+}
+
+impl SmallCounts {
+    /// Whether counters for `groups` classes over `domain` codes, `more` rows to come, stay
+    /// within this structure's limits.
+    fn fits(&self, groups: usize, domain: usize, more: u64) -> bool {
+        let stride = domain.next_power_of_two().max(self.stride).max(4);
+        let rows = self.total.saturating_add(more);
+        domain <= SMALL_DOMAIN
+            && rows <= u64::from(u32::MAX)
+            && groups.saturating_mul(stride * size_of::<u32>())
+                <= SMALL_BYTES.max((rows as usize).saturating_mul(SMALL_BYTES_PER_ROW))
+    }
+
+    /// Room for `groups` classes over `domain` codes (the caller checked [`Self::fits`]).
+    fn widen(&mut self, groups: usize, domain: usize) {
+        let stride = domain.next_power_of_two().max(self.stride).max(4);
+        if stride != self.stride && !self.counts.is_empty() {
+            let mut wider = vec![0u32; groups * stride];
+            for (old, new) in self
+                .counts
+                .chunks_exact(self.stride)
+                .zip(wider.chunks_exact_mut(stride))
+            {
+                new[..old.len()].copy_from_slice(old);
+            }
+            self.counts = wider;
+        }
+        self.stride = stride;
+        if self.counts.len() < groups * stride {
+            self.counts.resize(groups * stride, 0);
+        }
+    }
+
+    /// Every class's codes present and their counts, codes ascending (what compacting the
+    /// log gives).
+    fn runs(&self, groups: usize) -> GroupedHistograms {
+        let mut offsets = Vec::with_capacity(groups + 1);
+        let mut codes = Vec::new();
+        let mut counts = Vec::new();
+        offsets.push(0);
+        if self.stride > 0 {
+            for class in self.counts.chunks_exact(self.stride).take(groups) {
+                for (code, &count) in class.iter().enumerate() {
+                    if count > 0 {
+                        codes.push(code as u32);
+                        counts.push(u64::from(count));
+                    }
+                }
+                offsets.push(codes.len());
+            }
+        }
+        // classes declared but never given a counter row (none: `widen` covers them)
+        offsets.resize(groups + 1, codes.len());
+        GroupedHistograms {
+            offsets,
+            codes,
+            counts,
+            nulls: Vec::new(),
         }
     }
 }
@@ -215,8 +310,38 @@ impl Histograms {
         }
     }
 
+    /// Makes room in the small counters for every class and `domain` codes, `more` counts to
+    /// come, or moves the counts to the log when they would no longer fit there.
+    fn fit(&mut self, domain: usize, more: u64) {
+        let groups = self.nulls.len();
+        match &mut self.small {
+            Some(small) if small.fits(groups, domain, more) => small.widen(groups, domain),
+            Some(_) => self.move_to_log(),
+            None => {}
+        }
+    }
+
+    /// Moves the small counters' counts into the (empty) log, grouped by class.
+    fn move_to_log(&mut self) {
+        let Some(small) = self.small.take() else {
+            return;
+        };
+        // nothing goes to the log while the small counters are in use
+        debug_assert_eq!(self.log.len(), 0);
+        self.restore_all(small.runs(self.nulls.len()));
+    }
+
     #[inline]
     fn add(&mut self, group: usize, code: u32, mut count: u64) {
+        if self.small.is_some() {
+            self.fit(code as usize + 1, count);
+            if let Some(small) = &mut self.small {
+                // `fit` checked that the total, hence this counter, stays below 2^32
+                small.counts[group * small.stride + code as usize] += count as u32;
+                small.total += count;
+                return;
+            }
+        }
         while count > u64::from(u32::MAX) {
             self.log.push(group, log_entry(code, u32::MAX));
             count -= u64::from(u32::MAX);
@@ -224,8 +349,24 @@ impl Histograms {
         self.log.push(group, log_entry(code, count as u32));
     }
 
-    /// One row of count 1 for each `(groups[i], codes[i])`.
-    fn add_rows(&mut self, groups: &[usize], codes: &[usize]) {
+    /// One row of count 1 for each `(groups[i], codes[i])`, codes below `domain`.
+    fn add_rows(&mut self, groups: &[usize], codes: &[usize], domain: usize) {
+        if self.small.is_some() {
+            self.fit(domain, groups.len() as u64);
+        }
+        if let Some(small) = &mut self.small {
+            let (stride, counts) = (small.stride, &mut small.counts[..]);
+            for (r, (&group, &code)) in groups.iter().zip(codes).enumerate() {
+                // a class's counters are a random line of a table larger than the caches:
+                // fetch ahead, so that the misses of consecutive rows overlap
+                if let Some(&ahead) = groups.get(r + PREFETCH_DISTANCE) {
+                    prefetch(&counts[ahead * stride]);
+                }
+                counts[group * stride + code] += 1;
+            }
+            small.total += groups.len() as u64;
+            return;
+        }
         self.batch.clear();
         self.batch
             .extend(codes.iter().map(|&c| log_entry(c as u32, 1)));
@@ -234,7 +375,7 @@ impl Histograms {
 
     /// Compacts the log if it has grown enough; `domain` bounds the codes.
     fn maybe_compact(&mut self, domain: usize) {
-        if self.log.len() >= self.limit.max(self.min_compaction) {
+        if self.small.is_none() && self.log.len() >= self.limit.max(self.min_compaction) {
             let before = self.log.len();
             let runs = self.take_runs(domain);
             self.restore_all(runs);
@@ -248,6 +389,11 @@ impl Histograms {
     /// in a dense array, so that compaction stays linear there.
     fn take_runs(&mut self, domain: usize) -> GroupedHistograms {
         let num_groups = self.nulls.len();
+        if let Some(small) = &mut self.small {
+            let runs = small.runs(num_groups);
+            **small = SmallCounts::default();
+            return runs;
+        }
         let (mut offsets, mut entries) = self.log.take_grouped(num_groups);
         // each class's distinct codes and summed counts, the counts written over the entries
         // already read (a class never has more runs than entries)
@@ -300,6 +446,23 @@ impl Histograms {
 
     /// Renames every code `c` of the log to `renamed[c]`.
     fn rename_codes(&mut self, renamed: &[u32]) {
+        if self.small.is_some() {
+            // room for every code of the domain (the dictionary may hold codes no counted
+            // row had: NULLs, rows filtered out)
+            self.fit(renamed.len(), 0);
+        }
+        if let Some(small) = &mut self.small {
+            let stride = small.stride;
+            let mut class = vec![0u32; stride];
+            for counts in small.counts.chunks_exact_mut(stride) {
+                class.fill(0);
+                for (code, &count) in counts.iter().enumerate().take(renamed.len()) {
+                    class[renamed[code] as usize] = count;
+                }
+                counts.copy_from_slice(&class);
+            }
+            return;
+        }
         self.log.map_values(|entry| {
             log_entry(
                 renamed[entry_code(entry) as usize],
@@ -347,6 +510,10 @@ impl Histograms {
     /// Takes the selected classes out, grouped in class order; the others are renumbered
     /// from 0, as `EmitTo::First` requires. `domain` bounds the codes.
     fn drain(&mut self, emit_to: EmitTo, domain: usize) -> GroupedHistograms {
+        if matches!(emit_to, EmitTo::First(_)) {
+            // the classes that stay are put back into the log
+            self.move_to_log();
+        }
         let mut runs = self.take_runs(domain);
         runs.nulls = emit_to.take_needed(&mut self.nulls);
         if let EmitTo::First(n) = emit_to {
@@ -365,7 +532,10 @@ impl Histograms {
     }
 
     fn size(&self) -> usize {
-        self.log.size()
+        self.small
+            .as_ref()
+            .map_or(0, |s| s.counts.capacity() * size_of::<u32>())
+            + self.log.size()
             + (self.dense.capacity() + self.nulls.capacity() + self.batch.capacity())
                 * size_of::<u64>()
     }
@@ -427,7 +597,7 @@ impl ClassHistograms {
         let nulls = values.logical_nulls();
         let histograms = &mut self.histograms;
         match (nulls.as_ref(), opt_filter) {
-            (None, None) => histograms.add_rows(group_indices, &self.codes),
+            (None, None) => histograms.add_rows(group_indices, &self.codes, self.dictionary.len()),
             _ => {
                 for (row, (&group, &code)) in group_indices.iter().zip(&self.codes).enumerate() {
                     if let Some(filter) = opt_filter
@@ -863,7 +1033,67 @@ mod tests {
     }
 
     #[test]
+    fn small_domains_agree_with_a_map() {
+        // 20 codes: counted in the small counters, then the first half drained (the rest
+        // moves to the log)
+        check_against_map(50, 20, 200);
+        // 32 codes, the most the small counters take
+        check_against_map(7, 32, 1 << 20);
+    }
+
+    #[test]
+    fn a_domain_outgrowing_the_small_counters_moves_to_the_log() {
+        // 40 classes; codes 0..6 for 3,000 rows, then 0..45 (past 32: the log) for 3,000
+        // more, counted by add_rows; against a plain map
+        let mut histograms = Histograms::default();
+        let mut expected: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); 40];
+        let mut x: u64 = 7;
+        for (batch, domain) in [6usize, 6, 6, 45, 45, 45].into_iter().enumerate() {
+            let (mut groups, mut codes) = (Vec::new(), Vec::new());
+            for _ in 0..1000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let group = (x >> 33) as usize % 40;
+                let code = (x >> 45) as usize % domain;
+                groups.push(group);
+                codes.push(code);
+                *expected[group].entry(code as u32).or_default() += 1;
+            }
+            histograms.resize(40);
+            histograms.add_rows(&groups, &codes, domain);
+            assert_eq!(histograms.small.is_some(), batch < 3, "batch {batch}");
+        }
+        let grouped = histograms.drain(EmitTo::All, 45);
+        for (g, want) in expected.iter().enumerate() {
+            assert_eq!(&class_map(&grouped, g), want, "class {g}");
+        }
+    }
+
+    #[test]
+    fn small_counters_hand_counts_past_32_bits_to_the_log() {
+        // two classes, code 3: 5 rows, then 2^40 merged, then 2 rows; code 1 once
+        let mut histograms = Histograms::default();
+        histograms.resize(2);
+        histograms.add_rows(&[0, 1, 0, 0, 0, 0], &[3, 1, 3, 3, 3, 3], 4);
+        assert!(histograms.small.is_some());
+        histograms.add(0, 3, 1 << 40);
+        assert!(histograms.small.is_none());
+        histograms.add_rows(&[0, 0], &[3, 3], 4);
+        let grouped = histograms.drain(EmitTo::All, 4);
+        assert_eq!(class_map(&grouped, 0), BTreeMap::from([(3, (1 << 40) + 7)]));
+        assert_eq!(class_map(&grouped, 1), BTreeMap::from([(1, 1)]));
+    }
+
+    #[test]
     fn histogram_output_lists_each_class_in_value_order() {
+        // 23 values and NULL: the small counters; 53: the log
+        for values in [23, 53] {
+            histogram_output_in_value_order(values);
+        }
+    }
+
+    fn histogram_output_in_value_order(distinct: u64) {
         // Int64 values arriving in no order, in 3 classes over 5 batches, with NULLs and a
         // compaction along the way; expected: each class's distinct values ascending with
         // their counts, then its NULL count
@@ -881,7 +1111,7 @@ mod tests {
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 let group = (x >> 33) as usize % 3;
-                let value = ((x >> 40) % 23) as i64 * 7 - 50;
+                let value = ((x >> 40) % distinct) as i64 * 7 - 50;
                 let value = (value % 11 != 0).then_some(value);
                 match value {
                     Some(v) => *expected[group].entry(v).or_default() += 1,

@@ -14,6 +14,7 @@ use datafusion::logical_expr::{
     Signature, Volatility,
 };
 
+use crate::functions::common::map_classes;
 use crate::functions::histogram::{HistogramOutput, class_measure};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -97,29 +98,33 @@ impl ScalarUDFImpl for HistogramMeasure {
         let states = states.as_struct();
         let values = states.column(0).as_list::<i32>();
         let counts = states.column(1).as_list::<i32>();
-        let items = values.values();
-        let item_counts = counts.values().as_primitive::<UInt64Type>();
-        let (mut non_null, mut scratch) = (Vec::new(), Vec::new());
-        let result: Float64Array = (0..states.len())
-            .map(|class| {
+        let item_nulls = values.values().logical_nulls();
+        let item_counts = counts.values().as_primitive::<UInt64Type>().values();
+        let (value_offsets, count_offsets) = (values.value_offsets(), counts.value_offsets());
+        // the rows of a whole class table arrive here as one batch, after the single-partition
+        // window: its classes are measured on all cores (as the finalizers' are)
+        let result: Float64Array = map_classes(
+            states.len(),
+            |class, (non_null, scratch): &mut (Vec<u64>, Vec<u64>)| {
                 let (lo, hi) = (
-                    values.value_offsets()[class] as usize,
-                    values.value_offsets()[class + 1] as usize,
+                    value_offsets[class] as usize,
+                    value_offsets[class + 1] as usize,
                 );
-                let count_lo = counts.value_offsets()[class] as usize;
+                let count_lo = count_offsets[class] as usize;
                 non_null.clear();
                 let mut nulls = 0;
                 for (i, item) in (lo..hi).enumerate() {
-                    let count = item_counts.value(count_lo + i);
-                    if items.is_null(item) {
+                    let count = item_counts[count_lo + i];
+                    if item_nulls.as_ref().is_some_and(|n| n.is_null(item)) {
                         nulls += count;
                     } else if count > 0 {
                         non_null.push(count);
                     }
                 }
-                class_measure(output, &non_null, nulls, &mut scratch)
-            })
-            .collect();
+                class_measure(output, non_null, nulls, scratch)
+            },
+        )
+        .into();
         Ok(ColumnarValue::Array(Arc::new(result)))
     }
 

@@ -9,7 +9,9 @@
 //! When a column's codes outgrow their bits or the table its class bits, the index is rebuilt
 //! from the classes' codes. When the key and the class number no longer fit 64 bits together,
 //! the classes so far are handed, in order, to DataFusion's own [`GroupValues`], which goes on
-//! from there: the class numbers stay the same, so the accumulators never notice.
+//! from there: the class numbers stay the same, so the accumulators never notice. With one
+//! key column, until the first emit, a row's class is its value's code and no index is kept
+//! ([`PackedGroups::intern_codes`]).
 
 use std::sync::Arc;
 
@@ -85,6 +87,9 @@ pub struct PackedGroups {
     class_codes: Vec<Vec<u32>>,
     classes: usize,
     index: Index,
+    /// one key column whose classes are its value codes (see [`Self::intern_codes`]):
+    /// no index kept while this holds
+    codes_are_classes: bool,
     /// scratch: one column's codes, the rows of new values, the batch's keys
     codes: Vec<u32>,
     first: Vec<u32>,
@@ -109,6 +114,7 @@ impl PackedGroups {
             class_codes: vec![Vec::new(); width],
             classes: 0,
             index: Index::Flat(Vec::new()),
+            codes_are_classes: width == 1,
             codes: Vec::new(),
             first: Vec::new(),
             keys: Vec::new(),
@@ -155,6 +161,9 @@ impl PackedGroups {
             values.intern(columns, classes)?;
             self.classes = values.len();
             return Ok(());
+        }
+        if self.codes_are_classes {
+            return self.intern_codes(&columns[0], classes);
         }
         let rows = columns.first().map_or(0, |c| c.len());
         self.keys.clear();
@@ -245,6 +254,29 @@ impl PackedGroups {
             }
             classes.push(class as usize);
         }
+        Ok(())
+    }
+
+    /// [`Self::intern`] for one key column before any class was emitted: its values' codes
+    /// are given in order of first sight, and so are the classes (a new value is a new key,
+    /// hence a new class), so a row's class is its value's code and the classes' keys are the
+    /// values in code order. A `GROUP BY` of one near-unique column (the persons of
+    /// `count(DISTINCT person)`) then pays one lookup a row, not two (the value's code, then
+    /// its key's class).
+    fn intern_codes(&mut self, column: &ArrayRef, classes: &mut Vec<usize>) -> Result<()> {
+        self.codes.clear();
+        self.first.clear();
+        self.columns[0].intern(column, &mut self.codes, &mut self.first)?;
+        if !self.first.is_empty() {
+            let rows = UInt32Array::from(self.first.clone());
+            let values = take(column.as_ref(), &rows, None)?;
+            self.value_bytes += values.get_array_memory_size();
+            self.values[0].push(values);
+        }
+        // the width the codes would have in a packed key, for the index built at emit
+        self.widths[0] = self.widths[0].max(bits_for(self.columns[0].len()));
+        classes.extend(self.codes.iter().map(|&c| c as usize));
+        self.classes = self.columns[0].len();
         Ok(())
     }
 
@@ -348,7 +380,22 @@ impl PackedGroups {
             self.classes = 0;
             return Ok(keys);
         }
-        let keys = self.class_keys(self.classes)?;
+        let keys = if self.codes_are_classes {
+            // the values in code order are the classes' keys; the codes stay, the classes
+            // start over, so from now on classes are found by the index
+            self.codes_are_classes = false;
+            let field = &self.schema.fields()[0];
+            let parts: Vec<&dyn datafusion::arrow::array::Array> =
+                self.values[0].iter().map(|v| v.as_ref()).collect();
+            let values = if parts.is_empty() {
+                datafusion::arrow::array::new_empty_array(field.data_type())
+            } else {
+                concat(&parts)?
+            };
+            vec![values]
+        } else {
+            self.class_keys(self.classes)?
+        };
         for codes in &mut self.class_codes {
             codes.clear();
         }
@@ -363,5 +410,113 @@ fn decoded(data_type: &DataType) -> &DataType {
     match data_type {
         DataType::Dictionary(_, value) => value,
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, AsArray, Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{Field, Int64Type, Schema};
+
+    /// Class numbers by a brute-force search: a value's position among the distinct values
+    /// seen since the last emit, in order of first sight.
+    fn reference(seen: &mut Vec<Option<i64>>, values: &[Option<i64>]) -> Vec<usize> {
+        values
+            .iter()
+            .map(|v| match seen.iter().position(|s| s == v) {
+                Some(class) => class,
+                None => {
+                    seen.push(*v);
+                    seen.len() - 1
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_key_column_numbers_classes_by_first_sight_before_and_after_an_emit() {
+        let schema = Arc::new(Schema::new(vec![Field::new("p", DataType::Int64, true)]));
+        let mut groups = PackedGroups::try_new(schema).unwrap();
+        // values 0..3000 scattered (wider than the start widths), NULL every 7th row,
+        // over several batches; an emit after the third batch
+        let batches: Vec<Vec<Option<i64>>> = (0..6)
+            .map(|b| {
+                (0..1000)
+                    .map(|r| {
+                        let i = b * 1000 + r;
+                        (i % 7 != 3).then_some((i * 7919 % 3001) as i64 - 1500)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut seen = Vec::new();
+        let mut classes = Vec::new();
+        for (b, values) in batches.iter().enumerate() {
+            let array: ArrayRef = Arc::new(Int64Array::from(values.clone()));
+            groups.intern(&[array], &mut classes).unwrap();
+            assert_eq!(classes, reference(&mut seen, values), "batch {b}");
+            assert_eq!(groups.len(), seen.len());
+            if b == 2 {
+                // the classes' keys are the distinct values in order of first sight
+                let keys = groups.emit().unwrap();
+                let keys = keys[0].as_primitive::<Int64Type>();
+                let got: Vec<Option<i64>> = keys.iter().collect();
+                assert_eq!(got, seen);
+                assert!(groups.is_empty());
+                seen.clear();
+            }
+        }
+        let keys = groups.emit().unwrap();
+        let got: Vec<Option<i64>> = keys[0].as_primitive::<Int64Type>().iter().collect();
+        assert_eq!(got, seen);
+    }
+
+    #[test]
+    fn several_key_columns_still_number_classes_by_first_sight() {
+        // (text, int) pairs: the class of a row is its pair's first-sight position
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("t", DataType::Utf8, true),
+            Field::new("i", DataType::Int64, true),
+        ]));
+        let mut groups = PackedGroups::try_new(schema).unwrap();
+        let rows: Vec<(Option<String>, Option<i64>)> = (0..2000)
+            .map(|r: i64| {
+                let t = (r % 5 != 0).then(|| format!("v{}", r * 31 % 13));
+                (t, Some(r * 17 % 11))
+            })
+            .collect();
+        let mut seen: Vec<(Option<String>, Option<i64>)> = Vec::new();
+        let want: Vec<usize> = rows
+            .iter()
+            .map(|row| match seen.iter().position(|s| s == row) {
+                Some(class) => class,
+                None => {
+                    seen.push(row.clone());
+                    seen.len() - 1
+                }
+            })
+            .collect();
+        let text: ArrayRef = Arc::new(StringArray::from(
+            rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+        ));
+        let ints: ArrayRef = Arc::new(Int64Array::from(
+            rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+        ));
+        let mut classes = Vec::new();
+        groups.intern(&[text, ints], &mut classes).unwrap();
+        assert_eq!(classes, want);
+        let keys = groups.emit().unwrap();
+        assert_eq!(keys[0].len(), seen.len());
+        let got: Vec<(Option<String>, Option<i64>)> = (0..seen.len())
+            .map(|g| {
+                let t = keys[0].as_string::<i32>();
+                (
+                    t.is_valid(g).then(|| t.value(g).to_string()),
+                    Some(keys[1].as_primitive::<Int64Type>().value(g)),
+                )
+            })
+            .collect();
+        assert_eq!(got, seen);
     }
 }

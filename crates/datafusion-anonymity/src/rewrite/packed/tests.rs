@@ -178,7 +178,7 @@ async fn set_packed(ctx: &SessionContext, on: bool) {
         .unwrap();
 }
 
-const QUERIES: [&str; 6] = [
+const QUERIES: [&str; 8] = [
     // k_anonymity() alone: a partial count, then the final merge (both packed)
     "SELECT i, t, d, k_anonymity() AS k FROM r GROUP BY i, t, d",
     // dates and plain text, count with a FILTER beside sum and avg (two state columns, so
@@ -196,6 +196,10 @@ const QUERIES: [&str; 6] = [
     "SELECT d, count(*), l_diversity(s) FROM r GROUP BY d",
     // the wide key among others
     "SELECT wide, i, count(*), max(f) FROM r GROUP BY wide, i",
+    // one key column, its classes numbered by its value codes (NULL among them), both phases
+    "SELECT pid, count(*), sum(i) FROM r GROUP BY pid",
+    // a near-unique key: `count(DISTINCT)` as a GROUP BY of the values, then a count
+    "SELECT count(DISTINCT wide) FROM r",
 ];
 
 async fn compare(ctx: &SessionContext, desc: &str, partitions: usize) {
