@@ -7,9 +7,10 @@
 //!   microaggregated separately: a group never mixes two strata. A stratum of fewer than k
 //!   records cannot be published k-anonymous and is refused.
 //! - **Blocks.** MDAV is quadratic in the records it sees. A stratum larger than
-//!   `block_rows` is split k-d fashion — at the median of its widest standardized attribute (of
-//!   a sample of its rows, in a piece of over 131,072), recursively — into blocks of `block_rows / 2 ..= block_rows` records, and each block is
-//!   microaggregated on its own (in parallel). The split moves the standardized rows
+//!   `block_rows` is split k-d fashion — at the median of its widest standardized attribute
+//!   (of a sample of its rows, in a piece of over 131,072), recursively — into blocks of
+//!   `block_rows / 2 ..= block_rows` records, and each block is microaggregated on its own
+//!   (in parallel). The split moves the standardized rows
 //!   themselves (each stratum a range of rows, each block a range within it), so that every
 //!   pass over millions of records reads memory in order. Memory stays O(n·d), never a
 //!   distance matrix.
@@ -90,9 +91,8 @@ impl MicroAlgorithm {
                 for leaf in leaves {
                     // MDAV sees the leaf in the split's order (a function of the input, so
                     // its ties are too)
-                    let local =
-                        Points::new(d, rows.values()[leaf.start * d..leaf.end * d].to_vec());
                     let first = leaf.start as u32;
+                    let local = rows.range(leaf);
                     seeds.extend(
                         mdav(&local, k)
                             .into_iter()
@@ -378,9 +378,7 @@ pub fn microaggregate(
                             .collect::<Vec<u32>>(),
                     )
                 } else {
-                    let local =
-                        Points::new(d, points.values()[rows.start * d..rows.end * d].to_vec());
-                    (local, record_at[rows.clone()].to_vec())
+                    (points.range(rows.clone()), record_at[rows.clone()].to_vec())
                 };
                 let groups = if whole {
                     options.algorithm.groups(&local, k)

@@ -38,11 +38,6 @@ impl Points {
         Self { d, values }
     }
 
-    /// The coordinates, row-major.
-    pub fn values(&self) -> &[f64] {
-        &self.values
-    }
-
     /// The coordinates, row-major, to reorder rows in place.
     pub fn values_mut(&mut self) -> &mut [f64] {
         &mut self.values
@@ -67,6 +62,14 @@ impl Points {
     #[inline]
     pub fn row(&self, i: usize) -> &[f64] {
         &self.values[i * self.d..(i + 1) * self.d]
+    }
+
+    /// The points at `range`, in order.
+    pub fn range(&self, range: std::ops::Range<usize>) -> Points {
+        Points {
+            d: self.d,
+            values: self.values[range.start * self.d..range.end * self.d].to_vec(),
+        }
     }
 
     /// The points `indices`, in that order.

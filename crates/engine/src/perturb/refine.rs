@@ -75,10 +75,6 @@ pub fn refine_with(
     if g < 2 {
         return groups;
     }
-    let buckets: Vec<usize> = match buckets {
-        Some(buckets) => buckets.to_vec(),
-        None => (0..g).step_by(DEFAULT_BUCKET).chain([g]).collect(),
-    };
     let n = points.len();
     let mut group_of = vec![0u32; n];
     let mut sums = vec![0.0; g * d];
@@ -130,7 +126,15 @@ pub fn refine_with(
         let mut changed = false;
         if reach == Reach::Neighbours {
             // each group's nearest groups, by the centroids at the start of the pass
-            nearest_groups(&centroids, d, &buckets, candidates, &mut neighbours);
+            match buckets {
+                Some(buckets) => {
+                    nearest_groups(&centroids, d, buckets, candidates, &mut neighbours)
+                }
+                None => {
+                    let runs: Vec<usize> = (0..g).step_by(DEFAULT_BUCKET).chain([g]).collect();
+                    nearest_groups(&centroids, d, &runs, candidates, &mut neighbours)
+                }
+            }
         }
         for x in 0..n {
             let a = group_of[x] as usize;
@@ -144,7 +148,7 @@ pub fn refine_with(
                             b as u32,
                         )
                     }));
-                    let c = CANDIDATES.min(nearest.len());
+                    let c = candidates.min(nearest.len());
                     nearest.select_nth_unstable_by(c - 1, |p, q| {
                         p.0.total_cmp(&q.0).then(p.1.cmp(&q.1))
                     });

@@ -36,7 +36,7 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
     let w = window(p, n);
     // the (key, record) pairs by rank; the values are swapped there as their keys (a key
     // is its value's bits, reordered), then put back in record order: no other copy of the
-    // column (each one is fresh pages the kernel zeroes)
+    // column is made
     let mut pairs = ranked(column);
     let mut swapped = vec![false; n];
     for i in 0..n {
