@@ -11,6 +11,7 @@
 
 use datafusion::error::{DataFusionError, Result};
 
+use crate::direct_table::{PREFETCH_DISTANCE, prefetch};
 use crate::rng::SplitMix64;
 
 /// The window of rank swapping: ⌊p · n / 100⌋ ranks. `p` in (0, 100].
@@ -34,13 +35,40 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
     check_percentage(p).map_err(DataFusionError::Plan)?;
     let n = column.len();
     let w = window(p, n);
-    // the (key, record) pairs by rank; the values are swapped there as their keys (a key
-    // is its value's bits, reordered), then put back in record order: no other copy of the
-    // column is made
-    let mut pairs = ranked(column);
-    let mut swapped = vec![false; n];
+    // who swaps with whom depends on n, w and the stream, not on the values: drawn on a
+    // thread of its own while the values are ranked
+    let (partners, pairs) = std::thread::scope(|scope| {
+        let drawing = scope.spawn(|| partners(n, w, rng));
+        let pairs = ranked(column);
+        (drawing.join(), pairs)
+    });
+    let partners = partners
+        .map_err(|_| DataFusionError::Internal("drawing the swap partners panicked".into()))?;
+    // each record gets its partner's value: the partner's key is read within the window and
+    // the record's slot written anywhere, both fetched a few ranks ahead (cache misses
+    // otherwise, at 10M records)
+    let mut out = vec![0.0; n];
+    for (rank, &(_, record)) in pairs.iter().enumerate() {
+        if let Some(&(_, ahead)) = pairs.get(rank + PREFETCH_DISTANCE) {
+            prefetch(&out[ahead as usize]);
+            prefetch(&pairs[partners[rank + PREFETCH_DISTANCE] as usize]);
+        }
+        out[record as usize] = from_key(pairs[partners[rank] as usize].0);
+    }
+    Ok(out)
+}
+
+/// Each rank's partner (itself when it keeps its value): from the lowest rank up, a rank not
+/// yet swapped draws its partner among the free ranks of its window ([`partner`]).
+fn partners(n: usize, w: usize, rng: &mut SplitMix64) -> Vec<u32> {
+    let mut partners: Vec<u32> = (0..n as u32).collect();
+    if w == 0 {
+        return partners;
+    }
+    // a bit per rank (not a byte): the window's bits stay in cache
+    let mut swapped = Ranks::new(n);
     for i in 0..n {
-        if swapped[i] || w == 0 {
+        if swapped.contains(i) {
             continue;
         }
         let last = (i + w).min(n - 1);
@@ -50,18 +78,52 @@ pub fn rank_swap(column: &[f64], p: f64, rng: &mut SplitMix64) -> Result<Vec<f64
         let Some(j) = partner(&swapped, i + 1, last, rng) else {
             continue;
         };
-        let key = pairs[i].0;
-        pairs[i].0 = pairs[j].0;
-        pairs[j].0 = key;
-        swapped[i] = true;
-        swapped[j] = true;
+        // i itself is never looked at again: only ranks above the current one are drawn
+        swapped.insert(j);
+        partners[i] = j as u32;
+        partners[j] = i as u32;
     }
-    drop(swapped);
-    let mut out = vec![0.0; n];
-    for &(key, record) in &pairs {
-        out[record as usize] = from_key(key);
+    partners
+}
+
+/// A set of ranks, a bit each.
+struct Ranks(Vec<u64>);
+
+impl Ranks {
+    fn new(n: usize) -> Self {
+        Self(vec![0; n.div_ceil(64)])
     }
-    Ok(out)
+
+    fn contains(&self, rank: usize) -> bool {
+        self.0[rank / 64] >> (rank % 64) & 1 == 1
+    }
+
+    fn insert(&mut self, rank: usize) {
+        self.0[rank / 64] |= 1 << (rank % 64);
+    }
+
+    /// The ranks first..=last not in the set, in order.
+    fn free(&self, first: usize, last: usize) -> impl Iterator<Item = usize> + '_ {
+        (first..=last).filter(|&rank| !self.contains(rank))
+    }
+
+    /// How many of the ranks first..=last are not in the set (a word at a time).
+    fn free_count(&self, first: usize, last: usize) -> usize {
+        let (low, high) = (first / 64, last / 64);
+        let taken: u32 = (low..=high)
+            .map(|word| {
+                let mut bits = self.0[word];
+                if word == low {
+                    bits &= u64::MAX << (first % 64);
+                }
+                if word == high && last % 64 < 63 {
+                    bits &= (1 << (last % 64 + 1)) - 1;
+                }
+                bits.count_ones()
+            })
+            .sum();
+        last - first + 1 - taken as usize
+    }
 }
 
 /// `x` as an unsigned integer in the order of `f64::total_cmp` (negatives below positives,
@@ -146,20 +208,20 @@ const PARALLEL_SORT: usize = 1 << 20;
 
 /// A rank drawn uniformly among the ranks first..=last not yet swapped: by rejection (the
 /// draws are uniform over the free ranks), then by a scan after 32 misses.
-fn partner(swapped: &[bool], first: usize, last: usize, rng: &mut SplitMix64) -> Option<usize> {
+fn partner(swapped: &Ranks, first: usize, last: usize, rng: &mut SplitMix64) -> Option<usize> {
     let width = (last - first + 1) as u64;
     for _ in 0..32 {
         let j = first + rng.below(width) as usize;
-        if !swapped[j] {
+        if !swapped.contains(j) {
             return Some(j);
         }
     }
-    let free = (first..=last).filter(|&j| !swapped[j]).count();
+    let free = swapped.free_count(first, last);
     if free == 0 {
         return None;
     }
     let pick = rng.below(free as u64) as usize;
-    (first..=last).filter(|&j| !swapped[j]).nth(pick)
+    swapped.free(first, last).nth(pick)
 }
 
 #[cfg(test)]
@@ -247,6 +309,55 @@ mod tests {
                 .collect();
             let from_keys: Vec<u64> = keys.iter().map(|&k| from_key(k).to_bits()).collect();
             assert_eq!(values, from_keys);
+        }
+    }
+
+    /// The partners are pairs (an involution) within the window, and a rank keeps its value
+    /// only when every rank of its window was taken before its turn (taken ranks stay taken).
+    #[test]
+    fn partners_are_pairs_within_the_window_and_none_is_missed() {
+        for (n, w, seed) in [
+            (1_000, 10, 1),
+            (1_000, 1, 2),
+            (5_000, 400, 3),
+            (7, 100, 4),
+            (1, 5, 5),
+        ] {
+            let partners = partners(n, w, &mut SplitMix64(seed));
+            for (i, &j) in partners.iter().enumerate() {
+                let j = j as usize;
+                assert_eq!(partners[j] as usize, i, "n {n}: not a pair");
+                assert!(i.abs_diff(j) <= w, "n {n}: {i} and {j} are beyond w = {w}");
+                if j == i {
+                    for later in i + 1..=(i + w).min(n - 1) {
+                        assert_ne!(partners[later] as usize, later, "n {n}: {i} missed {later}");
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            partners(10, 0, &mut SplitMix64(1)),
+            (0..10).collect::<Vec<u32>>()
+        );
+    }
+
+    /// The free ranks of a range counted a word at a time against a bit-by-bit count.
+    #[test]
+    fn free_ranks_are_counted_across_words() {
+        let mut rng = SplitMix64(3);
+        let mut ranks = Ranks::new(300);
+        for _ in 0..150 {
+            ranks.insert(rng.below(300) as usize);
+        }
+        for first in [0, 1, 63, 64, 65, 127, 200] {
+            for last in [first, first + 1, 63, 64, 128, 191, 255, 299] {
+                if last < first {
+                    continue;
+                }
+                let expected = (first..=last).filter(|&r| !ranks.contains(r)).count();
+                assert_eq!(ranks.free_count(first, last), expected, "{first}..={last}");
+                assert_eq!(ranks.free(first, last).count(), expected);
+            }
         }
     }
 
