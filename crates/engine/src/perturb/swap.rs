@@ -186,7 +186,7 @@ fn ranked_sorting_in_two_from(column: &[f64], parallel_from: usize) -> Vec<(u64,
         for bucket in bounds.windows(2) {
             let part = &mut pairs[bucket[0] - first..bucket[1] - first];
             if part.len() > 1 {
-                part.sort_unstable();
+                part.sort_by_key(|&(key, _)| key);
             }
         }
     };
