@@ -46,10 +46,13 @@ pub fn utility(names: &[String], original: &[&[f64]], published: &[&[f64]]) -> U
     let mut sse = 0.0;
     let mut sst = 0.0;
     let mut il1 = 0.0;
+    // each column's mean and SD once: the correlations of every pair reuse them
+    let original_moments: Vec<(f64, f64)> = original.iter().map(|c| mean_sd(c)).collect();
+    let published_moments: Vec<(f64, f64)> = published.iter().map(|c| mean_sd(c)).collect();
     let mut moments = Vec::with_capacity(p);
     for j in 0..p {
-        let (mean, sd) = mean_sd(original[j]);
-        let (published_mean, published_sd) = mean_sd(published[j]);
+        let (mean, sd) = original_moments[j];
+        let (published_mean, published_sd) = published_moments[j];
         let scale = if sd > 0.0 { 1.0 / sd } else { 0.0 };
         for i in 0..n {
             let (x, y) = (original[j][i], published[j][i]);
@@ -68,8 +71,14 @@ pub fn utility(names: &[String], original: &[&[f64]], published: &[&[f64]]) -> U
     let mut max_correlation_change: f64 = 0.0;
     for a in 0..p {
         for b in a + 1..p {
-            let before = correlation(original[a], original[b]);
-            let after = correlation(published[a], published[b]);
+            let before = correlation_given(
+                (original[a], original_moments[a]),
+                (original[b], original_moments[b]),
+            );
+            let after = correlation_given(
+                (published[a], published_moments[a]),
+                (published[b], published_moments[b]),
+            );
             max_correlation_change = max_correlation_change.max((before - after).abs());
         }
     }
@@ -83,8 +92,14 @@ pub fn utility(names: &[String], original: &[&[f64]], published: &[&[f64]]) -> U
 
 /// Pearson's correlation (0 when either side is constant).
 pub fn correlation(x: &[f64], y: &[f64]) -> f64 {
-    let (mx, sx) = mean_sd(x);
-    let (my, sy) = mean_sd(y);
+    correlation_given((x, mean_sd(x)), (y, mean_sd(y)))
+}
+
+/// [`correlation`] of two columns given with their mean and sample SD.
+fn correlation_given(
+    (x, (mx, sx)): (&[f64], (f64, f64)),
+    (y, (my, sy)): (&[f64], (f64, f64)),
+) -> f64 {
     if sx == 0.0 || sy == 0.0 || x.len() < 2 {
         return 0.0;
     }
