@@ -332,8 +332,9 @@ mod tests {
                 assert_eq!(partners[j] as usize, i, "n {n}: not a pair");
                 assert!(i.abs_diff(j) <= w, "n {n}: {i} and {j} are beyond w = {w}");
                 if j == i {
-                    for later in i + 1..=(i + w).min(n - 1) {
-                        assert_ne!(partners[later] as usize, later, "n {n}: {i} missed {later}");
+                    let window = i + 1..=(i + w).min(n - 1);
+                    for (later, &partner) in window.clone().zip(&partners[window]) {
+                        assert_ne!(partner as usize, later, "n {n}: {i} missed {later}");
                     }
                 }
             }
