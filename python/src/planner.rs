@@ -19,7 +19,8 @@
 //! 4. hands the plan to the fallback planner, datafusion-python's own unless the user
 //!    installed another before, which plans it with the session's tables, functions, options
 //!    and physical rules;
-//! 5. applies [`SinglePhaseAggregation`] to the physical plan, as the Rust session does.
+//! 5. applies [`SinglePhaseAggregation`] and then [`PackedAggregation`] to the physical plan,
+//!    as the Rust session does (there, as physical optimizer rules in the same order).
 //!
 //! The plan crosses the FFI serialized (datafusion-proto, with the session's codecs), so the
 //! functions the rewrite inserts are found by name in the session: `register()` registers
@@ -43,7 +44,7 @@ use datafusion_anonymity::datafusion::optimizer::AnalyzerRule;
 use datafusion_anonymity::datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion_anonymity::datafusion::physical_plan::ExecutionPlan;
 use datafusion_anonymity::functions::whole_table::WholeTableFunction;
-use datafusion_anonymity::rewrite::{SinglePhaseAggregation, WholeTableRewrite};
+use datafusion_anonymity::rewrite::{PackedAggregation, SinglePhaseAggregation, WholeTableRewrite};
 
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
@@ -103,7 +104,8 @@ impl QueryPlanner for AnonymityPlanner {
         let config = session.config_options();
         let plan = rewrite(logical_plan.clone(), config)?;
         let physical = self.fallback.create_physical_plan(&plan, session).await?;
-        SinglePhaseAggregation.optimize(physical, config)
+        let physical = SinglePhaseAggregation.optimize(physical, config)?;
+        PackedAggregation.optimize(physical, config)
     }
 }
 
