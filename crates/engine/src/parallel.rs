@@ -33,6 +33,30 @@ pub(crate) fn map_scoped<T: Send, R: Send>(
     })
 }
 
+/// `work` applied to every item, each on a scoped thread of its own; the results in item
+/// order. A thread's panic is resumed on the caller: for in-memory passes whose callers have
+/// no error to return (a panic there is a bug, not bad input).
+pub(crate) fn map_scoped_unwinding<T: Send, R: Send>(
+    items: impl IntoIterator<Item = T>,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|item| scope.spawn(move || work(item)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 /// `work` run on a scoped thread of its own while the calling thread reports `done` (a count
 /// the work advances) of `total` to `progress` every 200 ms; the work's result. A work that
 /// panics gives an internal error naming `what`.

@@ -58,20 +58,11 @@ pub fn dbrl(original: &[&[f64]], published: &[&[f64]]) -> f64 {
         .min(n.div_ceil(QUERIES_PER_THREAD))
         .max(1);
     let share = n.div_ceil(threads);
-    let linked_in = &linked_in;
-    let linked: usize = std::thread::scope(|scope| {
-        let counts: Vec<_> = (0..threads)
-            .map(|t| scope.spawn(move || linked_in(t * share..((t + 1) * share).min(n))))
-            .collect();
-        counts
-            .into_iter()
-            .map(|count| {
-                count
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-            })
-            .sum()
-    });
+    let linked: usize = crate::parallel::map_scoped_unwinding(0..threads, |t| {
+        linked_in(t * share..((t + 1) * share).min(n))
+    })
+    .into_iter()
+    .sum();
     linked as f64 / n as f64
 }
 

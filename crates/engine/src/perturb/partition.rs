@@ -182,27 +182,14 @@ fn cores_for(records: usize) -> usize {
 fn over_pieces<R: Send>(n: usize, work: impl Fn(std::ops::Range<usize>) -> R + Sync) -> Vec<R> {
     let pieces = n.div_ceil(PIECE);
     let per = pieces.div_ceil(cores_for(n)).max(1);
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..pieces)
-            .step_by(per)
-            .map(|first| {
-                scope.spawn(move || {
-                    (first..(first + per).min(pieces))
-                        .map(|piece| work(piece * PIECE..((piece + 1) * PIECE).min(n)))
-                        .collect::<Vec<R>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+    crate::parallel::map_scoped_unwinding((0..pieces).step_by(per), |first| {
+        (first..(first + per).min(pieces))
+            .map(|piece| work(piece * PIECE..((piece + 1) * PIECE).min(n)))
+            .collect::<Vec<R>>()
     })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// A partition of the records into groups.
@@ -256,40 +243,30 @@ impl Groups {
         }
         let per = self.count.div_ceil(cores_for(self.of_record.len()));
         let of_record = &self.of_record;
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = sums
-                .chunks_mut(per * d)
-                .enumerate()
-                .map(|(part, sums)| {
-                    scope.spawn(move || {
-                        let first = part * per;
-                        let mut sizes = vec![0u32; sums.len() / d];
-                        for (i, &g) in of_record.iter().enumerate() {
-                            let Some(g) = (g as usize).checked_sub(first) else {
-                                continue;
-                            };
-                            if g >= sizes.len() {
-                                continue;
-                            }
-                            sizes[g] += 1;
-                            for (sum, column) in sums[g * d..(g + 1) * d].iter_mut().zip(columns) {
-                                *sum += column[i];
-                            }
-                        }
-                        for (group, &size) in sums.chunks_exact_mut(d).zip(&sizes) {
-                            for sum in group {
-                                *sum /= f64::from(size);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for handle in handles {
-                if let Err(panic) = handle.join() {
-                    std::panic::resume_unwind(panic);
+        crate::parallel::map_scoped_unwinding(
+            sums.chunks_mut(per * d).enumerate(),
+            |(part, sums)| {
+                let first = part * per;
+                let mut sizes = vec![0u32; sums.len() / d];
+                for (i, &g) in of_record.iter().enumerate() {
+                    let Some(g) = (g as usize).checked_sub(first) else {
+                        continue;
+                    };
+                    if g >= sizes.len() {
+                        continue;
+                    }
+                    sizes[g] += 1;
+                    for (sum, column) in sums[g * d..(g + 1) * d].iter_mut().zip(columns) {
+                        *sum += column[i];
+                    }
                 }
-            }
-        });
+                for (group, &size) in sums.chunks_exact_mut(d).zip(&sizes) {
+                    for sum in group {
+                        *sum /= f64::from(size);
+                    }
+                }
+            },
+        );
         sums
     }
 
@@ -355,28 +332,18 @@ impl Groups {
                 share.push(part);
             }
         }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = shares
-                .into_iter()
-                .enumerate()
-                .map(|(part, mut share)| {
-                    let of_record = &self.of_record[part * per..((part + 1) * per).min(n)];
-                    scope.spawn(move || {
-                        for (offset, &g) in of_record.iter().enumerate() {
-                            let group = &per_group[g as usize * d..(g as usize + 1) * d];
-                            for (column, &value) in share.iter_mut().zip(group) {
-                                column[offset] = value;
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for handle in handles {
-                if let Err(panic) = handle.join() {
-                    std::panic::resume_unwind(panic);
+        crate::parallel::map_scoped_unwinding(
+            shares.into_iter().enumerate(),
+            |(part, mut share)| {
+                let of_record = &self.of_record[part * per..((part + 1) * per).min(n)];
+                for (offset, &g) in of_record.iter().enumerate() {
+                    let group = &per_group[g as usize * d..(g as usize + 1) * d];
+                    for (column, &value) in share.iter_mut().zip(group) {
+                        column[offset] = value;
+                    }
                 }
-            }
-        });
+            },
+        );
         columns
     }
 
