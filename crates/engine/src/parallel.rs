@@ -16,44 +16,36 @@ pub(crate) fn map_scoped<T: Send, R: Send>(
     items: impl IntoIterator<Item = T>,
     work: impl Fn(T) -> R + Sync,
 ) -> Result<Vec<R>> {
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .into_iter()
-            .map(|item| scope.spawn(move || work(item)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .map_err(|_| DataFusionError::Internal(format!("{what} panicked")))
-            })
-            .collect()
-    })
+    each_on_a_thread(items, work)
+        .into_iter()
+        .map(|joined| joined.map_err(|_| DataFusionError::Internal(format!("{what} panicked"))))
+        .collect()
 }
 
-/// `work` applied to every item, each on a scoped thread of its own; the results in item
-/// order. A thread's panic is resumed on the caller: for in-memory passes whose callers have
-/// no error to return (a panic there is a bug, not bad input).
+/// [`map_scoped`] whose threads' panics are resumed on the caller: for in-memory passes whose
+/// callers have no error to return (a panic there is a bug, not bad input).
 pub(crate) fn map_scoped_unwinding<T: Send, R: Send>(
     items: impl IntoIterator<Item = T>,
     work: impl Fn(T) -> R + Sync,
 ) -> Vec<R> {
+    each_on_a_thread(items, work)
+        .into_iter()
+        .map(|joined| joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        .collect()
+}
+
+/// Every item's `work` on a scoped thread of its own, each thread joined, in item order.
+fn each_on_a_thread<T: Send, R: Send>(
+    items: impl IntoIterator<Item = T>,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<std::thread::Result<R>> {
     let work = &work;
     std::thread::scope(|scope| {
         let handles: Vec<_> = items
             .into_iter()
             .map(|item| scope.spawn(move || work(item)))
             .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        handles.into_iter().map(|handle| handle.join()).collect()
     })
 }
 
