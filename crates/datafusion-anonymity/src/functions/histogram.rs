@@ -18,135 +18,34 @@
 //! most 32 codes is the exception: plain per-class counters (`SmallCounts`, a class's counts
 //! in one or two cache lines fetched a few rows ahead, no log to bucket and sort) measured
 //! faster than the log for a 16-value disease code (`l_diversity` 0.90×, BENCHMARKS.md); the
-//! counts move to the log if the domain grows past them.
+//! counts move to the log if the domain grows past them ([`super::small_counts`]).
 //!
 //! Intermediate state (for multi-phase aggregation and for the whole-table window) is two list
 //! columns per class: the distinct values (`List<T>`, a NULL item standing for the NULL
-//! count) and their counts (`List<UInt64>`).
+//! count) and their counts (`List<UInt64>`); see [`super::histogram_output`], which also reads
+//! the measures off a class's counts.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, ListArray, StructArray,
-    UInt32Array, UInt64Array,
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, StructArray, UInt64Array,
 };
-use datafusion::arrow::buffer::{OffsetBuffer, ScalarBuffer};
+use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{SortOptions, sort_to_indices, take};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
 use datafusion::physical_plan::aggregates::order::GroupOrdering;
 
 use super::class_log::{ClassLog, MIN_COMPACTION, next_compaction};
-use super::formulas;
+use super::histogram_output::list_pair;
+pub use super::histogram_output::{
+    GroupedHistograms, HistogramOutput, class_measure, histogram_lists, histogram_state_fields,
+    histogram_struct_type,
+};
+use super::small_counts::SmallCounts;
 use crate::packing::direct_table::{PREFETCH_DISTANCE, prefetch};
-
-/// What a [`ClassHistograms`] accumulator returns from `evaluate`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum HistogramOutput {
-    /// Int64: distinct non-null values; a class of NULLs only counts 1 (persons).
-    DistinctPersons,
-    /// Float64: 1 / distinct persons (NULL for an empty class).
-    PersonRisk,
-    /// Int64: distinct non-null values; an all-NULL class counts 1.
-    DistinctValues,
-    /// Float64: exp(entropy), NULLs merged into the most frequent value.
-    EntropyL,
-    /// Int64: recursive (c, l)-diversity, NULLs merged into the most frequent value.
-    RecursiveL { c: f64 },
-    /// Float64: α, the largest share of one value, NULLs merged into the most frequent value.
-    MaxShare,
-    /// Struct {values: List<T>, counts: List<UInt64>}: the histogram itself, for the
-    /// whole-table window functions.
-    Histogram,
-}
-
-impl HistogramOutput {
-    /// Whether the measure is a count (returned as Int64).
-    pub fn is_integer(self) -> bool {
-        matches!(
-            self,
-            Self::DistinctPersons | Self::DistinctValues | Self::RecursiveL { .. }
-        )
-    }
-
-    /// A stable name, used by the shared-histogram rewrite.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::DistinctPersons => "persons",
-            Self::PersonRisk => "person_risk",
-            Self::DistinctValues => "distinct",
-            Self::EntropyL => "entropy",
-            Self::RecursiveL { .. } => "recursive",
-            Self::MaxShare => "alpha",
-            Self::Histogram => "histogram",
-        }
-    }
-
-    /// Inverse of [`Self::name`] (`c` is used by `recursive`).
-    pub fn from_name(name: &str, c: f64) -> Option<Self> {
-        Some(match name {
-            "persons" => Self::DistinctPersons,
-            "person_risk" => Self::PersonRisk,
-            "distinct" => Self::DistinctValues,
-            "entropy" => Self::EntropyL,
-            "recursive" => Self::RecursiveL { c },
-            "alpha" => Self::MaxShare,
-            _ => return None,
-        })
-    }
-}
-
-/// The two intermediate state fields of a histogram over values of `value_type`, named after
-/// the aggregate `base` (plain `values`/`counts` when `base` is empty).
-pub fn histogram_state_fields(base: &str, value_type: &DataType) -> Vec<FieldRef> {
-    let name = |part: &str| {
-        if base.is_empty() {
-            part.to_string()
-        } else {
-            format_state_name(base, part)
-        }
-    };
-    vec![
-        Arc::new(Field::new(
-            name("values"),
-            DataType::new_list(value_type.clone(), true),
-            true,
-        )),
-        Arc::new(Field::new(
-            name("counts"),
-            DataType::new_list(DataType::UInt64, true),
-            true,
-        )),
-    ]
-}
-
-/// The struct type returned by [`HistogramOutput::Histogram`].
-pub fn histogram_struct_type(value_type: &DataType) -> DataType {
-    DataType::Struct(Fields::from(histogram_state_fields("", value_type)))
-}
-
-/// Histograms grouped by class, drained from the accumulator in class order.
-pub struct GroupedHistograms {
-    /// `offsets[g]..offsets[g + 1]` are class g's entries in `codes`/`counts`.
-    pub offsets: Vec<usize>,
-    pub codes: Vec<u32>,
-    pub counts: Vec<u64>,
-    /// NULL count of each class (kept out of `codes`).
-    pub nulls: Vec<u64>,
-}
-
-impl GroupedHistograms {
-    pub fn num_groups(&self) -> usize {
-        self.nulls.len()
-    }
-
-    pub fn class_counts(&self, group: usize) -> &[u64] {
-        &self.counts[self.offsets[group]..self.offsets[group + 1]]
-    }
-}
 
 /// A log entry: the code in the high half, a count below 2^32 in the low half (so that
 /// sorting entries sorts by code).
@@ -208,93 +107,6 @@ impl Default for Histograms {
             nulls: Vec::new(),
             dense: Vec::new(),
             batch: Vec::new(),
-        }
-    }
-}
-
-/// Codes of a domain counted per class in [`SmallCounts`] at most (a disease or diagnosis
-/// code, a sex, a small category; with a NULL, which takes a code of the dictionary too).
-const SMALL_DOMAIN: usize = 32;
-
-/// Counter bytes [`SmallCounts`] may always take; beyond, at most [`SMALL_BYTES_PER_ROW`]
-/// per row counted (what the log would take, with the copy made when it is read).
-const SMALL_BYTES: usize = 64 << 20;
-const SMALL_BYTES_PER_ROW: usize = 24;
-
-/// Per-class counters of a small domain: class g's count of code c is
-/// `counts[g * stride + c]`, a class's counters in one or two cache lines. A row is one
-/// increment there — where the log appends an entry, then buckets and sorts it when read —,
-/// and reading is a scan of the counters in class order. For a 16-value disease code in
-/// 523K classes of 10M rows this is a random increment per row instead of 24 bytes of log
-/// written and read twice. Used while the domain has at most [`SMALL_DOMAIN`] codes, the
-/// counts fit 32 bits and the counters are no larger than the log would be (see
-/// [`SMALL_BYTES`]); then they move to the log, for good.
-#[derive(Debug, Default)]
-struct SmallCounts {
-    /// counters per class: a power of two above the codes seen (0 before the first class)
-    stride: usize,
-    counts: Vec<u32>,
-    /// rows (or merged counts) added: no counter exceeds it
-    total: u64,
-}
-
-impl SmallCounts {
-    /// Whether counters for `groups` classes over `domain` codes, `more` rows to come, stay
-    /// within this structure's limits.
-    fn fits(&self, groups: usize, domain: usize, more: u64) -> bool {
-        let stride = domain.next_power_of_two().max(self.stride).max(4);
-        let rows = self.total.saturating_add(more);
-        domain <= SMALL_DOMAIN
-            && rows <= u64::from(u32::MAX)
-            && groups.saturating_mul(stride * size_of::<u32>())
-                <= SMALL_BYTES.max((rows as usize).saturating_mul(SMALL_BYTES_PER_ROW))
-    }
-
-    /// Room for `groups` classes over `domain` codes (the caller checked [`Self::fits`]).
-    fn widen(&mut self, groups: usize, domain: usize) {
-        let stride = domain.next_power_of_two().max(self.stride).max(4);
-        if stride != self.stride && !self.counts.is_empty() {
-            let mut wider = vec![0u32; groups * stride];
-            for (old, new) in self
-                .counts
-                .chunks_exact(self.stride)
-                .zip(wider.chunks_exact_mut(stride))
-            {
-                new[..old.len()].copy_from_slice(old);
-            }
-            self.counts = wider;
-        }
-        self.stride = stride;
-        if self.counts.len() < groups * stride {
-            self.counts.resize(groups * stride, 0);
-        }
-    }
-
-    /// Every class's codes present and their counts, codes ascending (what compacting the
-    /// log gives).
-    fn runs(&self, groups: usize) -> GroupedHistograms {
-        let mut offsets = Vec::with_capacity(groups + 1);
-        let mut codes = Vec::new();
-        let mut counts = Vec::new();
-        offsets.push(0);
-        if self.stride > 0 {
-            for class in self.counts.chunks_exact(self.stride).take(groups) {
-                for (code, &count) in class.iter().enumerate() {
-                    if count > 0 {
-                        codes.push(code as u32);
-                        counts.push(u64::from(count));
-                    }
-                }
-                offsets.push(codes.len());
-            }
-        }
-        // classes declared but never given a counter row (none: `widen` covers them)
-        offsets.resize(groups + 1, codes.len());
-        GroupedHistograms {
-            offsets,
-            codes,
-            counts,
-            nulls: Vec::new(),
         }
     }
 }
@@ -789,112 +601,6 @@ impl ClassHistograms {
     pub fn size(&self) -> usize {
         self.dictionary.size() + self.histograms.size() + self.codes.capacity() * size_of::<usize>()
     }
-}
-
-/// The value of `output` for one class whose non-null values have `counts` and which has
-/// `nulls` NULLs; `None` where the class has no value (risk of an empty class, histograms).
-pub fn class_measure(
-    output: HistogramOutput,
-    counts: &[u64],
-    nulls: u64,
-    scratch: &mut Vec<u64>,
-) -> Option<f64> {
-    // the class's counts with its NULLs merged into the most frequent value: the assignment
-    // of the unknown values that gives the least diversity
-    let worst_case = |scratch: &mut Vec<u64>| {
-        scratch.clear();
-        scratch.extend_from_slice(counts);
-        if nulls > 0 {
-            match scratch.iter_mut().max() {
-                Some(max) => *max += nulls,
-                None => scratch.push(nulls),
-            }
-        }
-    };
-    // a NULL person id may be any person of the class: NULLs add no person, except that a
-    // class of NULL ids only is one person
-    let persons = counts.len().max(usize::from(nulls > 0));
-    match output {
-        HistogramOutput::DistinctPersons => Some(persons as f64),
-        HistogramOutput::PersonRisk => (persons > 0).then(|| 1.0 / persons as f64),
-        HistogramOutput::DistinctValues => Some(if counts.is_empty() && nulls > 0 {
-            1.0
-        } else {
-            counts.len() as f64
-        }),
-        HistogramOutput::EntropyL => {
-            worst_case(scratch);
-            // a floating-point sum depends on its order: the counts sorted, the value is the
-            // same whichever order the class's values come in (a function's own histogram
-            // and one shared with others order them differently)
-            scratch.sort_unstable();
-            Some(formulas::entropy_l(scratch))
-        }
-        HistogramOutput::RecursiveL { c } => {
-            worst_case(scratch);
-            Some(formulas::recursive_l(scratch, c) as f64)
-        }
-        HistogramOutput::MaxShare => {
-            (!counts.is_empty() || nulls > 0).then(|| formulas::alpha(counts, nulls))
-        }
-        HistogramOutput::Histogram => None,
-    }
-}
-
-/// Builds the `(values, counts)` list pair of the drained classes; NULL counts become a NULL
-/// item.
-pub fn histogram_lists(
-    grouped: &GroupedHistograms,
-    dictionary: &ArrayRef,
-) -> Result<Vec<ArrayRef>> {
-    let num_groups = grouped.num_groups();
-    let extra = grouped.nulls.iter().filter(|&&n| n > 0).count();
-    let mut indices: Vec<Option<u32>> = Vec::with_capacity(grouped.codes.len() + extra);
-    let mut counts: Vec<u64> = Vec::with_capacity(grouped.codes.len() + extra);
-    let mut lengths: Vec<usize> = Vec::with_capacity(num_groups);
-    for g in 0..num_groups {
-        let (lo, hi) = (grouped.offsets[g], grouped.offsets[g + 1]);
-        indices.extend(grouped.codes[lo..hi].iter().map(|&c| Some(c)));
-        counts.extend_from_slice(&grouped.counts[lo..hi]);
-        let nulls = grouped.nulls[g];
-        if nulls > 0 {
-            indices.push(None);
-            counts.push(nulls);
-        }
-        lengths.push(hi - lo + usize::from(nulls > 0));
-    }
-    let indices = UInt32Array::from(indices);
-    let items = take(dictionary.as_ref(), &indices, None)?;
-    let offsets = OffsetBuffer::<i32>::from_lengths(lengths);
-    list_pair(
-        items,
-        UInt64Array::new(ScalarBuffer::from(counts), None),
-        offsets,
-    )
-}
-
-/// The `(values, counts)` list columns over `items` and their `counts`, sharing `offsets`.
-fn list_pair(
-    items: ArrayRef,
-    counts: UInt64Array,
-    offsets: OffsetBuffer<i32>,
-) -> Result<Vec<ArrayRef>> {
-    let value_field = Arc::new(Field::new_list_field(items.data_type().clone(), true));
-    let count_field = Arc::new(Field::new_list_field(DataType::UInt64, true));
-    Ok(vec![
-        Arc::new(ListArray::try_new(
-            value_field,
-            offsets.clone(),
-            items,
-            None,
-        )?),
-        Arc::new(ListArray::try_new(
-            count_field,
-            offsets,
-            Arc::new(counts),
-            None,
-        )?),
-    ])
 }
 
 /// A fresh value dictionary for `value_type`.
