@@ -1432,6 +1432,29 @@ async fn t_closeness_plan_scans_once() {
     }
 }
 
+/// `ncp` over `GROUP BY` expressions only and without `FILTER` reads the row count: no state
+/// of its own, no window; with another attribute or a `FILTER` it keeps both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ncp_over_group_keys_reads_the_row_count() {
+    let (_dir, ctx) = parquet_ctx(7, 50, 4, Phases::Single).await;
+    let plan = physical_plan(
+        &ctx,
+        "EXPLAIN SELECT g1, n, ncp(n, g1) FROM t GROUP BY g1, n",
+    )
+    .await;
+    assert!(plan.contains("__anon_rows_0"), "{plan}");
+    assert!(!plan.contains("__anon_state_"), "{plan}");
+    assert!(!plan.contains("WindowAggExec"), "{plan}");
+    for sql in [
+        "EXPLAIN SELECT g1, ncp(g1, n) FROM t GROUP BY g1",
+        "EXPLAIN SELECT g1, ncp(g1) FILTER (WHERE n > 2) FROM t GROUP BY g1",
+    ] {
+        let plan = physical_plan(&ctx, sql).await;
+        assert!(plan.contains("__anon_state_"), "{sql}:\n{plan}");
+        assert!(plan.contains("WindowAggExec"), "{sql}:\n{plan}");
+    }
+}
+
 /// The plan's shape: one aggregation over rows hash-partitioned by the keys when a function
 /// keeps a row log; DataFusion's partial and final aggregation when the option is off, for
 /// plain counts, and for boolean keys (few classes).

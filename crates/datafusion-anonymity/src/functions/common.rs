@@ -145,45 +145,56 @@ impl<G: GroupsAccumulator + std::fmt::Debug> Accumulator for SingleClass<G> {
 /// Classes below this many are finalized on the calling thread.
 const PARALLEL_CLASSES: usize = 1 << 15;
 
-/// `value(class, scratch)` for every class of `0..num_classes`, in order. The whole-table
-/// finalizers run in a window over all classes, a single partition: with many classes the
-/// classes are split over the machine's cores (the aggregation before it has finished, so
-/// they are otherwise idle). Each thread has its own `scratch`.
+/// `work(range)` over `0..len` split into contiguous ranges, one per core but none shorter
+/// than `min_per_thread` (a short input stays on the calling thread); the results in range
+/// order. The whole-table finalizers run in a window over all classes, a single partition,
+/// once the aggregation before it has finished: the other cores are otherwise idle.
+pub fn map_ranges<T, F>(len: usize, min_per_thread: usize, work: F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(std::ops::Range<usize>) -> T + Sync,
+{
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(len / min_per_thread.max(1))
+        .max(1);
+    if threads == 1 {
+        return vec![work(0..len)];
+    }
+    let chunk = len.div_ceil(threads);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || work(t * chunk..((t + 1) * chunk).min(len))))
+            .collect();
+        handles
+            .into_iter()
+            // a panic in a worker is a bug: re-raise it on this thread
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+            })
+            .collect()
+    })
+}
+
+/// `value(class, scratch)` for every class of `0..num_classes`, in order, the classes split
+/// over the cores ([`map_ranges`]). Each thread has its own `scratch`.
 pub fn map_classes<S, F>(num_classes: usize, value: F) -> Vec<Option<f64>>
 where
     S: Default,
     F: Fn(usize, &mut S) -> Option<f64> + Sync,
 {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(num_classes / PARALLEL_CLASSES)
-        .max(1);
-    let run = |range: std::ops::Range<usize>| {
+    let parts = map_ranges(num_classes, PARALLEL_CLASSES, |range| {
         let mut scratch = S::default();
         range.map(|c| value(c, &mut scratch)).collect::<Vec<_>>()
-    };
-    if threads == 1 {
-        return run(0..num_classes);
+    });
+    let mut values = Vec::with_capacity(num_classes);
+    for part in parts {
+        values.extend(part);
     }
-    let chunk = num_classes.div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let range = t * chunk..((t + 1) * chunk).min(num_classes);
-                scope.spawn(move || run(range))
-            })
-            .collect();
-        let mut values = Vec::with_capacity(num_classes);
-        for handle in handles {
-            // a panic in a worker is a bug: re-raise it on this thread
-            values.extend(
-                handle
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            );
-        }
-        values
-    })
+    values
 }
 
 /// Values of an ordered column as f64 (numbers and decimals by value, dates and timestamps by
@@ -226,5 +237,18 @@ mod tests {
                 .enumerate()
                 .all(|(c, v)| *v == Some(c as f64 / 2.0))
         );
+    }
+
+    #[test]
+    fn map_ranges_covers_the_input_once_in_order() {
+        // below the minimum: one range on the calling thread; above: consecutive ranges that
+        // tile 0..len (on a one-core machine, one range too)
+        assert_eq!(map_ranges(5, 10, |r| r), vec![0..5]);
+        for len in [0, 1, 10, 1_001] {
+            let ranges = map_ranges(len, 10, |r| r);
+            assert!(ranges.iter().all(|r| len < 20 || r.len() >= 10));
+            let flat: Vec<usize> = ranges.into_iter().flatten().collect();
+            assert_eq!(flat, (0..len).collect::<Vec<_>>());
+        }
     }
 }

@@ -28,6 +28,9 @@
 //! `beta_likeness`, `enhanced_beta_likeness`, `delta_disclosure`) are finalized by one window
 //! function (`__anon_histogram_final`), which interns the table's values once for all of them.
 //!
+//! `ncp` over `GROUP BY` expressions only (and without `FILTER`) is 0 in every class: it reads
+//! the class's row count below instead of a state and a window of its own.
+//!
 //! Two more pairs share one state per class:
 //! - the class's rows: `k_anonymity()`, `reidentification_risk()` and `entropy_leakage()` of
 //!   one `FILTER` read one `count(1)` (k is the count, the risk `1 / count` — NULL for a class
@@ -163,6 +166,9 @@ enum RowsUse {
     Risk,
     /// `entropy_leakage()`: finalized from all classes' counts
     Leakage,
+    /// `ncp` over `GROUP BY` expressions only, without `FILTER`: 0 in every class (see
+    /// [`spreads_nothing`])
+    NoSpread,
 }
 
 /// A call counting the class's rows (`k_anonymity()`, `reidentification_risk()`,
@@ -255,6 +261,20 @@ fn histogram_call(expr: &Expr) -> Option<(HistogramUse, &AggregateFunction)> {
     Some((HistogramUse::Measure(output), call))
 }
 
+/// `expr` without its alias.
+fn unaliased(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Alias(alias) => alias.expr.as_ref(),
+        other => other,
+    }
+}
+
+/// Whether `arg` is one of the aggregate's `GROUP BY` expressions: one value per class.
+fn is_group_key(arg: &Expr, aggregate: &Aggregate) -> bool {
+    let arg = unaliased(arg);
+    aggregate.group_expr.iter().any(|g| unaliased(g) == arg)
+}
+
 /// An `ncp` attribute that is also a `GROUP BY` expression has one value per class, so its
 /// spread is 0 in every class, whatever the table: it is replaced by a NULL of its type, which
 /// `ncp` ignores (spread 0 too) and which costs nothing to aggregate, instead of a histogram of
@@ -262,23 +282,26 @@ fn histogram_call(expr: &Expr) -> Option<(HistogramUse, &AggregateFunction)> {
 fn constant_attributes_as_null(args: &mut [Expr], aggregate: &Aggregate) -> Result<()> {
     let schema = aggregate.input.schema();
     for arg in args.iter_mut() {
-        let unaliased = match &*arg {
-            Expr::Alias(alias) => alias.expr.as_ref(),
-            other => other,
-        };
-        let is_group_key = aggregate.group_expr.iter().any(|g| {
-            let g = match g {
-                Expr::Alias(alias) => alias.expr.as_ref(),
-                other => other,
-            };
-            g == unaliased
-        });
-        if is_group_key {
-            let null = ScalarValue::try_new_null(&unaliased.get_type(schema)?)?;
+        if is_group_key(arg, aggregate) {
+            let null = ScalarValue::try_new_null(&unaliased(arg).get_type(schema)?)?;
             *arg = lit(null);
         }
     }
     Ok(())
+}
+
+/// Whether an `ncp` call is 0 in every class without looking at the rows: every attribute is
+/// a `GROUP BY` expression (each spread is 0, see [`constant_attributes_as_null`]) and there
+/// is no `FILTER`, so every class has rows and the table is not empty (the cases where `ncp`
+/// is NULL). It then reads the class's row count instead of a state of its own and a window.
+fn spreads_nothing(call: &AggregateFunction, aggregate: &Aggregate) -> bool {
+    call.params.filter.is_none()
+        && !call.params.args.is_empty()
+        && call
+            .params
+            .args
+            .iter()
+            .all(|arg| is_group_key(arg, aggregate))
 }
 
 fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
@@ -325,6 +348,11 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                     call.func.name()
                 )));
             }
+            if kind == WholeTableKind::Ncp && spreads_nothing(call, aggregate) {
+                let index = key_index(&mut rows_keys, &mut rows_users, None);
+                roles.push(Role::Rows(RowsUse::NoSpread, index));
+                continue;
+            }
             any_window = true;
             whole_table_function.get_or_insert_with(|| call.func.name().to_string());
             roles.push(Role::OwnState(kind));
@@ -362,6 +390,8 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 *role = match usage {
                     RowsUse::Leakage => Role::OwnState(WholeTableKind::EntropyLeakage),
                     RowsUse::Count | RowsUse::Risk => Role::Keep,
+                    // a count is cheaper than ncp's own state and window
+                    RowsUse::NoSpread => Role::Rows(usage, index),
                 };
             }
             _ => {}
@@ -495,6 +525,8 @@ fn rewrite_aggregate(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 Some(match usage {
                     RowsUse::Count => rows,
                     RowsUse::Risk => inverse_or_null(rows)?,
+                    // every class has rows (no FILTER): 0, typed as ncp's nullable Float64
+                    RowsUse::NoSpread => when(rows.gt(lit(0i64)), lit(0.0f64)).end()?,
                     RowsUse::Leakage => {
                         finalizers.push(
                             finalizer_udwf(WholeTableKind::EntropyLeakage)
