@@ -93,6 +93,9 @@ pub struct OrderedDomain {
     cumulative: Vec<f64>,
     /// prefix sums of `cumulative`: `prefix[i]` = Σ_{j<i} cumulative[j]
     prefix: Vec<f64>,
+    /// the quantile index: `quantile[j]` is the first position whose cumulative share is at
+    /// least j / [`Self::buckets`] (`len` if none), for j in 0..=buckets, plus `len`
+    quantile: Vec<usize>,
 }
 
 impl OrderedDomain {
@@ -110,7 +113,23 @@ impl OrderedDomain {
             running_sum += cum;
             prefix.push(running_sum);
         }
-        Self { cumulative, prefix }
+        // about two buckets per value, a power of two so that j / buckets is exact
+        let buckets = (2 * cumulative.len()).next_power_of_two().clamp(2, 1 << 16);
+        let mut quantile = Vec::with_capacity(buckets + 2);
+        let mut at = 0;
+        for j in 0..=buckets {
+            let share = j as f64 / buckets as f64;
+            while at < cumulative.len() && cumulative[at] < share {
+                at += 1;
+            }
+            quantile.push(at);
+        }
+        quantile.push(cumulative.len());
+        Self {
+            cumulative,
+            prefix,
+            quantile,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -121,13 +140,35 @@ impl OrderedDomain {
         self.cumulative.is_empty()
     }
 
-    /// Σ_{i in a..b} |level − cumulative[i]|, in O(log m): `cumulative` is nondecreasing, so
-    /// the terms change sign once.
+    fn buckets(&self) -> usize {
+        self.quantile.len() - 2
+    }
+
+    /// The first position whose cumulative share is at least `level` (`len` if none). With
+    /// j = ⌊level · buckets⌋ (exact: buckets is a power of two), j / buckets ≤ level <
+    /// (j + 1) / buckets, so the position lies between `quantile[j]` and `quantile[j + 1]`,
+    /// about two values apart: a search of the whole domain per segment was most of the
+    /// finalizer's time.
+    fn first_at_least(&self, level: f64) -> usize {
+        let scaled = level * self.buckets() as f64;
+        // NaN and negative levels start at 0; levels of 1 and more in the last bucket
+        let j = if scaled >= 0.0 {
+            (scaled as usize).min(self.buckets())
+        } else {
+            0
+        };
+        let (lo, hi) = (self.quantile[j], self.quantile[j + 1]);
+        lo + self.cumulative[lo..hi].partition_point(|&x| x < level)
+    }
+
+    /// Σ_{i in a..b} |level − cumulative[i]|, in O(1) for a domain without heavy ties:
+    /// `cumulative` is nondecreasing, so the terms change sign once, at the first position
+    /// whose share reaches `level`.
     fn segment(&self, a: usize, b: usize, level: f64) -> f64 {
         if a >= b {
             return 0.0;
         }
-        let split = a + self.cumulative[a..b].partition_point(|&x| x < level);
+        let split = self.first_at_least(level).clamp(a, b);
         let below = level * (split - a) as f64 - (self.prefix[split] - self.prefix[a]);
         let above = (self.prefix[b] - self.prefix[split]) - level * (b - split) as f64;
         below + above
@@ -319,6 +360,22 @@ mod tests {
             0.2361
         ));
         assert_eq!(ordered_emd(&OrderedDomain::new(&[5]), &[(0, 5)], 5), 0.0);
+    }
+
+    #[test]
+    fn quantile_index_finds_the_split_of_a_full_search() {
+        // uneven shares, ties of the cumulative share (zero counts) and levels at the bucket
+        // edges, at 0 and 1, above 1 (rounding), below 0 and NaN
+        let domain = OrderedDomain::new(&[3, 0, 0, 1, 4, 1, 5, 9, 0, 2, 6, 500, 1]);
+        let mut levels: Vec<f64> = (0..=200).map(|i| i as f64 / 200.0).collect();
+        let buckets = domain.buckets() as f64;
+        levels.extend((0..=domain.buckets()).map(|j| j as f64 / buckets));
+        levels.extend([1.0 + 1e-12, -0.5, f64::NAN, 3.0 / 532.0, 7.0 / 532.0]);
+        for level in levels {
+            let full = domain.cumulative.partition_point(|&x| x < level);
+            let want = if level.is_nan() { 0 } else { full };
+            assert_eq!(domain.first_at_least(level), want, "level {level}");
+        }
     }
 
     #[test]
