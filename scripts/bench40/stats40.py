@@ -12,7 +12,7 @@ for n in by: show(n)
 def ratio(a, b):
     rs = sorted(by[a][i][0] / by[b][i][0] for i in by[a] if i in by[b])
     print(f"{a}/{b}: median {st.median(rs):.2f}  min {rs[0]:.2f} max {rs[-1]:.2f}  (n={len(rs)})")
-for a, b in [("k", "floor"), ("all", "floor"), ("all_off", "floor_off"), ("all", "floor_off"), ("floor", "floor_off"), ("k_off", "floor"), ("l", "floor"),
+for a, b in [("k", "floor"), ("all", "floor"), ("all_but_ordered", "floor"), ("all_off", "floor_off"), ("all", "floor_off"), ("floor", "floor_off"), ("k_off", "floor"), ("l", "floor"),
              ("k", "duck_count"), ("floor", "duck_count"), ("l", "duck_distinct"), ("all", "all_off"), ("k", "k_off"),
              ("k_after", "k_before"), ("all_after", "all_before"), ("floor_after", "floor_before"),
              ("l_after", "l_before"), ("distinct_after", "distinct_before"),
