@@ -267,6 +267,97 @@ async fn a_release_is_one_commit_with_its_figures_and_no_value() {
     assert!(!text.contains("minValues") && !text.contains("maxValues"));
 }
 
+/// A perturbed release (the CASC Census set, microaggregation, noise and an identifier
+/// dropped) is one Delta commit: the same rows as the Parquet release of the same seed, read
+/// back by delta-rs, with the perturbation's names and verified figures in `commitInfo` and
+/// neither the seed nor a value. Appending it to a table is refused: only a full-domain
+/// release appends (its labels are known), and the table keeps its one version.
+#[tokio::test]
+async fn a_perturbed_release_is_one_commit_with_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let census = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/casc/census.csv");
+    let columns = std::fs::read_to_string(&census).unwrap();
+    let mut policy = format!(
+        "[input]\npath = \"{}\"\n[privacy]\nmethod = \"perturbation\"\nk = 3\n[attributes]\n",
+        census.display()
+    );
+    for name in columns.lines().next().unwrap().split(',') {
+        let spec = match name {
+            "AFNLWGT" | "AGI" => {
+                "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }"
+            }
+            "EMCONTRB" => {
+                "{ role = \"quasi_identifier\", perturbation = { kind = \"noise\", level = 0.1 } }"
+            }
+            "STATETAX" => "{ role = \"identifier\" }",
+            _ => "{ role = \"insensitive\" }",
+        };
+        policy.push_str(&format!("{name} = {spec}\n"));
+    }
+    let policy_path = dir.path().join("policy.toml");
+    std::fs::write(&policy_path, policy).unwrap();
+    let (policy, table) = (
+        policy_path.display().to_string(),
+        dir.path().join("release"),
+    );
+    let (out, report_path) = (
+        table.display().to_string(),
+        dir.path().join("report.json").display().to_string(),
+    );
+    let parquet = dir.path().join("release.parquet").display().to_string();
+    let publish = |out: &str, extra: &[&str]| {
+        let mut args = vec!["anonymize", "--quiet", "--policy", &policy, "--seed", "11"];
+        args.extend(["--out", out]);
+        args.extend(extra);
+        anon(&args)
+    };
+    let run = publish(&out, &["--format", "delta", "--report", &report_path]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let run = publish(&parquet, &[]);
+    assert!(run.status.success(), "{}", stderr(&run));
+
+    assert_eq!(commits(&table), ["00000000000000000000.json"]);
+    let (version, rows) = delta_rows(&table, None).await;
+    assert_eq!(version, 0);
+    assert_eq!(rows, parquet_rows(Path::new(&parquet)).await);
+    // every Census record, the identifier dropped
+    assert_eq!(rows.len(), columns.lines().count() - 1);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(report["delta_version"], 0);
+
+    let (info, text) = commit_info(&table, 0);
+    let release = &info["anonymity"];
+    assert_eq!(release["command"], "anonymize");
+    assert_eq!(release["method"], "perturbation");
+    assert_eq!(release["attributes"]["AFNLWGT"], "microaggregation");
+    assert_eq!(release["attributes"]["EMCONTRB"], "noise");
+    assert_eq!(release["k"], 3);
+    assert_eq!(release["figures"]["rows"], rows.len() as u64);
+    assert_eq!(release["figures"]["k"], report["verification"]["k"]);
+    assert!(release["figures"]["k"].as_u64().unwrap() >= 3);
+    assert!(!text.contains("seed"), "{text}");
+    assert!(!text.contains("minValues") && !text.contains("maxValues"));
+
+    let appended = publish(&out, &["--format", "delta", "--append"]);
+    assert!(!appended.status.success());
+    assert!(
+        stderr(&appended).contains(
+            "only a full-domain release appends to a full-domain release, whose labels are \
+             the same in every version (this release is perturbation, the table's last \
+             version perturbation)"
+        ),
+        "{}",
+        stderr(&appended)
+    );
+    assert_eq!(commits(&table), ["00000000000000000000.json"]);
+    assert_eq!(
+        release_dirs(&table).len(),
+        1,
+        "the refused release left files"
+    );
+}
+
 #[tokio::test]
 async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
     let s = Scratch::new(2_000);

@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 
 use super::Observer;
 use super::bucketize::BucketizationReport;
-use super::output::{OutputRequest, PlannedOutput, release_info};
+use super::output::{OutputRequest, PlannedOutput, perturbation_info, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
@@ -176,7 +176,7 @@ pub async fn anonymize(
         return Ok(Published::Bucketized(Box::new(report)));
     }
     if policy.perturbation().is_some() {
-        return perturbed(ctx, options, policy, &out, &planned, observer)
+        return perturbed(ctx, "anonymize", options, policy, &out, &planned, observer)
             .await
             .map(|report| Published::Perturbed(Box::new(report)));
     }
@@ -389,25 +389,30 @@ async fn recoding_target(
 }
 
 /// A perturbation policy's release ([`super::perturb`]) and its JSON report: what both
-/// `anonymize` and `apply` publish for it (the policy fixes every transformation).
+/// `anonymize` and `apply` (`command`) publish for it (the policy fixes every
+/// transformation), to Parquet or as a new version of a Delta table.
 pub(super) async fn perturbed(
     ctx: &SessionContext,
+    command: &str,
     options: &AnonymizeOptions,
     policy: Policy,
     out: &Location,
     planned: &PlannedOutput,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
-    if planned.is_delta() {
-        return Err(DataFusionError::Plan(format!(
-            "output {out}: a perturbed release is published as Parquet only (not yet as a \
-             Delta table)"
-        )));
-    }
     let reports = json_reports(options, &policy, out, "a perturbation").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
-    let report = super::perturb::perturb(ctx, policy, out, seed, observer).await?;
+    let output = match policy.perturbation() {
+        Some(perturbation) => planned.output(|| perturbation_info(command, &policy, perturbation)),
+        None => {
+            return Err(DataFusionError::Internal(format!(
+                "policy {} has no perturbation to publish",
+                policy.source()
+            )));
+        }
+    };
+    let report = super::perturb::perturb(ctx, policy, &output, seed, observer).await?;
     write_json_report(&reports, &storage, &report).await?;
     Ok(report)
 }

@@ -129,7 +129,7 @@ async fn perturbed(
         output: options.output,
         ..AnonymizeOptions::new(options.policy.clone())
     };
-    super::anonymize::perturbed(ctx, &anonymize, policy, out, planned, observer).await
+    super::anonymize::perturbed(ctx, "apply", &anonymize, policy, out, planned, observer).await
 }
 
 /// Publishes `options.policy`'s input on `ctx`; see the module documentation. Outputs are

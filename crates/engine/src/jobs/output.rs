@@ -6,6 +6,7 @@ use datafusion::error::{DataFusionError, Result};
 use serde_json::{Value, json};
 
 use crate::policy::Policy;
+use crate::policy::perturbation::Perturbation;
 use crate::publish::{self, Output};
 use crate::search::release::Release;
 use crate::storage::Location;
@@ -170,17 +171,49 @@ pub fn release_info(
             .map(|((qi, _), level)| (qi, json!(level)))
             .collect()
     });
-    json!({
-        "command": command,
-        "method": release.kind(),
-        "algorithm": algorithm,
-        "requirements": policy.requirements(),
-        "suppression": policy.suppression(),
-        "levels": levels,
-        "metric": metric.map(|(name, _)| name),
-        "metric_value": metric.map(|(_, value)| value),
-        "input_version": policy.input_version(),
-        "policy_hash": format!("blake3:{}", policy.hash()),
-        "tool": concat!("datafusion-anonymity ", env!("CARGO_PKG_VERSION")),
-    })
+    with_provenance(
+        json!({
+            "command": command,
+            "method": release.kind(),
+            "algorithm": algorithm,
+            "requirements": policy.requirements(),
+            "suppression": policy.suppression(),
+            "levels": levels,
+            "metric": metric.map(|(name, _)| name),
+            "metric_value": metric.map(|(_, value)| value),
+        }),
+        policy,
+    )
+}
+
+/// What a Delta commit records of a perturbed release: the command, `perturbation`, each
+/// attribute's transformation (names, as in the policy), microaggregation's k and strata,
+/// the input's Delta version and the policy's hash; never the seed (with it, the noise can be
+/// subtracted). The publish adds the verified figures (`figures`: rows, classes, k).
+pub fn perturbation_info(command: &str, policy: &Policy, perturbation: &Perturbation) -> Value {
+    let attributes: serde_json::Map<String, Value> = perturbation
+        .attributes
+        .iter()
+        .map(|(name, transformation)| (name.clone(), json!(transformation.name())))
+        .collect();
+    let microaggregated = !perturbation.microaggregated().is_empty();
+    with_provenance(
+        json!({
+            "command": command,
+            "method": "perturbation",
+            "attributes": attributes,
+            "k": microaggregated.then_some(perturbation.micro.k),
+            "strata": perturbation.strata,
+        }),
+        policy,
+    )
+}
+
+/// `info` with what every commit records of where a release comes from: the input's Delta
+/// version, the policy's hash and the tool.
+fn with_provenance(mut info: Value, policy: &Policy) -> Value {
+    info["input_version"] = json!(policy.input_version());
+    info["policy_hash"] = json!(format!("blake3:{}", policy.hash()));
+    info["tool"] = json!(concat!("datafusion-anonymity ", env!("CARGO_PKG_VERSION")));
+    info
 }

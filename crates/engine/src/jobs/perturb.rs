@@ -12,14 +12,14 @@ use datafusion::prelude::SessionContext;
 
 use super::Observer;
 use crate::policy::Policy;
+use crate::publish::Output;
 use crate::publish::perturbed::{PerturbedReport, publish_perturbed};
-use crate::storage::Location;
 
-/// Publishes the perturbation `policy` describes to `out` with `seed`.
+/// Publishes the perturbation `policy` describes to `output` with `seed`.
 pub async fn perturb(
     ctx: &SessionContext,
     mut policy: Policy,
-    out: &Location,
+    output: &Output,
     seed: u64,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
@@ -30,7 +30,7 @@ pub async fn perturb(
         ))
     })?;
     policy.register_with(ctx, false).await?;
-    let report = publish_perturbed(ctx, &policy, &perturbation, out, seed).await?;
+    let report = publish_perturbed(ctx, &policy, &perturbation, output, seed).await?;
     if let Some(micro) = &report.microaggregation {
         observer.note(&format!(
             "microaggregation ({}, k = {}): {} groups, the smallest of {}, IL {:.2} ({:.2} s)",

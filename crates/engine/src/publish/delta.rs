@@ -210,12 +210,19 @@ pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value
     };
     let labels = |v: &Value| (v.get("method").cloned(), v.get("levels").cloned());
     let full_domain = |v: &Value| v.get("method").and_then(Value::as_str) == Some("full-domain");
+    let method = |v: &Value| {
+        v.get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string()
+    };
     if !full_domain(info) || !full_domain(&recorded) {
-        return Err(refuse(
-            "only a full-domain release appends to a full-domain release (a local recoding's \
-             labels differ from class to class)"
-                .to_string(),
-        ));
+        return Err(refuse(format!(
+            "only a full-domain release appends to a full-domain release, whose labels are \
+             the same in every version (this release is {}, the table's last version {})",
+            method(info),
+            method(&recorded)
+        )));
     }
     if labels(info) != labels(&recorded) {
         return Err(refuse(format!(

@@ -48,7 +48,7 @@ use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::StagedOutput;
+use super::{Output, StagedOutput};
 use crate::perturb::measures::Utility;
 use crate::perturb::release::{
     CategoricalInput, MEASURED_RECORDS, MicroReport, NumericInput, Pram, PramReport, ReleaseInput,
@@ -56,7 +56,6 @@ use crate::perturb::release::{
 };
 use crate::policy::file::Role;
 use crate::policy::{Perturbation, Policy, quote_ident};
-use crate::storage::Location;
 
 /// What was published and verified.
 #[derive(Debug, Clone, Serialize)]
@@ -65,6 +64,9 @@ pub struct PerturbedReport {
     pub method: &'static str,
     /// Where the release went.
     pub output: String,
+    /// The Delta table's new version (a Delta output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_version: Option<i64>,
     pub input_rows: u64,
     /// Records with a NULL or NaN in a numeric perturbed attribute, not published.
     pub suppressed_rows: u64,
@@ -165,15 +167,16 @@ struct ReadColumns {
     permuted: Vec<ArrayRef>,
 }
 
-/// Publishes `policy` (registered, with `perturbation`) to `out`; see the module docs.
+/// Publishes `policy` (registered, with `perturbation`) to `output`; see the module docs.
 pub async fn publish_perturbed(
     ctx: &SessionContext,
     policy: &Policy,
     perturbation: &Perturbation,
-    out: &Location,
+    output: &Output,
     seed: u64,
 ) -> Result<PerturbedReport> {
     let started = Instant::now();
+    let out = output.location();
     let reader = ordered_reader(ctx);
     let table = policy.table_name();
     let frame = reader.table(table).await?;
@@ -446,7 +449,16 @@ pub async fn publish_perturbed(
     held.grow(held_bytes);
     let streaming = StreamingTable::try_new(Arc::clone(&output_schema), vec![shuffled])?;
     let frame = super::writer_context(ctx).read_table(Arc::new(streaming))?;
-    let staged = StagedOutput::write(frame, out, policy.storage()).await?;
+    let staged = match output {
+        Output::Files { .. } => StagedOutput::write(frame, out, policy.storage()).await?,
+        #[cfg(feature = "delta")]
+        Output::Delta { target, info } => {
+            if target.mode == super::delta::WriteMode::Append {
+                super::delta::check_append(target, &output_schema, info).await?;
+            }
+            StagedOutput::write_delta(frame, target, policy.storage()).await?
+        }
+    };
     drop(held);
     let write_seconds = phase.elapsed().as_secs_f64();
     let (utility, risk, measure_seconds) = match measuring {
@@ -487,11 +499,28 @@ pub async fn publish_perturbed(
     }
     let verify_seconds = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
-    let output = staged.commit().await?;
+    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
+    let mut delta_version = None;
+    let written = match output {
+        Output::Files { .. } => staged.commit().await?.to_string(),
+        #[cfg(feature = "delta")]
+        Output::Delta { target, info } => {
+            let mut info = info.clone();
+            info["figures"] = serde_json::json!({
+                "rows": verification.rows,
+                "classes": verification.classes,
+                "k": verification.k,
+                "suppressed": suppressed,
+            });
+            delta_version = Some(staged.commit_delta(target, info).await?);
+            out.to_string()
+        }
+    };
     let commit_seconds = phase.elapsed().as_secs_f64();
     Ok(PerturbedReport {
         method: "perturbation",
-        output: output.to_string(),
+        output: written,
+        delta_version,
         input_rows: rows as u64,
         suppressed_rows: suppressed as u64,
         row_order: "shuffled",
