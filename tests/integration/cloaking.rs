@@ -160,6 +160,71 @@ async fn trips_are_cloaked_and_the_release_recounts_k_subjects_per_label() {
     assert!(results[1] < results[0], "{results:?}");
 }
 
+/// A cloaked release published as a Delta table (the subject dropped, so the verified file is
+/// rewritten without its pseudonyms inside the table's staging) is one commit: the rows of the
+/// Parquet release of the same seed, read back by delta-rs, with the cloaking's parameters and
+/// verified figures in `commitInfo` and no seed. Appending is refused and commits nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cloaked_release_is_one_delta_commit() {
+    use crate::delta::{commit_info, commits, delta_rows, parquet_rows, release_dirs};
+    let dir = tempfile::tempdir().unwrap();
+    let input = trips(dir.path(), 20_000);
+    let policy = policy(dir.path(), "cloak.toml", &input, TOLERANCES, "");
+    let (table, parquet) = (
+        dir.path().join("release"),
+        dir.path().join("release.parquet"),
+    );
+    let report_path = dir.path().join("report.json").display().to_string();
+    let output = anonymize(
+        &policy,
+        &table,
+        &["--format", "delta", "--seed", "5", "--report", &report_path],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = anonymize(&policy, &parquet, &["--seed", "5"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    assert_eq!(commits(&table), ["00000000000000000000.json"]);
+    let (version, rows) = delta_rows(&table, None).await;
+    assert_eq!(version, 0);
+    assert_eq!(rows, parquet_rows(&parquet).await);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(report["publish"]["delta_version"], 0);
+    assert_eq!(report["publish"]["rows"], rows.len() as u64);
+
+    let (info, text) = commit_info(&table, 0);
+    let release = &info["anonymity"];
+    assert_eq!(release["method"], "cloaking");
+    assert_eq!(release["k"], 5);
+    assert_eq!(release["max_cell_side_m"], 3000.0);
+    assert_eq!(release["max_window_s"], 7200.0);
+    assert_eq!(release["columns"]["subject"], "device_id");
+    assert_eq!(release["figures"]["rows"], rows.len() as u64);
+    assert_eq!(
+        release["figures"]["labels"],
+        report["publish"]["verification"]["labels"]
+    );
+    assert!(release["figures"]["min_subjects"].as_u64().unwrap() >= 5);
+    assert!(!text.contains("seed"), "{text}");
+    // the pseudonyms written for the verification are not in the table
+    assert!(!text.contains("__anon_subject"), "{text}");
+
+    let appended = anonymize(&policy, &table, &["--format", "delta", "--append"]);
+    assert!(!appended.status.success());
+    assert!(
+        stderr(&appended).contains("(this release is cloaking, the table's last version cloaking)"),
+        "{}",
+        stderr(&appended)
+    );
+    assert_eq!(commits(&table), ["00000000000000000000.json"]);
+    assert_eq!(
+        release_dirs(&table).len(),
+        1,
+        "the refused release left files"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_seed_gives_the_same_bytes_and_the_subject_is_dropped() {
     let dir = tempfile::tempdir().unwrap();

@@ -142,7 +142,7 @@ pub(super) async fn delta_rows(dir: &Path, version: Option<i64>) -> (i64, Vec<St
 }
 
 /// The rows of Parquet output `path`, columns in name order.
-async fn parquet_rows(path: &Path) -> Vec<String> {
+pub(super) async fn parquet_rows(path: &Path) -> Vec<String> {
     let ctx = SessionContext::new();
     ctx.register_parquet("t", path.to_str().unwrap(), ParquetReadOptions::default())
         .await

@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 
 use super::Observer;
 use super::bucketize::BucketizationReport;
-use super::output::{OutputRequest, PlannedOutput, perturbation_info, release_info};
+use super::output::{OutputRequest, PlannedOutput, cloaking_info, perturbation_info, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
@@ -131,13 +131,7 @@ pub async fn anonymize(
     };
     let planned = PlannedOutput::check(&policy, &out, request).await?;
     if policy.cloaking().is_some() {
-        if planned.is_delta() {
-            return Err(DataFusionError::Plan(format!(
-                "output {out}: a cloaked release is published as Parquet only (not yet as a \
-                 Delta table)"
-            )));
-        }
-        return cloaked(ctx, policy, options, &out, observer, started).await;
+        return cloaked(ctx, policy, options, &out, &planned, observer, started).await;
     }
     if let Some(bucketization) = policy.bucketization() {
         if planned.is_delta() {
@@ -342,13 +336,23 @@ async fn cloaked(
     policy: Policy,
     options: &AnonymizeOptions,
     out: &Location,
+    planned: &PlannedOutput,
     observer: &dyn Observer,
     started: Instant,
 ) -> Result<Published> {
     let reports = json_reports(options, &policy, out, "a cloaking").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
-    let report = super::cloak::cloak(ctx, policy, out, seed, observer, started).await?;
+    let output = match policy.cloaking() {
+        Some(cloaking) => planned.output(|| cloaking_info("anonymize", &policy, cloaking)),
+        None => {
+            return Err(DataFusionError::Internal(format!(
+                "policy {}: no cloaking",
+                policy.source()
+            )));
+        }
+    };
+    let report = super::cloak::cloak(ctx, policy, &output, seed, observer, started).await?;
     write_json_report(&reports, &storage, &report).await?;
     Ok(Published::Cloaked(Box::new(report)))
 }

@@ -26,8 +26,8 @@ use crate::cloaking::{self, Cloaked, Events, SUPPRESSED};
 use crate::policy::cloaking::Cloaking;
 use crate::policy::{PersonPublished, Policy, Role, quote_ident};
 use crate::pseudonym::{PseudonymKey, pseudonyms};
+use crate::publish::Output;
 use crate::publish::cloaked::{CloakedInput, CloakedPublish, publish_cloaked};
-use crate::storage::Location;
 
 /// Subjects sampled for unicity.
 pub const UNICITY_SAMPLE: usize = 10_000;
@@ -75,12 +75,12 @@ pub struct CloakTimings {
     pub total: f64,
 }
 
-/// Publishes the cloaking of `policy`'s input to `out` (checked by the caller); `seed` orders
-/// the written rows and draws unicity's samples; `started` is when the job started.
+/// Publishes the cloaking of `policy`'s input to `output` (checked by the caller); `seed`
+/// orders the written rows and draws unicity's samples; `started` is when the job started.
 pub async fn cloak(
     ctx: &SessionContext,
     mut policy: Policy,
-    out: &Location,
+    output: &Output,
     seed: u64,
     observer: &dyn Observer,
     started: Instant,
@@ -143,7 +143,7 @@ pub async fn cloak(
         input,
         Arc::clone(&cloaked),
         &cloaking.options,
-        out,
+        output,
         policy.storage(),
         seed,
     )

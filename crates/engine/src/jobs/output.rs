@@ -6,6 +6,7 @@ use datafusion::error::{DataFusionError, Result};
 use serde_json::{Value, json};
 
 use crate::policy::Policy;
+use crate::policy::cloaking::Cloaking;
 use crate::policy::perturbation::Perturbation;
 use crate::publish::{self, Output};
 use crate::search::release::Release;
@@ -204,6 +205,32 @@ pub fn perturbation_info(command: &str, policy: &Policy, perturbation: &Perturba
             "attributes": attributes,
             "k": microaggregated.then_some(perturbation.micro.k),
             "strata": perturbation.strata,
+        }),
+        policy,
+    )
+}
+
+/// What a Delta commit records of a cloaked location release: the command, `cloaking`, the
+/// variant, k, the tolerances (largest cell side, longest window) and the columns cloaked,
+/// the input's Delta version and the policy's hash; never the seed (it orders the rows and
+/// keys the pseudonyms). The publish adds the verified figures (`figures`: rows, labels, the
+/// fewest subjects of a label).
+pub fn cloaking_info(command: &str, policy: &Policy, cloaking: &Cloaking) -> Value {
+    let options = &cloaking.options;
+    with_provenance(
+        json!({
+            "command": command,
+            "method": "cloaking",
+            "variant": options.variant.name(),
+            "k": options.k,
+            "max_cell_side_m": options.max_cell_side_m,
+            "max_window_s": options.max_window_us() as f64 / 1e6,
+            "columns": {
+                "latitude": cloaking.latitude,
+                "longitude": cloaking.longitude,
+                "time": cloaking.time,
+                "subject": cloaking.subject,
+            },
         }),
         policy,
     )

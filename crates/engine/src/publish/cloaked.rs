@@ -39,11 +39,11 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
-use super::StagedOutput;
+use super::{Output, StagedOutput};
 use crate::cloaking::{Cloaked, CloakingOptions, SUPPRESSED};
 use crate::functions::quadtree::EARTH_RADIUS_M;
 use crate::rng::SplitMix64;
-use crate::storage::{Location, StoreOptions};
+use crate::storage::StoreOptions;
 use crate::text::quote_ident;
 
 /// Rows per written batch.
@@ -81,6 +81,9 @@ pub struct CloakedInput {
 pub struct CloakedPublish {
     /// Where.
     pub output: String,
+    /// The Delta table's new version (a Delta output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_version: Option<i64>,
     /// Rows written.
     pub rows: u64,
     /// Measured on the written file.
@@ -110,18 +113,37 @@ pub async fn publish_cloaked(
     input: Arc<CloakedInput>,
     cloaked: Arc<Cloaked>,
     options: &CloakingOptions,
-    out: &Location,
+    output: &Output,
     store: &StoreOptions,
     seed: u64,
 ) -> Result<CloakedPublish> {
     let started = Instant::now();
+    let out = output.location();
     let published = cloaked.label_of.len() - cloaked.suppressed;
     let rows = Arc::new(shuffled_rows(&cloaked, seed));
     let batches = Arc::new(OutputBatches::new(input, cloaked, rows)?);
     let in_order = SessionContext::new_with_state(super::in_order(ctx));
     let table = StreamingTable::try_new(Arc::clone(&batches.schema), vec![batches.clone()])?;
     let frame = super::writer_context(&in_order).read_table(Arc::new(table))?;
-    let staged = StagedOutput::write(frame, out, store).await?;
+    let staged = match output {
+        Output::Files { .. } => StagedOutput::write(frame, out, store).await?,
+        #[cfg(feature = "delta")]
+        Output::Delta { target, info } => {
+            if target.mode == super::delta::WriteMode::Append {
+                // the columns published: without the pseudonyms written only to be verified
+                let published = batches
+                    .schema
+                    .fields()
+                    .iter()
+                    .filter(|f| f.name() != VERIFIED_SUBJECT)
+                    .cloned()
+                    .collect::<Vec<_>>();
+                let published = Arc::new(Schema::new(published));
+                super::delta::check_append(target, &published, info).await?;
+            }
+            StagedOutput::write_delta(frame, target, store).await?
+        }
+    };
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
     let subject = batches.subject_column();
@@ -133,9 +155,26 @@ pub async fn publish_cloaked(
     };
     let verify_seconds = verifying.elapsed().as_secs_f64();
     let rows = staged.rows_written;
-    staged.commit().await?;
+    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
+    let mut delta_version = None;
+    match output {
+        Output::Files { .. } => {
+            staged.commit().await?;
+        }
+        #[cfg(feature = "delta")]
+        Output::Delta { target, info } => {
+            let mut info = info.clone();
+            info["figures"] = serde_json::json!({
+                "rows": rows,
+                "labels": verification.labels,
+                "min_subjects": verification.min_subjects,
+            });
+            delta_version = Some(staged.commit_delta(target, info).await?);
+        }
+    }
     Ok(CloakedPublish {
         output: out.to_string(),
+        delta_version,
         rows,
         verification,
         write_seconds,
