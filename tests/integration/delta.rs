@@ -340,19 +340,27 @@ async fn a_perturbed_release_is_one_commit_with_its_figures() {
     assert!(!text.contains("minValues") && !text.contains("maxValues"));
 
     let appended = publish(&out, &["--format", "delta", "--append"]);
-    assert!(!appended.status.success());
-    assert!(
-        stderr(&appended).contains(
-            "only a full-domain release appends to a full-domain release, whose labels are \
-             the same in every version (this release is perturbation, the table's last \
-             version perturbation)"
-        ),
-        "{}",
-        stderr(&appended)
+    assert_one_version_after_refused_append(
+        &appended,
+        &table,
+        "only a full-domain release appends to a full-domain release, whose labels are the \
+         same in every version (this release is perturbation, the table's last version \
+         perturbation)",
     );
-    assert_eq!(commits(&table), ["00000000000000000000.json"]);
+}
+
+/// Asserts that `appended`, a publish with `--append` to the one-version table `table`, was
+/// refused with `message` and left the table as it was: one version, no files of its own.
+pub(super) fn assert_one_version_after_refused_append(
+    appended: &Output,
+    table: &Path,
+    message: &str,
+) {
+    assert!(!appended.status.success());
+    assert!(stderr(appended).contains(message), "{}", stderr(appended));
+    assert_eq!(commits(table), ["00000000000000000000.json"]);
     assert_eq!(
-        release_dirs(&table).len(),
+        release_dirs(table).len(),
         1,
         "the refused release left files"
     );

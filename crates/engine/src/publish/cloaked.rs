@@ -125,25 +125,16 @@ pub async fn publish_cloaked(
     let in_order = SessionContext::new_with_state(super::in_order(ctx));
     let table = StreamingTable::try_new(Arc::clone(&batches.schema), vec![batches.clone()])?;
     let frame = super::writer_context(&in_order).read_table(Arc::new(table))?;
-    let staged = match output {
-        Output::Files { .. } => StagedOutput::write(frame, out, store).await?,
-        #[cfg(feature = "delta")]
-        Output::Delta { target, info } => {
-            if target.mode == super::delta::WriteMode::Append {
-                // the columns published: without the pseudonyms written only to be verified
-                let published = batches
-                    .schema
-                    .fields()
-                    .iter()
-                    .filter(|f| f.name() != VERIFIED_SUBJECT)
-                    .cloned()
-                    .collect::<Vec<_>>();
-                let published = Arc::new(Schema::new(published));
-                super::delta::check_append(target, &published, info).await?;
-            }
-            StagedOutput::write_delta(frame, target, store).await?
-        }
-    };
+    // an append's columns: without the pseudonyms written only to be verified
+    let staged = StagedOutput::write_for(frame, output, store, |_| {
+        let published = batches
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| f.name() != VERIFIED_SUBJECT);
+        Arc::new(Schema::new(published.cloned().collect::<Vec<_>>()))
+    })
+    .await?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
     let subject = batches.subject_column();
@@ -155,23 +146,15 @@ pub async fn publish_cloaked(
     };
     let verify_seconds = verifying.elapsed().as_secs_f64();
     let rows = staged.rows_written;
-    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
-    let mut delta_version = None;
-    match output {
-        Output::Files { .. } => {
-            staged.commit().await?;
-        }
-        #[cfg(feature = "delta")]
-        Output::Delta { target, info } => {
-            let mut info = info.clone();
-            info["figures"] = serde_json::json!({
+    let (_, delta_version) = staged
+        .commit_for(output, || {
+            serde_json::json!({
                 "rows": rows,
                 "labels": verification.labels,
                 "min_subjects": verification.min_subjects,
-            });
-            delta_version = Some(staged.commit_delta(target, info).await?);
-        }
-    }
+            })
+        })
+        .await?;
     Ok(CloakedPublish {
         output: out.to_string(),
         delta_version,

@@ -583,17 +583,10 @@ pub async fn publish_to(
     // here even when the rows come from a cluster
     let frame = SessionContext::new_with_state(in_order(&writer_context(ctx)))
         .read_table(Arc::new(rows))?;
-    let staged = match output {
-        Output::Files { .. } => StagedOutput::write(frame, out, policy.storage()).await?,
-        #[cfg(feature = "delta")]
-        Output::Delta { target, info } => {
-            if target.mode == crate::publish::delta::WriteMode::Append {
-                let schema = Arc::new(published_schema(&frame, &generalization));
-                crate::publish::delta::check_append(target, &schema, info).await?;
-            }
-            StagedOutput::write_delta(frame, target, policy.storage()).await?
-        }
-    };
+    let staged = StagedOutput::write_for(frame, output, policy.storage(), |frame| {
+        Arc::new(published_schema(frame, &generalization))
+    })
+    .await?;
     #[cfg(feature = "delta")]
     crate::publish::delta::hook_pause("after-write");
     let write_seconds = started.elapsed().as_secs_f64();
@@ -739,14 +732,9 @@ pub async fn publish_to(
     };
     let write_seconds = write_seconds + started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
-    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
-    let mut delta_version = None;
-    let output = match output {
-        Output::Files { .. } => staged.commit().await?.to_string(),
-        #[cfg(feature = "delta")]
-        Output::Delta { target, info } => {
-            let mut info = info.clone();
-            info["figures"] = serde_json::json!({
+    let (output, delta_version) = staged
+        .commit_for(output, || {
+            serde_json::json!({
                 "rows": verification.rows,
                 "classes": verification.classes,
                 "k": verification.k,
@@ -755,11 +743,9 @@ pub async fn publish_to(
                     SuppressionMode::Mask => verification.suppressed_rows,
                 },
                 "sensitive": verification.sensitive,
-            });
-            delta_version = Some(staged.commit_delta(target, info).await?);
-            out.to_string()
-        }
-    };
+            })
+        })
+        .await?;
     let commit_seconds = started.elapsed().as_secs_f64();
     Ok(PublishReport {
         output,
@@ -798,7 +784,6 @@ pub async fn publish_to(
 
 /// The columns `frame` writes once the unpublished person column (if any) is left out: the
 /// columns a Delta table of the release holds.
-#[cfg(feature = "delta")]
 fn published_schema(
     frame: &datafusion::dataframe::DataFrame,
     generalization: &crate::provider::Generalization,

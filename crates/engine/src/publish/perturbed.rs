@@ -176,7 +176,6 @@ pub async fn publish_perturbed(
     seed: u64,
 ) -> Result<PerturbedReport> {
     let started = Instant::now();
-    let out = output.location();
     let reader = ordered_reader(ctx);
     let table = policy.table_name();
     let frame = reader.table(table).await?;
@@ -449,16 +448,10 @@ pub async fn publish_perturbed(
     held.grow(held_bytes);
     let streaming = StreamingTable::try_new(Arc::clone(&output_schema), vec![shuffled])?;
     let frame = super::writer_context(ctx).read_table(Arc::new(streaming))?;
-    let staged = match output {
-        Output::Files { .. } => StagedOutput::write(frame, out, policy.storage()).await?,
-        #[cfg(feature = "delta")]
-        Output::Delta { target, info } => {
-            if target.mode == super::delta::WriteMode::Append {
-                super::delta::check_append(target, &output_schema, info).await?;
-            }
-            StagedOutput::write_delta(frame, target, policy.storage()).await?
-        }
-    };
+    let staged = StagedOutput::write_for(frame, output, policy.storage(), |_| {
+        Arc::clone(&output_schema)
+    })
+    .await?;
     drop(held);
     let write_seconds = phase.elapsed().as_secs_f64();
     let (utility, risk, measure_seconds) = match measuring {
@@ -499,23 +492,16 @@ pub async fn publish_perturbed(
     }
     let verify_seconds = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
-    #[cfg_attr(not(feature = "delta"), allow(unused_mut))]
-    let mut delta_version = None;
-    let written = match output {
-        Output::Files { .. } => staged.commit().await?.to_string(),
-        #[cfg(feature = "delta")]
-        Output::Delta { target, info } => {
-            let mut info = info.clone();
-            info["figures"] = serde_json::json!({
+    let (written, delta_version) = staged
+        .commit_for(output, || {
+            serde_json::json!({
                 "rows": verification.rows,
                 "classes": verification.classes,
                 "k": verification.k,
                 "suppressed": suppressed,
-            });
-            delta_version = Some(staged.commit_delta(target, info).await?);
-            out.to_string()
-        }
-    };
+            })
+        })
+        .await?;
     let commit_seconds = phase.elapsed().as_secs_f64();
     Ok(PerturbedReport {
         method: "perturbation",

@@ -84,6 +84,50 @@ impl StagedOutput {
         Ok(staged)
     }
 
+    /// Writes `data` for `output`: Parquet staged beside its target ([`Self::write`]), or a
+    /// release directory of the Delta table ([`Self::write_delta`]), an append first checked
+    /// against the table's columns and last release (`published`: the columns the release
+    /// publishes, which may be fewer than `data`'s).
+    #[cfg_attr(not(feature = "delta"), allow(unused_variables))]
+    pub async fn write_for(
+        data: DataFrame,
+        output: &super::Output,
+        options: &StoreOptions,
+        published: impl FnOnce(&DataFrame) -> datafusion::arrow::datatypes::SchemaRef,
+    ) -> Result<Self> {
+        match output {
+            super::Output::Files { location, .. } => Self::write(data, location, options).await,
+            #[cfg(feature = "delta")]
+            super::Output::Delta { target, info } => {
+                if target.mode == crate::publish::delta::WriteMode::Append {
+                    crate::publish::delta::check_append(target, &published(&data), info).await?;
+                }
+                Self::write_delta(data, target, options).await
+            }
+        }
+    }
+
+    /// Puts the verified output in place for `output`: moves the files ([`Self::commit`]), or
+    /// commits them as a new version of the Delta table ([`Self::commit_delta`]), whose
+    /// `commitInfo` gets the release's `figures`. Where the release went, and the version.
+    #[cfg_attr(not(feature = "delta"), allow(unused_variables))]
+    pub async fn commit_for(
+        self,
+        output: &super::Output,
+        figures: impl FnOnce() -> serde_json::Value,
+    ) -> Result<(String, Option<i64>)> {
+        match output {
+            super::Output::Files { .. } => Ok((self.commit().await?.to_string(), None)),
+            #[cfg(feature = "delta")]
+            super::Output::Delta { target, info } => {
+                let mut info = info.clone();
+                info["figures"] = figures();
+                let version = self.commit_delta(target, info).await?;
+                Ok((target.location.to_string(), Some(version)))
+            }
+        }
+    }
+
     /// Writes `data` as Parquet files into a release directory of its own under the Delta
     /// table `target` (created if need be), referenced by no version until
     /// [`StagedOutput::commit_delta`].
