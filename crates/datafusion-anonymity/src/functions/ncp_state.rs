@@ -165,7 +165,7 @@ enum AttributeState {
         min: Vec<f64>,
         max: Vec<f64>,
     },
-    Values(Box<ClassHistograms>),
+    Values(ClassHistograms),
 }
 
 #[derive(Debug)]
@@ -187,10 +187,7 @@ impl NcpAccumulator {
                         max: Vec::new(),
                     }
                 } else {
-                    AttributeState::Values(Box::new(ClassHistograms::try_new(
-                        t,
-                        HistogramOutput::Histogram,
-                    )?))
+                    AttributeState::Values(ClassHistograms::try_new(t, HistogramOutput::Histogram)?)
                 })
             })
             .collect::<Result<_>>()?;
