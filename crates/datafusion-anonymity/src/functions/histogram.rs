@@ -32,7 +32,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{SortOptions, sort_to_indices, take};
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
@@ -46,7 +46,6 @@ pub use super::histogram_output::{
 };
 use super::small_counts::SmallCounts;
 use crate::packing::direct_table::{PREFETCH_DISTANCE, prefetch};
-use crate::packing::growing::DenseInts;
 
 /// A log entry: the code in the high half, a count below 2^32 in the low half (so that
 /// sorting entries sorts by code).
@@ -359,17 +358,10 @@ pub struct ClassHistograms {
     value_type: DataType,
     output: HistogramOutput,
     dictionary: Box<dyn GroupValues>,
-    /// The dictionary's codes of integer values by `value − min`, in front of it: a batch
-    /// whose values are all found here is coded without hashing (see [`Self::code_batch`]).
-    int_codes: DenseInts,
     /// Scratch buffer for the codes of one batch (reused: no per-batch allocation).
     codes: Vec<usize>,
     histograms: Histograms,
 }
-
-/// The widest range of integer values [`ClassHistograms`] codes through its index: 4 MiB of
-/// codes at most, of which a domain of a few thousand values touches a few hundred KiB.
-const INT_CODES_RANGE: usize = 1 << 20;
 
 impl std::fmt::Debug for ClassHistograms {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -387,57 +379,9 @@ impl ClassHistograms {
             value_type: value_type.clone(),
             output,
             dictionary: new_dictionary(value_type)?,
-            int_codes: DenseInts::default(),
             codes: Vec::new(),
             histograms: Histograms::default(),
         })
-    }
-
-    /// A fresh dictionary (and so a fresh index of its codes).
-    fn reset_dictionary(&mut self) -> Result<()> {
-        self.dictionary = new_dictionary(&self.value_type)?;
-        self.int_codes = DenseInts::default();
-        Ok(())
-    }
-
-    /// The dictionary's code of every value of `values` into `self.codes`. An Int64 batch
-    /// without NULLs is first looked up in [`Self::int_codes`]: incomes, ages or codes repeat
-    /// across batches, so after the first few batches every value is found there, without the
-    /// dictionary's hashing (5–8 % of all functions' CPU on 10M rows, for `income`). A batch
-    /// with a value not found is interned by the dictionary, the one source of codes, and its
-    /// values indexed.
-    fn code_batch(&mut self, values: &ArrayRef) -> Result<()> {
-        let ints = (values.null_count() == 0)
-            .then(|| values.as_primitive_opt::<Int64Type>())
-            .flatten();
-        if let Some(ints) = ints
-            && !matches!(self.int_codes, DenseInts::Wide)
-        {
-            self.codes.clear();
-            let index = &self.int_codes;
-            let found = ints.values().iter().all(|&value| match index.get(value) {
-                Some(code) => {
-                    self.codes.push(code as usize);
-                    true
-                }
-                None => false,
-            });
-            if found {
-                return Ok(());
-            }
-            self.codes.clear();
-            self.dictionary
-                .intern(std::slice::from_ref(values), &mut self.codes)?;
-            for (&value, &code) in ints.values().iter().zip(&self.codes) {
-                if self.int_codes.get(value).is_none() {
-                    self.int_codes
-                        .insert_within(value, code as u32, INT_CODES_RANGE);
-                }
-            }
-            return Ok(());
-        }
-        self.dictionary
-            .intern(std::slice::from_ref(values), &mut self.codes)
     }
 
     /// Declares classes up to `total_num_groups` (all empty until values arrive).
@@ -460,7 +404,8 @@ impl ClassHistograms {
         total_num_groups: usize,
     ) -> Result<()> {
         self.ensure_groups(total_num_groups)?;
-        self.code_batch(values)?;
+        self.dictionary
+            .intern(std::slice::from_ref(values), &mut self.codes)?;
         let nulls = values.logical_nulls();
         let histograms = &mut self.histograms;
         match (nulls.as_ref(), opt_filter) {
@@ -577,7 +522,7 @@ impl ClassHistograms {
             self.dictionary
                 .intern(std::slice::from_ref(&values), &mut self.codes)?;
         } else {
-            self.reset_dictionary()?;
+            self.dictionary = new_dictionary(&self.value_type)?;
         }
         Ok(values)
     }
@@ -635,7 +580,7 @@ impl ClassHistograms {
         }
         let grouped = self.drain(emit_to);
         if matches!(emit_to, EmitTo::All) {
-            self.reset_dictionary()?;
+            self.dictionary = new_dictionary(&self.value_type)?;
         }
         let mut scratch = Vec::new();
         let values = (0..grouped.num_groups()).map(|g| {
@@ -852,83 +797,6 @@ mod tests {
         for values in [23, 53] {
             histogram_output_in_value_order(values);
         }
-    }
-
-    /// The histograms of Int64 `batches` (3 classes, row i in class i % 3), read as the
-    /// `Histogram` output, against counts by hand.
-    fn check_int_batches(acc: &mut ClassHistograms, batches: &[Vec<Option<i64>>]) {
-        let mut expected: Vec<BTreeMap<Option<i64>, u64>> = vec![BTreeMap::new(); 3];
-        for batch in batches {
-            let groups: Vec<usize> = (0..batch.len()).map(|i| i % 3).collect();
-            for (value, &g) in batch.iter().zip(&groups) {
-                *expected[g].entry(*value).or_default() += 1;
-            }
-            let array: ArrayRef = Arc::new(Int64Array::from(batch.clone()));
-            acc.update(&array, &groups, None, 3).unwrap();
-        }
-        let output = acc.evaluate_output(EmitTo::All).unwrap();
-        let output = output.as_struct();
-        let (values, counts) = (
-            output.column(0).as_list::<i32>(),
-            output.column(1).as_list::<i32>(),
-        );
-        for (g, want) in expected.iter().enumerate() {
-            let class_values = values.value(g);
-            let class_values = class_values.as_primitive::<Int64Type>();
-            let class_counts = counts.value(g);
-            let class_counts = class_counts.as_primitive::<UInt64Type>();
-            let got: BTreeMap<Option<i64>, u64> = (0..class_values.len())
-                .map(|i| {
-                    let v = class_values.is_valid(i).then(|| class_values.value(i));
-                    (v, class_counts.value(i))
-                })
-                .collect();
-            assert_eq!(&got, want, "class {g}");
-        }
-    }
-
-    #[test]
-    fn integer_codes_found_in_the_index_count_as_the_dictionary_would() {
-        // batch 1 interned by the dictionary; 2 found in the index; 3 brings a new value
-        // (interned again); 4 has a NULL (the dictionary path); 5 found again, negative
-        // values included; then the same accumulator after its emit (a fresh dictionary and
-        // index), and values too far apart for the index (the dictionary alone)
-        let mut acc =
-            ClassHistograms::try_new(&DataType::Int64, HistogramOutput::Histogram).unwrap();
-        let batch = |values: &[i64]| values.iter().map(|&v| Some(v)).collect::<Vec<_>>();
-        // after one batch the index holds the dictionary's codes, in first-seen order, and
-        // a batch of known values is coded from it alone
-        let known: ArrayRef = Arc::new(Int64Array::from(vec![30, 10, 30, 20]));
-        acc.code_batch(&known).unwrap();
-        assert_eq!(acc.codes, [0, 1, 0, 2]);
-        assert_eq!(
-            [10, 20, 30].map(|v| acc.int_codes.get(v)),
-            [Some(1), Some(2), Some(0)]
-        );
-        let again: ArrayRef = Arc::new(Int64Array::from(vec![20, 20, 10]));
-        acc.code_batch(&again).unwrap();
-        assert_eq!(acc.codes, [2, 2, 1]);
-        acc.reset_dictionary().unwrap();
-        check_int_batches(
-            &mut acc,
-            &[
-                batch(&[5800, 209_800, -3, 5800, 4200, 4200, 209_800]),
-                batch(&[4200, 5800, -3, -3, 209_800, 5800]),
-                batch(&[4200, 77_700, 5800]),
-                vec![Some(5800), None, Some(77_700), None],
-                batch(&[77_700, -3, 209_800, 4200, 4200, 5800, 77_700, -3, 4200]),
-            ],
-        );
-        assert!(matches!(acc.int_codes, DenseInts::Empty));
-        check_int_batches(
-            &mut acc,
-            &[
-                batch(&[9, 8, 7, 9]),
-                batch(&[9, 7, 8, 8, 9]),
-                batch(&[1 << 40, 9, -(1 << 40)]),
-                batch(&[8, 1 << 40, 9]),
-            ],
-        );
     }
 
     fn histogram_output_in_value_order(distinct: u64) {

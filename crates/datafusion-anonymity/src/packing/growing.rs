@@ -47,13 +47,6 @@ impl DenseInts {
 
     /// Indexes `value` under `code`, widening the window or giving up (see type docs).
     pub fn insert(&mut self, value: i64, code: u32) {
-        self.insert_within(value, code, DENSE_INT_RANGE);
-    }
-
-    /// [`Self::insert`] with a window of at most `range` values instead of
-    /// [`DENSE_INT_RANGE`] (a sparse domain of a wide range, such as incomes in hundreds,
-    /// touches few of the window's cache lines).
-    pub fn insert_within(&mut self, value: i64, code: u32, range: usize) {
         let (min, codes) = match self {
             Self::Wide => return,
             Self::Empty => {
@@ -69,12 +62,14 @@ impl DenseInts {
         let hi = i128::from(*min) + codes.len() as i128 - 1;
         let hi = hi.max(i128::from(value));
         let span = hi - lo + 1;
-        if span > range as i128 {
+        if span > DENSE_INT_RANGE as i128 {
             *self = Self::Wide;
             return;
         }
         if span > codes.len() as i128 {
-            let len = span.max(2 * codes.len() as i128).min(range as i128);
+            let len = span
+                .max(2 * codes.len() as i128)
+                .min(DENSE_INT_RANGE as i128);
             // the room to spare on the side the window grew
             let start = if i128::from(value) < i128::from(*min) {
                 hi - len + 1
