@@ -274,32 +274,27 @@ async fn a_release_is_one_commit_with_its_figures_and_no_value() {
 /// release appends (its labels are known), and the table keeps its one version.
 #[tokio::test]
 async fn a_perturbed_release_is_one_commit_with_its_figures() {
+    use crate::perturbation::{census, census_columns, policy};
     let dir = tempfile::tempdir().unwrap();
-    let census = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/casc/census.csv");
-    let columns = std::fs::read_to_string(&census).unwrap();
-    let mut policy = format!(
-        "[input]\npath = \"{}\"\n[privacy]\nmethod = \"perturbation\"\nk = 3\n[attributes]\n",
-        census.display()
-    );
-    for name in columns.lines().next().unwrap().split(',') {
-        let spec = match name {
-            "AFNLWGT" | "AGI" => {
-                "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }"
-            }
-            "EMCONTRB" => {
-                "{ role = \"quasi_identifier\", perturbation = { kind = \"noise\", level = 0.1 } }"
-            }
-            "STATETAX" => "{ role = \"identifier\" }",
-            _ => "{ role = \"insensitive\" }",
-        };
-        policy.push_str(&format!("{name} = {spec}\n"));
-    }
-    let policy_path = dir.path().join("policy.toml");
-    std::fs::write(&policy_path, policy).unwrap();
-    let (policy, table) = (
-        policy_path.display().to_string(),
-        dir.path().join("release"),
-    );
+    let columns = census_columns();
+    let attributes: Vec<(&str, &str)> = columns
+        .iter()
+        .map(|name| {
+            let spec = match name.as_str() {
+                "AFNLWGT" | "AGI" => {
+                    "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }"
+                }
+                "EMCONTRB" => {
+                    "{ role = \"quasi_identifier\", perturbation = { kind = \"noise\", level = 0.1 } }"
+                }
+                "STATETAX" => "{ role = \"identifier\" }",
+                _ => "{ role = \"insensitive\" }",
+            };
+            (name.as_str(), spec)
+        })
+        .collect();
+    let policy = policy(dir.path(), &census(), "k = 3", &attributes);
+    let table = dir.path().join("release");
     let (out, report_path) = (
         table.display().to_string(),
         dir.path().join("report.json").display().to_string(),
@@ -321,7 +316,8 @@ async fn a_perturbed_release_is_one_commit_with_its_figures() {
     assert_eq!(version, 0);
     assert_eq!(rows, parquet_rows(Path::new(&parquet)).await);
     // every Census record, the identifier dropped
-    assert_eq!(rows.len(), columns.lines().count() - 1);
+    let records = std::fs::read_to_string(census()).unwrap().lines().count() - 1;
+    assert_eq!(rows.len(), records);
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
     assert_eq!(report["delta_version"], 0);

@@ -14,13 +14,18 @@ use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
 use crate::{anon, stderr};
 
-fn census() -> PathBuf {
+pub(super) fn census() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/casc/census.csv")
 }
 
 /// A policy with `privacy` and `extra` sections over `input`, every column of `attributes`
 /// (name, TOML inline table) listed.
-fn policy(dir: &Path, input: &Path, privacy: &str, attributes: &[(&str, &str)]) -> String {
+pub(super) fn policy(
+    dir: &Path,
+    input: &Path,
+    privacy: &str,
+    attributes: &[(&str, &str)],
+) -> String {
     let mut text = format!(
         "[input]\npath = \"{}\"\n[privacy]\nmethod = \"perturbation\"\n{privacy}\n[attributes]\n",
         input.display()
@@ -33,7 +38,7 @@ fn policy(dir: &Path, input: &Path, privacy: &str, attributes: &[(&str, &str)]) 
     path.display().to_string()
 }
 
-fn census_columns() -> Vec<String> {
+pub(super) fn census_columns() -> Vec<String> {
     std::fs::read_to_string(census())
         .unwrap()
         .lines()
