@@ -38,6 +38,8 @@ pub struct AnonymizeOptions {
     /// is a Delta table).
     pub format: Option<String>,
     pub append: bool,
+    /// Mondrian: refine its small regions (`false`: plain top-down partitioning).
+    pub refine: bool,
 }
 
 /// Prints the jobs' warnings on stderr, as the command line does; nothing else.
@@ -100,6 +102,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         overwrite: options.overwrite,
         utility: options.utility,
         recoding_out: options.recoding_out,
+        refine: options.refine,
         output: OutputRequest::new(options.format.as_deref(), options.append)?,
     };
     anonymize::anonymize(&ctx, &job, &Warnings).await?.to_json()

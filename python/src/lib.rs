@@ -494,7 +494,8 @@ fn generalized_table(
 #[pyfunction]
 #[pyo3(signature = (policy, out=None, report=None, algorithm="optimal".to_string(),
     metric="loss".to_string(), seed=None, overwrite=false, memory_limit=None,
-    html_report=None, utility=false, recoding_out=None, format=None, append=false))]
+    html_report=None, utility=false, recoding_out=None, format=None, append=false,
+    refine=true))]
 #[allow(clippy::too_many_arguments)]
 fn anonymize(
     py: Python<'_>,
@@ -511,6 +512,7 @@ fn anonymize(
     recoding_out: Option<String>,
     format: Option<String>,
     append: bool,
+    refine: bool,
 ) -> PyResult<String> {
     let report = run(py, || {
         jobs::anonymize(jobs::AnonymizeOptions {
@@ -527,6 +529,7 @@ fn anonymize(
             memory_limit,
             format,
             append,
+            refine,
         })
     })?;
     Ok(report.to_string())

@@ -39,8 +39,10 @@ def without_timings(value):
     return value
 
 
-@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
-def test_cli_and_python_publish_the_same_bytes_and_report(tmp_path, algorithm):
+@pytest.mark.parametrize(
+    "algorithm,refine", [("optimal", True), ("mondrian", True), ("mondrian", False)]
+)
+def test_cli_and_python_publish_the_same_bytes_and_report(tmp_path, algorithm, refine):
     cli_out, cli_report = tmp_path / "cli.parquet", tmp_path / "cli.json"
     done = subprocess.run(
         [
@@ -52,14 +54,15 @@ def test_cli_and_python_publish_the_same_bytes_and_report(tmp_path, algorithm):
             "--out", str(cli_out),
             "--report", str(cli_report),
             "--quiet",
-        ],
+        ]
+        + ([] if refine else ["--no-refine"]),
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
     py_out, py_report = tmp_path / "py.parquet", tmp_path / "py.json"
     returned = anon.anonymize(
-        ADULT, out=py_out, report=py_report, algorithm=algorithm, seed=11
+        ADULT, out=py_out, report=py_report, algorithm=algorithm, seed=11, refine=refine
     )
 
     assert cli_out.read_bytes() == py_out.read_bytes()

@@ -67,6 +67,11 @@ pub struct AnonymizeArgs {
     /// It holds the published labels only.
     #[arg(long, value_name = "FILE")]
     recoding_out: Option<PathBuf>,
+    /// Mondrian: plain top-down partitioning, without refining its small regions (rollout
+    /// cuts, leaf classes moved between classes): faster on millions of combinations (about
+    /// 1 s of 10M rows' decision), at a higher Loss; the classes stay strict.
+    #[arg(long)]
+    no_refine: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -113,6 +118,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         overwrite: args.overwrite,
         utility: args.utility,
         recoding_out: path_text(&args.recoding_out),
+        refine: !args.no_refine,
         output: args.output.request()?,
     };
     let ctx =

@@ -45,6 +45,9 @@ pub struct AnonymizeOptions {
     pub utility: bool,
     /// Local recoding: also save the published classes' labels here.
     pub recoding_out: Option<String>,
+    /// Mondrian: refine its small regions (the default); `false` for plain top-down
+    /// partitioning (see [`LocalOptions::refine`]). Other algorithms refuse `false`.
+    pub refine: bool,
     /// Where and how the release is written: Parquet or a Delta table, replaced or appended
     /// to (`overwrite` is copied into it).
     pub output: OutputRequest,
@@ -64,6 +67,7 @@ impl AnonymizeOptions {
             overwrite: false,
             utility: false,
             recoding_out: None,
+            refine: true,
             output: OutputRequest::default(),
         }
     }
@@ -185,6 +189,12 @@ pub async fn anonymize(
     let method = options.method;
     // refused before the scan, not after it
     method.metric(options.metric)?;
+    if !options.refine && method != Method::Local(LocalAlgorithm::Mondrian) {
+        return Err(DataFusionError::Plan(format!(
+            "--no-refine (refine = false) is for --algorithm mondrian, not {}",
+            method.name()
+        )));
+    }
     let recoding_out = recoding_target(options, &policy, &out).await?;
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(ctx, false).await?;
@@ -216,6 +226,7 @@ pub async fn anonymize(
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let local = LocalOptions {
         seed,
+        refine: options.refine,
         ..LocalOptions::default()
     };
     let decision = search::decide(

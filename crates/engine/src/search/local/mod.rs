@@ -1171,6 +1171,10 @@ pub struct LocalOptions {
     /// KACA compares classes pairwise and IAB regroups every combination per table, so their
     /// time grows with its square (minutes at 100,000); Mondrian has no such limit.
     pub max_combinations: usize,
+    /// Mondrian refines its small regions (rollout cuts, leaf classes moved where that lowers
+    /// the Loss); `false`: plain top-down partitioning, strict classes, faster on millions of
+    /// combinations (about 1 s of 10M rows' decision) at a higher Loss.
+    pub refine: bool,
 }
 
 impl Default for LocalOptions {
@@ -1180,6 +1184,7 @@ impl Default for LocalOptions {
             whd_beta: None,
             iab_expansions: 10_000,
             max_combinations: 100_000,
+            refine: true,
         }
     }
 }
@@ -1215,7 +1220,9 @@ pub fn anonymize_with_progress(
         )));
     }
     let release = match algorithm {
-        LocalAlgorithm::Mondrian => mondrian::mondrian_with_progress(freq, requirements, progress)?,
+        LocalAlgorithm::Mondrian => {
+            mondrian::mondrian_with_progress(freq, requirements, options.refine, progress)?
+        }
         LocalAlgorithm::Kaca => kaca::kaca_with_progress(freq, requirements, options, progress)?,
         LocalAlgorithm::Iab => iab::iab_with_progress(freq, requirements, options, progress)?,
     };

@@ -1560,9 +1560,10 @@ fn mondrian_reports_the_rows_placed() {
     let freq = random_code_freq(3);
     let req = k_only(4, 0.0);
     let mut reports = Vec::new();
-    let release =
-        mondrian_with_progress(&freq, &req, &mut |done, total| reports.push((done, total)))
-            .unwrap();
+    let release = mondrian_with_progress(&freq, &req, true, &mut |done, total| {
+        reports.push((done, total))
+    })
+    .unwrap();
     assert_eq!(release, mondrian(&freq, &req).unwrap());
     let n = freq.rows() as usize;
     assert_eq!(reports.last(), Some(&(n, n)));

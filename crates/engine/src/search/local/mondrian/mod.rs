@@ -189,20 +189,19 @@ pub fn mondrian_with(
     partition(freq, requirements, options, true, &mut |_, _| {})
 }
 
-/// [`mondrian`], telling `progress` (rows placed in finished classes, rows of the table) every
-/// 200 ms while it partitions.
+/// [`mondrian`] (without the refinement of small regions unless `refine`), telling `progress`
+/// (rows placed in finished classes, rows of the table) every 200 ms while it partitions.
 pub fn mondrian_with_progress(
     freq: &FrequencySet,
     requirements: &PrivacyRequirements,
+    refine: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<LocalRelease> {
-    partition(
-        freq,
-        requirements,
-        MondrianOptions::default(),
-        true,
-        progress,
-    )
+    let options = MondrianOptions {
+        refine: refine.then(Refinement::default),
+        ..MondrianOptions::default()
+    };
+    partition(freq, requirements, options, true, progress)
 }
 
 /// [`mondrian_with`] with an ordered cut's prefix and suffix cells always folded record by
