@@ -134,6 +134,7 @@ async fn mondrian_without_refinement_publishes_a_coarser_verified_release() {
         let report = dir.path().join(format!("{name}.json"));
         let (_, rows, json) = anonymize_checked(&policy, &out, &report, extra, privacy, 1).await;
         assert_eq!(rows, 30_162, "{name}");
+        assert_eq!(json["refined"], name == "refined", "{name}");
         losses.push(json["metric_value"].as_f64().unwrap());
     }
     assert!(

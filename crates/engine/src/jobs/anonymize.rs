@@ -324,6 +324,7 @@ pub async fn anonymize(
         input_seconds,
     );
     report.algorithm = Some(method.name());
+    report.refined = (method == Method::Local(LocalAlgorithm::Mondrian)).then_some(options.refine);
     report.metric = Some(decision.metric);
     report.metric_value = Some(decision.metric_value);
     report.lattice_size = decision.lattice_size;

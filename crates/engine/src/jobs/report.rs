@@ -113,6 +113,9 @@ pub struct Report {
     pub input_version: Option<i64>,
     /// the search's algorithm (anonymize; null for apply)
     pub algorithm: Option<&'static str>,
+    /// Mondrian only: whether it refined its small regions (`false` with `--no-refine`)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refined: Option<bool>,
     /// `full-domain` or `local`
     pub recoding: &'static str,
     /// what the search minimized, and its value (anonymize; null for apply)
@@ -200,6 +203,7 @@ impl Report {
             input: policy.input().to_string(),
             input_version: policy.input_version(),
             algorithm: None,
+            refined: None,
             recoding: publish.recoding,
             metric: None,
             metric_value: None,
