@@ -132,9 +132,20 @@ async fn mondrian_without_refinement_publishes_a_coarser_verified_release() {
     ] {
         let out = dir.path().join(format!("{name}.parquet"));
         let report = dir.path().join(format!("{name}.json"));
-        let (_, rows, json) = anonymize_checked(&policy, &out, &report, extra, privacy, 1).await;
+        let html = dir.path().join(format!("{name}.html"));
+        let mut extra = extra.to_vec();
+        let html_arg = html.display().to_string();
+        extra.extend(["--html-report", &html_arg]);
+        let (_, rows, json) = anonymize_checked(&policy, &out, &report, &extra, privacy, 1).await;
         assert_eq!(rows, 30_162, "{name}");
         assert_eq!(json["refined"], name == "refined", "{name}");
+        let page = std::fs::read_to_string(&html).unwrap();
+        let shown = if name == "refined" {
+            "yes"
+        } else {
+            "no (--no-refine)"
+        };
+        assert!(page.contains(shown), "{name}");
         losses.push(json["metric_value"].as_f64().unwrap());
     }
     assert!(

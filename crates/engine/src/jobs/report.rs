@@ -285,6 +285,13 @@ impl Report {
         if let Some(algorithm) = self.algorithm {
             page.row("algorithm", &[algorithm], "what chose the release");
         }
+        if let Some(refined) = self.refined {
+            page.row(
+                "refined",
+                &[if refined { "yes" } else { "no (--no-refine)" }],
+                "Mondrian: small regions refined where that lowers the Loss",
+            );
+        }
         if let (Some(metric), Some(value)) = (self.metric, self.metric_value) {
             page.row(
                 metric.name(),
