@@ -306,6 +306,15 @@ fn count_distinct(keys: &mut [u64]) -> usize {
 }
 
 impl PairLog {
+    /// Empties the log and releases its memory (DataFusion expects `size` to drop once the
+    /// state is out, when it spills), keeping its compaction threshold.
+    fn clear(&mut self) {
+        *self = PairLog {
+            min_compaction: self.min_compaction,
+            ..PairLog::default()
+        };
+    }
+
     /// Each class's number of distinct keys, emptying the log: what [`Self::compact`] gives
     /// as class lengths, without sorting the classes (the final result needs no keys).
     fn distinct_counts(&mut self, num_groups: usize) -> Vec<usize> {
@@ -400,12 +409,7 @@ impl DistinctGroupsAccumulator {
         let has_null = emit_to.take_needed(&mut self.has_null);
         match emit_to {
             EmitTo::All => {
-                // release the memory too: DataFusion expects `size` to drop once the state
-                // is out (when it spills)
-                self.log = PairLog {
-                    min_compaction: self.log.min_compaction,
-                    ..PairLog::default()
-                };
+                self.log.clear();
                 Drained {
                     offsets,
                     keys,
@@ -468,10 +472,7 @@ impl GroupsAccumulator for DistinctGroupsAccumulator {
             // the usual final result: counts only, no class sorted
             EmitTo::All => {
                 let distinct = self.log.distinct_counts(self.has_null.len());
-                self.log = PairLog {
-                    min_compaction: self.log.min_compaction,
-                    ..PairLog::default()
-                };
+                self.log.clear();
                 self.keys.reset()?;
                 (distinct, emit_to.take_needed(&mut self.has_null))
             }

@@ -225,11 +225,7 @@ enum HistogramUse {
 
 /// The aggregate function called by an aggregate expression (looking through an alias).
 fn aggregate_call(expr: &Expr) -> Option<&AggregateFunction> {
-    let expr = match expr {
-        Expr::Alias(alias) => alias.expr.as_ref(),
-        other => other,
-    };
-    match expr {
+    match unaliased(expr) {
         Expr::AggregateFunction(call) => Some(call),
         _ => None,
     }

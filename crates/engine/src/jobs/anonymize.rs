@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 
 use super::Observer;
 use super::bucketize::BucketizationReport;
-use super::output::{OutputRequest, PlannedOutput, cloaking_info, perturbation_info, release_info};
+use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
@@ -355,16 +355,7 @@ async fn cloaked(
     let reports = json_reports(options, &policy, out, "a cloaking").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
-    let output = match policy.cloaking() {
-        Some(cloaking) => planned.output(|| cloaking_info("anonymize", &policy, cloaking)),
-        None => {
-            return Err(DataFusionError::Internal(format!(
-                "policy {}: no cloaking",
-                policy.source()
-            )));
-        }
-    };
-    let report = super::cloak::cloak(ctx, policy, &output, seed, observer, started).await?;
+    let report = super::cloak::cloak(ctx, policy, planned, seed, observer, started).await?;
     write_json_report(&reports, &storage, &report).await?;
     Ok(Published::Cloaked(Box::new(report)))
 }
@@ -419,16 +410,7 @@ pub(super) async fn perturbed(
     let reports = json_reports(options, &policy, out, "a perturbation").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
-    let output = match policy.perturbation() {
-        Some(perturbation) => planned.output(|| perturbation_info(command, &policy, perturbation)),
-        None => {
-            return Err(DataFusionError::Internal(format!(
-                "policy {} has no perturbation to publish",
-                policy.source()
-            )));
-        }
-    };
-    let report = super::perturb::perturb(ctx, policy, &output, seed, observer).await?;
+    let report = super::perturb::perturb(ctx, command, policy, planned, seed, observer).await?;
     write_json_report(&reports, &storage, &report).await?;
     Ok(report)
 }

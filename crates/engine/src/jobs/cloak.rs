@@ -20,13 +20,13 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use super::Observer;
+use super::output::{PlannedOutput, cloaking_info};
 use crate::cloaking::figures::{LocationFigures, location_figures};
 use crate::cloaking::unicity::{Point, Traces, UnicityFigures};
 use crate::cloaking::{self, Cloaked, Events, SUPPRESSED};
 use crate::policy::cloaking::Cloaking;
 use crate::policy::{PersonPublished, Policy, Role, quote_ident};
 use crate::pseudonym::{PseudonymKey, pseudonyms};
-use crate::publish::Output;
 use crate::publish::cloaked::{CloakedInput, CloakedPublish, publish_cloaked};
 
 /// Subjects sampled for unicity.
@@ -75,12 +75,12 @@ pub struct CloakTimings {
     pub total: f64,
 }
 
-/// Publishes the cloaking of `policy`'s input to `output` (checked by the caller); `seed`
+/// Publishes the cloaking of `policy`'s input to `planned` (checked by the caller); `seed`
 /// orders the written rows and draws unicity's samples; `started` is when the job started.
 pub async fn cloak(
     ctx: &SessionContext,
     mut policy: Policy,
-    output: &Output,
+    planned: &PlannedOutput,
     seed: u64,
     observer: &dyn Observer,
     started: Instant,
@@ -88,6 +88,7 @@ pub async fn cloak(
     let cloaking = policy.cloaking().cloned().ok_or_else(|| {
         DataFusionError::Internal(format!("policy {}: no cloaking", policy.source()))
     })?;
+    let output = planned.output(|| cloaking_info("anonymize", &policy, &cloaking));
     policy.register_with(ctx, false).await?;
     let nothing_written =
         |e: DataFusionError| DataFusionError::Plan(format!("{}; nothing written", e.message()));
@@ -143,7 +144,7 @@ pub async fn cloak(
         input,
         Arc::clone(&cloaked),
         &cloaking.options,
-        output,
+        &output,
         policy.storage(),
         seed,
     )

@@ -11,15 +11,17 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use super::Observer;
+use super::output::{PlannedOutput, perturbation_info};
 use crate::policy::Policy;
-use crate::publish::Output;
 use crate::publish::perturbed::{PerturbedReport, publish_perturbed};
 
-/// Publishes the perturbation `policy` describes to `output` with `seed`.
+/// Publishes the perturbation `policy` describes to `planned` with `seed`; `command`
+/// (`anonymize`, `apply`) is what a Delta commit records.
 pub async fn perturb(
     ctx: &SessionContext,
+    command: &str,
     mut policy: Policy,
-    output: &Output,
+    planned: &PlannedOutput,
     seed: u64,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
@@ -29,8 +31,9 @@ pub async fn perturb(
             policy.source()
         ))
     })?;
+    let output = planned.output(|| perturbation_info(command, &policy, &perturbation));
     policy.register_with(ctx, false).await?;
-    let report = publish_perturbed(ctx, &policy, &perturbation, output, seed).await?;
+    let report = publish_perturbed(ctx, &policy, &perturbation, &output, seed).await?;
     if let Some(micro) = &report.microaggregation {
         observer.note(&format!(
             "microaggregation ({}, k = {}): {} groups, the smallest of {}, IL {:.2} ({:.2} s)",
