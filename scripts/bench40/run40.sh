@@ -16,6 +16,7 @@ for i in $(seq 1 $RUNS); do
   run_timed all "$ANON" "$q_all"
   run_timed all_off "$ANON" "$OFF $q_all"
   run_timed all_but_ordered "$ANON" "$q_all_but_ordered"
+  run_timed scan3 "$ANON" "$q_scan3"
   run_timed scan6 "$ANON" "$q_scan6"
   run_timed six_sums "$ANON" "$q_six_sums"
   run_timed select1 "$ANON" "$q_one"

@@ -13,7 +13,7 @@ def ratio(a, b):
     rs = sorted(by[a][i][0] / by[b][i][0] for i in by[a] if i in by[b])
     print(f"{a}/{b}: median {st.median(rs):.2f}  min {rs[0]:.2f} max {rs[-1]:.2f}  (n={len(rs)})")
 for a, b in [("k", "floor"), ("all", "floor"), ("all_but_ordered", "floor"), ("all_off", "floor_off"), ("all", "floor_off"), ("floor", "floor_off"), ("k_off", "floor"), ("l", "floor"),
-             ("k", "duck_count"), ("floor", "duck_count"), ("l", "duck_distinct"), ("all", "all_off"), ("k", "k_off"), ("scan6", "floor"), ("six_sums", "floor"), ("all", "six_sums"),
+             ("k", "duck_count"), ("floor", "duck_count"), ("l", "duck_distinct"), ("all", "all_off"), ("k", "k_off"), ("scan3", "floor"), ("scan6", "floor"), ("six_sums", "floor"), ("all", "six_sums"),
              ("k_after", "k_before"), ("all_after", "all_before"), ("floor_after", "floor_before"),
              ("l_after", "l_before"), ("distinct_after", "distinct_before"),
              ("all_before", "floor_before"), ("all_after", "floor_after")]:
