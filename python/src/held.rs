@@ -7,27 +7,24 @@
 //! datafusion-proto writes that node *by value*: every batch of the table encoded and decoded
 //! twice per query (2M rows: a `count(*)` of 0.13 s took 4.7 s). So the provider goes back
 //! wrapped in a [`HeldTable`], which datafusion-python scans through the FFI like any other
-//! library's table; its scan is a [`HeldExec`], a leaf the codec carries by reference, which
+//! library's table; its scan is a [`LeafExec::held`], a leaf the codec carries by reference, which
 //! runs the session's own scan. The batches cross the FFI by the Arrow C data interface,
 //! without copies.
 
-use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
 use datafusion_anonymity::datafusion::catalog::{Session, TableProvider};
-use datafusion_anonymity::datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion_anonymity::datafusion::common::{Constraints, Statistics};
-use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
-use datafusion_anonymity::datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion_anonymity::datafusion::error::Result;
 use datafusion_anonymity::datafusion::logical_expr::{
     Expr, TableProviderFilterPushDown, TableType,
 };
-use datafusion_anonymity::datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, PhysicalExpr, PlanProperties,
-};
+use datafusion_anonymity::datafusion::physical_plan::ExecutionPlan;
 use datafusion_ffi::table_provider::ForeignTableProvider;
+
+use crate::leaf::LeafExec;
 
 /// `provider` as the planner hands it back: wrapped when it is another library's (see module
 /// docs), as it is when it is this library's.
@@ -82,68 +79,6 @@ impl TableProvider for HeldTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let plan = self.inner.scan(session, projection, filters, limit).await?;
-        Ok(Arc::new(HeldExec::new(plan)))
-    }
-}
-
-/// The scan of a [`HeldTable`], as a leaf.
-#[derive(Debug)]
-pub struct HeldExec {
-    inner: Arc<dyn ExecutionPlan>,
-    properties: Arc<PlanProperties>,
-}
-
-impl HeldExec {
-    fn new(inner: Arc<dyn ExecutionPlan>) -> Self {
-        let properties = Arc::clone(inner.properties());
-        Self { inner, properties }
-    }
-}
-
-impl DisplayAs for HeldExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "HeldExec: the session's own scan")
-    }
-}
-
-impl ExecutionPlan for HeldExec {
-    fn name(&self) -> &str {
-        "HeldExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        Vec::new()
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.is_empty() {
-            Ok(self)
-        } else {
-            Err(DataFusionError::Internal(
-                "HeldExec is a leaf: it takes no children".to_string(),
-            ))
-        }
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        self.inner.execute(partition, context)
+        Ok(Arc::new(LeafExec::held(plan)))
     }
 }

@@ -20,6 +20,7 @@ mod errors;
 mod functions;
 mod held;
 mod jobs;
+mod leaf;
 mod planner;
 mod runtime;
 mod table;

@@ -2,7 +2,7 @@
 //! Each published file is checked again here, independently of the command's own verification,
 //! by counting classes with plain SQL (no function of this crate).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use datafusion::arrow::array::AsArray;
@@ -10,25 +10,12 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-const QIS: [&str; 8] = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-];
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
+use super::{ADULT_QIS, read_json, repo};
 
 /// The Adult policy of issue 4 (8 QIs with the ARX hierarchies, salary-class sensitive) with
 /// `privacy` as its `[privacy]` section.
 fn adult_policy(dir: &Path, privacy: &str) -> String {
-    adult_policy_with(dir, privacy, &QIS)
+    adult_policy_with(dir, privacy, &ADULT_QIS)
 }
 
 /// The Adult policy with only `qis` as quasi-identifiers (the other columns insensitive).
@@ -37,7 +24,7 @@ fn adult_policy_with(dir: &Path, privacy: &str, qis: &[&str]) -> String {
         "[input]\npath = \"{}\"\n[privacy]\n{privacy}\n[attributes]\n",
         repo("examples/adult/adult.parquet").display()
     );
-    for qi in QIS.iter().filter(|q| !qis.contains(q)) {
+    for qi in ADULT_QIS.iter().filter(|q| !qis.contains(q)) {
         text.push_str(&format!("\"{qi}\" = {{ role = \"insensitive\" }}\n"));
     }
     for qi in qis {
@@ -79,7 +66,7 @@ async fn read_parquet(name: &str, path: &Path) -> SessionContext {
 /// published file, by plain SQL.
 async fn recount(path: &Path) -> (i64, i64, i64, i64) {
     let ctx = read_parquet("out", path).await;
-    let keys: Vec<String> = QIS.iter().map(|q| format!("\"{q}\"")).collect();
+    let keys: Vec<String> = ADULT_QIS.iter().map(|q| format!("\"{q}\"")).collect();
     let sql = format!(
         "SELECT count(*), min(n), sum(n), min(l) FROM (SELECT count(*) AS n, \
          count(DISTINCT \"salary-class\") AS l FROM out GROUP BY {})",
@@ -109,11 +96,7 @@ async fn anonymize_checked(
     let (classes, k, rows, min_l) = recount(out).await;
     assert!(k >= 5, "{privacy}: smallest class {k}");
     assert!(min_l >= l, "{privacy}: l {min_l}");
-    (classes, rows, report_json(report))
-}
-
-fn report_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    (classes, rows, read_json(report))
 }
 
 /// `--no-refine`: Mondrian's plain top-down partitioning. On Adult at k = 5 it still publishes
@@ -232,7 +215,7 @@ async fn adult_policies_publish_verified_output() {
                 "{}",
                 String::from_utf8_lossy(&output.stderr)
             );
-            let iab = report_json(&iab_report)["metric_value"].as_f64().unwrap();
+            let iab = read_json(&iab_report)["metric_value"].as_f64().unwrap();
             let optimal = json["metric_value"].as_f64().unwrap();
             assert!(optimal <= iab + 1e-12, "optimal {optimal} > iab {iab}");
         }
@@ -309,14 +292,14 @@ fn hierarchy_labels(qi: &str) -> std::collections::HashMap<String, Vec<String>> 
 /// [`qi_rows`] in the order of `order_by` (`ORDER BY …`, or nothing for the file's order).
 async fn qi_rows_ordered(path: &Path, order_by: &str) -> Vec<Vec<String>> {
     let ctx = read_parquet("t", path).await;
-    let columns: Vec<String> = QIS
+    let columns: Vec<String> = ADULT_QIS
         .iter()
         .map(|q| format!("CAST(\"{q}\" AS VARCHAR)"))
         .collect();
     let sql = format!("SELECT {} FROM t {order_by}", columns.join(", "));
     let mut rows = Vec::new();
     for b in ctx.sql(&sql).await.unwrap().collect().await.unwrap() {
-        let text: Vec<_> = (0..QIS.len())
+        let text: Vec<_> = (0..ADULT_QIS.len())
             .map(|c| cast(b.column(c), &DataType::Utf8).unwrap())
             .collect();
         for r in 0..b.num_rows() {
@@ -352,7 +335,7 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
     .await
     .unwrap();
     let original = qi_rows_ordered(&input, "ORDER BY row_id").await;
-    let trees: Vec<_> = QIS.iter().map(|q| hierarchy_labels(q)).collect();
+    let trees: Vec<_> = ADULT_QIS.iter().map(|q| hierarchy_labels(q)).collect();
     let cases = [
         ("k = 5\nmax_suppression = 0.0", 1),
         (
@@ -414,12 +397,12 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
                         .is_some_and(|(lo, hi)| {
                             let (lo, hi, x): (i64, i64, i64) =
                                 (end(lo), end(hi), value.parse().unwrap());
-                            QIS[q] == "age" && lo < x && x < hi
+                            ADULT_QIS[q] == "age" && lo < x && x < hi
                         });
                 assert!(
                     covered,
                     "{privacy}: a label of {} does not cover its value",
-                    QIS[q]
+                    ADULT_QIS[q]
                 );
             }
         }
@@ -433,9 +416,7 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
             &[],
         );
         assert!(output.status.success());
-        let optimal = report_json(&optimal_report)["metric_value"]
-            .as_f64()
-            .unwrap();
+        let optimal = read_json(&optimal_report)["metric_value"].as_f64().unwrap();
         let local = json["metric_value"].as_f64().unwrap();
         assert!(
             local < optimal,
@@ -546,7 +527,7 @@ fn local_recoding_refuses_what_it_cannot_serve() {
 /// quasi-identifier is `*`), by plain SQL.
 async fn salary_counts(path: &Path) -> Vec<(f64, f64, bool)> {
     let ctx = read_parquet("out", path).await;
-    let keys: Vec<String> = QIS.iter().map(|q| format!("\"{q}\"")).collect();
+    let keys: Vec<String> = ADULT_QIS.iter().map(|q| format!("\"{q}\"")).collect();
     let sql = format!(
         "SELECT count(*) FILTER (WHERE \"salary-class\" = '<=50K'), \
          count(*) FILTER (WHERE \"salary-class\" = '>50K'), \
@@ -662,7 +643,7 @@ async fn adult_attribute_disclosure_requirements_publish_verified_output() {
             }
             let published = table.0 + table.1 - excluded;
             assert!(published >= 30_162.0 * 0.95, "{context}: {published} rows");
-            let json = report_json(&report);
+            let json = read_json(&report);
             let reported = json["publish"]["verification"]["sensitive"][0][key]
                 .as_f64()
                 .unwrap_or_else(|| panic!("{context}: no {key} in the report"));
@@ -737,7 +718,7 @@ async fn post_analytics_thresholds_fail_closed() {
     }
     // the sensitive attribute is not ranked; the others are, highest first
     assert!(leakage.iter().all(|l| l["attribute"] != "salary-class"));
-    assert_eq!(leakage.len(), QIS.len());
+    assert_eq!(leakage.len(), ADULT_QIS.len());
     let values: Vec<f64> = leakage
         .iter()
         .map(|l| l["leakage"].as_f64().unwrap())
@@ -921,7 +902,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let json = report_json(&report);
+        let json = read_json(&report);
         let utility = &json["utility"];
         let (search_loss, profile_loss) = (
             json["metric_value"].as_f64().unwrap(),
@@ -980,7 +961,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
                 "{stdout}"
             );
             // and its report carries the same utility as anonymize's
-            let applied = report_json(&applied);
+            let applied = read_json(&applied);
             let applied_loss = applied["utility"]["loss_metric"].as_f64().unwrap();
             assert!(
                 (applied_loss - profile_loss).abs() < 1e-12,
@@ -1118,7 +1099,7 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json = report_json(&report);
+    let json = read_json(&report);
     assert_eq!(
         report_levels(&json),
         vec![("zip".to_string(), 0), ("age".to_string(), 0)]
@@ -1139,7 +1120,7 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json = report_json(&report);
+    let json = read_json(&report);
     assert_eq!(
         report_levels(&json),
         vec![("zip".to_string(), 0), ("age".to_string(), 1)]
@@ -1184,7 +1165,7 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json = report_json(&report);
+    let json = read_json(&report);
     assert_eq!(json["algorithm"], "mondrian");
     let classes = person_classes(&out).await;
     assert!(!classes.is_empty());

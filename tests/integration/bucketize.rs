@@ -193,8 +193,7 @@ async fn ck_anonymization_publishes_two_tables_that_keep_every_promise() {
     assert!(foreign_pairs > 0);
     // the report: physician is the linking attribute (external factor), specialty is
     // determined by it, and the attack pins nobody
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json: serde_json::Value = crate::read_json(&report);
     assert_eq!(json["method"], "ck-anonymization");
     assert_eq!(json["dependencies"]["linking"], 0);
     assert_eq!(json["dependencies"]["determined"][1], true);
@@ -259,8 +258,7 @@ async fn the_attack_pins_the_pk_angelization_release_of_the_same_data() {
     );
     // pinned values are true: a pinned specialty is the physician's specialty, which the
     // report of the publisher counts the same way
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let report: serde_json::Value = crate::read_json(&report);
     assert_eq!(
         report["publish"]["attack"]["pinned_per_attribute"][0][1],
         pinned

@@ -74,8 +74,7 @@ async fn trips_are_cloaked_and_the_release_recounts_k_subjects_per_label() {
         let report = dir.path().join(format!("{cells}.json"));
         let output = anonymize(&policy, &out, &["--report", &report.display().to_string()]);
         assert!(output.status.success(), "{}", stderr(&output));
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let report: serde_json::Value = crate::read_json(&report);
         let ctx = SessionContext::new();
         datafusion_anonymity::register(&ctx).unwrap();
         ctx.register_parquet(
@@ -190,8 +189,7 @@ async fn a_cloaked_release_is_one_delta_commit() {
     let (version, rows) = delta_rows(&table, None).await;
     assert_eq!(version, 0);
     assert_eq!(rows, parquet_rows(&parquet).await);
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let report: serde_json::Value = crate::read_json(&report_path);
     assert_eq!(report["publish"]["delta_version"], 0);
     assert_eq!(report["publish"]["rows"], rows.len() as u64);
 
@@ -237,8 +235,7 @@ async fn the_same_seed_gives_the_same_bytes_and_the_subject_is_dropped() {
             &["--seed", "7", "--report", report.to_str().unwrap()],
         );
         assert!(output.status.success(), "{}", stderr(&output));
-        let mut report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let mut report: serde_json::Value = crate::read_json(&report);
         // everything but the timings and the output's name: unicity's draws included
         let object = report.as_object_mut().unwrap();
         object.remove("seconds");

@@ -152,8 +152,7 @@ async fn anonymize_adult_both_ways(algorithm: &str) {
         .await
         .unwrap();
         assert!(run.status.success(), "{name}: {}", crate::stderr(&run));
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let report: serde_json::Value = crate::read_json(&report);
         reports.push((report, sorted_rows(&out).await));
     }
     let (local, cluster) = (&reports[0], &reports[1]);

@@ -48,7 +48,7 @@ impl Scratch {
 
     /// The JSON report a run wrote at `name`.
     fn report(&self, name: &str) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.path(name)).unwrap()).unwrap()
+        crate::read_json(self.path(name))
     }
 }
 
@@ -318,8 +318,7 @@ async fn a_perturbed_release_is_one_commit_with_its_figures() {
     // every Census record, the identifier dropped
     let records = std::fs::read_to_string(census()).unwrap().lines().count() - 1;
     assert_eq!(rows.len(), records);
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let report: Value = crate::read_json(&report_path);
     assert_eq!(report["delta_version"], 0);
 
     let (info, text) = commit_info(&table, 0);

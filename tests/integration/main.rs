@@ -30,8 +30,30 @@ mod synthetic;
 mod tuple_diversity;
 mod uniqueness;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// Adult's eight quasi-identifiers (issue 4, the bundled policy's), in the policy's order.
+const ADULT_QIS: [&str; 8] = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+];
+
+/// `path`, relative to the repository's root.
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The JSON file at `path` (a report).
+fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
 
 /// Runs the `anon` binary with `args`.
 fn anon(args: &[&str]) -> Output {

@@ -12,7 +12,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
-use crate::{anon, stderr};
+use crate::{anon, read_json, stderr};
 
 pub(super) fn census() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/casc/census.csv")
@@ -64,10 +64,6 @@ fn anonymize(policy: &str, out: &Path, report: &Path, seed: &str) -> Output {
     ])
 }
 
-fn report(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 async fn scalar(ctx: &SessionContext, sql: &str) -> f64 {
     let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
     let column = cast(batches[0].column(0), &DataType::Float64).unwrap();
@@ -101,7 +97,7 @@ async fn census_microaggregated_by_mdav_has_the_published_information_loss() {
     let report_path = dir.path().join("report.json");
     let output = anonymize(&policy, &out, &report_path, "7");
     assert!(output.status.success(), "{}", stderr(&output));
-    let report = report(&report_path);
+    let report = read_json(&report_path);
     let il = report["microaggregation"]["information_loss"]
         .as_f64()
         .unwrap();
@@ -217,8 +213,8 @@ fn the_same_seed_gives_the_same_bytes() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(first, std::fs::read(&applied).unwrap());
     let (anonymized, applied_report) = (
-        report(&dir.path().join("a.parquet.json")),
-        report(&dir.path().join("d.json")),
+        read_json(dir.path().join("a.parquet.json")),
+        read_json(dir.path().join("d.json")),
     );
     assert_eq!(anonymized["attributes"], applied_report["attributes"]);
     assert_eq!(anonymized["utility"], applied_report["utility"]);
@@ -291,7 +287,7 @@ fn records_with_a_null_are_suppressed_within_the_limit_and_never_averaged() {
     let report_path = dir.path().join("r.json");
     let output = anonymize(&allowed, &out, &report_path, "1");
     assert!(output.status.success(), "{}", stderr(&output));
-    let report = report(&report_path);
+    let report = read_json(&report_path);
     assert_eq!(report["suppressed_rows"], 1);
     assert_eq!(report["verification"]["rows"], 4);
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -392,7 +388,7 @@ async fn swapped_values_are_a_permutation_and_pram_publishes_only_known_categori
     assert_eq!(unknown, 0.0);
     let y = scalar(&ctx, "SELECT count(*) FROM p WHERE sector = 'y'").await;
     assert!(y >= 66.0, "y: {y}");
-    let report = report(&report_path);
+    let report = read_json(&report_path);
     let pram = &report["pram"][0];
     assert_eq!(pram["categories"], serde_json::json!(["x", "y", "z"]));
     assert!(pram["estimated_counts"].is_array());
@@ -524,7 +520,7 @@ fn the_profile_measures_a_perturbed_release_against_its_original() {
         profile.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let figures = &report(&profile)["utility"]["perturbation"];
+    let figures = &read_json(&profile)["utility"]["perturbation"];
     assert_eq!(figures["rows"], 6);
     let il = figures["utility"]["il"].as_f64().unwrap();
     assert!((il - 100.0 * 112.0 / 953.0).abs() < 1e-9, "{il}");

@@ -12,6 +12,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
+use super::{read_json, repo};
+
 const QIS: [&str; 4] = ["sex", "age", "race", "education"];
 const OTHERS: [&str; 4] = [
     "marital-status",
@@ -19,10 +21,6 @@ const OTHERS: [&str; 4] = [
     "workclass",
     "occupation",
 ];
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
 
 /// About a third of Adult (rows picked by a mix of their values), as Parquet in `dir`.
 async fn sample(dir: &Path) -> PathBuf {
@@ -61,11 +59,6 @@ async fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, PathBuf) {
         out,
         report,
     )
-}
-
-/// The JSON report at `path`.
-fn report_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// A policy over `input` (the 4 QIs with Adult's tree hierarchies, salary-class sensitive)
@@ -191,7 +184,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json: serde_json::Value = report_json(&report);
+    let json: serde_json::Value = read_json(&report);
     let plain_loss = json["metric_value"].as_f64().unwrap();
 
     let privacy = format!("{base}\nk_map = 20\ndelta_presence = {{ max = 0.5 }}");
@@ -202,7 +195,7 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json: serde_json::Value = report_json(&report);
+    let json: serde_json::Value = read_json(&report);
     let loss = json["metric_value"].as_f64().unwrap();
     assert!(
         loss > plain_loss,
@@ -313,7 +306,7 @@ async fn mondrian_k_map_recounted(sets: &[&str]) -> usize {
         String::from_utf8_lossy(&output.stderr)
     );
     let (k_map, written_sets) = written_k_map_by_cover(&out, &population, 10).await;
-    let json: serde_json::Value = report_json(&report);
+    let json: serde_json::Value = read_json(&report);
     assert_eq!(
         json["publish"]["verification"]["population"]["k_map"],
         k_map
@@ -523,7 +516,7 @@ async fn k_map_against_the_sample_itself_is_k_anonymity() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let json: serde_json::Value = report_json(&report);
+        let json: serde_json::Value = read_json(&report);
         (
             json["publish"]["levels"].clone(),
             json["publish"]["suppressed_rows"].clone(),

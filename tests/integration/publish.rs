@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::{anon, stderr};
+use crate::{anon, repo, stderr};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
@@ -812,7 +812,7 @@ async fn failing_classes_from_the_search_match_the_provider() {
     assert!(with_failures >= 40, "{with_failures}");
 
     // Adult: 8 tree hierarchies, salary-class sensitive
-    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    let adult = std::fs::read_to_string(repo("examples/adult/policy.toml")).unwrap();
     let adult = adult
         .split("\n[transformation]")
         .next()
@@ -831,8 +831,7 @@ async fn failing_classes_from_the_search_match_the_provider() {
         "k = 2\nt_closeness = { kind = \"equal\", t = 0.15 }",
     ] {
         let text = adult.replace("k = 5 ", &format!("{privacy}\n# "));
-        let mut policy =
-            Policy::from_toml("adult.toml", &repo_path("examples/adult"), &text).unwrap();
+        let mut policy = Policy::from_toml("adult.toml", &repo("examples/adult"), &text).unwrap();
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
         datafusion_anonymity_engine::register(&ctx).unwrap();
         policy.register(&ctx).await.unwrap();
@@ -1271,7 +1270,7 @@ c = 0
 }
 
 async fn adult_registered(text: &str) -> (Policy, SessionContext) {
-    let mut policy = Policy::from_toml("adult.toml", &repo_path("examples/adult"), text).unwrap();
+    let mut policy = Policy::from_toml("adult.toml", &repo("examples/adult"), text).unwrap();
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
     datafusion_anonymity_engine::register(&ctx).unwrap();
     policy.register(&ctx).await.unwrap();
@@ -1280,15 +1279,11 @@ async fn adult_registered(text: &str) -> (Policy, SessionContext) {
 
 /// The example Adult policy with `suppression = "<suppression>"`, registered.
 async fn adult_suppressing(suppression: &str) -> (Policy, SessionContext) {
-    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    let adult = std::fs::read_to_string(repo("examples/adult/policy.toml")).unwrap();
     let set = "suppression = \"drop\"";
     assert!(adult.contains(set), "the example policy sets {set}");
     let text = adult.replace(set, &format!("suppression = \"{suppression}\""));
     adult_registered(&text).await
-}
-
-fn repo_path(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
 #[test]
@@ -1319,7 +1314,7 @@ fn sql_json_output_keeps_null_keys() {
 async fn publish_progress_reaches_its_totals() {
     use datafusion_anonymity_engine::publish::{PublishProgress, RowOrder};
     let dir = tempfile::tempdir().unwrap();
-    let adult = std::fs::read_to_string(repo_path("examples/adult/policy.toml")).unwrap();
+    let adult = std::fs::read_to_string(repo("examples/adult/policy.toml")).unwrap();
     let cases = [
         ("k = 5", "drop", false, RowOrder::Shuffled(3)),
         ("k = 5", "mask", false, RowOrder::Input),
@@ -1403,9 +1398,7 @@ async fn publish_progress_reaches_its_totals() {
 #[test]
 fn apply_quiet_prints_nothing_but_warnings() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = repo_path("examples/adult/policy.toml")
-        .display()
-        .to_string();
+    let policy = repo("examples/adult/policy.toml").display().to_string();
     let run = |name: &str, quiet: bool| {
         let out = dir.path().join(name).display().to_string();
         let mut args = vec!["apply", "--policy", &policy, "--out", &out, "--seed", "1"];

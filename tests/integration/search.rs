@@ -22,16 +22,8 @@ use datafusion_anonymity_engine::policy::{
 };
 use datafusion_anonymity_engine::search::{Algorithm, FrequencySet, Metric, Solution, search};
 
-const QIS: [&str; 8] = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-];
+use super::ADULT_QIS;
+
 const SALARY: &str = "salary-class";
 
 fn adult_dir() -> PathBuf {
@@ -98,7 +90,7 @@ async fn adult_context() -> SessionContext {
     )
     .await
     .unwrap();
-    for column in QIS {
+    for column in ADULT_QIS {
         let h = Hierarchy::tree_from_csv_file(column, hierarchy_path(column)).unwrap();
         register_hierarchy(&ctx, column, Arc::new(h)).unwrap();
     }
@@ -106,7 +98,7 @@ async fn adult_context() -> SessionContext {
 }
 
 async fn adult_frequency_set(ctx: &SessionContext) -> FrequencySet {
-    let qis: Vec<(String, Arc<Hierarchy>)> = QIS
+    let qis: Vec<(String, Arc<Hierarchy>)> = ADULT_QIS
         .iter()
         .map(|c| {
             let h = Hierarchy::tree_from_csv_file(*c, hierarchy_path(c)).unwrap();
@@ -155,13 +147,13 @@ async fn check_with_sql(
     req: &PrivacyRequirements,
     solution: &Solution,
 ) {
-    let recoded: Vec<String> = QIS
+    let recoded: Vec<String> = ADULT_QIS
         .iter()
         .zip(&solution.levels)
         .enumerate()
         .map(|(j, (c, l))| format!("generalize(\"{c}\", '{c}', {l}) AS q{j}"))
         .collect();
-    let keys: Vec<String> = (0..QIS.len()).map(|j| format!("q{j}")).collect();
+    let keys: Vec<String> = (0..ADULT_QIS.len()).map(|j| format!("q{j}")).collect();
     let sql = format!(
         "SELECT {keys}, count(*) AS size, count(DISTINCT s) AS l, t_closeness(s) AS t \
          FROM (SELECT {recoded}, \"{SALARY}\" AS s FROM adult) GROUP BY {keys}",
@@ -169,7 +161,7 @@ async fn check_with_sql(
         recoded = recoded.join(", ")
     );
     let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
-    let d = QIS.len();
+    let d = ADULT_QIS.len();
     let (mut n, mut suppressed, mut cost, mut kept) = (0u64, 0u64, 0.0, 0u64);
     let (mut min_size, mut worst_t) = (u64::MAX, 0.0f64);
     for batch in &batches {
@@ -228,7 +220,7 @@ struct Rows {
 }
 
 async fn raw_rows(ctx: &SessionContext, csv: &[Csv]) -> Rows {
-    let columns: Vec<String> = QIS
+    let columns: Vec<String> = ADULT_QIS
         .iter()
         .map(|c| format!("CAST(\"{c}\" AS VARCHAR)"))
         .collect();
@@ -237,7 +229,7 @@ async fn raw_rows(ctx: &SessionContext, csv: &[Csv]) -> Rows {
         cols = columns.join(", ")
     );
     let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
-    let d = QIS.len();
+    let d = ADULT_QIS.len();
     let mut ids: Vec<Vec<HashMap<String, u8>>> = csv
         .iter()
         .map(|c| vec![HashMap::new(); c.label.len()])
@@ -439,7 +431,7 @@ async fn adult() -> Adult {
     let freq = adult_frequency_set(&ctx).await;
     assert_eq!(freq.rows(), 30_162);
     assert_eq!(freq.heights(), vec![2, 5, 2, 3, 4, 3, 3, 3]);
-    let csv: Vec<Csv> = QIS.iter().map(|c| read_csv(c)).collect();
+    let csv: Vec<Csv> = ADULT_QIS.iter().map(|c| read_csv(c)).collect();
     let rows = raw_rows(&ctx, &csv).await;
     Adult {
         ctx,

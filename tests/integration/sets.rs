@@ -1,18 +1,14 @@
 //! `anon anonymize` with set-based local recoding (issue 37): quasi-identifiers without a
 //! hierarchy, weights, and the bad inputs that write nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{anon, stderr};
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
+use super::{anon, repo, stderr};
 
 /// Adult with `qis` as quasi-identifiers without hierarchies (`extra` appended to each), the
 /// other columns insensitive, salary-class sensitive.

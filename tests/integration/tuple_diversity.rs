@@ -1,20 +1,16 @@
 //! `tuple_diversity` as a policy requirement (issue 37, item 5): searched, published and
 //! verified, recounted here from the written rows; the bad inputs write nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{anon, stderr};
+use super::{anon, repo, stderr};
 
 const QIS: [&str; 4] = ["sex", "race", "marital-status", "education"];
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
 
 /// Adult with four quasi-identifiers without hierarchies, `sensitive` sensitive with
 /// `requirement` on it, the other columns insensitive.
