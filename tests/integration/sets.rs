@@ -8,26 +8,16 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{anon, repo, stderr};
+use super::{ADULT_QIS, anon, repo, stderr};
 
 /// Adult with `qis` as quasi-identifiers without hierarchies (`extra` appended to each), the
 /// other columns insensitive, salary-class sensitive.
 fn set_policy(dir: &Path, privacy: &str, qis: &[&str], extra: &str) -> String {
-    const ALL: [&str; 8] = [
-        "sex",
-        "age",
-        "race",
-        "marital-status",
-        "education",
-        "native-country",
-        "workclass",
-        "occupation",
-    ];
     let mut text = format!(
         "[input]\npath = \"{}\"\n[privacy]\n{privacy}\n[attributes]\n",
         repo("examples/adult/adult.parquet").display()
     );
-    for qi in ALL {
+    for qi in ADULT_QIS {
         if qis.contains(&qi) {
             text.push_str(&format!(
                 "\"{qi}\" = {{ role = \"quasi_identifier\"{extra} }}\n"

@@ -8,7 +8,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{anon, repo, stderr};
+use super::{ADULT_QIS, anon, repo, stderr};
 
 const QIS: [&str; 4] = ["sex", "race", "marital-status", "education"];
 
@@ -19,17 +19,7 @@ fn policy(dir: &Path, privacy: &str, sensitive: &str, requirement: &str) -> Stri
         "[input]\npath = \"{}\"\n[privacy]\n{privacy}\n[attributes]\n",
         repo("examples/adult/adult.parquet").display()
     );
-    for column in [
-        "sex",
-        "age",
-        "race",
-        "marital-status",
-        "education",
-        "native-country",
-        "workclass",
-        "occupation",
-        "salary-class",
-    ] {
+    for column in ADULT_QIS.into_iter().chain(["salary-class"]) {
         let spec = if QIS.contains(&column) {
             "role = \"quasi_identifier\"".to_string()
         } else if column == sensitive {
