@@ -40,6 +40,8 @@ pub struct AnonymizeOptions {
     pub append: bool,
     /// Mondrian: refine its small regions (`false`: plain top-down partitioning).
     pub refine: bool,
+    /// Write the seed into the written reports too.
+    pub record_seed: bool,
 }
 
 /// Prints the jobs' warnings on stderr, as the command line does; nothing else.
@@ -100,6 +102,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         metric: metric(&options.metric)?,
         seed: options.seed,
         overwrite: options.overwrite,
+        record_seed: options.record_seed,
         utility: options.utility,
         recoding_out: options.recoding_out,
         refine: options.refine,

@@ -496,7 +496,7 @@ fn generalized_table(
 #[pyo3(signature = (policy, out=None, report=None, algorithm="optimal".to_string(),
     metric="loss".to_string(), seed=None, overwrite=false, memory_limit=None,
     html_report=None, utility=false, recoding_out=None, format=None, append=false,
-    refine=true))]
+    refine=true, record_seed=false))]
 #[allow(clippy::too_many_arguments)]
 fn anonymize(
     py: Python<'_>,
@@ -514,6 +514,7 @@ fn anonymize(
     format: Option<String>,
     append: bool,
     refine: bool,
+    record_seed: bool,
 ) -> PyResult<String> {
     let report = run(py, || {
         jobs::anonymize(jobs::AnonymizeOptions {
@@ -531,6 +532,7 @@ fn anonymize(
             format,
             append,
             refine,
+            record_seed,
         })
     })?;
     Ok(report.to_string())
@@ -540,7 +542,7 @@ fn anonymize(
 #[pyfunction]
 #[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None,
     report=None, html_report=None, seed=None, utility=false, recoding=None, format=None,
-    append=false))]
+    append=false, record_seed=false))]
 #[allow(clippy::too_many_arguments)]
 fn apply(
     py: Python<'_>,
@@ -556,6 +558,7 @@ fn apply(
     recoding: Option<String>,
     format: Option<String>,
     append: bool,
+    record_seed: bool,
 ) -> PyResult<String> {
     let output =
         datafusion_anonymity_engine::jobs::output::OutputRequest::new(format.as_deref(), append)
@@ -569,6 +572,7 @@ fn apply(
         html_report,
         seed,
         overwrite,
+        record_seed,
         utility,
         output,
     };

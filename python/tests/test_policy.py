@@ -217,3 +217,19 @@ def test_profile(tmp_path, li2007):
     # and disease are no quasi-identifiers. With zip only (9 distinct) the same k = 1.
     with pytest.raises(anon.AnonymityError, match="quasi-identifiers"):
         anon.profile(path)
+
+
+def test_k_of_one_is_refused_by_python_too(tmp_path):
+    """Microaggregation in groups of one publishes every value: the policy is refused when
+    read, naming the key, and nothing is written (issue 52)."""
+    (tmp_path / "t.csv").write_text("income,age\n" + "".join(f"{i},{i % 7}\n" for i in range(20)))
+    micro = '{ role = "quasi_identifier", perturbation = { kind = "microaggregation" } }'
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[input]\npath = "t.csv"\n[privacy]\nmethod = "perturbation"\nk = 1\n'
+        f"[attributes]\nincome = {micro}\nage = {micro}\n"
+    )
+    out = tmp_path / "out.parquet"
+    with pytest.raises(anon.AnonymityError, match="privacy.k = 1 protects nobody"):
+        anon.anonymize(policy, out=out)
+    assert not out.exists()

@@ -38,7 +38,7 @@ pub struct AnonymizeArgs {
     algorithm: AlgorithmArg,
     /// Seed of every random choice: the order of the written rows (shuffled, so that releases
     /// cannot be joined row by row) and KACA's next class. Without it, a random seed, printed
-    /// as `seed:` and recorded in the report; the same input, policy and seed give
+    /// as `seed:` (in the reports only with `--record-seed`); the same input, policy and seed give
     /// byte-identical output. Keep it as secret as the data: it undoes the shuffle.
     #[arg(long)]
     seed: Option<u64>,
@@ -116,6 +116,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         },
         seed: args.seed,
         overwrite: args.overwrite,
+        record_seed: args.reports.record_seed,
         utility: args.utility,
         recoding_out: path_text(&args.recoding_out),
         refine: !args.no_refine,
@@ -137,6 +138,7 @@ pub async fn run(args: AnonymizeArgs) -> Result<()> {
         }
         Published::Cloaked(report) => {
             print_cloaked_summary(&report);
+            println!("order: shuffled, seed: {}", report.seed);
             return Ok(());
         }
     };

@@ -73,6 +73,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
         html_report: path_text(&args.reports.html_report),
         seed: args.seed,
         overwrite: args.overwrite,
+        record_seed: args.reports.record_seed,
         utility: args.utility,
         output: args.output.request()?,
     };

@@ -317,4 +317,9 @@ pub(crate) struct ReportArgs {
     /// profile --format html` renders it. Replaced only with `--overwrite`.
     #[arg(long, value_name = "FILE")]
     pub(crate) html_report: Option<std::path::PathBuf>,
+    /// Also write the seed into the reports. By default no report holds it (whatever the
+    /// method), nor does a Delta commit: the seed orders the rows and draws the noise, so
+    /// with the input it undoes the shuffle. It is printed as `seed:` either way.
+    #[arg(long)]
+    pub(crate) record_seed: bool,
 }

@@ -16,6 +16,7 @@ pub fn print_summary(report: &PerturbedReport) {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    println!("order: shuffled, seed: {}", report.seed);
     if let (Some(micro), Some(k)) = (&report.microaggregation, report.verification.k) {
         println!(
             "microaggregation ({}, {}): {} groups, k = {k} on the written file, IL = {:.2}",

@@ -98,7 +98,9 @@ const PRICES: [&str; 4] = ["1.50", "2.5", "3.0", "10"];
 #[tokio::test]
 async fn values_survive_a_csv_to_parquet_publish_unchanged() {
     let s = Scratch::new();
-    let mut csv = String::from("row,zip,visit,amount,phone,price,visits\n");
+    // site: one value, the quasi-identifier (a class of 4 rows, so k = 2 holds with nothing
+    // generalized or suppressed); the columns under test are published as they are
+    let mut csv = String::from("row,zip,visit,amount,phone,price,visits,site\n");
     for (i, ((((zip, visit), amount), phone), price)) in ZIPS
         .iter()
         .zip(VISITS)
@@ -109,7 +111,7 @@ async fn values_survive_a_csv_to_parquet_publish_unchanged() {
     {
         // amounts with a comma must be quoted; visits is a plain integer column
         csv.push_str(&format!(
-            "{i},{zip},{visit},\"{amount}\",{phone},{price},{}\n",
+            "{i},{zip},{visit},\"{amount}\",{phone},{price},{},A\n",
             i * 7
         ));
     }
@@ -119,17 +121,18 @@ async fn values_survive_a_csv_to_parquet_publish_unchanged() {
         r#"[input]
 path = "people.csv"
 [privacy]
-k = 1
+k = 2
 [attributes]
 row = { role = "insensitive" }
-zip = { role = "quasi_identifier", hierarchy = { kind = "mask" } }
+zip = { role = "insensitive" }
 visit = { role = "insensitive" }
 amount = { role = "insensitive" }
 phone = { role = "insensitive" }
 price = { role = "insensitive" }
 visits = { role = "insensitive" }
+site = { role = "quasi_identifier", hierarchy = { kind = "mask" } }
 [transformation]
-zip = 0
+site = 0
 "#,
     );
     let out = s.path("out.parquet");
@@ -248,7 +251,7 @@ fn visits_policy(s: &Scratch, bad_values: Option<&str>) -> String {
             r#"[input]
 path = "visits.csv"
 {bad_values}[privacy]
-k = 1
+k = 2
 [attributes]
 id = {{ role = "insensitive" }}
 zip = {{ role = "quasi_identifier", hierarchy = {{ kind = "mask" }} }}
@@ -305,7 +308,7 @@ fn an_inferred_type_that_a_hierarchy_does_not_fit_names_the_line() {
         r#"[input]
 path = "visits.csv"
 [privacy]
-k = 1
+k = 2
 [attributes]
 id = { role = "insensitive" }
 zip = { role = "insensitive" }
@@ -404,7 +407,7 @@ fn a_type_for_parquet_input_must_match() {
         s.write(
             "policy.toml",
             &format!(
-                "[input]\npath = \"people.parquet\"\n[privacy]\nk = 1\n[attributes]\n\
+                "[input]\npath = \"people.parquet\"\n[privacy]\nk = 2\n[attributes]\n\
                  zip = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"mask\" }}, \
                  type = \"utf8\" }}\nage = {{ role = \"insensitive\", type = \"{age_type}\" }}\n"
             ),

@@ -346,7 +346,7 @@ async fn swapped_values_are_a_permutation_and_pram_publishes_only_known_categori
             ),
             (
                 "sector",
-                "{ role = \"quasi_identifier\", perturbation = { kind = \"pram\", categories = [\"x\", \"y\", \"z\"], matrix = [[0.8, 0.2, 0.0], [0.0, 1.0, 0.0], [0.0, 0.1, 0.9]] } }",
+                "{ role = \"quasi_identifier\", perturbation = { kind = \"pram\", categories = [\"x\", \"y\", \"z\"], matrix = [[0.8, 0.2, 0.0], [0.0, 1.0, 0.0], [0.0, 0.1, 0.9]], invariant = false } }",
             ),
         ],
     );
@@ -379,7 +379,8 @@ async fn swapped_values_are_a_permutation_and_pram_publishes_only_known_categori
     )
     .await;
     assert_eq!(differing, 0.0);
-    // PRAM: only x, y, z; y is absorbing and z never becomes x, so y can only grow
+    // PRAM as given (invariant = false): only x, y, z; y is absorbing and z never becomes x,
+    // so y can only grow
     let unknown = scalar(
         &ctx,
         "SELECT count(*) FROM p WHERE sector NOT IN ('x', 'y', 'z')",
@@ -652,4 +653,49 @@ async fn several_partitions_publish_the_release_of_one() {
         published.push(rows);
     }
     assert_eq!(published[0], published[1]);
+}
+
+/// Issue 52: microaggregation with k = 1 published every record as it was and called it
+/// verified. It is refused when the policy is read, naming the key, and nothing is written;
+/// the same for a generalization policy with no other requirement.
+#[test]
+fn k_of_one_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let columns = census_columns();
+    let attributes: Vec<(&str, &str)> = columns
+        .iter()
+        .map(|c| {
+            (
+                c.as_str(),
+                "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }",
+            )
+        })
+        .collect();
+    let policy = policy(dir.path(), &census(), "k = 1", &attributes);
+    let out = dir.path().join("census.parquet");
+    let report = dir.path().join("report.json");
+    let output = anonymize(&policy, &out, &report, "7");
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(error.contains("privacy.k = 1 protects nobody"), "{error}");
+    assert!(!out.exists() && !report.exists());
+
+    let generalization = dir.path().join("g.toml");
+    std::fs::write(
+        &generalization,
+        crate::patients_policy("patients.parquet", 1, 0.0, 0, 0),
+    )
+    .unwrap();
+    let output = anon(&[
+        "apply",
+        "--policy",
+        &generalization.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(error.contains("privacy.k = 1 protects nobody"), "{error}");
+    assert!(!out.exists());
 }

@@ -155,7 +155,8 @@ async fn apply_report_figures_equal_a_recount_of_the_written_output() {
     assert_eq!(publish["input_rows"], ROWS.len());
     assert_eq!(publish["suppressed_rows"], ROWS.len() as i64 - rows);
     assert_eq!(verification["suppressed_rows"], ROWS.len() as i64 - rows);
-    assert_eq!(publish["seed"], 7);
+    // the seed undoes the shuffle: no written report holds it unless asked for
+    assert!(publish.get("seed").is_none(), "{publish}");
     assert_eq!(json["levels"][0]["quasi_identifier"], "g");
     assert_eq!(json["levels"][0]["level"], 1);
     // 1/k and #classes / rows
@@ -523,4 +524,39 @@ fn a_bucketization_refuses_the_html_report() {
     let error = stderr(&output);
     assert!(error.contains("--html-report"), "{error}");
     assert!(!t.path("release").exists() && !t.path("r.html").exists());
+}
+
+/// The seed is in a written report (JSON and HTML) only with `--record-seed`, for every
+/// method: here generalization, whose report puts it under `publish.seed`.
+#[test]
+fn the_seed_is_written_only_when_asked_for() {
+    let t = Table::new(None);
+    let policy = t.fixed();
+    let html = t.arg("with-seed.html");
+    t.publish(
+        "apply",
+        &policy,
+        "with-seed.parquet",
+        "with-seed.json",
+        &["--seed", "424242", "--record-seed", "--html-report", &html],
+    );
+    assert_eq!(json(&t.path("with-seed.json"))["publish"]["seed"], 424242);
+    let page = std::fs::read_to_string(t.path("with-seed.html")).unwrap();
+    assert!(
+        page.contains("seed 424242"),
+        "the HTML report lacks the seed"
+    );
+    let html = t.arg("without.html");
+    t.publish(
+        "apply",
+        &policy,
+        "without.parquet",
+        "without.json",
+        &["--seed", "424242", "--html-report", &html],
+    );
+    let written = std::fs::read_to_string(t.path("without.json")).unwrap();
+    let page = std::fs::read_to_string(t.path("without.html")).unwrap();
+    for text in [&written, &page] {
+        assert!(!text.contains("424242"), "the seed was written: {text}");
+    }
 }

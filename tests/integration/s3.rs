@@ -465,6 +465,17 @@ fn wrong_credentials_and_a_missing_bucket_name_the_url_and_no_secret() {
     assert_eq!(error.trim().lines().count(), 1, "{error}");
     assert!(error.contains("s3://nowhere/x.parquet"), "{error}");
     assert!(!error.contains(SECRET_KEY), "{error}");
+
+    // an output in a missing bucket: named as given, not as the Delta log looked for under it
+    let local = tempfile::tempdir().unwrap();
+    let policy = patients_policy(local.path(), "s3://lake/in/patients.parquet", 0.2);
+    let output = server.anon(&["apply", "--policy", &policy, "--out", "s3://nowhere/rel/"]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(error.contains("s3://nowhere/rel"), "{error}");
+    assert!(error.contains("bucket does not exist"), "{error}");
+    assert!(!error.contains("_delta_log"), "{error}");
 }
 
 #[test]
@@ -709,4 +720,262 @@ fn a_hierarchy_built_into_a_bucket_appears_whole_or_not_at_all() {
         "{error}"
     );
     assert_eq!(files_under(&bucket), before, "the bucket changed");
+}
+
+/// Every object of `server`, as `bucket/key`: the files under its bucket directories
+/// (s3s-fs keeps its own metadata and partial uploads as dot files beside them, at the root).
+fn objects_of(server: &S3Server) -> Vec<String> {
+    files_under(server.root.path())
+        .into_iter()
+        .filter(|f| !f.starts_with('.'))
+        .collect()
+}
+
+/// The generated trips table (`rows` events) and the CASC Census set as objects of `bucket`.
+fn upload_trips_and_census(bucket: &Path, rows: usize) {
+    let local = tempfile::tempdir().unwrap();
+    let trips = local.path().join("trips.parquet");
+    let made = super::anon(&[
+        "generate",
+        "--table",
+        "trips",
+        "--rows",
+        &rows.to_string(),
+        "--out",
+        &trips.display().to_string(),
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    std::fs::copy(&trips, bucket.join("in/trips.parquet")).unwrap();
+    let census = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/casc/census.csv");
+    std::fs::copy(census, bucket.join("in/census.csv")).unwrap();
+}
+
+/// The policies of one run of each method over `s3://raw/in/`, each with `storage` (a
+/// `[storage]` section, or nothing) appended: generalization, cloaking, perturbation.
+fn policies_of_every_method(dir: &Path, storage: &str) -> [String; 3] {
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("{text}{storage}")).unwrap();
+        path.display().to_string()
+    };
+    let generalization = write(
+        "generalization.toml",
+        super::patients_policy("s3://raw/in/patients.parquet", 5, 0.2, 3, 2),
+    );
+    let cloaking = write(
+        "cloaking.toml",
+        "[input]\npath = \"s3://raw/in/trips.parquet\"\n[privacy]\nmethod = \"cloaking\"\n\
+         person = \"device_id\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\nk = 5\n\
+         max_cell_side = 3000\nwindow = \"15m\"\nmax_window = \"2h\"\nmax_suppression = 0.5\n\
+         [attributes]\ndevice_id = { role = \"identifier\" }\n\
+         lat = { role = \"quasi_identifier\" }\nlon = { role = \"quasi_identifier\" }\n\
+         ts = { role = \"quasi_identifier\" }\nactivity = { role = \"insensitive\" }\n"
+            .to_string(),
+    );
+    let census = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/casc/census.csv"),
+    )
+    .unwrap();
+    let mut perturbation = "[input]\npath = \"s3://raw/in/census.csv\"\n[privacy]\n\
+                            method = \"perturbation\"\nk = 3\n[attributes]\n"
+        .to_string();
+    for column in census.lines().next().unwrap().split(',') {
+        perturbation.push_str(&format!(
+            "\"{column}\" = {{ role = \"quasi_identifier\", perturbation = {{ kind = \
+             \"microaggregation\" }} }}\n"
+        ));
+    }
+    let perturbation = write("perturbation.toml", perturbation);
+    [generalization, cloaking, perturbation]
+}
+
+/// The runs of [`policies_of_every_method`]: each method to a Parquet prefix with a JSON
+/// report, generalization also to a single Parquet object with an HTML report and to a Delta
+/// table, and cloaking and perturbation to Delta tables; the objects each must leave.
+fn runs_of_every_method(policies: &[String; 3]) -> Vec<(Vec<String>, Vec<&'static str>)> {
+    let [generalization, cloaking, perturbation] = policies;
+    let run = |policy: &String, rest: &[&str]| {
+        let mut args = vec!["anonymize", "--quiet", "--seed", "3", "--policy", policy];
+        args.extend_from_slice(rest);
+        args.into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    vec![
+        (
+            run(
+                generalization,
+                &["--out", "s3://lake/g/", "--report", "s3://lake/g.json"],
+            ),
+            vec!["lake/g/_SUCCESS", "lake/g.json"],
+        ),
+        (
+            run(
+                generalization,
+                &[
+                    "--out",
+                    "s3://lake/g1.parquet",
+                    "--html-report",
+                    "s3://lake/g1.html",
+                ],
+            ),
+            vec!["lake/g1.parquet", "lake/g1.html"],
+        ),
+        (
+            run(
+                generalization,
+                &["--out", "s3://lake/gd", "--format", "delta"],
+            ),
+            vec!["lake/gd/_delta_log/00000000000000000000.json"],
+        ),
+        (
+            run(
+                cloaking,
+                &["--out", "s3://lake/c/", "--report", "s3://lake/c.json"],
+            ),
+            vec!["lake/c/_SUCCESS", "lake/c.json"],
+        ),
+        (
+            run(cloaking, &["--out", "s3://lake/cd", "--format", "delta"]),
+            vec!["lake/cd/_delta_log/00000000000000000000.json"],
+        ),
+        (
+            run(
+                perturbation,
+                &["--out", "s3://lake/p/", "--report", "s3://lake/p.json"],
+            ),
+            vec!["lake/p/_SUCCESS", "lake/p.json"],
+        ),
+        (
+            run(
+                perturbation,
+                &["--out", "s3://lake/pd", "--format", "delta"],
+            ),
+            vec!["lake/pd/_delta_log/00000000000000000000.json"],
+        ),
+    ]
+}
+
+/// Every file a `_SUCCESS` manifest of `server` lists is an object of `server` (a manifest
+/// that lists files held elsewhere is the defect this guards against).
+fn manifests_hold_their_files(server: &S3Server, objects: &[String]) {
+    for manifest in objects.iter().filter(|o| o.ends_with("/_SUCCESS")) {
+        let prefix = manifest.trim_end_matches("_SUCCESS");
+        let text = std::fs::read(server.root.path().join(manifest)).unwrap();
+        let listed: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        let files = listed["files"].as_array().unwrap();
+        assert!(!files.is_empty(), "{manifest}");
+        for file in files {
+            let object = format!("{prefix}{}", file.as_str().unwrap());
+            assert!(
+                objects.contains(&object),
+                "{manifest} lists {object}: {objects:?}"
+            );
+        }
+    }
+}
+
+/// Issue 52's first defect: the policy's `[storage] endpoint` names server A, the environment
+/// (`AWS_ENDPOINT_URL`) another server B that has a bucket of the same name. Every object of
+/// every method's run (the data files, the staging while it lasts, the manifest, the Delta
+/// log, the reports) must be on A and none on B; a run that wrote its files to B and its
+/// manifest to A exited 0 before the fix. Without `AWS_ENDPOINT_URL` at all the run goes to A
+/// as well (before the fix: to AWS itself). And a policy without `[storage]` goes wherever the
+/// environment says, here B, leaving A as it was.
+#[test]
+fn every_object_of_a_run_goes_to_the_store_the_policy_names() {
+    let policy_server = S3Server::start();
+    let env_server = S3Server::start();
+    // the inputs in one bucket, the outputs in another: a store bound for the input's bucket
+    // must not carry the output's writes by chance
+    let raw = policy_server.bucket("raw");
+    policy_server.bucket("lake");
+    env_server.bucket("lake");
+    upload_patients(&raw, 20_000);
+    upload_trips_and_census(&raw, 20_000);
+    let inputs = objects_of(&policy_server);
+    let local = tempfile::tempdir().unwrap();
+    let storage = format!(
+        "[storage]\nendpoint = \"{}\"\nallow_http = true\n",
+        policy_server.endpoint
+    );
+    let policies = policies_of_every_method(local.path(), &storage);
+    let mut expected = inputs.clone();
+    for (args, leaves) in runs_of_every_method(&policies) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = env_server.anon(&args);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert!(
+            objects_of(&env_server).is_empty(),
+            "{args:?} wrote to the environment's server: {:?}",
+            objects_of(&env_server)
+        );
+        expected.extend(leaves.iter().map(|l| l.to_string()));
+    }
+    let on_a = objects_of(&policy_server);
+    for object in &expected {
+        assert!(on_a.contains(object), "{object} is not on A: {on_a:?}");
+    }
+    assert!(
+        !on_a.iter().any(|o| o.contains("anon-tmp")),
+        "staging left behind: {on_a:?}"
+    );
+    manifests_hold_their_files(&policy_server, &on_a);
+    // every Delta table's files are on A too, and read back through A
+    for (table, rows) in [("gd", None), ("cd", None), ("pd", Some("1080"))] {
+        let count = sql_value(
+            &policy_server,
+            "t",
+            &format!("s3://lake/{table}"),
+            "SELECT count(*) FROM t",
+        );
+        assert!(count.parse::<u64>().unwrap() > 0, "{table}: {count}");
+        if let Some(rows) = rows {
+            assert_eq!(count, rows, "{table}");
+        }
+    }
+
+    // no AWS_ENDPOINT_URL at all: the policy's server still, not AWS
+    let output = env_server
+        .command(&[
+            "anonymize",
+            "--quiet",
+            "--policy",
+            &policies[0],
+            "--out",
+            "s3://lake/no-env/",
+        ])
+        .env_remove("AWS_ENDPOINT_URL")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(objects_of(&policy_server).contains(&"lake/no-env/_SUCCESS".to_string()));
+    assert!(objects_of(&env_server).is_empty());
+
+    // a policy without [storage]: the environment's server, and nothing on the other
+    let env_raw = env_server.bucket("raw");
+    std::fs::create_dir_all(env_raw.join("in")).unwrap();
+    std::fs::copy(
+        raw.join("in/patients.parquet"),
+        env_raw.join("in/patients.parquet"),
+    )
+    .unwrap();
+    let before_on_a = objects_of(&policy_server);
+    let plain = policies_of_every_method(local.path(), "");
+    let output = env_server.anon(&[
+        "anonymize",
+        "--quiet",
+        "--policy",
+        &plain[0],
+        "--out",
+        "s3://lake/env/",
+        "--report",
+        "s3://lake/env.json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(objects_of(&policy_server), before_on_a);
+    let on_b = objects_of(&env_server);
+    for object in ["lake/env/_SUCCESS", "lake/env.json"] {
+        assert!(on_b.contains(&object.to_string()), "{on_b:?}");
+    }
+    assert!(!on_b.iter().any(|o| o.contains("anon-tmp")), "{on_b:?}");
+    manifests_hold_their_files(&env_server, &on_b);
 }

@@ -230,6 +230,7 @@ def anonymize(
     format: str | None = None,
     append: bool = False,
     refine: bool = True,
+    record_seed: bool = False,
 ) -> dict[str, Any]:
     """``anon anonymize``: search, publish as Parquet, verify. Returns the report as a dict:
     the keys ``anon anonymize --report`` writes, from the same pipeline.
@@ -241,9 +242,10 @@ def anonymize(
         algorithm: ``optimal``, ``iab-full-domain``, ``mondrian``, ``kaca`` or ``iab``.
         metric: ``loss``, ``discernibility``, ``classes`` or ``precision``.
         seed: seed of every random choice: the written rows' order (shuffled, so releases
-            cannot be joined row by row) and KACA's next class. ``None`` draws one, recorded in
-            the report's ``publish.seed``; the same input, policy and seed give the same bytes
-            as ``anon anonymize --seed``. Keep it as secret as the data: it undoes the shuffle.
+            cannot be joined row by row) and KACA's next class. ``None`` draws one, returned in
+            the result's ``publish.seed`` (generalization) or ``seed`` (cloaking); the same
+            input, policy and seed give the same bytes as ``anon anonymize --seed``. Keep it
+            as secret as the data: it undoes the shuffle.
         overwrite: replace an existing output (once the new one is complete and verified).
         memory_limit: e.g. ``"2GiB"``.
         html_report: also write the report as one self-contained HTML page there.
@@ -258,6 +260,8 @@ def anonymize(
         refine: ``algorithm="mondrian"``: refine its small regions (the default); ``False``
             for plain top-down partitioning, faster on millions of combinations at a higher
             Loss (``--no-refine``).
+        record_seed: also write the seed into the ``report`` and ``html_report`` files
+            (``--record-seed``); by default no written report holds it.
     """
     text = _internal.anonymize(
         os.fspath(policy),
@@ -274,6 +278,7 @@ def anonymize(
         format,
         append,
         refine,
+        record_seed,
     )
     return json.loads(text)
 
@@ -292,13 +297,15 @@ def apply(
     recoding: PathLike | None = None,
     format: str | None = None,
     append: bool = False,
+    record_seed: bool = False,
 ) -> dict[str, Any]:
     """``anon apply``: publish the policy's input at its ``[transformation]`` (or ``levels``,
     or a ``recoding`` saved by ``anonymize(recoding_out=...)``), through the same pipeline as
     the command line. Returns the report (the keys ``anon apply --report`` writes; the
     publication's figures under ``publish``). ``seed`` orders the written rows (``None``: drawn
-    at random, recorded as ``publish.seed``). ``format`` and ``append`` as for
-    ``anonymize``: ``format="delta"`` publishes a Delta Lake table."""
+    at random, returned as ``publish.seed``; the ``report`` and ``html_report`` files hold it
+    only with ``record_seed=True``). ``format`` and ``append`` as for ``anonymize``:
+    ``format="delta"`` publishes a Delta Lake table."""
     text = _internal.apply(
         os.fspath(policy),
         _levels(levels),
@@ -312,6 +319,7 @@ def apply(
         _path(recoding),
         format,
         append,
+        record_seed,
     )
     return json.loads(text)
 

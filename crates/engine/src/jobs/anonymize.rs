@@ -41,6 +41,9 @@ pub struct AnonymizeOptions {
     pub seed: Option<u64>,
     /// Replace existing outputs (once the new ones are complete and verified).
     pub overwrite: bool,
+    /// Write the seed into the JSON and HTML reports (by default they do not hold it; see
+    /// [`ReportTargets::recording_seed`]).
+    pub record_seed: bool,
     /// Also measure the release's utility against each row's own original.
     pub utility: bool,
     /// Local recoding: also save the published classes' labels here.
@@ -65,6 +68,7 @@ impl AnonymizeOptions {
             metric: Metric::Loss,
             seed: None,
             overwrite: false,
+            record_seed: false,
             utility: false,
             recoding_out: None,
             refine: true,
@@ -160,17 +164,13 @@ pub async fn anonymize(
             &out,
             options.overwrite,
         )
-        .await?;
+        .await?
+        .recording_seed(options.record_seed);
         let storage = policy.storage().clone();
         let report =
             super::bucketize::bucketize(ctx, policy, &out, options.overwrite, observer, started)
                 .await?;
-        if let Some(location) = reports.json() {
-            let text = serde_json::to_string_pretty(&report).map_err(|e| {
-                DataFusionError::Execution(format!("cannot encode the report: {e}"))
-            })?;
-            super::report::write_report(location, &storage, text).await?;
-        }
+        reports.write_json(&report, &storage).await?;
         return Ok(Published::Bucketized(Box::new(report)));
     }
     if policy.perturbation().is_some() {
@@ -185,7 +185,8 @@ pub async fn anonymize(
         &out,
         options.overwrite,
     )
-    .await?;
+    .await?
+    .recording_seed(options.record_seed);
     let method = options.method;
     // refused before the scan, not after it
     method.metric(options.metric)?;
@@ -356,7 +357,7 @@ async fn cloaked(
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::cloak::cloak(ctx, policy, planned, seed, observer, started).await?;
-    write_json_report(&reports, &storage, &report).await?;
+    reports.write_json(&report, &storage).await?;
     Ok(Published::Cloaked(Box::new(report)))
 }
 
@@ -411,7 +412,7 @@ pub(super) async fn perturbed(
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::perturb::perturb(ctx, command, policy, planned, seed, observer).await?;
-    write_json_report(&reports, &storage, &report).await?;
+    reports.write_json(&report, &storage).await?;
     Ok(report)
 }
 
@@ -439,18 +440,5 @@ async fn json_reports(
         options.overwrite,
     )
     .await
-}
-
-/// Writes `report` as JSON to the checked target, if one was asked for.
-async fn write_json_report(
-    reports: &ReportTargets,
-    storage: &crate::storage::StoreOptions,
-    report: &impl serde::Serialize,
-) -> Result<()> {
-    if let Some(location) = reports.json() {
-        let text = serde_json::to_string_pretty(report)
-            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
-        super::report::write_report(location, storage, text).await?;
-    }
-    Ok(())
+    .map(|targets| targets.recording_seed(options.record_seed))
 }

@@ -43,6 +43,9 @@ pub struct ApplyOptions {
     pub seed: Option<u64>,
     /// Replace existing outputs (once the new ones are complete and verified).
     pub overwrite: bool,
+    /// Write the seed into the JSON and HTML reports (see
+    /// [`super::report::ReportTargets::recording_seed`]).
+    pub record_seed: bool,
     /// Also measure the release's utility against each row's own original.
     pub utility: bool,
     /// Where and how the release is written: Parquet or a Delta table, replaced or appended
@@ -62,6 +65,7 @@ impl ApplyOptions {
             html_report: None,
             seed: None,
             overwrite: false,
+            record_seed: false,
             utility: false,
             output: OutputRequest::default(),
         }
@@ -125,6 +129,7 @@ async fn perturbed(
         html_report: options.html_report.clone(),
         seed: options.seed,
         overwrite: options.overwrite,
+        record_seed: options.record_seed,
         utility: options.utility,
         output: options.output,
         ..AnonymizeOptions::new(options.policy.clone())
@@ -180,7 +185,8 @@ pub async fn apply(
         &out,
         options.overwrite,
     )
-    .await?;
+    .await?
+    .recording_seed(options.record_seed);
     let saved = match &recoding {
         Some(location) => Some(SavedRecoding::read(location, policy.storage()).await?),
         None => None,

@@ -4,8 +4,9 @@
 //! transformation), and so does Python's `anonymize()`.
 //!
 //! The seed decides the noise, the swaps, PRAM's draws, the permutations and the row order; it
-//! is as secret as the data (with it, the noise can be subtracted), so the report does not
-//! hold it. Give `--seed` to reproduce a release byte for byte.
+//! is as secret as the data (with it, the noise can be subtracted), so, as for every method,
+//! a written report holds it only with `--record-seed` (stdout prints it, Python returns it).
+//! Give `--seed` to reproduce a release byte for byte.
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;

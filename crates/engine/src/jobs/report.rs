@@ -28,6 +28,8 @@ use crate::storage::{self, Location, StoreOptions};
 pub struct ReportTargets {
     json: Option<Location>,
     html: Option<Location>,
+    /// Whether the reports hold the seed ([`ReportTargets::recording_seed`]).
+    record_seed: bool,
 }
 
 impl ReportTargets {
@@ -44,6 +46,7 @@ impl ReportTargets {
         let targets = Self {
             json: json.map(Location::parse).transpose()?,
             html: html.map(Location::parse).transpose()?,
+            record_seed: false,
         };
         for report in targets.json.iter().chain(&targets.html) {
             if report == out {
@@ -66,9 +69,14 @@ impl ReportTargets {
         Ok(targets)
     }
 
-    /// The JSON report's place, if asked for.
-    pub fn json(&self) -> Option<&Location> {
-        self.json.as_ref()
+    /// The reports with the seed (`record`: the publisher asked for it, `--record-seed`).
+    /// By default they do not hold it, whatever the method: the seed orders the rows (and
+    /// draws the noise, the swaps, PRAM's changes, the unicity samples), so with the input it
+    /// undoes the shuffle or the noise. What a job returns to its caller (the command line's
+    /// stdout, Python's result) still has it; a Delta `commitInfo` never does.
+    pub fn recording_seed(mut self, record: bool) -> Self {
+        self.record_seed = record;
+        self
     }
 
     /// Whether any report is asked for.
@@ -78,16 +86,41 @@ impl ReportTargets {
 
     /// Writes `report` to each place asked for, each as one whole.
     pub async fn write(&self, report: &Report, options: &StoreOptions) -> Result<()> {
-        if let Some(path) = &self.json {
-            let text = serde_json::to_string_pretty(report).map_err(|e| {
-                DataFusionError::Execution(format!("cannot encode the report: {e}"))
-            })?;
-            write_report(path, options, text).await?;
-        }
+        self.write_json(report, options).await?;
         if let Some(path) = &self.html {
-            write_report(path, options, report.html()).await?;
+            write_report(path, options, report.html(self.record_seed)).await?;
         }
         Ok(())
+    }
+
+    /// Writes `report` as JSON, if a JSON report was asked for, without its seed unless
+    /// [`ReportTargets::recording_seed`].
+    pub async fn write_json(&self, report: &impl Serialize, options: &StoreOptions) -> Result<()> {
+        let Some(path) = &self.json else {
+            return Ok(());
+        };
+        let mut value = serde_json::to_value(report)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        if !self.record_seed {
+            remove_seed(&mut value);
+        }
+        let text = serde_json::to_string_pretty(&value)
+            .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
+        write_report(path, options, text).await
+    }
+}
+
+/// Removes the seed from a report's JSON: `seed` (cloaking) and `publish.seed`
+/// (generalization), the only places a report holds it.
+pub fn remove_seed(report: &mut serde_json::Value) {
+    if let Some(top) = report.as_object_mut() {
+        top.remove("seed");
+    }
+    if let Some(publish) = report
+        .get_mut("publish")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        publish.remove("seed");
     }
 }
 
@@ -226,14 +259,14 @@ impl Report {
     /// The report as one self-contained HTML page: the release, its levels, the verification
     /// beside the requirements, the post-analytics beside the thresholds, the utility (with
     /// `--utility`) and the timings. Profile figures keep the profile's labels.
-    pub fn html(&self) -> String {
+    pub fn html(&self, record_seed: bool) -> String {
         let p = &self.publish;
         let mut page = Page::new(&format!("Release report: {}", p.output));
         page.meta(&format!(
             "anon {} · policy {} · input {}",
             self.command, self.policy, self.input
         ));
-        self.release(&mut page);
+        self.release(&mut page, record_seed);
         self.levels(&mut page);
         self.verification(&mut page);
         self.post_analytics(&mut page);
@@ -244,7 +277,7 @@ impl Report {
         page.finish()
     }
 
-    fn release(&self, page: &mut Page) {
+    fn release(&self, page: &mut Page, record_seed: bool) {
         let p = &self.publish;
         let v = &p.verification;
         page.heading("Release");
@@ -318,11 +351,17 @@ impl Report {
             );
         }
         match p.seed {
-            Some(seed) => page.row(
+            Some(seed) if record_seed => page.row(
                 "row order",
                 &[&format!("{}, seed {seed}", p.row_order)],
                 "the rows written in a random order from this seed: keep it as secret as the \
                  data, with the input it undoes the shuffle",
+            ),
+            Some(_) => page.row(
+                "row order",
+                &[p.row_order],
+                "the rows written in a random order; the seed is not recorded here (it is as \
+                 secret as the data: with the input it undoes the shuffle)",
             ),
             None => page.row("row order", &[p.row_order], "the rows in the input's order"),
         }

@@ -226,6 +226,8 @@ impl Policy {
             )));
         }
         let person = person_column(privacy, &columns, bucketization.is_some()).map_err(&err)?;
+        // before the person's own requirement joins them
+        let sensitive_protects = sensitive.iter().any(SensitiveRequirement::is_constrained);
         if perturbing && person.is_some() {
             return Err(err(
                 "privacy.person applies to method = \"generalization\" (and the bucketizations), \
@@ -264,6 +266,22 @@ impl Policy {
         }
         let thresholds = privacy.thresholds();
         thresholds.validate().map_err(&err)?;
+        if privacy.method == Method::Generalization {
+            let k_persons = person.as_ref().map_or(0, |p| p.k_persons);
+            let k_rows = person.as_ref().map_or(privacy.k, |p| p.k_rows);
+            // a prosecutor risk below 1 is a class of at least two rows
+            let protects = k_rows.max(k_persons) >= 2
+                || sensitive_protects
+                || population_requirement.is_some()
+                || thresholds.max_prosecutor_risk.is_some_and(|r| r < 1.0);
+            if !protects {
+                return Err(err(
+                    "privacy.k = 1 protects nobody: every row could be published as it is; give \
+                     k = 2 or more (or another requirement: l_diversity, t_closeness, k_map, …)"
+                        .into(),
+                ));
+            }
+        }
         if thresholds.max_journalist_risk.is_some() && file.population.is_none() {
             return Err(err(
                 "privacy.max_journalist_risk needs [population] path = \"…\", the population the \
@@ -564,5 +582,101 @@ fn default_table_name(location: &Location) -> String {
         "input".to_string()
     } else {
         cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Policy;
+    use crate::perturb::release::{Pram, Transformation};
+
+    fn read(privacy: &str, attributes: &str) -> Result<Policy, String> {
+        let population = if privacy.contains("k_map") {
+            "[population]\npath = \"pop.csv\"\n"
+        } else {
+            ""
+        };
+        let text = format!(
+            "[input]\npath = \"t.csv\"\n{population}[privacy]\n{privacy}\n[attributes]\n\
+             {attributes}"
+        );
+        Policy::from_toml("test.toml", std::path::Path::new("."), &text).map_err(|e| e.to_string())
+    }
+
+    const GENERALIZED: &str = "pid = { role = \"identifier\" }\n\
+        zip = { role = \"quasi_identifier\", hierarchy = { kind = \"mask\", length = 5 } }\n\
+        disease = { role = \"sensitive\" }\n";
+
+    /// k = 1 publishes every row as it may be: refused when the policy is read, naming the
+    /// key, unless another requirement protects the release (then k = 1 only says that no
+    /// class size is asked for).
+    #[test]
+    fn k_of_one_is_refused_unless_another_requirement_protects() {
+        for privacy in [
+            "k = 1",
+            "k = 1\nmax_suppression = 0.1",
+            "k = 1\nperson = \"pid\"",
+            "k = 1\nperson_id = \"pid\"\nk_persons = 1",
+            "k = 1\nmax_average_risk = 0.5",
+        ] {
+            let error = read(privacy, GENERALIZED).expect_err(privacy);
+            assert!(
+                error.contains("privacy.k = 1 protects nobody"),
+                "{privacy}: {error}"
+            );
+        }
+        for privacy in [
+            "k = 2",
+            "k = 1\nl_diversity = { kind = \"distinct\", l = 2 }",
+            "k = 1\nk_map = 3",
+            "k = 1\nperson = \"pid\"\nk_rows = 2",
+            "k = 1\nperson_id = \"pid\"\nk_persons = 2",
+            "k = 1\nmax_prosecutor_risk = 0.5",
+        ] {
+            read(privacy, GENERALIZED).unwrap_or_else(|e| panic!("{privacy}: {e}"));
+        }
+    }
+
+    const NUMBERS: &str = "income = { role = \"quasi_identifier\", perturbation = { kind = \
+        \"microaggregation\" } }\n";
+    const NOISE: &str = "income = { role = \"quasi_identifier\", perturbation = { kind = \"noise\", level = 0.1 } }\n";
+
+    /// Microaggregation in groups of one publishes every value: k = 1 refused; noise alone is
+    /// not protected by k, so its k is not a requirement (and not reported as met).
+    #[test]
+    fn microaggregation_refuses_k_of_one() {
+        let without_population = |privacy: &str, attributes: &str| {
+            let text = format!(
+                "[input]\npath = \"t.csv\"\n[privacy]\nmethod = \"perturbation\"\n{privacy}\n\
+                 [attributes]\n{attributes}"
+            );
+            Policy::from_toml("test.toml", std::path::Path::new("."), &text)
+                .map_err(|e| e.to_string())
+        };
+        let error = without_population("k = 1", NUMBERS).unwrap_err();
+        assert!(error.contains("privacy.k = 1 protects nobody"), "{error}");
+        without_population("k = 2", NUMBERS).unwrap();
+        without_population("k = 1", NOISE).unwrap();
+    }
+
+    /// PRAM is invariant unless the policy says otherwise (sdcMicro's default).
+    #[test]
+    fn pram_is_invariant_by_default() {
+        let invariant = |spec: &str| {
+            let attributes = format!(
+                "c = {{ role = \"quasi_identifier\", perturbation = {{ kind = \"pram\", {spec} }} }}\n"
+            );
+            let text = format!(
+                "[input]\npath = \"t.csv\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n\
+                 [attributes]\n{attributes}"
+            );
+            let policy = Policy::from_toml("test.toml", std::path::Path::new("."), &text).unwrap();
+            match &policy.perturbation().unwrap().attributes[0].1 {
+                Transformation::Pram(Pram::Retention { invariant, .. }) => *invariant,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(invariant("retention = 0.8"));
+        assert!(!invariant("retention = 0.8, invariant = false"));
     }
 }

@@ -218,6 +218,7 @@ pub async fn publish_bucketized(
     refuse_single_file(out)?;
     let started = Instant::now();
     let staged = StagedOutput::directory(out, options).await?;
+    staged.bind(&ctx.runtime_env())?;
     let st: Arc<SensitiveBuckets> = match &release.cells {
         Some(cells) => Arc::clone(cells),
         None => Arc::new(release.sensitive_buckets(table).into_owned()),

@@ -72,6 +72,10 @@ pub struct PerturbedReport {
     pub suppressed_rows: u64,
     /// `shuffled`.
     pub row_order: &'static str,
+    /// The seed of the noise, the swaps, PRAM's draws, the permutations and the row order:
+    /// returned to the caller, written into a report only when asked for
+    /// ([`crate::jobs::report::ReportTargets::recording_seed`]).
+    pub seed: u64,
     /// Each perturbed attribute and its transformation.
     pub attributes: Vec<PerturbedAttribute>,
     /// Strata of microaggregation.
@@ -510,6 +514,7 @@ pub async fn publish_perturbed(
         input_rows: rows as u64,
         suppressed_rows: suppressed as u64,
         row_order: "shuffled",
+        seed,
         attributes: perturbation
             .attributes
             .iter()

@@ -178,8 +178,11 @@ impl StagedOutput {
         }
     }
 
-    /// Writes `data` into the staging, recording the rows the writer reports.
+    /// Writes `data` into the staging, recording the rows the writer reports. The staging's
+    /// store is bound to `data`'s runtime first, so the files go where the checks, the
+    /// read-back and the commit go (the policy's `[storage]`), whatever the environment names.
     async fn write_rows(&mut self, data: DataFrame) -> Result<()> {
+        self.bind(&data.task_ctx().runtime_env())?;
         self.schema = Some(std::sync::Arc::new(data.schema().as_arrow().clone()));
         let mut location = self.staging.datafusion_path();
         if !self.single_file {
@@ -198,6 +201,13 @@ impl StagedOutput {
             .flat_map(|c| c.iter().flatten())
             .sum();
         Ok(())
+    }
+
+    /// Binds the staging's store, with this output's options, to `runtime`: a writer of
+    /// its own into [`StagedOutput::staging`] calls it before writing; the reads of the
+    /// staging ([`super::verify`]) then go through the same store.
+    pub fn bind(&self, runtime: &datafusion::execution::runtime_env::RuntimeEnv) -> Result<()> {
+        storage::bind_store(runtime, &self.staging, &self.options)
     }
 
     /// A staging directory for an output of several files, which the caller writes into

@@ -32,7 +32,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 pub use connect::CONNECT_ATTEMPTS;
 pub use location::Location;
 pub use staged_file::StagedFile;
-pub use stores::{LakeStoreRegistry, StoreOptions, register_store, store_for};
+pub use stores::{LakeStoreRegistry, StoreOptions, bind_store, register_store, store_for};
 
 /// Environment variables whose values are credentials: never shown in a message.
 const CREDENTIAL_VARIABLES: &[&str] = &[
@@ -269,13 +269,23 @@ pub(crate) async fn list(
     location: &Location,
     options: &StoreOptions,
 ) -> Result<Vec<object_store::ObjectMeta>> {
+    list_showing(location, location, options).await
+}
+
+/// [`list`], its errors naming `shown` (what the user gave: a table rather than the log
+/// under it that is listed).
+pub(crate) async fn list_showing(
+    location: &Location,
+    shown: &Location,
+    options: &StoreOptions,
+) -> Result<Vec<object_store::ObjectMeta>> {
     match object_of(&location.as_prefix(), options)? {
         None => Ok(Vec::new()),
         Some((store, path)) => store
             .list(Some(&path))
             .try_collect()
             .await
-            .map_err(|e| store_error(location, &e)),
+            .map_err(|e| store_error(shown, &e)),
     }
 }
 

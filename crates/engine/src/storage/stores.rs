@@ -186,8 +186,21 @@ pub fn register_store(
     location: &Location,
     options: &StoreOptions,
 ) -> Result<()> {
+    bind_store(&ctx.runtime_env(), location, options)
+}
+
+/// Registers the store of `location` (if a URL) on `runtime`, configured with `options`:
+/// every query of a session over `runtime` that names the location's bucket (a write, its
+/// read-back) then reaches the server `options` name, not the one the environment would.
+/// Without it, DataFusion builds an unregistered bucket's store from the environment alone
+/// ([`LakeStoreRegistry`]), and a policy's `[storage] endpoint` would be ignored.
+pub fn bind_store(
+    runtime: &datafusion::execution::runtime_env::RuntimeEnv,
+    location: &Location,
+    options: &StoreOptions,
+) -> Result<()> {
     if let Location::Url(url) = location {
-        ctx.register_object_store(url, store_for(url, options)?);
+        runtime.register_object_store(url, store_for(url, options)?);
     }
     Ok(())
 }

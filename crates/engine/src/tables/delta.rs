@@ -44,7 +44,11 @@ pub async fn is_delta_table(location: &Location, options: &StoreOptions) -> Resu
         Location::Local(path) => Ok(path.join(DELTA_LOG).is_dir()),
         Location::Url(_) => {
             let log = location.as_prefix().join(DELTA_LOG)?;
-            Ok(!storage::list(&log, options).await?.is_empty())
+            // an error (a missing bucket) names the path the user gave, not its log: the
+            // output may be meant as Parquet
+            Ok(!storage::list_showing(&log, location, options)
+                .await?
+                .is_empty())
         }
     }
 }
