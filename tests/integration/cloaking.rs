@@ -206,6 +206,13 @@ async fn a_cloaked_release_is_one_delta_commit() {
         report["publish"]["verification"]["labels"]
     );
     assert!(release["figures"]["min_subjects"].as_u64().unwrap() >= 5);
+    // the suppressed events: the input's less the rows written (20,000 generated events)
+    assert_eq!(
+        release["figures"]["suppressed"],
+        20_000 - rows.len() as u64,
+        "{text}"
+    );
+    assert_eq!(release["figures"]["suppressed"], report["suppressed"]);
     assert!(!text.contains("seed"), "{text}");
     // the pseudonyms written for the verification are not in the table
     assert!(!text.contains("__anon_subject"), "{text}");

@@ -182,3 +182,149 @@ fn a_coarse_column_is_not_warned_about() {
     assert_eq!(ranking.len(), 2, "ward and s: {ranking:?}");
     assert!(ranking.iter().all(|c| c["unique_rows"] == 0), "{ranking:?}");
 }
+
+/// Runs `anon anonymize --policy <text> --out out.parquet --report r.json` over `input`
+/// (written as `data.csv`) in a fresh directory: the output, its stderr, the report (when it
+/// succeeded) and what the directory holds afterwards.
+fn publish_other_method(
+    input: &str,
+    policy: &str,
+) -> (
+    std::process::Output,
+    Option<serde_json::Value>,
+    Vec<String>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.csv"), input).unwrap();
+    std::fs::write(dir.path().join("p.toml"), policy).unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let output = anon(&[
+        "anonymize",
+        "--quiet",
+        "--policy",
+        &path("p.toml"),
+        "--out",
+        &path("out.parquet"),
+        "--report",
+        &path("r.json"),
+        "--seed",
+        "5",
+    ]);
+    let report = output
+        .status
+        .success()
+        .then(|| super::read_json(&dir.path().join("r.json")));
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    left.sort();
+    (output, report, left)
+}
+
+/// The unique share of `attribute` in a report's `uniqueness` list.
+fn share_of(uniqueness: &serde_json::Value, attribute: &str) -> f64 {
+    uniqueness
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["attribute"] == attribute)
+        .unwrap_or_else(|| panic!("{attribute} not measured: {uniqueness}"))["unique_share"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Cloaking gets the same check, its label columns in the quasi-identifiers' place. By hand:
+/// the four events share one place and one 15-minute window, so they are one label of three
+/// subjects (k = 2 holds). `event_id` (e1…e4) makes every row unique with the label: 4 of 4,
+/// 100 %; `activity` (home ×3, work ×1) makes 1 of 4 unique, 25 %. Both are above the 5 %
+/// warning; `max_unique_share = 0.3` refuses `event_id` (not `activity`) and writes nothing.
+#[test]
+fn cloaking_releases_get_the_uniqueness_check() {
+    let events = "device_id,lat,lon,ts,activity,event_id\n\
+                  d1,48.85,2.35,2024-03-04T08:00:00,home,e1\n\
+                  d2,48.85,2.35,2024-03-04T08:01:00,home,e2\n\
+                  d3,48.85,2.35,2024-03-04T08:02:00,work,e3\n\
+                  d1,48.85,2.35,2024-03-04T08:03:00,home,e4\n";
+    let policy = |extra: &str| {
+        format!(
+            "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"cloaking\"\nperson = \
+             \"device_id\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\nk = 2\n\
+             max_cell_side = 3000\nwindow = \"15m\"\n{extra}\n[attributes]\n\
+             device_id = {{ role = \"identifier\" }}\nlat = {{ role = \"quasi_identifier\" }}\n\
+             lon = {{ role = \"quasi_identifier\" }}\n\
+             ts = {{ role = \"quasi_identifier\", type = \"timestamp\" }}\n\
+             activity = {{ role = \"insensitive\" }}\nevent_id = {{ role = \"insensitive\" }}\n"
+        )
+    };
+    let (output, report, _) = publish_other_method(events, &policy(""));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = report.unwrap();
+    let publish = &report["publish"];
+    assert_eq!(publish["verification"]["labels"], 1);
+    assert_eq!(share_of(&publish["uniqueness"], "event_id"), 1.0);
+    assert_eq!(share_of(&publish["uniqueness"], "activity"), 0.25);
+    assert_eq!(publish["warnings"].as_array().unwrap().len(), 2);
+    let warned = stderr(&output);
+    assert!(
+        warned.contains("warning: 'event_id' makes 100.00% of the published rows unique (4 of 4)"),
+        "{warned}"
+    );
+
+    let (output, _, left) = publish_other_method(events, &policy("max_unique_share = 0.3"));
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(
+        error.contains("'event_id' makes 100.00% of the published rows unique (4 of 4)")
+            && error.contains("above max_unique_share = 0.3")
+            && !error.contains("'activity'"),
+        "{error}"
+    );
+    assert!(!error.contains("e1"), "a value was shown: {error}");
+    assert_eq!(left, ["data.csv", "p.toml"]);
+}
+
+/// Perturbation gets the same check, its microaggregated values (and strata) in the
+/// quasi-identifiers' place; a perturbed attribute is not measured (noise makes every value
+/// unique by design). By hand: MDAV at k = 2 pairs the records (10, 20) with (11, 21) and
+/// (100, 60) with (101, 61), so the published (income, age) make two classes of two. `region`
+/// (A, A | B, C) leaves the second class's two rows unique: 2 of 4, 50 %; `code` (all
+/// distinct) 4 of 4, 100 %.
+#[test]
+fn perturbed_releases_get_the_uniqueness_check() {
+    let records = "id,income,age,region,code\n\
+                   1,10,20,A,c1\n2,11,21,A,c2\n3,100,60,B,c3\n4,101,61,C,c4\n";
+    let micro = "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }";
+    let policy = |extra: &str| {
+        format!(
+            "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n{extra}\n\
+             [perturbation]\nalgorithm = \"mdav\"\n[attributes]\nid = {{ role = \"identifier\" }}\n\
+             income = {micro}\nage = {micro}\nregion = {{ role = \"insensitive\" }}\n\
+             code = {{ role = \"insensitive\" }}\n"
+        )
+    };
+    let (output, report, _) = publish_other_method(records, &policy(""));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = report.unwrap();
+    assert_eq!(report["verification"]["classes"], 2);
+    assert_eq!(share_of(&report["uniqueness"], "region"), 0.5);
+    assert_eq!(share_of(&report["uniqueness"], "code"), 1.0);
+    let measured: Vec<&str> = report["uniqueness"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["attribute"].as_str().unwrap())
+        .collect();
+    assert_eq!(measured, ["code", "region"], "highest share first");
+
+    let (output, _, left) = publish_other_method(records, &policy("max_unique_share = 0.6"));
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("'code' makes 100.00% of the published rows unique (4 of 4)")
+            && !error.contains("'region'"),
+        "{error}"
+    );
+    assert_eq!(left, ["data.csv", "p.toml"]);
+}

@@ -146,9 +146,13 @@ pub async fn cloak(
         &cloaking.options,
         &output,
         policy.storage(),
+        policy.thresholds(),
         seed,
     )
     .await?;
+    for warning in &publish.warnings {
+        observer.note(&format!("warning: {warning}"));
+    }
     let phase = Instant::now();
     let figures = location_figures(&events_data, &cloaked);
     let (unicity_input, unicity_release) = unicity(&events_data, &cloaked, &cloaking, seed);

@@ -212,8 +212,8 @@ pub fn perturbation_info(command: &str, policy: &Policy, perturbation: &Perturba
 
 /// What a Delta commit records of a cloaked location release: the command, `cloaking`, the
 /// variant, k, the tolerances (largest cell side, longest window) and the columns cloaked,
-/// the input's Delta version and the policy's hash; never the seed (it orders the rows and
-/// keys the pseudonyms). The publish adds the verified figures (`figures`: rows, labels, the
+/// the input's Delta version and the policy's hash; never the seed (it orders the rows;
+/// the pseudonyms have a key of their own, drawn for each release). The publish adds the verified figures (`figures`: rows, labels, the
 /// fewest subjects of a label).
 pub fn cloaking_info(command: &str, policy: &Policy, cloaking: &Cloaking) -> Value {
     let options = &cloaking.options;

@@ -35,6 +35,9 @@ pub async fn perturb(
     let output = planned.output(|| perturbation_info(command, &policy, &perturbation));
     policy.register_with(ctx, false).await?;
     let report = publish_perturbed(ctx, &policy, &perturbation, &output, seed).await?;
+    for warning in &report.warnings {
+        observer.note(&format!("warning: {warning}"));
+    }
     if let Some(micro) = &report.microaggregation {
         observer.note(&format!(
             "microaggregation ({}, k = {}): {} groups, the smallest of {}, IL {:.2} ({:.2} s)",

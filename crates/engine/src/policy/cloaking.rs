@@ -26,6 +26,7 @@
 
 use super::bucketization::Method;
 use super::file::{PolicyFile, PrivacySpec, Role};
+use super::requirements::RiskThresholds;
 use crate::cloaking::{CloakingOptions, Variant};
 
 /// The finest quadtree level when `max_level` is not given: about 2 m at the equator.
@@ -84,8 +85,14 @@ pub(super) fn check(file: &PolicyFile) -> std::result::Result<Option<Cloaking>, 
         (privacy.k_map.is_some(), "k_map"),
         (privacy.delta_presence.is_some(), "delta_presence"),
         (
-            privacy.thresholds().any(),
-            "max_*_risk, max_leakage and max_unique_share",
+            // max_unique_share applies to every method: the labels take the quasi-identifiers'
+            // place
+            RiskThresholds {
+                max_unique_share: None,
+                ..privacy.thresholds()
+            }
+            .any(),
+            "max_*_risk and max_leakage",
         ),
         (file.transformation.is_some(), "[transformation]"),
         (file.population.is_some(), "[population]"),

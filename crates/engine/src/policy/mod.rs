@@ -62,7 +62,9 @@ pub use requirements::{
     RELATIVE_TOLERANCE, RiskThresholds, SensitiveAchieved, SensitiveRequirement, SuppressionMode,
     TCloseness, TClosenessKind,
 };
-pub use requirements::{ColumnUniqueness, UNIQUE_SHARE_WARNING};
+pub use requirements::{
+    ColumnUniqueness, UNIQUE_SHARE_WARNING, thresholds_broken, unique_share_warnings,
+};
 
 /// A hierarchy as far as it is known before the data are seen.
 #[derive(Debug, Clone)]

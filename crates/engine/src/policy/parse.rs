@@ -11,7 +11,7 @@ use super::bucketization::{self, Method};
 use super::file::{HierarchySpec, PolicyFile, Role, TableFormatSpec};
 use super::{
     PendingHierarchy, PersonColumn, PersonPublished, Policy, PolicyColumn, PopulationRequirement,
-    PrivacyRequirements, SensitiveRequirement, SuppressionMode, policy_error,
+    PrivacyRequirements, RiskThresholds, SensitiveRequirement, SuppressionMode, policy_error,
 };
 use crate::generalize::{DateHierarchy, Hierarchy, IntervalHierarchy, IntervalLevel};
 use crate::storage::{self, Location, StoreOptions};
@@ -289,10 +289,22 @@ impl Policy {
                     .into(),
             ));
         }
-        if other_scheme && thresholds.any() {
+        // max_unique_share applies to perturbation too (its microaggregated values and strata
+        // in the quasi-identifiers' place); the risks and leakage are of generalized classes
+        let generalization_thresholds = RiskThresholds {
+            max_unique_share: thresholds.max_unique_share.filter(|_| !perturbing),
+            ..thresholds.clone()
+        };
+        if other_scheme && generalization_thresholds.any() {
             return Err(err(format!(
                 "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
-                 max_marketer_risk, max_journalist_risk, max_leakage, max_unique_share) apply to method = \"generalization\", not to {}",
+                 max_marketer_risk, max_journalist_risk, max_leakage{}) apply to method = \
+                 \"generalization\", not to {}",
+                if perturbing {
+                    ""
+                } else {
+                    ", max_unique_share"
+                },
                 privacy.method.name()
             )));
         }

@@ -670,25 +670,45 @@ impl RiskThresholds {
                 )),
             }
         }
-        if let Some(limit) = self.max_unique_share {
-            for column in &figures.uniqueness {
-                if column.unique_share > limit * (1.0 + RELATIVE_TOLERANCE) {
-                    broken.push(format!(
-                        "{}, above max_unique_share = {limit}",
-                        column.describe()
-                    ));
-                }
-            }
-        }
+        broken.extend(self.unique_share_broken_by(&figures.uniqueness));
         broken
     }
 
-    /// The warnings `figures` call for (none breaks a threshold): each column that makes more
-    /// than [`UNIQUE_SHARE_WARNING`] of the published rows unique with the quasi-identifiers,
-    /// named with its share (never a value).
+    /// The columns of `uniqueness` above `max_unique_share`, each named with its share: the
+    /// part of [`RiskThresholds::broken_by`] every method checks (cloaking and perturbation
+    /// too, their label or microaggregated columns in the quasi-identifiers' place).
+    pub fn unique_share_broken_by(&self, uniqueness: &[ColumnUniqueness]) -> Vec<String> {
+        let Some(limit) = self.max_unique_share else {
+            return Vec::new();
+        };
+        uniqueness
+            .iter()
+            .filter(|column| column.unique_share > limit * (1.0 + RELATIVE_TOLERANCE))
+            .map(|column| format!("{}, above max_unique_share = {limit}", column.describe()))
+            .collect()
+    }
+
+    /// The warnings `figures` call for (none breaks a threshold): see
+    /// [`unique_share_warnings`].
     pub fn warnings(&self, figures: &PostAnalytics) -> Vec<String> {
-        figures
-            .uniqueness
+        unique_share_warnings(&figures.uniqueness)
+    }
+}
+
+/// The refusal of a written output that breaks `broken` (the thresholds it breaks, each
+/// named): nothing is published.
+pub fn thresholds_broken(broken: &[String]) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::Execution(format!(
+        "the written output breaks the policy's thresholds, so it was not published: {}",
+        broken.join("; ")
+    ))
+}
+
+/// A warning for each column of `uniqueness` that makes more than [`UNIQUE_SHARE_WARNING`]
+/// of the published rows unique with the quasi-identifiers, named with its share (never a
+/// value).
+pub fn unique_share_warnings(uniqueness: &[ColumnUniqueness]) -> Vec<String> {
+        uniqueness
             .iter()
             .filter(|column| column.unique_share > UNIQUE_SHARE_WARNING)
             .map(|column| {
@@ -703,7 +723,6 @@ impl RiskThresholds {
                 )
             })
             .collect()
-    }
 }
 
 /// What the published output gives away, measured on the written rows (post-analytics).

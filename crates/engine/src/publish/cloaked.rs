@@ -43,6 +43,7 @@ use super::{Output, StagedOutput};
 use crate::cloaking::{Cloaked, CloakingOptions, SUPPRESSED};
 use crate::functions::quadtree::EARTH_RADIUS_M;
 use crate::rng::SplitMix64;
+use crate::policy::RiskThresholds;
 use crate::storage::StoreOptions;
 use crate::text::quote_ident;
 
@@ -92,6 +93,12 @@ pub struct CloakedPublish {
     pub write_seconds: f64,
     /// Seconds verifying.
     pub verify_seconds: f64,
+    /// Each published column but the labels and the subject, measured with the labels: the
+    /// share of rows it makes unique (the check every method's release passes,
+    /// [`super::uniqueness::check_release`]).
+    pub uniqueness: Vec<crate::policy::ColumnUniqueness>,
+    /// The uniqueness check's warnings, as printed on stderr.
+    pub warnings: Vec<String>,
 }
 
 /// The figures verification measured on the written file.
@@ -115,11 +122,13 @@ pub async fn publish_cloaked(
     options: &CloakingOptions,
     output: &Output,
     store: &StoreOptions,
+    thresholds: &RiskThresholds,
     seed: u64,
 ) -> Result<CloakedPublish> {
     let started = Instant::now();
     let out = output.location();
     let published = cloaked.label_of.len() - cloaked.suppressed;
+    let suppressed = cloaked.suppressed as u64;
     let rows = Arc::new(shuffled_rows(&cloaked, seed));
     let batches = Arc::new(OutputBatches::new(input, cloaked, rows)?);
     let in_order = SessionContext::new_with_state(super::in_order(ctx));
@@ -139,6 +148,12 @@ pub async fn publish_cloaked(
     let verifying = Instant::now();
     let subject = batches.subject_column();
     let verification = verify(ctx, &staged, options, subject, published as u64).await?;
+    // the labels take the quasi-identifiers' place; the subject's pseudonyms are unique to
+    // their subject by design (their risk is the unicity's)
+    let labels: Vec<String> = LABEL_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let uniqueness =
+        super::uniqueness::check_release(ctx, staged.staging(), &labels, &[subject], thresholds)
+            .await?;
     let staged = if batches.input.published_subject.is_none() {
         staged.without_column(ctx, VERIFIED_SUBJECT).await?
     } else {
@@ -152,6 +167,7 @@ pub async fn publish_cloaked(
                 "rows": rows,
                 "labels": verification.labels,
                 "min_subjects": verification.min_subjects,
+                "suppressed": suppressed,
             })
         })
         .await?;
@@ -162,6 +178,8 @@ pub async fn publish_cloaked(
         verification,
         write_seconds,
         verify_seconds,
+        uniqueness: uniqueness.columns,
+        warnings: uniqueness.warnings,
     })
 }
 

@@ -42,6 +42,7 @@ mod suppress;
 pub mod synthetic;
 mod target;
 mod uniqueness;
+pub use uniqueness::CheckedUniqueness;
 mod utility;
 mod verify;
 
@@ -712,10 +713,7 @@ pub async fn publish_to(
     .await?;
     let broken = policy.thresholds().broken_by(&post_analytics);
     if !broken.is_empty() {
-        return Err(DataFusionError::Execution(format!(
-            "the written output breaks the policy's thresholds, so it was not published: {}",
-            broken.join("; ")
-        )));
+        return Err(crate::policy::thresholds_broken(&broken));
     }
     let warnings = policy.thresholds().warnings(&post_analytics);
     let class_sizes = crate::profile::size_buckets(&verify::class_sizes(

@@ -92,6 +92,12 @@ pub struct PerturbedReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pram: Vec<PramReport>,
     pub verification: PerturbedVerification,
+    /// Each column published as it is (no perturbation, not a stratum), measured with the
+    /// microaggregated values and the strata: the share of rows it makes unique (the check
+    /// every method's release passes, [`super::uniqueness::check_release`]).
+    pub uniqueness: Vec<crate::policy::ColumnUniqueness>,
+    /// The uniqueness check's warnings, as printed on stderr.
+    pub warnings: Vec<String>,
     pub seconds: PerturbedSeconds,
 }
 
@@ -494,6 +500,27 @@ pub async fn publish_perturbed(
             failures.join("; ")
         )));
     }
+    // the microaggregated values and the strata make the classes; a perturbed attribute
+    // protects itself (a noisy value is unique by design), so the columns published as they
+    // are are measured
+    let keys: Vec<String> = microaggregated
+        .iter()
+        .map(|c| c.to_string())
+        .chain(perturbation.strata.iter().cloned())
+        .collect();
+    let perturbed: Vec<&str> = perturbation
+        .attributes
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let uniqueness = super::uniqueness::check_release(
+        &reader,
+        staged.staging(),
+        &keys,
+        &perturbed,
+        policy.thresholds(),
+    )
+    .await?;
     let verify_seconds = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
     let (written, delta_version) = staged
@@ -535,6 +562,8 @@ pub async fn publish_perturbed(
         risk,
         pram: pram_reports,
         verification,
+        uniqueness: uniqueness.columns,
+        warnings: uniqueness.warnings,
         seconds: PerturbedSeconds {
             read: read_seconds,
             compute: compute_seconds,

@@ -34,9 +34,59 @@ use hashbrown::HashTable;
 
 use super::classes::ClassCounter;
 use crate::label_codes::LabelCodes;
-use crate::policy::ColumnUniqueness;
+use crate::policy::{ColumnUniqueness, RiskThresholds};
+use crate::storage::Location;
+use datafusion::prelude::SessionContext;
 use crate::profile::KeyInterner;
 use crate::profile::leakage::normalized;
+
+/// The uniqueness check every method's release passes before it is committed: each column
+/// of the staged files at `staged` that is neither one of `keys` nor `unmeasured`, measured
+/// with `keys` (the columns that make the release's classes: generalization's
+/// quasi-identifiers, cloaking's label columns, microaggregation's published values and
+/// strata); refused when one breaks `thresholds.max_unique_share`, else the figures (highest
+/// share first) and a warning for each column above [`crate::policy::UNIQUE_SHARE_WARNING`].
+pub(super) async fn check_release(
+    ctx: &SessionContext,
+    staged: &Location,
+    keys: &[String],
+    unmeasured: &[&str],
+    thresholds: &RiskThresholds,
+) -> Result<CheckedUniqueness> {
+    let table = super::verify::register_written(ctx, staged, "uniqueness").await?;
+    let measured = async {
+        let frame = ctx.table(table.as_str()).await?;
+        let columns: Vec<String> = frame
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .filter(|name| !keys.contains(name) && !unmeasured.contains(&name.as_str()))
+            .collect();
+        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+        column_uniqueness(&frame, keys, &columns).await
+    }
+    .await;
+    ctx.deregister_table(table.as_str())?;
+    let columns = measured?;
+    let broken = thresholds.unique_share_broken_by(&columns);
+    if !broken.is_empty() {
+        return Err(crate::policy::thresholds_broken(&broken));
+    }
+    Ok(CheckedUniqueness {
+        warnings: crate::policy::unique_share_warnings(&columns),
+        columns,
+    })
+}
+
+/// What [`check_release`] measured of a release that passed it.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct CheckedUniqueness {
+    /// Each measured column, highest unique share first.
+    pub columns: Vec<ColumnUniqueness>,
+    /// The warnings, as printed on stderr.
+    pub warnings: Vec<String>,
+}
 
 /// The uniqueness of each of `columns` of `frame` with `quasi_identifiers`, highest unique
 /// share first (then highest leakage, then by name).
