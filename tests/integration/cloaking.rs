@@ -402,3 +402,68 @@ fn bad_input_is_refused_naming_the_column_or_row_never_the_value() {
         "{message}"
     );
 }
+
+/// The unicity of pseudonyms (issue 52): with `pseudonym = true`, a release whose sampled
+/// subjects are unique from 2 points of their label trace in more than half the cases is
+/// warned about (stderr and the report's `warnings`); `max_unicity` refuses a release above
+/// its share, before anything is written, and passes one at or below it.
+#[test]
+fn the_unicity_of_pseudonyms_is_warned_about_and_can_be_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = trips(dir.path(), 20_000);
+    let privacy = format!("{TOLERANCES}pseudonym = true\n");
+    let policy_path = policy(dir.path(), "p.toml", &input, &privacy, "");
+    let out = dir.path().join("out.parquet");
+    let report_path = dir.path().join("r.json");
+    let report_arg = report_path.display().to_string();
+    let output = anonymize(
+        &policy_path,
+        &out,
+        &["--seed", "4", "--report", &report_arg],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = crate::read_json(&report_path);
+    let two_points = report["unicity_release"]["unique"][1].as_f64().unwrap();
+    let warned = stderr(&output).contains("with pseudonyms,");
+    // the rule: a warning exactly when more than half the sampled subjects are unique
+    assert_eq!(
+        warned,
+        two_points > 0.5,
+        "{two_points}: {}",
+        stderr(&output)
+    );
+    assert_eq!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("with pseudonyms,")),
+        warned
+    );
+
+    // a limit below the release's share refuses it; at the share it passes
+    for (share, passes) in [(two_points * 0.5, false), (two_points, true)] {
+        let privacy = format!(
+            "{TOLERANCES}pseudonym = true\nmax_unicity = {{ points = 2, share = {share} }}\n"
+        );
+        let policy_path = policy(dir.path(), "limited.toml", &input, &privacy, "");
+        let limited = dir.path().join("limited.parquet");
+        let output = anonymize(&policy_path, &limited, &["--seed", "4"]);
+        assert_eq!(
+            output.status.success(),
+            passes,
+            "{share}: {}",
+            stderr(&output)
+        );
+        if !passes {
+            let error = stderr(&output);
+            assert!(
+                error.contains("above max_unicity = { points = 2, share =")
+                    && error.contains("nothing written"),
+                "{error}"
+            );
+            assert!(!limited.exists());
+        }
+        let _ = std::fs::remove_file(&limited);
+    }
+}

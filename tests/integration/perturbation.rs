@@ -699,3 +699,63 @@ fn k_of_one_is_refused_before_anything_is_written() {
     assert!(error.contains("privacy.k = 1 protects nobody"), "{error}");
     assert!(!out.exists());
 }
+
+/// PRAM is invariant by default (issue 52): a rare category keeps its frequency in
+/// expectation. By hand, two categories a (9,000 records) and b (1,000), retention 0.5: P has
+/// every entry 1/2, so Q_ij = π_j and R = P·Q has every row π = (0.9, 0.1). Invariant PRAM
+/// publishes b with probability 0.1 for every record: 1,000 expected, standard deviation
+/// √(10,000 · 0.1 · 0.9) = 30; plain PRAM (`invariant = false`) 0.5 for every record: 5,000
+/// expected (sd 50). Both within 5 sd here. The report gives the association PRAM leaves
+/// with the numeric attribute y (1 for a, 2 for b, published unchanged by noise of level 0):
+/// η = 1 before; after, R's rows are all equal, so the published category is independent of y:
+/// η near 0 (here below 0.1).
+#[test]
+fn pram_keeps_frequencies_by_default_and_reports_the_association_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.csv");
+    let mut text = String::from("c,y\n");
+    for i in 0..10_000 {
+        text.push_str(if i < 9_000 { "a,1\n" } else { "b,2\n" });
+    }
+    std::fs::write(&input, text).unwrap();
+    for (invariant, expected) in [("", 1000.0), (", invariant = false", 5000.0)] {
+        let pram = format!(
+            "{{ role = \"quasi_identifier\", perturbation = {{ kind = \"pram\", retention = 0.5{invariant} }} }}"
+        );
+        let policy = policy(
+            dir.path(),
+            &input,
+            "k = 2",
+            &[
+                ("c", pram.as_str()),
+                (
+                    "y",
+                    "{ role = \"quasi_identifier\", perturbation = { kind = \"noise\", level = 0.0 } }",
+                ),
+            ],
+        );
+        let out = dir.path().join("out.parquet");
+        let report_path = dir.path().join("r.json");
+        let _ = std::fs::remove_file(&out);
+        let _ = std::fs::remove_file(&report_path);
+        let output = anonymize(&policy, &out, &report_path, "9");
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report = read_json(&report_path);
+        let pram = &report["pram"][0];
+        let categories = pram["categories"].as_array().unwrap();
+        let b = categories.iter().position(|c| c == "b").unwrap();
+        let published_b = pram["published_counts"][b].as_f64().unwrap();
+        assert!(
+            (published_b - expected).abs() < 250.0,
+            "{invariant}: b published {published_b} times, expected about {expected}"
+        );
+        let association = &pram["associations"][0];
+        assert_eq!(association["with"], "y");
+        assert_eq!(association["measure"], "eta");
+        assert_eq!(association["before"].as_f64().unwrap(), 1.0);
+        assert!(
+            association["after"].as_f64().unwrap() < 0.1,
+            "{invariant}: {association}"
+        );
+    }
+}

@@ -334,7 +334,10 @@ async fn projection_and_filters_reach_the_inner_scan() {
     // the rows' scan and the failing classes' scan read the quasi-identifiers (to find the
     // classes of fewer than k = 2 rows) and the value, never id or disease
     let plan = explain("SELECT value FROM patients_anon").await;
-    let scans: Vec<&str> = plan.lines().filter(|l| l.contains("DataSourceExec")).collect();
+    let scans: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.contains("DataSourceExec"))
+        .collect();
     assert_eq!(scans.len(), 2, "{plan}");
     for scan in &scans {
         let projection = scan.split("projection=[").nth(1).unwrap();
@@ -346,7 +349,10 @@ async fn projection_and_filters_reach_the_inner_scan() {
     assert!(scans.iter().any(|s| s.contains(", value]")), "{plan}");
     // the filter reaches the rows' scan (the failing classes are counted over every row)
     let plan = explain("SELECT zip FROM patients_anon WHERE value > 500").await;
-    let scans: Vec<&str> = plan.lines().filter(|l| l.contains("DataSourceExec")).collect();
+    let scans: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.contains("DataSourceExec"))
+        .collect();
     assert!(
         scans.iter().any(|s| s.contains("predicate=value@")),
         "{plan}"

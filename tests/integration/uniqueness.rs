@@ -189,11 +189,7 @@ fn a_coarse_column_is_not_warned_about() {
 fn publish_other_method(
     input: &str,
     policy: &str,
-) -> (
-    std::process::Output,
-    Option<serde_json::Value>,
-    Vec<String>,
-) {
+) -> (std::process::Output, Option<serde_json::Value>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("data.csv"), input).unwrap();
     std::fs::write(dir.path().join("p.toml"), policy).unwrap();
@@ -213,7 +209,7 @@ fn publish_other_method(
     let report = output
         .status
         .success()
-        .then(|| super::read_json(&dir.path().join("r.json")));
+        .then(|| super::read_json(dir.path().join("r.json")));
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())

@@ -15,6 +15,11 @@ use serde::Serialize;
 
 use crate::rng::SplitMix64;
 
+/// Subjects sampled for a release's unicity.
+pub const UNICITY_SAMPLE: usize = 10_000;
+/// Unicity is measured for p = 1..=this.
+pub const UNICITY_POINTS: usize = 5;
+
 /// A point of a trace: a dense code (the caller numbers the distinct points).
 pub type Point = u32;
 

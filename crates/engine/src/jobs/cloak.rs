@@ -24,15 +24,12 @@ use super::output::{PlannedOutput, cloaking_info};
 use crate::cloaking::figures::{LocationFigures, location_figures};
 use crate::cloaking::unicity::{Point, Traces, UnicityFigures};
 use crate::cloaking::{self, Cloaked, Events, SUPPRESSED};
-use crate::policy::cloaking::Cloaking;
+use crate::policy::cloaking::{Cloaking, UNICITY_WARNING, UNICITY_WARNING_POINTS};
 use crate::policy::{PersonPublished, Policy, Role, quote_ident};
 use crate::pseudonym::{PseudonymKey, pseudonyms};
 use crate::publish::cloaked::{CloakedInput, CloakedPublish, publish_cloaked};
 
-/// Subjects sampled for unicity.
-pub const UNICITY_SAMPLE: usize = 10_000;
-/// Unicity is measured for p = 1..=this.
-pub const UNICITY_POINTS: usize = 5;
+pub use crate::cloaking::unicity::{UNICITY_POINTS, UNICITY_SAMPLE};
 
 /// The report of a cloaked release (the keys `--report` writes).
 #[derive(Debug, Serialize)]
@@ -60,6 +57,9 @@ pub struct CloakingReport {
     pub unicity_input: UnicityFigures,
     /// Unicity of the release's traces (labels) when each event keeps its subject's pseudonym.
     pub unicity_release: UnicityFigures,
+    /// Every warning, as printed on stderr: the release's unicity with pseudonyms, then the
+    /// uniqueness check's (`publish.warnings`).
+    pub warnings: Vec<String>,
     pub publish: CloakedPublish,
     pub seconds: CloakTimings,
 }
@@ -139,24 +139,33 @@ pub async fn cloak(
         time_zone: read.time_zone,
         published_subject,
     });
+    // unicity comes from the labels in memory: measured, and judged, before anything is
+    // written
+    let phase = Instant::now();
+    let (unicity_input, unicity_release) = unicity(&events_data, &cloaked, &cloaking, seed);
+    let unicity_seconds = phase.elapsed().as_secs_f64();
+    let mut warnings = judge_unicity(
+        &cloaking,
+        person == Some(PersonPublished::Pseudonym),
+        &unicity_release,
+    )?;
     let publish = publish_cloaked(
         ctx,
         input,
         Arc::clone(&cloaked),
         &cloaking.options,
         &output,
-        policy.storage(),
-        policy.thresholds(),
+        &policy,
         seed,
     )
     .await?;
-    for warning in &publish.warnings {
+    warnings.extend(publish.warnings.iter().cloned());
+    for warning in &warnings {
         observer.note(&format!("warning: {warning}"));
     }
     let phase = Instant::now();
     let figures = location_figures(&events_data, &cloaked);
-    let (unicity_input, unicity_release) = unicity(&events_data, &cloaked, &cloaking, seed);
-    let measure_seconds = phase.elapsed().as_secs_f64();
+    let measure_seconds = phase.elapsed().as_secs_f64() + unicity_seconds;
     let options = &cloaking.options;
     Ok(CloakingReport {
         policy: policy.source().to_string(),
@@ -181,6 +190,7 @@ pub async fn cloak(
         figures,
         unicity_input,
         unicity_release,
+        warnings,
         seconds: CloakTimings {
             read: read_seconds,
             cloak: cloak_seconds,
@@ -191,6 +201,47 @@ pub async fn cloak(
         },
         publish,
     })
+}
+
+/// Refuses a release whose unicity breaks `max_unicity` (nothing is written yet); with
+/// pseudonyms (`pseudonyms`), a warning when more than [`UNICITY_WARNING`] of the sampled
+/// subjects are unique from [`UNICITY_WARNING_POINTS`] points of their label trace.
+fn judge_unicity(
+    cloaking: &Cloaking,
+    pseudonyms: bool,
+    release: &UnicityFigures,
+) -> Result<Vec<String>> {
+    // a figure not measured counts as every subject unique: never less risk than there is
+    let share = |points: usize| release.unique.get(points - 1).copied().unwrap_or(1.0);
+    if let Some(limit) = cloaking.max_unicity
+        && share(limit.points) > limit.share * (1.0 + crate::policy::RELATIVE_TOLERANCE)
+    {
+        return Err(DataFusionError::Execution(format!(
+            "{:.1}% of the {} sampled subjects are unique from {} points of their release \
+             trace, above max_unicity = {{ points = {}, share = {} }}: raise k, max_cell_side or \
+             max_window, or publish without pseudonyms; nothing written",
+            100.0 * share(limit.points),
+            release.subjects_sampled,
+            limit.points,
+            limit.points,
+            limit.share
+        )));
+    }
+    let mut warnings = Vec::new();
+    if pseudonyms && share(UNICITY_WARNING_POINTS) > UNICITY_WARNING {
+        warnings.push(format!(
+            "with pseudonyms, {:.1}% of the {} sampled subjects are unique from {} points of \
+             their release trace (above {}%): whoever saw a subject at {} of its places and \
+             times finds all its events; publish without pseudonyms, or refuse such a release \
+             with [privacy] max_unicity",
+            100.0 * share(UNICITY_WARNING_POINTS),
+            release.subjects_sampled,
+            UNICITY_WARNING_POINTS,
+            100.0 * UNICITY_WARNING,
+            UNICITY_WARNING_POINTS
+        ));
+    }
+    Ok(warnings)
 }
 
 /// Unicity of the input (points: finest cell at `max_level`, base window) and of the release

@@ -21,6 +21,7 @@
 //! | `kdtree.rs` | a k-d tree: nearest and k nearest points |
 //! | `linkage.rs` | distance-based record linkage with the k-d tree |
 
+pub mod association;
 pub mod casc;
 pub mod kdtree;
 pub mod linkage;

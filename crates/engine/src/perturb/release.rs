@@ -132,6 +132,9 @@ pub struct PramReport {
     pub estimated_counts: Option<Vec<f64>>,
     /// Records whose NULL PRAM kept.
     pub nulls_kept: u64,
+    /// Its association with each other PRAMed attribute and each numeric attribute, before
+    /// and after ([`super::association`]).
+    pub associations: Vec<super::association::Association>,
 }
 
 /// The figures of a release's microaggregation.
@@ -392,12 +395,13 @@ pub fn compute(
         };
         numeric.push(published);
     }
-    let categorical = input
+    let mut categorical = input
         .categorical
         .iter()
         .enumerate()
         .map(|(index, c)| pram_attribute(c, &mut stream(input.seed, 4, index)))
         .collect::<Result<Vec<_>>>()?;
+    pram_associations(&input, &numeric, &mut categorical);
     let permutations = match &group_of {
         Some(groups) if input.permuted > 0 => {
             let members = groups.members();
@@ -436,6 +440,44 @@ pub fn compute(
         micro,
         measurement,
     })
+}
+
+/// Each PRAMed attribute's association with every other PRAMed attribute (Cramér's V) and
+/// every numeric attribute (η), on the original records and on the published ones
+/// ([`super::association`]): how far PRAM weakened what an analyst would find.
+fn pram_associations(
+    input: &ReleaseInput,
+    numeric: &[Vec<f64>],
+    categorical: &mut [CategoricalOutput],
+) {
+    use super::association::{Association, correlation_ratio, cramers_v};
+    let published: Vec<Vec<Option<u32>>> = categorical.iter().map(|c| c.codes.clone()).collect();
+    for (i, output) in categorical.iter_mut().enumerate() {
+        let original = &input.categorical[i].codes;
+        let mut associations = Vec::new();
+        for (j, other) in input
+            .categorical
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+        {
+            associations.push(Association {
+                with: other.name.clone(),
+                measure: "cramers_v",
+                before: cramers_v(original, &other.codes),
+                after: cramers_v(&published[i], &published[j]),
+            });
+        }
+        for (x, column) in input.numeric.iter().enumerate() {
+            associations.push(Association {
+                with: column.name.clone(),
+                measure: "eta",
+                before: correlation_ratio(original, &column.values),
+                after: correlation_ratio(&published[i], &numeric[x]),
+            });
+        }
+        output.report.associations = associations;
+    }
 }
 
 /// PRAM on one attribute.
@@ -508,6 +550,7 @@ fn pram_attribute(input: &CategoricalInput, rng: &mut SplitMix64) -> Result<Cate
         estimated_counts: matrix.estimate(&published_counts),
         published_counts,
         nulls_kept: codes.iter().filter(|c| c.is_none()).count() as u64,
+        associations: Vec::new(),
     };
     Ok(CategoricalOutput {
         categories,

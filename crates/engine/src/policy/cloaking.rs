@@ -45,7 +45,29 @@ pub struct Cloaking {
     pub time: String,
     /// The subject column (`privacy.person`).
     pub subject: String,
+    /// `privacy.max_unicity`, if set.
+    pub max_unicity: Option<MaxUnicity>,
 }
+
+/// `[privacy] max_unicity = { points = p, share = s }`: a cloaked release whose sampled
+/// subjects are unique from p points of their label trace in a share above s is refused
+/// (the release's unicity, measured as if every event kept its subject's pseudonym).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxUnicity {
+    /// Points of a trace the adversary knows, 1 to 5.
+    pub points: usize,
+    /// The largest share of subjects unique from them, in [0, 1].
+    pub share: f64,
+}
+
+/// With pseudonyms, the share of subjects unique from [`UNICITY_WARNING_POINTS`] points of
+/// their label trace above which a cloaking warns (`max_unicity` refuses instead): a
+/// pseudonym links every event of its subject, so a trace unique from two points singles the
+/// subject out to whoever saw them at two places and times.
+pub const UNICITY_WARNING: f64 = 0.5;
+/// The points of [`UNICITY_WARNING`].
+pub const UNICITY_WARNING_POINTS: usize = 2;
 
 /// The cloaking keys of `[privacy]` that are set, by name.
 fn set_keys(privacy: &PrivacySpec) -> Vec<&'static str> {
@@ -58,6 +80,7 @@ fn set_keys(privacy: &PrivacySpec) -> Vec<&'static str> {
         (privacy.window.is_some(), "window"),
         (privacy.max_window.is_some(), "max_window"),
         (privacy.cells.is_some(), "cells"),
+        (privacy.max_unicity.is_some(), "max_unicity"),
     ]
     .into_iter()
     .filter_map(|(set, name)| set.then_some(name))
@@ -187,12 +210,29 @@ pub(super) fn check(file: &PolicyFile) -> std::result::Result<Option<Cloaking>, 
         variant: privacy.cells.unwrap_or_default(),
     };
     options.check().map_err(|m| format!("privacy.{m}"))?;
+    if let Some(limit) = privacy.max_unicity {
+        let points = crate::cloaking::unicity::UNICITY_POINTS;
+        if !(1..=points).contains(&limit.points) {
+            return Err(format!(
+                "privacy.max_unicity.points is the number of points an adversary knows, 1 to \
+                 {points}, got {}",
+                limit.points
+            ));
+        }
+        if !(0.0..=1.0).contains(&limit.share) {
+            return Err(format!(
+                "privacy.max_unicity.share is a share of subjects between 0 and 1, got {}",
+                limit.share
+            ));
+        }
+    }
     Ok(Some(Cloaking {
         options,
         latitude,
         longitude,
         time,
         subject,
+        max_unicity: privacy.max_unicity,
     }))
 }
 

@@ -187,6 +187,9 @@ pub struct PrivacySpec {
     pub max_window: Option<String>,
     /// Cloaking: `quadtree` (default) or `adaptive`.
     pub cells: Option<super::cloaking::Cells>,
+    /// Cloaking: the largest share of subjects whose release trace is unique from `points`
+    /// of its labels (`{ points = 2, share = 0.5 }`).
+    pub max_unicity: Option<super::cloaking::MaxUnicity>,
 }
 
 impl PrivacySpec {

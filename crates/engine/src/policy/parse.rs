@@ -300,11 +300,7 @@ impl Policy {
                 "the post-analytics thresholds (max_prosecutor_risk, max_average_risk, \
                  max_marketer_risk, max_journalist_risk, max_leakage{}) apply to method = \
                  \"generalization\", not to {}",
-                if perturbing {
-                    ""
-                } else {
-                    ", max_unique_share"
-                },
+                if perturbing { "" } else { ", max_unique_share" },
                 privacy.method.name()
             )));
         }
@@ -690,5 +686,39 @@ mod tests {
         };
         assert!(invariant("retention = 0.8"));
         assert!(!invariant("retention = 0.8, invariant = false"));
+    }
+}
+
+#[cfg(test)]
+mod unicity_tests {
+    use super::super::Policy;
+
+    fn cloaking(extra: &str, method: &str) -> Result<Policy, String> {
+        let text = format!(
+            "[input]\npath = \"t.csv\"\n[privacy]\nmethod = \"{method}\"\nk = 2\n{extra}\n\
+             person = \"d\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\n\
+             max_cell_side = 3000\nwindow = \"15m\"\n[attributes]\nd = {{ role = \"identifier\" }}\n\
+             lat = {{ role = \"quasi_identifier\" }}\nlon = {{ role = \"quasi_identifier\" }}\n\
+             ts = {{ role = \"quasi_identifier\" }}\n"
+        );
+        Policy::from_toml("test.toml", std::path::Path::new("."), &text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn max_unicity_is_checked_when_read() {
+        let policy = cloaking("max_unicity = { points = 2, share = 0.5 }", "cloaking").unwrap();
+        let limit = policy.cloaking().unwrap().max_unicity.unwrap();
+        assert_eq!((limit.points, limit.share), (2, 0.5));
+        for (extra, says) in [
+            ("max_unicity = { points = 0, share = 0.5 }", "1 to 5, got 0"),
+            ("max_unicity = { points = 6, share = 0.5 }", "1 to 5, got 6"),
+            (
+                "max_unicity = { points = 2, share = 1.5 }",
+                "between 0 and 1, got 1.5",
+            ),
+        ] {
+            let error = cloaking(extra, "cloaking").unwrap_err();
+            assert!(error.contains(says), "{extra}: {error}");
+        }
     }
 }

@@ -708,21 +708,21 @@ pub fn thresholds_broken(broken: &[String]) -> datafusion::error::DataFusionErro
 /// of the published rows unique with the quasi-identifiers, named with its share (never a
 /// value).
 pub fn unique_share_warnings(uniqueness: &[ColumnUniqueness]) -> Vec<String> {
-        uniqueness
-            .iter()
-            .filter(|column| column.unique_share > UNIQUE_SHARE_WARNING)
-            .map(|column| {
-                format!(
-                    "{}: whoever knows a person's '{}' and quasi-identifiers finds their row \
+    uniqueness
+        .iter()
+        .filter(|column| column.unique_share > UNIQUE_SHARE_WARNING)
+        .map(|column| {
+            format!(
+                "{}: whoever knows a person's '{}' and quasi-identifiers finds their row \
                      (above {}%: generalize it or the quasi-identifiers further, make it a \
                      quasi-identifier or drop it; [privacy] max_unique_share refuses such a \
                      release)",
-                    column.describe(),
-                    column.attribute,
-                    UNIQUE_SHARE_WARNING * 100.0
-                )
-            })
-            .collect()
+                column.describe(),
+                column.attribute,
+                UNIQUE_SHARE_WARNING * 100.0
+            )
+        })
+        .collect()
 }
 
 /// What the published output gives away, measured on the written rows (post-analytics).

@@ -42,9 +42,8 @@ use serde::Serialize;
 use super::{Output, StagedOutput};
 use crate::cloaking::{Cloaked, CloakingOptions, SUPPRESSED};
 use crate::functions::quadtree::EARTH_RADIUS_M;
+use crate::policy::Policy;
 use crate::rng::SplitMix64;
-use crate::policy::RiskThresholds;
-use crate::storage::StoreOptions;
 use crate::text::quote_ident;
 
 /// Rows per written batch.
@@ -121,8 +120,7 @@ pub async fn publish_cloaked(
     cloaked: Arc<Cloaked>,
     options: &CloakingOptions,
     output: &Output,
-    store: &StoreOptions,
-    thresholds: &RiskThresholds,
+    policy: &Policy,
     seed: u64,
 ) -> Result<CloakedPublish> {
     let started = Instant::now();
@@ -135,7 +133,7 @@ pub async fn publish_cloaked(
     let table = StreamingTable::try_new(Arc::clone(&batches.schema), vec![batches.clone()])?;
     let frame = super::writer_context(&in_order).read_table(Arc::new(table))?;
     // an append's columns: without the pseudonyms written only to be verified
-    let staged = StagedOutput::write_for(frame, output, store, |_| {
+    let staged = StagedOutput::write_for(frame, output, policy.storage(), |_| {
         let published = batches
             .schema
             .fields()
@@ -151,9 +149,14 @@ pub async fn publish_cloaked(
     // the labels take the quasi-identifiers' place; the subject's pseudonyms are unique to
     // their subject by design (their risk is the unicity's)
     let labels: Vec<String> = LABEL_COLUMNS.iter().map(|c| c.to_string()).collect();
-    let uniqueness =
-        super::uniqueness::check_release(ctx, staged.staging(), &labels, &[subject], thresholds)
-            .await?;
+    let uniqueness = super::uniqueness::check_release(
+        ctx,
+        staged.staging(),
+        &labels,
+        &[subject],
+        policy.thresholds(),
+    )
+    .await?;
     let staged = if batches.input.published_subject.is_none() {
         staged.without_column(ctx, VERIFIED_SUBJECT).await?
     } else {

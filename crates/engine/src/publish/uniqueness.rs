@@ -35,10 +35,10 @@ use hashbrown::HashTable;
 use super::classes::ClassCounter;
 use crate::label_codes::LabelCodes;
 use crate::policy::{ColumnUniqueness, RiskThresholds};
-use crate::storage::Location;
-use datafusion::prelude::SessionContext;
 use crate::profile::KeyInterner;
 use crate::profile::leakage::normalized;
+use crate::storage::Location;
+use datafusion::prelude::SessionContext;
 
 /// The uniqueness check every method's release passes before it is committed: each column
 /// of the staged files at `staged` that is neither one of `keys` nor `unmeasured`, measured
