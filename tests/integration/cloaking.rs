@@ -162,12 +162,11 @@ async fn trips_are_cloaked_and_the_release_recounts_k_subjects_per_label() {
 /// A cloaked release published as a Delta table (the subject dropped, so the verified file is
 /// rewritten without its pseudonyms inside the table's staging) is one commit: the rows of the
 /// Parquet release of the same seed, read back by delta-rs, with the cloaking's parameters and
-/// verified figures in `commitInfo` and no seed. Appending is refused and commits nothing.
+/// verified figures in `commitInfo` and no seed. A second period appends as a new version;
+/// another method's release is refused before anything is read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cloaked_release_is_one_delta_commit() {
-    use crate::delta::{
-        assert_one_version_after_refused_append, commit_info, commits, delta_rows, parquet_rows,
-    };
+    use crate::delta::{commit_info, commits, delta_rows, parquet_rows};
     let dir = tempfile::tempdir().unwrap();
     let input = trips(dir.path(), 20_000);
     let policy = policy(dir.path(), "cloak.toml", &input, TOLERANCES, "");
@@ -217,12 +216,46 @@ async fn a_cloaked_release_is_one_delta_commit() {
     // the pseudonyms written for the verification are not in the table
     assert!(!text.contains("__anon_subject"), "{text}");
 
-    let appended = anonymize(&policy, &table, &["--format", "delta", "--append"]);
-    assert_one_version_after_refused_append(
-        &appended,
+    // a second period appends as a new version, verified on its own: here the same events
+    // again, so version 1 holds every row twice
+    let appended = anonymize(
+        &policy,
         &table,
-        "(this release is cloaking, the table's last version cloaking)",
+        &["--format", "delta", "--append", "--seed", "6"],
     );
+    assert!(appended.status.success(), "{}", stderr(&appended));
+    assert_eq!(
+        commits(&table),
+        ["00000000000000000000.json", "00000000000000000001.json"]
+    );
+    let (version, both) = delta_rows(&table, None).await;
+    assert_eq!((version, both.len()), (1, 2 * rows.len()));
+    let (info, _) = commit_info(&table, 1);
+    assert_eq!(info["anonymity"]["method"], "cloaking");
+    assert_eq!(info["anonymity"]["figures"]["rows"], rows.len() as u64);
+
+    // another method is refused before anything is read: this policy's input does not exist,
+    // and the refusal is the append's, not the missing file's
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        "[input]\npath = \"missing.parquet\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n\
+         [attributes]\nx = { role = \"quasi_identifier\", perturbation = { kind = \"noise\", \
+         level = 0.1 } }\n",
+    )
+    .unwrap();
+    let refused = anonymize(
+        &other.display().to_string(),
+        &table,
+        &["--format", "delta", "--append"],
+    );
+    assert!(!refused.status.success());
+    let message = stderr(&refused);
+    assert!(
+        message.contains("this release is perturbation, the table's last version cloaking"),
+        "{message}"
+    );
+    assert_eq!(commits(&table).len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -270,8 +270,7 @@ async fn a_release_is_one_commit_with_its_figures_and_no_value() {
 /// A perturbed release (the CASC Census set, microaggregation, noise and an identifier
 /// dropped) is one Delta commit: the same rows as the Parquet release of the same seed, read
 /// back by delta-rs, with the perturbation's names and verified figures in `commitInfo` and
-/// neither the seed nor a value. Appending it to a table is refused: only a full-domain
-/// release appends (its labels are known), and the table keeps its one version.
+/// neither the seed nor a value. A second release appends to it as a new version.
 #[tokio::test]
 async fn a_perturbed_release_is_one_commit_with_its_figures() {
     use crate::perturbation::{census, census_columns, policy};
@@ -334,31 +333,15 @@ async fn a_perturbed_release_is_one_commit_with_its_figures() {
     assert!(!text.contains("seed"), "{text}");
     assert!(!text.contains("minValues") && !text.contains("maxValues"));
 
+    // the next period appends as a new version (each release verified on its own): the
+    // same records again here, so version 1 holds every record twice
     let appended = publish(&out, &["--format", "delta", "--append"]);
-    assert_one_version_after_refused_append(
-        &appended,
-        &table,
-        "only a full-domain release appends to a full-domain release, whose labels are the \
-         same in every version (this release is perturbation, the table's last version \
-         perturbation)",
-    );
-}
-
-/// Asserts that `appended`, a publish with `--append` to the one-version table `table`, was
-/// refused with `message` and left the table as it was: one version, no files of its own.
-pub(super) fn assert_one_version_after_refused_append(
-    appended: &Output,
-    table: &Path,
-    message: &str,
-) {
-    assert!(!appended.status.success());
-    assert!(stderr(appended).contains(message), "{}", stderr(appended));
-    assert_eq!(commits(table), ["00000000000000000000.json"]);
-    assert_eq!(
-        release_dirs(table).len(),
-        1,
-        "the refused release left files"
-    );
+    assert!(appended.status.success(), "{}", stderr(&appended));
+    let (version, both) = delta_rows(&table, None).await;
+    assert_eq!((version, both.len()), (1, 2 * records));
+    let (info, _) = commit_info(&table, 1);
+    assert_eq!(info["anonymity"]["method"], "perturbation");
+    assert!(info["anonymity"]["figures"]["k"].as_u64().unwrap() >= 3);
 }
 
 #[tokio::test]
@@ -409,6 +392,25 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
         2,
         "the refused release's files were left"
     );
+    // a local recoding appends to nothing: its labels are its own classes' boxes
+    let local = anon(&[
+        "anonymize",
+        "--policy",
+        &policy,
+        "--out",
+        &out,
+        "--append",
+        "--algorithm",
+        "mondrian",
+    ]);
+    assert!(!local.status.success());
+    let message = stderr(&local);
+    assert!(
+        message.contains("this release is local, the table's last version full-domain"),
+        "{message}"
+    );
+    assert_eq!(commits(&table).len(), 2);
+    assert_eq!(release_dirs(&table).len(), 2, "{message}");
 
     // overwrite with other levels: a new version replacing the rows, columns changed
     ok(&[

@@ -5,17 +5,24 @@
 //! dimensions — the finest-cell column (longitude), row (latitude) or the time — tried in
 //! decreasing order of the node's extent relative to the root's (the root cell's side, the
 //! longest window), at a boundary between values (equal values stay on one side), when both
-//! halves hold at least k distinct subjects. A node no dimension splits is a label: the
-//! bounding box of its events' finest cells (level 30, 0.17 mm) and the window from its first
-//! event's time to just after its last (`[min, max + 1 µs)`), published as local recoding
-//! publishes its classes' ranges. Every label lies inside its root, so it meets both
-//! tolerances; every label holds at least k subjects (a split needs k on both sides, a root
-//! fewer than k is suppressed).
+//! halves hold at least k distinct subjects. A node no dimension splits is a label: by default
+//! ([`LabelStyle::ValueFree`]) the bounding box of its events snapped outward to the cells of
+//! level `max_level`, and its window snapped outward to base windows, so that no boundary is a
+//! member's value (local recoding's value-free labels, for places and times); with
+//! `labels = "exact"` the bounding box of its events' finest cells (level 30, 0.17 mm) and the
+//! window from its first event's time to just after its last (`[min, max + 1 µs)`). Every label
+//! lies inside its root (whose cell is a union of level-`max_level` cells, whose window a
+//! union of base windows), so it meets both tolerances; every label holds at least k subjects
+//! (a split needs k on both sides, a root fewer than k is suppressed).
 //!
-//! Boxes of two labels may overlap at a shared edge value but never share an event.
+//! Boxes of two labels may overlap (snapped, by up to a grid cell) but never share an event;
+//! two labels snapped to the same box and window are one label to a reader, with the
+//! subjects of both.
 
 use super::distinct::DistinctCounter;
-use super::{Bounds, Cell, Cloaked, CloakingOptions, Events, Label, MAX_LEVEL, Roots, SUPPRESSED};
+use super::{
+    Bounds, Cell, Cloaked, CloakingOptions, Events, Label, LabelStyle, MAX_LEVEL, Roots, SUPPRESSED,
+};
 
 /// The finest column and row of a Morton code.
 fn column_row(code: u64) -> (u32, u32) {
@@ -47,7 +54,7 @@ pub(crate) fn cloak(events: &Events, options: &CloakingOptions, roots: &Roots) -
         };
         let mut split = Split {
             events,
-            k: options.k,
+            options,
             scale,
             counter: &mut counter,
             label_of: &mut label_of,
@@ -71,11 +78,31 @@ struct Scale {
 
 struct Split<'a> {
     events: &'a Events,
-    k: u32,
+    options: &'a CloakingOptions,
     scale: Scale,
     counter: &'a mut DistinctCounter,
     label_of: &'a mut Vec<u32>,
     labels: &'a mut Vec<Label>,
+}
+
+/// `extent` snapped outward: columns and rows to whole cells of level `max_level`, times to
+/// whole base windows (`max` stays inclusive: the last finest cell, the last microsecond).
+fn snapped(extent: &Extent, options: &CloakingOptions) -> Extent {
+    let grid = 1u64 << (MAX_LEVEL - options.max_level.min(MAX_LEVEL));
+    let cells = |(low, high): (u32, u32)| {
+        let low = u64::from(low) / grid * grid;
+        let high = (u64::from(high) / grid + 1) * grid - 1;
+        (low as u32, high as u32)
+    };
+    let window = options.window_us;
+    Extent {
+        column: cells(extent.column),
+        row: cells(extent.row),
+        time: (
+            extent.time.0.div_euclid(window) * window,
+            (extent.time.1.div_euclid(window) + 1) * window - 1,
+        ),
+    }
 }
 
 /// A node's box: columns, rows and times, each `(min, max)`.
@@ -158,12 +185,17 @@ impl Split<'_> {
             return None;
         }
         let subject = &self.events.subject;
-        (self.counter.at_least(&node[..at], subject, self.k)
-            && self.counter.at_least(&node[at..], subject, self.k))
+        let k = self.options.k;
+        (self.counter.at_least(&node[..at], subject, k)
+            && self.counter.at_least(&node[at..], subject, k))
         .then_some(at)
     }
 
     fn label(&mut self, node: &[u32], extent: &Extent) {
+        let extent = match self.options.labels {
+            LabelStyle::Exact => *extent,
+            LabelStyle::ValueFree => snapped(extent, self.options),
+        };
         let corner = |x: u32, y: u32| Cell {
             level: MAX_LEVEL,
             x,

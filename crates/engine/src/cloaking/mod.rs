@@ -72,6 +72,24 @@ pub struct CloakingOptions {
     pub window_doublings: u32,
     /// Quadtree or adaptive.
     pub variant: Variant,
+    /// How adaptive labels' boxes and windows are published (quadtree labels are cells and
+    /// windows of the grid already).
+    pub labels: LabelStyle,
+}
+
+/// How an adaptive label's box and window are published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LabelStyle {
+    /// Snapped outward to the grid: the box to cells of level `max_level`, the window to base
+    /// windows. No boundary is derived from a member's value (a member may lie on a grid line,
+    /// as on any grid), and the label stays inside its root, so it meets both tolerances; it
+    /// holds the same events, so at least k subjects.
+    #[default]
+    ValueFree,
+    /// The bounding box of the members' finest cells (level 30, 0.17 mm) and the window from
+    /// the first member's time to just after the last's: each boundary within a hair of a
+    /// member's own position or time.
+    Exact,
 }
 
 impl CloakingOptions {

@@ -81,6 +81,7 @@ fn hand_sized_example() {
         window_us: HOUR,
         window_doublings: 1,
         variant: Variant::Quadtree,
+        labels: LabelStyle::default(),
     };
     let cloaked = cloak(&events_of(&rows), &options).unwrap();
     let expected: [Option<(&str, i64, i64)>; 15] = [
@@ -151,6 +152,7 @@ fn random_options(variant: Variant) -> CloakingOptions {
         window_us: 10 * MINUTE,
         window_doublings: 3,
         variant,
+        labels: LabelStyle::default(),
     }
 }
 
@@ -426,5 +428,69 @@ fn unicity_equals_brute_force() {
             }
         }
         assert_eq!(measured.unique[p - 1], unique as f64 / 20.0, "p = {p}");
+    }
+}
+
+/// Adaptive labels are value-free by default (issue 52), checked by brute force on random
+/// data: each label's box is exactly the bounding box of its members' level-`max_level`
+/// cells and its window the base windows around its members' times, so no boundary is a
+/// member's time or lies within a finest cell of a member's position; with `labels = "exact"`
+/// the boundaries are the members' own (the first member's time starts every window), which
+/// is what the check would catch.
+#[test]
+fn adaptive_labels_are_value_free_unless_exact() {
+    for (style, seed) in [(LabelStyle::ValueFree, 21), (LabelStyle::Exact, 21)] {
+        let rows = random_rows(seed, 600, 60);
+        let events = events_of(&rows);
+        let options = CloakingOptions {
+            labels: style,
+            ..random_options(Variant::Adaptive)
+        };
+        let cloaked = cloak(&events, &options).unwrap();
+        let window = options.window_us;
+        let mut members: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, &l) in cloaked.label_of.iter().enumerate() {
+            if l != SUPPRESSED {
+                members.entry(l).or_default().push(i);
+            }
+        }
+        assert!(members.len() > 5, "too few labels to judge");
+        let mut on_a_member = 0;
+        for (&l, events_of_label) in &members {
+            let label = cloaked.labels[l as usize];
+            let times: Vec<i64> = events_of_label.iter().map(|&i| rows[i].3).collect();
+            if times.contains(&label.start) || times.contains(&(label.end - 1)) {
+                on_a_member += 1;
+            }
+            if style == LabelStyle::Exact {
+                continue;
+            }
+            // the reference: the members' grid cells and base windows, bounded
+            let (mut min_lat, mut min_lon) = (f64::INFINITY, f64::INFINITY);
+            let (mut max_lat, mut max_lon) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+            for &i in events_of_label {
+                let cell = Cell::of_code(events.code[i], options.max_level).bounds();
+                min_lat = min_lat.min(cell.min_lat);
+                min_lon = min_lon.min(cell.min_lon);
+                max_lat = max_lat.max(cell.max_lat);
+                max_lon = max_lon.max(cell.max_lon);
+            }
+            let b = label.bounds;
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+            assert!(
+                close(b.min_lat, min_lat)
+                    && close(b.min_lon, min_lon)
+                    && close(b.max_lat, max_lat)
+                    && close(b.max_lon, max_lon),
+                "label {l}: {b:?}"
+            );
+            let first = times.iter().min().unwrap().div_euclid(window) * window;
+            let last = (times.iter().max().unwrap().div_euclid(window) + 1) * window;
+            assert_eq!((label.start, label.end), (first, last), "label {l}");
+        }
+        match style {
+            LabelStyle::ValueFree => assert_eq!(on_a_member, 0),
+            LabelStyle::Exact => assert_eq!(on_a_member, members.len()),
+        }
     }
 }

@@ -94,6 +94,17 @@ impl PlannedOutput {
             request.append,
         )
         .await?;
+        if target.mode == crate::publish::delta::WriteMode::Append {
+            // before the work: a generalization can append only as a full-domain release
+            let method = if policy.cloaking().is_some() {
+                "cloaking"
+            } else if policy.perturbation().is_some() {
+                "perturbation"
+            } else {
+                "full-domain"
+            };
+            crate::publish::delta::check_append_method(&target, method).await?;
+        }
         Ok(Self::Delta(target))
     }
 

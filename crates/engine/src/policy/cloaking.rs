@@ -27,7 +27,7 @@
 use super::bucketization::Method;
 use super::file::{PolicyFile, PrivacySpec, Role};
 use super::requirements::RiskThresholds;
-use crate::cloaking::{CloakingOptions, Variant};
+use crate::cloaking::{CloakingOptions, LabelStyle, Variant};
 
 /// The finest quadtree level when `max_level` is not given: about 2 m at the equator.
 pub const DEFAULT_MAX_LEVEL: u8 = 24;
@@ -81,6 +81,7 @@ fn set_keys(privacy: &PrivacySpec) -> Vec<&'static str> {
         (privacy.max_window.is_some(), "max_window"),
         (privacy.cells.is_some(), "cells"),
         (privacy.max_unicity.is_some(), "max_unicity"),
+        (privacy.labels.is_some(), "labels"),
     ]
     .into_iter()
     .filter_map(|(set, name)| set.then_some(name))
@@ -208,6 +209,10 @@ pub(super) fn check(file: &PolicyFile) -> std::result::Result<Option<Cloaking>, 
         window_us,
         window_doublings,
         variant: privacy.cells.unwrap_or_default(),
+        labels: match privacy.labels.unwrap_or_default() {
+            super::LocalLabels::ValueFree => LabelStyle::ValueFree,
+            super::LocalLabels::Exact => LabelStyle::Exact,
+        },
     };
     options.check().map_err(|m| format!("privacy.{m}"))?;
     if let Some(limit) = privacy.max_unicity {

@@ -187,6 +187,8 @@ pub struct PrivacySpec {
     pub max_window: Option<String>,
     /// Cloaking: `quadtree` (default) or `adaptive`.
     pub cells: Option<super::cloaking::Cells>,
+    /// Cloaking: `value_free` (default) or `exact` boundaries of adaptive labels.
+    pub labels: Option<super::LocalLabels>,
     /// Cloaking: the largest share of subjects whose release trace is unique from `points`
     /// of its labels (`{ points = 2, share = 0.5 }`).
     pub max_unicity: Option<super::cloaking::MaxUnicity>,

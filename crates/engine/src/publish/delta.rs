@@ -193,38 +193,13 @@ pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value
             describe(schema)
         )));
     }
-    let last: Vec<_> = table
-        .history(Some(1))
-        .try_collect()
-        .await
-        .map_err(|e| delta_error(location, e))?;
-    let recorded = last
-        .first()
-        .and_then(|c| c.info.get(COMMIT_INFO_KEY))
-        .cloned();
-    let Some(recorded) = recorded else {
-        return Err(refuse(
-            "its last version was not published by this tool, so its labels are unknown"
-                .to_string(),
-        ));
-    };
+    let method = info
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    let recorded = check_append_method(target, method).await?;
     let labels = |v: &Value| (v.get("method").cloned(), v.get("levels").cloned());
-    let full_domain = |v: &Value| v.get("method").and_then(Value::as_str) == Some("full-domain");
-    let method = |v: &Value| {
-        v.get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown")
-            .to_string()
-    };
-    if !full_domain(info) || !full_domain(&recorded) {
-        return Err(refuse(format!(
-            "only a full-domain release appends to a full-domain release, whose labels are \
-             the same in every version (this release is {}, the table's last version {})",
-            method(info),
-            method(&recorded)
-        )));
-    }
-    if labels(info) != labels(&recorded) {
+    if method == "full-domain" && labels(info) != labels(&recorded) {
         return Err(refuse(format!(
             "its labels are those of levels {}, this release's are levels {}",
             recorded.get("levels").cloned().unwrap_or(Value::Null),
@@ -232,6 +207,58 @@ pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value
         )));
     }
     Ok(())
+}
+
+/// Refuses, before anything is read, an append of a release made by `method` (as a commit
+/// records it: `full-domain`, `local`, `cloaking`, `perturbation`) that the table's last
+/// version cannot take; returns what that version recorded.
+///
+/// - A full-domain release appends to a full-domain release (whose labels must then be the
+///   same, [`check_append`]): every version's classes are then classes of the table.
+/// - A cloaked or perturbed release appends to a release of the same method: a period added
+///   to a series. Each release is verified on its own (every label of k subjects, every
+///   microaggregation group of k records) and its pseudonyms are keyed for it alone, so no
+///   release links to another through them.
+/// - A local recoding appends to nothing: its labels are its own classes' boxes, which another
+///   version's rows could fall into and thin out.
+pub async fn check_append_method(target: &DeltaTarget, method: &str) -> Result<Value> {
+    let location = &target.location;
+    let Some(table) = &target.read else {
+        return Err(not_a_table(location));
+    };
+    let refuse = |why: String| {
+        DataFusionError::Plan(format!(
+            "cannot append to Delta table {location}: {why}; nothing was committed"
+        ))
+    };
+    let last: Vec<_> = table
+        .history(Some(1))
+        .try_collect()
+        .await
+        .map_err(|e| delta_error(location, e))?;
+    let Some(recorded) = last
+        .first()
+        .and_then(|c| c.info.get(COMMIT_INFO_KEY))
+        .cloned()
+    else {
+        return Err(refuse(
+            "its last version was not published by this tool, so its labels are unknown"
+                .to_string(),
+        ));
+    };
+    let theirs = recorded
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    let appendable = matches!(method, "full-domain" | "cloaking" | "perturbation");
+    if !appendable || theirs != method {
+        return Err(refuse(format!(
+            "a release appends to a release of the same method: full-domain (whose labels are \
+             the same in every version), cloaking or perturbation (each period verified on its \
+             own); this release is {method}, the table's last version {theirs}"
+        )));
+    }
+    Ok(recorded)
 }
 
 /// Arrow types that Delta stores as the same type (Delta has one string and one binary type,
