@@ -401,7 +401,7 @@ pub fn compute(
         .enumerate()
         .map(|(index, c)| pram_attribute(c, &mut stream(input.seed, 4, index)))
         .collect::<Result<Vec<_>>>()?;
-    pram_associations(&input, &numeric, &mut categorical);
+    pram_associations(input, &numeric, &mut categorical);
     let permutations = match &group_of {
         Some(groups) if input.permuted > 0 => {
             let members = groups.members();
