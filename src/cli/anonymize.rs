@@ -172,12 +172,12 @@ fn path_text(path: &Option<PathBuf>) -> Option<String> {
     path.as_deref().map(|p| p.to_string_lossy().to_string())
 }
 
-/// The summary of a cloaked release on stderr.
+/// The summary of a cloaked release, on stdout like every method's.
 fn print_cloaked_summary(report: &datafusion_anonymity_engine::jobs::cloak::CloakingReport) {
     let f = &report.figures;
     let metres = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} m"));
     let seconds = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} s"));
-    eprintln!(
+    println!(
         "cloaking ({}, k = {}): {} of {} events published ({:.2}%) in {} labels of at least {} \
          subjects (verified); median cell side {}, p90 {}; median window {}, p90 {}",
         report.cells,
@@ -198,10 +198,10 @@ fn print_cloaked_summary(report: &datafusion_anonymity_engine::jobs::cloak::Cloa
             .collect::<Vec<_>>()
             .join(" ")
     };
-    eprintln!(
+    println!(
         "unicity for p = 1..5: input {}; release with pseudonyms {}",
         shares(&report.unicity_input.unique),
         shares(&report.unicity_release.unique)
     );
-    eprintln!("wrote {}", report.publish.output);
+    println!("wrote {}", report.publish.output);
 }

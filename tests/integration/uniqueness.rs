@@ -324,3 +324,73 @@ fn perturbed_releases_get_the_uniqueness_check() {
     );
     assert_eq!(left, ["data.csv", "p.toml"]);
 }
+
+/// Every method gets the same reports (issue 52): a cloaked and a perturbed release write an
+/// HTML page beside the JSON, holding the release's figures and its uniqueness ranking, and
+/// without the seed unless `--record-seed`.
+#[test]
+fn cloaked_and_perturbed_releases_have_html_reports() {
+    let events = "device_id,lat,lon,ts,activity,event_id\n\
+                  d1,48.85,2.35,2024-03-04T08:00:00,home,e1\n\
+                  d2,48.85,2.35,2024-03-04T08:01:00,home,e2\n\
+                  d3,48.85,2.35,2024-03-04T08:02:00,work,e3\n\
+                  d1,48.85,2.35,2024-03-04T08:03:00,home,e4\n";
+    let cloaking = "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"cloaking\"\nperson = \
+                    \"device_id\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\nk = 2\n\
+                    max_cell_side = 3000\nwindow = \"15m\"\n[attributes]\n\
+                    device_id = { role = \"identifier\" }\nlat = { role = \"quasi_identifier\" }\n\
+                    lon = { role = \"quasi_identifier\" }\n\
+                    ts = { role = \"quasi_identifier\", type = \"timestamp\" }\n\
+                    activity = { role = \"insensitive\" }\nevent_id = { role = \"insensitive\" }\n";
+    let records = "id,income,age,region,code\n\
+                   1,10,20,A,c1\n2,11,21,A,c2\n3,100,60,B,c3\n4,101,61,C,c4\n";
+    let micro = "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }";
+    let perturbation = format!(
+        "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n\
+         [attributes]\nid = {{ role = \"identifier\" }}\nincome = {micro}\nage = {micro}\n\
+         region = {{ role = \"insensitive\" }}\ncode = {{ role = \"insensitive\" }}\n"
+    );
+    for (input, policy, says) in [
+        (events, cloaking.to_string(), "fewest subjects of a label"),
+        (records, perturbation, "k on the written files"),
+    ] {
+        for record_seed in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("data.csv"), input).unwrap();
+            std::fs::write(dir.path().join("p.toml"), &policy).unwrap();
+            let path = |name: &str| dir.path().join(name).display().to_string();
+            let mut args = vec![
+                "anonymize".to_string(),
+                "--quiet".into(),
+                "--policy".into(),
+                path("p.toml"),
+                "--out".into(),
+                path("out.parquet"),
+                "--html-report".into(),
+                path("r.html"),
+                "--seed".into(),
+                "987654".into(),
+            ];
+            if record_seed {
+                args.push("--record-seed".into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let output = anon(&args);
+            assert!(output.status.success(), "{}", stderr(&output));
+            let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+            assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+            assert!(
+                page.contains("Release report") && page.contains(says),
+                "{page}"
+            );
+            assert!(
+                page.contains("Uniqueness") && page.contains("warning:"),
+                "{page}"
+            );
+            assert_eq!(page.contains("seed 987654"), record_seed, "{page}");
+            // the summary on stdout, with the seed, for every method
+            let printed = String::from_utf8_lossy(&output.stdout);
+            assert!(printed.contains("seed: 987654"), "{printed}");
+        }
+    }
+}

@@ -353,11 +353,17 @@ async fn cloaked(
     observer: &dyn Observer,
     started: Instant,
 ) -> Result<Published> {
-    let reports = json_reports(options, &policy, out, "a cloaking").await?;
+    let reports = method_reports(options, &policy, out, "a cloaking").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::cloak::cloak(ctx, policy, planned, seed, observer, started).await?;
-    reports.write_json(&report, &storage).await?;
+    reports
+        .write_with_page(
+            &report,
+            |record_seed| super::method_pages::cloaking_page(&report, record_seed),
+            &storage,
+        )
+        .await?;
     Ok(Published::Cloaked(Box::new(report)))
 }
 
@@ -408,33 +414,39 @@ pub(super) async fn perturbed(
     planned: &PlannedOutput,
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
-    let reports = json_reports(options, &policy, out, "a perturbation").await?;
+    let reports = method_reports(options, &policy, out, "a perturbation").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::perturb::perturb(ctx, command, policy, planned, seed, observer).await?;
-    reports.write_json(&report, &storage).await?;
+    reports
+        .write_with_page(
+            &report,
+            |record_seed| super::method_pages::perturbation_page(&report, record_seed),
+            &storage,
+        )
+        .await?;
     Ok(report)
 }
 
-/// The report targets of a release that has a JSON report only (`what`: "a cloaking", "a
-/// perturbation"): the generalization's other outputs refused, the JSON target checked before
-/// anything is read.
-async fn json_reports(
+/// The report targets of a cloaked or perturbed release (`what`: "a cloaking", "a
+/// perturbation"): the JSON and HTML reports, checked before anything is read; the
+/// generalization's own outputs refused (a perturbed release measures its utility anyway).
+async fn method_reports(
     options: &AnonymizeOptions,
     policy: &Policy,
     out: &Location,
     what: &str,
 ) -> Result<ReportTargets> {
-    if options.html_report.is_some() || options.recoding_out.is_some() || options.utility {
+    if options.recoding_out.is_some() || options.utility {
         return Err(DataFusionError::Plan(format!(
-            "policy {}: --html-report, --recoding-out and --utility are for generalized \
-             releases; {what} has --report (JSON) only",
+            "policy {}: --recoding-out and --utility are for generalized releases; {what} has \
+             --report and --html-report",
             policy.source()
         )));
     }
     ReportTargets::check(
         options.report.as_deref(),
-        None,
+        options.html_report.as_deref(),
         policy,
         out,
         options.overwrite,

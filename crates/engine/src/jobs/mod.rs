@@ -13,6 +13,7 @@ pub mod apply;
 pub mod bucketize;
 pub mod cloak;
 pub mod hierarchy;
+pub mod method_pages;
 pub mod output;
 pub mod perturb;
 pub mod profile;

@@ -86,9 +86,21 @@ impl ReportTargets {
 
     /// Writes `report` to each place asked for, each as one whole.
     pub async fn write(&self, report: &Report, options: &StoreOptions) -> Result<()> {
+        self.write_with_page(report, |record_seed| report.html(record_seed), options)
+            .await
+    }
+
+    /// Writes `report` as JSON and `page(record_seed)` as the HTML report, each where asked
+    /// for, each as one whole: every method's reports ([`super::method_pages`]).
+    pub async fn write_with_page(
+        &self,
+        report: &impl Serialize,
+        page: impl FnOnce(bool) -> String,
+        options: &StoreOptions,
+    ) -> Result<()> {
         self.write_json(report, options).await?;
         if let Some(path) = &self.html {
-            write_report(path, options, report.html(self.record_seed)).await?;
+            write_report(path, options, page(self.record_seed)).await?;
         }
         Ok(())
     }
