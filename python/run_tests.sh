@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's tests: builds the extension (maturin, dev profile, in the same target
 # directory as `cargo nextest run`, so DataFusion is not compiled again) into a virtual
-# environment with datafusion 55.0.0, pyarrow and deltalake (a reader of the Delta tables it
-# publishes) from PyPI, then runs pytest.
+# environment with datafusion 55.0.0, pyarrow, deltalake (a reader of the Delta tables it
+# publishes) and playwright (which drives Debian's Chromium, if installed, through the HTML
+# reports: tests/test_html_reports.py) from PyPI, then runs pytest.
 # Idempotent: the environment is created once and kept in the target directory; pip and cargo
 # skip what is already there.
 set -euo pipefail
@@ -18,7 +19,8 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "datafusion==55.0.0" "pyarrow>=15" "maturin>=1.6,<2" "pytest>=7" "deltalake>=1.1,<2"
+    "datafusion==55.0.0" "pyarrow>=15" "maturin>=1.6,<2" "pytest>=7" "deltalake>=1.1,<2" \
+    "playwright>=1.40,<2"
 
 # `maturin develop` installs the package in the environment: the compiled module goes next to
 # the Python sources (python/python/datafusion_anonymity/_internal.*.so, git-ignored)

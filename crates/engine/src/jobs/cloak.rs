@@ -57,6 +57,9 @@ pub struct CloakingReport {
     pub unicity_input: UnicityFigures,
     /// Unicity of the release's traces (labels) when each event keeps its subject's pseudonym.
     pub unicity_release: UnicityFigures,
+    /// The labels by their published events, as the profile's `class_sizes`; charted in the
+    /// HTML report.
+    pub label_sizes: Vec<crate::profile::SizeBucket>,
     /// Every warning, as printed on stderr: the release's unicity with pseudonyms, then the
     /// uniqueness check's (`publish.warnings`).
     pub warnings: Vec<String>,
@@ -165,6 +168,13 @@ pub async fn cloak(
     }
     let phase = Instant::now();
     let figures = location_figures(&events_data, &cloaked);
+    let label_sizes = {
+        let mut sizes = vec![0u64; cloaked.labels.len()];
+        for &label in cloaked.label_of.iter().filter(|&&l| l != SUPPRESSED) {
+            sizes[label as usize] += 1;
+        }
+        crate::profile::size_buckets(&sizes)
+    };
     let measure_seconds = phase.elapsed().as_secs_f64() + unicity_seconds;
     let options = &cloaking.options;
     Ok(CloakingReport {
@@ -190,6 +200,7 @@ pub async fn cloak(
         figures,
         unicity_input,
         unicity_release,
+        label_sizes,
         warnings,
         seconds: CloakTimings {
             read: read_seconds,

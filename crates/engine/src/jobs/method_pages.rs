@@ -84,6 +84,7 @@ pub fn perturbation_page(report: &PerturbedReport, record_seed: bool) -> String 
             "100 · SSE / SST of the standardized microaggregated attributes",
         );
         page.end_table();
+        page.class_sizes(&report.group_sizes, report.verification.rows);
     }
     if let (Some(utility), Some(risk)) = (&report.utility, &report.risk) {
         page.heading("Utility and risk");
@@ -225,6 +226,8 @@ pub fn cloaking_page(report: &CloakingReport, record_seed: bool) -> String {
     );
     row_order(&mut page, Some(report.seed), record_seed);
     page.end_table();
+    // the labels' events by label size: "rows by class size"
+    page.class_sizes(&report.label_sizes, f.published);
     page.heading("Unicity");
     page.paragraph(
         "The share of sampled subjects whose trace is the only one holding p of its points: \

@@ -82,6 +82,10 @@ pub struct PerturbedReport {
     pub strata: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub microaggregation: Option<MicroReport>,
+    /// The microaggregation groups by size, as the profile's `class_sizes` (with
+    /// microaggregation); charted in the HTML report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub group_sizes: Vec<crate::profile::SizeBucket>,
     /// Utility of the numeric perturbed attributes, each record against its original.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub utility: Option<Utility>,
@@ -300,6 +304,14 @@ pub async fn publish_perturbed(
         ))
     })?;
     let compute_seconds = phase.elapsed().as_secs_f64();
+    // the microaggregation groups by size, for the report's chart; freed with the release
+    let group_sizes = release.groups.take().map_or_else(Vec::new, |of_record| {
+        let mut sizes = vec![0u64; of_record.iter().max().map_or(0, |&g| g as usize + 1)];
+        for &group in &of_record {
+            sizes[group as usize] += 1;
+        }
+        crate::profile::size_buckets(&sizes)
+    });
     // the input's values are not needed again: freed before the write holds its own buffers
     drop(input);
     // the figures are measured on their sample while the release is written: the write
@@ -558,6 +570,7 @@ pub async fn publish_perturbed(
             .collect(),
         strata: perturbation.strata.clone(),
         microaggregation: release.micro,
+        group_sizes,
         utility,
         risk,
         pram: pram_reports,
