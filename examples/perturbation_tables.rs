@@ -32,6 +32,7 @@ fn release(columns: &[Vec<f64>], transformation: Transformation, k: usize) -> St
                 name: format!("a{j}"),
                 transformation: transformation.clone(),
                 values: values.clone(),
+                bounds: None,
             })
             .collect(),
         categorical: Vec::new(),

@@ -759,3 +759,91 @@ fn pram_keeps_frequencies_by_default_and_reports_the_association_it_changes() {
         );
     }
 }
+
+/// Noise that stays in the domain (issue 52). Tips of 0 to 4 (a fifth each, 1,000 records, so
+/// σ ≈ 1.41): additive noise of level 1 puts many outside [0, 4], and the release says how
+/// many, recounted here; `bounds = "observed"` reflects them into [0, 4]; multiplicative
+/// noise never makes a tip negative and keeps the zeros (200 of them) zero.
+#[tokio::test]
+async fn noise_stays_in_the_domain_when_asked_and_says_when_it_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("tips.csv");
+    let mut text = String::from("id,tip,shift\n");
+    for i in 0..1000 {
+        text.push_str(&format!("{i},{},s{}\n", i % 5, i % 3));
+    }
+    std::fs::write(&input, text).unwrap();
+    let run = |spec: &str, name: &str| {
+        let tip = format!("{{ role = \"quasi_identifier\", perturbation = {spec} }}");
+        let policy = policy(
+            dir.path(),
+            &input,
+            "k = 2",
+            &[
+                ("id", "{ role = \"identifier\" }"),
+                ("tip", tip.as_str()),
+                ("shift", "{ role = \"insensitive\" }"),
+            ],
+        );
+        let out = dir.path().join(format!("{name}.parquet"));
+        let report = dir.path().join(format!("{name}.json"));
+        let output = anonymize(&policy, &out, &report, "13");
+        assert!(output.status.success(), "{}", stderr(&output));
+        (out, read_json(&report), stderr(&output))
+    };
+    let count = |out: PathBuf, sql: &'static str| async move {
+        let ctx = SessionContext::new();
+        ctx.register_parquet("p", out.to_str().unwrap(), ParquetReadOptions::default())
+            .await
+            .unwrap();
+        scalar(&ctx, sql).await
+    };
+
+    let (out, report, printed) = run("{ kind = \"noise\", level = 1.0 }", "plain");
+    let outside = count(out, "SELECT count(*) FROM p WHERE tip < 0 OR tip > 4").await;
+    assert!(outside > 100.0, "{outside}");
+    let warning = format!(
+        "noise put {} published values of 'tip' outside the input's range",
+        outside as u64
+    );
+    assert!(printed.contains(&warning), "{printed}");
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&warning)
+    );
+
+    let (out, report, printed) = run(
+        "{ kind = \"noise\", level = 1.0, bounds = \"observed\" }",
+        "bounded",
+    );
+    assert_eq!(
+        count(out, "SELECT count(*) FROM p WHERE tip < 0 OR tip > 4").await,
+        0.0
+    );
+    assert!(!printed.contains("noise put"), "{printed}");
+    let warned = report["warnings"].as_array().unwrap();
+    assert!(
+        !warned
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("noise put"))
+    );
+
+    let (out, _, printed) = run(
+        "{ kind = \"multiplicative_noise\", level = 0.5 }",
+        "multiplied",
+    );
+    let negative_or_zero = count(
+        out,
+        "SELECT sum(CASE WHEN tip < 0 THEN 1000 WHEN tip = 0 THEN 1 ELSE 0 END) FROM p",
+    )
+    .await;
+    assert_eq!(
+        negative_or_zero, 200.0,
+        "no negative tip, the 200 zeros kept"
+    );
+    // a factor above 1 can still pass the largest tip: said, not hidden
+    let above = printed.contains("noise put");
+    assert!(above, "{printed}");
+}

@@ -74,6 +74,8 @@ pub struct CloakTimings {
     pub cloak: f64,
     pub write: f64,
     pub verify: f64,
+    /// The uniqueness check, part of `verify`.
+    pub uniqueness: f64,
     pub measure: f64,
     pub total: f64,
 }
@@ -207,6 +209,7 @@ pub async fn cloak(
             cloak: cloak_seconds,
             write: publish.write_seconds,
             verify: publish.verify_seconds,
+            uniqueness: publish.uniqueness_seconds,
             measure: measure_seconds,
             total: started.elapsed().as_secs_f64(),
         },

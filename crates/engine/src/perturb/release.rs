@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::linkage::dbrl;
 use super::measures::{Utility, interval_disclosure, utility};
-use super::noise::{additive, correlated};
+use super::noise::{additive, correlated, multiplicative, reflect_into};
 use super::pram::PramMatrix;
 use super::swap::rank_swap;
 use super::{Aggregate, MicroOptions, microaggregate};
@@ -25,8 +25,11 @@ pub enum Transformation {
     Microaggregation,
     /// Additive noise of SD level·σ.
     Noise(f64),
-    /// Correlated noise of covariance level·Σ, jointly with the other such attributes.
+    /// Correlated noise of covariance level²·Σ (SD level·σ per attribute), jointly with the
+    /// other such attributes.
     CorrelatedNoise(f64),
+    /// Multiplicative log-normal noise of log-SD level and mean 1 (positive quantities).
+    MultiplicativeNoise(f64),
     /// Rank swapping with window p %.
     RankSwap(f64),
     /// PRAM.
@@ -42,6 +45,7 @@ impl Transformation {
             Transformation::Microaggregation => "microaggregation",
             Transformation::Noise(_) => "noise",
             Transformation::CorrelatedNoise(_) => "correlated_noise",
+            Transformation::MultiplicativeNoise(_) => "multiplicative_noise",
             Transformation::RankSwap(_) => "rank_swap",
             Transformation::Pram(_) => "pram",
             Transformation::Permute => "permute",
@@ -55,9 +59,30 @@ impl Transformation {
             Transformation::Microaggregation
                 | Transformation::Noise(_)
                 | Transformation::CorrelatedNoise(_)
+                | Transformation::MultiplicativeNoise(_)
                 | Transformation::RankSwap(_)
         )
     }
+
+    /// Whether it adds noise (of any kind): its values may leave the input's range.
+    pub fn is_noise(&self) -> bool {
+        matches!(
+            self,
+            Transformation::Noise(_)
+                | Transformation::CorrelatedNoise(_)
+                | Transformation::MultiplicativeNoise(_)
+        )
+    }
+}
+
+/// Where a noisy attribute's published values must stay (the policy's `bounds`): reflected
+/// into the range ([`super::noise::reflect_into`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoiseBounds {
+    /// The input's own smallest and largest value.
+    Observed,
+    /// `[min, max]` as the policy gives them.
+    Range(f64, f64),
 }
 
 /// PRAM's matrix: from a retention probability over the data's categories, or given.
@@ -80,6 +105,8 @@ pub struct NumericInput {
     pub name: String,
     pub transformation: Transformation,
     pub values: Vec<f64>,
+    /// A noisy attribute's bounds, if the policy gives them.
+    pub bounds: Option<NoiseBounds>,
 }
 
 /// A categorical attribute for PRAM: its name, matrix, the distinct values of the data
@@ -174,6 +201,9 @@ pub struct ReleaseOutput {
     /// What the utility and risk figures are measured on (absent without a numeric
     /// attribute): [`Measurement::measure`] them, on a thread of their own if wanted.
     pub measurement: Option<Measurement>,
+    /// Each noisy attribute without bounds whose published values left the input's range:
+    /// its name and how many values did (never a value).
+    pub out_of_range: Vec<(String, u64)>,
 }
 
 /// The records the utility and risk of a release are measured on (at most
@@ -240,7 +270,8 @@ pub fn measure(
 /// and the copies stay bounded whatever n.
 pub const MEASURED_RECORDS: usize = 1_000_000;
 
-/// The stream of `purpose` (1 noise, 2 correlated noise, 3 swap, 4 PRAM, 5 permutation) for
+/// The stream of `purpose` (1 noise, 2 correlated noise, 3 swap, 4 PRAM, 5 permutation,
+/// 6 multiplicative noise) for
 /// attribute `index`.
 fn stream(seed: u64, purpose: u64, index: usize) -> SplitMix64 {
     let mut mix = SplitMix64(seed ^ (purpose << 56) ^ ((index as u64) << 32));
@@ -334,7 +365,9 @@ pub fn compute(
         .filter(|(_, c)| {
             matches!(
                 c.transformation,
-                Transformation::Noise(_) | Transformation::RankSwap(_)
+                Transformation::Noise(_)
+                    | Transformation::MultiplicativeNoise(_)
+                    | Transformation::RankSwap(_)
             )
         })
         .collect();
@@ -356,6 +389,9 @@ pub fn compute(
                     Transformation::Noise(level) => {
                         additive(&column.values, level, &mut stream(input.seed, 1, index))
                     }
+                    Transformation::MultiplicativeNoise(level) => {
+                        multiplicative(&column.values, level, &mut stream(input.seed, 6, index))
+                    }
                     Transformation::RankSwap(p) => {
                         rank_swap(&column.values, p, &mut stream(input.seed, 3, index))?
                     }
@@ -372,6 +408,7 @@ pub fn compute(
     }
     let mut micro_index = 0;
     let mut numeric = Vec::with_capacity(input.numeric.len());
+    let mut out_of_range = Vec::new();
     for (index, column) in input.numeric.iter().enumerate() {
         let published = match &column.transformation {
             Transformation::Microaggregation => {
@@ -382,9 +419,9 @@ pub fn compute(
                 micro_index += 1;
                 values
             }
-            Transformation::Noise(_) | Transformation::RankSwap(_) => {
-                perturbed[index].take().unwrap_or_default()
-            }
+            Transformation::Noise(_)
+            | Transformation::MultiplicativeNoise(_)
+            | Transformation::RankSwap(_) => perturbed[index].take().unwrap_or_default(),
             Transformation::CorrelatedNoise(_) => correlated_out.next().unwrap_or_default(),
             Transformation::Pram(_) | Transformation::Permute => {
                 return Err(DataFusionError::Internal(format!(
@@ -393,6 +430,27 @@ pub fn compute(
                 )));
             }
         };
+        let mut published = published;
+        if column.transformation.is_noise() {
+            let (low, high) = observed_range(&column.values);
+            match column.bounds {
+                Some(bounds) => {
+                    let (low, high) = match bounds {
+                        NoiseBounds::Observed => (low, high),
+                        NoiseBounds::Range(low, high) => (low, high),
+                    };
+                    for value in published.iter_mut().filter(|v| !v.is_nan()) {
+                        *value = reflect_into(*value, low, high);
+                    }
+                }
+                None => {
+                    let outside = published.iter().filter(|&&v| v < low || v > high).count() as u64;
+                    if outside > 0 {
+                        out_of_range.push((column.name.clone(), outside));
+                    }
+                }
+            }
+        }
         numeric.push(published);
     }
     let mut categorical = input
@@ -439,7 +497,19 @@ pub fn compute(
         groups: group_of.map(|g| g.of_record),
         micro,
         measurement,
+        out_of_range,
     })
+}
+
+/// The smallest and largest value of `values` (NaN left out); `(0, 0)` for none.
+fn observed_range(values: &[f64]) -> (f64, f64) {
+    let (low, high) = values
+        .iter()
+        .filter(|v| !v.is_nan())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    if low > high { (0.0, 0.0) } else { (low, high) }
 }
 
 /// Each PRAMed attribute's association with every other PRAMed attribute (Cramér's V) and
@@ -586,6 +656,7 @@ mod tests {
             name: name.into(),
             transformation,
             values,
+            bounds: None,
         }
     }
 

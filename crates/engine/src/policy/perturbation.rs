@@ -33,7 +33,7 @@ use serde::Deserialize;
 
 use super::file::{AttributeSpec, Role};
 use crate::perturb::pram::PramMatrix;
-use crate::perturb::release::{Pram, Transformation};
+use crate::perturb::release::{NoiseBounds, Pram, Transformation};
 use crate::perturb::swap::check_percentage;
 use crate::perturb::{Aggregate, MicroAlgorithm, MicroOptions, partition::DEFAULT_BLOCK_ROWS};
 
@@ -55,9 +55,15 @@ pub enum PerturbationSpec {
     Microaggregation,
     Noise {
         level: f64,
+        bounds: Option<BoundsSpec>,
     },
     CorrelatedNoise {
         level: f64,
+        bounds: Option<BoundsSpec>,
+    },
+    MultiplicativeNoise {
+        level: f64,
+        bounds: Option<BoundsSpec>,
     },
     RankSwap {
         p: f64,
@@ -79,6 +85,31 @@ fn invariant_by_default() -> bool {
     true
 }
 
+/// `bounds = "observed"` or `bounds = [min, max]` of a noisy attribute, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum BoundsSpec {
+    Named(String),
+    Range([f64; 2]),
+}
+
+impl BoundsSpec {
+    fn check(&self, name: &str) -> std::result::Result<NoiseBounds, String> {
+        match self {
+            BoundsSpec::Named(named) if named == "observed" => Ok(NoiseBounds::Observed),
+            BoundsSpec::Named(other) => Err(format!(
+                "attribute '{name}': bounds is \"observed\" or [min, max], got \"{other}\""
+            )),
+            BoundsSpec::Range([low, high]) if low.is_finite() && high.is_finite() && low < high => {
+                Ok(NoiseBounds::Range(*low, *high))
+            }
+            BoundsSpec::Range(_) => Err(format!(
+                "attribute '{name}': bounds = [min, max] needs two finite numbers, min below max"
+            )),
+        }
+    }
+}
+
 /// A checked perturbation policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Perturbation {
@@ -92,6 +123,8 @@ pub struct Perturbation {
     pub disclosure_percent: f64,
     /// Each perturbed attribute, in the policy's (alphabetical) order.
     pub attributes: Vec<(String, Transformation)>,
+    /// The noisy attributes' `bounds`, by name.
+    pub bounds: BTreeMap<String, NoiseBounds>,
 }
 
 impl Perturbation {
@@ -148,6 +181,7 @@ pub(super) fn check(
         }
     }
     let mut checked = Vec::new();
+    let mut bounds = BTreeMap::new();
     for (name, spec) in attributes {
         let Some(perturbation) = &spec.perturbation else {
             if spec.role == Role::QuasiIdentifier && !strata.contains(name) {
@@ -160,6 +194,18 @@ pub(super) fn check(
             continue;
         };
         let transformation = transformation(name, perturbation)?;
+        if let PerturbationSpec::Noise {
+            bounds: Some(b), ..
+        }
+        | PerturbationSpec::CorrelatedNoise {
+            bounds: Some(b), ..
+        }
+        | PerturbationSpec::MultiplicativeNoise {
+            bounds: Some(b), ..
+        } = perturbation
+        {
+            bounds.insert(name.clone(), b.check(name)?);
+        }
         match (spec.role, &transformation) {
             (Role::Identifier, _) => {
                 return Err(format!(
@@ -244,6 +290,7 @@ pub(super) fn check(
         strata,
         disclosure_percent,
         attributes: checked,
+        bounds,
     }))
 }
 
@@ -263,9 +310,12 @@ fn transformation(
     };
     Ok(match spec {
         PerturbationSpec::Microaggregation => Transformation::Microaggregation,
-        PerturbationSpec::Noise { level: l } => Transformation::Noise(level(*l)?),
-        PerturbationSpec::CorrelatedNoise { level: l } => {
+        PerturbationSpec::Noise { level: l, .. } => Transformation::Noise(level(*l)?),
+        PerturbationSpec::CorrelatedNoise { level: l, .. } => {
             Transformation::CorrelatedNoise(level(*l)?)
+        }
+        PerturbationSpec::MultiplicativeNoise { level: l, .. } => {
+            Transformation::MultiplicativeNoise(level(*l)?)
         }
         PerturbationSpec::RankSwap { p } => {
             check_percentage(*p).map_err(|e| format!("attribute '{name}': {e}"))?;

@@ -98,6 +98,10 @@ pub struct CloakedPublish {
     pub uniqueness: Vec<crate::policy::ColumnUniqueness>,
     /// The uniqueness check's warnings, as printed on stderr.
     pub warnings: Vec<String>,
+    /// Seconds of the uniqueness check (part of `verify_seconds`; the report's
+    /// `seconds.uniqueness`).
+    #[serde(skip)]
+    pub uniqueness_seconds: f64,
 }
 
 /// The figures verification measured on the written file.
@@ -149,6 +153,7 @@ pub async fn publish_cloaked(
     // the labels take the quasi-identifiers' place; the subject's pseudonyms are unique to
     // their subject by design (their risk is the unicity's)
     let labels: Vec<String> = LABEL_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let checking = Instant::now();
     let uniqueness = super::uniqueness::check_release(
         ctx,
         staged.staging(),
@@ -157,6 +162,7 @@ pub async fn publish_cloaked(
         policy.thresholds(),
     )
     .await?;
+    let uniqueness_seconds = checking.elapsed().as_secs_f64();
     let staged = if batches.input.published_subject.is_none() {
         staged.without_column(ctx, VERIFIED_SUBJECT).await?
     } else {
@@ -183,6 +189,7 @@ pub async fn publish_cloaked(
         verify_seconds,
         uniqueness: uniqueness.columns,
         warnings: uniqueness.warnings,
+        uniqueness_seconds,
     })
 }
 

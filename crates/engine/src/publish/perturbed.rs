@@ -100,7 +100,8 @@ pub struct PerturbedReport {
     /// microaggregated values and the strata: the share of rows it makes unique (the check
     /// every method's release passes, [`super::uniqueness::check_release`]).
     pub uniqueness: Vec<crate::policy::ColumnUniqueness>,
-    /// The uniqueness check's warnings, as printed on stderr.
+    /// Every warning, as printed on stderr: noise that left the input's range, then the
+    /// uniqueness check's.
     pub warnings: Vec<String>,
     pub seconds: PerturbedSeconds,
 }
@@ -279,6 +280,7 @@ pub async fn publish_perturbed(
                 name: name.to_string(),
                 transformation: (*t).clone(),
                 values: compacted(values),
+                bounds: perturbation.bounds.get(*name).copied(),
             })
             .collect(),
         categorical: pram
@@ -304,6 +306,19 @@ pub async fn publish_perturbed(
         ))
     })?;
     let compute_seconds = phase.elapsed().as_secs_f64();
+    // noise that left the input's range, named: a warning (never a value)
+    let mut warnings: Vec<String> = std::mem::take(&mut release.out_of_range)
+        .into_iter()
+        .map(|(name, outside)| {
+            format!(
+                "noise put {} published values of '{name}' outside the input's range (a \
+                 negative amount where there was none, say): give the attribute bounds = \
+                 \"observed\" (or [min, max]), or kind = \"multiplicative_noise\" for a \
+                 positive quantity",
+                crate::text::group_digits(outside)
+            )
+        })
+        .collect();
     // the microaggregation groups by size, for the report's chart; freed with the release
     let group_sizes = release.groups.take().map_or_else(Vec::new, |of_record| {
         let mut sizes = vec![0u64; of_record.iter().max().map_or(0, |&g| g as usize + 1)];
@@ -561,7 +576,9 @@ pub async fn publish_perturbed(
                 attribute: name.clone(),
                 transformation: t.name(),
                 parameter: match t {
-                    Transformation::Noise(l) | Transformation::CorrelatedNoise(l) => Some(*l),
+                    Transformation::Noise(l)
+                    | Transformation::CorrelatedNoise(l)
+                    | Transformation::MultiplicativeNoise(l) => Some(*l),
                     Transformation::RankSwap(p) => Some(*p),
                     Transformation::Pram(Pram::Retention { alpha, .. }) => Some(*alpha),
                     _ => None,
@@ -576,7 +593,10 @@ pub async fn publish_perturbed(
         pram: pram_reports,
         verification,
         uniqueness: uniqueness.columns,
-        warnings: uniqueness.warnings,
+        warnings: {
+            warnings.extend(uniqueness.warnings);
+            warnings
+        },
         seconds: PerturbedSeconds {
             read: read_seconds,
             compute: compute_seconds,
