@@ -53,7 +53,8 @@ pub fn multiplicative(column: &[f64], level: f64, rng: &mut SplitMix64) -> Vec<f
 /// empty range or a NaN.
 pub fn reflect_into(x: f64, low: f64, high: f64) -> f64 {
     let width = high - low;
-    if !(width > 0.0) || x.is_nan() {
+    // a NaN width fails `>` as a NaN x does: both give `low`
+    if width.is_nan() || width <= 0.0 || x.is_nan() {
         return low;
     }
     let folded = (x - low).rem_euclid(2.0 * width);
