@@ -351,8 +351,15 @@ pub fn compute(
         Transformation::CorrelatedNoise(level) => Some(level),
         _ => None,
     });
+    // every perturbation works within each stratum (the whole table without strata)
+    let members = stratum_members(input.strata.as_deref(), n);
     let mut correlated_out = match correlated_level {
-        Some(level) => correlated(&correlated_columns, level, &mut stream(input.seed, 2, 0)),
+        Some(level) => {
+            let mut rng = stream(input.seed, 2, 0);
+            stratified_columns(&correlated_columns, &members, |columns| {
+                correlated(columns, level, &mut rng)
+            })
+        }
         None => Vec::new(),
     }
     .into_iter();
@@ -387,13 +394,20 @@ pub fn compute(
             .map(|(index, column)| {
                 let values = match column.transformation {
                     Transformation::Noise(level) => {
-                        additive(&column.values, level, &mut stream(input.seed, 1, index))
+                        let mut rng = stream(input.seed, 1, index);
+                        stratified(&column.values, &members, |v| {
+                            Ok(additive(v, level, &mut rng))
+                        })?
                     }
                     Transformation::MultiplicativeNoise(level) => {
-                        multiplicative(&column.values, level, &mut stream(input.seed, 6, index))
+                        let mut rng = stream(input.seed, 6, index);
+                        stratified(&column.values, &members, |v| {
+                            Ok(multiplicative(v, level, &mut rng))
+                        })?
                     }
                     Transformation::RankSwap(p) => {
-                        rank_swap(&column.values, p, &mut stream(input.seed, 3, index))?
+                        let mut rng = stream(input.seed, 3, index);
+                        stratified(&column.values, &members, |v| rank_swap(v, p, &mut rng))?
                     }
                     _ => Vec::new(),
                 };
@@ -457,7 +471,7 @@ pub fn compute(
         .categorical
         .iter()
         .enumerate()
-        .map(|(index, c)| pram_attribute(c, &mut stream(input.seed, 4, index)))
+        .map(|(index, c)| pram_stratified(c, &members, &mut stream(input.seed, 4, index)))
         .collect::<Result<Vec<_>>>()?;
     pram_associations(input, &numeric, &mut categorical);
     let permutations = match &group_of {
@@ -498,6 +512,125 @@ pub fn compute(
         micro,
         measurement,
         out_of_range,
+    })
+}
+
+/// The records of each stratum, in stratum order (one group of every record without strata).
+fn stratum_members(strata: Option<&[u32]>, n: usize) -> Vec<Vec<u32>> {
+    let Some(strata) = strata else {
+        return vec![(0..n as u32).collect()];
+    };
+    let count = strata.iter().max().map_or(0, |&s| s as usize + 1);
+    let mut members = vec![Vec::new(); count];
+    for (record, &stratum) in strata.iter().enumerate() {
+        members[stratum as usize].push(record as u32);
+    }
+    members
+}
+
+/// `perturb` applied to each stratum's values of `values` on its own (in stratum order, so a
+/// seed means the same draws), the results put back in place. One stratum: `values` itself.
+fn stratified(
+    values: &[f64],
+    members: &[Vec<u32>],
+    mut perturb: impl FnMut(&[f64]) -> Result<Vec<f64>>,
+) -> Result<Vec<f64>> {
+    if members.len() == 1 {
+        return perturb(values);
+    }
+    let mut out = vec![0.0; values.len()];
+    for group in members {
+        let part: Vec<f64> = group.iter().map(|&r| values[r as usize]).collect();
+        for (&r, value) in group.iter().zip(perturb(&part)?) {
+            out[r as usize] = value;
+        }
+    }
+    Ok(out)
+}
+
+/// [`stratified`] for the columns of one joint draw (correlated noise).
+fn stratified_columns(
+    columns: &[&[f64]],
+    members: &[Vec<u32>],
+    mut perturb: impl FnMut(&[&[f64]]) -> Vec<Vec<f64>>,
+) -> Vec<Vec<f64>> {
+    if members.len() == 1 {
+        return perturb(columns);
+    }
+    let n = columns.first().map_or(0, |c| c.len());
+    let mut out = vec![vec![0.0; n]; columns.len()];
+    for group in members {
+        let parts: Vec<Vec<f64>> = columns
+            .iter()
+            .map(|c| group.iter().map(|&r| c[r as usize]).collect())
+            .collect();
+        let part_refs: Vec<&[f64]> = parts.iter().map(Vec::as_slice).collect();
+        for (column, perturbed) in out.iter_mut().zip(perturb(&part_refs)) {
+            for (&r, value) in group.iter().zip(perturbed) {
+                column[r as usize] = value;
+            }
+        }
+    }
+    out
+}
+
+/// PRAM of `input` within each stratum: the matrix (invariant, by the stratum's own
+/// frequencies) applied to each stratum's records on their own. With several strata the
+/// report sums the published counts and gives no estimate (each stratum had its own matrix),
+/// and `matrix` is P, the matrix as the policy gives it.
+fn pram_stratified(
+    input: &CategoricalInput,
+    members: &[Vec<u32>],
+    rng: &mut SplitMix64,
+) -> Result<CategoricalOutput> {
+    if members.len() == 1 {
+        return pram_attribute(input, rng);
+    }
+    let mut codes = vec![None; input.codes.len()];
+    let mut summed: Option<PramReport> = None;
+    let mut categories = Vec::new();
+    for group in members {
+        let part = CategoricalInput {
+            name: input.name.clone(),
+            pram: input.pram.clone(),
+            values: input.values.clone(),
+            codes: group.iter().map(|&r| input.codes[r as usize]).collect(),
+        };
+        let output = pram_attribute(&part, rng)?;
+        for (&r, code) in group.iter().zip(&output.codes) {
+            codes[r as usize] = *code;
+        }
+        categories = output.categories;
+        summed = Some(match summed {
+            None => output.report,
+            Some(mut report) => {
+                for (total, count) in report
+                    .published_counts
+                    .iter_mut()
+                    .zip(&output.report.published_counts)
+                {
+                    *total += count;
+                }
+                report.nulls_kept += output.report.nulls_kept;
+                report
+            }
+        });
+    }
+    let mut report = summed.ok_or_else(|| {
+        DataFusionError::Internal(format!("attribute '{}': no stratum", input.name))
+    })?;
+    // each stratum applied its own matrix (R by its own frequencies): the report gives P
+    report.matrix = match &input.pram {
+        Pram::Retention { alpha, .. } => PramMatrix::with_retention(categories.len(), *alpha)
+            .map_err(|e| DataFusionError::Plan(format!("attribute '{}': {e}", input.name)))?
+            .rows(),
+        Pram::Matrix { matrix, .. } => matrix.rows(),
+    };
+    report.estimated_counts = None;
+    Ok(CategoricalOutput {
+        categories,
+        codes,
+        report,
     })
 }
 

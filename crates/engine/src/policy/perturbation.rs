@@ -233,13 +233,6 @@ pub(super) fn check(
                 .into(),
         );
     }
-    if !micro && !strata.is_empty() {
-        return Err(
-            "perturbation.strata split microaggregation: microaggregate at least one \
-                    quasi-identifier"
-                .into(),
-        );
-    }
     let levels: Vec<f64> = checked
         .iter()
         .filter_map(|(_, t)| match t {
