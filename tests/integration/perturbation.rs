@@ -927,3 +927,36 @@ async fn strata_split_noise_swapping_and_pram_without_microaggregation() {
     .await;
     assert!(moved_in_b > 90.0, "B's ages got noise: {moved_in_b}");
 }
+
+/// A text value in an untyped CSV number column (issue 52): the column is read as text, and
+/// the refusal names the file, the line of the value that made it so (the fourth record is
+/// line 5) and what to do, never the value; nothing is written.
+#[test]
+fn a_text_value_in_a_csv_number_column_is_named_by_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("tips.csv");
+    std::fs::write(&input, "id,tip\n1,3\n2,4\n3,5\n4,unknown-amount\n5,6\n").unwrap();
+    let policy = policy(
+        dir.path(),
+        &input,
+        "k = 2",
+        &[
+            ("id", "{ role = \"identifier\" }"),
+            (
+                "tip",
+                "{ role = \"quasi_identifier\", perturbation = { kind = \"noise\", level = 0.1 } }",
+            ),
+        ],
+    );
+    let out = dir.path().join("out.parquet");
+    let output = anonymize(&policy, &out, &dir.path().join("r.json"), "1");
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(
+        error.contains("line 5, column 'tip'") && error.contains("noise needs numbers"),
+        "{error}"
+    );
+    assert!(!error.contains("unknown-amount"), "{error}");
+    assert!(!out.exists());
+}

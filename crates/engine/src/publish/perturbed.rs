@@ -204,6 +204,27 @@ pub async fn publish_perturbed(
     for (name, transformation) in &numeric {
         let field = schema.field_with_name(name)?;
         if !field.data_type().is_numeric() {
+            // a CSV column of numbers read as text because of one value: the line of that
+            // value (a column of text from its first value on is simply not numeric)
+            if crate::tables::table_format(&policy.input().datafusion_path())?
+                == crate::tables::TableFormat::Csv
+                && let Some(change) = crate::tables::csv::locate_type_change(
+                    policy.input(),
+                    policy.storage(),
+                    name,
+                    DataType::is_numeric,
+                )
+                .await?
+                && change.before.as_ref().is_some_and(DataType::is_numeric)
+            {
+                return Err(DataFusionError::Plan(format!(
+                    "{}, and {} needs numbers: correct the value, or give the attribute type = \
+                     \"float64\" (with [input] bad_values = \"null\" to read such values as \
+                     NULL); nothing written",
+                    change.describe(name),
+                    transformation.name()
+                )));
+            }
             return Err(DataFusionError::Plan(format!(
                 "attribute '{name}' of {} is {}, not numeric: {} needs numbers; nothing written",
                 policy.input(),
