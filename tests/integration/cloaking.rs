@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
 /// A generated trips table of `rows` rows in `dir`.
-fn trips(dir: &Path, rows: usize) -> PathBuf {
+pub(super) fn trips(dir: &Path, rows: usize) -> PathBuf {
     let path = dir.join("trips.parquet");
     let output = anon(&[
         "generate",

@@ -183,6 +183,43 @@ fn a_coarse_column_is_not_warned_about() {
     assert!(ranking.iter().all(|c| c["unique_rows"] == 0), "{ranking:?}");
 }
 
+/// Four events at one place within one 15-minute window, of three devices (d1 twice), with
+/// an event id and an activity beside them.
+const EVENTS: &str = "device_id,lat,lon,ts,activity,event_id\n\
+                      d1,48.85,2.35,2024-03-04T08:00:00,home,e1\n\
+                      d2,48.85,2.35,2024-03-04T08:01:00,home,e2\n\
+                      d3,48.85,2.35,2024-03-04T08:02:00,work,e3\n\
+                      d1,48.85,2.35,2024-03-04T08:03:00,home,e4\n";
+
+/// Four records in two pairs of near incomes and ages, with a region and a code beside them.
+const RECORDS: &str = "id,income,age,region,code\n\
+                       1,10,20,A,c1\n2,11,21,A,c2\n3,100,60,B,c3\n4,101,61,C,c4\n";
+
+/// A cloaking policy over [`EVENTS`] (k = 2, 3 km, 15 minutes), `extra` added to `[privacy]`.
+fn cloaking_policy(extra: &str) -> String {
+    format!(
+        "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"cloaking\"\nperson = \
+         \"device_id\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\nk = 2\n\
+         max_cell_side = 3000\nwindow = \"15m\"\n{extra}\n[attributes]\n\
+         device_id = {{ role = \"identifier\" }}\nlat = {{ role = \"quasi_identifier\" }}\n\
+         lon = {{ role = \"quasi_identifier\" }}\n\
+         ts = {{ role = \"quasi_identifier\", type = \"timestamp\" }}\n\
+         activity = {{ role = \"insensitive\" }}\nevent_id = {{ role = \"insensitive\" }}\n"
+    )
+}
+
+/// A perturbation policy over [`RECORDS`]: income and age microaggregated by MDAV at k = 2,
+/// region and code published as they are, `extra` added to `[privacy]`.
+fn perturbation_policy(extra: &str) -> String {
+    let micro = "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }";
+    format!(
+        "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n{extra}\n\
+         [perturbation]\nalgorithm = \"mdav\"\n[attributes]\nid = {{ role = \"identifier\" }}\n\
+         income = {micro}\nage = {micro}\nregion = {{ role = \"insensitive\" }}\n\
+         code = {{ role = \"insensitive\" }}\n"
+    )
+}
+
 /// Runs `anon anonymize --policy <text> --out out.parquet --report r.json` over `input`
 /// (written as `data.csv`) in a fresh directory: the output, its stderr, the report (when it
 /// succeeded) and what the directory holds afterwards.
@@ -237,22 +274,8 @@ fn share_of(uniqueness: &serde_json::Value, attribute: &str) -> f64 {
 /// warning; `max_unique_share = 0.3` refuses `event_id` (not `activity`) and writes nothing.
 #[test]
 fn cloaking_releases_get_the_uniqueness_check() {
-    let events = "device_id,lat,lon,ts,activity,event_id\n\
-                  d1,48.85,2.35,2024-03-04T08:00:00,home,e1\n\
-                  d2,48.85,2.35,2024-03-04T08:01:00,home,e2\n\
-                  d3,48.85,2.35,2024-03-04T08:02:00,work,e3\n\
-                  d1,48.85,2.35,2024-03-04T08:03:00,home,e4\n";
-    let policy = |extra: &str| {
-        format!(
-            "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"cloaking\"\nperson = \
-             \"device_id\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\nk = 2\n\
-             max_cell_side = 3000\nwindow = \"15m\"\n{extra}\n[attributes]\n\
-             device_id = {{ role = \"identifier\" }}\nlat = {{ role = \"quasi_identifier\" }}\n\
-             lon = {{ role = \"quasi_identifier\" }}\n\
-             ts = {{ role = \"quasi_identifier\", type = \"timestamp\" }}\n\
-             activity = {{ role = \"insensitive\" }}\nevent_id = {{ role = \"insensitive\" }}\n"
-        )
-    };
+    let events = EVENTS;
+    let policy = cloaking_policy;
     let (output, report, _) = publish_other_method(events, &policy(""));
     assert!(output.status.success(), "{}", stderr(&output));
     let report = report.unwrap();
@@ -289,17 +312,8 @@ fn cloaking_releases_get_the_uniqueness_check() {
 /// distinct) 4 of 4, 100 %.
 #[test]
 fn perturbed_releases_get_the_uniqueness_check() {
-    let records = "id,income,age,region,code\n\
-                   1,10,20,A,c1\n2,11,21,A,c2\n3,100,60,B,c3\n4,101,61,C,c4\n";
-    let micro = "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }";
-    let policy = |extra: &str| {
-        format!(
-            "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n{extra}\n\
-             [perturbation]\nalgorithm = \"mdav\"\n[attributes]\nid = {{ role = \"identifier\" }}\n\
-             income = {micro}\nage = {micro}\nregion = {{ role = \"insensitive\" }}\n\
-             code = {{ role = \"insensitive\" }}\n"
-        )
-    };
+    let records = RECORDS;
+    let policy = perturbation_policy;
     let (output, report, _) = publish_other_method(records, &policy(""));
     assert!(output.status.success(), "{}", stderr(&output));
     let report = report.unwrap();
@@ -330,29 +344,10 @@ fn perturbed_releases_get_the_uniqueness_check() {
 /// without the seed unless `--record-seed`.
 #[test]
 fn cloaked_and_perturbed_releases_have_html_reports() {
-    let events = "device_id,lat,lon,ts,activity,event_id\n\
-                  d1,48.85,2.35,2024-03-04T08:00:00,home,e1\n\
-                  d2,48.85,2.35,2024-03-04T08:01:00,home,e2\n\
-                  d3,48.85,2.35,2024-03-04T08:02:00,work,e3\n\
-                  d1,48.85,2.35,2024-03-04T08:03:00,home,e4\n";
-    let cloaking = "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"cloaking\"\nperson = \
-                    \"device_id\"\nlatitude = \"lat\"\nlongitude = \"lon\"\ntime = \"ts\"\nk = 2\n\
-                    max_cell_side = 3000\nwindow = \"15m\"\n[attributes]\n\
-                    device_id = { role = \"identifier\" }\nlat = { role = \"quasi_identifier\" }\n\
-                    lon = { role = \"quasi_identifier\" }\n\
-                    ts = { role = \"quasi_identifier\", type = \"timestamp\" }\n\
-                    activity = { role = \"insensitive\" }\nevent_id = { role = \"insensitive\" }\n";
-    let records = "id,income,age,region,code\n\
-                   1,10,20,A,c1\n2,11,21,A,c2\n3,100,60,B,c3\n4,101,61,C,c4\n";
-    let micro = "{ role = \"quasi_identifier\", perturbation = { kind = \"microaggregation\" } }";
-    let perturbation = format!(
-        "[input]\npath = \"data.csv\"\n[privacy]\nmethod = \"perturbation\"\nk = 2\n\
-         [attributes]\nid = {{ role = \"identifier\" }}\nincome = {micro}\nage = {micro}\n\
-         region = {{ role = \"insensitive\" }}\ncode = {{ role = \"insensitive\" }}\n"
-    );
+    let events = EVENTS;
     for (input, policy, says) in [
-        (events, cloaking.to_string(), "fewest subjects of a label"),
-        (records, perturbation, "k on the written files"),
+        (events, cloaking_policy(""), "fewest subjects of a label"),
+        (RECORDS, perturbation_policy(""), "k on the written files"),
     ] {
         for record_seed in [false, true] {
             let dir = tempfile::tempdir().unwrap();

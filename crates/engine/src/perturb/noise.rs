@@ -153,13 +153,11 @@ mod tests {
         );
     }
 
-    /// Correlated noise on two attributes with Σ = [[1, 0.8], [0.8, 1]] (a bivariate normal
-    /// made by the test), a = 1: ε's covariance must be Σ within 5 standard errors (the
-    /// standard error of a sample covariance of unit-variance normals is ≤ √(2/n)).
-    #[test]
-    fn correlated_noise_keeps_the_covariance() {
-        let n = 1_000_000;
-        let mut rng = SplitMix64(9);
+    /// `n` draws of a bivariate normal with Σ = [[1, 0.8], [0.8, 1]] (its x column), their
+    /// sample covariance, and the sample covariance of correlated noise of `level` added to
+    /// them (the generator seeded by `seed`, the noise by `seed + 1`).
+    fn correlated_noise_of(n: usize, level: f64, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut rng = SplitMix64(seed);
         let (mut x, mut y) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for _ in 0..n {
             let (a, b) = (standard_normal(&mut rng), standard_normal(&mut rng));
@@ -167,10 +165,19 @@ mod tests {
             y.push(0.8 * a + 0.6 * b);
         }
         let sigma = covariance(&[&x, &y]);
-        let noisy = correlated(&[&x, &y], 1.0, &mut SplitMix64(10));
+        let noisy = correlated(&[&x, &y], level, &mut SplitMix64(seed + 1));
         let ex: Vec<f64> = noisy[0].iter().zip(&x).map(|(p, q)| p - q).collect();
         let ey: Vec<f64> = noisy[1].iter().zip(&y).map(|(p, q)| p - q).collect();
-        let noise = covariance(&[&ex, &ey]);
+        (x, sigma, covariance(&[&ex, &ey]))
+    }
+
+    /// Correlated noise on two attributes with Σ = [[1, 0.8], [0.8, 1]] (a bivariate normal
+    /// made by the test), a = 1: ε's covariance must be Σ within 5 standard errors (the
+    /// standard error of a sample covariance of unit-variance normals is ≤ √(2/n)).
+    #[test]
+    fn correlated_noise_keeps_the_covariance() {
+        let n = 1_000_000;
+        let (_, sigma, noise) = correlated_noise_of(n, 1.0, 9);
         let tolerance = 5.0 * (2.0 / n as f64).sqrt();
         for (got, want) in noise.iter().zip(&sigma) {
             assert!((got - want).abs() < tolerance, "{noise:?} vs {sigma:?}");
@@ -183,18 +190,7 @@ mod tests {
     #[test]
     fn correlated_noise_of_a_level_has_the_additive_noise_variance() {
         let n = 1_000_000;
-        let mut rng = SplitMix64(19);
-        let (mut x, mut y) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for _ in 0..n {
-            let (a, b) = (standard_normal(&mut rng), standard_normal(&mut rng));
-            x.push(a);
-            y.push(0.8 * a + 0.6 * b);
-        }
-        let sigma = covariance(&[&x, &y]);
-        let noisy = correlated(&[&x, &y], 0.5, &mut SplitMix64(20));
-        let ex: Vec<f64> = noisy[0].iter().zip(&x).map(|(p, q)| p - q).collect();
-        let ey: Vec<f64> = noisy[1].iter().zip(&y).map(|(p, q)| p - q).collect();
-        let noise = covariance(&[&ex, &ey]);
+        let (x, sigma, noise) = correlated_noise_of(n, 0.5, 19);
         let tolerance = 5.0 * (2.0 / n as f64).sqrt();
         for (got, want) in noise.iter().zip(&sigma) {
             assert!(

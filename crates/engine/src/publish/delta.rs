@@ -166,11 +166,7 @@ pub async fn check_append(target: &DeltaTarget, schema: &SchemaRef, info: &Value
     let Some(table) = &target.read else {
         return Err(not_a_table(location));
     };
-    let refuse = |why: String| {
-        DataFusionError::Plan(format!(
-            "cannot append to Delta table {location}: {why}; nothing was committed"
-        ))
-    };
+    let refuse = |why: String| append_refused(location, why);
     let snapshot = table.snapshot().map_err(|e| delta_error(location, e))?;
     let theirs = snapshot.snapshot().arrow_schema();
     let describe = |s: &datafusion::arrow::datatypes::Schema| {
@@ -226,11 +222,7 @@ pub async fn check_append_method(target: &DeltaTarget, method: &str) -> Result<V
     let Some(table) = &target.read else {
         return Err(not_a_table(location));
     };
-    let refuse = |why: String| {
-        DataFusionError::Plan(format!(
-            "cannot append to Delta table {location}: {why}; nothing was committed"
-        ))
-    };
+    let refuse = |why: String| append_refused(location, why);
     let last: Vec<_> = table
         .history(Some(1))
         .try_collect()
@@ -259,6 +251,13 @@ pub async fn check_append_method(target: &DeltaTarget, method: &str) -> Result<V
         )));
     }
     Ok(recorded)
+}
+
+/// The refusal of an append to `location`, saying `why`.
+fn append_refused(location: &Location, why: String) -> DataFusionError {
+    DataFusionError::Plan(format!(
+        "cannot append to Delta table {location}: {why}; nothing was committed"
+    ))
 }
 
 /// Arrow types that Delta stores as the same type (Delta has one string and one binary type,
