@@ -64,6 +64,18 @@ fn anonymize(policy: &str, out: &Path, report: &Path, seed: &str) -> Output {
     ])
 }
 
+/// A session with the release at `out` as `p` and its CSV input as `o`.
+async fn published_and_original(out: &Path, input: &Path) -> SessionContext {
+    let ctx = SessionContext::new();
+    ctx.register_parquet("p", out.to_str().unwrap(), ParquetReadOptions::default())
+        .await
+        .unwrap();
+    ctx.register_csv("o", input.to_str().unwrap(), CsvReadOptions::default())
+        .await
+        .unwrap();
+    ctx
+}
+
 async fn scalar(ctx: &SessionContext, sql: &str) -> f64 {
     let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
     let column = cast(batches[0].column(0), &DataType::Float64).unwrap();
@@ -354,13 +366,7 @@ async fn swapped_values_are_a_permutation_and_pram_publishes_only_known_categori
     let report_path = dir.path().join("r.json");
     let output = anonymize(&policy, &out, &report_path, "3");
     assert!(output.status.success(), "{}", stderr(&output));
-    let ctx = SessionContext::new();
-    ctx.register_parquet("p", out.to_str().unwrap(), ParquetReadOptions::default())
-        .await
-        .unwrap();
-    ctx.register_csv("o", input.to_str().unwrap(), CsvReadOptions::default())
-        .await
-        .unwrap();
+    let ctx = published_and_original(&out, &input).await;
     let schema = ctx.table("p").await.unwrap().schema().as_arrow().clone();
     assert_eq!(
         schema.field_with_name("income").unwrap().data_type(),
@@ -893,13 +899,7 @@ async fn strata_split_noise_swapping_and_pram_without_microaggregation() {
     let report = dir.path().join("r.json");
     let output = anonymize(&policy, &out, &report, "21");
     assert!(output.status.success(), "{}", stderr(&output));
-    let ctx = SessionContext::new();
-    ctx.register_parquet("p", out.to_str().unwrap(), ParquetReadOptions::default())
-        .await
-        .unwrap();
-    ctx.register_csv("o", input.to_str().unwrap(), CsvReadOptions::default())
-        .await
-        .unwrap();
+    let ctx = published_and_original(&out, &input).await;
     let differing = scalar(
         &ctx,
         "SELECT count(*) FROM (SELECT region, income, count(*) c FROM p GROUP BY region, income) a \
