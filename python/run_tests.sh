@@ -30,6 +30,9 @@ VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop \
 # the `anon` binary `cargo nextest run` built, for the tests that compare the command line
 # with Python (tests/test_parity.py)
 export ANON_BIN="${ANON_BIN:-$CARGO_TARGET_DIR/debug/anon}"
+# the loopback S3-compatible server (examples/s3_server.rs) `cargo nextest run` built, for the
+# tests of where a Python job's objects go (tests/test_storage.py)
+export ANON_S3_SERVER="${ANON_S3_SERVER:-$CARGO_TARGET_DIR/debug/examples/s3_server}"
 
 cd "$here"
 exec "$venv/bin/python" -m pytest tests -q -p no:cacheprovider "$@"
