@@ -117,3 +117,66 @@ fn weighted_percentile(sorted: &[(f64, u64)], total: u64, share: f64) -> Option<
     }
     sorted.last().map(|v| v.0)
 }
+
+/// Where and when the suppressed events were: by hour of the day (UTC) and the root cells
+/// (the coarsest cells within `max_cell_side`, as quadkeys) holding the most. Places are
+/// cells of the tolerance's size, as coarse as a label may be, never an event's position.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuppressedFigures {
+    /// `by_hour_utc[h]`: suppressed events whose time falls in hour h (0–23, UTC).
+    pub by_hour_utc: Vec<u64>,
+    /// The root cells with the most suppressed events, most first (ties by quadkey), at
+    /// most [`SUPPRESSED_AREAS`].
+    pub by_area: Vec<SuppressedArea>,
+}
+
+/// A root cell and its suppressed events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuppressedArea {
+    /// The cell's quadkey.
+    pub cell: String,
+    pub events: u64,
+}
+
+/// Root cells listed in [`SuppressedFigures::by_area`].
+pub const SUPPRESSED_AREAS: usize = 10;
+
+/// The [`SuppressedFigures`] of `cloaked` over `events`.
+pub fn suppressed_figures(
+    events: &Events,
+    cloaked: &Cloaked,
+    options: &super::CloakingOptions,
+) -> SuppressedFigures {
+    const HOUR_US: i64 = 3_600_000_000;
+    let mut by_hour_utc = vec![0u64; 24];
+    let mut by_root: std::collections::HashMap<(u8, u64), u64> = std::collections::HashMap::new();
+    for (e, _) in cloaked
+        .label_of
+        .iter()
+        .enumerate()
+        .filter(|&(_, &l)| l == SUPPRESSED)
+    {
+        by_hour_utc[events.time[e].div_euclid(HOUR_US).rem_euclid(24) as usize] += 1;
+        let level = super::root_level(events.code[e], options);
+        *by_root
+            .entry((level, super::prefix_code(events.code[e], level)))
+            .or_default() += 1;
+    }
+    let mut areas: Vec<SuppressedArea> = by_root
+        .into_iter()
+        .map(|((level, code), count)| {
+            let mut cell = String::new();
+            super::Cell::of_code(code, level).write_quadkey(&mut cell);
+            SuppressedArea {
+                cell,
+                events: count,
+            }
+        })
+        .collect();
+    areas.sort_by(|a, b| b.events.cmp(&a.events).then_with(|| a.cell.cmp(&b.cell)));
+    areas.truncate(SUPPRESSED_AREAS);
+    SuppressedFigures {
+        by_hour_utc,
+        by_area: areas,
+    }
+}

@@ -494,3 +494,41 @@ fn adaptive_labels_are_value_free_unless_exact() {
         }
     }
 }
+
+/// Where the suppressed events were, by brute force on random data: the hours add up to the
+/// suppressed events, each listed root cell holds as many suppressed events as a recount by
+/// its quadkey finds, most first, at most ten.
+#[test]
+fn suppressed_figures_recount() {
+    let rows = random_rows(31, 800, 120);
+    let events = events_of(&rows);
+    let options = CloakingOptions {
+        k: 6,
+        ..random_options(Variant::Quadtree)
+    };
+    let cloaked = cloak(&events, &options).unwrap();
+    assert!(cloaked.suppressed > 0, "the data must suppress some events");
+    let figures = super::figures::suppressed_figures(&events, &cloaked, &options);
+    assert_eq!(
+        figures.by_hour_utc.iter().sum::<u64>(),
+        cloaked.suppressed as u64
+    );
+    let mut by_quadkey: BTreeMap<String, u64> = BTreeMap::new();
+    for (e, &label) in cloaked.label_of.iter().enumerate() {
+        if label == SUPPRESSED {
+            let level = root_level(events.code[e], &options);
+            *by_quadkey
+                .entry(quadkey(Cell::of_code(events.code[e], level)))
+                .or_default() += 1;
+        }
+    }
+    assert!(figures.by_area.len() <= 10 && !figures.by_area.is_empty());
+    for pair in figures.by_area.windows(2) {
+        assert!(pair[0].events >= pair[1].events);
+    }
+    for area in &figures.by_area {
+        assert_eq!(by_quadkey[&area.cell], area.events, "{}", area.cell);
+    }
+    let largest = by_quadkey.values().max().copied().unwrap();
+    assert_eq!(figures.by_area[0].events, largest);
+}

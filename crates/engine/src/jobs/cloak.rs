@@ -60,6 +60,8 @@ pub struct CloakingReport {
     /// The labels by their published events, as the profile's `class_sizes`; charted in the
     /// HTML report.
     pub label_sizes: Vec<crate::profile::SizeBucket>,
+    /// The suppressed events by hour (UTC) and by the root cells holding the most.
+    pub suppressed_where: crate::cloaking::figures::SuppressedFigures,
     /// Every warning, as printed on stderr: the release's unicity with pseudonyms, then the
     /// uniqueness check's (`publish.warnings`).
     pub warnings: Vec<String>,
@@ -170,6 +172,8 @@ pub async fn cloak(
     }
     let phase = Instant::now();
     let figures = location_figures(&events_data, &cloaked);
+    let suppressed_where =
+        crate::cloaking::figures::suppressed_figures(&events_data, &cloaked, &cloaking.options);
     let label_sizes = {
         let mut sizes = vec![0u64; cloaked.labels.len()];
         for &label in cloaked.label_of.iter().filter(|&&l| l != SUPPRESSED) {
@@ -203,6 +207,7 @@ pub async fn cloak(
         unicity_input,
         unicity_release,
         label_sizes,
+        suppressed_where,
         warnings,
         seconds: CloakTimings {
             read: read_seconds,

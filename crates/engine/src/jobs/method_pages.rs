@@ -228,6 +228,7 @@ pub fn cloaking_page(report: &CloakingReport, record_seed: bool) -> String {
     page.end_table();
     // the labels' events by label size: "rows by class size"
     page.class_sizes(&report.label_sizes, f.published);
+    suppressed(&mut page, report);
     page.heading("Unicity");
     page.paragraph(
         "The share of sampled subjects whose trace is the only one holding p of its points: \
@@ -239,6 +240,45 @@ pub fn cloaking_page(report: &CloakingReport, record_seed: bool) -> String {
     page.end_table();
     uniqueness(&mut page, &report.publish.uniqueness, "with the labels");
     page.finish()
+}
+
+/// Where and when the suppressed events were, with the tolerances that decide it.
+fn suppressed(page: &mut Page, report: &CloakingReport) {
+    let total = report.suppressed;
+    if total == 0 {
+        return;
+    }
+    let s = &report.suppressed_where;
+    page.heading("Suppressed events");
+    page.paragraph(&format!(
+        "{} events could not be cloaked: their root (a cell of at most {:.0} m, a window of          at most {:.0} s) held fewer than k = {} subjects. A larger max_cell_side or          max_window, or a smaller k, lets more of them through.",
+        group_digits(total),
+        report.max_cell_side_m,
+        report.max_window_s,
+        report.k
+    ));
+    let hours: Vec<(String, f64, String)> = s
+        .by_hour_utc
+        .iter()
+        .enumerate()
+        .map(|(hour, &events)| {
+            (
+                format!("{hour:02}:00 UTC"),
+                events as f64 / total as f64,
+                group_digits(events),
+            )
+        })
+        .collect();
+    page.bars("Suppressed events by hour", &hours);
+    page.table(&["root cell (quadkey)", "suppressed events", "share"]);
+    for area in &s.by_area {
+        page.row(
+            &area.cell,
+            &[&group_digits(area.events)],
+            &percent(area.events as f64 / total as f64),
+        );
+    }
+    page.end_table();
 }
 
 fn warnings(page: &mut Page, warnings: &[String]) {

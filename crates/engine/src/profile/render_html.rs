@@ -596,6 +596,11 @@ impl Page {
         self.0.class_sizes(buckets, rows);
     }
 
+    /// A horizontal bar chart titled `title`: one bar per (label, share in 0..1, caption).
+    pub fn bars(&mut self, title: &str, bars: &[(String, f64, String)]) {
+        self.0.bars(title, bars, "#b5714a");
+    }
+
     /// The profile's utility section, as `anon profile --format html` renders it, with its
     /// suppressed rows explained as `suppressed`.
     pub fn utility(&mut self, u: &Utility, suppressed: &str) {
