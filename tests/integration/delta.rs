@@ -392,7 +392,8 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
         2,
         "the refused release's files were left"
     );
-    // a local recoding appends to nothing: its labels are its own classes' boxes
+    // a local recoding appends to nothing (its labels are its own classes' boxes), refused
+    // before anything is read
     let local = anon(&[
         "anonymize",
         "--policy",
@@ -409,6 +410,8 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
         message.contains("this release is local, the table's last version full-domain"),
         "{message}"
     );
+    // refused before the input was read: no frequency set was built
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
     assert_eq!(commits(&table).len(), 2);
     assert_eq!(release_dirs(&table).len(), 2, "{message}");
 

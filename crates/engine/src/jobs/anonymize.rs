@@ -197,6 +197,9 @@ pub async fn anonymize(
         )));
     }
     let recoding_out = recoding_target(options, &policy, &out).await?;
+    if matches!(method, Method::Local(_)) {
+        planned.check_append_of("local").await?;
+    }
     // the frequency set checks every value against its tree in its own scan
     policy.register_with(ctx, false).await?;
     let input_seconds = started.elapsed().as_secs_f64();

@@ -125,6 +125,20 @@ impl PlannedOutput {
         }
     }
 
+    /// Refuses, before anything is read, an append of a release made by `method` (as a commit
+    /// records it) that the table cannot take: what the policy alone could not tell, such as
+    /// a local recoding's (see [`crate::publish::delta::check_append_method`]).
+    #[cfg_attr(not(feature = "delta"), allow(unused_variables))]
+    pub async fn check_append_of(&self, method: &str) -> Result<()> {
+        #[cfg(feature = "delta")]
+        if let Self::Delta(target) = self
+            && target.mode == crate::publish::delta::WriteMode::Append
+        {
+            crate::publish::delta::check_append_method(target, method).await?;
+        }
+        Ok(())
+    }
+
     /// Whether the release goes to a Delta table.
     pub fn is_delta(&self) -> bool {
         !matches!(self, Self::Files { .. })
