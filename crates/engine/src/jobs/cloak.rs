@@ -174,13 +174,13 @@ pub async fn cloak(
     let figures = location_figures(&events_data, &cloaked);
     let suppressed_where =
         crate::cloaking::figures::suppressed_figures(&events_data, &cloaked, &cloaking.options);
-    let label_sizes = {
-        let mut sizes = vec![0u64; cloaked.labels.len()];
-        for &label in cloaked.label_of.iter().filter(|&&l| l != SUPPRESSED) {
-            sizes[label as usize] += 1;
-        }
-        crate::profile::size_buckets(&sizes)
-    };
+    let label_sizes = crate::profile::size_buckets_of_ids(
+        cloaked
+            .label_of
+            .iter()
+            .copied()
+            .filter(|&l| l != SUPPRESSED),
+    );
     let measure_seconds = phase.elapsed().as_secs_f64() + unicity_seconds;
     let options = &cloaking.options;
     Ok(CloakingReport {

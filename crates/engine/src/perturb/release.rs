@@ -352,7 +352,7 @@ pub fn compute(
         _ => None,
     });
     // every perturbation works within each stratum (the whole table without strata)
-    let members = stratum_members(input.strata.as_deref(), n);
+    let members = stratum_members(input.strata.as_deref());
     let mut correlated_out = match correlated_level {
         Some(level) => {
             let mut rng = stream(input.seed, 2, 0);
@@ -446,22 +446,18 @@ pub fn compute(
         };
         let mut published = published;
         if column.transformation.is_noise() {
-            let (low, high) = observed_range(&column.values);
-            match column.bounds {
-                Some(bounds) => {
-                    let (low, high) = match bounds {
-                        NoiseBounds::Observed => (low, high),
-                        NoiseBounds::Range(low, high) => (low, high),
-                    };
-                    for value in published.iter_mut().filter(|v| !v.is_nan()) {
-                        *value = reflect_into(*value, low, high);
-                    }
+            let (low, high) = match column.bounds {
+                Some(NoiseBounds::Range(low, high)) => (low, high),
+                _ => observed_range(&column.values),
+            };
+            if column.bounds.is_some() {
+                for value in published.iter_mut().filter(|v| !v.is_nan()) {
+                    *value = reflect_into(*value, low, high);
                 }
-                None => {
-                    let outside = published.iter().filter(|&&v| v < low || v > high).count() as u64;
-                    if outside > 0 {
-                        out_of_range.push((column.name.clone(), outside));
-                    }
+            } else {
+                let outside = published.iter().filter(|&&v| v < low || v > high).count() as u64;
+                if outside > 0 {
+                    out_of_range.push((column.name.clone(), outside));
                 }
             }
         }
@@ -515,10 +511,11 @@ pub fn compute(
     })
 }
 
-/// The records of each stratum, in stratum order (one group of every record without strata).
-fn stratum_members(strata: Option<&[u32]>, n: usize) -> Vec<Vec<u32>> {
+/// The records of each stratum, in stratum order; none without strata (the whole table is
+/// then perturbed at once, with no copy).
+fn stratum_members(strata: Option<&[u32]>) -> Vec<Vec<u32>> {
     let Some(strata) = strata else {
-        return vec![(0..n as u32).collect()];
+        return Vec::new();
     };
     let count = strata.iter().max().map_or(0, |&s| s as usize + 1);
     let mut members = vec![Vec::new(); count];
@@ -529,13 +526,14 @@ fn stratum_members(strata: Option<&[u32]>, n: usize) -> Vec<Vec<u32>> {
 }
 
 /// `perturb` applied to each stratum's values of `values` on its own (in stratum order, so a
-/// seed means the same draws), the results put back in place. One stratum: `values` itself.
+/// seed means the same draws), the results put back in place. One stratum or none: `values`
+/// itself.
 fn stratified(
     values: &[f64],
     members: &[Vec<u32>],
     mut perturb: impl FnMut(&[f64]) -> Result<Vec<f64>>,
 ) -> Result<Vec<f64>> {
-    if members.len() == 1 {
+    if members.len() <= 1 {
         return perturb(values);
     }
     let mut out = vec![0.0; values.len()];
@@ -554,7 +552,7 @@ fn stratified_columns(
     members: &[Vec<u32>],
     mut perturb: impl FnMut(&[&[f64]]) -> Vec<Vec<f64>>,
 ) -> Vec<Vec<f64>> {
-    if members.len() == 1 {
+    if members.len() <= 1 {
         return perturb(columns);
     }
     let n = columns.first().map_or(0, |c| c.len());
@@ -583,7 +581,7 @@ fn pram_stratified(
     members: &[Vec<u32>],
     rng: &mut SplitMix64,
 ) -> Result<CategoricalOutput> {
-    if members.len() == 1 {
+    if members.len() <= 1 {
         return pram_attribute(input, rng);
     }
     let mut codes = vec![None; input.codes.len()];
@@ -654,31 +652,36 @@ fn pram_associations(
     categorical: &mut [CategoricalOutput],
 ) {
     use super::association::{Association, correlation_ratio, cramers_v};
-    let published: Vec<Vec<Option<u32>>> = categorical.iter().map(|c| c.codes.clone()).collect();
-    for (i, output) in categorical.iter_mut().enumerate() {
-        let original = &input.categorical[i].codes;
-        let mut associations = Vec::new();
-        for (j, other) in input
-            .categorical
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != i)
-        {
-            associations.push(Association {
-                with: other.name.clone(),
-                measure: "cramers_v",
-                before: cramers_v(original, &other.codes),
-                after: cramers_v(&published[i], &published[j]),
-            });
-        }
-        for (x, column) in input.numeric.iter().enumerate() {
-            associations.push(Association {
-                with: column.name.clone(),
-                measure: "eta",
-                before: correlation_ratio(original, &column.values),
-                after: correlation_ratio(&published[i], &numeric[x]),
-            });
-        }
+    let published = |i: usize| categorical[i].codes.as_slice();
+    let associations: Vec<Vec<Association>> = (0..categorical.len())
+        .map(|i| {
+            let original = &input.categorical[i].codes;
+            let with_categories = input
+                .categorical
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(j, other)| Association {
+                    with: other.name.clone(),
+                    measure: "cramers_v",
+                    before: cramers_v(original, &other.codes),
+                    after: cramers_v(published(i), published(j)),
+                });
+            let with_numbers =
+                input
+                    .numeric
+                    .iter()
+                    .zip(numeric)
+                    .map(|(column, values)| Association {
+                        with: column.name.clone(),
+                        measure: "eta",
+                        before: correlation_ratio(original, &column.values),
+                        after: correlation_ratio(published(i), values),
+                    });
+            with_categories.chain(with_numbers).collect()
+        })
+        .collect();
+    for (output, associations) in categorical.iter_mut().zip(associations) {
         output.report.associations = associations;
     }
 }

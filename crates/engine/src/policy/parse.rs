@@ -687,11 +687,6 @@ mod tests {
         assert!(invariant("retention = 0.8"));
         assert!(!invariant("retention = 0.8, invariant = false"));
     }
-}
-
-#[cfg(test)]
-mod unicity_tests {
-    use super::super::Policy;
 
     fn cloaking(extra: &str, method: &str) -> Result<Policy, String> {
         let text = format!(

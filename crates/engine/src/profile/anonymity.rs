@@ -401,6 +401,21 @@ impl ClassData {
     }
 }
 
+/// [`size_buckets`] of the classes of `ids`, each the dense class id of one row (a
+/// microaggregation group, a cloaking label): rows counted per id, then bucketed.
+pub(crate) fn size_buckets_of_ids(ids: impl IntoIterator<Item = u32>) -> Vec<SizeBucket> {
+    let mut sizes: Vec<u64> = Vec::new();
+    for id in ids {
+        let id = id as usize;
+        if id >= sizes.len() {
+            sizes.resize(id + 1, 0);
+        }
+        sizes[id] += 1;
+    }
+    sizes.retain(|&size| size > 0);
+    size_buckets(&sizes)
+}
+
 /// Classes and rows by class size 1, 2, 3–4, 5–9, 10+.
 pub(crate) fn size_buckets(sizes: &[u64]) -> Vec<SizeBucket> {
     const RANGES: [(u64, Option<u64>, &str); 5] = [

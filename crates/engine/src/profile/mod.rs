@@ -738,5 +738,5 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
 }
 
 pub(crate) use crate::functions::common::ordered_as_f64;
-pub(crate) use anonymity::size_buckets;
+pub(crate) use anonymity::{size_buckets, size_buckets_of_ids};
 pub(crate) use keys::KeyInterner;

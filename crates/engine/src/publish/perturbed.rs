@@ -341,13 +341,10 @@ pub async fn publish_perturbed(
         })
         .collect();
     // the microaggregation groups by size, for the report's chart; freed with the release
-    let group_sizes = release.groups.take().map_or_else(Vec::new, |of_record| {
-        let mut sizes = vec![0u64; of_record.iter().max().map_or(0, |&g| g as usize + 1)];
-        for &group in &of_record {
-            sizes[group as usize] += 1;
-        }
-        crate::profile::size_buckets(&sizes)
-    });
+    let group_sizes = release
+        .groups
+        .take()
+        .map_or_else(Vec::new, crate::profile::size_buckets_of_ids);
     // the input's values are not needed again: freed before the write holds its own buffers
     drop(input);
     // the figures are measured on their sample while the release is written: the write
@@ -569,6 +566,7 @@ pub async fn publish_perturbed(
         policy.thresholds(),
     )
     .await?;
+    warnings.extend(uniqueness.warnings);
     let verify_seconds = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
     let (written, delta_version) = staged
@@ -614,10 +612,7 @@ pub async fn publish_perturbed(
         pram: pram_reports,
         verification,
         uniqueness: uniqueness.columns,
-        warnings: {
-            warnings.extend(uniqueness.warnings);
-            warnings
-        },
+        warnings,
         seconds: PerturbedSeconds {
             read: read_seconds,
             compute: compute_seconds,
