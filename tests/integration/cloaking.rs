@@ -258,6 +258,213 @@ async fn a_cloaked_release_is_one_delta_commit() {
     assert_eq!(commits(&table).len(), 2);
 }
 
+/// Writes `sql`'s result over the generated trips (table `t`) to the Parquet file `out`.
+async fn trips_copy(trips: &Path, sql: &str, out: &Path) {
+    let ctx = SessionContext::new();
+    ctx.register_parquet("t", trips.to_str().unwrap(), ParquetReadOptions::default())
+        .await
+        .unwrap();
+    let frame = ctx.sql(sql).await.unwrap();
+    frame
+        .write_parquet(
+            out.to_str().unwrap(),
+            datafusion::dataframe::DataFrameWriteOptions::new().with_single_file_output(true),
+            None,
+        )
+        .await
+        .unwrap();
+}
+
+/// The `add` actions of version `version` of the Delta table at `dir`.
+fn adds(dir: &Path, version: u64) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join(format!("_delta_log/{version:020}.json"))).unwrap();
+    text.lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter_map(|action| action.get("add").cloned())
+        .collect()
+}
+
+/// A monthly series builds up in one Delta table partitioned by `month` (`[output]
+/// partition_by`): each period appended as a new version, its files in one `month=<value>/`
+/// directory per month it holds, without the month column (its value is the partition value
+/// in the log), read back by delta-rs with the month column as the unpartitioned Parquet
+/// release of the same seed has it. An append whose partitioning differs from the table's is
+/// refused before anything is read; a NULL month, a partition column that is not insensitive
+/// and a partitioned Parquet output are refused, naming the key and the column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periods_accumulate_in_a_table_partitioned_by_month() {
+    use crate::delta::{commits, delta_rows, parquet_rows, release_dirs};
+    let dir = tempfile::tempdir().unwrap();
+    let trips = trips(dir.path(), 20_000);
+    let (january, later) = (
+        dir.path().join("jan.parquet"),
+        dir.path().join("feb.parquet"),
+    );
+    trips_copy(&trips, "SELECT *, '2026-01' AS month FROM t", &january).await;
+    // the second period's events fall in two months: a release may span partitions
+    trips_copy(
+        &trips,
+        "SELECT *, CASE WHEN device_id % 2 = 0 THEN '2026-02' ELSE '2026-03' END AS month FROM t",
+        &later,
+    )
+    .await;
+    let month = "month = { role = \"insensitive\" }\n";
+    let partitioned = "[output]\nformat = \"delta\"\npartition_by = [\"month\"]\n";
+    let with = |name: &str, input: &Path, extra: &str| {
+        let path = policy(dir.path(), name, input, TOLERANCES, "");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(month);
+        text.push_str(extra);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let table = dir.path().join("series");
+    let published = anonymize(
+        &with("jan.toml", &january, partitioned),
+        &table,
+        &["--seed", "5"],
+    );
+    assert!(published.status.success(), "{}", stderr(&published));
+    let feb = with("feb.toml", &later, partitioned);
+    let appended = anonymize(&feb, &table, &["--append", "--seed", "6"]);
+    assert!(appended.status.success(), "{}", stderr(&appended));
+    assert_eq!(commits(&table).len(), 2);
+
+    // the log: partitioned by month; every file in the directory of its partition value
+    let metadata = std::fs::read_to_string(table.join("_delta_log/00000000000000000000.json"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find_map(|action| action.get("metaData").cloned())
+        .unwrap();
+    assert_eq!(metadata["partitionColumns"], serde_json::json!(["month"]));
+    let mut months = std::collections::BTreeSet::new();
+    for (version, expected) in [(0, vec!["2026-01"]), (1, vec!["2026-02", "2026-03"])] {
+        let mut seen = std::collections::BTreeSet::new();
+        for add in adds(&table, version) {
+            let value = add["partitionValues"]["month"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let path = add["path"].as_str().unwrap();
+            assert!(path.contains(&format!("/month={value}/")), "{path}");
+            // the file itself has no month column
+            let file = std::fs::File::open(table.join(path)).unwrap();
+            let reader =
+                datafusion::parquet::file::reader::SerializedFileReader::new(file).unwrap();
+            use datafusion::parquet::file::reader::FileReader;
+            let schema = reader.metadata().file_metadata().schema_descr();
+            assert!(schema.columns().iter().all(|c| c.name() != "month"));
+            seen.insert(value);
+        }
+        assert_eq!(seen, expected.iter().map(|m| m.to_string()).collect());
+        months.extend(seen);
+    }
+    assert_eq!(months.len(), 3);
+
+    // read back by delta-rs: the rows (month included) of the two unpartitioned Parquet
+    // releases of the same seeds, made by policies without [output]
+    let (jan_parquet, feb_parquet) = (
+        dir.path().join("jan_release.parquet"),
+        dir.path().join("feb_release.parquet"),
+    );
+    for (name, input, out, seed) in [
+        ("jan_plain.toml", &january, &jan_parquet, "5"),
+        ("feb_plain.toml", &later, &feb_parquet, "6"),
+    ] {
+        let run = anonymize(&with(name, input, ""), out, &["--seed", seed]);
+        assert!(run.status.success(), "{}", stderr(&run));
+    }
+    let first = parquet_rows(&jan_parquet).await;
+    assert_eq!(delta_rows(&table, Some(0)).await.1, first);
+    let mut both = first.clone();
+    both.extend(parquet_rows(&feb_parquet).await);
+    both.sort();
+    assert_eq!(delta_rows(&table, None).await.1, both);
+
+    // an append partitioned otherwise is refused before anything is read (this input does
+    // not exist)
+    let elsewhere = with(
+        "other.toml",
+        &dir.path().join("missing.parquet"),
+        "[output]\nformat = \"delta\"\n",
+    );
+    let refused = anonymize(&elsewhere, &table, &["--append"]);
+    assert!(!refused.status.success());
+    let message = stderr(&refused);
+    assert!(
+        message.contains(
+            "it is partitioned by month, this release by no column (output.partition_by)"
+        ),
+        "{message}"
+    );
+    // a NULL month: refused after the verification, naming the column; nothing committed
+    // and no release directory left
+    let nulls = dir.path().join("nulls.parquet");
+    trips_copy(
+        &trips,
+        "SELECT *, CASE WHEN device_id % 3 = 0 THEN NULL ELSE '2026-04' END AS month FROM t",
+        &nulls,
+    )
+    .await;
+    let before = release_dirs(&table);
+    let refused = anonymize(
+        &with("nulls.toml", &nulls, partitioned),
+        &table,
+        &["--append"],
+    );
+    assert!(!refused.status.success());
+    let message = stderr(&refused);
+    assert!(
+        message.contains("output.partition_by: 'month' is NULL in some rows"),
+        "{message}"
+    );
+    assert_eq!(commits(&table).len(), 2);
+    assert_eq!(release_dirs(&table), before);
+
+    // --overwrite may change the partitioning: a new version, unpartitioned, of January
+    let unpartitioned = with("over.toml", &january, "[output]\nformat = \"delta\"\n");
+    let overwritten = anonymize(&unpartitioned, &table, &["--overwrite", "--seed", "5"]);
+    assert!(overwritten.status.success(), "{}", stderr(&overwritten));
+    let (_, text) = crate::delta::commit_info(&table, 2);
+    assert!(text.contains("\"partitionColumns\":[]"), "{text}");
+    assert_eq!(delta_rows(&table, None).await.1, first);
+    assert!(
+        adds(&table, 2)
+            .iter()
+            .all(|add| !add["path"].as_str().unwrap().contains('='))
+    );
+
+    // a quasi-identifier cannot partition; nor can a Parquet output
+    let by_lat = with(
+        "lat.toml",
+        &january,
+        "[output]\nformat = \"delta\"\npartition_by = [\"lat\"]\n",
+    );
+    let refused = anonymize(&by_lat, &dir.path().join("t2"), &[]);
+    let message = stderr(&refused);
+    assert!(
+        message.contains(
+            "output.partition_by names 'lat', which is quasi_identifier: a partition column is \
+             insensitive"
+        ),
+        "{message}"
+    );
+    let parquet_out = with(
+        "parquet.toml",
+        &january,
+        "[output]\npartition_by = [\"month\"]\n",
+    );
+    let out = dir.path().join("plain_out");
+    let refused = anonymize(&parquet_out, &out, &[]);
+    let message = stderr(&refused);
+    assert!(
+        message.contains("output.partition_by partitions a Delta table"),
+        "{message}"
+    );
+    assert!(!out.exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_seed_gives_the_same_bytes_and_the_subject_is_dropped() {
     let dir = tempfile::tempdir().unwrap();

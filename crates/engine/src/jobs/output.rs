@@ -75,6 +75,12 @@ impl PlannedOutput {
                  --format delta to create one)"
             )));
         }
+        if !policy.partition_by().is_empty() {
+            return Err(DataFusionError::Plan(format!(
+                "output {out}: output.partition_by partitions a Delta table; give --format delta \
+                 (or [output] format = \"delta\") or remove it"
+            )));
+        }
         publish::check_output(out, policy.input(), request.overwrite, policy.storage()).await?;
         Ok(Self::Files {
             location: out.clone(),
@@ -92,6 +98,7 @@ impl PlannedOutput {
             policy.storage(),
             request.overwrite,
             request.append,
+            policy.partition_by(),
         )
         .await?;
         if target.mode == crate::publish::delta::WriteMode::Append {

@@ -72,10 +72,13 @@ pub enum TableFormatSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
-    /// A `.parquet` file or a directory; relative to the policy file.
-    pub path: PathBuf,
+    /// A `.parquet` file or a directory; relative to the policy file. Unset: `--out` names it.
+    pub path: Option<PathBuf>,
     /// `"delta"`: publish as a Delta table (default `"parquet"`).
     pub format: Option<TableFormatSpec>,
+    /// The Delta table's partition columns (insensitive columns, published as they are).
+    #[serde(default)]
+    pub partition_by: Vec<String>,
 }
 
 /// `[population]`: a table with (at least) the quasi-identifiers, raw, of the population

@@ -118,6 +118,8 @@ pub struct Policy {
     input_version: Option<i64>,
     /// `[output] format = "delta"`
     output_delta: bool,
+    /// `[output] partition_by`: the Delta table's partition columns.
+    partition_by: Vec<String>,
     /// The BLAKE3 hash of the policy file's text (hex).
     hash: String,
     columns: Vec<PolicyColumn>,
@@ -257,6 +259,12 @@ impl Policy {
     /// Whether `[output] format = "delta"`.
     pub fn output_is_delta(&self) -> bool {
         self.output_delta
+    }
+
+    /// `[output] partition_by`: the columns partitioning the Delta table the release goes
+    /// into (empty: none); each an insensitive column, published as it is.
+    pub fn partition_by(&self) -> &[String] {
+        &self.partition_by
     }
 
     /// The BLAKE3 hash (hex) of the policy file's text: which policy made a release.

@@ -354,7 +354,12 @@ impl Policy {
             directory: directory.clone(),
             name,
             input,
-            output: file.output.as_ref().map(|o| resolve(&o.path)).transpose()?,
+            output: file
+                .output
+                .as_ref()
+                .and_then(|o| o.path.as_ref())
+                .map(|p| resolve(p))
+                .transpose()?,
             population: file
                 .population
                 .as_ref()
@@ -368,6 +373,7 @@ impl Policy {
                 .output
                 .as_ref()
                 .is_some_and(|o| o.format == Some(TableFormatSpec::Delta)),
+            partition_by: partition_columns(file.output.as_ref(), &columns).map_err(err)?,
             hash: String::new(),
             columns,
             requirements: PrivacyRequirements {
@@ -490,6 +496,41 @@ fn person_column(
         k_counts_persons: privacy.person.is_some(),
         published,
     }))
+}
+
+/// `[output] partition_by`, checked: each column once, each an `insensitive` attribute. Its
+/// values name the Delta table's partitions in the log and in the files' paths, so only a
+/// column published as it is may partition: the log then holds nothing the rows do not.
+fn partition_columns(
+    output: Option<&super::file::OutputSpec>,
+    columns: &[PolicyColumn],
+) -> std::result::Result<Vec<String>, String> {
+    let Some(output) = output else {
+        return Ok(Vec::new());
+    };
+    let mut seen = std::collections::HashSet::new();
+    for name in &output.partition_by {
+        if !seen.insert(name) {
+            return Err(format!("output.partition_by names '{name}' twice"));
+        }
+        match columns.iter().find(|c| &c.name == name) {
+            None => {
+                return Err(format!(
+                    "output.partition_by names '{name}', which is not an attribute of the policy"
+                ));
+            }
+            Some(c) if c.role != Role::Insensitive => {
+                return Err(format!(
+                    "output.partition_by names '{name}', which is {}: a partition column is \
+                     insensitive (published as it is, e.g. the period of a series), since its \
+                     values name the table's partitions",
+                    c.role.name()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(output.partition_by.clone())
 }
 
 /// Builds a hierarchy from its policy description; errors name the attribute.

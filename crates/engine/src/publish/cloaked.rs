@@ -171,7 +171,7 @@ pub async fn publish_cloaked(
     let verify_seconds = verifying.elapsed().as_secs_f64();
     let rows = staged.rows_written;
     let (_, delta_version) = staged
-        .commit_for(output, || {
+        .commit_for(ctx, output, || {
             serde_json::json!({
                 "rows": rows,
                 "labels": verification.labels,

@@ -60,6 +60,8 @@ pub struct DeltaTarget {
     pub mode: WriteMode,
     /// The table when checked (`None`: no table yet).
     read: Option<Arc<DeltaTable>>,
+    /// The columns partitioning the table as published (`[output] partition_by`).
+    pub partition_by: Vec<String>,
 }
 
 impl DeltaTarget {
@@ -74,12 +76,14 @@ impl DeltaTarget {
 
 /// Refuses a Delta output that cannot be written as asked, before anything is read: a table
 /// that exists without `--overwrite`/`--append`, a path that holds something else, an append
-/// to no table. Reads the table's version for the commit.
+/// to no table or to a table partitioned otherwise than by `partition_by`. Reads the table's
+/// version for the commit.
 pub async fn check_target(
     location: &Location,
     options: &StoreOptions,
     overwrite: bool,
     append: bool,
+    partition_by: &[String],
 ) -> Result<DeltaTarget> {
     let refuse =
         |why: String| DataFusionError::Plan(format!("output Delta table {location}: {why}"));
@@ -131,11 +135,36 @@ pub async fn check_target(
         }
         None
     };
+    if let (Some(table), WriteMode::Append) = (&read, mode) {
+        let snapshot = table.snapshot().map_err(|e| delta_error(location, e))?;
+        let theirs = snapshot.metadata().partition_columns();
+        if theirs != partition_by {
+            return Err(append_refused(
+                location,
+                format!(
+                    "it is partitioned by {}, this release by {} (output.partition_by); every \
+                     version of a table has the same partition columns",
+                    column_list(theirs),
+                    column_list(partition_by)
+                ),
+            ));
+        }
+    }
     Ok(DeltaTarget {
         location: location.clone(),
         mode,
         read,
+        partition_by: partition_by.to_vec(),
     })
+}
+
+/// `[a, b]` as `a, b`, or `no column`.
+fn column_list(columns: &[String]) -> String {
+    if columns.is_empty() {
+        "no column".to_string()
+    } else {
+        columns.join(", ")
+    }
 }
 
 /// Whether anything is at `location` (a table is a directory, or a prefix: listed, never
@@ -303,7 +332,7 @@ pub async fn commit(
 ) -> Result<i64> {
     let location = &target.location;
     hook_pause("before-commit");
-    let adds = add_actions(location, options, data).await?;
+    let adds = add_actions(location, options, data, &target.partition_by).await?;
     let properties = CommitProperties::default()
         .with_max_retries(0)
         .with_metadata([(COMMIT_INFO_KEY.to_string(), info)]);
@@ -318,6 +347,7 @@ pub async fn commit(
             let created = DeltaTable::new(log_store)
                 .create()
                 .with_columns(delta_schema.fields().cloned())
+                .with_partition_columns(target.partition_by.iter().cloned())
                 .with_save_mode(SaveMode::ErrorIfExists)
                 .with_actions(adds.into_iter().map(Action::Add))
                 .with_commit_properties(properties)
@@ -332,16 +362,29 @@ pub async fn commit(
                 SaveMode::Append
             } else {
                 let current = snapshot.snapshot().schema();
-                if current.as_ref() != &delta_schema {
-                    let metadata = snapshot
-                        .metadata()
-                        .clone()
-                        .with_schema(&delta_schema)
-                        .map_err(|e| {
-                            DataFusionError::Execution(format!(
-                                "Delta table {location}: cannot change its columns: {e}"
-                            ))
-                        })?;
+                let metadata = snapshot.metadata();
+                let repartitioned = metadata.partition_columns() != target.partition_by;
+                if current.as_ref() != &delta_schema || repartitioned {
+                    let cannot = |e: String| {
+                        DataFusionError::Execution(format!(
+                            "Delta table {location}: cannot change its columns: {e}"
+                        ))
+                    };
+                    let metadata = if repartitioned {
+                        // the kernel's Metadata has no setter for the partition columns
+                        deltalake_core::kernel::new_metadata(
+                            &delta_schema,
+                            target.partition_by.iter(),
+                            metadata.configuration().clone(),
+                        )
+                        .and_then(|m| m.with_table_id(metadata.id().to_string()))
+                        .map_err(|e| cannot(e.to_string()))?
+                    } else {
+                        metadata
+                            .clone()
+                            .with_schema(&delta_schema)
+                            .map_err(|e| cannot(e.to_string()))?
+                    };
                     actions.push(Action::Metadata(metadata));
                 }
                 let removes: Vec<Action> = snapshot
@@ -357,7 +400,8 @@ pub async fn commit(
             actions.extend(adds.into_iter().map(Action::Add));
             let operation = DeltaOperation::Write {
                 mode: save_mode,
-                partition_by: None,
+                partition_by: (!target.partition_by.is_empty())
+                    .then(|| target.partition_by.clone()),
                 predicate: None,
             };
             CommitBuilder::from(properties)
@@ -412,11 +456,14 @@ fn not_atomic(location: &Location) -> DataFusionError {
 }
 
 /// One `add` action per Parquet file under `data`, with its size and its row count (read from
-/// its footer; no other statistic, so the log holds no value of the data).
+/// its footer; no other statistic, so the log holds no value of the data beyond the partition
+/// values, which name the `<column>=<value>/` directories a file is in when the table is
+/// partitioned by `partition_by`: insensitive columns, published as they are).
 async fn add_actions(
     table: &Location,
     options: &StoreOptions,
     data: &Location,
+    partition_by: &[String],
 ) -> Result<Vec<Add>> {
     let (store, files) = data_files(options, data).await?;
     let directory = data
@@ -434,9 +481,16 @@ async fn add_actions(
         let rows = footer_rows(store.as_ref(), &path, size)
             .await
             .map_err(unreadable)?;
+        let partition_values = partition_values(&name, partition_by).ok_or_else(|| {
+            DataFusionError::Internal(format!(
+                "Delta table {table}: the written file {directory}/{name} is not under one \
+                 directory per partition column ({})",
+                partition_by.join(", ")
+            ))
+        })?;
         adds.push(Add {
             path: format!("{directory}/{name}"),
-            partition_values: HashMap::new(),
+            partition_values,
             size: size as i64,
             modification_time: now,
             data_change: true,
@@ -445,6 +499,156 @@ async fn add_actions(
         });
     }
     Ok(adds)
+}
+
+/// The partition values of the file at `relative` (under its release directory): one
+/// `<column>=<value>` directory per column of `partition_by`, in order, then the file's name;
+/// `None` when the path has another shape.
+fn partition_values(
+    relative: &str,
+    partition_by: &[String],
+) -> Option<HashMap<String, Option<String>>> {
+    let segments: Vec<&str> = relative.split('/').collect();
+    let (_file, directories) = segments.split_last()?;
+    if directories.len() != partition_by.len() {
+        return None;
+    }
+    directories
+        .iter()
+        .zip(partition_by)
+        .map(|(segment, column)| {
+            let value = segment.strip_prefix(column.as_str())?.strip_prefix('=')?;
+            Some((column.clone(), Some(value.to_string())))
+        })
+        .collect()
+}
+
+/// The most partitions a release may have: a partition is a directory of files, and a column
+/// with more distinct values is not a period or a region but nearly a row key.
+pub const MAX_PARTITIONS: usize = 10_000;
+
+/// A release's rows per partition: the values of `columns`, as the partition directories and
+/// the log spell them, to their rows.
+pub(crate) type PartitionRows = std::collections::BTreeMap<Vec<String>, i64>;
+
+/// The rows per partition of `columns` of the verified release staged at `staging` for the
+/// table `table`, counted by a query. Refuses, naming the column and never a value, a column
+/// missing or of a type this partitioning does not write (strings, booleans, dates, signed
+/// integers), a NULL or empty value (Delta reads an empty partition value as NULL), a value
+/// that is no plain path segment, and more than [`MAX_PARTITIONS`] partitions.
+pub(crate) async fn partition_census(
+    ctx: &datafusion::prelude::SessionContext,
+    staging: &Location,
+    table: &Location,
+    columns: &[String],
+) -> Result<PartitionRows> {
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::arrow::util::display::array_value_to_string;
+    use datafusion::functions_aggregate::expr_fn::count;
+    use datafusion::prelude::{col, lit};
+    let refuse = |why: String| {
+        DataFusionError::Plan(format!(
+            "Delta table {table}: output.partition_by: {why}; nothing was committed"
+        ))
+    };
+    let reader = datafusion::prelude::SessionContext::new_with_config_rt(
+        ctx.copied_config(),
+        ctx.runtime_env(),
+    );
+    let name = super::verify::register_written(&reader, staging, "partitions").await?;
+    let frame = reader.table(name.as_str()).await?;
+    for column in columns {
+        let Ok(field) = frame.schema().field_with_unqualified_name(column) else {
+            return Err(refuse(format!("'{column}' is not a column of the release")));
+        };
+        let partitionable = match field.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+            DataType::Dictionary(_, value) => value.as_ref() == &DataType::Utf8,
+            DataType::Boolean | DataType::Date32 => true,
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => true,
+            _ => false,
+        };
+        if !partitionable {
+            return Err(refuse(format!(
+                "'{column}' is {}; a partition column is a string, boolean, date or signed \
+                 integer",
+                field.data_type()
+            )));
+        }
+    }
+    let groups: Vec<_> = columns.iter().map(|c| col(format!("\"{c}\""))).collect();
+    let batches = frame
+        .aggregate(groups, vec![count(lit(1)).alias("rows")])?
+        .collect()
+        .await?;
+    let mut census = PartitionRows::new();
+    for batch in &batches {
+        let rows = batch
+            .column(columns.len())
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Int64Array>()
+            .ok_or_else(|| DataFusionError::Internal("count(*) is not Int64".to_string()))?;
+        for row in 0..batch.num_rows() {
+            let mut key = Vec::with_capacity(columns.len());
+            for (i, column) in columns.iter().enumerate() {
+                let array = batch.column(i);
+                if array.is_null(row) {
+                    return Err(refuse(format!(
+                        "'{column}' is NULL in some rows, and a partition value must not be"
+                    )));
+                }
+                let value = array_value_to_string(array, row)?;
+                if value.is_empty() {
+                    return Err(refuse(format!(
+                        "'{column}' is empty in some rows, which Delta reads as NULL"
+                    )));
+                }
+                let segment = format!("{column}={value}");
+                if object_store::path::PathPart::from(segment.as_str()).as_ref() != segment {
+                    return Err(refuse(format!(
+                        "'{column}' holds a value that is no plain directory name (a '/', '%', \
+                         '.' alone or a control character)"
+                    )));
+                }
+                key.push(value);
+            }
+            census.insert(key, rows.value(row));
+        }
+        if census.len() > MAX_PARTITIONS {
+            return Err(refuse(format!(
+                "{} has more than {MAX_PARTITIONS} distinct values: partition by a coarser \
+                 column (a month, a region)",
+                columns.join(", ")
+            )));
+        }
+    }
+    Ok(census)
+}
+
+/// The rows per partition of the partitioned Parquet files under `data` (from their footers),
+/// keyed by the values their `<column>=<value>/` directories name.
+pub(crate) async fn partition_rows(
+    options: &StoreOptions,
+    data: &Location,
+    columns: &[String],
+) -> Result<PartitionRows> {
+    let (store, files) = data_files(options, data).await?;
+    let mut counted = PartitionRows::new();
+    for (path, relative, size) in files {
+        let malformed = || {
+            DataFusionError::Internal(format!(
+                "{data}: the written file {relative} is not under one directory per partition \
+                 column"
+            ))
+        };
+        let values = partition_values(&relative, columns).ok_or_else(malformed)?;
+        let key: Option<Vec<String>> = columns.iter().map(|c| values[c].clone()).collect();
+        let rows = footer_rows(store.as_ref(), &path, size)
+            .await
+            .map_err(|why| DataFusionError::Execution(format!("{data}/{relative}: {why}")))?;
+        *counted.entry(key.ok_or_else(malformed)?).or_default() += rows;
+    }
+    Ok(counted)
 }
 
 /// The rows of the Parquet file at `path` (`size` bytes), from its footer alone.
@@ -474,8 +678,9 @@ async fn footer_rows(
     Ok(metadata.file_metadata().num_rows())
 }
 
-/// The Parquet files directly under the directory `data`: their object paths in the store
-/// returned, names and sizes.
+/// The Parquet files under the directory `data`: their object paths in the store returned,
+/// paths under `data` (`part-0.parquet`, or `month=2026-01/part-0.parquet` in a partitioned
+/// release) and sizes.
 async fn data_files(
     options: &StoreOptions,
     data: &Location,
@@ -506,12 +711,17 @@ async fn data_files(
     let mut files: Vec<_> = listed
         .into_iter()
         .filter_map(|meta| {
-            let name = meta.location.filename()?.to_string();
-            (name.ends_with(".parquet") && !name.starts_with('.')).then_some((
-                meta.location,
-                name,
-                meta.size,
-            ))
+            let name = meta.location.filename()?;
+            if !name.ends_with(".parquet") || name.starts_with('.') {
+                return None;
+            }
+            let relative = meta
+                .location
+                .prefix_match(&prefix)?
+                .map(|part| part.as_ref().to_string())
+                .collect::<Vec<_>>()
+                .join("/");
+            Some((meta.location, relative, meta.size))
         })
         .collect();
     files.sort_by(|a, b| a.1.cmp(&b.1));

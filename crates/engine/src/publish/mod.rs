@@ -731,7 +731,7 @@ pub async fn publish_to(
     let write_seconds = write_seconds + started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     let (output, delta_version) = staged
-        .commit_for(output, || {
+        .commit_for(ctx, output, || {
             serde_json::json!({
                 "rows": verification.rows,
                 "classes": verification.classes,

@@ -570,7 +570,7 @@ pub async fn publish_perturbed(
     let verify_seconds = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
     let (written, delta_version) = staged
-        .commit_for(output, || {
+        .commit_for(ctx, output, || {
             serde_json::json!({
                 "rows": verification.rows,
                 "classes": verification.classes,

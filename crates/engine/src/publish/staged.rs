@@ -50,6 +50,10 @@ const PUBLISHED_MARK: &str = ".p";
 /// After the run's part: the staging of the output with synthetic records added
 /// ([`super::synthetic`]).
 pub(crate) const SYNTHETIC_MARK: &str = ".y";
+/// After the run's part: the staging of a Delta release partitioned into directories
+/// ([`StagedOutput::partitioned`]).
+#[cfg(feature = "delta")]
+const PARTITIONED_MARK: &str = ".q";
 /// Left over by versions that moved an old output aside before moving the new one in.
 const OLD_MARK: &str = ".anon-old-";
 
@@ -72,6 +76,9 @@ pub struct StagedOutput {
     schema: Option<datafusion::arrow::datatypes::SchemaRef>,
     /// Rows the Parquet writer reports written.
     pub rows_written: u64,
+    /// Columns the next write partitions the files by, as `<column>=<value>/` directories
+    /// (a partitioned Delta release, [`StagedOutput::partitioned`]).
+    partition_by: Vec<String>,
 }
 
 impl StagedOutput {
@@ -113,6 +120,7 @@ impl StagedOutput {
     #[cfg_attr(not(feature = "delta"), allow(unused_variables))]
     pub async fn commit_for(
         self,
+        ctx: &SessionContext,
         output: &super::Output,
         figures: impl FnOnce() -> serde_json::Value,
     ) -> Result<(String, Option<i64>)> {
@@ -122,7 +130,12 @@ impl StagedOutput {
             super::Output::Delta { target, info } => {
                 let mut info = info.clone();
                 info["figures"] = figures();
-                let version = self.commit_delta(target, info).await?;
+                let staged = if target.partition_by.is_empty() {
+                    self
+                } else {
+                    self.partitioned(ctx, &target.partition_by).await?
+                };
+                let version = staged.commit_delta(target, info).await?;
                 Ok((target.location.to_string(), Some(version)))
             }
         }
@@ -191,7 +204,9 @@ impl StagedOutput {
         let counts = data
             .write_parquet(
                 &location,
-                DataFrameWriteOptions::new().with_single_file_output(self.single_file),
+                DataFrameWriteOptions::new()
+                    .with_single_file_output(self.single_file)
+                    .with_partition_by(self.partition_by.clone()),
                 None,
             )
             .await?;
@@ -246,6 +261,7 @@ impl StagedOutput {
             created_target: false,
             schema: None,
             rows_written: 0,
+            partition_by: Vec::new(),
         })
     }
 
@@ -297,6 +313,7 @@ impl StagedOutput {
         let mut second =
             Self::empty(staging, &self.target, &self.options, self.single_file).await?;
         second.in_table = self.in_table;
+        second.partition_by = std::mem::take(&mut self.partition_by);
         // the table directory is removed (when this run made it) by the last staging's drop
         second.created_target = std::mem::take(&mut self.created_target);
         let reader = SessionContext::new_with_config_rt(
@@ -308,6 +325,41 @@ impl StagedOutput {
         second.write_rows(rewrite(&reader, frame)?).await?;
         // `self` dropped here: its staging is removed
         Ok(second)
+    }
+
+    /// The verified release rewritten into one `<column>=<value>/` directory per partition of
+    /// `columns` (the Delta table's partition columns; their values then live in the log, not
+    /// in the files), as a second staging next to the first (`.q`). Refused, naming the
+    /// column and never a value, when a partition column is missing, of a type Delta cannot
+    /// partition by here, NULL or empty (Delta reads an empty partition value as NULL), or a
+    /// value that is not a plain path segment; or when there are more than
+    /// [`super::delta::MAX_PARTITIONS`]. Each partition's rows, counted from the written files' footers,
+    /// must be the rows of that partition counted on the verified release, or nothing is
+    /// published.
+    #[cfg(feature = "delta")]
+    pub(crate) async fn partitioned(
+        mut self,
+        ctx: &SessionContext,
+        columns: &[String],
+    ) -> Result<Self> {
+        let census =
+            super::delta::partition_census(ctx, &self.staging, &self.target, columns).await?;
+        self.partition_by = columns.to_vec();
+        let verified = self.rows_written;
+        let partitioned = self
+            .rewritten(ctx, PARTITIONED_MARK, |_, frame| Ok(frame))
+            .await?;
+        let written =
+            super::delta::partition_rows(&partitioned.options, &partitioned.staging, columns)
+                .await?;
+        if partitioned.rows_written != verified || written != census {
+            return Err(DataFusionError::Execution(format!(
+                "{}: the partitioned files do not hold the verified rows partition by partition \
+                 ({} rows written, {verified} verified), so the release was not published",
+                partitioned.target, partitioned.rows_written
+            )));
+        }
+        Ok(partitioned)
     }
 
     /// Where the data are until committed.
