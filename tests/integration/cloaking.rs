@@ -212,6 +212,15 @@ async fn a_cloaked_release_is_one_delta_commit() {
         "{text}"
     );
     assert_eq!(release["figures"]["suppressed"], report["suppressed"]);
+    // the tolerance hints (recounted by cloaking again in the engine's tests): three, none
+    // suppressing more than the tolerances of the run
+    let hints = report["suppressed_where"]["if_doubled"].as_array().unwrap();
+    assert_eq!(hints.len(), 3, "{report}");
+    for hint in hints {
+        assert!(hint["suppressed"].as_u64().unwrap() <= report["suppressed"].as_u64().unwrap());
+    }
+    assert_eq!(hints[0]["max_window_s"], 14400.0);
+    assert_eq!(hints[1]["max_cell_side_m"], 6000.0);
     assert!(!text.contains("seed"), "{text}");
     // the pseudonyms written for the verification are not in the table
     assert!(!text.contains("__anon_subject"), "{text}");
@@ -638,6 +647,16 @@ fn bad_input_is_refused_naming_the_column_or_row_never_the_value() {
     assert!(
         message.contains(
             "3 of 3 events (100.00%) cannot be cloaked within max_cell_side and max_window"
+        ),
+        "{message}"
+    );
+    // and the hint: 3 subjects never make k = 5, whatever the tolerances (the window of 15
+    // minutes, the longest, doubled to 1800 s; the side to 6000 m)
+    assert!(
+        message.contains(
+            "would be suppressed with max_window doubled (3000 m, 1800 s) 3 (100.00%), with \
+             max_cell_side doubled (6000 m, 900 s) 3 (100.00%), with both doubled (6000 m, \
+             1800 s) 3 (100.00%)"
         ),
         "{message}"
     );

@@ -128,6 +128,20 @@ pub struct SuppressedFigures {
     /// The root cells with the most suppressed events, most first (ties by quadkey), at
     /// most [`SUPPRESSED_AREAS`].
     pub by_area: Vec<SuppressedArea>,
+    /// The events that would still be suppressed with a tolerance doubled: `max_window`,
+    /// `max_cell_side`, then both ([`tolerance_hints`]); empty when none is suppressed.
+    pub if_doubled: Vec<ToleranceHint>,
+}
+
+/// The suppressed events under other tolerances.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToleranceHint {
+    /// The largest cell side, metres.
+    pub max_cell_side_m: f64,
+    /// The longest window, seconds.
+    pub max_window_s: f64,
+    /// Events still suppressed.
+    pub suppressed: u64,
 }
 
 /// A root cell and its suppressed events.
@@ -178,5 +192,90 @@ pub fn suppressed_figures(
     SuppressedFigures {
         by_hour_utc,
         by_area: areas,
+        if_doubled: tolerance_hints(events, cloaked, options),
     }
+}
+
+/// How many events would still be suppressed with `max_window` doubled, `max_cell_side`
+/// doubled, and both (in that order); empty when none is suppressed.
+///
+/// Exact, without cloaking again: an event is suppressed when its root (its coarsest
+/// acceptable cell, with the longest window around its time) holds fewer than k subjects
+/// ([`super`]). Larger tolerances give larger roots, each a union of today's; an event stays
+/// suppressed when its new root still holds fewer than k. Only the new roots of suppressed
+/// events matter: they are found from those events, and every event is then matched against
+/// them by its cell at their levels (whether a cell is a root depends on that cell and its
+/// ancestors alone, so every event inside a root's cell belongs to that root), counting up
+/// to k distinct subjects per root. O(n · levels) time; memory for k subjects per such root.
+pub fn tolerance_hints(
+    events: &Events,
+    cloaked: &Cloaked,
+    options: &super::CloakingOptions,
+) -> Vec<ToleranceHint> {
+    if cloaked.suppressed == 0 {
+        return Vec::new();
+    }
+    let wider = super::CloakingOptions {
+        max_cell_side_m: 2.0 * options.max_cell_side_m,
+        ..options.clone()
+    };
+    [(options, 1), (&wider, 0), (&wider, 1)]
+        .into_iter()
+        .map(|(tolerances, more_doublings)| {
+            let doublings = options.window_doublings + more_doublings;
+            ToleranceHint {
+                max_cell_side_m: tolerances.max_cell_side_m,
+                max_window_s: (options.window_us << doublings) as f64 / 1e6,
+                suppressed: still_suppressed(events, cloaked, tolerances, doublings),
+            }
+        })
+        .collect()
+}
+
+/// The suppressed events of `cloaked` whose root under `tolerances` (cells) and windows of
+/// `2^doublings` base windows holds fewer than k subjects; see [`tolerance_hints`].
+fn still_suppressed(
+    events: &Events,
+    cloaked: &Cloaked,
+    tolerances: &super::CloakingOptions,
+    doublings: u32,
+) -> u64 {
+    use std::collections::HashMap;
+    let window = |e: usize| events.time[e].div_euclid(tolerances.window_us) >> doublings;
+    // the new roots of the suppressed events: (level, cell code, window) → slot
+    let mut slots: HashMap<(u8, u64, i64), usize> = HashMap::new();
+    let mut levels: Vec<u8> = Vec::new();
+    let mut suppressed_slot = Vec::with_capacity(cloaked.suppressed);
+    for (e, _) in cloaked
+        .label_of
+        .iter()
+        .enumerate()
+        .filter(|&(_, &l)| l == SUPPRESSED)
+    {
+        let level = super::root_level(events.code[e], tolerances);
+        if !levels.contains(&level) {
+            levels.push(level);
+        }
+        let key = (level, super::prefix_code(events.code[e], level), window(e));
+        let next = slots.len();
+        suppressed_slot.push(*slots.entry(key).or_insert(next));
+    }
+    // up to k distinct subjects per new root, from every event inside one
+    let k = tolerances.k as usize;
+    let mut subjects: Vec<Vec<u32>> = vec![Vec::new(); slots.len()];
+    for e in 0..events.len() {
+        for &level in &levels {
+            let key = (level, super::prefix_code(events.code[e], level), window(e));
+            if let Some(&slot) = slots.get(&key) {
+                let seen = &mut subjects[slot];
+                if seen.len() < k && !seen.contains(&events.subject[e]) {
+                    seen.push(events.subject[e]);
+                }
+            }
+        }
+    }
+    suppressed_slot
+        .into_iter()
+        .filter(|&slot| subjects[slot].len() < k)
+        .count() as u64
 }

@@ -532,3 +532,50 @@ fn suppressed_figures_recount() {
     let largest = by_quadkey.values().max().copied().unwrap();
     assert_eq!(figures.by_area[0].events, largest);
 }
+
+/// The hint of which doubled tolerance lets the suppressed events through, against cloaking
+/// again under the doubled tolerances (both variants, several data sets): with the window
+/// doubled, the cell side doubled, and both, the events still suppressed are those the
+/// cloaking under those options suppresses. Each doubling must let some events through on
+/// some data set, so that the comparison is not of zeros.
+#[test]
+fn tolerance_hints_equal_cloaking_again() {
+    let mut helped = [false; 3];
+    for (seed, k) in [(31, 6), (32, 8), (33, 12)] {
+        let events = events_of(&random_rows(seed, 800, 120));
+        for variant in [Variant::Quadtree, Variant::Adaptive] {
+            let options = CloakingOptions {
+                k,
+                ..random_options(variant)
+            };
+            let cloaked = cloak(&events, &options).unwrap();
+            assert!(cloaked.suppressed > 0, "the data must suppress some events");
+            let hints = super::figures::tolerance_hints(&events, &cloaked, &options);
+            let wider = |side: f64, doublings: u32| CloakingOptions {
+                max_cell_side_m: options.max_cell_side_m * side,
+                window_doublings: options.window_doublings + doublings,
+                ..options.clone()
+            };
+            let doubled = [wider(1.0, 1), wider(2.0, 0), wider(2.0, 1)];
+            assert_eq!(hints.len(), 3);
+            for (i, (hint, again)) in hints.iter().zip(&doubled).enumerate() {
+                let recloaked = cloak(&events, again).unwrap();
+                assert_eq!(hint.suppressed, recloaked.suppressed as u64, "{seed} {i}");
+                assert_eq!(hint.max_cell_side_m, again.max_cell_side_m);
+                assert_eq!(hint.max_window_s, again.max_window_us() as f64 / 1e6);
+                helped[i] |= recloaked.suppressed < cloaked.suppressed;
+            }
+        }
+    }
+    assert_eq!(helped, [true; 3]);
+    // nothing suppressed: no hint
+    let events = events_of(&random_rows(34, 400, 120));
+    let options = CloakingOptions {
+        k: 2,
+        max_cell_side_m: 2_000_000.0,
+        ..random_options(Variant::Quadtree)
+    };
+    let cloaked = cloak(&events, &options).unwrap();
+    assert_eq!(cloaked.suppressed, 0);
+    assert!(super::figures::tolerance_hints(&events, &cloaked, &options).is_empty());
+}

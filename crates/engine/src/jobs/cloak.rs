@@ -120,12 +120,15 @@ pub async fn cloak(
     };
     let max_suppression = policy.requirements().max_suppression;
     if share > max_suppression {
+        let hints =
+            crate::cloaking::figures::tolerance_hints(&read.events, &cloaked, &cloaking.options);
         return Err(DataFusionError::Execution(format!(
             "{} of {events} events ({:.2}%) cannot be cloaked within max_cell_side and \
-             max_window, above max_suppression = {max_suppression}; raise the tolerances or \
-             max_suppression, or lower k; nothing written",
+             max_window, above max_suppression = {max_suppression}; {}; raise the tolerances \
+             or max_suppression, or lower k; nothing written",
             cloaked.suppressed,
-            share * 100.0
+            share * 100.0,
+            describe_hints(&hints, events)
         )));
     }
     observer.note(&format!(
@@ -220,6 +223,30 @@ pub async fn cloak(
         },
         publish,
     })
+}
+
+/// The tolerance hints in words: `with max_window doubled (7200 s) 12 (0.10%) would be
+/// suppressed, with max_cell_side doubled (6000 m) …, with both …`.
+fn describe_hints(hints: &[crate::cloaking::figures::ToleranceHint], events: u64) -> String {
+    let names = [
+        "max_window doubled",
+        "max_cell_side doubled",
+        "both doubled",
+    ];
+    let parts: Vec<String> = hints
+        .iter()
+        .zip(names)
+        .map(|(hint, name)| {
+            format!(
+                "with {name} ({:.0} m, {:.0} s) {} ({:.2}%)",
+                hint.max_cell_side_m,
+                hint.max_window_s,
+                hint.suppressed,
+                100.0 * hint.suppressed as f64 / events.max(1) as f64
+            )
+        })
+        .collect();
+    format!("would be suppressed {}", parts.join(", "))
 }
 
 /// Refuses a release whose unicity breaks `max_unicity` (nothing is written yet); with

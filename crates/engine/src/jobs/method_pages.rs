@@ -251,7 +251,9 @@ fn suppressed(page: &mut Page, report: &CloakingReport) {
     let s = &report.suppressed_where;
     page.heading("Suppressed events");
     page.paragraph(&format!(
-        "{} events could not be cloaked: their root (a cell of at most {:.0} m, a window of          at most {:.0} s) held fewer than k = {} subjects. A larger max_cell_side or          max_window, or a smaller k, lets more of them through.",
+        "{} events could not be cloaked: their root (a cell of at most {:.0} m, a window of \
+         at most {:.0} s) held fewer than k = {} subjects. The table below says how many would \
+         still be suppressed with a tolerance doubled.",
         group_digits(total),
         report.max_cell_side_m,
         report.max_window_s,
@@ -269,6 +271,23 @@ fn suppressed(page: &mut Page, report: &CloakingReport) {
             )
         })
         .collect();
+    page.table(&["tolerances", "still suppressed", "share of the events"]);
+    let names = [
+        "max_window doubled",
+        "max_cell_side doubled",
+        "both doubled",
+    ];
+    for (hint, name) in s.if_doubled.iter().zip(names) {
+        page.row(
+            &format!(
+                "{name}: {:.0} m, {:.0} s",
+                hint.max_cell_side_m, hint.max_window_s
+            ),
+            &[&group_digits(hint.suppressed)],
+            &percent(hint.suppressed as f64 / report.events.max(1) as f64),
+        );
+    }
+    page.end_table();
     page.bars("Suppressed events by hour", &hours);
     page.table(&["root cell (quadkey)", "suppressed events", "share"]);
     for area in &s.by_area {
