@@ -235,3 +235,33 @@ def test_k_of_one_is_refused_by_python_too(tmp_path):
     with pytest.raises(anon.AnonymityError, match="privacy.k = 1 protects nobody"):
         anon.anonymize(policy, out=out)
     assert not out.exists()
+
+
+def test_a_dropped_person_column_with_t_closeness(tmp_path):
+    """Issue 57: a person column (dropped) with t-closeness and β-likeness published from
+    Python as from the command line. Six patients, two visits each, in two zip codes of three
+    patients: at zip 0 every class holds 3 persons (6 rows); the release keeps no pid and its
+    classes, recounted through the visit number, hold 3 persons each."""
+    visits = ["visit,pid,zip,diagnosis"]
+    for v in range(12):
+        patient = v // 2
+        visits.append(f"{v},{patient},{47601 + patient // 3},{['flu', 'cold', 'asthma'][v % 3]}")
+    (tmp_path / "v.csv").write_text("\n".join(visits) + "\n")
+    for requirement in ('t_closeness = { kind = "equal", t = 0.5 }', "beta_likeness = { beta = 2.0 }"):
+        policy = tmp_path / "p.toml"
+        policy.write_text(
+            '[input]\npath = "v.csv"\n[privacy]\nk = 3\nperson = "pid"\nmax_suppression = 0.5\n'
+            '[attributes]\nvisit = { role = "insensitive" }\npid = { role = "identifier" }\n'
+            'zip = { role = "quasi_identifier", hierarchy = { kind = "mask", length = 5 } }\n'
+            f'diagnosis = {{ role = "sensitive", {requirement} }}\n'
+        )
+        out = tmp_path / "out.parquet"
+        for algorithm in ("optimal", "mondrian"):
+            report = anon.anonymize(policy, out=out, algorithm=algorithm, overwrite=True, seed=1)
+            assert report["publish"]["person"]["published"] == "dropped"
+            table = pq.read_table(out)
+            assert "pid" not in table.column_names
+            persons = collections.defaultdict(set)
+            for visit, zip_label in rows(table.select(["visit", "zip"])):
+                persons[zip_label].add(int(visit) // 2)
+            assert persons and all(len(p) >= 3 for p in persons.values()), persons

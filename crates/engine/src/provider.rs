@@ -182,8 +182,20 @@ impl GeneralizedTable {
     /// [`Generalization::quasi_identifiers`] order): the rows are joined against them instead
     /// of aggregating again.
     pub fn with_failing_classes(&self, failing: Vec<RecordBatch>) -> Result<Self> {
-        let plan = if failing.iter().all(|b| b.num_rows() == 0) {
-            self.recoded.clone()
+        let plan = self.kept_rows(failing)?;
+        Ok(Self {
+            view: ViewTable::new(without_unpublished(plan, &self.generalization)?, None),
+            generalization: self.generalization.clone(),
+            recoded: self.recoded.clone(),
+            keyed: self.keyed.clone(),
+        })
+    }
+
+    /// The recoded rows with the `failing` classes suppressed, every column kept: the person
+    /// column too, which the requirements count persons of even when it is not published.
+    fn kept_rows(&self, failing: Vec<RecordBatch>) -> Result<LogicalPlan> {
+        if failing.iter().all(|b| b.num_rows() == 0) {
+            Ok(self.recoded.clone())
         } else {
             // the keys as the recoded columns' type, so the join compares like with like and
             // casts nothing on the (large) side of the rows
@@ -201,14 +213,8 @@ impl GeneralizedTable {
                             .chain(std::iter::once(lit(true).alias(SUPPRESSED))),
                     )?
                     .build()?;
-            suppress(&self.recoded, scan, &self.generalization)?
-        };
-        Ok(Self {
-            view: ViewTable::new(without_unpublished(plan, &self.generalization)?, None),
-            generalization: self.generalization.clone(),
-            recoded: self.recoded.clone(),
-            keyed: self.keyed.clone(),
-        })
+            suppress(&self.recoded, scan, &self.generalization)
+        }
     }
 
     /// The transformation served.
@@ -247,8 +253,9 @@ impl GeneralizedTable {
     /// distribution) taken from the kept rows alone, as a reader of a release whose failing
     /// rows are dropped sees them. Same columns as [`Self::failing_classes_plan`].
     pub fn failing_classes_among_kept(&self, failing: Vec<RecordBatch>) -> Result<LogicalPlan> {
-        let kept = self.with_failing_classes(failing)?;
-        failing_classes_with_rows(kept.plan(), &self.generalization)
+        // judged on every column: the persons are counted on the person column, which the
+        // served view leaves out when it is not published
+        failing_classes_with_rows(&self.kept_rows(failing)?, &self.generalization)
     }
 
     /// Dropping failing classes changes the distribution the kept classes are compared with
