@@ -28,7 +28,9 @@ use datafusion_anonymity::datafusion::common::TableReference;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::execution::TaskContext;
 use datafusion_anonymity::datafusion::logical_expr::{Extension, LogicalPlan};
-use datafusion_anonymity::datafusion::physical_plan::ExecutionPlan;
+use datafusion_anonymity::datafusion::physical_plan::{
+    ChildrenPropertiesMode, ExecutionPlan, ReplaceChildrenOptions,
+};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
@@ -134,13 +136,19 @@ impl PhysicalExtensionCodec for ByReferencePhysical {
     fn try_decode(
         &self,
         buf: &[u8],
-        _inputs: &[Arc<dyn ExecutionPlan>],
+        inputs: &[Arc<dyn ExecutionPlan>],
         _ctx: &TaskContext,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         match take(buf)? {
-            // the node as it was, with the children it had (`inputs` are their copies)
-            Some(Held::Plan(plan)) => Ok(plan),
+            // the node as it was, over the children as the decoding side made them: its own
+            // plans, whose functions run natively there (the children it had, made on the
+            // other side, would call that side's functions through the FFI)
+            Some(Held::Plan(plan)) if inputs.is_empty() => Ok(plan),
+            Some(Held::Plan(plan)) => plan.replace_children(
+                inputs.to_vec(),
+                ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+            ),
             _ => Err(DataFusionError::Internal(
                 "plan node: not a datafusion-anonymity ticket".to_string(),
             )),

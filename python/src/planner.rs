@@ -20,7 +20,12 @@
 //!    installed another before, which plans it with the session's tables, functions, options
 //!    and physical rules;
 //! 5. applies [`SinglePhaseAggregation`] and then [`PackedAggregation`] to the physical plan,
-//!    as the Rust session does (there, as physical optimizer rules in the same order).
+//!    as the Rust session does (there, as physical optimizer rules in the same order), except
+//!    to an aggregation whose own expressions call a function of the session: DataFusion's
+//!    built-ins reach this library as foreign functions, which datafusion-ffi calls with every
+//!    argument as an array (`date_part('year', d)` would fail), so such an aggregation stays
+//!    DataFusion's and runs in the session. Installing the planner never changes the result
+//!    of a query that uses none of the crate's functions.
 //!
 //! The plan crosses the FFI serialized (datafusion-proto, with the session's codecs), so the
 //! functions the rewrite inserts are found by name in the session: `register()` registers
@@ -32,6 +37,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion_anonymity::datafusion::catalog::Session;
 use datafusion_anonymity::datafusion::common::config::ConfigOptions;
+use datafusion_anonymity::datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion_anonymity::datafusion::common::tree_node::{
     Transformed, TransformedResult, TreeNode,
 };
@@ -41,14 +47,17 @@ use datafusion_anonymity::datafusion::logical_expr::expr::{AggregateFunction, Wi
 use datafusion_anonymity::datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion_anonymity::datafusion::logical_expr::{Expr, LogicalPlan, WindowFunctionDefinition};
 use datafusion_anonymity::datafusion::optimizer::AnalyzerRule;
+use datafusion_anonymity::datafusion::physical_expr::ScalarFunctionExpr;
 use datafusion_anonymity::datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion_anonymity::datafusion::physical_plan::ExecutionPlan;
+use datafusion_anonymity::datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion_anonymity::functions::whole_table::WholeTableFunction;
 use datafusion_anonymity::rewrite::{PackedAggregation, SinglePhaseAggregation, WholeTableRewrite};
 
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
 use datafusion_ffi::query_planner::{FFI_QueryPlanner, ForeignQueryPlanner};
+use datafusion_ffi::udf::ForeignScalarUDF;
 
 use crate::functions::Guarded;
 
@@ -105,8 +114,33 @@ impl QueryPlanner for AnonymityPlanner {
         let plan = rewrite(logical_plan.clone(), config)?;
         let physical = self.fallback.create_physical_plan(&plan, session).await?;
         let physical = SinglePhaseAggregation.optimize(physical, config)?;
-        PackedAggregation.optimize(physical, config)
+        PackedAggregation.optimize_where(physical, config, |aggregate| {
+            !calls_foreign_scalar_function(aggregate)
+        })
     }
+}
+
+/// Whether an expression of `aggregate` itself (a key, an aggregate's argument or filter)
+/// calls a scalar function of the session (DataFusion's own, or the user's): such a function
+/// reaches this library as a foreign one, which datafusion-ffi calls with every argument
+/// turned into an array, so `date_part('year', d)` would no longer see its literal 'year'.
+/// The kernel would run these expressions here; DataFusion's aggregation, left in place, runs
+/// them in the session natively. (The nodes below are the session's own: [`crate::codec`]
+/// hands a held node the children the session decoded.)
+fn calls_foreign_scalar_function(aggregate: &AggregateExec) -> bool {
+    let mut foreign = false;
+    let _ = aggregate.apply_expressions(&mut |expr| {
+        expr.apply(|e| {
+            if let Some(call) = e.downcast_ref::<ScalarFunctionExpr>()
+                && call.fun().inner().is::<ForeignScalarUDF>()
+            {
+                foreign = true;
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+    });
+    foreign
 }
 
 /// Steps 1 to 3 of the module docs.

@@ -221,3 +221,74 @@ def test_group_by_runs_in_the_packed_kernel(tmp_path, partitions):
         by_hand[key] = by_hand.get(key, 0) + 1
     assert {(g1, g2): k for g1, g2, k, _, _, _ in got} == by_hand
     assert all(k == n for _, _, k, _, _, n in got)
+
+
+# DataFusion's own functions with literal arguments (date/time, string, regex, math, and
+# aggregates with a literal parameter), as keys, aggregate arguments, filters, HAVING and
+# window arguments, grouped and not (issue 57: a grouped date_part failed in a registered
+# context, its literal 'year' reaching it as an array through the FFI)
+BUILTINS = [
+    "SELECT sex, max(date_part('year', birth_date)) FROM p GROUP BY sex",
+    "SELECT date_part('year', birth_date) AS y, count(*) FROM p GROUP BY y",
+    "SELECT extract(month FROM birth_date) AS m, min(sex) FROM p GROUP BY 1",
+    "SELECT date_trunc('hour', ts) AS h, count(*) FROM p GROUP BY h",
+    "SELECT date_bin(interval '15 minutes', ts) AS b, sum(cost) FROM p GROUP BY b",
+    "SELECT sex, max(date_bin(interval '1 hour', ts, TIMESTAMP '2020-01-01T00:30:00')) FROM p "
+    "GROUP BY sex",
+    "SELECT to_char(birth_date, '%Y-%m') AS ym, count(*) FROM p GROUP BY ym",
+    "SELECT sex, max(to_timestamp(stamp, '%Y/%m/%d %H:%M')) FROM p GROUP BY sex",
+    "SELECT regexp_replace(name, '[aeiou]', '_', 'g') AS r, count(*) FROM p GROUP BY r",
+    "SELECT sex, count(*) FROM p WHERE regexp_like(name, '^[A-M]') GROUP BY sex",
+    "SELECT sex, max(split_part(name, 'a', 2)), min(lpad(name, 8, '*')), "
+    "max(substr(name, 2, 3)) FROM p GROUP BY sex",
+    "SELECT concat_ws('-', sex, zip) AS c, count(*) FROM p GROUP BY c",
+    "SELECT zip, round(avg(cost), 1), max(power(cost, 2)), min(log(2, cost)), "
+    "max(trunc(cost, 1)) FROM p GROUP BY zip",
+    "SELECT sex, approx_percentile_cont(cost, 0.5), string_agg(name, ',' ORDER BY name) "
+    "FROM p GROUP BY sex",
+    "SELECT sex, count(*) FROM p GROUP BY sex HAVING max(date_part('year', birth_date)) > 1975",
+    "SELECT name, row_number() OVER (PARTITION BY date_part('year', birth_date) % 10 "
+    "ORDER BY name) FROM p",
+    "SELECT date_part('year', birth_date), date_trunc('day', ts), regexp_replace(name, 'a', 'A'), "
+    "round(cost, 1), arrow_cast(zip, 'Int32') FROM p",
+]
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_registering_never_changes_a_query_that_does_not_use_it(tmp_path, partitions):
+    # the same queries in a plain context (the expectation: no code of this library runs there)
+    # and in a registered one, on a Parquet file and an in-memory table
+    import datetime
+
+    n = 60
+    names = ["Ada", "Bob", "Cyd", "Dee", "Eve", "Mia", "Noa", "Zoe"]
+    table = pa.table(
+        {
+            "sex": [["f", "m"][i % 2] for i in range(n)],
+            "zip": [47600 + i % 5 for i in range(n)],
+            "name": [names[i % len(names)] for i in range(n)],
+            "cost": [1.0 + (i * 37 % 101) / 7 for i in range(n)],
+            "birth_date": [datetime.date(1950 + i % 50, 1 + i % 12, 1 + i % 28) for i in range(n)],
+            "ts": [datetime.datetime(2020, 1, 1) + datetime.timedelta(minutes=13 * i) for i in range(n)],
+            "stamp": [f"2021/0{1 + i % 9}/1{i % 10} 0{i % 10}:{10 + i % 50}" for i in range(n)],
+        }
+    )
+    pq.write_table(table, tmp_path / "p.parquet")
+
+    def contexts():
+        config = SessionConfig().with_target_partitions(partitions)
+        plain, registered = SessionContext(config), SessionContext(config)
+        anon.register(registered)
+        return plain, registered
+
+    for source in ("parquet", "memory"):
+        plain, registered = contexts()
+        for ctx in (plain, registered):
+            if source == "parquet":
+                ctx.register_parquet("p", str(tmp_path / "p.parquet"))
+            else:
+                ctx.register_record_batches("p", [table.to_batches()])
+        for query in BUILTINS:
+            expected = sorted(rows(plain, query), key=repr)
+            got = sorted(rows(registered, query), key=repr)
+            assert got == expected, (source, query)

@@ -52,6 +52,29 @@ use groups::packable;
 #[derive(Debug, Default)]
 pub struct PackedAggregation;
 
+impl PackedAggregation {
+    /// The rule, taking over only the aggregations `eligible` accepts besides: a host whose
+    /// plans hold functions the kernel must not run (datafusion-python's, which cross the
+    /// FFI, see the Python package's planner) leaves those aggregations to DataFusion.
+    pub fn optimize_where(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+        eligible: impl Fn(&AggregateExec) -> bool,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        super::replace_nodes(
+            plan,
+            config,
+            |options| options.packed_aggregation,
+            true,
+            |plan| match plan.downcast_ref::<AggregateExec>() {
+                Some(aggregate) if eligible(aggregate) => packed(plan),
+                _ => Ok(None),
+            },
+        )
+    }
+}
+
 impl PhysicalOptimizerRule for PackedAggregation {
     fn optimize(
         &self,
