@@ -57,15 +57,32 @@ use pyo3::types::{PyCapsule, PyDict};
 use errors::{AnonymityError, to_py};
 use jobs::TableSource;
 
-/// Runs the future `job` makes on the library's runtime with the GIL released; its error as
-/// an `AnonymityError`.
+/// Runs the future `job` makes on the library's runtime with the GIL released
+/// ([`runtime::run_job`]); its error as an `AnonymityError`. Interrupted (Ctrl-C), the job
+/// stops and commits nothing, and the signal's exception (`KeyboardInterrupt`) is raised with
+/// a note saying so; a signal that came after the commit is a warning, and the job's result
+/// is returned (its release is published: losing its report would help nobody).
 fn run<T, F>(py: Python<'_>, job: impl FnOnce() -> F + Send) -> PyResult<T>
 where
     T: Send,
     F: Future<Output = Result<T>>,
 {
-    py.detach(|| runtime::block_on(job()).and_then(|r| r))
-        .map_err(to_py)
+    let runtime::JobOutcome { outcome, signal } = runtime::run_job(py, job);
+    match (outcome, signal) {
+        (Err(_), Some(raised)) => {
+            let note = datafusion_anonymity_engine::interrupt::INTERRUPTED;
+            let _ = raised.value(py).call_method1("add_note", (note,));
+            Err(raised)
+        }
+        (Ok(result), Some(_)) => {
+            let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            let message = c"datafusion-anonymity: interrupted after the job had published; \
+                the release is in place and this is its result";
+            pyo3::PyErr::warn(py, &category, message, 1)?;
+            Ok(result)
+        }
+        (outcome, None) => outcome.map_err(to_py),
+    }
 }
 
 fn capsule<'py, T: 'static + Send>(

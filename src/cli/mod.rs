@@ -15,11 +15,13 @@ mod progress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use clap::{Parser, Subcommand};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::bench;
+use datafusion_anonymity_engine::interrupt;
 use datafusion_anonymity_engine::jobs::{
     self,
     sql::{SqlOptions, TableSource},
@@ -177,8 +179,21 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(async {
+            listen_for_signals()?;
+            interrupt::run(run(cli)).await
+        })
+    }));
+    if matches!(outcome, Ok(Err(_))) && interrupt::requested() {
+        // an interrupted job: its tasks stopped (waited for a few seconds), then the staging
+        // they may have written into after its removal is removed again
+        runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+        interrupt::sweep();
+        eprintln!("error: {}", interrupt::INTERRUPTED);
+        // the shell's convention: 128 + the signal's number
+        return ExitCode::from(128 + SIGNAL.load(Ordering::SeqCst) as u8);
+    }
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
@@ -190,6 +205,45 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The number of the first SIGINT or SIGTERM received (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Listens for SIGINT (Ctrl-C) and SIGTERM: the first asks the job to stop
+/// ([`interrupt::request`]: it stops at its next check, commits nothing and removes its
+/// staging) and says so; a second exits at once, leaving the staging to the next run.
+fn listen_for_signals() -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind: SignalKind| {
+        signal(kind)
+            .map_err(|e| DataFusionError::Execution(format!("cannot listen for signals: {e}")))
+    };
+    let (mut interrupts, mut terminations) = (
+        listen(SignalKind::interrupt())?,
+        listen(SignalKind::terminate())?,
+    );
+    tokio::spawn(async move {
+        loop {
+            let (number, name) = tokio::select! {
+                _ = interrupts.recv() => (libc::SIGINT, "SIGINT"),
+                _ = terminations.recv() => (libc::SIGTERM, "SIGTERM"),
+            };
+            if SIGNAL
+                .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                eprintln!(
+                    "{name} again: exiting now; the next run to the same output removes what \
+                     this one staged"
+                );
+                std::process::exit(128 + number);
+            }
+            interrupt::request();
+            eprintln!("{name}: stopping; nothing will be published (again to exit at once)");
+        }
+    });
+    Ok(())
 }
 
 async fn run(cli: Cli) -> Result<()> {

@@ -427,3 +427,82 @@ fn the_next_run_removes_a_stale_staging_of_the_published_rows() {
     );
     assert!(s.staging().is_empty(), "{:?}", s.staging());
 }
+
+/// Issue 57: SIGINT (Ctrl-C) or SIGTERM stops a run, which commits nothing, leaves no staging
+/// and exits with 128 + the signal's number, saying so. Each run is held at a named point by
+/// the test hook (a blocking sleep, during which the signal arrives), so the signal lands
+/// where the test says: before the search (the search's own check stops it), and after the
+/// files were written and before their verification (the check before the commit stops it;
+/// the staging then holds data, which must be removed).
+#[test]
+fn an_interrupted_run_stops_commits_nothing_and_leaves_no_staging() {
+    let scratch = Scratch::new(20_000);
+    let policy = scratch.arg("policy.toml");
+    for (point, signal, code, name, out) in [
+        ("before-search", libc::SIGINT, 130, "SIGINT", "out.parquet"),
+        (
+            "before-search",
+            libc::SIGTERM,
+            143,
+            "SIGTERM",
+            "out.parquet",
+        ),
+        ("after-write", libc::SIGINT, 130, "SIGINT", "out.parquet"),
+        ("after-write", libc::SIGTERM, 143, "SIGTERM", "out.parquet"),
+        // a Delta table: verified, about to commit
+        ("before-commit", libc::SIGINT, 130, "SIGINT", "table"),
+    ] {
+        let case = format!("{name} at {point}");
+        let log = scratch.path("run.log");
+        let format = if out == "table" { "delta" } else { "parquet" };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_anon"))
+            .args(["anonymize", "--policy", &policy, "--out", &scratch.arg(out)])
+            .args(["--algorithm", "mondrian", "--seed", "1", "--format", format])
+            .env("ANON_TEST_PAUSE_AT", point)
+            .env("ANON_TEST_PAUSE_SECONDS", "2")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("paused at")) {
+            assert!(Instant::now() < deadline, "{case}: never paused");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if point == "after-write" {
+            assert!(!scratch.staging().is_empty(), "{case}: nothing staged yet");
+        }
+        // SAFETY: a signal to the child this test started and has not reaped
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let status = child.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(status.code(), Some(code), "{case}: {text}");
+        assert!(
+            text.contains(&format!("{name}: stopping; nothing will be published")),
+            "{case}: {text}"
+        );
+        assert!(
+            text.contains(
+                "error: interrupted: the job stopped before its commit; nothing was published"
+            ),
+            "{case}: {text}"
+        );
+        // nothing at the output: no file, no table (not even an empty directory)
+        assert!(!scratch.path(out).exists(), "{case}: published");
+        assert!(
+            scratch.staging().is_empty(),
+            "{case}: {:?}",
+            scratch.staging()
+        );
+    }
+    // the same run, not interrupted, publishes
+    let run = anon(&[
+        "anonymize",
+        "--quiet",
+        "--policy",
+        &policy,
+        "--out",
+        &scratch.arg("out.parquet"),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+}

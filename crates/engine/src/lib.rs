@@ -33,6 +33,7 @@ pub mod bucketize;
 pub mod cloaking;
 pub mod errors;
 pub mod hierarchies;
+pub mod interrupt;
 pub mod jobs;
 pub mod label_codes;
 pub mod local_recode;

@@ -44,6 +44,10 @@ pub(crate) fn cloak(events: &Events, options: &CloakingOptions, roots: &Roots) -
     let mut counter = DistinctCounter::new(events.subjects);
     let mut order = roots.order.clone();
     for &(start, end) in &roots.ranges {
+        if crate::interrupt::requested() {
+            // [`super::cloak`] returns the interruption
+            break;
+        }
         if !counter.at_least(&order[start..end], &events.subject, options.k) {
             continue;
         }

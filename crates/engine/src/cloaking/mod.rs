@@ -240,6 +240,7 @@ pub fn cloak(events: &Events, options: &CloakingOptions) -> Result<Cloaked> {
         Variant::Quadtree => quadtree::cloak(events, options, &roots),
         Variant::Adaptive => adaptive::cloak(events, options, &roots),
     };
+    crate::interrupt::check()?;
     cloaked.suppressed = cloaked
         .label_of
         .iter()

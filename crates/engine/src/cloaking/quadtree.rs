@@ -42,6 +42,10 @@ pub(crate) fn cloak(events: &Events, options: &CloakingOptions, roots: &Roots) -
         labels: &mut labels,
     };
     for &(start, end) in &roots.ranges {
+        if crate::interrupt::requested() {
+            // [`super::cloak`] returns the interruption
+            break;
+        }
         let range = &roots.order[start..end];
         if !walk.counter.at_least(range, &events.subject, options.k) {
             continue;

@@ -233,6 +233,7 @@ pub async fn anonymize(
         refine: options.refine,
         ..LocalOptions::default()
     };
+    crate::interrupt::hook_pause("before-search");
     let decision = search::decide(
         &freq,
         policy.requirements(),

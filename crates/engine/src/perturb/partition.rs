@@ -437,6 +437,10 @@ pub fn microaggregate(
         share
             .into_iter()
             .map(|(rows, whole)| {
+                if crate::interrupt::requested() {
+                    // the blocks left are skipped: the interruption is returned below
+                    return Vec::new();
+                }
                 // a whole stratum in record order (MDAV's ties go to the first record), a
                 // block of a larger one in the split's order (a function of the input)
                 let (local, block) = if whole {
@@ -465,6 +469,7 @@ pub fn microaggregate(
             })
             .collect::<Vec<_>>()
     })?;
+    crate::interrupt::check()?;
     // blocks back in their order (thread t had blocks t, t + threads, ...)
     let mut per_block: Vec<Option<Vec<Vec<u32>>>> = vec![None; blocks.len()];
     for (t, share) in results.into_iter().enumerate() {

@@ -331,7 +331,9 @@ pub async fn commit(
     info: Value,
 ) -> Result<i64> {
     let location = &target.location;
-    hook_pause("before-commit");
+    crate::interrupt::hook_pause("before-commit");
+    // the last moment a stop asked for keeps the release out of the table
+    crate::interrupt::check()?;
     let adds = add_actions(location, options, data, &target.partition_by).await?;
     let properties = CommitProperties::default()
         .with_max_retries(0)
@@ -416,7 +418,7 @@ pub async fn commit(
                 .version()
         }
     };
-    hook_pause("after-commit");
+    crate::interrupt::hook_pause("after-commit");
     Ok(version as i64)
 }
 
@@ -845,20 +847,4 @@ async fn referenced_directories(
         .map_err(|e| delta_error(table, e))?;
     referenced.extend(files);
     Ok(referenced)
-}
-
-/// Test hook: with `ANON_TEST_PAUSE_AT=<point>` in the environment, prints
-/// `paused at <point>` on stderr and sleeps `ANON_TEST_PAUSE_SECONDS` (default 60), so a test
-/// can kill the process at a named point of a Delta publish (`after-write`: the files written,
-/// not yet verified; `before-commit`: verified, not committed; `after-commit`: committed) or
-/// make two publishes overlap.
-pub fn hook_pause(point: &str) {
-    if std::env::var("ANON_TEST_PAUSE_AT").is_ok_and(|p| p == point) {
-        let seconds = std::env::var("ANON_TEST_PAUSE_SECONDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(60);
-        eprintln!("paused at {point}");
-        std::thread::sleep(std::time::Duration::from_secs(seconds));
-    }
 }

@@ -588,8 +588,7 @@ pub async fn publish_to(
         Arc::new(published_schema(frame, &generalization))
     })
     .await?;
-    #[cfg(feature = "delta")]
-    crate::publish::delta::hook_pause("after-write");
+    crate::interrupt::hook_pause("after-write");
     let write_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();

@@ -370,6 +370,7 @@ impl StagedOutput {
     /// Puts the output in place (replacing what is there, which
     /// [`super::check_output`] allowed only with `--overwrite`); see the module docs.
     pub async fn commit(mut self) -> Result<Location> {
+        crate::interrupt::check()?;
         match (&self.staging, &self.target) {
             (Location::Local(staging), Location::Local(target)) => {
                 commit_local(staging, target, self.single_file)?
@@ -400,6 +401,7 @@ impl Drop for StagedOutput {
         }
         // no async drop: a bucket's staging is removed on a runtime of its own
         let _ = storage::remove_blocking(&self.staging, &self.options);
+        crate::interrupt::dropped(&self.staging, &self.options);
         if self.created_target
             && let Location::Local(path) = &self.target
         {

@@ -48,6 +48,10 @@ pub(crate) fn iab(
     push(ev, lattice.bottom(), &mut frontier);
     let mut best: Option<(usize, u64)> = None;
     while let Some((classes, _, _, Reverse(node), satisfies)) = frontier.pop() {
+        if crate::interrupt::requested() {
+            // [`super::search`] returns the interruption
+            break;
+        }
         if best.is_some_and(|(_, b)| classes <= b) {
             break;
         }

@@ -259,6 +259,7 @@ pub fn search(
         }
         Algorithm::IabFullDomain => iab::iab(&mut ev, progress),
     };
+    crate::interrupt::check()?;
     let nodes_checked = ev.evaluated;
     let (solution, failure) = match found {
         Some((node, stats)) => {

@@ -131,6 +131,10 @@ pub(crate) fn optimal(
     };
     for &node in &order {
         let node = node as usize;
+        if crate::interrupt::requested() {
+            // [`super::search`] returns the interruption
+            break;
+        }
         if let (Some(best), Some(bound)) = (&search.best, &search.bound)
             && bound[node] > best.cost + metric.tolerance()
         {

@@ -111,6 +111,7 @@ pub fn iab_with_progress(
     let mut expansions = 0usize;
     let mut capped = false;
     while let Some(entry) = frontier.pop() {
+        crate::interrupt::check()?;
         let id = (entry.3).0;
         let table = &tables[id as usize];
         if best.is_some_and(|b| table.tuples <= tables[b as usize].tuples) {

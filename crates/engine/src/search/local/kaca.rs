@@ -105,6 +105,7 @@ pub fn kaca_with_progress(
         steps += 1;
         if steps.is_multiple_of(REPORT_EVERY) {
             progress(leaf_classes - failing.items.len(), leaf_classes);
+            crate::interrupt::check()?;
         }
         let c = failing.items[rng.below(failing.items.len() as u64) as usize] as usize;
         failing.remove(c);

@@ -87,6 +87,14 @@ impl<T> WorkPool<T> {
         }
     }
 
+    /// Ends the work for every thread (a stop was asked for, [`crate::interrupt`]): waiting
+    /// threads get `None` and stop; the items left are not done.
+    pub(crate) fn stop(&self) {
+        let mut state = self.lock();
+        state.over = true;
+        self.ready.notify_all();
+    }
+
     /// A guard for one thread's work: if the thread panics, the work is over for all.
     pub(crate) fn guard(&self) -> PanicGuard<'_, T> {
         PanicGuard(self)

@@ -292,6 +292,7 @@ fn partition(
         crate::parallel::reporting("Mondrian", work, found_rows, freq.rows(), progress)??
             .into_iter()
             .collect::<Result<Vec<_>>>()?;
+    crate::interrupt::check()?;
     // a deterministic class order: by the smallest leaf class of each (distinct, as the
     // classes are disjoint), radix sorted with its class's position among the threads'
     let mut numbered: Vec<u64> = Vec::with_capacity(finished.iter().map(|f| f.classes.len()).sum());
@@ -477,6 +478,11 @@ impl Cutter<'_> {
         let mut done = FinishedClasses::default();
         let mut stack: Vec<RegionSlice<'r>> = Vec::new();
         while let Some((offset, records)) = stack.pop().or_else(|| pool.take()) {
+            if crate::interrupt::requested() {
+                // the classes found so far are dropped: [`partition`] returns the interruption
+                pool.stop();
+                break;
+            }
             let len = layout.len(records);
             if let Some(refine) = self.refine
                 && layout.rows(records) <= refine.zone_rows
