@@ -9,8 +9,8 @@ use datafusion_anonymity_engine::jobs::{
     self,
     apply::{AppliedRelease, ApplyOptions},
 };
-use datafusion_anonymity_engine::profile::render_text::whole_number;
 use datafusion_anonymity_engine::publish::PublishReport;
+use datafusion_anonymity_engine::text::whole_number;
 
 use super::ReportArgs;
 use super::progress::TerminalObserver;

@@ -33,3 +33,13 @@ pub fn whole_number(x: f64) -> String {
         digits
     }
 }
+
+/// A share as a percentage with two decimals.
+pub fn percent(share: f64) -> String {
+    format!("{:.2}%", 100.0 * share)
+}
+
+/// A ratio with four decimals.
+pub fn ratio(x: f64) -> String {
+    format!("{x:.4}")
+}

@@ -8,7 +8,7 @@ use datafusion::logical_expr::{AggregateUDF, Documentation};
 
 use super::common::doc;
 use super::formulas;
-use super::t_closeness::TableHistograms;
+use super::table_histograms::TableHistograms;
 use super::whole_table::{WholeTableFunction, WholeTableKind};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -40,7 +40,7 @@ pub fn delta_disclosure_udaf() -> Arc<AggregateUDF> {
     Arc::clone(&INSTANCE)
 }
 
-/// Finalizes every class from the table's histograms (see [`super::whole_table`]).
+/// Finalizes every class from the table's histograms (see [`super::finalize`]).
 pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
     let values = table.table_counts.len();
     let result: Float64Array = table

@@ -8,7 +8,7 @@ use datafusion::logical_expr::{AggregateUDF, Documentation};
 
 use super::common::doc;
 use super::formulas;
-use super::t_closeness::TableHistograms;
+use super::table_histograms::TableHistograms;
 use super::whole_table::{WholeTableFunction, WholeTableKind};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -41,7 +41,7 @@ pub fn enhanced_beta_likeness_udaf() -> Arc<AggregateUDF> {
     Arc::clone(&INSTANCE)
 }
 
-/// Finalizes every class from the table's histograms (see [`super::whole_table`]).
+/// Finalizes every class from the table's histograms (see [`super::finalize`]).
 pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
     let result: Float64Array = table
         .map_class_pairs(|pairs, class_rows| {

@@ -37,6 +37,7 @@ pub(crate) mod distinct;
 pub mod enhanced_beta_likeness;
 pub mod entropy_l_diversity;
 pub mod entropy_leakage;
+pub mod finalize;
 pub mod formulas;
 pub mod histogram;
 pub mod histogram_output;
@@ -53,6 +54,7 @@ pub(crate) mod sa_histogram;
 mod small_counts;
 pub mod t_closeness;
 pub mod t_closeness_ordered;
+pub mod table_histograms;
 pub mod tuple_diversity;
 pub mod whole_table;
 

@@ -10,7 +10,7 @@ use datafusion::logical_expr::{AggregateUDF, Documentation};
 
 use super::common::{doc, map_classes};
 use super::formulas::{self, OrderedDomain};
-use super::t_closeness::TableHistograms;
+use super::table_histograms::TableHistograms;
 use super::whole_table::{WholeTableFunction, WholeTableKind};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -47,7 +47,7 @@ pub fn t_closeness_ordered_udaf() -> Arc<AggregateUDF> {
     Arc::clone(&INSTANCE)
 }
 
-/// Finalizes every class from the table's histograms (see [`super::whole_table`]).
+/// Finalizes every class from the table's histograms (see [`super::finalize`]).
 pub fn finalize(table: &TableHistograms) -> Result<ArrayRef> {
     // position of each code in the ascending order of the table's values
     let order = sort_to_indices(

@@ -8,8 +8,6 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::ArrayRef;
-use datafusion::error::Result;
 use datafusion::logical_expr::{AggregateUDF, Documentation};
 
 use super::common::doc;
@@ -47,9 +45,4 @@ pub fn tuple_diversity_udaf() -> Arc<AggregateUDF> {
         .into_udaf()
     });
     Arc::clone(&INSTANCE)
-}
-
-/// Finalizes every class (see [`super::whole_table`]): `ncp`'s finalizer on one range.
-pub fn finalize(states: &ArrayRef) -> Result<ArrayRef> {
-    super::ncp::finalize(states)
 }

@@ -11,7 +11,6 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::count::count_udaf;
@@ -22,11 +21,7 @@ use datafusion::logical_expr::{
 };
 
 use super::common::{decode_dictionary, is_ordered};
-use super::t_closeness::TableHistograms;
-use super::{
-    beta_likeness, delta_disclosure, enhanced_beta_likeness, entropy_leakage, ncp, ncp_state,
-    sa_histogram, t_closeness, t_closeness_ordered, tuple_diversity,
-};
+use super::{ncp_state, sa_histogram};
 
 /// Which whole-table function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,35 +63,6 @@ impl WholeTableKind {
         )
     }
 
-    /// Finalizes every class from all classes' states (one row per class, in any order).
-    pub fn finalize(self, states: &ArrayRef) -> Result<ArrayRef> {
-        match self {
-            Self::Ncp => ncp::finalize(states),
-            Self::EntropyLeakage => entropy_leakage::finalize(states),
-            Self::TupleDiversity => tuple_diversity::finalize(states),
-            _ => self.finalize_histograms(&TableHistograms::try_new(states)?),
-        }
-    }
-
-    /// Finalizes every class of a function reading the histogram ([`Self::reads_histogram`])
-    /// from the table's histograms, which several such functions of one attribute share (the
-    /// costly part is interning the table's values, done once in [`TableHistograms`]).
-    pub fn finalize_histograms(self, table: &TableHistograms) -> Result<ArrayRef> {
-        match self {
-            Self::TCloseness => t_closeness::finalize(table),
-            Self::TClosenessOrdered => t_closeness_ordered::finalize(table),
-            Self::BetaLikeness => beta_likeness::finalize(table),
-            Self::EnhancedBetaLikeness => enhanced_beta_likeness::finalize(table),
-            Self::DeltaDisclosure => delta_disclosure::finalize(table),
-            Self::Ncp | Self::EntropyLeakage | Self::TupleDiversity => {
-                Err(DataFusionError::Internal(format!(
-                    "{} does not read a histogram",
-                    self.finalizer_name()
-                )))
-            }
-        }
-    }
-
     /// The user-facing function's name.
     pub fn function_name(self) -> &'static str {
         match self {
@@ -111,7 +77,7 @@ impl WholeTableKind {
         }
     }
 
-    /// Name of the window function that calls [`Self::finalize`].
+    /// Name of the window function that calls [`super::finalize::finalize`].
     pub fn finalizer_name(self) -> &'static str {
         match self {
             Self::TCloseness => "__anon_t_closeness_final",

@@ -39,6 +39,7 @@ pub mod date;
 pub mod interval;
 pub mod mask;
 pub mod registry;
+pub mod session;
 pub mod spec;
 pub mod tree;
 pub mod tree_rules;
@@ -61,9 +62,10 @@ pub use common::{TOP_LABEL, format_number};
 pub use date::{DateHierarchy, DateUnit, truncate_dates};
 pub use interval::{IntervalHierarchy, IntervalLevel, bucket_values};
 pub use mask::{MaskHierarchy, mask_values};
-pub use registry::{
-    HierarchyRegistry, hierarchy_registry, recoding_functions, register_functions,
-    register_hierarchy, registered_hierarchy,
+pub use registry::HierarchyRegistry;
+pub use session::{
+    hierarchy_registry, recoding_functions, register_functions, register_hierarchy,
+    registered_hierarchy,
 };
 pub use tree::TreeHierarchy;
 pub use tree_rules::Rule as TreeRule;

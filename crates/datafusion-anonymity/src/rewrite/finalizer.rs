@@ -16,7 +16,8 @@ use datafusion::logical_expr::{
     Documentation, PartitionEvaluator, Signature, Volatility, WindowUDF, WindowUDFImpl,
 };
 
-use crate::functions::t_closeness::TableHistograms;
+use crate::functions::finalize::{finalize, finalize_histograms};
+use crate::functions::table_histograms::TableHistograms;
 use crate::functions::whole_table::WholeTableKind;
 
 /// The finalizer of `kind`.
@@ -94,7 +95,7 @@ struct FinalizerEvaluator {
 
 impl PartitionEvaluator for FinalizerEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], _num_rows: usize) -> Result<ArrayRef> {
-        self.kind.finalize(&values[0])
+        finalize(self.kind, &values[0])
     }
 }
 
@@ -185,7 +186,7 @@ impl PartitionEvaluator for HistogramFinalizerEvaluator {
             .enumerate()
             .map(|(bit, kind)| {
                 if mask & (1 << bit) != 0 {
-                    kind.finalize_histograms(&table)
+                    finalize_histograms(*kind, &table)
                 } else {
                     Ok(new_null_array(&DataType::Float64, num_rows))
                 }

@@ -9,9 +9,9 @@ use crate::cloaking::unicity::UnicityFigures;
 use crate::jobs::cloak::CloakingReport;
 use crate::policy::ColumnUniqueness;
 use crate::profile::render_html::Page;
-use crate::profile::render_text::{percent, ratio};
 use crate::publish::perturbed::PerturbedReport;
 use crate::text::group_digits;
+use crate::text::{percent, ratio};
 
 /// The page of a perturbed release.
 pub fn perturbation_page(report: &PerturbedReport, record_seed: bool) -> String {

@@ -18,11 +18,11 @@ use crate::policy::{
 use crate::profile::Utility;
 use crate::profile::figures::{self as f, Figure};
 use crate::profile::render_html::Page;
-use crate::profile::render_text::{group_digits, percent, ratio};
 use crate::publish::{self, PublishReport, QiLevel};
 use crate::saved_recoding::RecodingFileFigures;
 use crate::search::Metric;
 use crate::storage::{self, Location, StoreOptions};
+use crate::text::{group_digits, percent, ratio};
 
 /// Where the reports go, checked.
 pub struct ReportTargets {

@@ -25,9 +25,9 @@
 //! ```
 
 use super::bucketization::Method;
-use super::file::{PolicyFile, PrivacySpec, Role};
+use super::file::{MaxUnicity, PolicyFile, PrivacySpec, Role};
 use super::requirements::RiskThresholds;
-use crate::cloaking::{CloakingOptions, LabelStyle, Variant};
+use crate::cloaking::{CloakingOptions, LabelStyle};
 
 /// The finest quadtree level when `max_level` is not given: about 2 m at the equator.
 pub const DEFAULT_MAX_LEVEL: u8 = 24;
@@ -47,18 +47,6 @@ pub struct Cloaking {
     pub subject: String,
     /// `privacy.max_unicity`, if set.
     pub max_unicity: Option<MaxUnicity>,
-}
-
-/// `[privacy] max_unicity = { points = p, share = s }`: a cloaked release whose sampled
-/// subjects are unique from p points of their label trace in a share above s is refused
-/// (the release's unicity, measured as if every event kept its subject's pseudonym).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct MaxUnicity {
-    /// Points of a trace the adversary knows, 1 to 5.
-    pub points: usize,
-    /// The largest share of subjects unique from them, in [0, 1].
-    pub share: f64,
 }
 
 /// With pseudonyms, the share of subjects unique from [`UNICITY_WARNING_POINTS`] points of
@@ -271,9 +259,6 @@ pub fn parse_duration(key: &str, text: &str) -> std::result::Result<i64, String>
         )),
     }
 }
-
-/// What `Variant` deserializes from: `cells = "quadtree" | "adaptive"`.
-pub type Cells = Variant;
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@ use super::requirements::{
     BetaLikeness, LDiversity, RiskThresholds, SensitiveRequirement, SuppressionMode, TCloseness,
 };
 use crate::bucketize::Refinement;
+use crate::perturb::{Aggregate, MicroAlgorithm};
 use crate::tables::{BadValues, ColumnType};
 
 /// The whole file.
@@ -34,7 +35,7 @@ pub struct PolicyFile {
     /// Object-store settings that are not secret (endpoint, region, allow_http).
     pub storage: Option<crate::storage::StoreOptions>,
     /// `method = "perturbation"`: its settings ([`super::perturbation`]).
-    pub perturbation: Option<super::perturbation::PerturbationKeys>,
+    pub perturbation: Option<PerturbationKeys>,
     /// `[synthetic]`: synthetic records for the written classes below a threshold
     /// ([`super::synthetic`]).
     pub synthetic: Option<super::synthetic::SyntheticKeys>,
@@ -189,12 +190,12 @@ pub struct PrivacySpec {
     /// Cloaking: the longest window, the base window doubled.
     pub max_window: Option<String>,
     /// Cloaking: `quadtree` (default) or `adaptive`.
-    pub cells: Option<super::cloaking::Cells>,
+    pub cells: Option<crate::cloaking::Variant>,
     /// Cloaking: `value_free` (default) or `exact` boundaries of adaptive labels.
     pub labels: Option<super::LocalLabels>,
     /// Cloaking: the largest share of subjects whose release trace is unique from `points`
     /// of its labels (`{ points = 2, share = 0.5 }`).
-    pub max_unicity: Option<super::cloaking::MaxUnicity>,
+    pub max_unicity: Option<MaxUnicity>,
 }
 
 impl PrivacySpec {
@@ -296,7 +297,7 @@ pub struct AttributeSpec {
     #[serde(rename = "type")]
     pub data_type: Option<ColumnType>,
     /// `method = "perturbation"`: how this attribute is perturbed.
-    pub perturbation: Option<super::perturbation::PerturbationSpec>,
+    pub perturbation: Option<PerturbationSpec>,
 }
 
 impl AttributeSpec {
@@ -351,4 +352,72 @@ pub enum HierarchySpec {
         /// Inline rows.
         rows: Option<Vec<Vec<String>>>,
     },
+}
+
+/// `[privacy] max_unicity = { points = p, share = s }`: a cloaked release whose sampled
+/// subjects are unique from p points of their label trace in a share above s is refused
+/// (the release's unicity, measured as if every event kept its subject's pseudonym).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxUnicity {
+    /// Points of a trace the adversary knows, 1 to 5.
+    pub points: usize,
+    /// The largest share of subjects unique from them, in [0, 1].
+    pub share: f64,
+}
+
+/// `[perturbation]`, as written (checked by [`super::perturbation`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerturbationKeys {
+    pub algorithm: Option<MicroAlgorithm>,
+    pub aggregate: Option<Aggregate>,
+    pub strata: Option<Vec<String>>,
+    pub block_rows: Option<usize>,
+    pub disclosure_percent: Option<f64>,
+}
+
+/// `perturbation = { kind = … }` of an attribute, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PerturbationSpec {
+    Microaggregation,
+    Noise {
+        level: f64,
+        bounds: Option<BoundsSpec>,
+    },
+    CorrelatedNoise {
+        level: f64,
+        bounds: Option<BoundsSpec>,
+    },
+    MultiplicativeNoise {
+        level: f64,
+        bounds: Option<BoundsSpec>,
+    },
+    RankSwap {
+        p: f64,
+    },
+    Pram {
+        retention: Option<f64>,
+        /// Invariant PRAM by default, as sdcMicro's `pram`: plain PRAM drifts the
+        /// frequencies towards the matrix's stationary distribution (a rare category of
+        /// 3,954 records became 11,055 in a trial); `invariant = false` opts out.
+        #[serde(default = "invariant_by_default")]
+        invariant: bool,
+        categories: Option<Vec<String>>,
+        matrix: Option<Vec<Vec<f64>>>,
+    },
+    Permute,
+}
+
+fn invariant_by_default() -> bool {
+    true
+}
+
+/// `bounds = "observed"` or `bounds = [min, max]` of a noisy attribute, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum BoundsSpec {
+    Named(String),
+    Range([f64; 2]),
 }

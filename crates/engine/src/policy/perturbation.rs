@@ -29,69 +29,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
-use super::file::{AttributeSpec, Role};
+use super::file::{AttributeSpec, BoundsSpec, PerturbationKeys, PerturbationSpec, Role};
 use crate::perturb::pram::PramMatrix;
 use crate::perturb::release::{NoiseBounds, Pram, Transformation};
 use crate::perturb::swap::check_percentage;
-use crate::perturb::{Aggregate, MicroAlgorithm, MicroOptions, partition::DEFAULT_BLOCK_ROWS};
-
-/// `[perturbation]`, as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PerturbationKeys {
-    pub algorithm: Option<MicroAlgorithm>,
-    pub aggregate: Option<Aggregate>,
-    pub strata: Option<Vec<String>>,
-    pub block_rows: Option<usize>,
-    pub disclosure_percent: Option<f64>,
-}
-
-/// `perturbation = { kind = … }` of an attribute, as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum PerturbationSpec {
-    Microaggregation,
-    Noise {
-        level: f64,
-        bounds: Option<BoundsSpec>,
-    },
-    CorrelatedNoise {
-        level: f64,
-        bounds: Option<BoundsSpec>,
-    },
-    MultiplicativeNoise {
-        level: f64,
-        bounds: Option<BoundsSpec>,
-    },
-    RankSwap {
-        p: f64,
-    },
-    Pram {
-        retention: Option<f64>,
-        /// Invariant PRAM by default, as sdcMicro's `pram`: plain PRAM drifts the
-        /// frequencies towards the matrix's stationary distribution (a rare category of
-        /// 3,954 records became 11,055 in a trial); `invariant = false` opts out.
-        #[serde(default = "invariant_by_default")]
-        invariant: bool,
-        categories: Option<Vec<String>>,
-        matrix: Option<Vec<Vec<f64>>>,
-    },
-    Permute,
-}
-
-fn invariant_by_default() -> bool {
-    true
-}
-
-/// `bounds = "observed"` or `bounds = [min, max]` of a noisy attribute, as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum BoundsSpec {
-    Named(String),
-    Range([f64; 2]),
-}
+use crate::perturb::{Aggregate, MicroOptions, partition::DEFAULT_BLOCK_ROWS};
 
 impl BoundsSpec {
     fn check(&self, name: &str) -> std::result::Result<NoiseBounds, String> {

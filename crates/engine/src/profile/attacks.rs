@@ -12,8 +12,8 @@
 //! [`super::figures`].
 
 use super::figures::{BACKGROUND, HOMOGENEOUS};
-use super::render_text::{group_digits, percent};
 use super::{BackgroundKnowledge, Homogeneity, SensitiveFigures};
+use crate::text::{group_digits, percent};
 
 /// Default M: the background-knowledge figures are given for m = 1..=3 values ruled out.
 pub const DEFAULT_BACKGROUND_VALUES: usize = 3;

@@ -11,8 +11,8 @@ use std::fmt::Write;
 
 use super::attacks::attack_figures;
 use super::figures::{self as f, Figure};
-use super::render_text::{group_digits, percent, ratio, whole_number};
 use super::{Profile, Relink, SensitiveFigures, SizeBucket, Utility};
+use crate::text::{group_digits, percent, ratio, whole_number};
 
 const HIGH_RISK_COLOR: &str = "#c0392b";
 const LOW_RISK_COLOR: &str = "#7f8c8d";

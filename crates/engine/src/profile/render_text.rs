@@ -3,21 +3,11 @@
 
 use std::fmt::Write;
 
-pub use crate::text::{group_digits, whole_number};
+use crate::text::{group_digits, percent, ratio, whole_number};
 
 use super::attacks::attack_figures;
 use super::figures::{self as f, Figure};
 use super::{FingerprintAttack, Profile, Relink, SensitiveFigures, Utility};
-
-/// A share as a percentage with two decimals.
-pub fn percent(share: f64) -> String {
-    format!("{:.2}%", 100.0 * share)
-}
-
-/// A ratio with four decimals.
-pub fn ratio(x: f64) -> String {
-    format!("{x:.4}")
-}
 
 fn optional(x: Option<f64>) -> String {
     x.map_or_else(|| "n/a".to_string(), ratio)

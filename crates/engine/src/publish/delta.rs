@@ -183,7 +183,7 @@ async fn holds_only_releases(location: &Location, options: &StoreOptions) -> Res
     if location.as_local().is_some_and(|p| p.is_file()) {
         return Ok(false);
     }
-    let names = super::staged::names_in(location, options).await?;
+    let names = storage::names_in(location, options).await?;
     Ok(names.iter().all(|name| name.starts_with(DATA_DIR_MARK)))
 }
 
@@ -316,7 +316,7 @@ pub fn release_directory(table: &Location) -> Result<Location> {
         .unwrap_or_default();
     table.join(&format!(
         "{DATA_DIR_MARK}{}-{nanos}",
-        super::staged::run_id(table)
+        super::runs::run_id(table)
     ))
 }
 
@@ -747,14 +747,14 @@ pub async fn remove_unreferenced_staging(
         return Ok(());
     }
     // the runs that are gone first, then the log: a run's commit, if any, came before it ended
-    let gone: Vec<String> = super::staged::names_in(location, options)
+    let gone: Vec<String> = storage::names_in(location, options)
         .await?
         .into_iter()
         .filter(|name| {
             // anon-<host>-<pid>-<nanos> (a bucket) or anon-<pid>-<nanos> (a local disk)
             name.strip_prefix(DATA_DIR_MARK)
                 .and_then(|run| run.rsplit_once('-'))
-                .is_some_and(|(run, _nanos)| super::staged::run_is_gone(run))
+                .is_some_and(|(run, _nanos)| super::runs::run_is_gone(run))
         })
         .collect();
     if gone.is_empty() {

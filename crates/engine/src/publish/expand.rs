@@ -322,7 +322,7 @@ pub(crate) fn expanded(
     expansion: Arc<LabelExpansion>,
 ) -> Arc<dyn PartitionStream> {
     let schema = Arc::clone(&expansion.schema);
-    super::suppress::mapped(partition, schema, move |batch| expansion.expand(&batch))
+    super::mapped::mapped(partition, schema, move |batch| expansion.expand(&batch))
 }
 
 #[cfg(test)]

@@ -33,8 +33,10 @@ mod count;
 #[cfg(feature = "delta")]
 pub mod delta;
 mod expand;
+mod mapped;
 mod population;
 mod post_analytics;
+mod runs;
 mod scatter;
 mod shuffle;
 pub mod staged;

@@ -419,55 +419,8 @@ fn staging_of(target: &Location, single_file: bool, mark: &str) -> Result<Locati
     let suffix = if single_file { ".parquet" } else { "" };
     Ok(target.sibling(&format!(
         ".{name}{STAGING_MARK}{}{mark}{suffix}",
-        run_id(target)
+        super::runs::run_id(target)
     )))
-}
-
-/// The run's part of a staging name: the process id, and in a bucket also the host, since
-/// other machines may publish to the same bucket.
-pub(crate) fn run_id(target: &Location) -> String {
-    match target {
-        Location::Local(_) => std::process::id().to_string(),
-        Location::Url(_) => format!("{}-{}", host_name(), std::process::id()),
-    }
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().replace(['/', '.', '-'], "_"))
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".to_string())
-}
-
-/// Whether the process `pid` of this machine is still running.
-fn process_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        // a leftover of this very process id (an earlier process that had it) is stale
-        return false;
-    }
-    Path::new("/proc").is_dir() && Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Whether the run `run` of a staging name (`<pid>`, or `<host>-<pid>` / `<host>_<pid>` in
-/// a bucket) was made on this machine by a process that is gone.
-#[cfg(feature = "delta")]
-pub(crate) fn run_is_gone(run: &str) -> bool {
-    let (host, pid) = match run.rsplit_once(['-', '_']) {
-        Some((host, pid)) => (Some(host), pid),
-        None => (None, run),
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    host.is_none_or(|h| h == host_name()) && !process_alive(pid)
-}
-
-/// The names directly in the directory (or prefix) `directory`.
-#[cfg(feature = "delta")]
-pub(crate) async fn names_in(directory: &Location, options: &StoreOptions) -> Result<Vec<String>> {
-    sibling_names(directory, options).await
 }
 
 /// Removes the staging an earlier, killed run to `target` left behind, when the process that
@@ -482,7 +435,7 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         format!(".{name}{STAGING_MARK}"),
         format!(".{name}{OLD_MARK}"),
     ];
-    for sibling in sibling_names(&parent, options).await? {
+    for sibling in storage::names_in(&parent, options).await? {
         let Some(run) = stale_prefixes
             .iter()
             .find_map(|prefix| sibling.strip_prefix(prefix.as_str()))
@@ -501,9 +454,9 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
-        let ours = host.is_none_or(|h| h == host_name());
+        let ours = host.is_none_or(|h| h == super::runs::host_name());
         let location = parent.join(&sibling)?;
-        if ours && !process_alive(pid) {
+        if ours && !super::runs::process_alive(pid) {
             storage::remove(&location, options).await?;
             eprintln!(
                 "note: removed {location}, the unverified staging of an earlier run (process \
@@ -514,41 +467,6 @@ pub(crate) async fn remove_stale_staging(target: &Location, options: &StoreOptio
         }
     }
     Ok(())
-}
-
-/// The names directly in the directory `parent` (files, subdirectories, or objects and
-/// common prefixes in a bucket).
-async fn sibling_names(parent: &Location, options: &StoreOptions) -> Result<Vec<String>> {
-    match parent {
-        Location::Local(path) => {
-            let directory = if path.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                path.as_path()
-            };
-            let Ok(entries) = std::fs::read_dir(directory) else {
-                return Ok(Vec::new());
-            };
-            Ok(entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect())
-        }
-        Location::Url(_) => {
-            let (store, prefix) = object(parent, options)?;
-            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
-            let listing = store
-                .list_with_delimiter(prefix.as_ref())
-                .await
-                .map_err(|e| storage::store_error(parent, &e))?;
-            Ok(listing
-                .common_prefixes
-                .iter()
-                .chain(listing.objects.iter().map(|o| &o.location))
-                .filter_map(|p| p.filename().map(str::to_string))
-                .collect())
-        }
-    }
 }
 
 fn object(
@@ -701,13 +619,5 @@ mod tests {
         assert_eq!(std::fs::read(old.join("new.parquet")).unwrap(), b"new");
         assert!(!old.join("old.parquet").exists());
         assert_eq!(std::fs::read(new.join("old.parquet")).unwrap(), b"old");
-    }
-
-    #[test]
-    fn staging_names_carry_the_run() {
-        let local = Location::parse("/data/out").unwrap();
-        assert_eq!(run_id(&local), std::process::id().to_string());
-        let bucket = Location::parse("s3://b/out").unwrap();
-        assert!(run_id(&bucket).ends_with(&format!("-{}", std::process::id())));
     }
 }

@@ -374,56 +374,8 @@ pub(crate) fn counted(
     progress: Arc<ScanProgress>,
 ) -> Arc<dyn PartitionStream> {
     let schema = Arc::clone(partition.schema());
-    mapped(partition, schema, move |batch| {
+    super::mapped::mapped(partition, schema, move |batch| {
         progress.add(batch.num_rows() as u64);
         Ok(batch)
     })
-}
-
-/// `partition`'s batches passed through `map`, as a partition of `schema`.
-pub(crate) fn mapped(
-    partition: Arc<dyn PartitionStream>,
-    schema: SchemaRef,
-    map: impl Fn(RecordBatch) -> Result<RecordBatch> + Send + Sync + 'static,
-) -> Arc<dyn PartitionStream> {
-    Arc::new(MappedPartition {
-        partition,
-        schema,
-        map: Arc::new(map),
-    })
-}
-
-/// A batch map, shared by the streams of a [`MappedPartition`].
-type BatchMap = Arc<dyn Fn(RecordBatch) -> Result<RecordBatch> + Send + Sync>;
-
-struct MappedPartition {
-    partition: Arc<dyn PartitionStream>,
-    schema: SchemaRef,
-    map: BatchMap,
-}
-
-impl std::fmt::Debug for MappedPartition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MappedPartition")
-            .field("partition", &self.partition)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartitionStream for MappedPartition {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let map = Arc::clone(&self.map);
-        let batches = self
-            .partition
-            .execute(ctx)
-            .map(move |batch| batch.and_then(|b| map(b)));
-        Box::pin(RecordBatchStreamAdapter::new(
-            Arc::clone(&self.schema),
-            batches,
-        ))
-    }
 }

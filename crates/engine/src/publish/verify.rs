@@ -12,10 +12,10 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use serde::Serialize;
 
 use super::classes::ClassCounter;
-use super::staged::is_parquet_file;
 use crate::generalize::TOP_LABEL;
 use crate::policy::{Bound, PrivacyRequirements, SensitiveAchieved, SuppressionMode};
 use crate::storage::Location;
+use crate::storage::manifest::is_parquet_file;
 
 /// What the published data achieve, measured on the written files.
 #[derive(Debug, Clone, Serialize)]

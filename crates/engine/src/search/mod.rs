@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod codes;
 pub mod evaluate;
 pub mod failing;
 pub mod frequency;

@@ -15,7 +15,7 @@
 //! At the end the partitions' distinct values are interned into one dictionary per column,
 //! put in value order, and the partitions' combinations recoded to those ranks, sorted and
 //! summed where equal. The result is the same [`StreamedCodes`] as
-//! [`stream_codes`](super::frequency::stream_codes) gives, already in the frequency set's
+//! [`stream_codes`](super::codes::stream_codes) gives, already in the frequency set's
 //! canonical order (which then costs one pass to confirm).
 //!
 //! Plan before and after, for `GROUP BY zip, age count(*)` on two partitions:
@@ -49,7 +49,7 @@ use std::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator};
 use hashbrown::{DefaultHashBuilder, HashMap};
 
-use super::frequency::{StreamedCodes, decoded, decoded_type, ranked};
+use super::codes::{StreamedCodes, decoded, decoded_type, ranked};
 use crate::functions::histogram::new_dictionary;
 use crate::label_codes::LabelCodes;
 use crate::progress::ScanProgress;

@@ -34,7 +34,8 @@ use datafusion::functions_aggregate::count::count_all;
 use datafusion::prelude::{SessionContext, ident};
 use hashbrown::HashMap;
 
-use super::frequency::{FrequencySet, stream_codes};
+use super::codes::stream_codes;
+use super::frequency::FrequencySet;
 use super::local::{Cell, IntervalBounds, QiAxis};
 use crate::functions::common::{is_ordered, ordered_as_f64};
 

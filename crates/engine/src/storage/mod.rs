@@ -264,6 +264,43 @@ pub async fn put(location: &Location, options: &StoreOptions, bytes: Bytes) -> R
     staged.commit().await
 }
 
+/// The names directly in the directory `parent` (files, subdirectories, or objects and
+/// common prefixes in a bucket).
+pub(crate) async fn names_in(parent: &Location, options: &StoreOptions) -> Result<Vec<String>> {
+    match parent {
+        Location::Local(path) => {
+            let directory = if path.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                path.as_path()
+            };
+            let Ok(entries) = std::fs::read_dir(directory) else {
+                return Ok(Vec::new());
+            };
+            Ok(entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect())
+        }
+        Location::Url(_) => {
+            let (store, prefix) = object_of(parent, options)?.ok_or_else(|| {
+                DataFusionError::Internal(format!("{parent} is not an object-store URL"))
+            })?;
+            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+            let listing = store
+                .list_with_delimiter(prefix.as_ref())
+                .await
+                .map_err(|e| store_error(parent, &e))?;
+            Ok(listing
+                .common_prefixes
+                .iter()
+                .chain(listing.objects.iter().map(|o| &o.location))
+                .filter_map(|p| p.filename().map(str::to_string))
+                .collect())
+        }
+    }
+}
+
 /// The objects under the prefix `location` (a URL), with their sizes.
 pub(crate) async fn list(
     location: &Location,
