@@ -1,6 +1,6 @@
 //! The workspace's structure, checked: no module cycle within a crate (dependencies between
 //! the top-level modules of each crate point one way; cargo already refuses cycles between
-//! crates), and a host that embeds only the SQL functions compiles none of the cluster, cloud
+//! crates), none between the files and subfolders of any folder either, and a host that embeds only the SQL functions compiles none of the cluster, cloud
 //! or command-line stacks.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -219,6 +219,220 @@ fn a_back_import_is_reported_as_a_cycle() {
     assert_eq!(cycle.first(), cycle.last());
     assert!(
         cycle.contains(&"storage".to_string()) && cycle.contains(&"publish".to_string()),
+        "{cycle:?}"
+    );
+}
+
+/// A source file of a crate: its module path (`["publish", "staged"]`; `lib.rs` and
+/// `main.rs` are `[]`, `x/mod.rs` is `["x"]`) and its path.
+type SourceFile = (Vec<String>, PathBuf);
+
+/// Every source file under `src` but the test files ([`is_test_file`]).
+fn source_files(src: &Path) -> Vec<SourceFile> {
+    let mut files = Vec::new();
+    let mut stack = vec![(src.to_path_buf(), Vec::<String>::new())];
+    while let Some((dir, module)) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                let mut inner = module.clone();
+                inner.push(name);
+                stack.push((path, inner));
+            } else if let Some(stem) = name.strip_suffix(".rs")
+                && !is_test_file(&path)
+            {
+                let mut own = module.clone();
+                if !["mod", "lib", "main"].contains(&stem) {
+                    own.push(stem.to_string());
+                }
+                files.push((own, path));
+            }
+        }
+    }
+    files
+}
+
+/// The module paths `text`'s code (comments, re-exports and a trailing test module left out)
+/// names, made absolute for the file of module `own`: `crate::a::b`, `super::a` (the
+/// parent's), `self::a`, groups included.
+fn named_paths(text: &str, own: &[String]) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let tests_from = lines
+        .windows(2)
+        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod "))
+        .unwrap_or(lines.len());
+    let code: String = lines[..tests_from]
+        .iter()
+        // a re-export makes an item of a part the folder's: the folder naming its own part
+        .filter(|line| !line.trim_start().starts_with("pub use"))
+        .map(|line| line.find("//").map_or(*line, |at| &line[..at]))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let segments = |path: &str| -> Vec<String> {
+        path.split("::")
+            .map(|s| {
+                s.trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .take_while(|s| !s.is_empty())
+            .collect()
+    };
+    let mut found = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find(start) {
+            let before = rest[..at].chars().next_back();
+            let base: Vec<String> = match start {
+                "crate::" => Vec::new(),
+                "self::" => own.to_vec(),
+                _ => own[..own.len().saturating_sub(1)].to_vec(),
+            };
+            rest = &rest[at + start.len()..];
+            // `a::super::` is handled from its first segment; `super::super::` climbs
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let mut base = base;
+            let mut tail = rest;
+            while let Some(more) = tail.strip_prefix("super::") {
+                base.pop();
+                tail = more;
+            }
+            let tail_end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '{'))
+                .unwrap_or(tail.len());
+            let head = &tail[..tail_end];
+            match head.find('{') {
+                Some(open) => {
+                    let prefix = segments(&head[..open]);
+                    let group = &tail[open + 1..];
+                    let end = group.find('}').unwrap_or(group.len());
+                    for item in group[..end].split(',') {
+                        let mut path = base.clone();
+                        path.extend(prefix.iter().cloned());
+                        path.extend(segments(item));
+                        found.push(path);
+                    }
+                }
+                None => {
+                    let mut path = base.clone();
+                    path.extend(segments(head));
+                    found.push(path);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Per folder of the crate under `src` (`[]` for `src` itself), the graph of its entries
+/// (files and subfolders, by name) by what their files name in one another: a file naming a
+/// path into another file adds an edge between the two entries of their deepest common
+/// folder that hold them. A file naming its own folders (its ancestors' `mod.rs`) or a
+/// folder's `mod.rs` naming its own parts adds nothing: that is a folder and its inside.
+fn folder_graphs(src: &Path) -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
+    let files = source_files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|(m, _)| m.clone()).collect();
+    let mut graphs: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (own, path) in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for named in named_paths(&text, own) {
+            // the file the path leads into: its longest prefix that is a module file
+            let Some(target) = (0..=named.len())
+                .rev()
+                .map(|n| named[..n].to_vec())
+                .find(|prefix| modules.contains(prefix))
+            else {
+                continue;
+            };
+            if target.starts_with(own) || own.starts_with(&target) {
+                continue;
+            }
+            let common = own.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            let graph = graphs.entry(own[..common].to_vec()).or_default();
+            graph
+                .entry(own[common].clone())
+                .or_default()
+                .insert(target[common].clone());
+            graph.entry(target[common].clone()).or_default();
+        }
+    }
+    graphs
+}
+
+/// No folder of any crate has a cycle among its files and subfolders: within a folder,
+/// dependencies point one way too, file by file ([`folder_graphs`]).
+#[test]
+fn no_folder_has_a_cycle_among_its_files_and_subfolders() {
+    let mut cycles = Vec::new();
+    for src in CRATE_SOURCES {
+        for (folder, graph) in folder_graphs(&workspace_root().join(src)) {
+            if let Some(cycle) = find_cycle(&graph) {
+                cycles.push(format!(
+                    "{src}/{}: {}",
+                    folder.join("/"),
+                    cycle.join(" -> ")
+                ));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "cycles between files (a file imports one that imports it back; move the shared item \
+         into a file below both):\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// The file check can fail: a folder of three files in layers, each naming the one below
+/// through `super::` (and the folder's `mod.rs` naming its parts, which is no cycle); then
+/// the lowest names the highest, and the cycle is reported in that folder; and a deeper file
+/// naming a file of its parent's folder through `crate::` counts for the parent's folder.
+#[test]
+fn a_back_import_between_files_is_reported_as_a_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "pub mod publish;").unwrap();
+    std::fs::create_dir_all(src.join("publish/shuffle")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).unwrap();
+    write(
+        "publish/mod.rs",
+        "mod runs; mod staged; mod delta;\npub use staged::Staged;\nuse self::delta::commit;\n",
+    );
+    write("publish/runs.rs", "pub fn run_id() {}\n");
+    write(
+        "publish/staged.rs",
+        "use super::runs::run_id;\npub struct Staged;\n",
+    );
+    write(
+        "publish/delta.rs",
+        "use super::{runs, staged::Staged};\npub fn commit() {}\n",
+    );
+    write(
+        "publish/shuffle/mod.rs",
+        "use crate::publish::delta::commit;\n",
+    );
+    let layered = folder_graphs(src);
+    let publish = &layered[&vec!["publish".to_string()]];
+    assert_eq!(
+        publish["delta"],
+        BTreeSet::from(["runs".to_string(), "staged".to_string()])
+    );
+    assert_eq!(publish["shuffle"], BTreeSet::from(["delta".to_string()]));
+    assert_eq!(find_cycle(publish), None);
+
+    write(
+        "publish/runs.rs",
+        "pub fn run_id() { super::super::publish::delta::commit(); }\n",
+    );
+    let cycle = find_cycle(&folder_graphs(src)[&vec!["publish".to_string()]])
+        .expect("the back-import closes a cycle");
+    assert_eq!(cycle.first(), cycle.last());
+    assert!(
+        cycle.contains(&"runs".to_string()) && cycle.contains(&"delta".to_string()),
         "{cycle:?}"
     );
 }

@@ -62,7 +62,7 @@ impl Policy {
                 ctx,
                 table,
                 &location.to_string(),
-                &freq,
+                freq.qis(),
             )
             .await?;
             freq.set_population(counts);

@@ -35,6 +35,7 @@
 //! ```
 
 mod codes;
+pub mod domain;
 pub mod evaluate;
 pub mod failing;
 pub mod frequency;

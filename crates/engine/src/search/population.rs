@@ -1,5 +1,5 @@
 //! Population counts for k-map and δ-presence: how many rows of a population table each
-//! published class covers (F_E), aligned with a [`FrequencySet`]'s level codes so that every
+//! published class covers (F_E), aligned with a frequency set's level codes so that every
 //! lattice node and every local class can be counted in memory.
 //!
 //! ## Encoding
@@ -17,7 +17,7 @@
 //! - **Full-domain node** ([`PopulationCounts::count_node`]): the node's classes are keyed by
 //!   their level codes, and each population combination adds its count to the class with its
 //!   codes at the node's levels: one pass over the population's combinations.
-//! - **Local class** ([`PopulationCounts::covered`]): a population combination counts when
+//! - **Local class** ([`super::local::population::covered`]): a population combination counts when
 //!   every cell covers it — a node when the value's label at the node's level is the node's,
 //!   an interval when the (non-NULL) value lies within it, a set when the value is one of the
 //!   class's members' values, `*` always. Overlapping local
@@ -35,8 +35,7 @@ use datafusion::prelude::{SessionContext, ident};
 use hashbrown::HashMap;
 
 use super::codes::stream_codes;
-use super::frequency::FrequencySet;
-use super::local::{Cell, IntervalBounds, QiAxis};
+use super::domain::QiDomain;
 use crate::functions::common::{is_ordered, ordered_as_f64};
 
 /// The level code of a population value whose label no sample row publishes.
@@ -47,29 +46,29 @@ pub const ABSENT: u32 = u32::MAX;
 #[derive(Debug, Clone)]
 pub struct PopulationCounts {
     /// the population as named in messages
-    name: String,
-    rows: u64,
+    pub(super) name: String,
+    pub(super) rows: u64,
     /// per combination: its rows
-    counts: Vec<u64>,
+    pub(super) counts: Vec<u64>,
     /// per QI: the value index of each combination
-    values: Vec<Vec<u32>>,
+    pub(super) values: Vec<Vec<u32>>,
     /// per QI, per level: value index → the frequency set's level code, or [`ABSENT`]
-    level_codes: Vec<Vec<Vec<u32>>>,
+    pub(super) level_codes: Vec<Vec<Vec<u32>>>,
     /// per QI: each value as a number (`None` for NULL), for ordered types
-    numbers: Vec<Option<Vec<Option<f64>>>>,
+    pub(super) numbers: Vec<Option<Vec<Option<f64>>>>,
 }
 
 impl PopulationCounts {
     /// Reads the population `table` (registered on `ctx`; `name` labels it in errors) and
-    /// encodes it for `freq`, whose quasi-identifiers it must have (cast to their types).
+    /// encodes it for the frequency set of quasi-identifiers `qis`, which it must have (cast to
+    /// their types).
     pub async fn load(
         ctx: &SessionContext,
         table: &str,
         name: &str,
-        freq: &FrequencySet,
+        qis: &[QiDomain],
     ) -> Result<Self> {
         let df = ctx.table(table).await?;
-        let qis = freq.qis();
         for qi in qis {
             if df.schema().field_with_unqualified_name(qi.name()).is_err() {
                 return Err(DataFusionError::Plan(format!(
@@ -146,10 +145,9 @@ impl PopulationCounts {
     }
 
     /// Population counts for a frequency set built from codes
-    /// ([`FrequencySet::from_codes`], whose domains hold every leaf of their hierarchies):
+    /// (`FrequencySet::from_codes`, whose domains hold every leaf of their hierarchies):
     /// `rows` pairs each combination's leaves (one per QI) with its count.
-    pub fn from_leaf_codes(freq: &FrequencySet, rows: &[(Vec<u32>, u64)]) -> Result<Self> {
-        let qis = freq.qis();
+    pub fn from_leaf_codes(qis: &[QiDomain], rows: &[(Vec<u32>, u64)]) -> Result<Self> {
         if let Some((leaves, _)) = rows.iter().find(|(leaves, _)| {
             leaves.len() != qis.len()
                 || leaves
@@ -177,22 +175,28 @@ impl PopulationCounts {
         })
     }
 
-    /// Per leaf class of `freq` (the frequency set this was encoded for), the population rows
+    /// Per leaf class of the frequency set this was encoded for (its quasi-identifiers `qis`,
+    /// its `leaf_classes` and, per QI, each leaf class's leaf code `leaf_codes`), the
+    /// population rows
     /// with exactly its raw quasi-identifiers. Any class holding the leaf class covers them,
     /// so a sum over a class's leaf classes is a lower bound of its F_E: what the local
     /// algorithms judge k-map on while they cut and merge (never overstating it).
-    pub fn per_leaf_class(&self, freq: &FrequencySet) -> Vec<u64> {
-        let d = freq.qis().len();
-        let leaf_codes = freq.leaf_codes();
-        let index: HashMap<Vec<u32>, u32> = (0..freq.leaf_classes())
+    pub fn per_leaf_class(
+        &self,
+        qis: &[QiDomain],
+        leaf_codes: &[Vec<u32>],
+        leaf_classes: usize,
+    ) -> Vec<u64> {
+        let d = qis.len();
+        let index: HashMap<Vec<u32>, u32> = (0..leaf_classes)
             .map(|c| {
                 let key = (0..d)
-                    .map(|j| freq.qis()[j].leaf_map(0)[leaf_codes[j][c] as usize])
+                    .map(|j| qis[j].leaf_map(0)[leaf_codes[j][c] as usize])
                     .collect();
                 (key, c as u32)
             })
             .collect();
-        let mut out = vec![0u64; freq.leaf_classes()];
+        let mut out = vec![0u64; leaf_classes];
         let mut key = Vec::with_capacity(d);
         for (row, &count) in self.counts.iter().enumerate() {
             key.clear();
@@ -281,75 +285,6 @@ impl PopulationCounts {
             }
         }
     }
-
-    /// F_E of a local class with `cells` (one per QI; `axes` from
-    /// [`super::local::axes`] of `freq`, the frequency set this was encoded for), whose
-    /// members are the leaf classes `members` of `freq`: a set cell publishes its members'
-    /// values, so a population value counts when it is one of them.
-    pub fn covered(
-        &self,
-        cells: &[Cell],
-        axes: &[QiAxis],
-        freq: &FrequencySet,
-        members: &[u32],
-    ) -> u64 {
-        let mut tests = Vec::with_capacity(cells.len());
-        for (j, &cell) in cells.iter().enumerate() {
-            match cell {
-                Cell::Top => {}
-                Cell::Node { level, code } => {
-                    tests.push((j, Test::Code(&self.level_codes[j][level as usize], code)));
-                }
-                // the members' raw values, as level-0 codes (a set never holds NULL: NULL
-                // among values publishes `*`)
-                Cell::Set { .. } => {
-                    let qi = &freq.qis()[j];
-                    let leaf_codes = &freq.leaf_codes()[j];
-                    let mut set: Vec<u32> = members
-                        .iter()
-                        .map(|&m| qi.leaf_map(0)[leaf_codes[m as usize] as usize])
-                        .collect();
-                    set.sort_unstable();
-                    set.dedup();
-                    tests.push((j, Test::Member(&self.level_codes[j][0], set)));
-                }
-                Cell::Interval { lo, hi } => match &self.numbers[j] {
-                    Some(numbers) => {
-                        tests.push((j, Test::Range(numbers, axes[j].interval_bounds(lo, hi))));
-                    }
-                    // an interval on an unordered QI cannot happen; count nothing rather
-                    // than everything
-                    None => return 0,
-                },
-            }
-        }
-        let mut total = 0;
-        'combinations: for (row, &count) in self.counts.iter().enumerate() {
-            for (j, test) in &tests {
-                let value = self.values[*j][row] as usize;
-                let covers = match test {
-                    Test::Code(codes, code) => codes[value] == *code,
-                    Test::Member(codes, set) => set.binary_search(&codes[value]).is_ok(),
-                    Test::Range(numbers, bounds) => numbers[value].is_some_and(|v| bounds.holds(v)),
-                };
-                if !covers {
-                    continue 'combinations;
-                }
-            }
-            total += count;
-        }
-        total
-    }
-}
-
-/// One cell's membership test on the population's values of its QI.
-enum Test<'a> {
-    /// the value's level code equals the node's
-    Code(&'a [u32], u32),
-    /// the value's level-0 code is one of the (sorted) codes, a set cell's values
-    Member(&'a [u32], Vec<u32>),
-    /// the value is non-NULL and within the interval (`[lo, hi]` or `(lo, hi)`)
-    Range(&'a [Option<f64>], IntervalBounds),
 }
 
 /// Labels as Utf8 (the hierarchy writes views).

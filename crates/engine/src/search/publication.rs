@@ -23,7 +23,7 @@
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::error::Result;
 
-use super::frequency::QiDomain;
+use super::domain::QiDomain;
 use crate::functions::formulas::OrderedDomain;
 use crate::generalize::TOP_LABEL;
 

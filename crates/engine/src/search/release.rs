@@ -172,7 +172,15 @@ impl LocalRecoding {
         let population_covered = freq.population().map(|population| {
             let members = release.members();
             (0..classes)
-                .map(|c| population.covered(release.cells_of(c), &axes, freq, &members[c]))
+                .map(|c| {
+                    super::local::population::covered(
+                        population,
+                        release.cells_of(c),
+                        &axes,
+                        freq,
+                        &members[c],
+                    )
+                })
                 .collect()
         });
         Ok(Self {

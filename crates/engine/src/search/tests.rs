@@ -126,7 +126,7 @@ fn frequency_set(table: &Table) -> FrequencySet {
     let mut freq = FrequencySet::from_codes(qis, sensitive, &rows).unwrap();
     let population: Vec<(Vec<u32>, u64)> =
         table.population.iter().map(|qi| (qi.clone(), 1)).collect();
-    let counts = population::PopulationCounts::from_leaf_codes(&freq, &population).unwrap();
+    let counts = population::PopulationCounts::from_leaf_codes(freq.qis(), &population).unwrap();
     freq.set_population(counts);
     freq
 }
@@ -1025,7 +1025,9 @@ fn population_requirements_by_hand() {
         .iter()
         .map(|&a| (vec![a], 1))
         .collect();
-    freq.set_population(population::PopulationCounts::from_leaf_codes(&freq, &population).unwrap());
+    freq.set_population(
+        population::PopulationCounts::from_leaf_codes(freq.qis(), &population).unwrap(),
+    );
     let chosen = |k_map, delta_presence| {
         let req = PrivacyRequirements {
             suppression: Default::default(),

@@ -50,6 +50,7 @@ pub mod kaca;
 pub mod labels;
 pub mod mondrian;
 mod pool;
+pub mod population;
 pub mod sets;
 
 #[cfg(test)]
@@ -73,8 +74,9 @@ use datafusion::arrow::compute::kernels::sort::SortOptions;
 use datafusion::arrow::compute::sort_to_indices;
 use datafusion::error::{DataFusionError, Result};
 
+use super::domain::QiDomain;
 use super::evaluate::{Criteria, Scratch, SensitiveAchieved, class_measures, person_measures};
-use super::frequency::{FrequencySet, QiDomain};
+use super::frequency::FrequencySet;
 use super::persons::{LeafPersons, PersonCount, PersonScratch, PersonSet};
 use super::population::PopulationCounts;
 use super::publication::{Reference, settle_dropped, settle_masked, star_codes};
@@ -1022,7 +1024,8 @@ fn judge_release(
     };
     let meets_population = |c: usize, rows: u64| {
         population.is_none_or(|(requirement, counts)| {
-            let covered = counts.covered(release.cells_of(c), &axes, freq, &members[c]);
+            let covered =
+                population::covered(counts, release.cells_of(c), &axes, freq, &members[c]);
             requirement.passes(rows, covered)
         })
     };
@@ -1144,7 +1147,12 @@ fn suppress_population_failures(
     for (c, members) in groups.into_iter().enumerate() {
         let size: u64 = members.iter().map(|&m| freq.sizes()[m as usize]).sum();
         let cells = release.cells_of(c);
-        if size > 0 && requirement.passes(size, population.covered(cells, &axes, freq, &members)) {
+        if size > 0
+            && requirement.passes(
+                size,
+                self::population::covered(population, cells, &axes, freq, &members),
+            )
+        {
             kept_groups.push(members);
             kept_cells.extend_from_slice(cells);
         }

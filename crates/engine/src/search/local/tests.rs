@@ -1063,7 +1063,7 @@ fn local_releases_meet_population_requirements_on_random_tables() {
         for _ in 0..rows.len() {
             population.push(((0..3).map(|_| rng.below(8) as u32).collect(), 1));
         }
-        freq.set_population(PopulationCounts::from_leaf_codes(&freq, &population).unwrap());
+        freq.set_population(PopulationCounts::from_leaf_codes(freq.qis(), &population).unwrap());
         // δ_min 0.35 is judged only once a class's cells are known (the population doubles
         // the sample, so classes sit near δ = 0.5 and some fall below)
         for (k_map, delta) in [
