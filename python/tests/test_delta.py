@@ -41,7 +41,7 @@ def test_apply_publishes_one_delta_version_per_release(tmp_path):
     assert sorted(rows(old)) == sorted(rows(first))
 
     # an existing table needs overwrite or append
-    with pytest.raises(anon.AnonymityError, match="exists; pass --overwrite"):
+    with pytest.raises(anon.AnonymityError, match="exists; pass overwrite=True"):
         anon.apply(POLICIES / "li2007_drop.toml", out=out, format="delta")
     with pytest.raises(anon.AnonymityError, match="unknown output format 'orc'"):
         anon.apply(POLICIES / "li2007_drop.toml", out=tmp_path / "x", format="orc")

@@ -7,7 +7,10 @@ use datafusion::error::DataFusionError;
 
 /// One line describing `error` ([`datafusion_anonymity_engine::errors::one_line`]).
 pub fn one_line(error: &DataFusionError) -> String {
-    datafusion_anonymity_engine::errors::one_line(error, "--memory-limit")
+    datafusion_anonymity_engine::errors::one_line(
+        error,
+        datafusion_anonymity_engine::errors::Vocabulary::CLI,
+    )
 }
 
 /// A command-line parsing error as one line: clap's message (which starts with `error: `)

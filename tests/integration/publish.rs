@@ -452,8 +452,13 @@ async fn values_missing_from_a_tree_are_counted_over_the_whole_column() {
         false,
     )
     .await
-    .unwrap_err()
-    .to_string();
+    .unwrap_err();
+    // the recoding's error keeps its type through the write: `apply` recounts on it
+    assert!(
+        datafusion_anonymity::generalize::tree::MissingFromTree::is_cause_of(&err),
+        "{err}"
+    );
+    let err = err.to_string();
     // batches of 4 rows: rows 5–8 hold one of the two
     assert!(
         err.contains("1 distinct value is missing from hierarchy"),

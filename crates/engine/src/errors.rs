@@ -2,16 +2,52 @@
 
 use datafusion::error::DataFusionError;
 
+use crate::publish::TargetError;
 use crate::storage;
 use crate::tables::redact;
 
+/// The options a shell's users set, in their words: an error that tells what to do names
+/// the option as they would write it.
+#[derive(Debug, Clone, Copy)]
+pub struct Vocabulary {
+    /// The memory limit (`--memory-limit`, `memory_limit`).
+    pub memory_limit: &'static str,
+    /// Replacing what exists (`--overwrite`, `overwrite=True`).
+    pub overwrite: &'static str,
+    /// Adding a version to a Delta table (`--append`, `append=True`).
+    pub append: &'static str,
+}
+
+impl Vocabulary {
+    /// The command line's.
+    pub const CLI: Vocabulary = Vocabulary {
+        memory_limit: "--memory-limit",
+        overwrite: "--overwrite",
+        append: "--append",
+    };
+}
+
 /// One line describing `error`: DataFusion's innermost error without its category prefix
 /// ("Error during planning: ..."), on one line, with quoted values removed from errors that
-/// come from reading or converting data, and no credential. `memory_setting` names the memory
-/// limit as the caller's users set it (`--memory-limit` on the command line).
-pub fn one_line(error: &DataFusionError, memory_setting: &str) -> String {
+/// come from reading or converting data, and no credential. Options are named in `words`.
+pub fn one_line(error: &DataFusionError, words: Vocabulary) -> String {
+    let memory_setting = words.memory_limit;
     let root = error.find_root();
     let text = match root {
+        DataFusionError::External(external) => match external.downcast_ref::<TargetError>() {
+            Some(TargetError::Exists { what, location }) => format!(
+                "{what} {location}: exists; pass {} to replace it",
+                words.overwrite
+            ),
+            _ => match delta_exists(external.as_ref()) {
+                Some(location) => format!(
+                    "output Delta table {location}: exists; pass {} to publish a new version \
+                     replacing its rows, or {} to add this release's rows",
+                    words.overwrite, words.append
+                ),
+                None => external.to_string(),
+            },
+        },
         // Arrow quotes the offending value in parse and cast errors
         DataFusionError::ArrowError(arrow, _) => redact(&arrow.to_string()),
         // the sqlparser error's own Display ("sql parser error: Expected ...") reads better
@@ -35,6 +71,17 @@ pub fn one_line(error: &DataFusionError, memory_setting: &str) -> String {
         other => other.message().into_owned(),
     };
     storage::redact_credentials(&join_lines(&text))
+}
+
+/// The table of a [`crate::publish::delta::TableExists`] (a build with Delta tables).
+fn delta_exists<'a>(error: &'a (dyn std::error::Error + Send + Sync + 'static)) -> Option<&'a str> {
+    #[cfg(feature = "delta")]
+    if let Some(exists) = error.downcast_ref::<crate::publish::delta::TableExists>() {
+        return Some(&exists.location);
+    }
+    #[cfg(not(feature = "delta"))]
+    let _ = error;
+    None
 }
 
 /// `text` with its lines trimmed and joined by spaces.

@@ -91,6 +91,48 @@ enum IntegerLeaves {
 /// The words of the error for values missing from a value tree.
 pub const MISSING_FROM_TREE: &str = "missing from hierarchy";
 
+/// Values of a column that a value tree has no leaf for, as the recoding found them (in one
+/// batch: the caller may count them over the whole column). An error of its own type, so that
+/// a caller tells it from others without reading its text.
+#[derive(Debug)]
+pub struct MissingFromTree {
+    pub column: String,
+    pub hierarchy: String,
+    /// distinct values without a leaf
+    pub missing: usize,
+    /// where the tree came from
+    pub source: String,
+    pub leaves: usize,
+}
+
+impl std::fmt::Display for MissingFromTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let one = self.missing == 1;
+        write!(
+            f,
+            "column '{}': {} distinct value{} {MISSING_FROM_TREE} '{}' ({}, {} leaves); add {} \
+             to the hierarchy (values are not shown, to keep the data private) {}",
+            self.column,
+            self.missing,
+            if one { " is" } else { "s are" },
+            self.hierarchy,
+            self.source,
+            self.leaves,
+            if one { "it" } else { "them" },
+            Rule::CoversData.tag(),
+        )
+    }
+}
+
+impl std::error::Error for MissingFromTree {}
+
+impl MissingFromTree {
+    /// Whether `error` is, at its root, a value missing from a tree.
+    pub fn is_cause_of(error: &DataFusionError) -> bool {
+        matches!(error.find_root(), DataFusionError::External(inner) if inner.is::<Self>())
+    }
+}
+
 /// A value-tree hierarchy encoded as dictionaries (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct TreeHierarchy {
@@ -282,16 +324,13 @@ impl TreeHierarchy {
         if ids.null_count() < ids.len() && ids.values().contains(&MISSING) {
             let missing = self.count_missing(values, &ids)?;
             if missing > 0 {
-                return Err(DataFusionError::Execution(format!(
-                    "column '{column}': {missing} distinct value{} {MISSING_FROM_TREE} \
-                     '{hierarchy}' ({}, {} leaves); add {} to the hierarchy (values are not \
-                     shown, to keep the data private) {}",
-                    if missing == 1 { " is" } else { "s are" },
-                    self.source,
-                    self.leaf_count(),
-                    if missing == 1 { "it" } else { "them" },
-                    Rule::CoversData.tag(),
-                )));
+                return Err(DataFusionError::External(Box::new(MissingFromTree {
+                    column: column.to_string(),
+                    hierarchy: hierarchy.to_string(),
+                    missing,
+                    source: self.source.clone(),
+                    leaves: self.leaf_count(),
+                })));
             }
         }
         Ok(ids)

@@ -157,17 +157,17 @@ pub struct Events {
 }
 
 impl Events {
-    /// Events from positions in degrees; `Err(row)` names the first bad position's row.
+    /// Events from positions in degrees; `Err((row, error))` names the first bad position's
+    /// row and which coordinate broke its rule.
     pub fn from_positions(
         lat: &[f64],
         lon: &[f64],
         time: Vec<i64>,
         subject: Vec<u32>,
-    ) -> std::result::Result<Self, (usize, &'static str)> {
+    ) -> std::result::Result<Self, (usize, crate::functions::quadtree::PositionError)> {
         let mut code = Vec::with_capacity(lat.len());
         for (row, (&lat, &lon)) in lat.iter().zip(lon).enumerate() {
-            let (x, y) = crate::functions::quadtree::finest_cell(lat, lon)
-                .map_err(|e| (row, e.describe()))?;
+            let (x, y) = crate::functions::quadtree::finest_cell(lat, lon).map_err(|e| (row, e))?;
             code.push(crate::functions::quadtree::morton(x, y));
         }
         let subjects = subject.iter().max().map_or(0, |m| m + 1);

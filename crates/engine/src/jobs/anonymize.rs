@@ -16,7 +16,7 @@ use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, RowOrder};
 use crate::saved_recoding;
-use crate::search::local::sets::SET_CAP_KEY;
+use crate::search::local::sets::SetCapExceeded;
 use crate::search::local::{LocalAlgorithm, LocalOptions};
 use crate::search::{self, Method, Metric};
 use crate::storage::Location;
@@ -244,7 +244,7 @@ pub async fn anonymize(
     )
     .map_err(|e| {
         // a set label beyond the cap is the policy's to fix: name it
-        let policy_named = if e.message().contains(SET_CAP_KEY) {
+        let policy_named = if matches!(e.find_root(), DataFusionError::External(inner) if inner.is::<SetCapExceeded>()) {
             format!("policy {}: ", policy.source())
         } else {
             String::new()
@@ -400,9 +400,9 @@ async fn recoding_target(
         options.overwrite,
         policy.storage(),
         false,
+        publish::Written::RecodingFile,
     )
-    .await
-    .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "recoding file", 1)))?;
+    .await?;
     Ok(Some(location))
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
-use datafusion_anonymity::generalize::tree::MISSING_FROM_TREE;
+use datafusion_anonymity::generalize::tree::MissingFromTree;
 
 use super::Observer;
 use super::anonymize::{AnonymizeOptions, output_location};
@@ -258,7 +258,7 @@ pub async fn apply(
     observer.scans_finished().await;
     let published = match published {
         Ok(report) => report,
-        Err(e) if e.to_string().contains(MISSING_FROM_TREE) => {
+        Err(e) if MissingFromTree::is_cause_of(&e) => {
             // the refusal counted one batch's values: count them over the whole column
             policy.check_tree_values(ctx).await?;
             return Err(e);

@@ -9,6 +9,7 @@
 //! [-180, 180]; a NULL position, time or subject (no event is silently dropped); a time column
 //! that is not a timestamp, a position column that is not a number.
 
+use crate::functions::quadtree::PositionError;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -435,14 +436,14 @@ async fn read_events(
         })
         .collect();
     drop(codes);
-    let events = Events::from_positions(&lat, &lon, time, subject).map_err(|(row, rule)| {
-        let column = if rule.contains("latitude") {
-            &cloaking.latitude
-        } else {
-            &cloaking.longitude
+    let events = Events::from_positions(&lat, &lon, time, subject).map_err(|(row, error)| {
+        let column = match error {
+            PositionError::Latitude => &cloaking.latitude,
+            PositionError::Longitude => &cloaking.longitude,
         };
         DataFusionError::Plan(format!(
-            "column '{column}' has {rule} at row {} of the input (counted from 1 in scan order)",
+            "column '{column}' has {} at row {} of the input (counted from 1 in scan order)",
+            error.describe(),
             row + 1
         ))
     })?;

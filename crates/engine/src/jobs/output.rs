@@ -92,7 +92,15 @@ impl PlannedOutput {
     async fn delta(policy: &Policy, out: &Location, request: OutputRequest) -> Result<Self> {
         // the overlap rules of any output (never over or inside the input); existence is the
         // Delta check's to judge
-        publish::check_target(out, policy.input(), true, policy.storage(), false).await?;
+        publish::check_target(
+            out,
+            policy.input(),
+            true,
+            policy.storage(),
+            false,
+            publish::Written::Output,
+        )
+        .await?;
         let target = crate::publish::delta::check_target(
             out,
             policy.storage(),

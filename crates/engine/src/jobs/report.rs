@@ -55,9 +55,15 @@ impl ReportTargets {
                 )));
             }
             // a report is an output too: replaced only with --overwrite
-            publish::check_target(report, policy.input(), overwrite, policy.storage(), false)
-                .await
-                .map_err(|e| DataFusionError::Plan(e.message().replacen("output", "report", 1)))?;
+            publish::check_target(
+                report,
+                policy.input(),
+                overwrite,
+                policy.storage(),
+                false,
+                publish::Written::Report,
+            )
+            .await?;
         }
         if let (Some(json), Some(html)) = (&targets.json, &targets.html)
             && json == html

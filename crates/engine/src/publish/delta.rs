@@ -74,6 +74,20 @@ impl DeltaTarget {
     }
 }
 
+/// A Delta table is at the output and neither replacing its rows nor adding to them was asked
+/// for; the shell names the options that ask for either ([`crate::errors::Vocabulary`]).
+#[derive(Debug, thiserror::Error)]
+#[error("output Delta table {location}: exists; ask to overwrite its rows or append to them")]
+pub struct TableExists {
+    pub location: String,
+}
+
+impl From<TableExists> for DataFusionError {
+    fn from(error: TableExists) -> Self {
+        DataFusionError::External(Box::new(error))
+    }
+}
+
 /// Refuses a Delta output that cannot be written as asked, before anything is read: a table
 /// that exists without `--overwrite`/`--append`, a path that holds something else, an append
 /// to no table or to a table partitioned otherwise than by `partition_by`. Reads the table's
@@ -98,11 +112,10 @@ pub async fn check_target(
         (true, _) if append => WriteMode::Append,
         (true, _) if overwrite => WriteMode::Overwrite,
         (true, _) => {
-            return Err(refuse(
-                "exists; pass --overwrite to publish a new version replacing its rows, or \
-                 --append to add this release's rows"
-                    .to_string(),
-            ));
+            return Err(TableExists {
+                location: location.to_string(),
+            }
+            .into());
         }
         (false, _) if append => return Err(not_a_table(location)),
         (false, true) if !holds_only_releases(location, options).await? => {
@@ -344,19 +357,16 @@ pub async fn commit(
         ))
     })?;
     let log_store = log_store(location, options)?;
-    let version = match (&target.read, target.mode) {
-        (None, _) => {
-            let created = DeltaTable::new(log_store)
-                .create()
-                .with_columns(delta_schema.fields().cloned())
-                .with_partition_columns(target.partition_by.iter().cloned())
-                .with_save_mode(SaveMode::ErrorIfExists)
-                .with_actions(adds.into_iter().map(Action::Add))
-                .with_commit_properties(properties)
-                .await
-                .map_err(|e| commit_error(location, e))?;
-            created.version().unwrap_or(0)
-        }
+    let committed = match (&target.read, target.mode) {
+        (None, _) => DeltaTable::new(log_store)
+            .create()
+            .with_columns(delta_schema.fields().cloned())
+            .with_partition_columns(target.partition_by.iter().cloned())
+            .with_save_mode(SaveMode::ErrorIfExists)
+            .with_actions(adds.into_iter().map(Action::Add))
+            .with_commit_properties(properties)
+            .await
+            .map(|created| created.version().unwrap_or(0)),
         (Some(table), mode) => {
             let snapshot = table.snapshot().map_err(|e| delta_error(location, e))?;
             let mut actions = Vec::new();
@@ -414,16 +424,37 @@ pub async fn commit(
                     operation,
                 )
                 .await
-                .map_err(|e| commit_error(location, e))?
-                .version()
+                .map(|committed| committed.version())
+        }
+    };
+    let version = match committed {
+        Ok(version) => version,
+        Err(error) => {
+            let raced = another_writer_committed(target, options).await;
+            return Err(commit_error(location, error, raced));
         }
     };
     crate::interrupt::hook_pause("after-commit");
     Ok(version as i64)
 }
 
-/// A failed commit in a few words; a lost race as a commit conflict.
-fn commit_error(location: &Location, error: DeltaTableError) -> DataFusionError {
+/// Whether the table has a version this run did not read: another writer committed since
+/// (a new table where there was none, or a later version). Any doubt (an unreadable log) says
+/// no: the commit's own error is then reported.
+async fn another_writer_committed(target: &DeltaTarget, options: &StoreOptions) -> bool {
+    let Ok(latest) = open(&target.location, options, &TableVersion::Latest).await else {
+        return false;
+    };
+    match (target.read_version(), latest.version()) {
+        (None, Some(_)) => true,
+        (Some(read), Some(now)) => now as i64 > read,
+        _ => false,
+    }
+}
+
+/// A failed commit in a few words; a lost race (the error says so, or `raced`: another
+/// writer's version is in the log) as a commit conflict.
+fn commit_error(location: &Location, error: DeltaTableError, raced: bool) -> DataFusionError {
     use deltalake_core::kernel::transaction::TransactionError;
     let conflict = DataFusionError::Execution(format!(
         "Delta table {location}: commit conflict: another writer committed to the table since \
@@ -438,13 +469,13 @@ fn commit_error(location: &Location, error: DeltaTableError) -> DataFusionError 
             TransactionError::ObjectStore {
                 source: object_store::Error::NotImplemented { .. },
             } => not_atomic(location),
+            _ if raced => conflict,
             _ => delta_error(location, error),
         },
         DeltaTableError::ObjectStore {
             source: object_store::Error::NotImplemented { .. },
         } => not_atomic(location),
-        DeltaTableError::Generic(text) if text.contains("already exists") => conflict,
-        _ if error.to_string().contains("already exists") => conflict,
+        _ if raced => conflict,
         _ => delta_error(location, error),
     }
 }

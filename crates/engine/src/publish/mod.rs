@@ -55,7 +55,7 @@ use count::{
 pub(crate) use post_analytics::post_analytics;
 pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};
-pub use target::{check_output, check_target};
+pub use target::{TargetError, Written, check_output, check_target};
 pub use utility::{RELEASE_PAIRING, release_utility};
 use verify::measure_classes;
 pub use verify::{Verification, verify};

@@ -1,11 +1,76 @@
 //! Where publishing may write: refusing an output that exists (unless overwriting), has the
 //! wrong extension, or is, contains or lies inside the input.
+//!
+//! A refusal is a [`TargetError`] naming what was to be written ([`Written`]): the release, a
+//! report or a recoding file. The option that replaces an existing file is the shell's to
+//! name (`--overwrite` on the command line, `overwrite=True` in Python:
+//! [`crate::errors::Vocabulary`]), so the error's own text does not.
 
 use std::path::{Path, PathBuf};
 
 use datafusion::error::{DataFusionError, Result};
 
 use crate::storage::{self, Location, StoreOptions};
+
+/// What a job writes, as a refusal names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The release.
+    Output,
+    /// A JSON or HTML report.
+    Report,
+    /// A saved recoding (`--recoding-out`).
+    RecodingFile,
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Written::Output => "output",
+            Written::Report => "report",
+            Written::RecodingFile => "recoding file",
+        })
+    }
+}
+
+/// Why a location cannot be written ([`check_target`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("{what} {location}: empty path")]
+    EmptyPath { what: Written, location: String },
+    #[error("{what} {location}: {reason}")]
+    OverlapsInput {
+        what: Written,
+        location: String,
+        /// how it overlaps: is, lies inside or contains the input
+        reason: String,
+    },
+    #[error(
+        "{what} {location}: the output is Parquet; name a .parquet file or a directory, not a \
+         .{extension} file"
+    )]
+    NotParquetName {
+        what: Written,
+        location: String,
+        extension: String,
+    },
+    /// The location holds something and replacing it was not asked for; the shell names
+    /// the option that asks for it.
+    #[error("{what} {location}: exists; ask to overwrite it to replace it")]
+    Exists { what: Written, location: String },
+    #[error("{what} {location}: its directory {directory} does not exist")]
+    NoDirectory {
+        what: Written,
+        location: String,
+        directory: String,
+    },
+}
+
+impl From<TargetError> for DataFusionError {
+    fn from(error: TargetError) -> Self {
+        DataFusionError::External(Box::new(error))
+    }
+}
 
 /// Refuses a Parquet output that [`check_target`] refuses, or whose name has another
 /// extension than `.parquet` (`out.csv` would hold Parquet).
@@ -15,26 +80,32 @@ pub async fn check_output(
     overwrite: bool,
     options: &StoreOptions,
 ) -> Result<()> {
-    check_target(out, input, overwrite, options, true).await
+    check_target(out, input, overwrite, options, true, Written::Output).await
 }
 
-/// Refuses an output (data or report) that exists (unless `overwrite`), equals the input,
-/// lies inside a directory input, or contains the input (overwriting it would delete the
-/// input); with `parquet`, also one named with another extension than `.parquet`.
+/// Refuses `what` at `out` when it exists (unless `overwrite`), equals the input, lies
+/// inside a directory input, or contains the input (overwriting it would delete the input);
+/// with `parquet`, also one named with another extension than `.parquet`.
 pub async fn check_target(
     out: &Location,
     input: &Location,
     overwrite: bool,
     options: &StoreOptions,
     parquet: bool,
+    what: Written,
 ) -> Result<()> {
-    let refuse = |why: String| DataFusionError::Plan(format!("output {out}: {why}"));
+    let location = out.to_string();
+    let refuse = |reason: String| TargetError::OverlapsInput {
+        what,
+        location: location.clone(),
+        reason,
+    };
     match (out, input) {
         (Location::Local(out_path), _) if out_path.as_os_str().is_empty() => {
-            return Err(refuse("empty path".into()));
+            return Err(TargetError::EmptyPath { what, location }.into());
         }
         (Location::Local(out_path), Location::Local(input_path)) => {
-            check_local_overlap(out_path, input_path).map_err(refuse)?
+            check_local_overlap(out_path, input_path).map_err(refuse)?;
         }
         (Location::Url(_), Location::Url(_)) => {
             // compared as shown (no credentials or query); a glob input by the prefix it lists
@@ -46,36 +117,43 @@ pub async fn check_target(
             }
             .trim_end_matches('/');
             if out_text == input_base {
-                return Err(refuse("is the input; choose another location".into()));
+                return Err(refuse("is the input; choose another location".into()).into());
             }
             if out_text.starts_with(&format!("{input_base}/")) {
                 return Err(refuse(format!(
                     "lies inside the input {input}; it would be read as input next time"
-                )));
+                ))
+                .into());
             }
             if input_base.starts_with(&format!("{out_text}/")) {
                 return Err(refuse(format!(
                     "contains the input {input}; writing it would destroy the input"
-                )));
+                ))
+                .into());
             }
         }
         _ => {}
     }
     if let Some(extension) = out.extension().filter(|e| parquet && e != "parquet") {
-        return Err(refuse(format!(
-            "the output is Parquet; name a .parquet file or a directory, not a .{extension} file"
-        )));
+        return Err(TargetError::NotParquetName {
+            what,
+            location,
+            extension: extension.to_string(),
+        }
+        .into());
     }
     if !overwrite && storage::exists(out, options).await? {
-        return Err(refuse("exists; pass --overwrite to replace it".into()));
+        return Err(TargetError::Exists { what, location }.into());
     }
     if let Location::Local(out_path) = out {
         match absolute(out_path).parent() {
             Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => {
-                return Err(refuse(format!(
-                    "its directory {} does not exist",
-                    parent.display()
-                )));
+                return Err(TargetError::NoDirectory {
+                    what,
+                    location,
+                    directory: parent.display().to_string(),
+                }
+                .into());
             }
             _ => {}
         }

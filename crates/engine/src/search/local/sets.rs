@@ -42,6 +42,26 @@ use crate::search::QiDomain;
 /// The policy key of the set labels' cap, as errors name it.
 pub const SET_CAP_KEY: &str = "privacy.max_set_values";
 
+/// A class's set label would hold more values than `privacy.max_set_values` allows and the
+/// policy names no fallback: the policy's to fix (its job names the policy file).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "quasi-identifier '{quasi_identifier}': a class's set label would hold {values} values, \
+     more than {SET_CAP_KEY} = {cap}, and privacy.set_fallback is not set (set_fallback = \
+     \"*\" publishes such a set as *)"
+)]
+pub struct SetCapExceeded {
+    pub quasi_identifier: String,
+    pub values: usize,
+    pub cap: usize,
+}
+
+impl From<SetCapExceeded> for DataFusionError {
+    fn from(error: SetCapExceeded) -> Self {
+        DataFusionError::External(Box::new(error))
+    }
+}
+
 /// Per rank of an ordered QI's values (ascending, NULL first as −∞), the ends `(a, b)` of a
 /// value-free interval it starts (`a`) or ends (`b`): the midpoints to the neighbouring
 /// values, `−∞` / `∞` at the column's ends.
@@ -204,13 +224,12 @@ pub(crate) fn set_class_labels(
                 builder.append_value(TOP_LABEL)
             }
             _ if leaves.len() > cap => {
-                return Err(DataFusionError::Plan(format!(
-                    "quasi-identifier '{}': a class's set label would hold {} values, more \
-                     than {SET_CAP_KEY} = {cap}, and privacy.set_fallback is not set \
-                     (set_fallback = \"*\" publishes such a set as *)",
-                    qi.name(),
-                    leaves.len()
-                )));
+                return Err(SetCapExceeded {
+                    quasi_identifier: qi.name().to_string(),
+                    values: leaves.len(),
+                    cap,
+                }
+                .into());
             }
             _ => builder.append_value(set_label(leaves.iter().map(|&l| text.value(l as usize)))),
         }
