@@ -2,7 +2,7 @@
 //! category prefix, no data value and no credential (as the CLI prints them).
 
 use datafusion_anonymity::datafusion::error::DataFusionError;
-use datafusion_anonymity_engine::errors::Vocabulary;
+use datafusion_anonymity_engine::errors::{Opt, Vocabulary};
 use pyo3::PyErr;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -15,12 +15,29 @@ create_exception!(
      be used. The message names what is wrong; it never shows data values."
 );
 
-/// The Python keywords the messages name.
-const PYTHON: Vocabulary = Vocabulary {
-    memory_limit: "memory_limit",
-    overwrite: "overwrite=True",
-    append: "append=True",
-};
+/// The Python keywords for the options the engine's messages name.
+fn keyword(option: Opt) -> &'static str {
+    match option {
+        Opt::Out => "out=",
+        Opt::Overwrite => "overwrite=True",
+        Opt::Append => "append=True",
+        Opt::FormatDelta => "format=\"delta\"",
+        Opt::MemoryLimit => "memory_limit",
+        Opt::Report => "report=",
+        Opt::HtmlReport => "html_report=",
+        Opt::Utility => "utility=True",
+        Opt::RecodingOut => "recoding_out=",
+        Opt::Recoding => "recoding=",
+        Opt::Levels => "levels=",
+        Opt::NoRefine => "refine=False",
+        Opt::Mondrian => "algorithm=\"mondrian\"",
+        Opt::LocalAlgorithms => "algorithm=\"mondrian\", \"kaca\" or \"iab\"",
+        Opt::Qi => "qi=[...]",
+        Opt::ByPosition => "by_position=True",
+    }
+}
+
+const PYTHON: Vocabulary = Vocabulary { name: keyword };
 
 /// One line describing `error` (see the module docs).
 pub fn one_line(error: &DataFusionError) -> String {

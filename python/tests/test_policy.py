@@ -265,3 +265,16 @@ def test_a_dropped_person_column_with_t_closeness(tmp_path):
             for visit, zip_label in rows(table.select(["visit", "zip"])):
                 persons[zip_label].add(int(visit) // 2)
             assert persons and all(len(p) >= 3 for p in persons.values()), persons
+
+
+def test_errors_name_the_python_keywords(tmp_path):
+    """The engine names options, each shell words them (issue 57): Python's messages say the
+    keyword the caller typed, never a command-line flag."""
+    out = tmp_path / "out.parquet"
+    with pytest.raises(anon.AnonymityError, match=r'refine=False is for algorithm="mondrian", not optimal'):
+        anon.anonymize(POLICIES / "li2007_drop.toml", out=out, refine=False)
+    anon.apply(POLICIES / "li2007_drop.toml", out=out, seed=1)
+    with pytest.raises(anon.AnonymityError, match=r"exists; pass overwrite=True to replace it"):
+        anon.apply(POLICIES / "li2007_drop.toml", out=out, seed=1)
+    with pytest.raises(anon.AnonymityError, match=r"append=True adds a version to a Delta table"):
+        anon.apply(POLICIES / "li2007_drop.toml", out=tmp_path / "x.parquet", format="parquet", append=True)

@@ -4,13 +4,34 @@
 use std::sync::Mutex;
 
 use datafusion::error::DataFusionError;
+use datafusion_anonymity_engine::errors::{Opt, Vocabulary};
+
+/// The command line's words for the options the engine's messages name.
+fn flag(option: Opt) -> &'static str {
+    match option {
+        Opt::Out => "--out",
+        Opt::Overwrite => "--overwrite",
+        Opt::Append => "--append",
+        Opt::FormatDelta => "--format delta",
+        Opt::MemoryLimit => "--memory-limit",
+        Opt::Report => "--report",
+        Opt::HtmlReport => "--html-report",
+        Opt::Utility => "--utility",
+        Opt::RecodingOut => "--recoding-out",
+        Opt::Recoding => "--recoding",
+        // the command line takes levels from the policy's [transformation] only
+        Opt::Levels => "[transformation]",
+        Opt::NoRefine => "--no-refine",
+        Opt::Mondrian => "--algorithm mondrian",
+        Opt::LocalAlgorithms => "--algorithm mondrian, kaca or iab",
+        Opt::Qi => "--qi",
+        Opt::ByPosition => "--by-position",
+    }
+}
 
 /// One line describing `error` ([`datafusion_anonymity_engine::errors::one_line`]).
 pub fn one_line(error: &DataFusionError) -> String {
-    datafusion_anonymity_engine::errors::one_line(
-        error,
-        datafusion_anonymity_engine::errors::Vocabulary::CLI,
-    )
+    datafusion_anonymity_engine::errors::one_line(error, Vocabulary { name: flag })
 }
 
 /// A command-line parsing error as one line: clap's message (which starts with `error: `)

@@ -6,48 +6,165 @@ use crate::publish::TargetError;
 use crate::storage;
 use crate::tables::redact;
 
-/// The options a shell's users set, in their words: an error that tells what to do names
-/// the option as they would write it.
+/// An option of a job, which each shell names in its users' words ([`Vocabulary`]): the
+/// engine's messages name options by this, never by a command-line flag or a keyword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    /// Where the release goes.
+    Out,
+    /// Replacing what exists.
+    Overwrite,
+    /// Adding a version to a Delta table.
+    Append,
+    /// Publishing a Delta table.
+    FormatDelta,
+    /// The session's memory limit.
+    MemoryLimit,
+    /// The JSON report.
+    Report,
+    /// The HTML report.
+    HtmlReport,
+    /// The utility figures of the release.
+    Utility,
+    /// Saving a local recoding.
+    RecodingOut,
+    /// Applying a saved recoding.
+    Recoding,
+    /// Levels given to `apply` instead of the policy's transformation.
+    Levels,
+    /// Mondrian without its refinement of small regions.
+    NoRefine,
+    /// The Mondrian algorithm.
+    Mondrian,
+    /// The local recoding algorithms.
+    LocalAlgorithms,
+    /// The profile's quasi-identifiers.
+    Qi,
+    /// Matching the profile's rows by position.
+    ByPosition,
+}
+
+impl Opt {
+    /// The option as the job's own options name it (the rendering without a shell).
+    pub fn key(self) -> &'static str {
+        match self {
+            Opt::Out => "out",
+            Opt::Overwrite => "overwrite",
+            Opt::Append => "append",
+            Opt::FormatDelta => "format = delta",
+            Opt::MemoryLimit => "memory_limit",
+            Opt::Report => "report",
+            Opt::HtmlReport => "html_report",
+            Opt::Utility => "utility",
+            Opt::RecodingOut => "recoding_out",
+            Opt::Recoding => "recoding",
+            Opt::Levels => "levels",
+            Opt::NoRefine => "refine = false",
+            Opt::Mondrian => "algorithm mondrian",
+            Opt::LocalAlgorithms => "algorithm mondrian, kaca or iab",
+            Opt::Qi => "qi",
+            Opt::ByPosition => "by_position",
+        }
+    }
+}
+
+/// How a shell names the options its users set ([`Opt`]): an error that tells what to do
+/// names the option as they would write it.
 #[derive(Debug, Clone, Copy)]
 pub struct Vocabulary {
-    /// The memory limit (`--memory-limit`, `memory_limit`).
-    pub memory_limit: &'static str,
-    /// Replacing what exists (`--overwrite`, `overwrite=True`).
-    pub overwrite: &'static str,
-    /// Adding a version to a Delta table (`--append`, `append=True`).
-    pub append: &'static str,
+    pub name: fn(Opt) -> &'static str,
 }
 
 impl Vocabulary {
-    /// The command line's.
-    pub const CLI: Vocabulary = Vocabulary {
-        memory_limit: "--memory-limit",
-        overwrite: "--overwrite",
-        append: "--append",
-    };
+    /// The job options' own names ([`Opt::key`]).
+    pub const KEYS: Vocabulary = Vocabulary { name: Opt::key };
+
+    fn of(&self, option: Opt) -> &'static str {
+        (self.name)(option)
+    }
+}
+
+/// A job's options used where they do not apply (or missing where needed), in words and
+/// options, so that each shell names the options its own way.
+#[derive(Debug, Clone, Default)]
+pub struct UsageError {
+    parts: Vec<UsagePart>,
+}
+
+#[derive(Debug, Clone)]
+enum UsagePart {
+    Text(String),
+    Option(Opt),
+}
+
+impl UsageError {
+    /// An empty message, built with [`Self::text`] and [`Self::opt`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.parts.push(UsagePart::Text(text.into()));
+        self
+    }
+
+    pub fn opt(mut self, option: Opt) -> Self {
+        self.parts.push(UsagePart::Option(option));
+        self
+    }
+
+    /// The message with the options in `words`.
+    pub fn render(&self, words: Vocabulary) -> String {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                UsagePart::Text(text) => text.as_str(),
+                UsagePart::Option(option) => words.of(*option),
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(Vocabulary::KEYS))
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+impl From<UsageError> for DataFusionError {
+    fn from(error: UsageError) -> Self {
+        DataFusionError::External(Box::new(error))
+    }
 }
 
 /// One line describing `error`: DataFusion's innermost error without its category prefix
 /// ("Error during planning: ..."), on one line, with quoted values removed from errors that
 /// come from reading or converting data, and no credential. Options are named in `words`.
 pub fn one_line(error: &DataFusionError, words: Vocabulary) -> String {
-    let memory_setting = words.memory_limit;
+    let memory_setting = words.of(Opt::MemoryLimit);
     let root = error.find_root();
     let text = match root {
-        DataFusionError::External(external) => match external.downcast_ref::<TargetError>() {
-            Some(TargetError::Exists { what, location }) => format!(
-                "{what} {location}: exists; pass {} to replace it",
-                words.overwrite
-            ),
-            _ => match delta_exists(external.as_ref()) {
-                Some(location) => format!(
+        DataFusionError::External(external) => {
+            if let Some(usage) = external.downcast_ref::<UsageError>() {
+                usage.render(words)
+            } else if let Some(TargetError::Exists { what, location }) = external.downcast_ref() {
+                format!(
+                    "{what} {location}: exists; pass {} to replace it",
+                    words.of(Opt::Overwrite)
+                )
+            } else if let Some(location) = delta_exists(external.as_ref()) {
+                format!(
                     "output Delta table {location}: exists; pass {} to publish a new version \
                      replacing its rows, or {} to add this release's rows",
-                    words.overwrite, words.append
-                ),
-                None => external.to_string(),
-            },
-        },
+                    words.of(Opt::Overwrite),
+                    words.of(Opt::Append)
+                )
+            } else {
+                external.to_string()
+            }
+        }
         // Arrow quotes the offending value in parse and cast errors
         DataFusionError::ArrowError(arrow, _) => redact(&arrow.to_string()),
         // the sqlparser error's own Display ("sql parser error: Expected ...") reads better

@@ -3,6 +3,7 @@
 //! recoding and measure the utility, and report. The command line's `anon anonymize` and
 //! Python's `anonymize()` are this function.
 
+use crate::errors::{Opt, UsageError};
 use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
@@ -115,10 +116,11 @@ pub fn output_location(out: Option<&str>, policy: &Policy) -> Result<Location> {
         .transpose()?
         .or_else(|| policy.output().cloned())
         .ok_or_else(|| {
-            DataFusionError::Plan(format!(
-                "no output: give --out, or [output] path in policy {}",
-                policy.source()
-            ))
+            UsageError::new()
+                .text("no output: give ")
+                .opt(Opt::Out)
+                .text(format!(", or [output] path in policy {}", policy.source()))
+                .into()
         })
 }
 
@@ -150,12 +152,16 @@ pub async fn anonymize(
             )));
         }
         if options.html_report.is_some() {
-            return Err(DataFusionError::Plan(format!(
-                "policy {}: --html-report is for generalized releases; a {} release has \
-                 --report (JSON) only",
-                policy.source(),
-                bucketization.method().name()
-            )));
+            return Err(UsageError::new()
+                .text(format!("policy {}: ", policy.source()))
+                .opt(Opt::HtmlReport)
+                .text(format!(
+                    " is for generalized releases; a {} release has ",
+                    bucketization.method().name()
+                ))
+                .opt(Opt::Report)
+                .text(" (JSON) only")
+                .into());
         }
         let reports = ReportTargets::check(
             options.report.as_deref(),
@@ -191,10 +197,12 @@ pub async fn anonymize(
     // refused before the scan, not after it
     method.metric(options.metric)?;
     if !options.refine && method != Method::Local(LocalAlgorithm::Mondrian) {
-        return Err(DataFusionError::Plan(format!(
-            "--no-refine (refine = false) is for --algorithm mondrian, not {}",
-            method.name()
-        )));
+        return Err(UsageError::new()
+            .opt(Opt::NoRefine)
+            .text(" is for ")
+            .opt(Opt::Mondrian)
+            .text(format!(", not {}", method.name()))
+            .into());
     }
     let recoding_out = recoding_target(options, &policy, &out).await?;
     if matches!(method, Method::Local(_)) {
@@ -382,17 +390,22 @@ async fn recoding_target(
         return Ok(None);
     };
     if !matches!(options.method, Method::Local(_)) {
-        return Err(DataFusionError::Plan(format!(
-            "--recoding-out is for local recoding (--algorithm mondrian, kaca or iab), not {}",
-            options.method.name()
-        )));
+        return Err(UsageError::new()
+            .opt(Opt::RecodingOut)
+            .text(" is for local recoding (")
+            .opt(Opt::LocalAlgorithms)
+            .text(format!("), not {}", options.method.name()))
+            .into());
     }
     let location = Location::parse(path)?;
     let reports = [&options.report, &options.html_report];
     if &location == out || reports.iter().any(|r| r.as_deref() == Some(path.as_str())) {
-        return Err(DataFusionError::Plan(format!(
-            "--recoding-out {location} is also the output or a report; choose another path"
-        )));
+        return Err(UsageError::new()
+            .opt(Opt::RecodingOut)
+            .text(format!(
+                " {location} is also the output or a report; choose another path"
+            ))
+            .into());
     }
     publish::check_target(
         &location,
@@ -442,11 +455,16 @@ async fn method_reports(
     what: &str,
 ) -> Result<ReportTargets> {
     if options.recoding_out.is_some() || options.utility {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: --recoding-out and --utility are for generalized releases; {what} has \
-             --report and --html-report",
-            policy.source()
-        )));
+        return Err(UsageError::new()
+            .text(format!("policy {}: ", policy.source()))
+            .opt(Opt::RecodingOut)
+            .text(" and ")
+            .opt(Opt::Utility)
+            .text(format!(" are for generalized releases; {what} has "))
+            .opt(Opt::Report)
+            .text(" and ")
+            .opt(Opt::HtmlReport)
+            .into());
     }
     ReportTargets::check(
         options.report.as_deref(),

@@ -5,6 +5,7 @@
 //! does. The command line's `anon apply` and Python's
 //! `apply()` are this function.
 
+use crate::errors::{Opt, UsageError};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -110,18 +111,21 @@ async fn perturbed(
     observer: &dyn Observer,
 ) -> Result<PerturbedReport> {
     let fixed = if options.levels.is_some() {
-        Some("levels")
+        Some(Opt::Levels)
     } else if options.recoding.is_some() {
-        Some("--recoding")
+        Some(Opt::Recoding)
     } else {
         None
     };
     if let Some(option) = fixed {
-        return Err(DataFusionError::Plan(format!(
-            "policy {}: {option} generalizes quasi-identifiers; method = \"perturbation\" \
-             publishes the transformations its attributes name",
-            policy.source()
-        )));
+        return Err(UsageError::new()
+            .text(format!("policy {}: ", policy.source()))
+            .opt(option)
+            .text(
+                " generalizes quasi-identifiers; method = \"perturbation\" publishes the \
+                 transformations its attributes name",
+            )
+            .into());
     }
     let anonymize = AnonymizeOptions {
         out: options.out.clone(),

@@ -20,6 +20,7 @@
 //!   while its leaves are the column's values as the loader matches them (their
 //!   `CAST(x AS VARCHAR)` text) and the writer's round trip through the parser is tested.
 
+use crate::errors::{Opt, UsageError};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -208,9 +209,11 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
     let store = StoreOptions::default();
     storage::register_store(ctx, &out, &store)?;
     if !options.overwrite && storage::exists(&out, &store).await? {
-        return Err(DataFusionError::Plan(format!(
-            "{out} exists; give --overwrite to replace it"
-        )));
+        return Err(UsageError::new()
+            .text(format!("{out} exists; give "))
+            .opt(Opt::Overwrite)
+            .text(" to replace it")
+            .into());
     }
     let FrequencySet {
         values,

@@ -2,6 +2,7 @@
 //! files, or a Delta table (`--format delta`, `[output] format = "delta"`, or a path that is
 //! a Delta table already), and what a Delta commit records of the release.
 
+use crate::errors::{Opt, UsageError};
 use datafusion::error::{DataFusionError, Result};
 use serde_json::{Value, json};
 
@@ -38,9 +39,10 @@ impl OutputRequest {
             }
         };
         if format == Some("parquet") && append {
-            return Err(DataFusionError::Plan(
-                "--append adds a version to a Delta table; it does not apply to Parquet".into(),
-            ));
+            return Err(UsageError::new()
+                .opt(Opt::Append)
+                .text(" adds a version to a Delta table; it does not apply to Parquet")
+                .into());
         }
         Ok(Self {
             delta,
@@ -70,16 +72,22 @@ impl PlannedOutput {
             return Self::delta(policy, out, request).await;
         }
         if request.append {
-            return Err(DataFusionError::Plan(format!(
-                "output {out} is not a Delta table: --append adds a version to one (give \
-                 --format delta to create one)"
-            )));
+            return Err(UsageError::new()
+                .text(format!("output {out} is not a Delta table: "))
+                .opt(Opt::Append)
+                .text(" adds a version to one (give ")
+                .opt(Opt::FormatDelta)
+                .text(" to create one)")
+                .into());
         }
         if !policy.partition_by().is_empty() {
-            return Err(DataFusionError::Plan(format!(
-                "output {out}: output.partition_by partitions a Delta table; give --format delta \
-                 (or [output] format = \"delta\") or remove it"
-            )));
+            return Err(UsageError::new()
+                .text(format!(
+                    "output {out}: output.partition_by partitions a Delta table; give "
+                ))
+                .opt(Opt::FormatDelta)
+                .text(" (or [output] format = \"delta\") or remove it")
+                .into());
         }
         publish::check_output(out, policy.input(), request.overwrite, policy.storage()).await?;
         Ok(Self::Files {

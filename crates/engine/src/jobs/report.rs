@@ -6,6 +6,7 @@
 //! `--overwrite`), written only once the release is published, each as one whole. They carry
 //! counts, shares, levels and names, never a value of the data.
 
+use crate::errors::{Opt, UsageError};
 use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
@@ -68,9 +69,12 @@ impl ReportTargets {
         if let (Some(json), Some(html)) = (&targets.json, &targets.html)
             && json == html
         {
-            return Err(DataFusionError::Plan(format!(
-                "--report and --html-report both name {json}; give each its own file"
-            )));
+            return Err(UsageError::new()
+                .opt(Opt::Report)
+                .text(" and ")
+                .opt(Opt::HtmlReport)
+                .text(format!(" both name {json}; give each its own file"))
+                .into());
         }
         Ok(targets)
     }
@@ -339,7 +343,11 @@ impl Report {
         if let Some(refined) = self.refined {
             page.row(
                 "refined",
-                &[if refined { "yes" } else { "no (--no-refine)" }],
+                &[if refined {
+                    "yes"
+                } else {
+                    "no (refinement off)"
+                }],
                 "Mondrian: small regions refined where that lowers the Loss",
             );
         }

@@ -115,7 +115,7 @@ pub async fn sql(
     let statements = parse(ctx, &options.query, source).map_err(|e| match &options.source {
         Some(file) => DataFusionError::Plan(format!(
             "{file}: {}",
-            crate::errors::one_line(&e, crate::errors::Vocabulary::CLI)
+            crate::errors::one_line(&e, crate::errors::Vocabulary::KEYS)
         )),
         None => e,
     })?;

@@ -31,6 +31,7 @@ mod risk;
 pub mod table_function;
 mod utility;
 
+use crate::errors::{Opt, UsageError};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -662,9 +663,10 @@ pub(crate) fn check_column(
 fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
     let table = format!("'{}'", label(options));
     if options.quasi_identifiers.is_empty() {
-        return Err(DataFusionError::Plan(
-            "no quasi-identifier given: name at least one column with --qi".into(),
-        ));
+        return Err(UsageError::new()
+            .text("no quasi-identifier given: name at least one column with ")
+            .opt(Opt::Qi)
+            .into());
     }
     let mut seen = std::collections::HashSet::new();
     for qi in &options.quasi_identifiers {
@@ -709,9 +711,10 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
             ));
         }
         (None, _, true) => {
-            return Err(DataFusionError::Plan(
-                "--by-position matches rows of the original table: give the original too".into(),
-            ));
+            return Err(UsageError::new()
+                .opt(Opt::ByPosition)
+                .text(" matches rows of the original table: give the original too")
+                .into());
         }
         _ => {}
     }

@@ -102,9 +102,12 @@ pub async fn check_target(
     let refuse =
         |why: String| DataFusionError::Plan(format!("output Delta table {location}: {why}"));
     if overwrite && append {
-        return Err(refuse(
-            "--overwrite and --append exclude each other; give one".to_string(),
-        ));
+        return Err(crate::errors::UsageError::new()
+            .opt(crate::errors::Opt::Overwrite)
+            .text(" and ")
+            .opt(crate::errors::Opt::Append)
+            .text(" exclude each other; give one")
+            .into());
     }
     let is_table = is_delta_table(location, options).await?;
     let exists = is_table || holds_anything(location, options).await?;
