@@ -440,6 +440,11 @@ fn a_back_import_between_files_is_reported_as_a_cycle() {
 /// The crates a package compiles (normal and build dependencies, the package itself
 /// included), by name.
 fn compiled_packages(package: &str) -> BTreeSet<String> {
+    packages_of(package, "normal,build")
+}
+
+/// The crates `cargo tree -p package -e edges` lists, by name.
+fn packages_of(package: &str, edges: &str) -> BTreeSet<String> {
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "tree",
@@ -447,7 +452,7 @@ fn compiled_packages(package: &str) -> BTreeSet<String> {
             "-p",
             package,
             "-e",
-            "normal,build",
+            edges,
             "--prefix",
             "none",
             "--format",
@@ -494,5 +499,24 @@ fn a_functions_only_host_compiles_no_cluster_cloud_or_cli_crate() {
     // the same query through the command line's dependencies does compile them: the check sees
     // what it looks for
     let cli = compiled_packages("datafusion-anonymity-cli");
+    assert!(cli.iter().any(|p| forbidden(p)), "{cli:?}");
+}
+
+/// Testing the SQL crate (`cargo test -p datafusion-anonymity`: its normal, build and dev
+/// dependencies) compiles no Delta, Ballista, cloud or command-line crate, nor the engine:
+/// its tests stand on DataFusion alone. Checked against the CLI package, which does.
+#[test]
+fn testing_the_sql_crate_compiles_no_engine_delta_cluster_cloud_or_cli_crate() {
+    let forbidden = |name: &str| {
+        name.starts_with("deltalake")
+            || name.starts_with("ballista")
+            || name.starts_with("aws")
+            || name.starts_with("clap")
+            || name.starts_with("datafusion-anonymity-")
+    };
+    let packages = packages_of("datafusion-anonymity", "normal,build,dev");
+    let found: Vec<&String> = packages.iter().filter(|p| forbidden(p)).collect();
+    assert!(found.is_empty(), "testing the SQL crate compiles {found:?}");
+    let cli = packages_of("datafusion-anonymity-cli", "normal,build,dev");
     assert!(cli.iter().any(|p| forbidden(p)), "{cli:?}");
 }

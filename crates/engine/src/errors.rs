@@ -2,7 +2,6 @@
 
 use datafusion::error::DataFusionError;
 
-use crate::publish::TargetError;
 use crate::storage;
 use crate::tables::redact;
 
@@ -149,18 +148,6 @@ pub fn one_line(error: &DataFusionError, words: Vocabulary) -> String {
         DataFusionError::External(external) => {
             if let Some(usage) = external.downcast_ref::<UsageError>() {
                 usage.render(words)
-            } else if let Some(TargetError::Exists { what, location }) = external.downcast_ref() {
-                format!(
-                    "{what} {location}: exists; pass {} to replace it",
-                    words.of(Opt::Overwrite)
-                )
-            } else if let Some(location) = delta_exists(external.as_ref()) {
-                format!(
-                    "output Delta table {location}: exists; pass {} to publish a new version \
-                     replacing its rows, or {} to add this release's rows",
-                    words.of(Opt::Overwrite),
-                    words.of(Opt::Append)
-                )
             } else {
                 external.to_string()
             }
@@ -188,17 +175,6 @@ pub fn one_line(error: &DataFusionError, words: Vocabulary) -> String {
         other => other.message().into_owned(),
     };
     storage::redact_credentials(&join_lines(&text))
-}
-
-/// The table of a [`crate::publish::delta::TableExists`] (a build with Delta tables).
-fn delta_exists<'a>(error: &'a (dyn std::error::Error + Send + Sync + 'static)) -> Option<&'a str> {
-    #[cfg(feature = "delta")]
-    if let Some(exists) = error.downcast_ref::<crate::publish::delta::TableExists>() {
-        return Some(&exists.location);
-    }
-    #[cfg(not(feature = "delta"))]
-    let _ = error;
-    None
 }
 
 /// `text` with its lines trimmed and joined by spaces.

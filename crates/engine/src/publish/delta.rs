@@ -29,6 +29,7 @@ use futures::TryStreamExt;
 use object_store::ObjectStore;
 use serde_json::Value;
 
+use crate::errors::{Opt, UsageError};
 use crate::storage::{self, Location, StoreOptions};
 use crate::tables::TableVersion;
 use crate::tables::delta::{DELTA_LOG, delta_error, is_delta_table, log_store, not_a_table, open};
@@ -74,20 +75,6 @@ impl DeltaTarget {
     }
 }
 
-/// A Delta table is at the output and neither replacing its rows nor adding to them was asked
-/// for; the shell names the options that ask for either ([`crate::errors::Vocabulary`]).
-#[derive(Debug, thiserror::Error)]
-#[error("output Delta table {location}: exists; ask to overwrite its rows or append to them")]
-pub struct TableExists {
-    pub location: String,
-}
-
-impl From<TableExists> for DataFusionError {
-    fn from(error: TableExists) -> Self {
-        DataFusionError::External(Box::new(error))
-    }
-}
-
 /// Refuses a Delta output that cannot be written as asked, before anything is read: a table
 /// that exists without `--overwrite`/`--append`, a path that holds something else, an append
 /// to no table or to a table partitioned otherwise than by `partition_by`. Reads the table's
@@ -102,10 +89,10 @@ pub async fn check_target(
     let refuse =
         |why: String| DataFusionError::Plan(format!("output Delta table {location}: {why}"));
     if overwrite && append {
-        return Err(crate::errors::UsageError::new()
-            .opt(crate::errors::Opt::Overwrite)
+        return Err(UsageError::new()
+            .opt(Opt::Overwrite)
             .text(" and ")
-            .opt(crate::errors::Opt::Append)
+            .opt(Opt::Append)
             .text(" exclude each other; give one")
             .into());
     }
@@ -115,10 +102,14 @@ pub async fn check_target(
         (true, _) if append => WriteMode::Append,
         (true, _) if overwrite => WriteMode::Overwrite,
         (true, _) => {
-            return Err(TableExists {
-                location: location.to_string(),
-            }
-            .into());
+            // the shell names the options that replace or add to its rows
+            return Err(UsageError::new()
+                .text(format!("output Delta table {location}: exists; pass "))
+                .opt(Opt::Overwrite)
+                .text(" to publish a new version replacing its rows, or ")
+                .opt(Opt::Append)
+                .text(" to add this release's rows")
+                .into());
         }
         (false, _) if append => return Err(not_a_table(location)),
         (false, true) if !holds_only_releases(location, options).await? => {

@@ -2,14 +2,15 @@
 //! wrong extension, or is, contains or lies inside the input.
 //!
 //! A refusal is a [`TargetError`] naming what was to be written ([`Written`]): the release, a
-//! report or a recoding file. The option that replaces an existing file is the shell's to
-//! name (`--overwrite` on the command line, `overwrite=True` in Python:
-//! [`crate::errors::Vocabulary`]), so the error's own text does not.
+//! report or a recoding file. An existing file is a [`UsageError`]: the option that replaces
+//! it is the shell's to name (`--overwrite` on the command line, `overwrite=True` in Python:
+//! [`crate::errors::Vocabulary`]).
 
 use std::path::{Path, PathBuf};
 
 use datafusion::error::{DataFusionError, Result};
 
+use crate::errors::{Opt, UsageError};
 use crate::storage::{self, Location, StoreOptions};
 
 /// What a job writes, as a refusal names it.
@@ -54,10 +55,6 @@ pub enum TargetError {
         location: String,
         extension: String,
     },
-    /// The location holds something and replacing it was not asked for; the shell names
-    /// the option that asks for it.
-    #[error("{what} {location}: exists; ask to overwrite it to replace it")]
-    Exists { what: Written, location: String },
     #[error("{what} {location}: its directory {directory} does not exist")]
     NoDirectory {
         what: Written,
@@ -143,7 +140,12 @@ pub async fn check_target(
         .into());
     }
     if !overwrite && storage::exists(out, options).await? {
-        return Err(TargetError::Exists { what, location }.into());
+        // the shell names the option that replaces it
+        return Err(UsageError::new()
+            .text(format!("{what} {location}: exists; pass "))
+            .opt(Opt::Overwrite)
+            .text(" to replace it")
+            .into());
     }
     if let Location::Local(out_path) = out {
         match absolute(out_path).parent() {
