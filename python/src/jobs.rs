@@ -14,8 +14,7 @@ use datafusion_anonymity_engine::jobs::output::OutputRequest;
 use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, hierarchy, profile, sql};
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::release::Release;
-use datafusion_anonymity_engine::search::local::LocalAlgorithm;
-use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
+use datafusion_anonymity_engine::search::{Method, Metric};
 use datafusion_anonymity_engine::session;
 use serde_json::Value;
 
@@ -55,35 +54,6 @@ impl Observer for Warnings {
     }
 }
 
-fn method(algorithm: &str) -> Result<Method> {
-    Ok(match algorithm {
-        "optimal" => Method::FullDomain(Algorithm::Optimal),
-        "iab-full-domain" => Method::FullDomain(Algorithm::IabFullDomain),
-        "mondrian" => Method::Local(LocalAlgorithm::Mondrian),
-        "kaca" => Method::Local(LocalAlgorithm::Kaca),
-        "iab" => Method::Local(LocalAlgorithm::Iab),
-        other => {
-            return Err(DataFusionError::Plan(format!(
-                "unknown algorithm '{other}' (optimal, iab-full-domain, mondrian, kaca or iab)"
-            )));
-        }
-    })
-}
-
-fn metric(name: &str) -> Result<Metric> {
-    Ok(match name {
-        "loss" => Metric::Loss,
-        "discernibility" => Metric::Discernibility,
-        "classes" => Metric::Classes,
-        "precision" => Metric::Precision,
-        other => {
-            return Err(DataFusionError::Plan(format!(
-                "unknown metric '{other}' (loss, discernibility, classes or precision)"
-            )));
-        }
-    })
-}
-
 fn encode(value: &impl serde::Serialize) -> Result<Value> {
     serde_json::to_value(value)
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
@@ -98,8 +68,8 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         out: options.out,
         report: options.report,
         html_report: options.html_report,
-        method: method(&options.algorithm)?,
-        metric: metric(&options.metric)?,
+        method: options.algorithm.parse::<Method>()?,
+        metric: options.metric.parse::<Metric>()?,
         seed: options.seed,
         overwrite: options.overwrite,
         record_seed: options.record_seed,

@@ -9,8 +9,7 @@ use datafusion_anonymity_engine::jobs::{
     self,
     anonymize::{AnonymizeOptions, Published},
 };
-use datafusion_anonymity_engine::search::local::LocalAlgorithm;
-use datafusion_anonymity_engine::search::{Algorithm, Method, Metric};
+use datafusion_anonymity_engine::search::{Method, Metric};
 
 use super::apply::{print_summary, print_utility};
 use super::progress::TerminalObserver;
@@ -95,25 +94,23 @@ enum MetricArg {
     Precision,
 }
 
+/// The name clap gives `value` (`iab-full-domain`, `loss`): what the engine parses.
+fn value_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let options = AnonymizeOptions {
         policy: args.policy.to_string_lossy().to_string(),
         out: path_text(&args.out),
         report: path_text(&args.reports.report),
         html_report: path_text(&args.reports.html_report),
-        method: match args.algorithm {
-            AlgorithmArg::Optimal => Method::FullDomain(Algorithm::Optimal),
-            AlgorithmArg::IabFullDomain => Method::FullDomain(Algorithm::IabFullDomain),
-            AlgorithmArg::Mondrian => Method::Local(LocalAlgorithm::Mondrian),
-            AlgorithmArg::Kaca => Method::Local(LocalAlgorithm::Kaca),
-            AlgorithmArg::Iab => Method::Local(LocalAlgorithm::Iab),
-        },
-        metric: match args.metric {
-            MetricArg::Loss => Metric::Loss,
-            MetricArg::Discernibility => Metric::Discernibility,
-            MetricArg::Classes => Metric::Classes,
-            MetricArg::Precision => Metric::Precision,
-        },
+        // clap lists and checks the names; the engine reads them (one reading for every shell)
+        method: value_name(args.algorithm).parse::<Method>()?,
+        metric: value_name(args.metric).parse::<Metric>()?,
         seed: args.seed,
         overwrite: args.overwrite,
         record_seed: args.reports.record_seed,

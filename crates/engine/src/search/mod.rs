@@ -325,6 +325,24 @@ pub enum Method {
     Local(local::LocalAlgorithm),
 }
 
+impl FromStr for Method {
+    type Err = DataFusionError;
+
+    /// `optimal`, `iab-full-domain`, `mondrian`, `kaca` or `iab`: the one reading of an
+    /// algorithm's name, for every shell.
+    fn from_str(s: &str) -> Result<Self> {
+        if let Ok(algorithm) = s.parse::<Algorithm>() {
+            return Ok(Method::FullDomain(algorithm));
+        }
+        if let Ok(algorithm) = s.parse::<local::LocalAlgorithm>() {
+            return Ok(Method::Local(algorithm));
+        }
+        Err(DataFusionError::Plan(format!(
+            "unknown algorithm '{s}': expected optimal, iab-full-domain, mondrian, kaca or iab"
+        )))
+    }
+}
+
 impl Method {
     /// `optimal`, `iab-full-domain`, `mondrian`, `kaca` or `iab`.
     pub fn name(self) -> &'static str {

@@ -1089,3 +1089,32 @@ fn population_requirements_by_hand() {
         "{err}"
     );
 }
+
+/// Every algorithm's name reads back as its method (the one reading the command line and
+/// Python share), and an unknown name lists the five.
+#[test]
+fn algorithm_names_read_as_their_methods() {
+    use super::local::LocalAlgorithm;
+    use super::{Algorithm, Method};
+    let expected = [
+        ("optimal", Method::FullDomain(Algorithm::Optimal)),
+        (
+            "iab-full-domain",
+            Method::FullDomain(Algorithm::IabFullDomain),
+        ),
+        ("mondrian", Method::Local(LocalAlgorithm::Mondrian)),
+        ("kaca", Method::Local(LocalAlgorithm::Kaca)),
+        ("iab", Method::Local(LocalAlgorithm::Iab)),
+    ];
+    for (name, method) in expected {
+        assert_eq!(name.parse::<Method>().unwrap(), method);
+        assert_eq!(method.name(), name);
+    }
+    let error = "best".parse::<Method>().unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "unknown algorithm 'best': expected optimal, iab-full-domain, mondrian, kaca or iab"
+        ),
+        "{error}"
+    );
+}
