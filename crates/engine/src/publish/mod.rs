@@ -310,6 +310,7 @@ pub async fn publish_observed(
     order: RowOrder,
     progress: Option<Arc<PublishProgress>>,
 ) -> Result<PublishReport> {
+    check_output(out, policy.input(), overwrite, policy.storage()).await?;
     let output = Output::Files {
         location: out.clone(),
         overwrite,
@@ -317,7 +318,9 @@ pub async fn publish_observed(
     publish_to(ctx, policy, release, failing, &output, order, progress).await
 }
 
-/// [`publish_observed`] to any [`Output`]: Parquet files or a Delta table.
+/// [`publish_observed`] to any [`Output`]: Parquet files or a Delta table, checked by its
+/// maker (`jobs::output::PlannedOutput::check` refuses what cannot be written before anything
+/// is read).
 pub async fn publish_to(
     ctx: &SessionContext,
     policy: &crate::policy::Policy,
@@ -329,11 +332,8 @@ pub async fn publish_to(
 ) -> Result<PublishReport> {
     let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
     let started = std::time::Instant::now();
-    let out = output.location();
-    #[cfg_attr(not(feature = "delta"), allow(irrefutable_let_patterns))]
-    if let Output::Files { overwrite, .. } = output {
-        check_output(out, policy.input(), *overwrite, policy.storage()).await?;
-    }
+    // `output` was checked when it was planned (`jobs::output::PlannedOutput::check`, or
+    // `publish_observed` above): not again here
     #[cfg(feature = "delta")]
     if policy.synthetic().is_some() && matches!(output, Output::Delta { .. }) {
         return Err(DataFusionError::Plan(
