@@ -34,6 +34,8 @@ fn keyword(option: Opt) -> &'static str {
         Opt::LocalAlgorithms => "algorithm=\"mondrian\", \"kaca\" or \"iab\"",
         Opt::Qi => "qi=[...]",
         Opt::ByPosition => "by_position=True",
+        Opt::Key => "key=",
+        Opt::BackgroundValues => "background_values=",
     }
 }
 

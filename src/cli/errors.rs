@@ -26,6 +26,8 @@ fn flag(option: Opt) -> &'static str {
         Opt::LocalAlgorithms => "--algorithm mondrian, kaca or iab",
         Opt::Qi => "--qi",
         Opt::ByPosition => "--by-position",
+        Opt::Key => "--key",
+        Opt::BackgroundValues => "--background-values",
     }
 }
 

@@ -41,6 +41,10 @@ pub enum Opt {
     Qi,
     /// Matching the profile's rows by position.
     ByPosition,
+    /// Matching the profile's rows by a key column.
+    Key,
+    /// The values the background-knowledge attack rules out.
+    BackgroundValues,
 }
 
 impl Opt {
@@ -63,6 +67,8 @@ impl Opt {
             Opt::LocalAlgorithms => "algorithm mondrian, kaca or iab",
             Opt::Qi => "qi",
             Opt::ByPosition => "by_position",
+            Opt::Key => "key",
+            Opt::BackgroundValues => "background_values",
         }
     }
 }

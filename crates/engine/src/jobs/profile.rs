@@ -3,6 +3,7 @@
 //! table). The command line's `anon profile` and Python's `profile()` are this function; they
 //! differ only in how they show the report (text, JSON, HTML; a dict).
 
+use crate::errors::{Opt, UsageError};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -169,9 +170,11 @@ pub async fn profile(
         }
     }
     if quasi_identifiers.is_empty() {
-        return Err(DataFusionError::Plan(
-            "profile needs quasi-identifiers: give them (--qi, qi=[...]) or a policy".to_string(),
-        ));
+        return Err(UsageError::new()
+            .text("profile needs quasi-identifiers: give them (")
+            .opt(Opt::Qi)
+            .text(") or a policy")
+            .into());
     }
     let mut options = ProfileOptions::new("input", Vec::new());
     options.hierarchies = hierarchies;

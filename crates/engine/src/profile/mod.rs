@@ -726,11 +726,14 @@ fn check_options(options: &ProfileOptions, schema: &SchemaRef) -> Result<()> {
         }
     }
     if options.background_values > MAX_BACKGROUND_VALUES {
-        return Err(DataFusionError::Plan(format!(
-            "the background-knowledge attack rules out at most {MAX_BACKGROUND_VALUES} \
-             values (--background-values), got {}",
-            options.background_values
-        )));
+        return Err(UsageError::new()
+            .text(format!(
+                "the background-knowledge attack rules out at most {MAX_BACKGROUND_VALUES} \
+                 values ("
+            ))
+            .opt(Opt::BackgroundValues)
+            .text(format!("), got {}", options.background_values))
+            .into());
     }
     if options.recursive_c.is_nan() || options.recursive_c <= 0.0 {
         return Err(DataFusionError::Plan(

@@ -297,16 +297,19 @@ pub(crate) async fn check_same_order(
         return Ok(columns);
     }
     if let Some((row, column)) = comparison.first_disagreement {
-        return Err(DataFusionError::Plan(format!(
-            "rows matched by position disagree: column '{}', kept unchanged by anonymization, \
-             differs between '{}' and the original '{}' at row {} — the rows are not in the \
-             original's order (a shuffled release never is); match them by a key column with \
-             --key",
-            columns[column],
-            label(options),
-            options.label_of(original),
-            row + 1
-        )));
+        return Err(crate::errors::UsageError::new()
+            .text(format!(
+                "rows matched by position disagree: column '{}', kept unchanged by \
+                 anonymization, differs between '{}' and the original '{}' at row {} — the rows \
+                 are not in the original's order (a shuffled release never is); match them by a \
+                 key column with ",
+                columns[column],
+                label(options),
+                options.label_of(original),
+                row + 1
+            ))
+            .opt(crate::errors::Opt::Key)
+            .into());
     }
     Ok(columns)
 }
