@@ -70,19 +70,7 @@ fn is_test_file(path: &Path) -> bool {
 /// The first segment of every `crate::` path in `text`'s code, groups (`crate::{a, b::c}`)
 /// included.
 fn crate_paths(text: &str) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let tests_from = lines
-        .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod "))
-        .unwrap_or(lines.len());
-    let code: String = lines[..tests_from]
-        .iter()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => *line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = code_of(text, false);
     let ident = |s: &str| -> String {
         s.trim_start()
             .chars()
@@ -113,6 +101,22 @@ fn crate_paths(text: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// `text`'s code: without comments and without a trailing `#[cfg(test)] mod` (which may drive
+/// a module through the ones above it); without re-exports (`pub use`) when `no_reexports`.
+fn code_of(text: &str, no_reexports: bool) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let tests_from = lines
+        .windows(2)
+        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod "))
+        .unwrap_or(lines.len());
+    lines[..tests_from]
+        .iter()
+        .filter(|line| !(no_reexports && line.trim_start().starts_with("pub use")))
+        .map(|line| line.find("//").map_or(*line, |at| &line[..at]))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A cycle of `graph`, as the modules along it (first repeated at the end), if there is one.
@@ -257,18 +261,8 @@ fn source_files(src: &Path) -> Vec<SourceFile> {
 /// names, made absolute for the file of module `own`: `crate::a::b`, `super::a` (the
 /// parent's), `self::a`, groups included.
 fn named_paths(text: &str, own: &[String]) -> Vec<Vec<String>> {
-    let lines: Vec<&str> = text.lines().collect();
-    let tests_from = lines
-        .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod "))
-        .unwrap_or(lines.len());
-    let code: String = lines[..tests_from]
-        .iter()
-        // a re-export makes an item of a part the folder's: the folder naming its own part
-        .filter(|line| !line.trim_start().starts_with("pub use"))
-        .map(|line| line.find("//").map_or(*line, |at| &line[..at]))
-        .collect::<Vec<_>>()
-        .join("\n");
+    // a re-export makes an item of a part the folder's: the folder naming its own part
+    let code = code_of(text, true);
     let segments = |path: &str| -> Vec<String> {
         path.split("::")
             .map(|s| {

@@ -81,13 +81,7 @@ impl PhysicalOptimizerRule for PackedAggregation {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        super::replace_nodes(
-            plan,
-            config,
-            |options| options.packed_aggregation,
-            true,
-            packed,
-        )
+        self.optimize_where(plan, config, |_| true)
     }
 
     fn name(&self) -> &str {
