@@ -180,9 +180,17 @@ pub async fn anonymize(
         return Ok(Published::Bucketized(Box::new(report)));
     }
     if policy.perturbation().is_some() {
-        return perturbed(ctx, "anonymize", options, policy, &out, &planned, observer)
-            .await
-            .map(|report| Published::Perturbed(Box::new(report)));
+        return perturbed(
+            ctx,
+            "anonymize",
+            &options.method_options(),
+            policy,
+            &out,
+            &planned,
+            observer,
+        )
+        .await
+        .map(|report| Published::Perturbed(Box::new(report)));
     }
     let reports = ReportTargets::check(
         options.report.as_deref(),
@@ -365,7 +373,7 @@ async fn cloaked(
     observer: &dyn Observer,
     started: Instant,
 ) -> Result<Published> {
-    let reports = method_reports(options, &policy, out, "a cloaking").await?;
+    let reports = method_reports(&options.method_options(), &policy, out, "a cloaking").await?;
     let storage = policy.storage().clone();
     let seed = options.seed.unwrap_or_else(publish::random_seed);
     let report = super::cloak::cloak(ctx, policy, planned, seed, observer, started).await?;
@@ -425,7 +433,7 @@ async fn recoding_target(
 pub(super) async fn perturbed(
     ctx: &SessionContext,
     command: &str,
-    options: &AnonymizeOptions,
+    options: &MethodOptions<'_>,
     policy: Policy,
     out: &Location,
     planned: &PlannedOutput,
@@ -445,16 +453,46 @@ pub(super) async fn perturbed(
     Ok(report)
 }
 
+/// What a cloaked or perturbed release takes of its job's options (`anonymize`'s or
+/// `apply`'s): its reports and seed, and whether the job was given a generalization's own
+/// outputs, which these releases refuse.
+pub(super) struct MethodOptions<'a> {
+    pub report: Option<&'a str>,
+    pub html_report: Option<&'a str>,
+    pub seed: Option<u64>,
+    pub overwrite: bool,
+    pub record_seed: bool,
+    /// `recoding_out` was given
+    pub recoding_out: bool,
+    /// `utility` was asked for
+    pub utility: bool,
+}
+
+impl AnonymizeOptions {
+    /// What a cloaked or perturbed release takes of these options.
+    fn method_options(&self) -> MethodOptions<'_> {
+        MethodOptions {
+            report: self.report.as_deref(),
+            html_report: self.html_report.as_deref(),
+            seed: self.seed,
+            overwrite: self.overwrite,
+            record_seed: self.record_seed,
+            recoding_out: self.recoding_out.is_some(),
+            utility: self.utility,
+        }
+    }
+}
+
 /// The report targets of a cloaked or perturbed release (`what`: "a cloaking", "a
 /// perturbation"): the JSON and HTML reports, checked before anything is read; the
 /// generalization's own outputs refused (a perturbed release measures its utility anyway).
 async fn method_reports(
-    options: &AnonymizeOptions,
+    options: &MethodOptions<'_>,
     policy: &Policy,
     out: &Location,
     what: &str,
 ) -> Result<ReportTargets> {
-    if options.recoding_out.is_some() || options.utility {
+    if options.recoding_out || options.utility {
         return Err(UsageError::new()
             .text(format!("policy {}: ", policy.source()))
             .opt(Opt::RecodingOut)
@@ -467,8 +505,8 @@ async fn method_reports(
             .into());
     }
     ReportTargets::check(
-        options.report.as_deref(),
-        options.html_report.as_deref(),
+        options.report,
+        options.html_report,
         policy,
         out,
         options.overwrite,

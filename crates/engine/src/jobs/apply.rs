@@ -14,7 +14,7 @@ use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::tree::MissingFromTree;
 
 use super::Observer;
-use super::anonymize::{AnonymizeOptions, output_location};
+use super::anonymize::{MethodOptions, output_location};
 use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
@@ -127,18 +127,16 @@ async fn perturbed(
             )
             .into());
     }
-    let anonymize = AnonymizeOptions {
-        out: options.out.clone(),
-        report: options.report.clone(),
-        html_report: options.html_report.clone(),
+    let taken = MethodOptions {
+        report: options.report.as_deref(),
+        html_report: options.html_report.as_deref(),
         seed: options.seed,
         overwrite: options.overwrite,
         record_seed: options.record_seed,
+        recoding_out: false,
         utility: options.utility,
-        output: options.output,
-        ..AnonymizeOptions::new(options.policy.clone())
     };
-    super::anonymize::perturbed(ctx, "apply", &anonymize, policy, out, planned, observer).await
+    super::anonymize::perturbed(ctx, "apply", &taken, policy, out, planned, observer).await
 }
 
 /// Publishes `options.policy`'s input on `ctx`; see the module documentation. Outputs are
