@@ -181,6 +181,11 @@ pub fn main() -> ExitCode {
     };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         runtime.block_on(async {
+            // a cluster's scheduler and executors are servers: a signal ends them as it
+            // always does; a job stops at its next check and commits nothing
+            if matches!(cli.command, Command::Scheduler(_) | Command::Executor(_)) {
+                return run(cli).await;
+            }
             listen_for_signals()?;
             interrupt::run(run(cli)).await
         })
