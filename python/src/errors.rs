@@ -7,8 +7,10 @@ use pyo3::PyErr;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 
+// named after the package users import it from (`datafusion_anonymity.AnonymityError`), not
+// the extension module that defines it
 create_exception!(
-    _internal,
+    datafusion_anonymity,
     AnonymityError,
     PyException,
     "An error of datafusion-anonymity: a policy, an input, a query or an output that cannot \

@@ -278,3 +278,12 @@ def test_errors_name_the_python_keywords(tmp_path):
         anon.apply(POLICIES / "li2007_drop.toml", out=out, seed=1)
     with pytest.raises(anon.AnonymityError, match=r"append=True adds a version to a Delta table"):
         anon.apply(POLICIES / "li2007_drop.toml", out=tmp_path / "x.parquet", format="parquet", append=True)
+
+
+def test_the_exception_is_named_after_the_package(tmp_path):
+    """Issue 57: a traceback names the class as users import it."""
+    assert anon.AnonymityError.__module__ == "datafusion_anonymity"
+    assert anon.AnonymityError.__name__ == "AnonymityError"
+    with pytest.raises(anon.AnonymityError) as raised:
+        anon.anonymize(tmp_path / "missing.toml", out=tmp_path / "out.parquet")
+    assert type(raised.value).__module__ == "datafusion_anonymity"
