@@ -287,3 +287,26 @@ def test_the_exception_is_named_after_the_package(tmp_path):
     with pytest.raises(anon.AnonymityError) as raised:
         anon.anonymize(tmp_path / "missing.toml", out=tmp_path / "out.parquet")
     assert type(raised.value).__module__ == "datafusion_anonymity"
+
+
+def test_arguments_are_refused_in_python_words(tmp_path, li2007):
+    """Issue 57: a negative seed is a ValueError naming the seed (not an OverflowError), a
+    seed of another type a TypeError; `qi="zip,sex"` is two columns, as `--qi zip,sex` is; a
+    missing policy says "cannot read" once."""
+    policy = POLICIES / "li2007_drop.toml"
+    with pytest.raises(ValueError, match="seed must be an integer from 0 to 2\\*\\*64 - 1"):
+        anon.anonymize(policy, out=tmp_path / "a.parquet", seed=-1)
+    with pytest.raises(TypeError, match="seed must be an int, got str"):
+        anon.apply(policy, out=tmp_path / "b.parquet", seed="1")
+    assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "b.parquet").exists()
+    table = tmp_path / "li.parquet"
+    pq.write_table(li2007, table)
+    by_string = anon.profile(table, qi="zip, age", sensitive="disease", queries=10)
+    by_list = anon.profile(table, qi=["zip", "age"], sensitive=["disease"], queries=10)
+    # the figures, not the timings
+    for report in (by_string, by_list):
+        report.pop("seconds", None)
+    assert by_string == by_list
+    with pytest.raises(anon.AnonymityError) as raised:
+        anon.anonymize(tmp_path / "missing.toml", out=tmp_path / "c.parquet")
+    assert str(raised.value).count("cannot read") == 1, str(raised.value)

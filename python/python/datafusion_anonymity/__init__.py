@@ -64,6 +64,26 @@ def _path(value: PathLike | None) -> str | None:
     return None if value is None else os.fspath(value)
 
 
+def _seed(seed: int | None) -> int | None:
+    """A seed as the engine takes it (an unsigned 64-bit integer), refused in Python's words
+    otherwise: not an ``OverflowError`` from deep inside the extension."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= seed < 2**64:
+        raise ValueError("seed must be an integer from 0 to 2**64 - 1")
+    return seed
+
+
+def _columns(columns: Sequence[str] | str) -> list[str]:
+    """Column names: a sequence of names, or one string of comma-separated names (as the
+    command line's ``--qi zip,sex``), never a string read as its characters."""
+    if isinstance(columns, str):
+        return [name.strip() for name in columns.split(",") if name.strip()]
+    return list(columns)
+
+
 def _hierarchies(hierarchies: Mapping[str, PathLike] | None) -> list[tuple[str, str]]:
     return [(name, os.fspath(path)) for name, path in (hierarchies or {}).items()]
 
@@ -269,7 +289,7 @@ def anonymize(
         _path(report),
         algorithm,
         metric,
-        seed,
+        _seed(seed),
         overwrite,
         memory_limit,
         _path(html_report),
@@ -314,7 +334,7 @@ def apply(
         memory_limit,
         _path(report),
         _path(html_report),
-        seed,
+        _seed(seed),
         utility,
         _path(recoding),
         format,
@@ -327,8 +347,8 @@ def apply(
 def profile(
     input: PathLike,
     *,
-    qi: Sequence[str] = (),
-    sensitive: Sequence[str] = (),
+    qi: Sequence[str] | str = (),
+    sensitive: Sequence[str] | str = (),
     person_id: str | None = None,
     population: PathLike | None = None,
     original: PathLike | None = None,
@@ -354,8 +374,8 @@ def profile(
     attack on a bucketized release)."""
     text = _internal.profile(
         os.fspath(input),
-        list(qi),
-        list(sensitive),
+        _columns(qi),
+        _columns(sensitive),
         person_id,
         _path(population),
         _path(original),
@@ -364,7 +384,7 @@ def profile(
         _hierarchies(hierarchies),
         float(recursive_c),
         int(queries),
-        int(seed),
+        _seed(seed),
         bool(show_values),
         memory_limit,
         int(background_values),

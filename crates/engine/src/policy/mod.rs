@@ -178,7 +178,8 @@ impl Policy {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let location = Location::parse(&path.as_ref().to_string_lossy())?;
         let text = storage::read_text_blocking(&location, &StoreOptions::default())
-            .map_err(|e| DataFusionError::Plan(format!("cannot read policy {}", e.message())))?;
+            // the storage's error says "cannot read <location>: <why>" already
+            .map_err(|e| DataFusionError::Plan(format!("policy: {}", e.message())))?;
         Self::from_toml_at(&location.to_string(), &location.parent(), &text)
     }
 
