@@ -103,6 +103,21 @@ async fn query(dir: &Path, out: &Path, sql: &str) -> Vec<Vec<Option<String>>> {
     rows
 }
 
+/// The distinct input persons of each written class (zip, age) of `out`, recounted through
+/// the visit number.
+async fn persons_per_class(dir: &Path, out: &Path) -> Vec<u64> {
+    query(
+        dir,
+        out,
+        "SELECT count(DISTINCT i.pid) \
+         FROM out o JOIN input i ON o.visit = i.visit GROUP BY o.zip, o.age",
+    )
+    .await
+    .iter()
+    .map(|c| c[0].as_ref().unwrap().parse().unwrap())
+    .collect()
+}
+
 /// k = 3 with `person = "pid"`, pid an identifier, at zip 0 / age decades: by hand (see
 /// [`VISITS`]) 47602/[30, 40) holds 6 rows but 2 persons, so it is suppressed (6 of 15 rows,
 /// within max_suppression 0.5), and the two classes of 3 persons are published: 9 rows.
@@ -358,18 +373,8 @@ async fn every_algorithm_searches_and_verifies_by_persons() {
             &report.display().to_string(),
         ]);
         assert!(output.status.success(), "{algorithm}: {}", stderr(&output));
-        let classes = query(
-            dir.path(),
-            &out,
-            "SELECT count(DISTINCT i.pid) \
-             FROM out o JOIN input i ON o.visit = i.visit GROUP BY o.zip, o.age",
-        )
-        .await;
-        assert!(!classes.is_empty(), "{algorithm}");
-        let persons: Vec<u64> = classes
-            .iter()
-            .map(|c| c[0].as_ref().unwrap().parse().unwrap())
-            .collect();
+        let persons = persons_per_class(dir.path(), &out).await;
+        assert!(!persons.is_empty(), "{algorithm}");
         assert!(persons.iter().all(|&p| p >= 3), "{algorithm}: {persons:?}");
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
@@ -531,17 +536,8 @@ async fn every_requirement_works_with_a_person_column_dropped_or_pseudonymized()
                 args.extend(["--quiet", "--policy", &policy, "--out", &out_arg]);
                 let output = anon(&args);
                 assert!(output.status.success(), "{case}: {}", stderr(&output));
-                let classes = query(
-                    dir.path(),
-                    &out,
-                    "SELECT count(DISTINCT i.pid) \
-                     FROM out o JOIN input i ON o.visit = i.visit GROUP BY o.zip, o.age",
-                )
-                .await;
-                for class in &classes {
-                    let persons: u64 = class[0].as_ref().unwrap().parse().unwrap();
-                    assert!(persons >= 3, "{case}: {classes:?}");
-                }
+                let persons = persons_per_class(dir.path(), &out).await;
+                assert!(persons.iter().all(|&p| p >= 3), "{case}: {persons:?}");
                 if pseudonym {
                     // one pseudonym per person within a class
                     let mismatched = query(
