@@ -6,17 +6,19 @@
 //! publishing, the profile and the bucketization attack.
 //!
 //! The modules form layers; each imports only from the layers above it in this table (the
-//! test `structure::no_crate_has_a_module_cycle` of the command-line package fails on a
-//! cycle):
+//! tests `structure::no_crate_has_a_module_cycle` and
+//! `structure::no_folder_has_a_cycle_among_its_files_and_subfolders` of the command-line
+//! package fail on a cycle, between modules or between the files of any folder):
 //!
 //! | layer | modules |
 //! |---|---|
-//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `label_codes` (`direct_table` and `value_codes` come from the SQL crate's `packing`), `pseudonym`, `storage` (and its `manifest`), `session` |
-//! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy and knows nothing of the search; `hierarchies` (hierarchy files built from a column's frequency set, and what a value tree does to a column) |
-//! | searching | `cloaking` (location events to (cell, window) labels), `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
+//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `label_codes` (`direct_table` and `value_codes` come from the SQL crate's `packing`), `pseudonym`, `storage` (and its `manifest`), `session`, `interrupt` (stopping a job on request) |
+//! | transforming | `perturb` (microaggregation, noise, swapping, PRAM), `cloaking` (location events to (cell, window) labels): in memory, over the building blocks alone |
+//! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `errors` (typed errors, one line for people, each shell's words for the options); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy (naming the transformations' options) and knows nothing of the search; `hierarchies` (hierarchy files built from a column's frequency set, and what a value tree does to a column) |
+//! | searching | `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
 //! | measuring | `profile` |
 //! | writing | `publish` (with `publish::delta`, a release's one Delta commit), `saved_recoding` |
-//! | jobs | `jobs` (one pipeline per job, shared by the command line and Python); `errors` (how the shells print an error) |
+//! | jobs | `jobs` (one pipeline per job, shared by the command line and Python) |
 //!
 //! The SQL crate's modules are re-exported (`functions`, `generalize`, `options`, `rewrite`,
 //! `rng`), so one dependency gives a host everything.

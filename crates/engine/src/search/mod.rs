@@ -10,18 +10,18 @@
 //!      [`Metric`], exactly, with bound-based pruning and monotonicity tagging.
 //!    - [`Algorithm::IabFullDomain`] ([`iab`]): the IAB best-first heuristic (most distinct
 //!      tuples) over whole-column levels.
-//! 4. Local recoding ([`local`]: Mondrian, KACA, sibling-scoped IAB) works on the same
-//!    frequency set but publishes a label tuple per class instead of one level per QI.
 //! 3. [`failing_classes`] labels the chosen node's failing classes for publishing
 //!    ([`failing`]), so the input need not be aggregated again to suppress them.
+//! 4. Local recoding ([`local`]: Mondrian, KACA, sibling-scoped IAB) works on the same
+//!    frequency set but publishes a label tuple per class instead of one level per QI.
 //!
 //! ```no_run
 //! # async fn demo() -> datafusion::error::Result<()> {
 //! use std::sync::Arc;
 //! use datafusion::prelude::*;
 //! use datafusion_anonymity::generalize::Hierarchy;
-//! use datafusion_anonymity::policy::PrivacyRequirements;
-//! use datafusion_anonymity::search::{search, Algorithm, FrequencySet, Metric};
+//! use datafusion_anonymity_engine::policy::PrivacyRequirements;
+//! use datafusion_anonymity_engine::search::{search, Algorithm, FrequencySet, Metric};
 //! let ctx = SessionContext::new();
 //! ctx.register_parquet("adult", "examples/adult/adult.parquet", ParquetReadOptions::default()).await?;
 //! let education = Arc::new(Hierarchy::tree_from_csv_file(
