@@ -136,6 +136,8 @@ pub struct SuppressedFigures {
 /// The suppressed events under other tolerances.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToleranceHint {
+    /// Which tolerances are doubled: `max_window`, `max_cell_side` or `both`.
+    pub doubled: &'static str,
     /// The largest cell side, metres.
     pub max_cell_side_m: f64,
     /// The longest window, seconds.
@@ -206,7 +208,8 @@ pub fn suppressed_figures(
 /// events matter: they are found from those events, and every event is then matched against
 /// them by its cell at their levels (whether a cell is a root depends on that cell and its
 /// ancestors alone, so every event inside a root's cell belongs to that root), counting up
-/// to k distinct subjects per root. O(n · levels) time; memory for k subjects per such root.
+/// to k distinct subjects per root. One pass over the events for the three; O(n · levels)
+/// time; memory for k subjects per such root.
 pub fn tolerance_hints(
     events: &Events,
     cloaked: &Cloaked,
@@ -219,63 +222,109 @@ pub fn tolerance_hints(
         max_cell_side_m: 2.0 * options.max_cell_side_m,
         ..options.clone()
     };
-    [(options, 1), (&wider, 0), (&wider, 1)]
+    let mut scenarios = [
+        (
+            "max_window",
+            Roots::of_suppressed(events, cloaked, options, 1),
+        ),
+        (
+            "max_cell_side",
+            Roots::of_suppressed(events, cloaked, &wider, 0),
+        ),
+        ("both", Roots::of_suppressed(events, cloaked, &wider, 1)),
+    ];
+    let k = options.k as usize;
+    for e in 0..events.len() {
+        for (_, roots) in &mut scenarios {
+            roots.count(events, e, k);
+        }
+    }
+    scenarios
         .into_iter()
-        .map(|(tolerances, more_doublings)| {
-            let doublings = options.window_doublings + more_doublings;
-            ToleranceHint {
-                max_cell_side_m: tolerances.max_cell_side_m,
-                max_window_s: (options.window_us << doublings) as f64 / 1e6,
-                suppressed: still_suppressed(events, cloaked, tolerances, doublings),
-            }
+        .map(|(doubled, roots)| ToleranceHint {
+            doubled,
+            max_cell_side_m: roots.tolerances.max_cell_side_m,
+            max_window_s: (options.window_us << roots.doublings) as f64 / 1e6,
+            suppressed: roots.still_suppressed(k),
         })
         .collect()
 }
 
-/// The suppressed events of `cloaked` whose root under `tolerances` (cells) and windows of
-/// `2^doublings` base windows holds fewer than k subjects; see [`tolerance_hints`].
-fn still_suppressed(
-    events: &Events,
-    cloaked: &Cloaked,
-    tolerances: &super::CloakingOptions,
+/// The roots the suppressed events of `cloaked` have under other tolerances, and up to k
+/// distinct subjects of each; see [`tolerance_hints`].
+struct Roots<'a> {
+    /// the cells' tolerances
+    tolerances: &'a super::CloakingOptions,
+    /// the windows: `2^doublings` base windows
     doublings: u32,
-) -> u64 {
-    use std::collections::HashMap;
-    let window = |e: usize| events.time[e].div_euclid(tolerances.window_us) >> doublings;
-    // the new roots of the suppressed events: (level, cell code, window) → slot
-    let mut slots: HashMap<(u8, u64, i64), usize> = HashMap::new();
-    let mut levels: Vec<u8> = Vec::new();
-    let mut suppressed_slot = Vec::with_capacity(cloaked.suppressed);
-    for (e, _) in cloaked
-        .label_of
-        .iter()
-        .enumerate()
-        .filter(|&(_, &l)| l == SUPPRESSED)
-    {
-        let level = super::root_level(events.code[e], tolerances);
-        if !levels.contains(&level) {
-            levels.push(level);
+    /// (level, cell code, window) → root
+    index: hashbrown::HashMap<(u8, u64, i64), usize>,
+    /// the levels of the roots
+    levels: Vec<u8>,
+    /// per suppressed event, its root
+    root_of_suppressed: Vec<usize>,
+    /// per root, up to k distinct subjects
+    subjects: Vec<Vec<u32>>,
+}
+
+impl<'a> Roots<'a> {
+    fn of_suppressed(
+        events: &Events,
+        cloaked: &Cloaked,
+        tolerances: &'a super::CloakingOptions,
+        more_doublings: u32,
+    ) -> Self {
+        let mut roots = Roots {
+            tolerances,
+            doublings: tolerances.window_doublings + more_doublings,
+            index: hashbrown::HashMap::new(),
+            levels: Vec::new(),
+            root_of_suppressed: Vec::with_capacity(cloaked.suppressed),
+            subjects: Vec::new(),
+        };
+        for (e, _) in cloaked
+            .label_of
+            .iter()
+            .enumerate()
+            .filter(|&(_, &l)| l == SUPPRESSED)
+        {
+            let level = super::root_level(events.code[e], tolerances);
+            if !roots.levels.contains(&level) {
+                roots.levels.push(level);
+            }
+            let key = roots.key(events, e, level);
+            let next = roots.index.len();
+            let root = *roots.index.entry(key).or_insert(next);
+            roots.root_of_suppressed.push(root);
         }
-        let key = (level, super::prefix_code(events.code[e], level), window(e));
-        let next = slots.len();
-        suppressed_slot.push(*slots.entry(key).or_insert(next));
+        roots.subjects = vec![Vec::new(); roots.index.len()];
+        roots
     }
-    // up to k distinct subjects per new root, from every event inside one
-    let k = tolerances.k as usize;
-    let mut subjects: Vec<Vec<u32>> = vec![Vec::new(); slots.len()];
-    for e in 0..events.len() {
-        for &level in &levels {
-            let key = (level, super::prefix_code(events.code[e], level), window(e));
-            if let Some(&slot) = slots.get(&key) {
-                let seen = &mut subjects[slot];
+
+    /// Event `e`'s root key at `level`.
+    fn key(&self, events: &Events, e: usize, level: u8) -> (u8, u64, i64) {
+        let window = events.time[e].div_euclid(self.tolerances.window_us) >> self.doublings;
+        (level, super::prefix_code(events.code[e], level), window)
+    }
+
+    /// Counts event `e`'s subject in its root, if it is in one.
+    fn count(&mut self, events: &Events, e: usize, k: usize) {
+        for i in 0..self.levels.len() {
+            let key = self.key(events, e, self.levels[i]);
+            if let Some(&root) = self.index.get(&key) {
+                let seen = &mut self.subjects[root];
                 if seen.len() < k && !seen.contains(&events.subject[e]) {
                     seen.push(events.subject[e]);
                 }
             }
         }
     }
-    suppressed_slot
-        .into_iter()
-        .filter(|&slot| subjects[slot].len() < k)
-        .count() as u64
+
+    /// The suppressed events whose root holds fewer than k subjects.
+    fn still_suppressed(&self, k: usize) -> u64 {
+        self.root_of_suppressed
+            .iter()
+            .filter(|&&root| self.subjects[root].len() < k)
+            .count() as u64
+    }
 }

@@ -229,17 +229,12 @@ pub async fn cloak(
 /// The tolerance hints in words: `with max_window doubled (7200 s) 12 (0.10%) would be
 /// suppressed, with max_cell_side doubled (6000 m) …, with both …`.
 fn describe_hints(hints: &[crate::cloaking::figures::ToleranceHint], events: u64) -> String {
-    let names = [
-        "max_window doubled",
-        "max_cell_side doubled",
-        "both doubled",
-    ];
     let parts: Vec<String> = hints
         .iter()
-        .zip(names)
-        .map(|(hint, name)| {
+        .map(|hint| {
             format!(
-                "with {name} ({:.0} m, {:.0} s) {} ({:.2}%)",
+                "with {} doubled ({:.0} m, {:.0} s) {} ({:.2}%)",
+                hint.doubled,
                 hint.max_cell_side_m,
                 hint.max_window_s,
                 hint.suppressed,

@@ -272,16 +272,11 @@ fn suppressed(page: &mut Page, report: &CloakingReport) {
         })
         .collect();
     page.table(&["tolerances", "still suppressed", "share of the events"]);
-    let names = [
-        "max_window doubled",
-        "max_cell_side doubled",
-        "both doubled",
-    ];
-    for (hint, name) in s.if_doubled.iter().zip(names) {
+    for hint in &s.if_doubled {
         page.row(
             &format!(
-                "{name}: {:.0} m, {:.0} s",
-                hint.max_cell_side_m, hint.max_window_s
+                "{} doubled: {:.0} m, {:.0} s",
+                hint.doubled, hint.max_cell_side_m, hint.max_window_s
             ),
             &[&group_digits(hint.suppressed)],
             &percent(hint.suppressed as f64 / report.events.max(1) as f64),
