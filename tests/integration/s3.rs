@@ -923,6 +923,52 @@ fn every_object_of_a_run_goes_to_the_store_the_policy_names() {
         }
     }
 
+    // a partitioned Delta release (`[output] partition_by`): its partition directories are on
+    // A too, none on B, no staging left; read back through A, it holds the rows of the
+    // unpartitioned table of the same seed
+    let partitioned = local.path().join("partitioned.toml");
+    let mut text = std::fs::read_to_string(&policies[1]).unwrap();
+    text.push_str("[output]\nformat = \"delta\"\npartition_by = [\"activity\"]\n");
+    std::fs::write(&partitioned, text).unwrap();
+    let partitioned = partitioned.display().to_string();
+    let output = env_server.anon(&[
+        "anonymize",
+        "--quiet",
+        "--seed",
+        "3",
+        "--policy",
+        &partitioned,
+        "--out",
+        "s3://lake/cp",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        objects_of(&env_server).is_empty(),
+        "{:?}",
+        objects_of(&env_server)
+    );
+    let on_a = objects_of(&policy_server);
+    assert!(on_a.contains(&"lake/cp/_delta_log/00000000000000000000.json".to_string()));
+    let files: Vec<&String> = on_a
+        .iter()
+        .filter(|o| o.starts_with("lake/cp/anon-"))
+        .collect();
+    // every data file in a partition directory: the verified, unpartitioned staging is gone
+    assert!(
+        !files.is_empty() && files.iter().all(|o| o.contains("/activity=")),
+        "{files:?}"
+    );
+    assert!(!on_a.iter().any(|o| o.contains("anon-tmp")), "{on_a:?}");
+    let count = |table: &str| {
+        sql_value(
+            &policy_server,
+            "t",
+            &format!("s3://lake/{table}"),
+            "SELECT count(*) FROM t",
+        )
+    };
+    assert_eq!(count("cp"), count("cd"));
+
     // no AWS_ENDPOINT_URL at all: the policy's server still, not AWS
     let output = env_server
         .command(&[
