@@ -1,4 +1,4 @@
-"""The data and queries of the brute-force reference suite (tests/integration/reference.rs).
+"""The data and queries of the brute-force reference suite (crates/datafusion-anonymity/tests/support/reference.rs).
 
 ``gen_rows`` is a port of the Rust generator (splitmix64, the same draws in the same order),
 so ``gen_rows(seed, count)`` here is the table the Rust suite checks against its brute-force
@@ -20,7 +20,7 @@ MASK = (1 << 64) - 1
 
 
 class Rng:
-    """splitmix64, as ``Rng`` in tests/integration/reference.rs."""
+    """splitmix64, as ``Rng`` in crates/datafusion-anonymity/tests/support/reference.rs."""
 
     def __init__(self, seed: int) -> None:
         self.state = seed

@@ -1,6 +1,6 @@
 """The query planner in a user's own datafusion-python SessionContext.
 
-The brute-force reference suite's queries (tests/integration/reference.rs: every function,
+The brute-force reference suite's queries (crates/datafusion-anonymity/tests/support/reference.rs: every function,
 four WHERE filters, seven groupings, on Parquet files) run in a plain ``SessionContext`` with
 the user's ``register_parquet`` table, at 1 and 4 partitions, and must give the values of the
 crate's Rust session (``datafusion_anonymity.sql``, the engine ``anon sql`` runs), which the

@@ -15,7 +15,8 @@ use tokio::sync::OnceCell;
 use crate::reference::{
     all_references, compare_table, gen_rows, register_t, report, write_parquet,
 };
-use crate::slt::{AnonDb, run_slt_with};
+use crate::slt::{register_policy, run_slt_with};
+use crate::slt_runner::AnonDb;
 
 /// One in-process cluster for the tests of this binary (each starts a scheduler and an
 /// executor; one is enough, and their ports stay open until the process ends).
@@ -77,7 +78,7 @@ async fn cluster_runs_the_generalized_table_examples() {
             let url = Arc::clone(&url);
             Box::pin(async move {
                 let ctx = distributed::connect(&url, session::runtime(None)?).await?;
-                Ok(AnonDb::with_context(ctx))
+                Ok(AnonDb::with_context(ctx).with_directive(register_policy))
             })
         })
         .await;

@@ -17,6 +17,7 @@ mod population;
 mod profile;
 mod publish;
 mod recoding;
+#[path = "../../crates/datafusion-anonymity/tests/support/reference.rs"]
 mod reference;
 mod report;
 mod s3;
@@ -24,6 +25,8 @@ mod search;
 mod sets;
 mod shuffle;
 mod slt;
+#[path = "../../crates/datafusion-anonymity/tests/support/slt_runner.rs"]
+mod slt_runner;
 mod staging;
 mod structure;
 mod synthetic;

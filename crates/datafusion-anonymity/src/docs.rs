@@ -44,7 +44,7 @@ const RECODING_INTRODUCTION: &str = "\
 These scalar functions return Utf8View (short labels stored inline), keep NULL as NULL (at
 every level, the top included), recode whole batches (Utf8, LargeUtf8, Utf8View and
 dictionary input alike; a dictionary is recoded once per distinct value) and check their
-constant arguments when the query is planned. Hand-checked examples: [`sql/generalize.slt`](../sql/generalize.slt). The
+constant arguments when the query is planned. Hand-checked examples: [`crates/datafusion-anonymity/tests/slt/generalize.slt`](../crates/datafusion-anonymity/tests/slt/generalize.slt). The
 same recodings back the `GeneralizedTable` provider and the policy files (user guide:
 [Publishing](guide/publishing.md), [Policy files](guide/policies.md)).
 ";
@@ -53,7 +53,7 @@ const PERTURBATION_INTRODUCTION: &str = "\
 Scalar functions that perturb values rather than generalize them. Whole-table perturbation
 (microaggregation, noise scaled by the column's σ, rank swapping, PRAM) is published by policy
 files: [Perturbation](guide/perturbation.md). Hand-checked examples:
-[`sql/perturbation.slt`](../sql/perturbation.slt).
+[`crates/datafusion-anonymity/tests/slt/perturbation.slt`](../crates/datafusion-anonymity/tests/slt/perturbation.slt).
 ";
 
 const LOCATION_INTRODUCTION: &str = "\
@@ -62,7 +62,7 @@ the quadtree the `cloaking` method of a policy publishes (user guide: [Location
 cloaking](guide/cloaking.md)). With them a candidate release can be measured in SQL:
 `SELECT quadkey(lat, lon, 14) AS cell, date_bin(INTERVAL '15 minutes', ts) AS w,
 k_anonymity(device_id) AS k FROM pings GROUP BY 1, 2`. Hand-checked examples:
-[`sql/location.slt`](../sql/location.slt).
+[`crates/datafusion-anonymity/tests/slt/location.slt`](../crates/datafusion-anonymity/tests/slt/location.slt).
 ";
 
 const SESSION_OPTIONS: &str = "\

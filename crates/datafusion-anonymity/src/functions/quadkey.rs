@@ -36,7 +36,7 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          `substr(quadkey(lat, lon, 20), 1, 12)` is the level-12 key. Returns Utf8. A NULL \
          argument gives NULL. A latitude outside [-90, 90], a longitude outside [-180, 180] \
          (or NaN) or a level outside [0, 30] is an error, which names the argument, never \
-         the value. Worked values: [`sql/location.slt`](../sql/location.slt).",
+         the value. Worked values: [`crates/datafusion-anonymity/tests/slt/location.slt`](../crates/datafusion-anonymity/tests/slt/location.slt).",
         SYNTAX,
     )
     .with_argument(

@@ -41,7 +41,7 @@
 //!   being `1 / persons` (NULL for no person).
 //!
 //! Each shared value is computed by the same accumulator and the same arithmetic as the
-//! function alone (`tests/integration/reference.rs` checks the values of every function alone
+//! function alone (`crates/datafusion-anonymity/tests/sql/against_reference.rs` checks the values of every function alone
 //! against the query with all of them).
 
 mod finalizer;

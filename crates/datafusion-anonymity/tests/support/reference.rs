@@ -1,16 +1,9 @@
-//! Brute-force reference implementation of every function, straight from the formulas of
-//! `docs/definitions.md` and the NULL rules of `docs/functions.md`, compared with SQL on seeded
-//! random data:
-//! - written as several Parquet files, with target_partitions 1 and 4 and batch size 7 (many
-//!   update calls), in the default single-phase plan and in DataFusion's two-phase plan (so
-//!   partial/final state merging runs);
-//! - once with the skip-partial-aggregation probe forced on (the `convert_to_state` path), and a
-//!   check that rows really were skipped;
-//! - as a multi-partition in-memory table whose columns have other types (Int16, Int32,
-//!   Dictionary, LargeUtf8, Decimal128, Float32, Date32);
-//! - a sample with a high-cardinality attribute and large classes (histograms far beyond a few
-//!   values);
-//! - through the DataFrame API instead of SQL.
+//! The brute-force reference of every function, straight from the formulas of
+//! `docs/definitions.md` and the NULL rules of `docs/functions.md`: seeded random rows, the
+//! formulas over them, and the comparison with SQL. Shared by the SQL crate's tests
+//! (`tests/sql/against_reference.rs`) and the engine's cluster tests, each using part of it.
+
+#![allow(dead_code)]
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -24,12 +17,11 @@ use datafusion::arrow::array::{
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, TimeUnit};
 use datafusion::datasource::MemTable;
-use datafusion::execution::FunctionRegistry;
 use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext, col, lit};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion_anonymity::options::AnonymityOptions;
 
-const TOL: f64 = 1e-9;
+pub(crate) const TOL: f64 = 1e-9;
 
 // ---------------------------------------------------------------- data
 
@@ -56,25 +48,25 @@ impl Rng {
 #[derive(Clone, Debug)]
 pub(crate) struct Row {
     /// QI, 4 values
-    g1: Option<i64>,
+    pub(crate) g1: Option<i64>,
     /// QI, 3 strings
-    g2: Option<String>,
+    pub(crate) g2: Option<String>,
     /// person id, 20 persons
-    pid: Option<i64>,
+    pub(crate) pid: Option<i64>,
     /// categorical SA, 5 skewed values
-    s: Option<String>,
+    pub(crate) s: Option<String>,
     /// small numeric SA/QI, 0..7
-    n: Option<i64>,
+    pub(crate) n: Option<i64>,
     /// float SA with NaN, -1.0..2.5 in steps of 0.5
-    f: Option<f64>,
+    pub(crate) f: Option<f64>,
     /// categorical QI for ncp, 4 values
-    c: Option<String>,
+    pub(crate) c: Option<String>,
     /// high-cardinality numeric SA, 0..250 skewed
-    h: Option<i64>,
+    pub(crate) h: Option<i64>,
     /// near-unique person id (negative and positive, a few repeats and NULLs)
-    u: Option<i64>,
+    pub(crate) u: Option<i64>,
     /// numeric SA with about as many distinct values as rows
-    w: Option<i64>,
+    pub(crate) w: Option<i64>,
 }
 
 pub(crate) fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
@@ -145,7 +137,7 @@ pub(crate) fn gen_rows(seed: u64, count: usize) -> Vec<Row> {
         .collect()
 }
 
-fn schema() -> Arc<Schema> {
+pub(crate) fn schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new("g1", DataType::Int64, true),
         Field::new("g2", DataType::Utf8, true),
@@ -160,7 +152,7 @@ fn schema() -> Arc<Schema> {
     ]))
 }
 
-fn to_batch(rows: &[Row]) -> RecordBatch {
+pub(crate) fn to_batch(rows: &[Row]) -> RecordBatch {
     let cols: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.g1))),
         Arc::new(StringArray::from_iter(rows.iter().map(|r| r.g2.clone()))),
@@ -177,7 +169,7 @@ fn to_batch(rows: &[Row]) -> RecordBatch {
 }
 
 /// Uneven cut points splitting `len` rows into 4 parts.
-fn cuts(len: usize) -> [usize; 5] {
+pub(crate) fn cuts(len: usize) -> [usize; 5] {
     [0, len / 5, len / 2, len * 3 / 4, len]
 }
 
@@ -197,7 +189,7 @@ pub(crate) fn write_parquet(dir: &std::path::Path, rows: &[Row]) {
 /// The same rows with other column types, as a 4-partition in-memory table:
 /// g1 Int16, g2 Dictionary(Int32, Utf8), pid Int32, s LargeUtf8, n Decimal128(12, 3),
 /// f Float32 (the values are exact in f32), c Dictionary(Int32, Utf8), h Date32.
-fn typed_mem_table(rows: &[Row]) -> MemTable {
+pub(crate) fn typed_mem_table(rows: &[Row]) -> MemTable {
     let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
     let types = [
         DataType::Int16,
@@ -247,22 +239,22 @@ fn typed_mem_table(rows: &[Row]) -> MemTable {
 
 /// The whole table T with its statistics memoized per attribute (the formulas below take them
 /// from here instead of recomputing them for every class).
-struct Tab<'a> {
-    rows: Vec<&'a Row>,
-    dist: RefCell<HashMap<usize, Rc<Dist>>>,
-    ordered: RefCell<HashMap<usize, Rc<OrderedDist>>>,
-    range: RefCell<HashMap<usize, f64>>,
-    distinct: RefCell<HashMap<usize, usize>>,
+pub(crate) struct Tab<'a> {
+    pub(crate) rows: Vec<&'a Row>,
+    pub(crate) dist: RefCell<HashMap<usize, Rc<Dist>>>,
+    pub(crate) ordered: RefCell<HashMap<usize, Rc<OrderedDist>>>,
+    pub(crate) range: RefCell<HashMap<usize, f64>>,
+    pub(crate) distinct: RefCell<HashMap<usize, usize>>,
 }
 
 /// A distribution over the categories of an attribute, NULL a category of its own.
-type Dist = HashMap<Option<String>, f64>;
+pub(crate) type Dist = HashMap<Option<String>, f64>;
 
 /// T's sorted categories and their probabilities.
-type OrderedDist = (Vec<Cat>, HashMap<String, f64>);
+pub(crate) type OrderedDist = (Vec<Cat>, HashMap<String, f64>);
 
 impl<'a> Tab<'a> {
-    fn new(rows: Vec<&'a Row>) -> Self {
+    pub(crate) fn new(rows: Vec<&'a Row>) -> Self {
         Tab {
             rows,
             dist: RefCell::default(),
@@ -307,11 +299,11 @@ impl<'a> Tab<'a> {
 }
 
 /// A value as a category (for counting distinct values and histograms): NaN is one value.
-fn key_i(v: Option<i64>) -> Option<String> {
+pub(crate) fn key_i(v: Option<i64>) -> Option<String> {
     v.map(|x| x.to_string())
 }
 
-fn key_f(v: Option<f64>) -> Option<String> {
+pub(crate) fn key_f(v: Option<f64>) -> Option<String> {
     v.map(|x| {
         if x.is_nan() {
             "NaN".into()
@@ -321,19 +313,19 @@ fn key_f(v: Option<f64>) -> Option<String> {
     })
 }
 
-type CatGet = fn(&Row) -> Option<String>;
-type NumGet = fn(&Row) -> Option<f64>;
+pub(crate) type CatGet = fn(&Row) -> Option<String>;
+pub(crate) type NumGet = fn(&Row) -> Option<f64>;
 
 /// Distinct persons: the non-null ids; a NULL id may be any of them, so it adds none, except
 /// that a class of NULL ids only is one person.
-fn persons(e: &[&Row], get: CatGet) -> usize {
+pub(crate) fn persons(e: &[&Row], get: CatGet) -> usize {
     let ids: HashSet<String> = e.iter().filter_map(|r| get(r)).collect();
     ids.len()
         .max(usize::from(e.iter().any(|r| get(r).is_none())))
 }
 
 /// Counts of the non-null values, and the number of NULLs.
-fn counts(e: &[&Row], get: CatGet) -> (HashMap<String, usize>, usize) {
+pub(crate) fn counts(e: &[&Row], get: CatGet) -> (HashMap<String, usize>, usize) {
     let mut m = HashMap::new();
     let mut nulls = 0;
     for r in e {
@@ -346,13 +338,13 @@ fn counts(e: &[&Row], get: CatGet) -> (HashMap<String, usize>, usize) {
 }
 
 /// Distinct non-null values; NULLs add nothing; an all-NULL class has l = 1.
-fn l_div(e: &[&Row], get: CatGet) -> f64 {
+pub(crate) fn l_div(e: &[&Row], get: CatGet) -> f64 {
     let (m, _) = counts(e, get);
     m.len().max(1) as f64
 }
 
 /// Counts sorted descending, NULLs added to the largest (an all-NULL class is one count).
-fn sorted_counts_worst(e: &[&Row], get: CatGet) -> Vec<usize> {
+pub(crate) fn sorted_counts_worst(e: &[&Row], get: CatGet) -> Vec<usize> {
     let (m, nulls) = counts(e, get);
     let mut v: Vec<usize> = m.into_values().collect();
     v.sort_unstable_by(|a, b| b.cmp(a));
@@ -364,7 +356,7 @@ fn sorted_counts_worst(e: &[&Row], get: CatGet) -> Vec<usize> {
     v
 }
 
-fn entropy_l(e: &[&Row], get: CatGet) -> f64 {
+pub(crate) fn entropy_l(e: &[&Row], get: CatGet) -> f64 {
     let v = sorted_counts_worst(e, get);
     let total: usize = v.iter().sum();
     let h: f64 = v
@@ -379,7 +371,7 @@ fn entropy_l(e: &[&Row], get: CatGet) -> f64 {
 }
 
 /// Largest l in 2..m with r1 < c (r_l + ... + r_m), else 1.
-fn recursive_l(e: &[&Row], get: CatGet, c: f64) -> f64 {
+pub(crate) fn recursive_l(e: &[&Row], get: CatGet, c: f64) -> f64 {
     let v = sorted_counts_worst(e, get);
     for l in (2..=v.len()).rev() {
         let tail: usize = v[l - 1..].iter().sum();
@@ -391,7 +383,7 @@ fn recursive_l(e: &[&Row], get: CatGet, c: f64) -> f64 {
 }
 
 /// Distribution with NULL as a category of its own.
-fn dist(rows: &[&Row], get: CatGet) -> Dist {
+pub(crate) fn dist(rows: &[&Row], get: CatGet) -> Dist {
     let mut m = Dist::new();
     for r in rows {
         *m.entry(get(r)).or_insert(0.0) += 1.0;
@@ -403,7 +395,7 @@ fn dist(rows: &[&Row], get: CatGet) -> Dist {
 }
 
 /// ½ Σ_v |p_E(v) − p_T(v)|, NULL a category.
-fn t_equal(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+pub(crate) fn t_equal(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
     let (pe, pt) = (dist(e, get), t.dist(get));
     let keys: HashSet<&Option<String>> = pe.keys().chain(pt.keys()).collect();
     0.5 * keys
@@ -414,12 +406,12 @@ fn t_equal(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
 
 /// α of (α,k)-anonymity: the largest share of one value, NULLs counted as copies of the
 /// most frequent value (an all-NULL class: 1).
-fn alpha(e: &[&Row], get: CatGet) -> f64 {
+pub(crate) fn alpha(e: &[&Row], get: CatGet) -> f64 {
     sorted_counts_worst(e, get)[0] as f64 / e.len() as f64
 }
 
 /// The (p_E(v), p_T(v)) of every category v present in E or T, NULL a category.
-fn shares(e: &[&Row], t: &Tab, get: CatGet) -> Vec<(f64, f64)> {
+pub(crate) fn shares(e: &[&Row], t: &Tab, get: CatGet) -> Vec<(f64, f64)> {
     let (pe, pt) = (dist(e, get), t.dist(get));
     let keys: HashSet<&Option<String>> = pe.keys().chain(pt.keys()).collect();
     keys.into_iter()
@@ -428,7 +420,7 @@ fn shares(e: &[&Row], t: &Tab, get: CatGet) -> Vec<(f64, f64)> {
 }
 
 /// Basic β-likeness: max over v with p_E(v) > p_T(v) of (p_E − p_T)/p_T; 0 if none.
-fn beta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+pub(crate) fn beta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
     shares(e, t, get)
         .into_iter()
         .filter(|(pe, pt)| pe > pt)
@@ -438,7 +430,7 @@ fn beta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
 
 /// Enhanced β-likeness: +∞ when a value's gain (p_E − p_T)/p_T exceeds −ln p_T, else the
 /// basic β.
-fn beta_enhanced(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+pub(crate) fn beta_enhanced(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
     let capped = shares(e, t, get)
         .into_iter()
         .any(|(pe, pt)| pe > 0.0 && (pe - pt) / pt > -pt.ln());
@@ -450,7 +442,7 @@ fn beta_enhanced(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
 }
 
 /// δ-disclosure: max over the values of T of |ln(p_E/p_T)|; +∞ when one is absent from E.
-fn delta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+pub(crate) fn delta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
     shares(e, t, get)
         .into_iter()
         .map(|(pe, pt)| {
@@ -465,7 +457,7 @@ fn delta(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
 
 /// Ordered category of a numeric value: NULL first, numbers ascending, NaN last.
 #[derive(Clone, Copy, Debug)]
-enum Cat {
+pub(crate) enum Cat {
     Null,
     Num(f64),
     NaN,
@@ -496,7 +488,7 @@ impl Cat {
 }
 
 /// Probabilities of the ordered categories (keyed by `Cat::key`).
-fn ordered_dist(rows: &[&Row], get: NumGet) -> HashMap<String, f64> {
+pub(crate) fn ordered_dist(rows: &[&Row], get: NumGet) -> HashMap<String, f64> {
     let mut h: HashMap<String, f64> = HashMap::new();
     for r in rows {
         *h.entry(Cat::of(get(r)).key()).or_insert(0.0) += 1.0 / rows.len() as f64;
@@ -505,7 +497,7 @@ fn ordered_dist(rows: &[&Row], get: NumGet) -> HashMap<String, f64> {
 }
 
 /// (1/(m−1)) Σ_i |Σ_{j≤i} (p_E(v_j) − p_T(v_j))| over T's m categories sorted; 0 when m = 1.
-fn t_ordered(e: &[&Row], t: &Tab, get: NumGet) -> f64 {
+pub(crate) fn t_ordered(e: &[&Row], t: &Tab, get: NumGet) -> f64 {
     let ordered = t.ordered(get);
     let (domain, pt) = (&ordered.0, &ordered.1);
     let m = domain.len();
@@ -524,7 +516,7 @@ fn t_ordered(e: &[&Row], t: &Tab, get: NumGet) -> f64 {
 }
 
 /// max − min of the non-null, non-NaN values; 0 when there are none.
-fn num_range(rows: &[&Row], get: NumGet) -> f64 {
+pub(crate) fn num_range(rows: &[&Row], get: NumGet) -> f64 {
     let vals: Vec<f64> = rows
         .iter()
         .filter_map(|r| get(r))
@@ -540,7 +532,7 @@ fn num_range(rows: &[&Row], get: NumGet) -> f64 {
 
 /// Numeric spread (max_E − min_E)/(max_T − min_T), NULL and NaN ignored; 0 when the table's
 /// range is 0 or the class has no value left.
-fn ncp_num(e: &[&Row], t: &Tab, get: NumGet) -> f64 {
+pub(crate) fn ncp_num(e: &[&Row], t: &Tab, get: NumGet) -> f64 {
     let rt = t.range(get);
     if rt == 0.0 {
         0.0
@@ -550,7 +542,7 @@ fn ncp_num(e: &[&Row], t: &Tab, get: NumGet) -> f64 {
 }
 
 /// Distinct non-null values.
-fn distinct(rows: &[&Row], get: CatGet) -> usize {
+pub(crate) fn distinct(rows: &[&Row], get: CatGet) -> usize {
     rows.iter()
         .filter_map(|r| get(r))
         .collect::<HashSet<_>>()
@@ -558,7 +550,7 @@ fn distinct(rows: &[&Row], get: CatGet) -> usize {
 }
 
 /// Categorical: 0 if E has at most one distinct non-null value, else distinct_E / distinct_T.
-fn ncp_cat(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
+pub(crate) fn ncp_cat(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
     let de = distinct(e, get);
     if de <= 1 {
         0.0
@@ -568,7 +560,7 @@ fn ncp_cat(e: &[&Row], t: &Tab, get: CatGet) -> f64 {
 }
 
 /// (|E|/n)(log2 n − log2 |E|)/log2 n; 1 for a one-row table.
-fn leakage(e: &[&Row], t: &Tab) -> f64 {
+pub(crate) fn leakage(e: &[&Row], t: &Tab) -> f64 {
     let (ne, n) = (e.len() as f64, t.len() as f64);
     if t.len() == 1 {
         return 1.0;
@@ -579,50 +571,50 @@ fn leakage(e: &[&Row], t: &Tab) -> f64 {
 // ---------------------------------------------------------------- measures
 
 /// One SQL expression and its reference value for class E of table T.
-struct Measure {
-    sql: &'static str,
-    int: bool,
-    eval: fn(&[&Row], &Tab) -> f64,
+pub(crate) struct Measure {
+    pub(crate) sql: &'static str,
+    pub(crate) int: bool,
+    pub(crate) eval: fn(&[&Row], &Tab) -> f64,
 }
 
-fn get_s(r: &Row) -> Option<String> {
+pub(crate) fn get_s(r: &Row) -> Option<String> {
     r.s.clone()
 }
-fn get_c(r: &Row) -> Option<String> {
+pub(crate) fn get_c(r: &Row) -> Option<String> {
     r.c.clone()
 }
-fn get_pid(r: &Row) -> Option<String> {
+pub(crate) fn get_pid(r: &Row) -> Option<String> {
     key_i(r.pid)
 }
-fn get_h(r: &Row) -> Option<String> {
+pub(crate) fn get_h(r: &Row) -> Option<String> {
     key_i(r.h)
 }
-fn get_n(r: &Row) -> Option<String> {
+pub(crate) fn get_n(r: &Row) -> Option<String> {
     key_i(r.n)
 }
-fn get_f(r: &Row) -> Option<String> {
+pub(crate) fn get_f(r: &Row) -> Option<String> {
     key_f(r.f)
 }
-fn num_n(r: &Row) -> Option<f64> {
+pub(crate) fn num_n(r: &Row) -> Option<f64> {
     r.n.map(|x| x as f64)
 }
-fn get_u(r: &Row) -> Option<String> {
+pub(crate) fn get_u(r: &Row) -> Option<String> {
     key_i(r.u)
 }
-fn get_w(r: &Row) -> Option<String> {
+pub(crate) fn get_w(r: &Row) -> Option<String> {
     key_i(r.w)
 }
-fn num_w(r: &Row) -> Option<f64> {
+pub(crate) fn num_w(r: &Row) -> Option<f64> {
     r.w.map(|x| x as f64)
 }
-fn num_h(r: &Row) -> Option<f64> {
+pub(crate) fn num_h(r: &Row) -> Option<f64> {
     r.h.map(|x| x as f64)
 }
-fn num_f(r: &Row) -> Option<f64> {
+pub(crate) fn num_f(r: &Row) -> Option<f64> {
     r.f
 }
 
-const MEASURES: &[Measure] = &[
+pub(crate) const MEASURES: &[Measure] = &[
     Measure {
         sql: "k_anonymity()",
         int: true,
@@ -854,18 +846,18 @@ const MEASURES: &[Measure] = &[
 
 // ---------------------------------------------------------------- comparison
 
-type Key = Vec<Option<String>>;
+pub(crate) type Key = Vec<Option<String>>;
 
 /// Group-key value as compared between reference and SQL: numbers normalized through f64
 /// (so Int16 `3`, Decimal `3.000` and `3` agree).
-fn norm_key(v: Option<String>) -> Option<String> {
+pub(crate) fn norm_key(v: Option<String>) -> Option<String> {
     v.map(|s| match s.parse::<f64>() {
         Ok(x) => x.to_string(),
         Err(_) => s,
     })
 }
 
-fn key_of(r: &Row, group_by: &[&str]) -> Key {
+pub(crate) fn key_of(r: &Row, group_by: &[&str]) -> Key {
     group_by
         .iter()
         .map(|g| {
@@ -881,7 +873,11 @@ fn key_of(r: &Row, group_by: &[&str]) -> Key {
         .collect()
 }
 
-fn reference(rows: &[Row], filter: fn(&Row) -> bool, group_by: &[&str]) -> HashMap<Key, Vec<f64>> {
+pub(crate) fn reference(
+    rows: &[Row],
+    filter: fn(&Row) -> bool,
+    group_by: &[&str],
+) -> HashMap<Key, Vec<f64>> {
     let t = Tab::new(rows.iter().filter(|r| filter(r)).collect());
     let mut classes: HashMap<Key, Vec<&Row>> = HashMap::new();
     for r in &t.rows {
@@ -917,7 +913,7 @@ fn reference(rows: &[Row], filter: fn(&Row) -> bool, group_by: &[&str]) -> HashM
 /// Every measure aliased. (Measures on a cast column are written `'#' || CAST(x AS VARCHAR)`:
 /// DataFusion names `f(CAST(x AS ...))` like `f(x)`, and an aggregation with both fails with
 /// "duplicate unqualified field name" even with aliases, as it does for `count`.)
-fn select_list() -> String {
+pub(crate) fn select_list() -> String {
     MEASURES
         .iter()
         .enumerate()
@@ -928,7 +924,7 @@ fn select_list() -> String {
 
 /// Reads result batches: the first `nk` columns are group keys, then one column per measure
 /// (whose return type is checked). NULL results become NaN.
-fn collect_results(
+pub(crate) fn collect_results(
     batches: &[RecordBatch],
     nk: usize,
     names: &[&str],
@@ -982,7 +978,7 @@ fn collect_results(
     out
 }
 
-async fn sql_values(
+pub(crate) async fn sql_values(
     ctx: &SessionContext,
     table: &str,
     filter: &str,
@@ -1009,7 +1005,7 @@ async fn sql_values(
 
 /// How a `GROUP BY` with the crate's functions is executed.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Phases {
+pub(crate) enum Phases {
     /// The default: rows hash-repartitioned by the keys and aggregated once per partition
     /// (`rewrite::SinglePhaseAggregation`); with one partition, DataFusion's single mode.
     Single,
@@ -1021,7 +1017,7 @@ enum Phases {
     SkipPartial,
 }
 
-fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
+pub(crate) fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
     let mut config = SessionConfig::new()
         .with_target_partitions(target_partitions)
         .with_batch_size(7);
@@ -1038,23 +1034,23 @@ fn config(target_partitions: usize, phases: Phases) -> SessionConfig {
     config.with_option_extension(options)
 }
 
-fn make_ctx(target_partitions: usize, phases: Phases) -> SessionContext {
+pub(crate) fn make_ctx(target_partitions: usize, phases: Phases) -> SessionContext {
     let ctx = SessionContext::new_with_config(config(target_partitions, phases));
-    datafusion_anonymity_engine::register(&ctx).unwrap();
+    datafusion_anonymity::register(&ctx).unwrap();
     ctx
 }
 
 /// Equal within the tolerance; NaN (a NULL result) only equals NaN.
-fn close(a: f64, b: f64) -> bool {
+pub(crate) fn close(a: f64, b: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= TOL * (1.0 + b.abs())
 }
 
-struct Case {
-    filter_sql: &'static str,
-    filter: fn(&Row) -> bool,
+pub(crate) struct Case {
+    pub(crate) filter_sql: &'static str,
+    pub(crate) filter: fn(&Row) -> bool,
 }
 
-static CASES: [Case; 4] = [
+pub(crate) static CASES: [Case; 4] = [
     Case {
         filter_sql: "TRUE",
         filter: |_| true,
@@ -1074,7 +1070,7 @@ static CASES: [Case; 4] = [
     },
 ];
 
-const GROUPINGS: [&[&str]; 7] = [
+pub(crate) const GROUPINGS: [&[&str]; 7] = [
     &["g1", "g2"],
     &["g2"],
     &["g1"],
@@ -1086,7 +1082,7 @@ const GROUPINGS: [&[&str]; 7] = [
 
 /// The queries compared: every filter (CASES) with every grouping (GROUPINGS), except that the
 /// filter leaving no rows is only run without GROUP BY and with one grouping.
-fn queries() -> Vec<(&'static Case, &'static [&'static str])> {
+pub(crate) fn queries() -> Vec<(&'static Case, &'static [&'static str])> {
     CASES
         .iter()
         .flat_map(|case| GROUPINGS.iter().map(move |g| (case, *g)))
@@ -1114,7 +1110,7 @@ pub(crate) async fn compare_table(
 }
 
 /// Compares the given queries (filter, grouping) with their reference values `wants`.
-async fn compare_queries(
+pub(crate) async fn compare_queries(
     ctx: &SessionContext,
     table: &str,
     queries: &[(&Case, &[&str])],
@@ -1168,604 +1164,9 @@ pub(crate) fn report(failures: Vec<String>, checked: usize) {
     );
 }
 
-const SEEDS: [(u64, usize); 3] = [(1, 161), (42, 192), (7, 1500)];
-
-async fn compare_parquet(phases: Phases, partitions: &[usize]) {
-    let mut failures = Vec::new();
-    let mut checked = 0usize;
-    for (seed, count) in SEEDS {
-        let rows = gen_rows(seed, count);
-        let wants = all_references(&rows);
-        let dir = tempfile::tempdir().unwrap();
-        write_parquet(dir.path(), &rows);
-        for &tp in partitions {
-            let ctx = make_ctx(tp, phases);
-            register_t(&ctx, dir.path()).await;
-            let desc = format!("parquet, seed {seed}, target_partitions {tp}, {phases:?}");
-            let (f, c) = compare_table(&ctx, "t", &wants, &desc).await;
-            failures.extend(f);
-            checked += c;
-        }
-    }
-    report(failures, checked);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_matches_sql() {
-    compare_parquet(Phases::Single, &[1, 4]).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_matches_sql_two_phases() {
-    compare_parquet(Phases::Two, &[4]).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_matches_sql_skip_partial_aggregation() {
-    compare_parquet(Phases::SkipPartial, &[4]).await;
-}
-
-/// One measure alone in its query: `SELECT keys, m FROM table WHERE filter GROUP BY keys`.
-async fn alone_values(
-    ctx: &SessionContext,
-    table: &str,
-    filter: &str,
-    group_by: &[&str],
-    m: &Measure,
-) -> HashMap<Key, f64> {
-    let keys = group_by.join(", ");
-    let sql = if group_by.is_empty() {
-        format!("SELECT {} FROM {table} WHERE {filter}", m.sql)
-    } else {
-        format!(
-            "SELECT {keys}, {} FROM {table} WHERE {filter} GROUP BY {keys}",
-            m.sql
-        )
-    };
-    let batches = ctx
-        .sql(&sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    collect_results(&batches, group_by.len(), &[m.sql], &[m.int])
-        .into_iter()
-        .map(|(k, v)| (k, v[0]))
-        .collect()
-}
-
-/// The shared states of the rewrite (one histogram, one count, one set of persons per class
-/// for several functions, one finalizer for several whole-table functions of a histogram)
-/// give exactly — bit for bit — the value each function gives alone in its query, for every
-/// measure, filter and grouping, on one and four partitions. (The query with all of them is
-/// compared with the brute-force reference by the tests above.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shared_states_equal_functions_alone() {
-    let rows = gen_rows(42, 192);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    let mut failures = Vec::new();
-    let mut checked = 0usize;
-    for tp in [1, 4] {
-        let ctx = make_ctx(tp, Phases::Single);
-        register_t(&ctx, dir.path()).await;
-        // the query with every measure is rewritten to share states: each kind of sharing
-        // shows in its plan
-        let plan = ctx
-            .sql(&format!(
-                "EXPLAIN SELECT g1, g2, {} FROM t GROUP BY g1, g2",
-                select_list()
-            ))
-            .await
-            .unwrap()
-            .collect()
-            .await
-            .unwrap();
-        let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
-            .unwrap()
-            .to_string();
-        for shared in [
-            "__anon_rows_",
-            "__anon_persons_",
-            "__anon_histogram_final(",
-            "__anon_histogram_measure(",
-        ] {
-            assert!(plan.contains(shared), "{shared} not in the plan:\n{plan}");
-        }
-        for (case, group_by) in queries() {
-            let together = sql_values(&ctx, "t", case.filter_sql, group_by).await;
-            let desc = format!(
-                "target_partitions {tp}, WHERE {}, GROUP BY {group_by:?}",
-                case.filter_sql
-            );
-            for (i, m) in MEASURES.iter().enumerate() {
-                let alone = alone_values(&ctx, "t", case.filter_sql, group_by, m).await;
-                if alone.len() != together.len() {
-                    failures.push(format!(
-                        "{desc}: {}: {} groups alone, {} together",
-                        m.sql,
-                        alone.len(),
-                        together.len()
-                    ));
-                    continue;
-                }
-                for (key, a) in &alone {
-                    checked += 1;
-                    let b = together.get(key).map_or(f64::NAN, |v| v[i]);
-                    let same = a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-                    if !same {
-                        failures.push(format!(
-                            "{desc}: group {key:?}: {} = {a} alone, {b} together",
-                            m.sql
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    report(failures, checked);
-}
-
-/// Other column types, from a 4-partition in-memory table (no Parquet).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_matches_sql_other_types() {
-    let mut failures = Vec::new();
-    let mut checked = 0usize;
-    for (seed, count) in SEEDS {
-        let rows = gen_rows(seed, count);
-        let wants = all_references(&rows);
-        for (tp, phases) in [
-            (4, Phases::Single),
-            (4, Phases::Two),
-            (3, Phases::SkipPartial),
-        ] {
-            let ctx = make_ctx(tp, phases);
-            ctx.register_table("tt", Arc::new(typed_mem_table(&rows)))
-                .unwrap();
-            let desc =
-                format!("typed memory table, seed {seed}, target_partitions {tp}, {phases:?}");
-            let (f, c) = compare_table(&ctx, "tt", &wants, &desc).await;
-            failures.extend(f);
-            checked += c;
-        }
-    }
-    report(failures, checked);
-}
-
-/// `gen_rows(seed, count)` written as Parquet files (the directory lives as long as the
-/// returned guard) and registered as `t` on a context of `make_ctx(target_partitions, phases)`.
-async fn parquet_ctx(
-    seed: u64,
-    count: usize,
-    target_partitions: usize,
-    phases: Phases,
-) -> (tempfile::TempDir, SessionContext) {
-    let rows = gen_rows(seed, count);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    let ctx = make_ctx(target_partitions, phases);
-    register_t(&ctx, dir.path()).await;
-    (dir, ctx)
-}
-
 /// Registers the Parquet files of `dir` as `t`.
 pub(crate) async fn register_t(ctx: &SessionContext, dir: &std::path::Path) {
     ctx.register_parquet("t", dir.to_str().unwrap(), ParquetReadOptions::default())
         .await
         .unwrap();
 }
-
-async fn physical_plan(ctx: &SessionContext, sql: &str) -> String {
-    let batches = ctx
-        .sql(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let physical = plan_text(&batches);
-    assert!(!physical.is_empty(), "no physical plan in {sql}");
-    physical
-}
-
-/// The physical plan rows of `EXPLAIN` / `EXPLAIN ANALYZE` output.
-fn plan_text(batches: &[RecordBatch]) -> String {
-    let mut physical = String::new();
-    for b in batches {
-        let kind = cast(b.column(0), &DataType::Utf8).unwrap();
-        let plan = cast(b.column(1), &DataType::Utf8).unwrap();
-        let (kind, plan) = (kind.as_string::<i32>(), plan.as_string::<i32>());
-        for r in 0..b.num_rows() {
-            if kind.value(r).contains("physical_plan") || kind.value(r) == "Plan with Metrics" {
-                physical.push_str(plan.value(r));
-                physical.push('\n');
-            }
-        }
-    }
-    physical
-}
-
-/// With the probe forced on, partial aggregation really is skipped (`convert_to_state` runs) for
-/// every function; otherwise the skip test above would silently test the ordinary path.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn skip_partial_aggregation_is_exercised() {
-    let (_dir, ctx) = parquet_ctx(11, 300, 4, Phases::SkipPartial).await;
-    let mut not_skipped = Vec::new();
-    for m in MEASURES {
-        let plan = physical_plan(
-            &ctx,
-            &format!(
-                "EXPLAIN ANALYZE SELECT g1, g2, {} FROM t GROUP BY g1, g2",
-                m.sql
-            ),
-        )
-        .await;
-        let skipped = metric_sum(&plan, "skipped_aggregation_rows");
-        if skipped == 0 {
-            not_skipped.push(format!("{}:\n{plan}", m.sql));
-        }
-    }
-    assert!(
-        not_skipped.is_empty(),
-        "partial aggregation was not skipped for:\n{}",
-        not_skipped.join("\n")
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t_closeness_plan_scans_once() {
-    let (_dir, ctx) = parquet_ctx(7, 50, 4, Phases::Single).await;
-    for sql in [
-        "EXPLAIN SELECT g1, t_closeness(s) FROM t GROUP BY g1",
-        "EXPLAIN SELECT g1, t_closeness(s), t_closeness_ordered(n), ncp(f, c), entropy_leakage() \
-         FROM t GROUP BY g1",
-        "EXPLAIN SELECT t_closeness(s) FROM t WHERE pid > 3",
-        "EXPLAIN SELECT g1, g2, t_closeness(s) FROM t GROUP BY g1, g2 HAVING k_anonymity() > 1",
-    ] {
-        let physical = physical_plan(&ctx, sql).await;
-        assert_eq!(
-            physical.matches("DataSourceExec").count(),
-            1,
-            "expected exactly one DataSourceExec for {sql}:\n{physical}"
-        );
-    }
-}
-
-/// `ncp` over `GROUP BY` expressions only and without `FILTER` reads the row count: no state
-/// of its own, no window; with another attribute or a `FILTER` it keeps both.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ncp_over_group_keys_reads_the_row_count() {
-    let (_dir, ctx) = parquet_ctx(7, 50, 4, Phases::Single).await;
-    let plan = physical_plan(
-        &ctx,
-        "EXPLAIN SELECT g1, n, ncp(n, g1) FROM t GROUP BY g1, n",
-    )
-    .await;
-    assert!(plan.contains("__anon_rows_0"), "{plan}");
-    assert!(!plan.contains("__anon_state_"), "{plan}");
-    assert!(!plan.contains("WindowAggExec"), "{plan}");
-    for sql in [
-        "EXPLAIN SELECT g1, ncp(g1, n) FROM t GROUP BY g1",
-        "EXPLAIN SELECT g1, ncp(g1) FILTER (WHERE n > 2) FROM t GROUP BY g1",
-    ] {
-        let plan = physical_plan(&ctx, sql).await;
-        assert!(plan.contains("__anon_state_"), "{sql}:\n{plan}");
-        assert!(plan.contains("WindowAggExec"), "{sql}:\n{plan}");
-    }
-}
-
-/// The plan's shape: one aggregation over rows hash-partitioned by the keys when a function
-/// keeps a row log; DataFusion's partial and final aggregation when the option is off, for
-/// plain counts, and for boolean keys (few classes).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn single_phase_aggregation_plan() {
-    let (_dir, ctx) = parquet_ctx(7, 50, 4, Phases::Single).await;
-    let single = "SELECT g1, g2, k_anonymity(pid), l_diversity(s), t_closeness(s) FROM t \
-                  GROUP BY g1, g2";
-    let modes = |plan: &str| -> Vec<String> {
-        plan.lines()
-            .filter_map(|l| l.split("AggregateExec: mode=").nth(1))
-            .map(|rest| rest.split(',').next().unwrap_or_default().to_string())
-            .collect()
-    };
-    let plan = physical_plan(&ctx, &format!("EXPLAIN {single}")).await;
-    assert_eq!(modes(&plan), ["SinglePartitioned"], "{plan}");
-    assert!(
-        plan.contains("RepartitionExec: partitioning=Hash([g1@"),
-        "{plan}"
-    );
-    for sql in [
-        "EXPLAIN SELECT g1, g2, k_anonymity() FROM t GROUP BY g1, g2",
-        "EXPLAIN SELECT g1 > 0, l_diversity(s) FROM t GROUP BY g1 > 0",
-    ] {
-        let plan = physical_plan(&ctx, sql).await;
-        assert_eq!(
-            modes(&plan),
-            ["FinalPartitioned", "Partial"],
-            "{sql}:\n{plan}"
-        );
-    }
-    ctx.sql("SET anonymity.single_phase_aggregation = false")
-        .await
-        .unwrap();
-    let plan = physical_plan(&ctx, &format!("EXPLAIN {single}")).await;
-    assert_eq!(modes(&plan), ["FinalPartitioned", "Partial"], "{plan}");
-}
-
-/// The single-phase plan and DataFusion's two phases give the same rows for a query mixing the
-/// crate's functions with DataFusion's own aggregates (DISTINCT, FILTER), HAVING and ORDER BY —
-/// the two-phase plan being DataFusion's standard one. An ordered aggregate (`array_agg(c ORDER
-/// BY c)`) keeps the two phases: its sorted input would not survive the repartition.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn single_and_two_phase_plans_agree() {
-    let sql = "SELECT g1, g2, k_anonymity(pid) AS persons, l_diversity(s) AS l, \
-               t_closeness_ordered(h) AS t, count(DISTINCT n) AS distinct_n, \
-               count(*) FILTER (WHERE f > 0) AS positive_f, \
-               array_to_string(array_sort(array_agg(c)), ',') AS cs \
-               FROM t WHERE pid IS DISTINCT FROM 3 GROUP BY g1, g2 \
-               HAVING k_anonymity() > 1 ORDER BY g1, g2";
-    let mut results = Vec::new();
-    for phases in [Phases::Single, Phases::Two] {
-        let (_dir, ctx) = parquet_ctx(5, 1200, 3, phases).await;
-        let plan = physical_plan(&ctx, &format!("EXPLAIN {sql}")).await;
-        let single = plan.contains("mode=SinglePartitioned");
-        assert_eq!(single, phases == Phases::Single, "{phases:?}:\n{plan}");
-        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-        let text = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
-            .unwrap()
-            .to_string();
-        assert!(text.lines().count() > 8, "too few classes:\n{text}");
-        results.push(text);
-        if phases == Phases::Single {
-            let ordered = "SELECT g1, k_anonymity(pid), array_agg(c ORDER BY c) FROM t GROUP BY g1";
-            let plan = physical_plan(&ctx, &format!("EXPLAIN {ordered}")).await;
-            assert!(!plan.contains("SinglePartitioned"), "{plan}");
-            let batches = ctx.sql(ordered).await.unwrap().collect().await.unwrap();
-            // g1: 4 values and NULL
-            assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
-        }
-    }
-    assert_eq!(results[0], results[1]);
-}
-
-/// The functions through the DataFrame API (the analyzer rule applies to any logical plan).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dataframe_api_matches_reference() {
-    let (_dir, ctx) = parquet_ctx(99, 230, 4, Phases::Single).await;
-    // the same rows, for the reference (gen_rows is deterministic)
-    let rows = gen_rows(99, 230);
-    let f = |name: &str| ctx.udaf(name).unwrap();
-    let aggs = vec![
-        f("k_anonymity").call(vec![]),
-        f("k_anonymity").call(vec![col("pid")]),
-        f("l_diversity").call(vec![col("s")]),
-        f("entropy_l_diversity").call(vec![col("s")]),
-        f("recursive_cl_diversity").call(vec![col("s"), lit(2i64)]),
-        f("t_closeness").call(vec![col("s")]),
-        f("t_closeness_ordered").call(vec![col("n")]),
-        f("ncp").call(vec![col("f"), col("c")]),
-        f("entropy_leakage").call(vec![]),
-        f("reidentification_risk").call(vec![]),
-        f("reidentification_risk").call(vec![col("pid")]),
-    ];
-    // the same measures' references, in order
-    let refs = [
-        "k_anonymity()",
-        "k_anonymity(pid)",
-        "l_diversity(s)",
-        "entropy_l_diversity(s)",
-        "recursive_cl_diversity(s, 2)",
-        "t_closeness(s)",
-        "t_closeness_ordered(n)",
-        "ncp(f, c)",
-        "entropy_leakage()",
-        "reidentification_risk()",
-        "reidentification_risk(pid)",
-    ];
-    let measures: Vec<&Measure> = refs
-        .iter()
-        .map(|s| MEASURES.iter().find(|m| m.sql == *s).unwrap())
-        .collect();
-    let batches = ctx
-        .table("t")
-        .await
-        .unwrap()
-        .filter(col("g2").is_not_null())
-        .unwrap()
-        .aggregate(vec![col("g1")], aggs)
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let ints: Vec<bool> = measures.iter().map(|m| m.int).collect();
-    let got = collect_results(&batches, 1, &refs, &ints);
-    let t = Tab::new(rows.iter().filter(|r| r.g2.is_some()).collect());
-    let mut classes: HashMap<Key, Vec<&Row>> = HashMap::new();
-    for r in &t.rows {
-        classes.entry(key_of(r, &["g1"])).or_default().push(r);
-    }
-    assert_eq!(got.len(), classes.len(), "number of groups");
-    for (key, e) in &classes {
-        let g = got
-            .get(key)
-            .unwrap_or_else(|| panic!("group {key:?} missing"));
-        for (i, m) in measures.iter().enumerate() {
-            let w = (m.eval)(e, &t);
-            assert!(
-                close(g[i], w),
-                "group {key:?}: {} = {} expected {w}",
-                m.sql,
-                g[i]
-            );
-        }
-    }
-}
-
-/// Sum of a metric `name=<number>` over the plan text.
-fn metric_sum(plan: &str, name: &str) -> u64 {
-    plan.match_indices(&format!("{name}="))
-        .map(|(i, pat)| {
-            plan[i + pat.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit())
-                .collect::<String>()
-                .parse::<u64>()
-                .unwrap_or(0)
-        })
-        .sum()
-}
-
-/// Input sorted on the group keys, declared as such: DataFusion then aggregates in streaming
-/// mode (`ordering_mode=Sorted` / `PartiallySorted`) and emits finished classes early
-/// (`EmitTo::First`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_matches_sql_sorted_input() {
-    let mut rows = gen_rows(5, 600);
-    rows.sort_by(|a, b| (a.g1, &a.g2).cmp(&(b.g1, &b.g2)));
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let file = std::fs::File::create(dir.path().join("sorted.parquet")).unwrap();
-        let mut writer = ArrowWriter::try_new(file, schema(), None).unwrap();
-        for chunk in rows.chunks(17) {
-            writer.write(&to_batch(chunk)).unwrap();
-        }
-        writer.close().unwrap();
-    }
-    let qs: Vec<(&Case, &[&str])> = vec![
-        (&CASES[0], &["g1"]),
-        (&CASES[0], &["g1", "g2"]),
-        (&CASES[0], &["g1", "n"]),
-        (&CASES[1], &["g1", "g2"]),
-        (&CASES[2], &["g1"]),
-    ];
-    let wants: Vec<_> = qs
-        .iter()
-        .map(|(case, g)| reference(&rows, case.filter, g))
-        .collect();
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for tp in [1, 4] {
-        let ctx = make_ctx(tp, Phases::Single);
-        let order = vec![vec![col("g1").sort(true, true), col("g2").sort(true, true)]];
-        ctx.register_parquet(
-            "t",
-            dir.path().to_str().unwrap(),
-            ParquetReadOptions::default().file_sort_order(order),
-        )
-        .await
-        .unwrap();
-        if tp == 1 {
-            let plan = physical_plan(
-                &ctx,
-                &format!(
-                    "EXPLAIN SELECT g1, g2, {} FROM t GROUP BY g1, g2",
-                    select_list()
-                ),
-            )
-            .await;
-            assert!(
-                plan.contains("ordering_mode=Sorted"),
-                "the aggregation does not run in sorted mode:\n{plan}"
-            );
-        }
-        let desc = format!("sorted parquet, target_partitions {tp}");
-        let (f, c) = compare_queries(&ctx, "t", &qs, &wants, &desc).await;
-        failures.extend(f);
-        checked += c;
-    }
-    report(failures, checked);
-}
-
-/// A memory pool small enough that the aggregation spills its state to disk and merges it back.
-/// For each query, pools of decreasing size are tried; the query is compared at the first pool
-/// where its aggregation spills (the `spill_count` metric of an `AggregateExec`) and still runs.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_matches_sql_with_spilling() {
-    use datafusion::execution::memory_pool::FairSpillPool;
-    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-
-    let rows = gen_rows(8, 4000);
-    let dir = tempfile::tempdir().unwrap();
-    write_parquet(dir.path(), &rows);
-    // Groupings with many classes of a few rows each spill. (With fewer, larger classes the
-    // list-typed states make DataFusion request ~2 MB at once when it starts to spill, and a
-    // small pool fails with ResourcesExhausted instead; DataFusion's own `array_agg(h)` does the
-    // same there, so those groupings are not used here.)
-    let qs: Vec<(&Case, &[&str])> = vec![
-        (&CASES[0], &["h"]),
-        (&CASES[1], &["h"]),
-        (&CASES[2], &["h"]),
-        (&CASES[0], &["h", "g1"]),
-    ];
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for q in &qs {
-        let (case, group_by) = *q;
-        let want = reference(&rows, case.filter, group_by);
-        let keys = group_by.join(", ");
-        let sql = format!(
-            "EXPLAIN ANALYZE SELECT {keys}, {} FROM t WHERE {} GROUP BY {keys}",
-            select_list(),
-            case.filter_sql
-        );
-        let mut tried = Vec::new();
-        let mut spilled_at = None;
-        for pool in SPILL_POOL_BYTES {
-            let runtime = RuntimeEnvBuilder::new()
-                .with_memory_pool(Arc::new(FairSpillPool::new(pool)))
-                .build_arc()
-                .unwrap();
-            let ctx = SessionContext::new_with_config_rt(
-                config(2, Phases::Single).with_batch_size(64),
-                runtime,
-            );
-            datafusion_anonymity_engine::register(&ctx).unwrap();
-            ctx.register_parquet(
-                "t",
-                dir.path().to_str().unwrap(),
-                ParquetReadOptions::default(),
-            )
-            .await
-            .unwrap();
-            let plan = match ctx.sql(&sql).await.unwrap().collect().await {
-                Ok(batches) => plan_text(&batches),
-                Err(e) => {
-                    tried.push(format!("{pool} bytes: {e}"));
-                    continue;
-                }
-            };
-            let aggregate_spills: u64 = plan
-                .lines()
-                .filter(|l| l.contains("AggregateExec"))
-                .map(|l| metric_sum(l, "spill_count"))
-                .sum();
-            if aggregate_spills == 0 {
-                tried.push(format!("{pool} bytes: no spill"));
-                continue;
-            }
-            spilled_at = Some(pool);
-            let desc = format!("parquet with spilling (pool {pool} bytes)");
-            let (f, c) =
-                compare_queries(&ctx, "t", &[*q], std::slice::from_ref(&want), &desc).await;
-            failures.extend(f);
-            checked += c;
-            break;
-        }
-        if spilled_at.is_none() {
-            failures.push(format!(
-                "WHERE {}, GROUP BY {group_by:?}: no pool size made the aggregation spill and \
-                 still run:\n{}",
-                case.filter_sql,
-                tried.join("\n")
-            ));
-        }
-    }
-    report(failures, checked);
-}
-
-/// Memory pools tried for the spilling test, largest first.
-const SPILL_POOL_BYTES: [usize; 13] = [
-    4_000_000, 2_000_000, 1_400_000, 1_000_000, 850_000, 700_000, 600_000, 500_000, 300_000,
-    200_000, 130_000, 100_000, 70_000,
-];
