@@ -10,7 +10,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use tokio::runtime::Runtime;
 
-// the same allocator as the `anon` binary, so the figures are comparable with `anon bench`
+// the same allocator as the `anon` binary, so the figures are comparable with `anon-bench`
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use clap::{Parser, Subcommand};
 use datafusion::error::{DataFusionError, Result};
 
-use crate::bench;
 use datafusion_anonymity_engine::interrupt;
 use datafusion_anonymity_engine::jobs::{
     self,
@@ -52,8 +51,6 @@ enum Command {
     /// Search the transformation with the least information loss that satisfies a policy,
     /// publish it as Parquet, verify it and report.
     Anonymize(anonymize::AnonymizeArgs),
-    /// Time each function against its plain-SQL floor and print the ratios.
-    Bench(bench::BenchArgs),
     /// Build a hierarchy file from a column's values, or check one against them.
     Hierarchy(hierarchy::HierarchyArgs),
     /// Risk and utility report of a table: anonymity, risk, leakage ranking, utility.
@@ -277,7 +274,6 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Apply(args) => apply::run(args).await,
         Command::Anonymize(args) => anonymize::run(args).await,
-        Command::Bench(args) => bench::run(args).await,
         Command::Profile(args) => profile::run(*args).await,
         Command::Hierarchy(args) => hierarchy::run(args).await,
         Command::Attack(args) => attack::run(args).await,

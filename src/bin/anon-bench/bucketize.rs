@@ -1,4 +1,4 @@
-//! `anon bench --suite bucketize` and `--suite bucketize-experiments` on the generated medical
+//! `anon-bench --suite bucketize` and `--suite bucketize-experiments` on the generated medical
 //! table (`anon generate --table medical`).
 //!
 //! - `bucketize`: (c,k)-anonymization end to end (read, bucketize, write GT and ST, verify)
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use super::{interleaved, peak_rss_mib, print_row, run_once};
+use crate::harness::{interleaved, peak_rss_mib, print_row, run_once};
 use datafusion_anonymity_engine::bucketize::attack::{attack_table, fingerprint_attack};
 use datafusion_anonymity_engine::bucketize::{
     CkOptions, MsaTable, Refinement, encode, groups, utility, weights,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use datafusion::error::{DataFusionError, Result};
 
-use super::{PATIENTS_POLICY, Timings, secs};
+use crate::harness::{PATIENTS_POLICY, Timings, secs};
 
 /// What one child process took.
 struct ProcessRun {
@@ -23,7 +23,9 @@ struct ProcessRun {
 /// Runs `anon args` as a child process and waits for it with `wait4`, which reports the
 /// child's own peak RSS.
 fn run_anon(args: &[&str]) -> Result<ProcessRun> {
+    // the shipped binary, built beside this one (`cargo build --release` builds both)
     let exe = std::env::current_exe()
+        .map(|bench| bench.with_file_name("anon"))
         .map_err(|e| DataFusionError::Execution(format!("cannot find the anon binary: {e}")))?;
     let started = Instant::now();
     let child = Command::new(exe)

@@ -1,4 +1,4 @@
-//! `anon bench`: times each anonymity query against its plain-SQL floor in one run, on the same
+//! The harness of `anon-bench`: times each anonymity query against its plain-SQL floor in one run, on the same
 //! data, and prints the ratios with their targets (see BENCHMARKS.md).
 //!
 //! Hygiene: one process, one data file, one `SessionContext`; every query runs once untimed
@@ -6,9 +6,7 @@
 //! and the function query interleaved so background load hits both alike. Each run collects the
 //! full result. The reported time is the median; min and max show the spread.
 
-mod bucketize;
-mod large;
-
+use crate::{bucketize, large};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,8 +21,10 @@ use datafusion_anonymity_engine::search::{Algorithm, Method};
 /// Rows of `--quick`.
 const QUICK_ROWS: usize = 100_000;
 
-/// Options of `anon bench`.
-#[derive(clap::Args, Debug)]
+/// `anon-bench`: times each anonymity query and job against its plain-SQL floor, measured in
+/// the same run, and prints the ratios (BENCHMARKS.md has the figures and commands).
+#[derive(clap::Parser, Debug)]
+#[command(name = "anon-bench")]
 pub struct BenchArgs {
     /// Rows of generated data (ignored with --data).
     #[arg(long, default_value_t = 10_000_000)]
@@ -54,7 +54,7 @@ pub struct BenchArgs {
     pub data_url: Option<String>,
 }
 
-/// Groups of comparisons of `anon bench`.
+/// Groups of comparisons of `anon-bench`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Suite {
     /// Everything.
@@ -84,7 +84,7 @@ pub enum Suite {
 
 /// The policy of the publish case: examples/patients/policy.toml (5 quasi-identifiers at its
 /// fixed transformation), read at compile time so the benchmark runs from any directory.
-const PATIENTS_POLICY: &str = include_str!("../../examples/patients/policy.toml");
+pub(crate) const PATIENTS_POLICY: &str = include_str!("../../../examples/patients/policy.toml");
 
 /// One comparison: a query with our functions against the plain SQL that bounds its cost.
 struct Case {
@@ -133,7 +133,7 @@ fn cases() -> Vec<Case> {
 
 /// Wall times of one query's timed runs.
 #[derive(Default)]
-struct Timings(Vec<Duration>);
+pub(crate) struct Timings(pub(crate) Vec<Duration>);
 
 impl Timings {
     fn sorted(&self) -> Vec<Duration> {
@@ -143,7 +143,7 @@ impl Timings {
     }
 
     /// The median (mean of the two middle runs for an even count).
-    fn median(&self) -> Duration {
+    pub(crate) fn median(&self) -> Duration {
         let times = self.sorted();
         let mid = times.len() / 2;
         if times.len().is_multiple_of(2) {
@@ -153,17 +153,17 @@ impl Timings {
         }
     }
 
-    fn min(&self) -> Duration {
+    pub(crate) fn min(&self) -> Duration {
         self.sorted()[0]
     }
 
-    fn max(&self) -> Duration {
+    pub(crate) fn max(&self) -> Duration {
         self.sorted()[self.0.len() - 1]
     }
 }
 
 /// Runs `sql` to completion, collecting every batch; returns the wall time and the result rows.
-async fn run_once(ctx: &SessionContext, sql: &str) -> Result<(Duration, usize)> {
+pub(crate) async fn run_once(ctx: &SessionContext, sql: &str) -> Result<(Duration, usize)> {
     let start = Instant::now();
     let batches = ctx.sql(sql).await?.collect().await?;
     let elapsed = start.elapsed();
@@ -217,7 +217,7 @@ async fn count_rows(ctx: &SessionContext) -> Result<i64> {
         .map_or(0, |c| c.value(0)))
 }
 
-fn secs(d: Duration) -> f64 {
+pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
@@ -605,7 +605,13 @@ async fn anonymize_case(
 
 /// One line of the results table: times, ratio against `target`, PASS/over, `extra` (the
 /// result's rows, or `-`) and the spreads; whether the ratio is within the target.
-fn print_row(name: &str, floor: &Timings, query: &Timings, target: f64, extra: &str) -> bool {
+pub(crate) fn print_row(
+    name: &str,
+    floor: &Timings,
+    query: &Timings,
+    target: f64,
+    extra: &str,
+) -> bool {
     let ratio = secs(query.median()) / secs(floor.median());
     println!(
         "{:<22} {:>9.3} {:>9.3} {:>6.2} {:>6.2}  {:<6} {:>8} {:>17} {:>17}",
@@ -625,7 +631,7 @@ fn print_row(name: &str, floor: &Timings, query: &Timings, target: f64, extra: &
 /// One warm-up run of each, then `iterations` timed runs of the floor and the query in turn.
 /// The peak RSS is reset after the floor's warm-up, so that [`peak_rss_mib`] afterwards covers
 /// the query's runs (and the floor's timed ones).
-async fn interleaved(
+pub(crate) async fn interleaved(
     iterations: usize,
     mut floor_once: impl AsyncFnMut() -> Result<Duration>,
     mut query_once: impl AsyncFnMut() -> Result<Duration>,
@@ -668,7 +674,7 @@ fn median(values: &[f64]) -> Option<f64> {
 }
 
 /// The process's peak RSS in MiB (Linux `VmHWM`), if readable.
-fn peak_rss_mib() -> Option<u64> {
+pub(crate) fn peak_rss_mib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
