@@ -144,6 +144,51 @@ impl From<UsageError> for DataFusionError {
     }
 }
 
+/// A step of ours that needs more memory than the session's limit leaves it. Raised as
+/// `DataFusionError::External` (so its message names the limit in each shell's words); the
+/// fallbacks that take a slower path that fits recognise it, and DataFusion's own
+/// `ResourcesExhausted`, by [`is_memory_exhausted`].
+#[derive(Debug, thiserror::Error)]
+#[error("{what} needs more memory than the limit allows ({detail})")]
+pub struct MemoryExhausted {
+    /// What needed it, e.g. "the frequency set".
+    pub what: String,
+    /// How much, or the pool's own refusal.
+    pub detail: String,
+}
+
+impl MemoryExhausted {
+    pub fn new(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        Self {
+            what: what.into(),
+            detail: detail.to_string(),
+        }
+    }
+
+    fn render(&self, words: Vocabulary) -> String {
+        format!(
+            "{self}; raise {}. Nothing was written",
+            words.of(Opt::MemoryLimit)
+        )
+    }
+}
+
+impl From<MemoryExhausted> for DataFusionError {
+    fn from(error: MemoryExhausted) -> Self {
+        DataFusionError::External(Box::new(error))
+    }
+}
+
+/// Whether `error` is a refusal of the memory pool: DataFusion's (`ResourcesExhausted`) or
+/// one of our steps' ([`MemoryExhausted`]).
+pub fn is_memory_exhausted(error: &DataFusionError) -> bool {
+    match error.find_root() {
+        DataFusionError::ResourcesExhausted(_) => true,
+        DataFusionError::External(external) => external.is::<MemoryExhausted>(),
+        _ => false,
+    }
+}
+
 /// One line describing `error`: DataFusion's innermost error without its category prefix
 /// ("Error during planning: ..."), on one line, with quoted values removed from errors that
 /// come from reading or converting data, and no credential. Options are named in `words`.
@@ -154,6 +199,8 @@ pub fn one_line(error: &DataFusionError, words: Vocabulary) -> String {
         DataFusionError::External(external) => {
             if let Some(usage) = external.downcast_ref::<UsageError>() {
                 usage.render(words)
+            } else if let Some(memory) = external.downcast_ref::<MemoryExhausted>() {
+                memory.render(words)
             } else {
                 external.to_string()
             }

@@ -32,6 +32,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 
 use super::classes::{ClassCounter, JointCodes};
 use crate::direct_table::{PREFETCH_DISTANCE, prefetch};
+use crate::errors::MemoryExhausted;
 use crate::local_recode::LocalRecodeFunction;
 use crate::provider::CLASS_KEY_COLUMN;
 
@@ -141,11 +142,13 @@ impl WrittenClassLabels {
             .map_err(|_| lost())?
             .try_grow(classes.memory_size())
             .map_err(|e| {
-                DataFusionError::ResourcesExhausted(format!(
-                    "the labels of the {} classes being written need more memory than the \
-                     limit allows; raise --memory-limit ({e})",
-                    starts.last().copied().unwrap_or(0)
-                ))
+                MemoryExhausted::new(
+                    format!(
+                        "holding the labels of the {} classes being written",
+                        starts.last().copied().unwrap_or(0)
+                    ),
+                    e,
+                )
             })?;
         let table = Arc::new(ClassLabelTable { starts, classes });
         *built = Some(Arc::clone(&table));
@@ -332,6 +335,7 @@ mod tests {
     use datafusion::execution::memory_pool::{GreedyMemoryPool, UnboundedMemoryPool};
 
     use super::*;
+    use crate::errors::{Vocabulary, is_memory_exhausted, one_line};
     use crate::rng::SplitMix64;
 
     fn unbounded() -> Arc<dyn MemoryPool> {
@@ -349,11 +353,15 @@ mod tests {
         let small: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(64));
         let written = WrittenClassLabels::new(Arc::clone(&counters), 1, &small);
         let error = written.labels(&[0], 3).unwrap_err();
+        assert!(is_memory_exhausted(&error), "{error}");
+        // the shell names its own setting
+        let line = one_line(&error, Vocabulary::KEYS);
         assert!(
-            matches!(error, DataFusionError::ResourcesExhausted(_)),
-            "{error}"
+            line.starts_with("holding the labels of the ")
+                && line.contains(" classes being written needs more memory")
+                && line.contains("raise memory_limit"),
+            "{line}"
         );
-        assert!(error.to_string().contains("--memory-limit"), "{error}");
         // with room, it is reserved for as long as the labels are made
         let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1 << 20));
         let written = WrittenClassLabels::new(counters, 1, &pool);

@@ -70,6 +70,7 @@ use datafusion::physical_plan::ExecutionPlanProperties;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
+use crate::errors::is_memory_exhausted;
 use crate::policy::{PostAnalytics, SuppressionMode, quote_ident};
 use crate::progress::ScanProgress;
 use crate::provider::CLASS_KEY_COLUMN;
@@ -390,9 +391,7 @@ pub async fn publish_to(
                     .await
                 {
                     Ok(classes) => Some(classes),
-                    Err(e) if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) => {
-                        None
-                    }
+                    Err(e) if is_memory_exhausted(&e) => None,
                     Err(e) => return Err(e),
                 }
             } else {

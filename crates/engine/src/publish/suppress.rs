@@ -39,6 +39,7 @@ use futures::{Stream, StreamExt};
 
 use super::class_keys::KeyCounts;
 use super::classes::ClassCounter;
+use crate::errors::MemoryExhausted;
 use crate::generalize::TOP_LABEL;
 use crate::policy::SuppressionMode;
 use crate::progress::ScanProgress;
@@ -323,10 +324,11 @@ impl PartitionState {
 /// the memory pool.
 fn written_classes_exhausted(e: DataFusionError, classes: Option<usize>) -> DataFusionError {
     let classes = classes.map_or(String::new(), |n| format!("{n} "));
-    DataFusionError::ResourcesExhausted(format!(
-        "counting the {classes}classes of the rows being written needs more memory than the \
-         limit allows; raise --memory-limit ({e})"
-    ))
+    MemoryExhausted::new(
+        format!("counting the {classes}classes of the rows being written"),
+        e,
+    )
+    .into()
 }
 
 /// The input stream, suppressed; hands its counter over when the input ends.

@@ -33,6 +33,7 @@ use futures::StreamExt;
 use hashbrown::HashTable;
 
 use super::classes::ClassCounter;
+use crate::errors::is_memory_exhausted;
 use crate::label_codes::LabelCodes;
 use crate::policy::{ColumnUniqueness, RiskThresholds};
 use crate::profile::KeyInterner;
@@ -98,7 +99,7 @@ pub(super) async fn column_uniqueness(
     let pool = Arc::clone(frame.task_ctx().memory_pool());
     let mut measured = match by_codes(frame, quasi_identifiers, columns, &pool).await {
         Ok(measured) => measured,
-        Err(e) if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) => {
+        Err(e) if is_memory_exhausted(&e) => {
             let mut measured = Vec::with_capacity(columns.len());
             for &column in columns {
                 measured.push(by_group_by(frame, quasi_identifiers, column).await?);
@@ -144,7 +145,7 @@ fn bits_for(n: usize) -> u32 {
 }
 
 /// Every column measured from one pass over `frame` (see the module documentation); a
-/// `ResourcesExhausted` error when the pool cannot hold the codes.
+/// memory error ([`is_memory_exhausted`]) when the pool cannot hold the codes.
 async fn by_codes(
     frame: &DataFrame,
     quasi_identifiers: &[String],

@@ -10,13 +10,14 @@ use datafusion::arrow::compute::kernels::sort::SortOptions;
 use datafusion::arrow::compute::{cast, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::dataframe::DataFrame;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::logical_expr::EmitTo;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
+use crate::errors::MemoryExhausted;
 use crate::functions::histogram::new_dictionary;
 use crate::progress::ScanProgress;
 
@@ -64,13 +65,14 @@ pub(super) async fn stream_codes(
             + counts.capacity() * 8
             + dictionaries.iter().map(|d| d.size()).sum::<usize>();
         reservation.try_resize(bytes).map_err(|_| {
-            DataFusionError::ResourcesExhausted(format!(
-                "the frequency set needs more memory than the memory limit leaves it ({} \
-                 distinct combinations so far, {:.1} MiB); raise --memory-limit. Nothing was \
-                 written",
-                counts.len(),
-                bytes as f64 / (1024.0 * 1024.0)
-            ))
+            MemoryExhausted::new(
+                "the frequency set",
+                format!(
+                    "{} distinct combinations so far, {:.1} MiB",
+                    counts.len(),
+                    bytes as f64 / (1024.0 * 1024.0)
+                ),
+            )
         })?;
     }
     let columns = dictionaries
