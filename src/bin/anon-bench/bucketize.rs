@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use crate::harness::{interleaved, peak_rss_mib, print_row, run_once};
+use crate::measure::{interleaved, peak_rss_mib, print_row, run_once};
 use datafusion_anonymity_engine::bucketize::attack::{attack_table, fingerprint_attack};
 use datafusion_anonymity_engine::bucketize::{
     CkOptions, MsaTable, Refinement, encode, groups, utility, weights,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use datafusion::error::{DataFusionError, Result};
 
-use crate::harness::{PATIENTS_POLICY, Timings, secs};
+use crate::measure::{PATIENTS_POLICY, Timings, secs};
 
 /// What one child process took.
 struct ProcessRun {

@@ -8,6 +8,7 @@ mod allocator;
 mod bucketize;
 mod harness;
 mod large;
+mod measure;
 
 use std::process::ExitCode;
 

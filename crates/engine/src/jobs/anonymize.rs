@@ -15,7 +15,7 @@ use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
-use crate::publish::{self, PublishProgress, RowOrder};
+use crate::publish::{self, PublishProgress, PublishRequest, RowOrder};
 use crate::saved_recoding;
 use crate::search::local::sets::SetCapExceeded;
 use crate::search::local::{LocalAlgorithm, LocalOptions};
@@ -292,11 +292,9 @@ pub async fn anonymize(
         )
     });
     let published = publish::publish_to(
-        ctx,
-        &policy,
+        PublishRequest::new(ctx, &policy, &output),
         &decision.release,
         Some(decision.failing.clone()),
-        &output,
         RowOrder::Shuffled(seed),
         Some(progress),
     )

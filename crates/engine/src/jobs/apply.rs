@@ -19,7 +19,7 @@ use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{Report, ReportTargets};
 use crate::policy::Policy;
 use crate::publish::perturbed::PerturbedReport;
-use crate::publish::{self, PublishProgress, RowOrder};
+use crate::publish::{self, PublishProgress, PublishRequest, RowOrder};
 use crate::saved_recoding::{RecodingFileFigures, SavedRecoding};
 use crate::search;
 use crate::search::release::Release;
@@ -248,11 +248,9 @@ pub async fn apply(
     );
     let output = planned.output(|| release_info("apply", &policy, &release, None, None));
     let published = publish::publish_to(
-        ctx,
-        &policy,
+        PublishRequest::new(ctx, &policy, &output),
         &release,
         failing,
-        &output,
         order,
         Some(progress),
     )

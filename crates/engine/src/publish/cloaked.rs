@@ -39,7 +39,7 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
-use super::{Output, StagedOutput};
+use super::{Output, PublishRequest, StagedOutput};
 use crate::cloaking::{Cloaked, CloakingOptions, SUPPRESSED};
 use crate::functions::quadtree::EARTH_RADIUS_M;
 use crate::policy::Policy;
@@ -127,6 +127,7 @@ pub async fn publish_cloaked(
     policy: &Policy,
     seed: u64,
 ) -> Result<CloakedPublish> {
+    let request = PublishRequest::new(ctx, policy, output);
     let started = Instant::now();
     let out = output.location();
     let published = cloaked.label_of.len() - cloaked.suppressed;
@@ -137,15 +138,16 @@ pub async fn publish_cloaked(
     let table = StreamingTable::try_new(Arc::clone(&batches.schema), vec![batches.clone()])?;
     let frame = super::writer_context(&in_order).read_table(Arc::new(table))?;
     // an append's columns: without the pseudonyms written only to be verified
-    let staged = StagedOutput::write_for(frame, output, policy.storage(), |_| {
-        let published = batches
-            .schema
-            .fields()
-            .iter()
-            .filter(|f| f.name() != VERIFIED_SUBJECT);
-        Arc::new(Schema::new(published.cloned().collect::<Vec<_>>()))
-    })
-    .await?;
+    let staged = request
+        .write(frame, |_| {
+            let published = batches
+                .schema
+                .fields()
+                .iter()
+                .filter(|f| f.name() != VERIFIED_SUBJECT);
+            Arc::new(Schema::new(published.cloned().collect::<Vec<_>>()))
+        })
+        .await?;
     let write_seconds = started.elapsed().as_secs_f64();
     let verifying = Instant::now();
     let subject = batches.subject_column();
@@ -154,14 +156,9 @@ pub async fn publish_cloaked(
     // their subject by design (their risk is the unicity's)
     let labels: Vec<String> = LABEL_COLUMNS.iter().map(|c| c.to_string()).collect();
     let checking = Instant::now();
-    let uniqueness = super::uniqueness::check_release(
-        ctx,
-        staged.staging(),
-        &labels,
-        &[subject],
-        policy.thresholds(),
-    )
-    .await?;
+    let uniqueness = request
+        .check_uniqueness(ctx, &staged, &labels, &[subject])
+        .await?;
     let uniqueness_seconds = checking.elapsed().as_secs_f64();
     let staged = if batches.input.published_subject.is_none() {
         staged.without_column(ctx, VERIFIED_SUBJECT).await?
@@ -170,8 +167,8 @@ pub async fn publish_cloaked(
     };
     let verify_seconds = verifying.elapsed().as_secs_f64();
     let rows = staged.rows_written;
-    let (_, delta_version) = staged
-        .commit_for(ctx, output, || {
+    let (_, delta_version) = request
+        .commit(staged, || {
             serde_json::json!({
                 "rows": rows,
                 "labels": verification.labels,

@@ -1,6 +1,10 @@
 //! Publishing: write the generalized table to a temporary location next to the output, verify
 //! what was written, and only then move it into place.
 //!
+//! Every method publishes through one [`PublishRequest`] (`request.rs`: write, the uniqueness
+//! check, commit); a generalized release runs as phases, one function each, in
+//! `generalized.rs` (count, rows, write, verify, settle, commit).
+//!
 //! The data flow, one file each:
 //! - where it may write (`target.rs`: never over or inside the input);
 //! - the failing classes, counted (`count.rs`, with the exact label-tuple counter of
@@ -33,9 +37,11 @@ mod count;
 #[cfg(feature = "delta")]
 pub mod delta;
 mod expand;
+mod generalized;
 mod mapped;
 mod population;
 mod post_analytics;
+mod request;
 mod runs;
 mod scatter;
 mod shuffle;
@@ -44,39 +50,29 @@ mod suppress;
 pub mod synthetic;
 mod target;
 mod uniqueness;
+pub use generalized::publish_to;
+pub use request::PublishRequest;
 pub use uniqueness::CheckedUniqueness;
 mod utility;
 mod verify;
 
-use count::{
-    count_classes, failing_by_size, failing_by_sql, failing_from_batches, failing_rows, first_i64,
-    merge_counters,
-};
-pub(crate) use post_analytics::post_analytics;
 pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};
 pub use target::{TargetError, Written, check_output, check_target};
 pub use utility::{RELEASE_PAIRING, release_utility};
-use verify::measure_classes;
 pub use verify::{Verification, verify};
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::streaming::StreamingTable;
-use datafusion::error::{DataFusionError, Result};
-use datafusion::physical_plan::ExecutionPlanProperties;
+use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
-use crate::errors::is_memory_exhausted;
-use crate::policy::{PostAnalytics, SuppressionMode, quote_ident};
+use crate::policy::PostAnalytics;
 use crate::progress::ScanProgress;
-use crate::provider::CLASS_KEY_COLUMN;
 use crate::search::release::Release;
 use crate::storage::Location;
-use classes::ClassCounter;
 
 /// `ctx`'s state without round-robin repartitioning and without file scans stealing each
 /// other's files, so that every partition reads the same rows in every run and its batches
@@ -316,488 +312,14 @@ pub async fn publish_observed(
         location: out.clone(),
         overwrite,
     };
-    publish_to(ctx, policy, release, failing, &output, order, progress).await
-}
-
-/// [`publish_observed`] to any [`Output`]: Parquet files or a Delta table, checked by its
-/// maker (`jobs::output::PlannedOutput::check` refuses what cannot be written before anything
-/// is read).
-pub async fn publish_to(
-    ctx: &SessionContext,
-    policy: &crate::policy::Policy,
-    release: &Release,
-    failing: Option<crate::search::FailingClasses>,
-    output: &Output,
-    order: RowOrder,
-    progress: Option<Arc<PublishProgress>>,
-) -> Result<PublishReport> {
-    let classes_progress = progress.as_ref().map(|p| Arc::clone(&p.classes));
-    let started = std::time::Instant::now();
-    // `output` was checked when it was planned (`jobs::output::PlannedOutput::check`, or
-    // `publish_observed` above): not again here
-    #[cfg(feature = "delta")]
-    if policy.synthetic().is_some() && matches!(output, Output::Delta { .. }) {
-        return Err(DataFusionError::Plan(
-            "[synthetic] publishes Parquet files; a Delta output is not supported with it".into(),
-        ));
-    }
-    let table = policy.generalized_table(ctx, release.clone()).await?;
-    let generalization = table.generalization().clone();
-    let requirements = policy.requirements();
-    let quasi_identifiers: Vec<String> = generalization
-        .quasi_identifiers()
-        .into_iter()
-        .map(String::from)
-        .collect();
-    let width = quasi_identifiers.len();
-    let recoded = table.recoded_plan().clone();
-    let k_only = !requirements.sensitive.iter().any(|s| s.is_constrained());
-    // rows a local release suppressed itself: left out of (drop) or masked in (mask) the
-    // recoded rows already, so they never reach the class counts
-    let locally_suppressed = match release {
-        Release::Local(local) => local.suppressed_rows(),
-        Release::FullDomain(_) => 0,
-    };
-    let counted_here = failing.is_none();
-    let (mut failing, mut suppressed, mut input_rows, mut failing_batches) = match failing {
-        Some(known) => {
-            if known.quasi_identifiers != quasi_identifiers
-                || known.levels.as_deref() != release.levels()
-            {
-                return Err(DataFusionError::Plan(
-                    "the failing classes given are not those of this policy's \
-                     quasi-identifiers under this release"
-                        .to_string(),
-                ));
-            }
-            let failing = failing_from_batches(&known.batches, width)?;
-            (
-                failing,
-                known.suppressed_rows,
-                known.input_rows,
-                known.batches,
-            )
-        }
-        None if !generalization.suppresses() => {
-            let count_sql = format!("SELECT count(*) FROM {}", quote_ident(policy.table_name()));
-            let input_rows = first_i64(&ctx.sql(&count_sql).await?.collect().await?) as u64;
-            (ClassCounter::new(width), 0, input_rows, Vec::new())
-        }
-        None => {
-            // k alone: counted exactly in memory; with l or t, or when the counts do not fit
-            // the memory pool, by the aggregate functions (which spill)
-            let counted = if k_only {
-                match count_classes(ctx, &recoded, &quasi_identifiers, classes_progress.clone())
-                    .await
-                {
-                    Ok(classes) => Some(classes),
-                    Err(e) if is_memory_exhausted(&e) => None,
-                    Err(e) => return Err(e),
-                }
-            } else {
-                None
-            };
-            match counted {
-                Some(classes) => {
-                    let (failing, suppressed, input_rows) =
-                        failing_by_size(&classes, requirements.k);
-                    (failing, suppressed, input_rows, Vec::new())
-                }
-                None => failing_by_sql(ctx, policy, &table, width, classes_progress).await?,
-            }
-        }
-    };
-    let dropped_any = suppressed > 0 || locally_suppressed > 0;
-    if policy.suppression() == SuppressionMode::Drop
-        && requirements.depends_on_table()
-        && dropped_any
-    {
-        let added = table.settle_failing(ctx, &mut failing_batches).await?;
-        failing.merge(&failing_from_batches(&added, width)?);
-        suppressed += failing_rows(&added);
-    }
-    if counted_here && policy.suppression() == SuppressionMode::Drop {
-        // the rows a drop release left out were not there to be counted
-        suppressed += locally_suppressed;
-        input_rows += locally_suppressed;
-    }
-    let allowed = requirements.max_suppressed_rows(input_rows);
-    if suppressed > allowed {
-        return Err(DataFusionError::Plan(format!(
-            "this transformation suppresses {suppressed} of {input_rows} rows, above the \
-             policy's limit of {allowed} (max_suppression = {}); nothing written",
-            requirements.max_suppression
-        )));
-    }
-    if input_rows > 0 && suppressed == input_rows {
-        return Err(DataFusionError::Plan(format!(
-            "this transformation suppresses all {input_rows} rows; nothing written"
-        )));
-    }
-    // the population's rows per label tuple of the release, for k-map and δ-presence
-    let population = match (&requirements.population, policy.population_table()) {
-        (requirement, Some(table)) => {
-            let (by_label, rows) =
-                population::population_by_label(ctx, policy, table, release, width).await?;
-            Some((requirement, by_label, rows))
-        }
-        (Some(requirement), None) => {
-            return Err(DataFusionError::Plan(format!(
-                "{} need a population table ([population] path in the policy)",
-                requirement.policy_keys().join(" and ")
-            )));
-        }
-        (None, None) => None,
-    };
-    let classes_seconds = started.elapsed().as_secs_f64();
-
-    let started = std::time::Instant::now();
-    let recoded_schema = recoded.schema();
-    let positions = quasi_identifiers
-        .iter()
-        .map(|q| {
-            recoded_schema
-                .index_of_column_by_name(None, q)
-                .ok_or_else(|| {
-                    DataFusionError::Internal(format!(
-                        "quasi-identifier '{q}' is not a column of the recoded table"
-                    ))
-                })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let written_classes = Arc::new(Mutex::new(Vec::new()));
-    let written_keys = Arc::new(Mutex::new(Vec::new()));
-    // a local release's rows carry their class key in place of their labels while no class
-    // fails (nothing to look up by label): counted and shuffled by it, labelled when written
-    let (rows_source, lookup) = match table.keyed_recoded_plan() {
-        Some((plan, lookup)) if failing.classes() == 0 => (plan.clone(), Some(Arc::clone(lookup))),
-        _ => (recoded.clone(), None),
-    };
-    // no round-robin repartition (DataFusion adds one ahead of a filter, such as a local
-    // release's drop of suppressed rows): each input partition's rows reach the writer in
-    // their input order, so the same input and release write the same bytes
-    let mut rows_state = in_order(ctx);
-    if lookup.is_some() {
-        // rows counted by class key merge cheaply: many partitions keep both threads busy
-        // to the end (a partition is whole row groups, ~0.3 s each at 10M rows)
-        crate::session::partitions_per_thread(&mut rows_state, 8);
-    }
-    let rows_plan = rows_state.create_physical_plan(&rows_source).await?;
-    let schema = rows_plan.schema();
-    let written_schema = Arc::new(recoded_schema.as_arrow().clone());
-    let local_expansion = match &lookup {
-        Some(lookup) => Some(Arc::new(expand::LabelExpansion::new(
-            &schema,
-            schema.index_of(CLASS_KEY_COLUMN)?,
-            Arc::clone(&written_schema),
-            &quasi_identifiers,
-            expand::KeyLabels::Lookup(Arc::clone(lookup)),
-        )?)),
-        None => None,
-    };
-    // shuffled rows counted by label travel by their written class's key, one integer in
-    // place of the label columns the shuffle would otherwise code again
-    let keyed_output = matches!(order, RowOrder::Shuffled(_))
-        && lookup.is_none()
-        && positions
-            .iter()
-            .all(|&i| schema.field(i).data_type() == &DataType::Utf8View);
-    let rows_partitions = rows_plan.output_partitioning().partition_count();
-    let suppression = suppress::Suppression {
-        quasi_identifiers: positions,
-        failing: Arc::new(failing),
-        mode: policy.suppression(),
-        written: Arc::clone(&written_classes),
-        keyed_output,
-        class_key: local_expansion.as_ref().map(|e| e.key()),
-        written_keys: Arc::clone(&written_keys),
-        read: None,
-    };
-    // the shuffle counts the rows it reads, for a progress report
-    let read = match (order, &progress) {
-        (RowOrder::Shuffled(_), Some(p)) => {
-            // the rows a drop release left out never reach the suppression
-            let dropped = match policy.suppression() {
-                SuppressionMode::Drop => locally_suppressed,
-                SuppressionMode::Mask => 0,
-            };
-            p.shuffled.set_total(input_rows.saturating_sub(dropped));
-            Some(Arc::clone(&p.shuffled))
-        }
-        _ => None,
-    };
-    let (schema, partitions) = suppress::suppressed_partitions(
-        rows_plan,
-        suppress::Suppression {
-            read,
-            ..suppression
-        },
-    );
-    let partitions = match order {
-        RowOrder::Shuffled(seed) => vec![shuffle::shuffled(
-            Arc::clone(&schema),
-            partitions,
-            seed,
-            input_rows,
-        )],
-        RowOrder::Input => partitions,
-    };
-    let expansion = match local_expansion {
-        Some(expansion) => Some(expansion),
-        None if keyed_output => Some(Arc::new(expand::LabelExpansion::new(
-            &schema,
-            schema.index_of(CLASS_KEY_COLUMN)?,
-            written_schema,
-            &quasi_identifiers,
-            expand::KeyLabels::Written(expand::WrittenClassLabels::new(
-                Arc::clone(&written_classes),
-                rows_partitions,
-                &ctx.runtime_env().memory_pool,
-            )),
-        )?)),
-        None => None,
-    };
-    let (schema, partitions) = match &expansion {
-        Some(expansion) => (
-            Arc::clone(expansion.schema()),
-            partitions
-                .into_iter()
-                .map(|p| expand::expanded(p, Arc::clone(expansion)))
-                .collect(),
-        ),
-        None => (schema, partitions),
-    };
-    let partitions = match &progress {
-        Some(progress) => {
-            progress.written.set_total(match policy.suppression() {
-                SuppressionMode::Drop => input_rows.saturating_sub(suppressed),
-                SuppressionMode::Mask => input_rows,
-            });
-            partitions
-                .into_iter()
-                .map(|p| suppress::counted(p, Arc::clone(&progress.written)))
-                .collect()
-        }
-        None => partitions,
-    };
-    let rows = StreamingTable::try_new(schema, partitions)?;
-    // one partition, written in the order it comes: no repartitioning on the way; written
-    // here even when the rows come from a cluster
-    let frame = SessionContext::new_with_state(in_order(&writer_context(ctx)))
-        .read_table(Arc::new(rows))?;
-    let staged = StagedOutput::write_for(frame, output, policy.storage(), |frame| {
-        Arc::new(published_schema(frame, &generalization))
-    })
-    .await?;
-    crate::interrupt::hook_pause("after-write");
-    let write_seconds = started.elapsed().as_secs_f64();
-
-    let started = std::time::Instant::now();
-    let written = merge_counters(&written_classes, &written_keys, lookup.as_deref(), width)?;
-    let passed_on: u64 = (0..written.classes() as u32).map(|c| written.size(c)).sum();
-    if passed_on != staged.rows_written {
-        return Err(DataFusionError::Execution(format!(
-            "the Parquet writer reports {} rows where {passed_on} were passed on to it, so the \
-             output was not published",
-            staged.rows_written
-        )));
-    }
-    let mut verification = if k_only {
-        measure_classes(&written, requirements, policy.suppression(), input_rows)
-    } else {
-        verify(
-            ctx,
-            staged.staging(),
-            &quasi_identifiers,
-            requirements,
-            policy.suppression(),
-            input_rows,
-        )
-        .await?
-    };
-    if let Some((requirement, by_label, rows)) = &population {
-        let (achieved, failures) = population::verify_population(
-            &written,
-            by_label,
-            *rows,
-            requirement.as_ref(),
-            policy.suppression(),
-        );
-        verification.population = Some(achieved);
-        verification.failures.extend(failures);
-    }
-    if !verification.passes() {
-        return Err(DataFusionError::Execution(format!(
-            "the written output fails the policy, so it was not published: {}",
-            verification.failures.join("; ")
-        )));
-    }
-    // every input row must be accounted for: a wrongly suppressed class that passes would
-    // otherwise go unnoticed (its rows are simply missing)
-    let written_as_expected = match policy.suppression() {
-        SuppressionMode::Drop => verification.rows + suppressed == input_rows,
-        SuppressionMode::Mask => verification.rows + verification.suppressed_rows == input_rows,
-    };
-    if !written_as_expected {
-        return Err(DataFusionError::Execution(format!(
-            "the written output has {} rows where {input_rows} input rows minus {suppressed} \
-             suppressed were expected, so it was not published",
-            verification.rows
-        )));
-    }
-    let (staged, written, synthetic) = match policy.synthetic() {
-        None => (staged, written, None),
-        Some(settings) => {
-            let (staged, report) = synthetic::add_synthetic(
-                ctx,
-                staged,
-                &quasi_identifiers,
-                &policy.sensitive_attributes(),
-                settings,
-                order.seed().unwrap_or(0),
-            )
-            .await?;
-            let written = if report.rows > 0 {
-                // the output as published, synthetic rows included, verified again
-                verification = verify(
-                    ctx,
-                    staged.staging(),
-                    &quasi_identifiers,
-                    requirements,
-                    policy.suppression(),
-                    input_rows + report.rows,
-                )
-                .await?;
-                if !verification.passes() {
-                    return Err(DataFusionError::Execution(format!(
-                        "the written output with synthetic records fails the policy, so it was \
-                         not published: {}",
-                        verification.failures.join("; ")
-                    )));
-                }
-                if verification.rows + suppressed != input_rows + report.rows {
-                    return Err(DataFusionError::Execution(format!(
-                        "the written output has {} rows where {input_rows} input rows minus \
-                         {suppressed} suppressed plus {} synthetic were expected, so it was not \
-                         published",
-                        verification.rows, report.rows
-                    )));
-                }
-                let counted = verify::register_written(ctx, staged.staging(), "recount").await?;
-                let plan = ctx
-                    .table(counted.as_str())
-                    .await
-                    .map(|f| f.into_unoptimized_plan());
-                let recounted = match plan {
-                    Ok(plan) => count_classes(ctx, &plan, &quasi_identifiers, None).await,
-                    Err(e) => Err(e),
-                };
-                ctx.deregister_table(counted.as_str())?;
-                recounted?
-            } else {
-                written
-            };
-            (staged, written, Some(report))
-        }
-    };
-    let verify_seconds = started.elapsed().as_secs_f64();
-    let started = std::time::Instant::now();
-    let post_analytics = post_analytics(
-        ctx,
-        staged.staging(),
-        &policy.sensitive_attributes(),
-        policy.person_id(),
-        &verification,
-        (&written, &quasi_identifiers),
+    publish_to(
+        PublishRequest::new(ctx, policy, &output),
+        release,
+        failing,
+        order,
+        progress,
     )
-    .await?;
-    let broken = policy.thresholds().broken_by(&post_analytics);
-    if !broken.is_empty() {
-        return Err(crate::policy::thresholds_broken(&broken));
-    }
-    let warnings = policy.thresholds().warnings(&post_analytics);
-    let class_sizes = crate::profile::size_buckets(&verify::class_sizes(
-        &written,
-        policy.suppression() == SuppressionMode::Mask && verification.suppressed_rows > 0,
-    ));
-    let post_analytics_seconds = started.elapsed().as_secs_f64();
-    // persons were counted on pseudonyms in the verified files; a person column that is not
-    // published leaves them only now
-    let started = std::time::Instant::now();
-    let staged = match generalization.unpublished_person() {
-        Some(person) => staged.without_column(ctx, person).await?,
-        None => staged,
-    };
-    let write_seconds = write_seconds + started.elapsed().as_secs_f64();
-    let started = std::time::Instant::now();
-    let (output, delta_version) = staged
-        .commit_for(ctx, output, || {
-            serde_json::json!({
-                "rows": verification.rows,
-                "classes": verification.classes,
-                "k": verification.k,
-                "suppressed": match policy.suppression() {
-                    SuppressionMode::Drop => suppressed,
-                    SuppressionMode::Mask => verification.suppressed_rows,
-                },
-                "sensitive": verification.sensitive,
-            })
-        })
-        .await?;
-    let commit_seconds = started.elapsed().as_secs_f64();
-    Ok(PublishReport {
-        output,
-        delta_version,
-        input_rows,
-        recoding: release.kind(),
-        levels: policy
-            .quasi_identifiers()
-            .into_iter()
-            .zip(release.levels().unwrap_or_default().iter().copied())
-            .map(|((quasi_identifier, hierarchy), level)| QiLevel {
-                quasi_identifier,
-                level,
-                meaning: hierarchy.level_meaning(level),
-            })
-            .collect(),
-        suppressed_rows: suppressed,
-        row_order: order.name(),
-        seed: order.seed(),
-        post_analytics,
-        class_sizes,
-        warnings,
-        seconds: PublishTimings {
-            classes: classes_seconds,
-            write: write_seconds,
-            verify: verify_seconds,
-            post_analytics: post_analytics_seconds,
-            commit: commit_seconds,
-        },
-        failing_classes: (!failing_batches.is_empty()).then_some(failing_batches),
-        person: policy.person().map(|p| PersonReport::of(p, &verification)),
-        synthetic,
-        verification,
-    })
-}
-
-/// The columns `frame` writes once the unpublished person column (if any) is left out: the
-/// columns a Delta table of the release holds.
-fn published_schema(
-    frame: &datafusion::dataframe::DataFrame,
-    generalization: &crate::provider::Generalization,
-) -> datafusion::arrow::datatypes::Schema {
-    let schema = frame.schema().as_arrow();
-    match generalization.unpublished_person() {
-        Some(person) => datafusion::arrow::datatypes::Schema::new(
-            schema
-                .fields()
-                .iter()
-                .filter(|f| f.name() != person)
-                .cloned()
-                .collect::<Vec<_>>(),
-        ),
-        None => schema.clone(),
-    }
+    .await
 }
 
 /// The person column of a release: what was published of it and its k.

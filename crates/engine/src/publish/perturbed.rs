@@ -48,7 +48,7 @@ use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::{Output, StagedOutput};
+use super::{Output, PublishRequest, StagedOutput};
 use crate::perturb::measures::Utility;
 use crate::perturb::release::{
     CategoricalInput, MEASURED_RECORDS, MicroReport, NumericInput, Pram, PramReport, ReleaseInput,
@@ -190,6 +190,7 @@ pub async fn publish_perturbed(
     output: &Output,
     seed: u64,
 ) -> Result<PerturbedReport> {
+    let request = PublishRequest::new(ctx, policy, output);
     let started = Instant::now();
     let reader = ordered_reader(ctx);
     let table = policy.table_name();
@@ -503,10 +504,7 @@ pub async fn publish_perturbed(
     held.grow(held_bytes);
     let streaming = StreamingTable::try_new(Arc::clone(&output_schema), vec![shuffled])?;
     let frame = super::writer_context(ctx).read_table(Arc::new(streaming))?;
-    let staged = StagedOutput::write_for(frame, output, policy.storage(), |_| {
-        Arc::clone(&output_schema)
-    })
-    .await?;
+    let staged = request.write(frame, |_| Arc::clone(&output_schema)).await?;
     drop(held);
     let write_seconds = phase.elapsed().as_secs_f64();
     let (utility, risk, measure_seconds) = match measuring {
@@ -558,19 +556,14 @@ pub async fn publish_perturbed(
         .iter()
         .map(|(name, _)| name.as_str())
         .collect();
-    let uniqueness = super::uniqueness::check_release(
-        &reader,
-        staged.staging(),
-        &keys,
-        &perturbed,
-        policy.thresholds(),
-    )
-    .await?;
+    let uniqueness = request
+        .check_uniqueness(&reader, &staged, &keys, &perturbed)
+        .await?;
     warnings.extend(uniqueness.warnings);
     let verify_seconds = phase.elapsed().as_secs_f64();
     let phase = Instant::now();
-    let (written, delta_version) = staged
-        .commit_for(ctx, output, || {
+    let (written, delta_version) = request
+        .commit(staged, || {
             serde_json::json!({
                 "rows": verification.rows,
                 "classes": verification.classes,
