@@ -726,3 +726,28 @@ fn the_unicity_of_pseudonyms_is_warned_about_and_can_be_refused() {
         let _ = std::fs::remove_file(&limited);
     }
 }
+
+/// `anon apply` publishes a fixed generalization or perturbation: a cloaking policy is sent
+/// to `anon anonymize` by name (it used to be told it had no `[transformation]`), and nothing
+/// is written.
+#[test]
+fn apply_sends_a_cloaking_policy_to_anonymize() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = trips(dir.path(), 200);
+    let policy_path = policy(dir.path(), "p.toml", &input, TOLERANCES, "");
+    let out = dir.path().join("out.parquet");
+    let refused = anon(&[
+        "apply",
+        "--policy",
+        &policy_path,
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(!refused.status.success());
+    let message = stderr(&refused);
+    assert!(
+        message.contains("method = \"cloaking\" is published by `anon anonymize`"),
+        "{message}"
+    );
+    assert!(!out.exists());
+}

@@ -12,8 +12,8 @@ use datafusion::prelude::SessionContext;
 use super::Observer;
 use super::bucketize::BucketizationReport;
 use super::output::{OutputRequest, PlannedOutput, release_info};
-use super::report::{Report, ReportTargets};
-use crate::policy::Policy;
+use super::report::{FrequencySetFigures, Report, ReportParts, ReportTargets, SearchFigures};
+use crate::policy::{Policy, ReleaseMethod};
 use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, PublishRequest, RowOrder};
 use crate::saved_recoding;
@@ -133,54 +133,21 @@ pub async fn anonymize(
     observer: &dyn Observer,
 ) -> Result<Published> {
     let started = Instant::now();
-    let mut policy = Policy::from_file(&options.policy)?;
+    let policy = Policy::from_file(&options.policy)?;
     let out = output_location(options.out.as_deref(), &policy)?;
     let request = OutputRequest {
         overwrite: options.overwrite,
         ..options.output
     };
     let planned = PlannedOutput::check(&policy, &out, request).await?;
-    if policy.cloaking().is_some() {
-        return cloaked(ctx, policy, options, &out, &planned, observer, started).await;
-    }
-    if let Some(bucketization) = policy.bucketization() {
-        if planned.is_delta() {
-            return Err(DataFusionError::Plan(format!(
-                "output {out}: a {} release is two tables, which Delta Lake cannot commit \
-                 together (a reader could see one without the other); publish it as Parquet",
-                bucketization.method().name()
-            )));
+    match policy.release_method() {
+        ReleaseMethod::Cloaking => {
+            cloaked(ctx, policy, options, &out, &planned, observer, started).await
         }
-        if options.html_report.is_some() {
-            return Err(UsageError::new()
-                .text(format!("policy {}: ", policy.source()))
-                .opt(Opt::HtmlReport)
-                .text(format!(
-                    " is for generalized releases; a {} release has ",
-                    bucketization.method().name()
-                ))
-                .opt(Opt::Report)
-                .text(" (JSON) only")
-                .into());
+        ReleaseMethod::Bucketization => {
+            bucketized(ctx, policy, options, &out, &planned, observer, started).await
         }
-        let reports = ReportTargets::check(
-            options.report.as_deref(),
-            None,
-            &policy,
-            &out,
-            options.overwrite,
-        )
-        .await?
-        .recording_seed(options.record_seed);
-        let storage = policy.storage().clone();
-        let report =
-            super::bucketize::bucketize(ctx, policy, &out, options.overwrite, observer, started)
-                .await?;
-        reports.write_json(&report, &storage).await?;
-        return Ok(Published::Bucketized(Box::new(report)));
-    }
-    if policy.perturbation().is_some() {
-        return perturbed(
+        ReleaseMethod::Perturbation => perturbed(
             ctx,
             "anonymize",
             &options.method_options(),
@@ -190,8 +157,74 @@ pub async fn anonymize(
             observer,
         )
         .await
-        .map(|report| Published::Perturbed(Box::new(report)));
+        .map(|report| Published::Perturbed(Box::new(report))),
+        ReleaseMethod::Generalization => {
+            generalized(ctx, policy, options, out, &planned, observer, started).await
+        }
     }
+}
+
+/// [`anonymize`] for a policy with a bucketization `method` ([`super::bucketize`]).
+async fn bucketized(
+    ctx: &SessionContext,
+    policy: Policy,
+    options: &AnonymizeOptions,
+    out: &Location,
+    planned: &PlannedOutput,
+    observer: &dyn Observer,
+    started: Instant,
+) -> Result<Published> {
+    let Some(bucketization) = policy.bucketization() else {
+        return Err(DataFusionError::Internal(
+            "a bucketized release without its bucketization".to_string(),
+        ));
+    };
+    if planned.is_delta() {
+        return Err(DataFusionError::Plan(format!(
+            "output {out}: a {} release is two tables, which Delta Lake cannot commit \
+             together (a reader could see one without the other); publish it as Parquet",
+            bucketization.method().name()
+        )));
+    }
+    if options.html_report.is_some() {
+        return Err(UsageError::new()
+            .text(format!("policy {}: ", policy.source()))
+            .opt(Opt::HtmlReport)
+            .text(format!(
+                " is for generalized releases; a {} release has ",
+                bucketization.method().name()
+            ))
+            .opt(Opt::Report)
+            .text(" (JSON) only")
+            .into());
+    }
+    let reports = ReportTargets::check(
+        options.report.as_deref(),
+        None,
+        &policy,
+        out,
+        options.overwrite,
+    )
+    .await?
+    .recording_seed(options.record_seed);
+    let storage = policy.storage().clone();
+    let report =
+        super::bucketize::bucketize(ctx, policy, out, options.overwrite, observer, started).await?;
+    reports.write_json(&report, &storage).await?;
+    Ok(Published::Bucketized(Box::new(report)))
+}
+
+/// [`anonymize`] for a generalization: the frequency set, the search (or local recoding),
+/// publishing, the recoding file and utility on request, the report.
+async fn generalized(
+    ctx: &SessionContext,
+    mut policy: Policy,
+    options: &AnonymizeOptions,
+    out: Location,
+    planned: &PlannedOutput,
+    observer: &dyn Observer,
+    started: Instant,
+) -> Result<Published> {
     let reports = ReportTargets::check(
         options.report.as_deref(),
         options.html_report.as_deref(),
@@ -334,25 +367,29 @@ pub async fn anonymize(
     } else {
         None
     };
-    let mut report = Report::new(
-        "anonymize",
-        &policy,
-        published,
+    let report = Report::new(ReportParts {
+        command: "anonymize",
+        policy: &policy,
+        publish: published,
+        search: Some(SearchFigures {
+            algorithm: method.name(),
+            refined: (method == Method::Local(LocalAlgorithm::Mondrian)).then_some(options.refine),
+            metric: decision.metric,
+            metric_value: decision.metric_value,
+            lattice_size: decision.lattice_size,
+            nodes_checked: decision.nodes_checked,
+            local_classes: decision.local_classes,
+            seconds: search_seconds,
+        }),
+        frequency_set: Some(FrequencySetFigures {
+            combinations: freq.combinations(),
+            seconds: frequency_seconds,
+        }),
+        recoding_file,
         utility,
         started,
         input_seconds,
-    );
-    report.algorithm = Some(method.name());
-    report.refined = (method == Method::Local(LocalAlgorithm::Mondrian)).then_some(options.refine);
-    report.metric = Some(decision.metric);
-    report.metric_value = Some(decision.metric_value);
-    report.lattice_size = decision.lattice_size;
-    report.nodes_checked = decision.nodes_checked;
-    report.local_classes = decision.local_classes;
-    report.frequency_set_rows = Some(freq.combinations());
-    report.recoding_file = recoding_file;
-    report.seconds.frequency_set = Some(frequency_seconds);
-    report.seconds.search = Some(search_seconds);
+    });
     reports.write(&report, policy.storage()).await?;
     Ok(Published::Generalized(Box::new(Anonymized {
         report,

@@ -16,8 +16,8 @@ use datafusion_anonymity::generalize::tree::MissingFromTree;
 use super::Observer;
 use super::anonymize::{MethodOptions, output_location};
 use super::output::{OutputRequest, PlannedOutput, release_info};
-use super::report::{Report, ReportTargets};
-use crate::policy::Policy;
+use super::report::{FrequencySetFigures, Report, ReportParts, ReportTargets};
+use crate::policy::{Policy, ReleaseMethod};
 use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, PublishRequest, RowOrder};
 use crate::saved_recoding::{RecodingFileFigures, SavedRecoding};
@@ -148,12 +148,16 @@ pub async fn apply(
 ) -> Result<AppliedRelease> {
     let started = Instant::now();
     let mut policy = Policy::from_file(&options.policy)?;
-    if let Some(bucketization) = policy.bucketization() {
+    let anonymize_only = match policy.release_method() {
+        ReleaseMethod::Bucketization => policy.bucketization().map(|b| b.method().name()),
+        ReleaseMethod::Cloaking => Some("cloaking"),
+        ReleaseMethod::Generalization | ReleaseMethod::Perturbation => None,
+    };
+    if let Some(method) = anonymize_only {
         return Err(DataFusionError::Plan(format!(
-            "policy {}: method = \"{}\" is published by `anon anonymize` (apply publishes a \
-             fixed generalization)",
+            "policy {}: method = \"{method}\" is published by `anon anonymize` (apply publishes \
+             a fixed generalization or perturbation)",
             policy.source(),
-            bucketization.method().name()
         )));
     }
     let out = output_location(options.out.as_deref(), &policy)?;
@@ -162,7 +166,7 @@ pub async fn apply(
         ..options.output
     };
     let planned = PlannedOutput::check(&policy, &out, request).await?;
-    if policy.perturbation().is_some() {
+    if policy.release_method() == ReleaseMethod::Perturbation {
         return perturbed(ctx, options, policy, &out, &planned, observer)
             .await
             .map(|report| AppliedRelease::Perturbed(Box::new(report)));
@@ -274,12 +278,20 @@ pub async fn apply(
     } else {
         None
     };
-    let mut report = Report::new("apply", &policy, published, utility, started, input_seconds);
-    if let Some((rows, seconds)) = frequency_set {
-        report.frequency_set_rows = Some(rows);
-        report.seconds.frequency_set = Some(seconds);
-    }
-    report.recoding_file = recoding_file;
+    let report = Report::new(ReportParts {
+        command: "apply",
+        policy: &policy,
+        publish: published,
+        search: None,
+        frequency_set: frequency_set.map(|(combinations, seconds)| FrequencySetFigures {
+            combinations,
+            seconds,
+        }),
+        recoding_file,
+        utility,
+        started,
+        input_seconds,
+    });
     reports.write(&report, policy.storage()).await?;
     Ok(AppliedRelease::Generalized(Box::new(Applied {
         report,

@@ -227,23 +227,66 @@ pub struct Timings {
     pub total: f64,
 }
 
+/// How a search found the release (`anonymize`; `apply` has a fixed one).
+#[derive(Debug, Clone)]
+pub struct SearchFigures {
+    pub algorithm: &'static str,
+    /// Mondrian only: whether it refined its small regions.
+    pub refined: Option<bool>,
+    pub metric: Metric,
+    pub metric_value: f64,
+    /// Lattice nodes (full-domain searches).
+    pub lattice_size: Option<usize>,
+    pub nodes_checked: Option<usize>,
+    /// Classes of the release as the algorithm built them (local recoding).
+    pub local_classes: Option<usize>,
+    pub seconds: f64,
+}
+
+/// The frequency set a run built: its combinations, and the seconds it took.
+#[derive(Debug, Clone, Copy)]
+pub struct FrequencySetFigures {
+    pub combinations: usize,
+    pub seconds: f64,
+}
+
+/// What a generalized release's report is made of, each part from the phase that found it.
+#[derive(Debug)]
+pub struct ReportParts<'a> {
+    /// `apply` or `anonymize`.
+    pub command: &'static str,
+    pub policy: &'a Policy,
+    pub publish: PublishReport,
+    pub search: Option<SearchFigures>,
+    pub frequency_set: Option<FrequencySetFigures>,
+    pub recoding_file: Option<RecodingFileFigures>,
+    /// With `utility`: the figures and the seconds they took.
+    pub utility: Option<(Utility, f64)>,
+    /// When the command started.
+    pub started: Instant,
+    /// From then to its first phase.
+    pub input_seconds: f64,
+}
+
 impl Report {
-    /// The report of `publish`, released under `policy` by `command`, with the figures only a
-    /// search has left null (set them on the result); `started` is when the command started,
-    /// and `input_seconds` the time from then to its first phase.
-    pub fn new(
-        command: &'static str,
-        policy: &Policy,
-        publish: PublishReport,
-        utility: Option<(Utility, f64)>,
-        started: Instant,
-        input_seconds: f64,
-    ) -> Self {
+    /// The report of a generalized release, from its parts.
+    pub fn new(parts: ReportParts<'_>) -> Self {
+        let ReportParts {
+            command,
+            policy,
+            publish,
+            search,
+            frequency_set,
+            recoding_file,
+            utility,
+            started,
+            input_seconds,
+        } = parts;
         let (utility, utility_seconds) = utility.unzip();
         let seconds = Timings {
             input: input_seconds,
-            frequency_set: None,
-            search: None,
+            frequency_set: frequency_set.map(|f| f.seconds),
+            search: search.as_ref().map(|s| s.seconds),
             suppression_count: publish.seconds.classes,
             write: publish.seconds.write,
             verify: publish.seconds.verify,
@@ -257,17 +300,17 @@ impl Report {
             policy: policy.source().to_string(),
             input: policy.input().to_string(),
             input_version: policy.input_version(),
-            algorithm: None,
-            refined: None,
+            algorithm: search.as_ref().map(|s| s.algorithm),
+            refined: search.as_ref().and_then(|s| s.refined),
             recoding: publish.recoding,
-            metric: None,
-            metric_value: None,
+            metric: search.as_ref().map(|s| s.metric),
+            metric_value: search.as_ref().map(|s| s.metric_value),
             levels: publish.levels.clone(),
-            lattice_size: None,
-            nodes_checked: None,
-            local_classes: None,
-            frequency_set_rows: None,
-            recoding_file: None,
+            lattice_size: search.as_ref().and_then(|s| s.lattice_size),
+            nodes_checked: search.as_ref().and_then(|s| s.nodes_checked),
+            local_classes: search.as_ref().and_then(|s| s.local_classes),
+            frequency_set_rows: frequency_set.map(|f| f.combinations),
+            recoding_file,
             publish,
             thresholds: policy.thresholds().clone(),
             utility,

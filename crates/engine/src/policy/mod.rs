@@ -170,6 +170,20 @@ fn policy_error(source: &str, message: impl std::fmt::Display) -> DataFusionErro
     DataFusionError::Plan(format!("policy {source}: {message}"))
 }
 
+/// How a policy's release is made: each has its own section of the policy and its own
+/// pipeline in the jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseMethod {
+    /// Recoding to the hierarchies' levels (full-domain or local), with suppression.
+    Generalization,
+    /// (c,k)-anonymity or (p,k)-angelization: two tables, GT and ST.
+    Bucketization,
+    /// Microaggregation, noise, swapping, PRAM.
+    Perturbation,
+    /// Location cloaking of events.
+    Cloaking,
+}
+
 impl Policy {
     /// Reads and checks a policy file, loading the hierarchy files it names (relative to the
     /// policy's directory).
@@ -338,6 +352,19 @@ impl Policy {
     /// `[synthetic]`, when given.
     pub fn synthetic(&self) -> Option<&synthetic::Synthetic> {
         self.synthetic.as_ref()
+    }
+
+    /// The release method the policy names (`[privacy] method`; generalization by default).
+    pub fn release_method(&self) -> ReleaseMethod {
+        if self.cloaking.is_some() {
+            ReleaseMethod::Cloaking
+        } else if self.perturbation.is_some() {
+            ReleaseMethod::Perturbation
+        } else if self.bucketization.is_some() {
+            ReleaseMethod::Bucketization
+        } else {
+            ReleaseMethod::Generalization
+        }
     }
 
     /// The perturbation, when `[privacy] method = "perturbation"`.
