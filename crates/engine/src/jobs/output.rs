@@ -6,9 +6,9 @@ use crate::errors::{Opt, UsageError};
 use datafusion::error::{DataFusionError, Result};
 use serde_json::{Value, json};
 
+use crate::policy::Policy;
 use crate::policy::cloaking::Cloaking;
 use crate::policy::perturbation::Perturbation;
-use crate::policy::{Policy, ReleaseMethod};
 use crate::publish::{self, Output};
 use crate::search::release::Release;
 use crate::storage::Location;
@@ -119,6 +119,7 @@ impl PlannedOutput {
         .await?;
         if target.mode == crate::publish::delta::WriteMode::Append {
             // before the work: a generalization can append only as a full-domain release
+            use crate::policy::ReleaseMethod;
             let method = match policy.release_method() {
                 ReleaseMethod::Cloaking => "cloaking",
                 ReleaseMethod::Perturbation => "perturbation",
