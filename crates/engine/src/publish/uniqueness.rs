@@ -644,8 +644,8 @@ mod tests {
         let w: Vec<String> = (0..rows).map(|_| format!("w{}", next(200))).collect();
         let reference = |values: &dyn Fn(usize) -> String| {
             let mut groups = HashMap::<(String, String), u64>::new();
-            for row in 0..rows {
-                *groups.entry((g[row].clone(), values(row))).or_default() += 1;
+            for (row, class) in g.iter().enumerate() {
+                *groups.entry((class.clone(), values(row))).or_default() += 1;
             }
             let unique = groups.values().filter(|&&c| c == 1).count() as u64;
             let sum: f64 = groups.values().map(|&c| c as f64 * (c as f64).log2()).sum();
