@@ -9,8 +9,17 @@
 //! `sample` of them, else `sample` subjects drawn without replacement; both draws come from
 //! one seeded [`SplitMix64`], so a seed gives the same figure.
 //!
+//! [`unicity_of_events`] measures a table's events without indexing all of them: the sample is
+//! drawn first, and only the events at a point of a sampled subject's trace are indexed (the
+//! only ones whose holders a draw can ask for). Points are numbered in their sorted order
+//! among those, which orders every sampled trace as numbering all points would: the figures
+//! are those of [`Traces::unicity`] over every event, for the same seed.
+//!
 //! Memory O(n): the (subject, point) pairs, 8 bytes each, sorted twice, by subject and by point.
 
+use std::hash::Hash;
+
+use hashbrown::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::rng::SplitMix64;
@@ -44,20 +53,37 @@ pub struct Traces {
 
 impl Traces {
     /// The traces of `pairs` (subject, point); subjects are codes below `subjects`.
-    pub fn new(mut pairs: Vec<(u32, Point)>, subjects: u32) -> Self {
-        pairs.sort_unstable();
-        pairs.dedup();
+    pub fn new(pairs: Vec<(u32, Point)>, subjects: u32) -> Self {
+        // each pair one word, radix sorted both ways (subject high, then point high)
+        let point_bits = bits_for(pairs.iter().map(|&(_, p)| p).max().map_or(0, |p| p as u64));
+        let subject_bits = bits_for(u64::from(subjects));
+        let mut words: Vec<u64> = pairs
+            .iter()
+            .map(|&(s, p)| (u64::from(s) << 32) | u64::from(p))
+            .collect();
+        drop(pairs);
+        crate::sort::radix_sort(&mut words, 0, 32 + subject_bits);
+        words.dedup();
         let mut subject_start = vec![0usize; subjects as usize + 1];
-        for &(s, _) in &pairs {
-            subject_start[s as usize + 1] += 1;
+        for &w in &words {
+            subject_start[(w >> 32) as usize + 1] += 1;
         }
         for i in 0..subjects as usize {
             subject_start[i + 1] += subject_start[i];
         }
-        let mut by_point: Vec<(Point, u32)> = pairs.iter().map(|&(s, p)| (p, s)).collect();
-        by_point.sort_unstable();
+        let mut by_point_words: Vec<u64> = words.iter().map(|&w| w.rotate_left(32)).collect();
+        let by_subject = words
+            .iter()
+            .map(|&w| ((w >> 32) as u32, w as u32))
+            .collect();
+        drop(words);
+        crate::sort::radix_sort(&mut by_point_words, 0, 32 + point_bits);
+        let by_point = by_point_words
+            .iter()
+            .map(|&w| ((w >> 32) as Point, w as u32))
+            .collect();
         Self {
-            by_subject: pairs,
+            by_subject,
             subject_start,
             by_point,
         }
@@ -105,12 +131,17 @@ impl Traces {
     pub fn unicity(&self, max_p: usize, sample: usize, seed: u64) -> UnicityFigures {
         let mut rng = SplitMix64(seed);
         let subjects = sample_subjects(self, sample, &mut rng);
+        self.unicity_of(&subjects, max_p, &mut rng)
+    }
+
+    /// Unicity for p = 1..=`max_p` of `subjects`, the points drawn from `rng`.
+    fn unicity_of(&self, subjects: &[u32], max_p: usize, rng: &mut SplitMix64) -> UnicityFigures {
         let mut scratch = Vec::new();
         let mut unique = Vec::with_capacity(max_p);
         for p in 1..=max_p {
             let mut count = 0u64;
-            for &s in &subjects {
-                choose_points(self, s, p, &mut rng, &mut scratch);
+            for &s in subjects {
+                choose_points(self, s, p, rng, &mut scratch);
                 if self.is_unique(s, &scratch) {
                     count += 1;
                 }
@@ -131,9 +162,14 @@ impl Traces {
 /// Every subject with a trace when there are at most `sample`, else `sample` of them drawn
 /// without replacement (a partial Fisher–Yates shuffle), in drawn order.
 pub fn sample_subjects(traces: &Traces, sample: usize, rng: &mut SplitMix64) -> Vec<u32> {
-    let mut all: Vec<u32> = (0..traces.subjects())
+    let all: Vec<u32> = (0..traces.subjects())
         .filter(|&s| traces.trace(s).len() > 0)
         .collect();
+    draw(all, sample, rng)
+}
+
+/// `sample` of `all` drawn without replacement (all of them when there are no more).
+fn draw(mut all: Vec<u32>, sample: usize, rng: &mut SplitMix64) -> Vec<u32> {
     if all.len() <= sample {
         return all;
     }
@@ -164,4 +200,61 @@ pub fn choose_points(
         out.swap(i, j);
     }
     out.truncate(p);
+}
+
+/// Bits for values up to `max`.
+fn bits_for(max: u64) -> u32 {
+    u64::BITS - max.leading_zeros()
+}
+
+/// Unicity for p = 1..=`max_p` of the traces of events: event `e` belongs to subject
+/// `subject[e]` (codes below `subjects`) at point `point(e)`, `None` for an event left out
+/// (suppressed). The figures of [`Traces::unicity`] over every event's (subject, point), for
+/// the same `sample` and `seed`, with only the events at a point of a sampled trace indexed
+/// (see the module documentation).
+pub fn unicity_of_events<K: Copy + Ord + Hash>(
+    subject: &[u32],
+    subjects: u32,
+    point: impl Fn(usize) -> Option<K>,
+    max_p: usize,
+    sample: usize,
+    seed: u64,
+) -> UnicityFigures {
+    let mut has_trace = vec![false; subjects as usize];
+    for (e, &s) in subject.iter().enumerate() {
+        if !has_trace[s as usize] && point(e).is_some() {
+            has_trace[s as usize] = true;
+        }
+    }
+    let with_trace: Vec<u32> = (0..subjects).filter(|&s| has_trace[s as usize]).collect();
+    let mut rng = SplitMix64(seed);
+    let sampled = draw(with_trace, sample, &mut rng);
+    let mut in_sample = vec![false; subjects as usize];
+    for &s in &sampled {
+        in_sample[s as usize] = true;
+    }
+    // the points of the sampled traces, numbered in sorted order
+    let mut wanted: Vec<K> = subject
+        .iter()
+        .enumerate()
+        .filter(|&(_, &s)| in_sample[s as usize])
+        .filter_map(|(e, _)| point(e))
+        .collect::<HashSet<K>>()
+        .into_iter()
+        .collect();
+    wanted.sort_unstable();
+    let code: HashMap<K, Point> = wanted
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k, i as Point))
+        .collect();
+    drop(wanted);
+    // every event at one of them
+    let pairs: Vec<(u32, Point)> = subject
+        .iter()
+        .enumerate()
+        .filter_map(|(e, &s)| Some((s, *code.get(&point(e)?)?)))
+        .collect();
+    drop(code);
+    Traces::new(pairs, subjects).unicity_of(&sampled, max_p, &mut rng)
 }

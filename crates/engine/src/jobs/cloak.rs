@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::Observer;
 use super::output::{PlannedOutput, cloaking_info};
 use crate::cloaking::figures::{LocationFigures, location_figures};
-use crate::cloaking::unicity::{Point, Traces, UnicityFigures};
+use crate::cloaking::unicity::{UnicityFigures, unicity_of_events};
 use crate::cloaking::{self, Cloaked, Events, SUPPRESSED};
 use crate::policy::cloaking::{Cloaking, UNICITY_WARNING, UNICITY_WARNING_POINTS};
 use crate::policy::{PersonPublished, Policy, Role, quote_ident};
@@ -296,31 +296,29 @@ fn unicity(
 ) -> (UnicityFigures, UnicityFigures) {
     let options = &cloaking.options;
     let shift = 2 * (cloaking::MAX_LEVEL - options.max_level) as u32;
-    // the input's points, (finest cell, base window), numbered densely
-    let point_of = |e: usize| {
-        (
-            events.code[e] >> shift,
-            events.time[e].div_euclid(options.window_us),
-        )
-    };
-    let mut points: Vec<(u64, i64)> = (0..events.len()).map(point_of).collect();
-    points.sort_unstable();
-    points.dedup();
-    let input_pairs: Vec<(u32, Point)> = (0..events.len())
-        .map(|e| {
-            let point = points.binary_search(&point_of(e)).unwrap_or(0) as Point;
-            (events.subject[e], point)
-        })
-        .collect();
-    drop(points);
-    let input =
-        Traces::new(input_pairs, events.subjects).unicity(UNICITY_POINTS, UNICITY_SAMPLE, seed);
-    let release_pairs: Vec<(u32, Point)> = (0..events.len())
-        .filter(|&e| cloaked.label_of[e] != SUPPRESSED)
-        .map(|e| (events.subject[e], cloaked.label_of[e] as Point))
-        .collect();
-    let release =
-        Traces::new(release_pairs, events.subjects).unicity(UNICITY_POINTS, UNICITY_SAMPLE, seed);
+    // the input's points: (finest cell, base window)
+    let input = unicity_of_events(
+        &events.subject,
+        events.subjects,
+        |e| {
+            Some((
+                events.code[e] >> shift,
+                events.time[e].div_euclid(options.window_us),
+            ))
+        },
+        UNICITY_POINTS,
+        UNICITY_SAMPLE,
+        seed,
+    );
+    // the release's: labels
+    let release = unicity_of_events(
+        &events.subject,
+        events.subjects,
+        |e| (cloaked.label_of[e] != SUPPRESSED).then_some(cloaked.label_of[e]),
+        UNICITY_POINTS,
+        UNICITY_SAMPLE,
+        seed,
+    );
     (input, release)
 }
 
