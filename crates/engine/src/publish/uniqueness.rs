@@ -12,9 +12,14 @@
 //! format); then, per column, the rows' (class, code) words are counted, each in a slot of its
 //! own while there are few enough possible words, else radix sorted and counted by runs:
 //! Σ c·log2 c over the groups and the groups of one row. Memory is a few words per row and
-//! column (reserved in the pool); when the pool refuses, each column takes one `GROUP BY`
-//! (quasi-identifiers, column) of the files instead (which spills), folded in the same
-//! plan into the same numbers. On 10M rows the pass costs about a tenth of three such `GROUP BY`s.
+//! column (reserved in the pool); when the pool refuses more rows, each column's words so far
+//! are sorted and spilled as a run, and the runs merged at the end (`word_runs.rs`: exact, in
+//! the memory of one chunk of rows). Only when the codes of the values and classes alone do
+//! not fit the pool, or the session has no disk to spill to, does each column take one
+//! `GROUP BY` (quasi-identifiers, column) of the files instead, folded in the same plan into
+//! the same numbers. On 10M rows the pass costs about a tenth of three such `GROUP BY`s; on
+//! 3M rows under a 128 MiB pool (debug build) the spilled runs took 4.9 s where the
+//! `GROUP BY`s took 32 s.
 //!
 //! NULL equals NULL, as in a `GROUP BY` and to a reader of the output; the masked all-`*`
 //! rows of a mask release are published rows and count like any other.
