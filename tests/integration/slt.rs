@@ -10,7 +10,7 @@ use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
 use futures::future::BoxFuture;
 
-use crate::slt_runner::{AnonDb, files_in, run_file};
+use crate::slt_runner::{AnonDb, run_file, slt_files};
 
 /// The path of a `REGISTER POLICY 'file.toml'` statement (relative to `sql/`).
 fn policy_directive(sql: &str) -> Option<&str> {
@@ -68,33 +68,10 @@ async fn run_slt(name: &str) {
     .await;
 }
 
-macro_rules! slt_files {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                run_slt(stringify!($name)).await;
-            }
-        )*
-        const SLT_FILES: &[&str] = &[$(stringify!($name)),*];
-    };
-}
-
 slt_files!(
+    sql_dir();
     tuple_diversity,
     attribute_disclosure,
     profile,
     generalized_table,
 );
-
-/// Every `sql/*.slt` file has a test above (none is silently skipped), and every test has a file.
-#[test]
-fn every_slt_file_runs() {
-    let mut registered: Vec<String> = SLT_FILES.iter().map(|s| s.to_string()).collect();
-    registered.sort();
-    assert_eq!(
-        files_in(&sql_dir()),
-        registered,
-        "sql/*.slt files and the slt_files! list in tests/integration/slt.rs differ"
-    );
-}

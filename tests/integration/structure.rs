@@ -439,19 +439,15 @@ fn compiled_packages(package: &str) -> BTreeSet<String> {
 
 /// The crates `cargo tree -p package -e edges` lists, by name.
 fn packages_of(package: &str, edges: &str) -> BTreeSet<String> {
+    cargo_tree(&["-p", package, "-e", edges])
+}
+
+/// The package names `cargo tree ARGS` lists (offline, one name a line).
+fn cargo_tree(args: &[&str]) -> BTreeSet<String> {
     let output = std::process::Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "--offline",
-            "-p",
-            package,
-            "-e",
-            edges,
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-        ])
+        .args(["tree", "--offline"])
+        .args(args)
+        .args(["--prefix", "none", "--format", "{p}"])
         .current_dir(workspace_root())
         .output()
         .unwrap();
@@ -537,34 +533,7 @@ fn testing_the_sql_crate_compiles_no_engine_delta_cluster_cloud_or_cli_crate() {
 /// `dependency` and the packages that depend on it directly in the tree of `package`: `cargo
 /// tree --invert --depth 1`, names only.
 fn direct_dependents(package: &str, edges: &str, dependency: &str) -> BTreeSet<String> {
-    let output = std::process::Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "--offline",
-            "-p",
-            package,
-            "-e",
-            edges,
-            "--invert",
-            dependency,
-            "--depth",
-            "1",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-        ])
-        .current_dir(workspace_root())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "cargo tree failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .map(str::to_string)
-        .collect()
+    cargo_tree(&[
+        "-p", package, "-e", edges, "--invert", dependency, "--depth", "1",
+    ])
 }

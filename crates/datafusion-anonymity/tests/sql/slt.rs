@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use datafusion::prelude::SessionContext;
 
-use crate::slt_runner::{AnonDb, files_in, run_file};
+use crate::slt_runner::{AnonDb, run_file, slt_files};
 
 fn slt_dir() -> PathBuf {
     // `cargo test` sets CARGO_MANIFEST_DIR at run time too; prefer it over the compile-time value
@@ -30,19 +30,8 @@ async fn run_slt(name: &str) {
     .await;
 }
 
-macro_rules! slt_files {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                run_slt(stringify!($name)).await;
-            }
-        )*
-        const SLT_FILES: &[&str] = &[$(stringify!($name)),*];
-    };
-}
-
 slt_files!(
+    slt_dir();
     worked_example,
     k_anonymity,
     diversity,
@@ -57,16 +46,3 @@ slt_files!(
     location,
     shared_states,
 );
-
-/// Every `tests/slt/*.slt` file has a test above (none is silently skipped), and every test has
-/// a file.
-#[test]
-fn every_slt_file_runs() {
-    let mut registered: Vec<String> = SLT_FILES.iter().map(|s| s.to_string()).collect();
-    registered.sort();
-    assert_eq!(
-        files_in(&slt_dir()),
-        registered,
-        "tests/slt/*.slt files and the slt_files! list in tests/sql/slt.rs differ"
-    );
-}

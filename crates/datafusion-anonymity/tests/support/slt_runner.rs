@@ -261,3 +261,32 @@ pub fn files_in(dir: &Path) -> Vec<String> {
     on_disk.sort();
     on_disk
 }
+
+/// One test per `.slt` file named, each `run_slt(name)` of the invoking module (so
+/// `cargo test … slt::diversity` runs one file and a failure names its file and line), and
+/// `every_slt_file_runs`: every `.slt` file in `$dir` has a test (none is silently skipped),
+/// and every test has a file.
+macro_rules! slt_files {
+    ($dir:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                run_slt(stringify!($name)).await;
+            }
+        )*
+
+        #[test]
+        fn every_slt_file_runs() {
+            let mut listed: Vec<String> = [$(stringify!($name)),*].map(String::from).to_vec();
+            listed.sort();
+            let dir = $dir;
+            assert_eq!(
+                $crate::slt_runner::files_in(&dir),
+                listed,
+                "the .slt files in {} and the slt_files! list differ",
+                dir.display()
+            );
+        }
+    };
+}
+pub(crate) use slt_files;
