@@ -12,7 +12,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `label_codes` (`direct_table` and `value_codes` come from the SQL crate's `packing`), `pseudonym`, `storage` (and its `manifest`), `session`, `interrupt` (stopping a job on request) |
+//! | building blocks | `text`, `wire`, `progress`, `parallel`, `sort`, `word_runs` (group sizes of words in bounded memory, spilling sorted runs), `label_codes` (`direct_table` and `value_codes` come from the SQL crate's `packing`), `pseudonym`, `storage` (and its `manifest`), `session`, `interrupt` (stopping a job on request) |
 //! | transforming | `perturb` (microaggregation, noise, swapping, PRAM), `cloaking` (location events to (cell, window) labels): in memory, over the building blocks alone |
 //! | inputs | `tables` (with `tables::delta`, Delta Lake tables behind the `delta` feature); `errors` (typed errors, one line for people, each shell's words for the options); `bucketize` (its options and encodings; the policy names them); `policy`, which describes and checks a policy (naming the transformations' options) and knows nothing of the search; `hierarchies` (hierarchy files built from a column's frequency set, and what a value tree does to a column) |
 //! | searching | `search` (the frequency set, the lattice and local searches, `release`), `local_recode`, `provider` (`GeneralizedTable`), `policy_release` (what a bound policy builds for them) |
@@ -58,6 +58,7 @@ pub mod storage;
 pub mod tables;
 pub mod text;
 pub mod wire;
+pub mod word_runs;
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;

@@ -55,7 +55,6 @@ pub use request::PublishRequest;
 pub use uniqueness::CheckedUniqueness;
 mod utility;
 mod verify;
-mod word_runs;
 
 pub use shuffle::{BUCKET_BYTES, RowOrder, SHUFFLE_MEMORY, random_seed};
 pub use staged::{StagedOutput, is_parquet_file};

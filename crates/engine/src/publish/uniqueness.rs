@@ -13,7 +13,7 @@
 //! own while there are few enough possible words, else radix sorted and counted by runs:
 //! Σ c·log2 c over the groups and the groups of one row. Memory is a few words per row and
 //! column (reserved in the pool); when the pool refuses more rows, each column's words so far
-//! are sorted and spilled as a run, and the runs merged at the end (`word_runs.rs`: exact, in
+//! are sorted and spilled as a run, and the runs merged at the end (`crate::word_runs`: exact, in
 //! the memory of one chunk of rows). Only when the codes of the values and classes alone do
 //! not fit the pool, or the session has no disk to spill to, does each column take one
 //! `GROUP BY` (quasi-identifiers, column) of the files instead, folded in the same plan into
@@ -38,13 +38,13 @@ use futures::StreamExt;
 use hashbrown::HashTable;
 
 use super::classes::ClassCounter;
-use super::word_runs::SpilledRuns;
 use crate::errors::is_memory_exhausted;
 use crate::label_codes::LabelCodes;
 use crate::policy::{ColumnUniqueness, RiskThresholds};
 use crate::profile::KeyInterner;
 use crate::profile::leakage::normalized;
 use crate::storage::Location;
+use crate::word_runs::SpilledRuns;
 use datafusion::prelude::SessionContext;
 
 /// The uniqueness check every method's release passes before it is committed: each column
@@ -264,7 +264,7 @@ async fn by_codes(
 /// sort's second buffer.
 const SORT_ROOM_PER_ROW: usize = 2 * size_of::<u64>();
 
-/// The figures of `columns` whose words were spilled in runs (see `word_runs.rs`): the rows
+/// The figures of `columns` whose words were spilled in runs (see [`crate::word_runs`]): the rows
 /// still held (`left`: classes, and codes per column) spilled as one run more, then each
 /// column's runs merged into its group sizes.
 fn merged(

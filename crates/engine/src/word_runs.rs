@@ -1,17 +1,18 @@
 //! Group sizes of 64-bit words in bounded memory: sorted runs spilled to disk and merged.
 //!
-//! The uniqueness check (`uniqueness.rs`) gives every written row one word per measured column
-//! (its class and its value's code) and needs the size of each group of equal words. While
-//! the rows fit the memory pool they are counted in memory; when the pool refuses more, each
-//! column's words so far are radix sorted, their runs of equal words written to a spill file
-//! of the session's disk manager as (word, count) pairs in ascending order, and the memory
-//! is freed. At the end the runs of a column are merged (a k-way merge by word) and equal
+//! The uniqueness check (`publish/uniqueness.rs`) gives every written row one word per
+//! measured column (its class and its value's code); the repeated-identifier check
+//! (`policy/persons.rs`) one word per row, its identifier. Both need the size of each group
+//! of equal words. While the words fit the memory pool they are counted in memory; when the
+//! pool refuses more, the words so far are radix sorted, their runs of equal words written to
+//! a spill file of the session's disk manager as (word, count) pairs in ascending order, and
+//! the memory is freed. At the end the runs are merged (a k-way merge by word) and equal
 //! words' counts added: the same group sizes as counting all words at once, exactly, in the
-//! memory of one chunk of rows and a read buffer per run.
+//! memory of one chunk of words and a read buffer per run.
 //!
-//! A spilled word is `class << 32 | code`: codes are `u32`, and classes and codes are only
-//! ever added, so the words of every run sort the same way whatever the codes and classes
-//! given after it.
+//! The uniqueness check's word is `class << 32 | code`: codes are `u32`, and classes and codes
+//! are only ever added, so the words of every run sort the same way whatever the codes and
+//! classes given after it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -30,33 +31,43 @@ const PAIR_BYTES: usize = 12;
 
 /// One column's spilled runs.
 #[derive(Default)]
-pub(super) struct SpilledRuns {
+pub struct SpilledRuns {
     runs: Vec<Arc<dyn SpillFile>>,
 }
 
 impl SpilledRuns {
-    pub(super) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
 
     /// Spills the words of `classes` and `codes` (row by row) as one sorted run of (word,
     /// count) pairs; `class_bits` covers every class so far.
-    pub(super) fn spill(
+    pub fn spill(
         &mut self,
         classes: &[u32],
         codes: &[u32],
         class_bits: u32,
         disk: &Arc<DiskManager>,
     ) -> Result<()> {
-        let mut words: Vec<u64> = classes
+        let words: Vec<u64> = classes
             .iter()
             .zip(codes)
             .map(|(&class, &code)| (u64::from(class) << 32) | u64::from(code))
             .collect();
-        crate::sort::radix_sort(&mut words, 0, 32 + class_bits);
-        let file = disk.create_tmp_file("anon uniqueness")?;
+        self.spill_words(words, 32 + class_bits, disk)
+    }
+
+    /// Spills `words` (each below 2^`bits`) as one sorted run of (word, count) pairs.
+    pub fn spill_words(
+        &mut self,
+        mut words: Vec<u64>,
+        bits: u32,
+        disk: &Arc<DiskManager>,
+    ) -> Result<()> {
+        crate::sort::radix_sort(&mut words, 0, bits);
+        let file = disk.create_tmp_file("anon word runs")?;
         let mut writer = BufWriter::new(file.open_writer()?);
-        let io = |e: std::io::Error| DataFusionError::Execution(format!("uniqueness spill: {e}"));
+        let io = |e: std::io::Error| DataFusionError::Execution(format!("word runs spill: {e}"));
         for group in words.chunk_by(|a, b| a == b) {
             let mut pair = [0u8; PAIR_BYTES];
             pair[..8].copy_from_slice(&group[0].to_le_bytes());
@@ -71,16 +82,16 @@ impl SpilledRuns {
 
     /// The sizes of the groups of equal words over every run, in ascending word order, each
     /// passed to `group`.
-    pub(super) fn merge(&self, mut group: impl FnMut(usize)) -> Result<()> {
+    pub fn merge(&self, mut group: impl FnMut(usize)) -> Result<()> {
         let mut readers = self
             .runs
             .iter()
             .map(|run| {
                 let path = run.path().ok_or_else(|| {
-                    DataFusionError::Execution("uniqueness spill: not a local file".to_string())
+                    DataFusionError::Execution("word runs spill: not a local file".to_string())
                 })?;
                 let file = std::fs::File::open(path).map_err(|e| {
-                    DataFusionError::Execution(format!("uniqueness spill: cannot read: {e}"))
+                    DataFusionError::Execution(format!("word runs spill: cannot read: {e}"))
                 })?;
                 Ok(BufReader::with_capacity(RUN_READ_BUFFER, file))
             })
@@ -126,7 +137,7 @@ fn next_pair(reader: &mut impl Read) -> Result<Option<(u64, u32)>> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
         Err(e) => Err(DataFusionError::Execution(format!(
-            "uniqueness spill: cannot read: {e}"
+            "word runs spill: cannot read: {e}"
         ))),
     }
 }
