@@ -310,6 +310,11 @@ async fn generalized(
         "chosen by {} ({search_seconds:.3} s)",
         decision.summary(&freq)
     ));
+    // the decision holds what publishing needs (the release, its failing classes): the
+    // frequency set's memory, outside the pool's account from here on, is given back before
+    // the rows are written
+    let combinations = freq.combinations();
+    drop(freq);
 
     // 3. publish: write, verify, move into place
     let progress = PublishProgress::new();
@@ -382,7 +387,7 @@ async fn generalized(
             seconds: search_seconds,
         }),
         frequency_set: Some(FrequencySetFigures {
-            combinations: freq.combinations(),
+            combinations,
             seconds: frequency_seconds,
         }),
         recoding_file,
