@@ -40,13 +40,7 @@ fn adult_policy_with(dir: &Path, privacy: &str, qis: &[&str]) -> String {
 }
 
 fn anonymize(policy: &str, out: &Path, report: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_anon"))
-        .args(["anonymize", "--quiet", "--policy", policy])
-        .args(["--out", &out.display().to_string()])
-        .args(["--report", &report.display().to_string()])
-        .args(extra)
-        .output()
-        .unwrap()
+    crate::anonymize_quietly(policy, out, Some(report), extra)
 }
 
 /// A session with the Parquet file `path` registered as `name`.

@@ -61,16 +61,7 @@ fn policy(dir: &Path, input: &Path, privacy: &str) -> String {
 }
 
 fn anonymize(policy: &str, out: &Path, report: &Path) -> Output {
-    anon(&[
-        "anonymize",
-        "--quiet",
-        "--policy",
-        policy,
-        "--out",
-        &out.display().to_string(),
-        "--report",
-        &report.display().to_string(),
-    ])
+    crate::anonymize_quietly(policy, out, Some(report), &[])
 }
 
 async fn scalar(ctx: &SessionContext, sql: &str) -> i64 {

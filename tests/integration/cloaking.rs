@@ -47,10 +47,7 @@ fn policy(dir: &Path, name: &str, input: &Path, privacy: &str, ts_type: &str) ->
 }
 
 fn anonymize(policy: &str, out: &Path, extra: &[&str]) -> Output {
-    let out = out.display().to_string();
-    let mut args = vec!["anonymize", "--quiet", "--policy", policy, "--out", &out];
-    args.extend_from_slice(extra);
-    anon(&args)
+    crate::anonymize_quietly(policy, out, None, extra)
 }
 
 async fn scalar(ctx: &SessionContext, sql: &str) -> f64 {

@@ -66,6 +66,19 @@ fn anon(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `anon anonymize --quiet --policy POLICY --out OUT [--report REPORT] EXTRA…`: the one
+/// spawner of the end-to-end tests' anonymize runs.
+fn anonymize_quietly(policy: &str, out: &Path, report: Option<&Path>, extra: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_anon"));
+    command
+        .args(["anonymize", "--quiet", "--policy", policy])
+        .args(["--out", &out.display().to_string()]);
+    if let Some(report) = report {
+        command.args(["--report", &report.display().to_string()]);
+    }
+    command.args(extra).output().unwrap()
+}
+
 /// A command's stderr as text.
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()

@@ -50,18 +50,7 @@ pub(super) fn census_columns() -> Vec<String> {
 }
 
 fn anonymize(policy: &str, out: &Path, report: &Path, seed: &str) -> Output {
-    anon(&[
-        "anonymize",
-        "--quiet",
-        "--policy",
-        policy,
-        "--out",
-        &out.display().to_string(),
-        "--report",
-        &report.display().to_string(),
-        "--seed",
-        seed,
-    ])
+    crate::anonymize_quietly(policy, out, Some(report), &["--seed", seed])
 }
 
 /// A session with the release at `out` as `p` and its CSV input as `o`.

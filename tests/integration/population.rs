@@ -85,13 +85,7 @@ fn policy(dir: &Path, input: &Path, privacy: &str, population: Option<&Path>) ->
 }
 
 fn anonymize(policy: &str, out: &Path, report: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_anon"))
-        .args(["anonymize", "--quiet", "--policy", policy])
-        .args(["--out", &out.display().to_string()])
-        .args(["--report", &report.display().to_string()])
-        .args(extra)
-        .output()
-        .unwrap()
+    crate::anonymize_quietly(policy, out, Some(report), extra)
 }
 
 /// Each QI's labels per level, from the ARX hierarchy file: value → [value, level 1, …].

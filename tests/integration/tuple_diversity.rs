@@ -8,7 +8,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{ADULT_QIS, anon, repo, stderr};
+use super::{ADULT_QIS, repo, stderr};
 
 const QIS: [&str; 4] = ["sex", "race", "marital-status", "education"];
 
@@ -35,18 +35,7 @@ fn policy(dir: &Path, privacy: &str, sensitive: &str, requirement: &str) -> Stri
 }
 
 fn anonymize(policy: &str, out: &Path, report: &Path, algorithm: &str) -> std::process::Output {
-    anon(&[
-        "anonymize",
-        "--quiet",
-        "--policy",
-        policy,
-        "--algorithm",
-        algorithm,
-        "--out",
-        &out.display().to_string(),
-        "--report",
-        &report.display().to_string(),
-    ])
+    crate::anonymize_quietly(policy, out, Some(report), &["--algorithm", algorithm])
 }
 
 /// Per written class (grouped by the quasi-identifiers' labels): rows, min and max age, and
