@@ -159,8 +159,8 @@ pub async fn publish_to(
 /// What the count phase found.
 struct Counted {
     quasi_identifiers: Vec<String>,
-    /// The classes that fail the requirements, by label tuple.
-    failing: ClassCounter,
+    /// The classes that fail the requirements, by label tuple (shared with the suppression).
+    failing: Arc<ClassCounter>,
     /// Their rows, and the rows a local release suppressed itself when dropped.
     suppressed: u64,
     /// The input's rows (those a drop release left out included).
@@ -302,7 +302,7 @@ async fn count(
     };
     Ok(Counted {
         quasi_identifiers,
-        failing,
+        failing: Arc::new(failing),
         suppressed,
         input_rows,
         locally_suppressed,
@@ -407,7 +407,7 @@ async fn rows(
         rows_plan,
         suppress::Suppression {
             quasi_identifiers: positions,
-            failing: Arc::new(counted.failing.clone()),
+            failing: Arc::clone(&counted.failing),
             mode: policy.suppression(),
             written: Arc::clone(&written_classes),
             keyed_output,

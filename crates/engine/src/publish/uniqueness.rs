@@ -281,13 +281,14 @@ fn merged(
         if !classes.is_empty() {
             runs.spill(classes, codes, class_bits, disk)?;
         }
-        let (mut sum_c_log_c, mut unique_rows) = (0.0, 0u64);
-        runs.merge(|size| {
-            let (sum, unique) = group_sums(std::iter::once(size));
-            sum_c_log_c += sum;
-            unique_rows += unique;
-        })?;
-        measured.push(figures(column, rows as u64, sum_c_log_c, unique_rows));
+        let mut sums = GroupSums::default();
+        runs.merge(|size| sums.add(size))?;
+        measured.push(figures(
+            column,
+            rows as u64,
+            sums.sum_c_log_c,
+            sums.unique_rows,
+        ));
     }
     Ok(measured)
 }
@@ -311,15 +312,26 @@ fn count_sorted(mut words: Vec<u64>, bits: u32) -> (f64, u64) {
 
 /// Σ c·log2 c over the groups of sizes `sizes` (0 for an empty one) and the groups of one row.
 fn group_sums(sizes: impl Iterator<Item = usize>) -> (f64, u64) {
-    let (mut sum_c_log_c, mut unique_rows) = (0.0, 0u64);
-    for c in sizes {
+    let mut sums = GroupSums::default();
+    sizes.for_each(|c| sums.add(c));
+    (sums.sum_c_log_c, sums.unique_rows)
+}
+
+/// Σ c·log2 c and the groups of one row, group by group.
+#[derive(Default)]
+struct GroupSums {
+    sum_c_log_c: f64,
+    unique_rows: u64,
+}
+
+impl GroupSums {
+    fn add(&mut self, c: usize) {
         match c {
             0 => {}
-            1 => unique_rows += 1,
-            c => sum_c_log_c += c as f64 * (c as f64).log2(),
+            1 => self.unique_rows += 1,
+            c => self.sum_c_log_c += c as f64 * (c as f64).log2(),
         }
     }
-    (sum_c_log_c, unique_rows)
 }
 
 /// Dense codes for the values of one column, from 0 in order of first appearance: equal values
