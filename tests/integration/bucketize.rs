@@ -29,16 +29,7 @@ const ONE_TO_MANY: &str = "SELECT max(n) FROM (SELECT bucket_id, count(*) n FROM
 /// A generated medical table of `rows` rows in `dir`.
 fn medical(dir: &Path, rows: usize) -> PathBuf {
     let path = dir.join("medical.parquet");
-    let output = anon(&[
-        "generate",
-        "--table",
-        "medical",
-        "--rows",
-        &rows.to_string(),
-        "--out",
-        &path.display().to_string(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    crate::generate("medical", &path, rows, 42);
     path
 }
 

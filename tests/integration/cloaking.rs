@@ -16,16 +16,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 /// A generated trips table of `rows` rows in `dir`.
 pub(super) fn trips(dir: &Path, rows: usize) -> PathBuf {
     let path = dir.join("trips.parquet");
-    let output = anon(&[
-        "generate",
-        "--table",
-        "trips",
-        "--rows",
-        &rows.to_string(),
-        "--out",
-        &path.display().to_string(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    crate::generate("trips", &path, rows, 42);
     path
 }
 

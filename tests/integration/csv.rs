@@ -4,38 +4,14 @@
 //! value) from every command or NULL with `bad_values = "null"`, and a directory of CSV files
 //! is one table. Expected values come from the generated input text, never from `anon`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use crate::{anon, stderr};
-
-/// A scratch directory.
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn write(&self, name: &str, text: &str) -> String {
-        let path = self.path(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    }
-}
+use crate::{Scratch, anon, stderr};
 
 /// Every row of `sql` over the Parquet file `path` (as table `out`), each value as text
 /// (`NULL` for NULL).

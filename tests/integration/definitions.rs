@@ -7,31 +7,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
 use datafusion_anonymity_engine::profile::{FingerprintOptions, ProfileOptions, profile};
 
-fn strings(values: &[&str]) -> ArrayRef {
-    Arc::new(StringArray::from(values.to_vec()))
-}
-
-fn ints(values: &[i64]) -> ArrayRef {
-    Arc::new(Int64Array::from(values.to_vec()))
-}
-
-fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
-        .collect();
-    RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        columns.into_iter().map(|(_, a)| a).collect(),
-    )
-    .unwrap()
-}
+use crate::tables::{batch, ints, strings};
 
 /// Every key of every object in `value`, recursively (inside arrays too).
 fn collect_keys(value: &serde_json::Value, keys: &mut BTreeSet<String>) {
@@ -229,7 +209,7 @@ fn every_release_report_json_key_is_defined_in_docs() {
             &t.arg(&format!("{command}.json")),
         ]);
         assert!(output.status.success(), "{}", super::stderr(&output));
-        let json = super::report::json(&t.path(&format!("{command}.json")));
+        let json = crate::read_json(t.path(&format!("{command}.json")));
         // every optional part is filled, so that its keys are collected
         for part in [
             &json["utility"],

@@ -13,43 +13,31 @@ use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use serde_json::Value;
 
-use super::{anon, stderr};
+use super::{Scratch, anon, stderr};
 
-/// A scratch directory with the generated patients table and a policy over it.
-pub(super) struct Scratch {
-    pub(super) dir: tempfile::TempDir,
+/// A scratch directory with the generated patients table (`rows` rows) and `policy.toml` over
+/// it.
+fn scratch(rows: usize) -> Scratch {
+    let scratch = Scratch::with_patients(rows);
+    write_policy(&scratch, "policy.toml", "path = \"patients.parquet\"", 2, 1);
+    scratch
 }
 
-impl Scratch {
-    pub(super) fn new(rows: usize) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        super::generate_patients(&dir.path().join("patients.parquet"), rows, 5);
-        let scratch = Self { dir };
-        scratch.policy("policy.toml", "path = \"patients.parquet\"", 2, 1);
-        scratch
-    }
-
-    pub(super) fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    pub(super) fn arg(&self, name: &str) -> String {
-        self.path(name).display().to_string()
-    }
-
-    /// A patients policy named `name` whose `[input]` holds `input` (k = 2, zip at
-    /// `zip_level`, age at `age_level` for `apply`).
-    fn policy(&self, name: &str, input: &str, zip_level: usize, age_level: usize) -> String {
-        let text = super::patients_policy("patients.parquet", 2, 1.0, zip_level, age_level)
-            .replacen("path = \"patients.parquet\"", input, 1);
-        std::fs::write(self.path(name), text).unwrap();
-        self.arg(name)
-    }
-
-    /// The JSON report a run wrote at `name`.
-    fn report(&self, name: &str) -> Value {
-        crate::read_json(self.path(name))
-    }
+/// A patients policy named `name` whose `[input]` holds `input` (k = 2, zip at `zip_level`,
+/// age at `age_level` for `apply`).
+fn write_policy(
+    scratch: &Scratch,
+    name: &str,
+    input: &str,
+    zip_level: usize,
+    age_level: usize,
+) -> String {
+    let text = super::patients_policy("patients.parquet", 2, 1.0, zip_level, age_level).replacen(
+        "path = \"patients.parquet\"",
+        input,
+        1,
+    );
+    scratch.write(name, &text)
 }
 
 /// Runs `anon` and asserts it succeeded.
@@ -188,7 +176,7 @@ async fn input_values(input: &Path) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn a_release_is_one_commit_with_its_figures_and_no_value() {
-    let s = Scratch::new(3_000);
+    let s = scratch(3_000);
     let policy = s.arg("policy.toml");
     let table = s.path("release");
     let run = ok(&[
@@ -346,7 +334,7 @@ async fn a_perturbed_release_is_one_commit_with_its_figures() {
 
 #[tokio::test]
 async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
-    let s = Scratch::new(2_000);
+    let s = scratch(2_000);
     // apply: a fixed full-domain transformation, so appends have the same labels
     let policy = s.arg("policy.toml");
     let table = s.path("t");
@@ -376,7 +364,7 @@ async fn overwrite_and_append_make_new_versions_and_old_ones_stay_readable() {
     assert_eq!(info["operationParameters"]["mode"], "Append");
 
     // other levels: other labels, refused, nothing committed, no file left
-    let other = s.policy("other.toml", "path = \"patients.parquet\"", 3, 1);
+    let other = write_policy(&s, "other.toml", "path = \"patients.parquet\"", 3, 1);
     let refused = anon(&["apply", "--policy", &other, "--out", &out, "--append"]);
     assert!(!refused.status.success());
     let message = stderr(&refused);
@@ -468,10 +456,10 @@ pub(super) async fn write_input(dir: &Path, parquet: &Path) {
 
 #[tokio::test]
 async fn a_delta_input_at_a_version_gives_the_same_release_later() {
-    let s = Scratch::new(1_500);
+    let s = scratch(1_500);
     let input = s.path("input");
     write_input(&input, &s.path("patients.parquet")).await;
-    let pinned = s.policy("pinned.toml", "path = \"input\"\nversion = 0", 2, 1);
+    let pinned = write_policy(&s, "pinned.toml", "path = \"input\"\nversion = 0", 2, 1);
     let args = |out: &str, report: &str| {
         vec![
             "anonymize".to_string(),
@@ -500,7 +488,7 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
         std::fs::read(s.path("late.parquet")).unwrap()
     );
     // and the latest version is read without a pin, recorded as version 1
-    let latest = s.policy("latest.toml", "path = \"input\"", 2, 1);
+    let latest = write_policy(&s, "latest.toml", "path = \"input\"", 2, 1);
     ok(&[
         "anonymize",
         "--policy",
@@ -514,7 +502,8 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
     assert_eq!(s.report("latest.json")["publish"]["input_rows"], 1_000);
     // a time before the table's first commit reads no version (delta-rs alone would give
     // version 0); a time after the last reads the latest
-    let before = s.policy(
+    let before = write_policy(
+        &s,
         "before.toml",
         "path = \"input\"\ntimestamp = \"2000-01-01T00:00:00Z\"",
         2,
@@ -536,7 +525,8 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
         )),
         "{message}"
     );
-    let after = s.policy(
+    let after = write_policy(
+        &s,
         "after.toml",
         "path = \"input\"\ntimestamp = \"2999-01-01T00:00:00Z\"",
         2,
@@ -556,10 +546,11 @@ async fn a_delta_input_at_a_version_gives_the_same_release_later() {
 
 #[test]
 fn bad_inputs_give_one_error_naming_the_table_and_commit_nothing() {
-    let s = Scratch::new(500);
+    let s = scratch(500);
     let out = s.arg("out");
     // a path that is not a Delta table where one is required
-    let not_delta = s.policy(
+    let not_delta = write_policy(
+        &s,
         "not_delta.toml",
         "path = \"patients.parquet\"\nformat = \"delta\"",
         2,
@@ -588,7 +579,7 @@ fn bad_inputs_give_one_error_naming_the_table_and_commit_nothing() {
     ok(&[
         "apply", "--policy", &policy, "--out", &out, "--format", "delta",
     ]);
-    let missing = s.policy("missing.toml", "path = \"out\"\nversion = 5", 2, 1);
+    let missing = write_policy(&s, "missing.toml", "path = \"out\"\nversion = 5", 2, 1);
     let failed = anon(&["anonymize", "--policy", &missing, "--out", &s.arg("o2")]);
     assert!(!failed.status.success());
     let message = stderr(&failed);
@@ -599,7 +590,7 @@ fn bad_inputs_give_one_error_naming_the_table_and_commit_nothing() {
         "{message}"
     );
     // a table whose schema lacks a policy column (the release dropped patient_id)
-    let lacking = s.policy("lacking.toml", "path = \"out\"", 2, 1);
+    let lacking = write_policy(&s, "lacking.toml", "path = \"out\"", 2, 1);
     let failed = anon(&["anonymize", "--policy", &lacking, "--out", &s.arg("o3")]);
     assert!(!failed.status.success());
     let message = stderr(&failed);
@@ -656,7 +647,7 @@ fn wait_for_pause(log: &Path, point: &str) {
 
 #[tokio::test]
 async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
-    let s = Scratch::new(20_000);
+    let s = scratch(20_000);
     let policy = s.arg("policy.toml");
     let table = s.path("t");
     let out = s.arg("t");
@@ -664,7 +655,7 @@ async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
         "apply", "--policy", &policy, "--out", &out, "--format", "delta", "--seed", "1",
     ]);
     let (_, previous) = delta_rows(&table, None).await;
-    let other = s.policy("other.toml", "path = \"patients.parquet\"", 3, 2);
+    let other = write_policy(&s, "other.toml", "path = \"patients.parquet\"", 3, 2);
     let overwrite = [
         "apply",
         "--policy",
@@ -733,7 +724,7 @@ async fn a_kill_at_any_point_leaves_the_previous_or_the_new_complete_version() {
 
 #[tokio::test]
 async fn a_kill_while_writing_leaves_the_previous_version() {
-    let s = Scratch::new(300_000);
+    let s = scratch(300_000);
     let policy = s.arg("policy.toml");
     let table = s.path("t");
     let out = s.arg("t");
@@ -742,7 +733,7 @@ async fn a_kill_while_writing_leaves_the_previous_version() {
     ]);
     let before = commits(&table);
     let (_, previous) = delta_rows(&table, None).await;
-    let other = s.policy("other.toml", "path = \"patients.parquet\"", 3, 2);
+    let other = write_policy(&s, "other.toml", "path = \"patients.parquet\"", 3, 2);
     for _ in 0..5 {
         // paused after writing: a kill that comes before that line came while writing
         let (mut child, log) = start_paused(
@@ -783,7 +774,7 @@ async fn a_kill_while_writing_leaves_the_previous_version() {
 
 #[test]
 fn two_publishes_at_once_one_commits_the_other_fails_clearly() {
-    let s = Scratch::new(5_000);
+    let s = scratch(5_000);
     let policy = s.arg("policy.toml");
     let table = s.path("t");
     let out = s.arg("t");

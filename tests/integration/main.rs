@@ -2,8 +2,7 @@
 //! `docs/definitions.md`: sqllogictest files under `sql/`, a brute-force reference comparison,
 //! and a check that the definitions page defines every JSON key of the profile.
 
-mod agreement;
-mod anonymize;
+mod arguments;
 mod bucketize;
 mod cloaking;
 mod cluster;
@@ -13,7 +12,6 @@ mod delta;
 mod hierarchy;
 mod persons;
 mod perturbation;
-mod population;
 mod profile;
 mod publish;
 mod recoding;
@@ -21,16 +19,14 @@ mod recoding;
 mod reference;
 mod report;
 mod s3;
-mod search;
-mod sets;
+
 mod shuffle;
 mod slt;
 #[path = "../../crates/datafusion-anonymity/tests/support/slt_runner.rs"]
 mod slt_runner;
 mod staging;
 mod structure;
-mod synthetic;
-mod tuple_diversity;
+mod tables;
 mod uniqueness;
 
 use std::path::{Path, PathBuf};
@@ -79,15 +75,80 @@ fn anonymize_quietly(policy: &str, out: &Path, report: Option<&Path>, extra: &[&
     command.args(extra).output().unwrap()
 }
 
+/// A scratch directory for one test and the files it writes there.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// With `anon generate`'s patients table (`rows` rows, seed 5) as `patients.parquet`.
+    fn with_patients(rows: usize) -> Self {
+        let scratch = Self::new();
+        generate_patients(&scratch.path("patients.parquet"), rows, 5);
+        scratch
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// [`Self::path`] as a command-line argument.
+    fn arg(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+
+    /// Writes `text` to `name` (creating its folders); its path as an argument.
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, text).unwrap();
+        self.arg(name)
+    }
+
+    /// The JSON report a run wrote at `name`.
+    fn report(&self, name: &str) -> serde_json::Value {
+        read_json(self.path(name))
+    }
+
+    /// The names in the directory that start with a dot (hidden: staging, temporary files).
+    fn hidden(&self) -> Vec<String> {
+        self.names(|name| name.starts_with('.'))
+    }
+
+    /// The names in the directory that mark staging (`.NAME.anon-tmp-…`).
+    fn staging(&self) -> Vec<String> {
+        self.names(|name| name.contains(".anon-tmp-"))
+    }
+
+    fn names(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|name| keep(name))
+            .collect()
+    }
+}
+
 /// A command's stderr as text.
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
 }
 
-/// Writes `anon generate`'s patients table (`rows` rows, `seed`) to `path`.
-fn generate_patients(path: &Path, rows: usize, seed: u64) {
+/// Writes `anon generate --table TABLE` (`rows` rows, `seed`) to `path`: the one generator of
+/// the end-to-end tests' inputs.
+fn generate(table: &str, path: &Path, rows: usize, seed: u64) {
     let generated = anon(&[
         "generate",
+        "--table",
+        table,
         "--rows",
         &rows.to_string(),
         "--out",
@@ -96,6 +157,11 @@ fn generate_patients(path: &Path, rows: usize, seed: u64) {
         &seed.to_string(),
     ]);
     assert!(generated.status.success(), "{}", stderr(&generated));
+}
+
+/// Writes `anon generate`'s patients table (`rows` rows, `seed`) to `path`.
+fn generate_patients(path: &Path, rows: usize, seed: u64) {
+    generate("patients", path, rows, seed);
 }
 
 /// A policy over the patients table at `input`: zip, age and sex are quasi-identifiers,

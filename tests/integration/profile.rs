@@ -9,12 +9,14 @@ use std::process::Command;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymity::generalize::Hierarchy;
 use datafusion_anonymity_engine::profile::{Profile, ProfileOptions, ProfileProgress, profile};
+
+use crate::tables::{batch, ints, strings};
 
 const TOL: f64 = 1e-9;
 
@@ -25,28 +27,8 @@ fn close(actual: f64, expected: f64, tol: f64, what: &str) {
     );
 }
 
-fn strings(values: &[&str]) -> ArrayRef {
-    Arc::new(StringArray::from(values.to_vec()))
-}
-
 fn opt_strings(values: &[Option<&str>]) -> ArrayRef {
     Arc::new(StringArray::from(values.to_vec()))
-}
-
-fn ints(values: &[i64]) -> ArrayRef {
-    Arc::new(Int64Array::from(values.to_vec()))
-}
-
-fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
-        .collect();
-    RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        columns.into_iter().map(|(_, a)| a).collect(),
-    )
-    .unwrap()
 }
 
 fn context(tables: Vec<(&str, RecordBatch)>) -> SessionContext {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::{anon, repo, stderr};
+use crate::{Scratch, anon, repo, stderr};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
@@ -362,11 +362,6 @@ async fn projection_and_filters_reach_the_inner_scan() {
 
 // ---------------------------------------------------------------- the CLI
 
-/// A scratch directory with the 9-row Li et al. table as CSV and a policy writer.
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
 const LI2007: &str = "id,zip,age,salary,disease
 1,47677,29,3,gastric ulcer
 2,47602,22,4,gastritis
@@ -386,50 +381,36 @@ salary = { role = "insensitive" }
 disease = { role = "sensitive" }
 "#;
 
-impl Scratch {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("li2007.csv"), LI2007).unwrap();
-        Self { dir }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn write(&self, name: &str, text: &str) -> String {
-        std::fs::write(self.path(name), text).unwrap();
-        self.path(name).display().to_string()
-    }
-    /// A policy over li2007.csv with these attributes and transformation.
-    fn policy(&self, attributes: &str, transformation: &str) -> String {
-        self.write(
-            "policy.toml",
-            &format!(
-                "[input]\npath = \"li2007.csv\"\n[privacy]\nk = 3\nmax_suppression = 0.5\n\
-                 [attributes]\n{attributes}[transformation]\n{transformation}"
-            ),
-        )
-    }
-    /// Files in the directory whose names start with a dot (temporary outputs).
-    fn hidden(&self) -> Vec<String> {
-        std::fs::read_dir(self.dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with('.'))
-            .collect()
-    }
+/// A scratch directory with the 9-row Li et al. table as `li2007.csv`.
+fn li2007() -> Scratch {
+    let scratch = Scratch::new();
+    scratch.write("li2007.csv", LI2007);
+    scratch
+}
+
+/// A policy over li2007.csv with these attributes and transformation.
+fn write_policy(scratch: &Scratch, attributes: &str, transformation: &str) -> String {
+    scratch.write(
+        "policy.toml",
+        &format!(
+            "[input]\npath = \"li2007.csv\"\n[privacy]\nk = 3\nmax_suppression = 0.5\n\
+             [attributes]\n{attributes}[transformation]\n{transformation}"
+        ),
+    )
 }
 
 #[tokio::test]
 async fn values_missing_from_a_tree_are_counted_over_the_whole_column() {
     // `anon apply` registers without the tree scan: the recoding refuses a missing value with
     // its batch's count, then the check counts the whole column
-    let s = Scratch::new();
+    let s = li2007();
     // rows 5 (47909) and 9 (47607) of li2007.csv have no leaf
     s.write(
         "zip.csv",
         "47677;476**;*\n47602;476**;*\n47678;476**;*\n47905;479**;*\n47906;479**;*\n47605;476**;*\n47673;476**;*\n",
     );
-    let path = s.policy(
+    let path = write_policy(
+        &s,
         &ATTRIBUTES.replace(
             r#"{ kind = "mask" }"#,
             r#"{ kind = "tree", file = "zip.csv" }"#,
@@ -504,8 +485,8 @@ fn assert_refused(scratch: &Scratch, args: &[&str], out: &Path, words: &[&str]) 
 
 #[test]
 fn apply_writes_verified_output_and_refuses_to_overwrite() {
-    let s = Scratch::new();
-    let policy = s.policy(ATTRIBUTES, "zip = 2\nage = 1\n");
+    let s = li2007();
+    let policy = write_policy(&s, ATTRIBUTES, "zip = 2\nage = 1\n");
     let out = s.path("out.parquet");
     let out_arg = out.display().to_string();
     let output = anon(&["apply", "--policy", &policy, "--out", &out_arg]);
@@ -541,7 +522,7 @@ fn apply_writes_verified_output_and_refuses_to_overwrite() {
 
 #[test]
 fn apply_refuses_more_suppression_than_allowed() {
-    let s = Scratch::new();
+    let s = li2007();
     let policy = s.write(
         "policy.toml",
         &format!(
@@ -567,7 +548,7 @@ fn apply_refuses_more_suppression_than_allowed() {
 
 #[test]
 fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
-    let s = Scratch::new();
+    let s = li2007();
     let out = s.path("out.parquet");
     let out_arg = out.display().to_string();
     let apply = |policy: &str| {
@@ -586,7 +567,8 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
 
     // a value of the data missing from its tree hierarchy: 2 of the 9 zips have no leaf
     s.write("zip.csv", "47677;476**;*\n47602;476**;*\n47678;476**;*\n47905;479**;*\n47906;479**;*\n47605;476**;*\n47673;476**;*\n");
-    let policy = s.policy(
+    let policy = write_policy(
+        &s,
         &ATTRIBUTES.replace(
             r#"{ kind = "mask" }"#,
             r#"{ kind = "tree", file = "zip.csv" }"#,
@@ -597,7 +579,8 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
 
     // a ragged hierarchy file (line 2 has one level fewer)
     s.write("zip.csv", "47677;476**;*\n47602;*\n");
-    let policy = s.policy(
+    let policy = write_policy(
+        &s,
         &ATTRIBUTES.replace(
             r#"{ kind = "mask" }"#,
             r#"{ kind = "tree", file = "zip.csv" }"#,
@@ -611,11 +594,11 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
     run(apply(&policy), &["zip.csv", "line 2"]);
 
     // a level above the hierarchy's height (mask of length 5: levels 0 to 5)
-    let policy = s.policy(ATTRIBUTES, "zip = 9\nage = 1\n");
+    let policy = write_policy(&s, ATTRIBUTES, "zip = 9\nage = 1\n");
     run(apply(&policy), &["level 9", "zip"]);
 
     // a hierarchy kind that does not fit the column type
-    let policy = s.policy(
+    let policy = write_policy(&s,
         &ATTRIBUTES.replace(
             r#"disease = { role = "sensitive" }"#,
             r#"disease = { role = "quasi_identifier", hierarchy = { kind = "interval", widths = [10] } }"#,
@@ -625,21 +608,24 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
     run(apply(&policy), &["disease", "interval", "numeric"]);
 
     // an unknown column
-    let policy = s.policy(
+    let policy = write_policy(
+        &s,
         &format!("{ATTRIBUTES}nationality = {{ role = \"insensitive\" }}\n"),
         "zip = 2\n",
     );
     run(apply(&policy), &["nationality", "not a column"]);
 
     // a column without a role
-    let policy = s.policy(
+    let policy = write_policy(
+        &s,
         &ATTRIBUTES.replace("salary = { role = \"insensitive\" }\n", ""),
         "zip = 2\n",
     );
     run(apply(&policy), &["salary", "no role"]);
 
     // no quasi-identifier
-    let policy = s.policy(
+    let policy = write_policy(
+        &s,
         "id = { role = \"identifier\" }\nzip = { role = \"insensitive\" }\nage = { role = \"insensitive\" }\n\
          salary = { role = \"insensitive\" }\ndisease = { role = \"sensitive\" }\n",
         "",
@@ -654,7 +640,7 @@ fn bad_inputs_are_refused_with_one_clear_line_and_nothing_written() {
     run(apply(&policy), &["policy.toml", "line 4"]);
 
     // the output is the input, or inside a directory input
-    let policy = s.policy(ATTRIBUTES, "zip = 2\nage = 1\n");
+    let policy = write_policy(&s, ATTRIBUTES, "zip = 2\nage = 1\n");
     let input = s.path("li2007.csv").display().to_string();
     let output = anon(&["apply", "--policy", &policy, "--out", &input, "--overwrite"]);
     assert!(

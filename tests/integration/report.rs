@@ -21,7 +21,7 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::Int64Type;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{anon, stderr};
+use super::{anon, read_json, stderr};
 
 const ROWS: [(&str, &str); 8] = [
     ("g-a1", "sick-x"),
@@ -101,10 +101,6 @@ impl Table {
     }
 }
 
-pub(super) fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// (classes, smallest class, rows) of a written file, by plain SQL.
 async fn recount(path: &Path) -> (i64, i64, i64) {
     let ctx = SessionContext::new();
@@ -145,7 +141,7 @@ async fn apply_report_figures_equal_a_recount_of_the_written_output() {
     let (classes, k, rows) = recount(&out).await;
     // by hand: G-A 4, G-B 3 written, G-C's 1 row dropped
     assert_eq!((classes, k, rows), (2, 3, 7));
-    let json = json(&report);
+    let json = read_json(&report);
     let publish = &json["publish"];
     let verification = &publish["verification"];
     assert_eq!(json["command"], "apply");
@@ -189,7 +185,7 @@ async fn apply_report_figures_equal_a_recount_of_the_written_output() {
         "searched.json",
         &[],
     );
-    let searched = self::json(&searched);
+    let searched = read_json(&searched);
     let keys = |value: &serde_json::Value| -> Vec<String> {
         value.as_object().unwrap().keys().cloned().collect()
     };
@@ -227,7 +223,7 @@ fn apply_utility_in_the_report_equals_anonymize_for_the_same_levels() {
         "applied.json",
         &["--utility"],
     );
-    let applied = json(&t.path("applied.json"));
+    let applied = read_json(t.path("applied.json"));
     t.publish(
         "anonymize",
         &t.policy("search.toml", "", ""),
@@ -235,7 +231,7 @@ fn apply_utility_in_the_report_equals_anonymize_for_the_same_levels() {
         "searched.json",
         &["--utility"],
     );
-    let searched = json(&t.path("searched.json"));
+    let searched = read_json(t.path("searched.json"));
     assert_eq!(searched["levels"], applied["levels"]);
     let loss = |report: &serde_json::Value| report["utility"]["loss_metric"].as_f64().unwrap();
     for (name, value) in [
@@ -273,7 +269,7 @@ fn html_report_renders_the_figures_and_escapes_every_text() {
         &["--utility", "--html-report", &t.arg("report.html")],
     );
     let html = std::fs::read_to_string(t.path("report.html")).unwrap();
-    let json = json(&t.path("report.json"));
+    let json = read_json(t.path("report.json"));
     assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
     assert!(
         !html.contains("<script") && !html.contains("http"),
@@ -384,7 +380,7 @@ fn html_report_charts_class_sizes_and_loss() {
         &format!("{LOSS_AT_LEVEL_1:.4}"),
     );
     // the JSON has the same class sizes
-    let json = json(&t.path("report.json"));
+    let json = read_json(t.path("report.json"));
     let sizes = json["publish"]["class_sizes"].as_array().unwrap();
     assert_eq!(sizes[2]["size"], "3-4");
     assert_eq!(
@@ -412,7 +408,7 @@ fn report_phases_add_up_to_the_total() {
             &report,
             &["--utility"],
         );
-        let seconds = json(&t.path(&report))["seconds"].clone();
+        let seconds = read_json(t.path(&report))["seconds"].clone();
         let phases = seconds.as_object().unwrap();
         for key in ["input", "commit"] {
             assert!(phases[key].as_f64().unwrap() >= 0.0, "{command}: {key}");
@@ -540,7 +536,10 @@ fn the_seed_is_written_only_when_asked_for() {
         "with-seed.json",
         &["--seed", "424242", "--record-seed", "--html-report", &html],
     );
-    assert_eq!(json(&t.path("with-seed.json"))["publish"]["seed"], 424242);
+    assert_eq!(
+        read_json(t.path("with-seed.json"))["publish"]["seed"],
+        424242
+    );
     let page = std::fs::read_to_string(t.path("with-seed.html")).unwrap();
     assert!(
         page.contains("seed 424242"),

@@ -4,49 +4,24 @@
 //! an output name that promises another format is refused.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{anon, stderr};
+use super::{Scratch, anon, stderr};
 
-/// A scratch directory with the generated patients table and a policy over it.
-struct Scratch {
-    dir: tempfile::TempDir,
+/// A scratch directory with the generated patients table (`rows` rows) and `policy.toml` over
+/// it (zip at level 2).
+fn scratch(rows: usize) -> Scratch {
+    let scratch = Scratch::with_patients(rows);
+    write_policy(&scratch, 2);
+    scratch
 }
 
-impl Scratch {
-    fn new(rows: usize) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        super::generate_patients(&dir.path().join("patients.parquet"), rows, 5);
-        let scratch = Self { dir };
-        scratch.policy(2);
-        scratch
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn arg(&self, name: &str) -> String {
-        self.path(name).display().to_string()
-    }
-
-    /// `policy.toml`: k = 2 with zip at `zip_level` (the level changes the output's bytes).
-    fn policy(&self, zip_level: usize) -> String {
-        let text = super::patients_policy("patients.parquet", 2, 1.0, zip_level, 1);
-        std::fs::write(self.path("policy.toml"), text).unwrap();
-        self.arg("policy.toml")
-    }
-
-    /// Names in the directory that mark staging (`.NAME.anon-tmp-…`).
-    fn staging(&self) -> Vec<String> {
-        std::fs::read_dir(self.dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-            .filter(|n| n.contains(".anon-tmp-"))
-            .collect()
-    }
+/// `policy.toml`: k = 2 with zip at `zip_level` (the level changes the output's bytes).
+fn write_policy(scratch: &Scratch, zip_level: usize) -> String {
+    let text = super::patients_policy("patients.parquet", 2, 1.0, zip_level, 1);
+    scratch.write("policy.toml", &text)
 }
 
 /// Every file under `path` (or `path` itself) with its bytes, in name order; nothing when
@@ -130,8 +105,8 @@ fn try_kill_while_staging(scratch: &Scratch, args: &[&str]) -> bool {
 
 #[test]
 fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_recovers() {
-    let s = Scratch::new(300_000);
-    let policy = s.policy(2);
+    let s = scratch(300_000);
+    let policy = write_policy(&s, 2);
     let out = s.arg("out");
     let first = anon(&["apply", "--policy", &policy, "--out", &out]);
     assert!(first.status.success(), "{}", stderr(&first));
@@ -144,7 +119,7 @@ fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_reco
 
     // a different transformation (zip erased: level 5 of a 5-character mask), so the new
     // output's bytes differ from the old
-    let policy = s.policy(5);
+    let policy = write_policy(&s, 5);
     let next = anon(&["apply", "--policy", &policy, "--out", &out, "--overwrite"]);
     assert!(next.status.success(), "{}", stderr(&next));
     let said = stderr(&next);
@@ -168,8 +143,8 @@ fn a_killed_overwrite_of_a_directory_leaves_the_old_output_and_the_next_run_reco
 
 #[test]
 fn a_killed_apply_to_a_new_file_leaves_nothing_at_the_output() {
-    let s = Scratch::new(300_000);
-    let policy = s.policy(2);
+    let s = scratch(300_000);
+    let policy = write_policy(&s, 2);
     let out = s.arg("new.parquet");
     kill_while_staging(
         &s,
@@ -181,8 +156,8 @@ fn a_killed_apply_to_a_new_file_leaves_nothing_at_the_output() {
 
 #[test]
 fn a_killed_anonymize_over_a_file_leaves_the_old_file() {
-    let s = Scratch::new(300_000);
-    let policy = s.policy(2);
+    let s = scratch(300_000);
+    let policy = write_policy(&s, 2);
     let out = s.arg("out.parquet");
     let first = anon(&["anonymize", "--policy", &policy, "--out", &out]);
     assert!(first.status.success(), "{}", stderr(&first));
@@ -213,8 +188,8 @@ fn a_killed_anonymize_over_a_file_leaves_the_old_file() {
 
 #[test]
 fn reports_and_outputs_are_replaced_only_with_overwrite_and_named_for_parquet() {
-    let s = Scratch::new(2_000);
-    let policy = s.policy(3);
+    let s = scratch(2_000);
+    let policy = write_policy(&s, 3);
     let (out, report) = (s.arg("out.parquet"), s.arg("report.json"));
     std::fs::write(&report, "earlier report").unwrap();
     let refused = anon(&[
@@ -263,7 +238,7 @@ fn reports_and_outputs_are_replaced_only_with_overwrite_and_named_for_parquet() 
 
 #[test]
 fn anonymize_with_masking_publishes_every_row() {
-    let s = Scratch::new(5_000);
+    let s = scratch(5_000);
     // k = 20 at zip level 1 leaves small classes: masked, not dropped
     let text = super::patients_policy("patients.parquet", 20, 1.0, 1, 1)
         .replace("[privacy]\n", "[privacy]\nsuppression = \"mask\"\n");
@@ -328,8 +303,8 @@ fn anonymize_with_masking_publishes_every_row() {
 
 #[test]
 fn a_memory_limit_spills_or_stops_with_one_clear_error_before_writing() {
-    let s = Scratch::new(200_000);
-    let policy = s.policy(2);
+    let s = scratch(200_000);
+    let policy = write_policy(&s, 2);
     let out = s.arg("limited.parquet");
     // far too small: the aggregation of 200,000 rows cannot even start
     let refused = anon(&[
@@ -413,8 +388,8 @@ fn a_memory_limit_spills_or_stops_with_one_clear_error_before_writing() {
 /// the first. (The pid 4,000,000 is above Linux's largest, so it names no live process.)
 #[test]
 fn the_next_run_removes_a_stale_staging_of_the_published_rows() {
-    let s = Scratch::new(2_000);
-    let policy = s.policy(2);
+    let s = scratch(2_000);
+    let policy = write_policy(&s, 2);
     let stale = s.path(".new.parquet.anon-tmp-4000000.p.parquet");
     std::fs::write(&stale, b"partial").unwrap();
     let out = s.arg("new.parquet");
@@ -436,7 +411,7 @@ fn the_next_run_removes_a_stale_staging_of_the_published_rows() {
 /// the staging then holds data, which must be removed).
 #[test]
 fn an_interrupted_run_stops_commits_nothing_and_leaves_no_staging() {
-    let scratch = Scratch::new(20_000);
+    let scratch = scratch(20_000);
     let policy = scratch.arg("policy.toml");
     for (point, signal, code, name, out) in [
         ("before-search", libc::SIGINT, 130, "SIGINT", "out.parquet"),

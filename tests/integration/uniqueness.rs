@@ -100,7 +100,7 @@ fn an_exact_insensitive_column_is_warned_about() {
     for value in ["101.17", "87.50", "240.00", "55.25", "310.80", "19.99"] {
         assert!(!error.contains(value), "{value} on stderr: {error}");
     }
-    let report = super::report::json(&release.dir.path().join("report.json"));
+    let report = crate::read_json(release.dir.path().join("report.json"));
     let publish = &report["publish"];
     assert_eq!(publish["warnings"].as_array().unwrap().len(), 1);
     assert_eq!(
@@ -174,7 +174,7 @@ fn a_coarse_column_is_not_warned_about() {
     assert!(output.status.success(), "{error}");
     // (the dropped amount repeats, 4 of 8 rows, which the person-column check points out)
     assert!(!error.contains("rows unique"), "{error}");
-    let report = super::report::json(&release.dir.path().join("report.json"));
+    let report = crate::read_json(release.dir.path().join("report.json"));
     assert_eq!(report["publish"]["warnings"], serde_json::json!([]));
     let ranking = report["publish"]["post_analytics"]["uniqueness"]
         .as_array()

@@ -214,10 +214,10 @@ pub fn one_line(error: &DataFusionError, words: Vocabulary) -> String {
         // DataFusion's own object-store errors name the object but may carry the server's
         // response: keep the plain reason
         DataFusionError::ObjectStore(store) => storage::describe_store_error(store),
-        // DataFusion's pool refusing an operator: say what to do about it
-        DataFusionError::ResourcesExhausted(message)
-            if message.starts_with("Failed to allocate") =>
-        {
+        // DataFusion refusing an operator memory (its pool, or a spill without a disk): known
+        // by its variant, not its text; say what to do about it. The pool's own words
+        // ("Failed to allocate additional 12.0 MB for … - …") are shortened to their first part.
+        DataFusionError::ResourcesExhausted(message) => {
             let what = message.split(" - ").next().unwrap_or(message);
             format!(
                 "the memory limit is too small for this input ({}); raise {memory_setting}. \

@@ -9,7 +9,9 @@
 //! One pass over the written files gives every row its class (the exact label counter of
 //! `classes.rs`) and each measured column's value a dense code ([`ValueCodes`]: text by the
 //! label codes of `codes.rs`, fixed-width values by their bits, anything else by Arrow's row
-//! format); then, per column, the rows' (class, code) words are counted, each in a slot of its
+//! format), the classes and each column's codes on threads of their own, a chunk of rows at a
+//! time (the dictionaries are independent, so the pass uses as many cores as it has
+//! dictionaries); then, per column, the rows' (class, code) words are counted, each in a slot of its
 //! own while there are few enough possible words, else radix sorted and counted by runs:
 //! Σ c·log2 c over the groups and the groups of one row. Memory is a few words per row and
 //! column (reserved in the pool); when the pool refuses more rows, each column's words so far
@@ -26,11 +28,13 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
+use datafusion::execution::disk_manager::DiskManager;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::functions::math::expr_fn::log2;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{Expr, cast, col, ident, lit, when};
@@ -161,7 +165,6 @@ async fn by_codes(
     if columns.is_empty() {
         return Ok(Vec::new());
     }
-    let reservation = MemoryConsumer::new("anon uniqueness").register(pool);
     let width = quasi_identifiers.len();
     let selected: Vec<Expr> = quasi_identifiers
         .iter()
@@ -169,95 +172,193 @@ async fn by_codes(
         .chain(columns.iter().map(|&c| ident(c)))
         .collect();
     let selected = frame.clone().select(selected)?;
-    let mut interners = (0..columns.len())
+    let interners = (0..columns.len())
         .map(|j| ValueCodes::new(selected.schema().field(width + j).data_type()))
         .collect::<Result<Vec<_>>>()?;
-    let mut counter = ClassCounter::new(width);
-    let (mut classes, mut batch_classes) = (Vec::<u32>::new(), Vec::new());
-    let mut codes: Vec<Vec<u32>> = vec![Vec::new(); columns.len()];
-    // the rows' words spilled as sorted runs when the pool refuses to hold more of them
-    let disk = Arc::clone(&frame.task_ctx().runtime_env().disk_manager);
-    let mut spilled: Vec<SpilledRuns> = columns.iter().map(|_| SpilledRuns::default()).collect();
-    let mut total_rows = 0usize;
+    let mut words = RowWords {
+        width,
+        counter: ClassCounter::new(width),
+        interners,
+        classes: Vec::new(),
+        codes: vec![Vec::new(); columns.len()],
+        spilled: columns.iter().map(|_| SpilledRuns::default()).collect(),
+        rows: 0,
+        reservation: MemoryConsumer::new("anon uniqueness").register(pool),
+        disk: Arc::clone(&frame.task_ctx().runtime_env().disk_manager),
+    };
     let mut stream = selected.execute_stream().await?;
+    let (mut chunk, mut chunk_rows) = (Vec::new(), 0);
     while let Some(batch) = stream.next().await {
         let batch = batch?;
-        let rows = batch.num_rows();
-        total_rows += rows;
-        if width == 0 {
-            classes.resize(classes.len() + rows, 0);
-        } else {
-            counter.classify(&batch.columns()[..width], rows, &mut batch_classes)?;
-            classes.extend_from_slice(&batch_classes);
+        chunk_rows += batch.num_rows();
+        chunk.push(batch);
+        if chunk_rows >= CHUNK_ROWS {
+            words.absorb(&chunk)?;
+            (chunk, chunk_rows) = (Vec::new(), 0);
         }
-        for (j, (interner, codes)) in interners.iter_mut().zip(&mut codes).enumerate() {
-            interner.encode(batch.column(width + j), codes)?;
+    }
+    words.absorb(&chunk)?;
+    words.measure(columns)
+}
+
+/// Rows whose classes and codes are computed together, the classes on one thread and each
+/// column's codes on another: enough rows that a thread each costs nothing next to them, few
+/// enough that the batches held meanwhile are small beside the pool.
+const CHUNK_ROWS: usize = 1 << 16;
+
+/// The words of the rows read so far: each row's class and, per measured column, its value's
+/// code, held in the pool or spilled as sorted runs when it refuses more.
+struct RowWords {
+    /// The columns that make the classes (the first of each batch).
+    width: usize,
+    counter: ClassCounter,
+    interners: Vec<ValueCodes>,
+    /// The class of each row held.
+    classes: Vec<u32>,
+    /// Per measured column, the code of each row held.
+    codes: Vec<Vec<u32>>,
+    /// Per measured column, the runs spilled so far.
+    spilled: Vec<SpilledRuns>,
+    /// Rows read, held or spilled.
+    rows: usize,
+    reservation: MemoryReservation,
+    disk: Arc<DiskManager>,
+}
+
+/// One part of [`RowWords::absorb`]'s work, on a thread of its own.
+enum Coding<'a> {
+    Classes(&'a mut ClassCounter, &'a mut Vec<u32>),
+    /// The batch column at this index, its codes, and where they go.
+    Values(usize, &'a mut ValueCodes, &'a mut Vec<u32>),
+}
+
+impl RowWords {
+    /// Gives the rows of `chunk` their classes and codes (side by side), then holds them if
+    /// the pool lets it, else spills every column's words so far as one run each.
+    fn absorb(&mut self, chunk: &[RecordBatch]) -> Result<()> {
+        if chunk.is_empty() {
+            return Ok(());
         }
-        let dictionaries =
-            interners.iter().map(ValueCodes::memory_size).sum::<usize>() + counter.memory_size();
-        // the rows held, and room to sort one column's words (a word and the sort's second
-        // buffer per row): what counting them in memory, or spilling them, takes
-        let held = (classes.capacity() + codes.iter().map(Vec::capacity).sum::<usize>())
+        let width = self.width;
+        let parts = std::iter::once(Coding::Classes(&mut self.counter, &mut self.classes)).chain(
+            self.interners
+                .iter_mut()
+                .zip(&mut self.codes)
+                .enumerate()
+                .map(|(j, (interner, codes))| Coding::Values(width + j, interner, codes)),
+        );
+        let coded = crate::parallel::map_scoped("the uniqueness check", parts, |part| {
+            match part {
+                Coding::Classes(counter, classes) => {
+                    let mut batch_classes = Vec::new();
+                    for batch in chunk {
+                        if width == 0 {
+                            classes.resize(classes.len() + batch.num_rows(), 0);
+                        } else {
+                            counter.classify(
+                                &batch.columns()[..width],
+                                batch.num_rows(),
+                                &mut batch_classes,
+                            )?;
+                            classes.extend_from_slice(&batch_classes);
+                        }
+                    }
+                }
+                Coding::Values(index, interner, codes) => {
+                    for batch in chunk {
+                        interner.encode(batch.column(index), codes)?;
+                    }
+                }
+            }
+            Ok::<_, DataFusionError>(())
+        })?;
+        coded.into_iter().collect::<Result<()>>()?;
+        self.rows += chunk.iter().map(RecordBatch::num_rows).sum::<usize>();
+        self.hold_or_spill()
+    }
+
+    /// Reserves the rows held and room to sort one column's words (a word and the sort's
+    /// second buffer per row), or, refused, spills them (the codes of values and classes stay:
+    /// they must fit).
+    fn hold_or_spill(&mut self) -> Result<()> {
+        let dictionaries = self
+            .interners
+            .iter()
+            .map(ValueCodes::memory_size)
+            .sum::<usize>()
+            + self.counter.memory_size();
+        let held = (self.classes.capacity() + self.codes.iter().map(Vec::capacity).sum::<usize>())
             * size_of::<u32>()
-            + classes.len() * SORT_ROOM_PER_ROW;
-        if let Err(refused) = reservation.try_resize(held + dictionaries) {
-            if !disk.tmp_files_enabled() {
+            + self.classes.len() * SORT_ROOM_PER_ROW;
+        if let Err(refused) = self.reservation.try_resize(held + dictionaries) {
+            if !self.disk.tmp_files_enabled() {
                 return Err(refused);
             }
-            // the room reserved for the rows before this batch sorts them
-            let class_bits = bits_for(counter.classes().max(1));
-            for (runs, codes) in spilled.iter_mut().zip(&mut codes) {
-                runs.spill(&classes, codes, class_bits, &disk)?;
+            // the room reserved for the rows before this chunk sorts them
+            let class_bits = self.class_bits();
+            for (runs, codes) in self.spilled.iter_mut().zip(&mut self.codes) {
+                runs.spill(&self.classes, codes, class_bits, &self.disk)?;
                 *codes = Vec::new();
             }
-            classes = Vec::new();
-            // the codes of values and classes stay: they must fit
-            reservation.try_resize(dictionaries)?;
+            self.classes = Vec::new();
+            self.reservation.try_resize(dictionaries)?;
         }
+        Ok(())
     }
-    if spilled.iter().any(|runs| !runs.is_empty()) {
-        return merged(
-            columns,
-            &mut spilled,
-            (&classes, &codes),
-            bits_for(counter.classes().max(1)),
-            total_rows,
-            &disk,
-        );
+
+    fn class_bits(&self) -> u32 {
+        bits_for(self.counter.classes().max(1))
     }
-    let rows = classes.len();
-    let class_bits = bits_for(counter.classes().max(1));
-    let sort_room = rows * SORT_ROOM_PER_ROW;
-    let mut measured = Vec::with_capacity(columns.len());
-    for ((&column, interner), codes) in columns.iter().zip(&interners).zip(&mut codes) {
-        let codes = std::mem::take(codes);
-        let code_bits = bits_for(interner.len());
-        let words = || {
-            classes
-                .iter()
-                .zip(&codes)
-                .map(|(&class, &code)| (u64::from(class) << code_bits) | u64::from(code))
-        };
-        let bits = class_bits + code_bits;
-        let by_slots = 1usize << bits <= 2 * rows.max(1 << 12);
-        // the counts, or the words and the sort's second buffer
-        let held = if by_slots {
-            (1usize << bits) * size_of::<u32>()
-        } else {
-            2 * rows * size_of::<u64>()
-        };
-        // beyond the room reserved while reading
-        let beyond = held.saturating_sub(sort_room);
-        reservation.try_grow(beyond)?;
-        let (sum_c_log_c, unique_rows) = if by_slots {
-            count_in_slots(words(), bits)
-        } else {
-            count_sorted(words().collect(), bits)
-        };
-        reservation.shrink(beyond);
-        measured.push(figures(column, rows as u64, sum_c_log_c, unique_rows));
+
+    /// The figures of each of `columns`: from the runs, if any were spilled, else counted in
+    /// memory column by column.
+    fn measure(mut self, columns: &[&str]) -> Result<Vec<ColumnUniqueness>> {
+        let class_bits = self.class_bits();
+        if self.spilled.iter().any(|runs| !runs.is_empty()) {
+            return merged(
+                columns,
+                &mut self.spilled,
+                (&self.classes, &self.codes),
+                class_bits,
+                self.rows,
+                &self.disk,
+            );
+        }
+        let rows = self.classes.len();
+        let sort_room = rows * SORT_ROOM_PER_ROW;
+        let mut measured = Vec::with_capacity(columns.len());
+        for ((&column, interner), codes) in columns.iter().zip(&self.interners).zip(&mut self.codes)
+        {
+            let codes = std::mem::take(codes);
+            let code_bits = bits_for(interner.len());
+            let classes = &self.classes;
+            let words = || {
+                classes
+                    .iter()
+                    .zip(&codes)
+                    .map(|(&class, &code)| (u64::from(class) << code_bits) | u64::from(code))
+            };
+            let bits = class_bits + code_bits;
+            let by_slots = 1usize << bits <= 2 * rows.max(1 << 12);
+            // the counts, or the words and the sort's second buffer
+            let held = if by_slots {
+                (1usize << bits) * size_of::<u32>()
+            } else {
+                2 * rows * size_of::<u64>()
+            };
+            // beyond the room reserved while reading
+            let beyond = held.saturating_sub(sort_room);
+            self.reservation.try_grow(beyond)?;
+            let (sum_c_log_c, unique_rows) = if by_slots {
+                count_in_slots(words(), bits)
+            } else {
+                count_sorted(words().collect(), bits)
+            };
+            self.reservation.shrink(beyond);
+            measured.push(figures(column, rows as u64, sum_c_log_c, unique_rows));
+        }
+        Ok(measured)
     }
-    Ok(measured)
 }
 
 /// Bytes per row held while reading for sorting one column's words: a word and the radix
@@ -273,7 +374,7 @@ fn merged(
     left: (&[u32], &[Vec<u32>]),
     class_bits: u32,
     rows: usize,
-    disk: &Arc<datafusion::execution::disk_manager::DiskManager>,
+    disk: &Arc<DiskManager>,
 ) -> Result<Vec<ColumnUniqueness>> {
     let (classes, codes) = left;
     let mut measured = Vec::with_capacity(columns.len());

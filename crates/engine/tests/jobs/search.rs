@@ -22,12 +22,12 @@ use datafusion_anonymity_engine::policy::{
 };
 use datafusion_anonymity_engine::search::{Algorithm, FrequencySet, Metric, Solution, search};
 
-use super::ADULT_QIS;
+use crate::support::{ADULT_QIS, repo};
 
 const SALARY: &str = "salary-class";
 
 fn adult_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/adult")
+    repo("examples/adult")
 }
 
 fn hierarchy_path(column: &str) -> PathBuf {

@@ -5,22 +5,17 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{read_json, repo};
+use datafusion_anonymity_engine::jobs::anonymize::{AnonymizeOptions, Published};
+
+use crate::support::{self, AdultPolicy, read_json, repo};
 
 const QIS: [&str; 4] = ["sex", "age", "race", "education"];
-const OTHERS: [&str; 4] = [
-    "marital-status",
-    "native-country",
-    "workclass",
-    "occupation",
-];
 
 /// About a third of Adult (rows picked by a mix of their values), as Parquet in `dir`.
 async fn sample(dir: &Path) -> PathBuf {
@@ -64,28 +59,28 @@ async fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, PathBuf) {
 /// A policy over `input` (the 4 QIs with Adult's tree hierarchies, salary-class sensitive)
 /// with `privacy` and, if given, `[population] path`.
 fn policy(dir: &Path, input: &Path, privacy: &str, population: Option<&Path>) -> String {
-    let mut text = format!("[input]\npath = \"{}\"\n", input.display());
-    if let Some(p) = population {
-        text.push_str(&format!("[population]\npath = \"{}\"\n", p.display()));
+    let policy = AdultPolicy::new(privacy).qis(&QIS).input(input);
+    match population {
+        Some(population) => policy.population(population).write(dir),
+        None => policy.write(dir),
     }
-    text.push_str(&format!("[privacy]\n{privacy}\n[attributes]\n"));
-    for qi in QIS {
-        text.push_str(&format!(
-            "\"{qi}\" = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"tree\", file = \"{}\" }} }}\n",
-            repo(&format!("examples/adult/hierarchies/adult_hierarchy_{qi}.csv")).display()
-        ));
-    }
-    for other in OTHERS {
-        text.push_str(&format!("\"{other}\" = {{ role = \"insensitive\" }}\n"));
-    }
-    text.push_str("\"salary-class\" = { role = \"sensitive\" }\n");
-    let path = dir.join("policy.toml");
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
 }
 
-fn anonymize(policy: &str, out: &Path, report: &Path, extra: &[&str]) -> std::process::Output {
-    crate::anonymize_quietly(policy, out, Some(report), extra)
+async fn anonymize(
+    policy: &str,
+    out: &Path,
+    report: &Path,
+    configure: impl FnOnce(&mut AnonymizeOptions),
+) -> Result<Published, String> {
+    support::anonymize(policy, out, Some(report), configure).await
+}
+
+/// A shell's defaults (optimal, Loss).
+fn defaults(_: &mut AnonymizeOptions) {}
+
+/// Replacing the last run's output.
+fn overwrite(options: &mut AnonymizeOptions) {
+    options.overwrite = true;
 }
 
 /// Each QI's labels per level, from the ARX hierarchy file: value → [value, level 1, …].
@@ -172,23 +167,15 @@ async fn full_domain_release_meets_k_map_and_delta_presence_recounted() {
 
     // k = 2 alone
     let plain = policy(dir.path(), &input, base, None);
-    let output = anonymize(&plain, &out, &report, &[]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    anonymize(&plain, &out, &report, defaults).await.unwrap();
     let json: serde_json::Value = read_json(&report);
     let plain_loss = json["metric_value"].as_f64().unwrap();
 
     let privacy = format!("{base}\nk_map = 20\ndelta_presence = {{ max = 0.5 }}");
     let with_population = policy(dir.path(), &input, &privacy, Some(&population));
-    let output = anonymize(&with_population, &out, &report, &["--overwrite"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    anonymize(&with_population, &out, &report, overwrite)
+        .await
+        .unwrap();
     let json: serde_json::Value = read_json(&report);
     let loss = json["metric_value"].as_f64().unwrap();
     assert!(
@@ -288,17 +275,11 @@ async fn mondrian_k_map_recounted(sets: &[&str]) -> usize {
         })
         .collect();
     std::fs::write(&with_population, text).unwrap();
-    let output = anonymize(
-        &with_population,
-        &out,
-        &report,
-        &["--algorithm", "mondrian"],
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    anonymize(&with_population, &out, &report, |o| {
+        o.method = support::algorithm("mondrian")
+    })
+    .await
+    .unwrap();
     let (k_map, written_sets) = written_k_map_by_cover(&out, &population, 10).await;
     let json: serde_json::Value = read_json(&report);
     assert_eq!(
@@ -371,10 +352,10 @@ async fn population_requirements_fail_closed() {
         "k = 2\nmax_suppression = 0.02\ndelta_presence = { min = 0.9, max = 1.0 }",
         Some(&population),
     );
-    let output = anonymize(&impossible, &out, &report, &[]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
-    assert!(stderr.contains("no generalization"), "{stderr}");
+    let message = anonymize(&impossible, &out, &report, defaults)
+        .await
+        .unwrap_err();
+    assert!(message.contains("no generalization"), "{message}");
     // and why: the top class holds every sample row against every population row
     let (sample_rows, population_rows) = (
         grouped(&input, &QIS)
@@ -389,7 +370,7 @@ async fn population_requirements_fail_closed() {
             .sum::<u64>(),
     );
     let delta = format!("δ = {:.4}", sample_rows as f64 / population_rows as f64);
-    assert!(stderr.contains(&delta), "{delta} in {stderr}");
+    assert!(message.contains(&delta), "{delta} in {message}");
     assert!(!out.exists() && !report.exists());
 
     // a journalist risk above its threshold: checked on the written output, nothing published
@@ -400,21 +381,22 @@ async fn population_requirements_fail_closed() {
         "k = 2\nmax_suppression = 0.02\nmax_journalist_risk = 0.01",
         Some(&population),
     );
-    let output = anonymize(&risky, &out, &report, &[]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let message = anonymize(&risky, &out, &report, defaults)
+        .await
+        .unwrap_err();
     assert!(
-        stderr.contains("the journalist risk") && stderr.contains("max_journalist_risk = 0.01"),
-        "{stderr}"
+        message.contains("the journalist risk") && message.contains("max_journalist_risk = 0.01"),
+        "{message}"
     );
     assert!(!out.exists() && !report.exists());
 
     let without = policy(dir.path(), &input, "k = 2\nk_map = 5", None);
-    let output = anonymize(&without, &out, &report, &[]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = anonymize(&without, &out, &report, defaults)
+        .await
+        .unwrap_err();
     assert!(
-        stderr.contains("privacy.k_map need [population] path"),
-        "{stderr}"
+        message.contains("privacy.k_map need [population] path"),
+        "{message}"
     );
 
     // a population without one of the quasi-identifiers
@@ -437,11 +419,12 @@ async fn population_requirements_fail_closed() {
     .await
     .unwrap();
     let missing = policy(dir.path(), &input, "k = 2\nk_map = 5", Some(&partial));
-    let output = anonymize(&missing, &out, &report, &[]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = anonymize(&missing, &out, &report, defaults)
+        .await
+        .unwrap_err();
     assert!(
-        stderr.contains("quasi-identifier 'education' is not a column of the population"),
-        "{stderr}"
+        message.contains("quasi-identifier 'education' is not a column of the population"),
+        "{message}"
     );
     assert!(!out.exists());
 }
@@ -464,16 +447,9 @@ async fn apply_suppresses_classes_under_k_map() {
     text.push_str("[transformation]\nage = 2\neducation = 1\n");
     let path = dir.path().join("apply.toml");
     std::fs::write(&path, text).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_anon"))
-        .args(["apply", "--policy", &path.display().to_string()])
-        .args(["--out", &out.display().to_string()])
-        .output()
+    support::apply(&path.display().to_string(), &out, |_| {})
+        .await
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     let levels: HashMap<String, usize> = [("sex", 0), ("age", 2), ("race", 0), ("education", 1)]
         .into_iter()
         .map(|(q, l)| (q.to_string(), l))
@@ -502,24 +478,20 @@ async fn k_map_against_the_sample_itself_is_k_anonymity() {
     let input = sample(dir.path()).await;
     let out = dir.path().join("out.parquet");
     let report = dir.path().join("report.json");
-    let run = |privacy: &str, population: Option<&Path>| {
+    let run = async |privacy: &str, population: Option<&Path>| {
         let policy = policy(dir.path(), &input, privacy, population);
-        let output = anonymize(&policy, &out, &report, &["--overwrite"]);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        anonymize(&policy, &out, &report, overwrite).await.unwrap();
         let json: serde_json::Value = read_json(&report);
         (
             json["publish"]["levels"].clone(),
             json["publish"]["suppressed_rows"].clone(),
         )
     };
-    let k = run("k = 20\nmax_suppression = 0.02", None);
+    let k = run("k = 20\nmax_suppression = 0.02", None).await;
     let k_map = run(
         "k = 2\nmax_suppression = 0.02\nk_map = 20",
         Some(input.as_path()),
-    );
+    )
+    .await;
     assert_eq!(k, k_map);
 }

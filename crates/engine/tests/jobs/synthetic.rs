@@ -24,7 +24,7 @@ use datafusion::arrow::datatypes::Int64Type;
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{anon, stderr};
+use crate::support::{self, read_json};
 
 const TABLE: &str = "zip,disease,age\n\
                      1000,flu,31\n\
@@ -38,7 +38,9 @@ const TABLE: &str = "zip,disease,age\n\
                      3000,cold,54\n\
                      3000,flu,55\n";
 
-fn release(dir: &std::path::Path, synthetic: &str, extra: &str) -> std::process::Output {
+/// `apply` of the table with `synthetic` and `extra` (in `[privacy]`) at seed 7, into
+/// `out.parquet` with `report.json`.
+async fn release(dir: &std::path::Path, synthetic: &str, extra: &str) -> Result<(), String> {
     std::fs::write(dir.join("visits.csv"), TABLE).unwrap();
     let policy = format!(
         "[input]\npath = \"visits.csv\"\n[privacy]\nk = 2\n{extra}\n[attributes]\n\
@@ -48,18 +50,12 @@ fn release(dir: &std::path::Path, synthetic: &str, extra: &str) -> std::process:
     );
     std::fs::write(dir.join("policy.toml"), policy).unwrap();
     let arg = |name: &str| dir.join(name).display().to_string();
-    anon(&[
-        "apply",
-        "--quiet",
-        "--policy",
-        &arg("policy.toml"),
-        "--out",
-        &arg("out.parquet"),
-        "--report",
-        &arg("report.json"),
-        "--seed",
-        "7",
-    ])
+    support::apply(&arg("policy.toml"), &dir.join("out.parquet"), |o| {
+        o.report = Some(arg("report.json"));
+        o.seed = Some(7);
+    })
+    .await
+    .map(|_| ())
 }
 
 /// (zip, rows, distinct diseases, ages seen) per published class, by zip.
@@ -98,8 +94,9 @@ async fn classes(path: &std::path::Path) -> Vec<(String, i64, i64, Vec<i64>)> {
 #[tokio::test]
 async fn classes_below_the_thresholds_get_records_inside_them() {
     let dir = tempfile::tempdir().unwrap();
-    let output = release(dir.path(), "[synthetic]\nk = 4\nl = 2\nmax_share = 0.5", "");
-    assert!(output.status.success(), "{}", stderr(&output));
+    release(dir.path(), "[synthetic]\nk = 4\nl = 2\nmax_share = 0.5", "")
+        .await
+        .unwrap();
     let published = classes(&dir.path().join("out.parquet")).await;
     assert_eq!(published.len(), 3);
     // A: 2 real + 2 synthetic, now 2 distinct diseases; its synthetic ages are its own
@@ -112,7 +109,7 @@ async fn classes_below_the_thresholds_get_records_inside_them() {
     // C untouched
     assert_eq!((published[2].1, published[2].2), (5, 2));
 
-    let report = super::report::json(&dir.path().join("report.json"));
+    let report = read_json(dir.path().join("report.json"));
     let synthetic = &report["publish"]["synthetic"];
     assert_eq!(synthetic["rows"], 3);
     assert_eq!(synthetic["classes_topped_up"], 2);
@@ -149,12 +146,13 @@ async fn classes_below_the_thresholds_get_records_inside_them() {
     // the same seed gives the same bytes
     let first = std::fs::read(dir.path().join("out.parquet")).unwrap();
     let again = tempfile::tempdir().unwrap();
-    let output = release(
+    release(
         again.path(),
         "[synthetic]\nk = 4\nl = 2\nmax_share = 0.5",
         "",
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
+    )
+    .await
+    .unwrap();
     assert_eq!(
         first,
         std::fs::read(again.path().join("out.parquet")).unwrap()
@@ -164,35 +162,36 @@ async fn classes_below_the_thresholds_get_records_inside_them() {
 #[tokio::test]
 async fn the_cap_leaves_a_class_that_does_not_fit_below() {
     let dir = tempfile::tempdir().unwrap();
-    let output = release(dir.path(), "[synthetic]\nk = 4\nmax_share = 0.1", "");
-    assert!(output.status.success(), "{}", stderr(&output));
+    release(dir.path(), "[synthetic]\nk = 4\nmax_share = 0.1", "")
+        .await
+        .unwrap();
     let published = classes(&dir.path().join("out.parquet")).await;
     let sizes: Vec<i64> = published.iter().map(|c| c.1).collect();
     assert_eq!(sizes, vec![2, 4, 5]);
-    let report = super::report::json(&dir.path().join("report.json"));
+    let report = read_json(dir.path().join("report.json"));
     let synthetic = &report["publish"]["synthetic"];
     assert_eq!(synthetic["rows"], 1);
     assert_eq!(synthetic["classes_left_below"], 1);
     assert_eq!(synthetic["classes"][0]["labels"][0], "2000");
 }
 
-#[test]
-fn synthetic_records_with_a_person_or_a_masked_release_are_refused() {
+#[tokio::test]
+async fn synthetic_records_with_a_person_or_a_masked_release_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let output = release(dir.path(), "[synthetic]\nk = 4", "suppression = \"mask\"");
-    assert!(!output.status.success());
+    let message = release(dir.path(), "[synthetic]\nk = 4", "suppression = \"mask\"")
+        .await
+        .unwrap_err();
     assert!(
-        stderr(&output).contains("[synthetic] needs privacy.suppression = \"drop\""),
-        "{}",
-        stderr(&output)
+        message.contains("[synthetic] needs privacy.suppression = \"drop\""),
+        "{message}"
     );
     assert!(!dir.path().join("out.parquet").exists());
-    let output = release(dir.path(), "[synthetic]\nk = 1", "");
-    assert!(!output.status.success());
+    let message = release(dir.path(), "[synthetic]\nk = 1", "")
+        .await
+        .unwrap_err();
     assert!(
-        stderr(&output).contains("synthetic.k must be at least 2, got 1"),
-        "{}",
-        stderr(&output)
+        message.contains("synthetic.k must be at least 2, got 1"),
+        "{message}"
     );
     assert!(!dir.path().join("out.parquet").exists());
 }

@@ -8,7 +8,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{ADULT_QIS, repo, stderr};
+use crate::support::{self, ADULT_QIS, repo};
 
 const QIS: [&str; 4] = ["sex", "race", "marital-status", "education"];
 
@@ -34,8 +34,12 @@ fn policy(dir: &Path, privacy: &str, sensitive: &str, requirement: &str) -> Stri
     path.display().to_string()
 }
 
-fn anonymize(policy: &str, out: &Path, report: &Path, algorithm: &str) -> std::process::Output {
-    crate::anonymize_quietly(policy, out, Some(report), &["--algorithm", algorithm])
+async fn anonymize(policy: &str, out: &Path, report: &Path, algorithm: &str) -> Result<(), String> {
+    support::anonymize(policy, out, Some(report), |o| {
+        o.method = support::algorithm(algorithm)
+    })
+    .await
+    .map(|_| ())
 }
 
 /// Per written class (grouped by the quasi-identifiers' labels): rows, min and max age, and
@@ -89,8 +93,8 @@ async fn adult_tuple_diversity_publishes_verified_output() {
         let k_alone = policy(dir.path(), &privacy, "age", "");
         let out = dir.path().join(format!("k-{algorithm}.parquet"));
         let report = dir.path().join(format!("k-{algorithm}.json"));
-        let output = anonymize(&k_alone, &out, &report, algorithm);
-        assert!(output.status.success(), "{context}: {}", stderr(&output));
+        let published = anonymize(&k_alone, &out, &report, algorithm).await;
+        assert!(published.is_ok(), "{context}: {published:?}");
         let classes = age_ranges(&out).await;
         let lo = classes.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
         let hi = classes
@@ -110,8 +114,8 @@ async fn adult_tuple_diversity_publishes_verified_output() {
         );
         let out = dir.path().join(format!("td-{algorithm}.parquet"));
         let report = dir.path().join(format!("td-{algorithm}.json"));
-        let output = anonymize(&with_bound, &out, &report, algorithm);
-        assert!(output.status.success(), "{context}: {}", stderr(&output));
+        let published = anonymize(&with_bound, &out, &report, algorithm).await;
+        assert!(published.is_ok(), "{context}: {published:?}");
         let classes = age_ranges(&out).await;
         let lo = classes.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
         let hi = classes
@@ -148,15 +152,15 @@ async fn adult_tuple_diversity_publishes_verified_output() {
 
 /// Tuple diversity on a text attribute, and bounds outside (0, 1]: one error naming the
 /// policy and the column, and nothing written.
-#[test]
-fn bad_tuple_diversity_writes_nothing() {
+#[tokio::test]
+async fn bad_tuple_diversity_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.parquet");
     let report = dir.path().join("report.json");
     let text = policy(dir.path(), "k = 5", "salary-class", "tuple_diversity = 0.5");
-    let output = anonymize(&text, &out, &report, "mondrian");
-    let message = stderr(&output);
-    assert!(!output.status.success());
+    let message = anonymize(&text, &out, &report, "mondrian")
+        .await
+        .unwrap_err();
     assert!(
         message.contains(&format!("policy {text}"))
             && message.contains("sensitive attribute 'salary-class' has type Utf8")
@@ -171,9 +175,9 @@ fn bad_tuple_diversity_writes_nothing() {
             "age",
             &format!("tuple_diversity = {bad}"),
         );
-        let output = anonymize(&text, &out, &report, "optimal");
-        let message = stderr(&output);
-        assert!(!output.status.success());
+        let message = anonymize(&text, &out, &report, "optimal")
+            .await
+            .unwrap_err();
         assert!(
             message.contains(&format!("policy {text}"))
                 && message.contains(&format!(

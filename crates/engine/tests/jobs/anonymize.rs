@@ -3,44 +3,37 @@
 //! by counting classes with plain SQL (no function of this crate).
 
 use std::path::Path;
-use std::process::Command;
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{ADULT_QIS, read_json, repo};
+use datafusion_anonymity_engine::jobs::anonymize::{AnonymizeOptions, Published};
+
+use crate::support::{self, ADULT_QIS, AdultPolicy, read_json, repo};
 
 /// The Adult policy of issue 4 (8 QIs with the ARX hierarchies, salary-class sensitive) with
 /// `privacy` as its `[privacy]` section.
 fn adult_policy(dir: &Path, privacy: &str) -> String {
-    adult_policy_with(dir, privacy, &ADULT_QIS)
+    AdultPolicy::new(privacy).write(dir)
 }
 
-/// The Adult policy with only `qis` as quasi-identifiers (the other columns insensitive).
-fn adult_policy_with(dir: &Path, privacy: &str, qis: &[&str]) -> String {
-    let mut text = format!(
-        "[input]\npath = \"{}\"\n[privacy]\n{privacy}\n[attributes]\n",
-        repo("examples/adult/adult.parquet").display()
-    );
-    for qi in ADULT_QIS.iter().filter(|q| !qis.contains(q)) {
-        text.push_str(&format!("\"{qi}\" = {{ role = \"insensitive\" }}\n"));
-    }
-    for qi in qis {
-        text.push_str(&format!(
-            "\"{qi}\" = {{ role = \"quasi_identifier\", hierarchy = {{ kind = \"tree\", file = \"{}\" }} }}\n",
-            repo(&format!("examples/adult/hierarchies/adult_hierarchy_{qi}.csv")).display()
-        ));
-    }
-    text.push_str("\"salary-class\" = { role = \"sensitive\" }\n");
-    let path = dir.join("policy.toml");
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
+async fn anonymize(
+    policy: &str,
+    out: &Path,
+    report: &Path,
+    configure: impl FnOnce(&mut AnonymizeOptions),
+) -> Result<Published, String> {
+    support::anonymize(policy, out, Some(report), configure).await
 }
 
-fn anonymize(policy: &str, out: &Path, report: &Path, extra: &[&str]) -> std::process::Output {
-    crate::anonymize_quietly(policy, out, Some(report), extra)
+/// A shell's defaults (optimal, Loss).
+fn defaults(_: &mut AnonymizeOptions) {}
+
+/// The algorithm named `name`, else a shell's defaults.
+fn with_algorithm(name: &str) -> impl FnOnce(&mut AnonymizeOptions) {
+    move |options| options.method = support::algorithm(name)
 }
 
 /// A session with the Parquet file `path` registered as `name`.
@@ -71,29 +64,26 @@ async fn recount(path: &Path) -> (i64, i64, i64, i64) {
     (value(0), value(1), value(2), value(3))
 }
 
-/// Runs `anon anonymize`, requires success, and recounts the output with plain SQL: every
+/// Runs `anonymize`, requires success, and recounts the output with plain SQL: every
 /// class at least 5 rows, at least `l` salary classes in each. (classes, rows, report)
 async fn anonymize_checked(
     policy: &str,
     out: &Path,
     report: &Path,
-    extra: &[&str],
+    configure: impl FnOnce(&mut AnonymizeOptions),
     privacy: &str,
     l: i64,
 ) -> (i64, i64, serde_json::Value) {
-    let output = anonymize(policy, out, report, extra);
-    assert!(
-        output.status.success(),
-        "{privacy}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    if let Err(message) = anonymize(policy, out, report, configure).await {
+        panic!("{privacy}: {message}");
+    }
     let (classes, k, rows, min_l) = recount(out).await;
     assert!(k >= 5, "{privacy}: smallest class {k}");
     assert!(min_l >= l, "{privacy}: l {min_l}");
     (classes, rows, read_json(report))
 }
 
-/// `--no-refine`: Mondrian's plain top-down partitioning. On Adult at k = 5 it still publishes
+/// `refine = false`: Mondrian's plain top-down partitioning. On Adult at k = 5 it still publishes
 /// every row, verified (k ≥ 5 recounted from the file), at a higher Loss than the refined
 /// release (the refinement only cuts or moves leaf classes where that lowers the Loss, and on
 /// Adult it does). With another algorithm the flag is refused before anything is written.
@@ -103,17 +93,17 @@ async fn mondrian_without_refinement_publishes_a_coarser_verified_release() {
     let privacy = "k = 5\nmax_suppression = 0.0";
     let policy = adult_policy(dir.path(), privacy);
     let mut losses = Vec::new();
-    for (name, extra) in [
-        ("refined", &["--algorithm", "mondrian"][..]),
-        ("plain", &["--algorithm", "mondrian", "--no-refine"][..]),
-    ] {
+    for (name, refine) in [("refined", true), ("plain", false)] {
         let out = dir.path().join(format!("{name}.parquet"));
         let report = dir.path().join(format!("{name}.json"));
         let html = dir.path().join(format!("{name}.html"));
-        let mut extra = extra.to_vec();
-        let html_arg = html.display().to_string();
-        extra.extend(["--html-report", &html_arg]);
-        let (_, rows, json) = anonymize_checked(&policy, &out, &report, &extra, privacy, 1).await;
+        let configure = |o: &mut AnonymizeOptions| {
+            o.method = support::algorithm("mondrian");
+            o.refine = refine;
+            o.html_report = Some(html.display().to_string());
+        };
+        let (_, rows, json) =
+            anonymize_checked(&policy, &out, &report, configure, privacy, 1).await;
         assert_eq!(rows, 30_162, "{name}");
         assert_eq!(json["refined"], name == "refined", "{name}");
         // the HTML report's row: its meaning, and "no (refinement off)" for the plain release only
@@ -134,17 +124,14 @@ async fn mondrian_without_refinement_publishes_a_coarser_verified_release() {
     );
 
     let out = dir.path().join("refused.parquet");
-    let output = anonymize(
-        &policy,
-        &out,
-        &dir.path().join("refused.json"),
-        &["--no-refine"],
-    );
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = anonymize(&policy, &out, &dir.path().join("refused.json"), |o| {
+        o.refine = false
+    })
+    .await
+    .unwrap_err();
     assert!(
-        stderr.contains("--no-refine is for --algorithm mondrian, not optimal"),
-        "{stderr}"
+        message.contains("refine = false is for algorithm mondrian, not optimal"),
+        "{message}"
     );
     assert!(!out.exists());
 }
@@ -172,7 +159,7 @@ async fn adult_policies_publish_verified_output() {
         let out = dir.path().join(format!("out-{i}.parquet"));
         let report = dir.path().join(format!("report-{i}.json"));
         let (classes, rows, json) =
-            anonymize_checked(&policy, &out, &report, &[], privacy, *l).await;
+            anonymize_checked(&policy, &out, &report, defaults, privacy, *l).await;
         let suppressed = 30_162 - rows;
         assert!(suppressed <= *allowed, "{privacy}: {suppressed} suppressed");
         assert_eq!(json["publish"]["verification"]["classes"], classes);
@@ -202,17 +189,14 @@ async fn adult_policies_publish_verified_output() {
         if i == 1 {
             let iab_out = dir.path().join("iab.parquet");
             let iab_report = dir.path().join("iab.json");
-            let output = anonymize(
+            anonymize(
                 &policy,
                 &iab_out,
                 &iab_report,
-                &["--algorithm", "iab-full-domain"],
-            );
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+                with_algorithm("iab-full-domain"),
+            )
+            .await
+            .unwrap();
             let iab = read_json(&iab_report)["metric_value"].as_f64().unwrap();
             let optimal = json["metric_value"].as_f64().unwrap();
             assert!(optimal <= iab + 1e-12, "optimal {optimal} > iab {iab}");
@@ -220,21 +204,21 @@ async fn adult_policies_publish_verified_output() {
     }
 }
 
-#[test]
-fn an_impossible_policy_publishes_nothing() {
+#[tokio::test]
+async fn an_impossible_policy_publishes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // k beyond the table's 30,162 rows: not even the all-`*` node has a class that large
     let policy = adult_policy(dir.path(), "k = 40000\nmax_suppression = 0.5");
     let out = dir.path().join("out.parquet");
     let report = dir.path().join("report.json");
-    let output = anonymize(&policy, &out, &report, &[]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let message = anonymize(&policy, &out, &report, defaults)
+        .await
+        .unwrap_err();
     assert!(
-        stderr.contains("no generalization") && stderr.contains("nothing written"),
-        "{stderr}"
+        message.contains("no generalization") && message.contains("nothing written"),
+        "{message}"
     );
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert_eq!(message.trim_end().lines().count(), 1, "{message}");
     assert!(!out.exists() && !report.exists());
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -246,8 +230,8 @@ fn an_impossible_policy_publishes_nothing() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-#[test]
-fn a_value_missing_from_a_tree_is_counted_not_shown() {
+#[tokio::test]
+async fn a_value_missing_from_a_tree_is_counted_not_shown() {
     let dir = tempfile::tempdir().unwrap();
     let policy = adult_policy(dir.path(), "k = 5\nmax_suppression = 0.02");
     // the sex hierarchy without its Female leaf
@@ -260,14 +244,14 @@ fn a_value_missing_from_a_tree_is_counted_not_shown() {
     );
     std::fs::write(&policy, text).unwrap();
     let out = dir.path().join("out.parquet");
-    let output = anonymize(&policy, &out, &dir.path().join("r.json"), &[]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let message = anonymize(&policy, &out, &dir.path().join("r.json"), defaults)
+        .await
+        .unwrap_err();
     assert!(
-        stderr.contains("'sex'") && stderr.contains("1 distinct value"),
-        "{stderr}"
+        message.contains("'sex'") && message.contains("1 distinct value"),
+        "{message}"
     );
-    assert!(!stderr.contains("Female"), "{stderr}");
+    assert!(!message.contains("Female"), "{message}");
     assert!(!out.exists());
 }
 
@@ -360,9 +344,15 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
         std::fs::write(&policy, text).unwrap();
         let out = dir.path().join(format!("mondrian-{i}.parquet"));
         let report = dir.path().join(format!("mondrian-{i}.json"));
-        let extra = ["--algorithm", "mondrian"];
-        let (classes, rows, json) =
-            anonymize_checked(&policy, &out, &report, &extra, privacy, *l).await;
+        let (classes, rows, json) = anonymize_checked(
+            &policy,
+            &out,
+            &report,
+            with_algorithm("mondrian"),
+            privacy,
+            *l,
+        )
+        .await;
         assert_eq!(rows, 30_162, "{privacy}: Mondrian suppresses nothing");
         assert_eq!(json["recoding"], "local");
         assert_eq!(json["algorithm"], "mondrian");
@@ -407,13 +397,14 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
 
         // full-domain's optimum of the same policy keeps less
         let optimal_report = dir.path().join(format!("optimal-{i}.json"));
-        let output = anonymize(
+        anonymize(
             &policy,
             &dir.path().join(format!("optimal-{i}.parquet")),
             &optimal_report,
-            &[],
-        );
-        assert!(output.status.success());
+            defaults,
+        )
+        .await
+        .unwrap();
         let optimal = read_json(&optimal_report)["metric_value"].as_f64().unwrap();
         let local = json["metric_value"].as_f64().unwrap();
         assert!(
@@ -425,62 +416,49 @@ async fn adult_mondrian_publishes_verified_local_recoding() {
 
 /// The same input, policy and seed give the same bytes, for every local algorithm (KACA and
 /// IAB on four of the QIs, to keep the test short in debug builds).
-#[test]
-fn local_recoding_output_is_byte_identical() {
+#[tokio::test]
+async fn local_recoding_output_is_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let all = adult_policy(dir.path(), "k = 5\nmax_suppression = 0.02");
     let small_dir = dir.path().join("small");
     std::fs::create_dir_all(&small_dir).unwrap();
-    let small = adult_policy_with(
-        &small_dir,
-        "k = 5\nmax_suppression = 0.02",
-        &["sex", "age", "race", "education"],
-    );
+    let small = AdultPolicy::new("k = 5\nmax_suppression = 0.02")
+        .qis(&["sex", "age", "race", "education"])
+        .write(&small_dir);
     for (algorithm, policy) in [("mondrian", &all), ("kaca", &small), ("iab", &small)] {
         let mut outputs = Vec::new();
         for run in 0..2 {
             let out = dir.path().join(format!("{algorithm}-{run}.parquet"));
             let report = dir.path().join(format!("{algorithm}-{run}.json"));
-            let output = anonymize(
-                policy,
-                &out,
-                &report,
-                &["--algorithm", algorithm, "--seed", "7"],
-            );
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            anonymize(policy, &out, &report, |o| {
+                o.method = support::algorithm(algorithm);
+                o.seed = Some(7);
+            })
+            .await
+            .unwrap();
             outputs.push(std::fs::read(&out).unwrap());
         }
         assert!(outputs[0] == outputs[1], "{algorithm}: two runs differ");
     }
 }
 
-/// An unknown algorithm is refused by the command line parser, which lists the valid ones.
+/// An unknown algorithm is refused when its name is read (by every shell), listing the valid
+/// ones.
 #[test]
 fn unknown_algorithm_lists_the_valid_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = adult_policy(dir.path(), "k = 5");
-    let output = anonymize(
-        &policy,
-        &dir.path().join("x.parquet"),
-        &dir.path().join("x.json"),
-        &["--algorithm", "datafly"],
-    );
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let error = "datafly"
+        .parse::<datafusion_anonymity_engine::search::Method>()
+        .unwrap_err();
+    let message = support::message(&error);
     for name in ["optimal", "iab-full-domain", "mondrian", "kaca", "iab"] {
-        assert!(stderr.contains(name), "{stderr}");
+        assert!(message.contains(name), "{message}");
     }
-    assert!(!dir.path().join("x.parquet").exists());
 }
 
 /// A policy an algorithm cannot serve is one clear error, and nothing is written: ordered
 /// t-closeness on a string attribute; a metric other than loss for local recoding.
-#[test]
-fn local_recoding_refuses_what_it_cannot_serve() {
+#[tokio::test]
+async fn local_recoding_refuses_what_it_cannot_serve() {
     let dir = tempfile::tempdir().unwrap();
     let policy = adult_policy(
         dir.path(),
@@ -489,27 +467,25 @@ fn local_recoding_refuses_what_it_cannot_serve() {
     let out = dir.path().join("x.parquet");
     let report = dir.path().join("x.json");
     for algorithm in ["mondrian", "kaca", "iab"] {
-        let output = anonymize(&policy, &out, &report, &["--algorithm", algorithm]);
-        assert_eq!(output.status.code(), Some(1), "{algorithm}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let message = anonymize(&policy, &out, &report, with_algorithm(algorithm))
+            .await
+            .unwrap_err();
+        assert_eq!(message.lines().count(), 1, "{message}");
         assert!(
-            stderr.contains("'salary-class'") && stderr.contains("ordered"),
-            "{stderr}"
+            message.contains("'salary-class'") && message.contains("ordered"),
+            "{message}"
         );
     }
     let policy = adult_policy(dir.path(), "k = 5");
-    let output = anonymize(
-        &policy,
-        &out,
-        &report,
-        &["--algorithm", "mondrian", "--metric", "precision"],
-    );
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = anonymize(&policy, &out, &report, |o| {
+        o.method = support::algorithm("mondrian");
+        o.metric = "precision".parse().unwrap();
+    })
+    .await
+    .unwrap_err();
     assert!(
-        stderr.contains("precision") && stderr.contains("local"),
-        "{stderr}"
+        message.contains("precision") && message.contains("local"),
+        "{message}"
     );
     assert!(!out.exists() && !report.exists());
     // no staging left behind either
@@ -610,13 +586,11 @@ async fn adult_attribute_disclosure_requirements_publish_verified_output() {
             let policy = adult_policy(dir.path(), &privacy);
             let out = dir.path().join(format!("out-{i}-{algorithm}.parquet"));
             let report = dir.path().join(format!("report-{i}-{algorithm}.json"));
-            let output = anonymize(&policy, &out, &report, &["--algorithm", algorithm]);
             let context = format!("{requirement}, {algorithm}");
-            assert!(
-                output.status.success(),
-                "{context}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            if let Err(message) = anonymize(&policy, &out, &report, with_algorithm(algorithm)).await
+            {
+                panic!("{context}: {message}");
+            }
             let classes = salary_counts(&out).await;
             let table = classes
                 .iter()
@@ -664,7 +638,8 @@ async fn post_analytics_thresholds_fail_closed() {
     let policy = adult_policy(dir.path(), privacy);
     let out = dir.path().join("out.parquet");
     let report = dir.path().join("report.json");
-    let (classes, rows, json) = anonymize_checked(&policy, &out, &report, &[], privacy, 1).await;
+    let (classes, rows, json) =
+        anonymize_checked(&policy, &out, &report, defaults, privacy, 1).await;
     let (_, k, _, _) = recount(&out).await;
     let figures = &json["publish"]["post_analytics"];
     // prosecutor risk 1/k of the smallest class; average and marketer #classes / rows
@@ -773,15 +748,14 @@ async fn post_analytics_thresholds_fail_closed() {
     for (i, (thresholds, named, fails)) in cases.iter().enumerate() {
         let policy = adult_policy(dir.path(), &format!("{privacy}\n{thresholds}"));
         let out = dir.path().join(format!("thresholded-{i}.parquet"));
-        let output = anonymize(&policy, &out, &dir.path().join("r.json"), &[]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let published = anonymize(&policy, &out, &dir.path().join("r.json"), defaults).await;
         if *fails {
-            assert!(!output.status.success(), "{thresholds}");
+            let message = published.unwrap_err();
             assert!(
-                stderr.contains(named.as_str())
-                    && stderr.contains("by ")
-                    && stderr.contains("not published"),
-                "{thresholds}: {stderr}"
+                message.contains(named.as_str())
+                    && message.contains("by ")
+                    && message.contains("not published"),
+                "{thresholds}: {message}"
             );
             assert!(!out.exists(), "{thresholds}: an output appeared");
             let leftovers: Vec<_> = std::fs::read_dir(dir.path())
@@ -791,7 +765,7 @@ async fn post_analytics_thresholds_fail_closed() {
                 .collect();
             assert!(leftovers.is_empty(), "staging left behind");
         } else {
-            assert!(output.status.success(), "{thresholds}: {stderr}");
+            assert!(published.is_ok(), "{thresholds}: {published:?}");
             assert!(out.exists());
         }
     }
@@ -842,16 +816,9 @@ async fn dropping_classes_settles_table_relative_requirements() {
     )
     .unwrap();
     let out = dir.path().join("out.parquet");
-    let output = Command::new(env!("CARGO_BIN_EXE_anon"))
-        .args(["apply", "--policy", &policy.display().to_string()])
-        .args(["--out", &out.display().to_string()])
-        .output()
+    support::apply(&policy.display().to_string(), &out, |_| {})
+        .await
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     let ctx = read_parquet("out", &out).await;
     let batches = ctx
         .sql("SELECT g, count(*) FROM out GROUP BY g")
@@ -878,8 +845,8 @@ async fn dropping_classes_settles_table_relative_requirements() {
 /// Loss of the chosen release (from its roll-up of the frequency set) and the profile's Loss
 /// over the row pairs (from the hierarchy files, suppressed rows counting 1 per QI), for a
 /// full-domain release with drop and a local one with mask.
-#[test]
-fn utility_in_the_report_pairs_every_row_with_its_original() {
+#[tokio::test]
+async fn utility_in_the_report_pairs_every_row_with_its_original() {
     let dir = tempfile::tempdir().unwrap();
     for (i, (algorithm, suppression)) in [("optimal", "drop"), ("mondrian", "mask")]
         .iter()
@@ -889,17 +856,12 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
         let policy = adult_policy(dir.path(), &privacy);
         let out = dir.path().join(format!("out-{i}.parquet"));
         let report = dir.path().join(format!("report-{i}.json"));
-        let output = anonymize(
-            &policy,
-            &out,
-            &report,
-            &["--algorithm", algorithm, "--utility"],
-        );
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        anonymize(&policy, &out, &report, |o| {
+            o.method = support::algorithm(algorithm);
+            o.utility = true;
+        })
+        .await
+        .unwrap();
         let json = read_json(&report);
         let utility = &json["utility"];
         let (search_loss, profile_loss) = (
@@ -921,7 +883,7 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             "{algorithm}"
         );
         if *algorithm == "optimal" {
-            // `apply --utility` of the same levels prints the same Loss and reports it
+            // `apply` with utility at the same levels reports the same Loss
             let mut text = std::fs::read_to_string(&policy).unwrap();
             text.push_str("[transformation]\n");
             for level in json["levels"].as_array().unwrap() {
@@ -934,31 +896,13 @@ fn utility_in_the_report_pairs_every_row_with_its_original() {
             let fixed = dir.path().join("fixed.toml");
             std::fs::write(&fixed, text).unwrap();
             let applied = dir.path().join("applied.json");
-            let output = Command::new(env!("CARGO_BIN_EXE_anon"))
-                .args([
-                    "apply",
-                    "--utility",
-                    "--policy",
-                    &fixed.display().to_string(),
-                ])
-                .args([
-                    "--out",
-                    &dir.path().join("applied.parquet").display().to_string(),
-                ])
-                .args(["--report", &applied.display().to_string()])
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            assert!(
-                stdout.contains(&format!("utility: loss {search_loss:.4},")),
-                "{stdout}"
-            );
-            // and its report carries the same utility as anonymize's
+            let applied_out = dir.path().join("applied.parquet");
+            support::apply(&fixed.display().to_string(), &applied_out, |o| {
+                o.utility = true;
+                o.report = Some(applied.display().to_string());
+            })
+            .await
+            .unwrap();
             let applied = read_json(&applied);
             let applied_loss = applied["utility"]["loss_metric"].as_f64().unwrap();
             assert!(
@@ -1091,12 +1035,7 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         dir.path().join("rows.parquet"),
         dir.path().join("rows.json"),
     );
-    let output = anonymize(&policy, &out, &report, &[]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    anonymize(&policy, &out, &report, defaults).await.unwrap();
     let json = read_json(&report);
     assert_eq!(
         report_levels(&json),
@@ -1112,12 +1051,7 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         dir.path().join("persons.parquet"),
         dir.path().join("persons.json"),
     );
-    let output = anonymize(&policy, &out, &report, &[]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    anonymize(&policy, &out, &report, defaults).await.unwrap();
     let json = read_json(&report);
     assert_eq!(
         report_levels(&json),
@@ -1157,12 +1091,9 @@ async fn k_persons_publishes_classes_of_enough_persons() {
         dir.path().join("mondrian.parquet"),
         dir.path().join("mondrian.json"),
     );
-    let output = anonymize(&policy, &out, &report, &["--algorithm", "mondrian"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    anonymize(&policy, &out, &report, with_algorithm("mondrian"))
+        .await
+        .unwrap();
     let json = read_json(&report);
     assert_eq!(json["algorithm"], "mondrian");
     let classes = person_classes(&out).await;

@@ -1,4 +1,4 @@
-//! `anon anonymize` with set-based local recoding (issue 37): quasi-identifiers without a
+//! `anonymize` with set-based local recoding (issue 37): quasi-identifiers without a
 //! hierarchy, weights, and the bad inputs that write nothing.
 
 use std::path::Path;
@@ -8,7 +8,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use super::{ADULT_QIS, anon, repo, stderr};
+use crate::support::{self, ADULT_QIS, repo};
 
 /// Adult with `qis` as quasi-identifiers without hierarchies (`extra` appended to each), the
 /// other columns insensitive, salary-class sensitive.
@@ -32,17 +32,13 @@ fn set_policy(dir: &Path, privacy: &str, qis: &[&str], extra: &str) -> String {
     path.display().to_string()
 }
 
-fn run(policy: &str, out: &Path) -> std::process::Output {
-    anon(&[
-        "anonymize",
-        "--quiet",
-        "--policy",
-        policy,
-        "--algorithm",
-        "mondrian",
-        "--out",
-        &out.display().to_string(),
-    ])
+/// Mondrian over `policy` into `out`.
+async fn run(policy: &str, out: &Path) -> Result<(), String> {
+    support::anonymize(policy, out, None, |o| {
+        o.method = support::algorithm("mondrian")
+    })
+    .await
+    .map(|_| ())
 }
 
 /// Without hierarchies, Mondrian publishes sets and value-free intervals; the output passes
@@ -53,8 +49,7 @@ async fn adult_without_hierarchies_publishes_sets() {
     let dir = tempfile::tempdir().unwrap();
     let policy = set_policy(dir.path(), "k = 5", &["age", "workclass", "education"], "");
     let out = dir.path().join("out.parquet");
-    let output = run(&policy, &out);
-    assert!(output.status.success(), "{}", stderr(&output));
+    run(&policy, &out).await.unwrap();
     let ctx = SessionContext::new();
     ctx.register_parquet(
         "t",
@@ -91,8 +86,8 @@ async fn adult_without_hierarchies_publishes_sets() {
 
 /// A set beyond `max_set_values` with no `set_fallback`: one error naming the policy and the
 /// column, and nothing written.
-#[test]
-fn a_set_over_the_cap_writes_nothing() {
+#[tokio::test]
+async fn a_set_over_the_cap_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // k = 20000 of 30,162 rows: one class, holding every workclass (7 values)
     let policy = set_policy(
@@ -102,9 +97,7 @@ fn a_set_over_the_cap_writes_nothing() {
         "",
     );
     let out = dir.path().join("out.parquet");
-    let output = run(&policy, &out);
-    let message = stderr(&output);
-    assert!(!output.status.success());
+    let message = run(&policy, &out).await.unwrap_err();
     assert!(
         message.contains(&format!("policy {policy}"))
             && message.contains("quasi-identifier 'workclass'")
@@ -120,13 +113,12 @@ fn a_set_over_the_cap_writes_nothing() {
         &["workclass"],
         "",
     );
-    let output = run(&policy, &out);
-    assert!(output.status.success(), "{}", stderr(&output));
+    run(&policy, &out).await.unwrap();
 }
 
 /// A weight at or below 0: one error naming the policy and the column, nothing written.
-#[test]
-fn a_weight_at_or_below_zero_writes_nothing() {
+#[tokio::test]
+async fn a_weight_at_or_below_zero_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     for weight in ["0", "-2.5"] {
         let policy = set_policy(
@@ -136,9 +128,7 @@ fn a_weight_at_or_below_zero_writes_nothing() {
             &format!(", weight = {weight}"),
         );
         let out = dir.path().join("out.parquet");
-        let output = run(&policy, &out);
-        let message = stderr(&output);
-        assert!(!output.status.success());
+        let message = run(&policy, &out).await.unwrap_err();
         assert!(
             message.contains(&format!("policy {policy}"))
                 && message.contains("quasi-identifier 'age': weight must be a number above 0"),
