@@ -21,6 +21,7 @@ use datafusion_anonymity_engine::bucketize::{
 };
 use datafusion_anonymity_engine::policy::Policy;
 use datafusion_anonymity_engine::publish::bucketized::publish_policy;
+use datafusion_anonymity_engine::publish::{Output, PublishRequest};
 
 /// The policy of the benchmark: three quasi-identifiers and five sensitive attributes
 /// (physician, specialty, diagnosis, symptom, treatment; the diagnostic method is left out).
@@ -89,14 +90,12 @@ pub(super) async fn ck_case(path: &Path, iterations: usize) -> Result<bool> {
             path.to_path_buf(),
         ));
         policy.register_with(&ctx, false).await?;
-        let outcome = publish_policy(
-            &ctx,
-            &policy,
-            &datafusion_anonymity_engine::storage::Location::Local(out_dir.clone()),
-            true,
-            &mut |_| {},
-        )
-        .await?;
+        let output = Output::Files {
+            location: datafusion_anonymity_engine::storage::Location::Local(out_dir.clone()),
+            overwrite: true,
+        };
+        let outcome =
+            publish_policy(PublishRequest::new(&ctx, &policy, &output), &mut |_| {}).await?;
         let report = &outcome.report;
         phases = format!(
             "read {:.2} s, bucketize {:.2} s ({} FBs, {} GBs), write {:.2} s, verify {:.2} s \

@@ -208,8 +208,9 @@ async fn bucketized(
     .await?
     .recording_seed(options.record_seed);
     let storage = policy.storage().clone();
-    let report =
-        super::bucketize::bucketize(ctx, policy, out, options.overwrite, observer, started).await?;
+    // a Delta output was refused above, so the output is files and needs no commit figures
+    let output = planned.output(|| serde_json::Value::Null);
+    let report = super::bucketize::bucketize(ctx, policy, &output, observer, started).await?;
     reports.write_json(&report, &storage).await?;
     Ok(Published::Bucketized(Box::new(report)))
 }

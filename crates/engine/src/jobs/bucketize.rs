@@ -12,7 +12,7 @@ use super::Observer;
 use crate::bucketize::{CkSummary, Dependencies};
 use crate::policy::Policy;
 use crate::publish::bucketized::{BucketizedReport, publish_policy};
-use crate::storage::Location;
+use crate::publish::{Output, PublishRequest};
 
 /// The report of a bucketized release (the keys `--report` writes).
 #[derive(Debug, Serialize)]
@@ -36,19 +36,18 @@ pub struct BucketizationTimings {
     pub total: f64,
 }
 
-/// Publishes the bucketization of `policy`'s input to `out` (checked by the caller), the
+/// Publishes the bucketization of `policy`'s input to `output` (checked by the caller), the
 /// construction's steps as notes; `started` is when the job started.
 pub async fn bucketize(
     ctx: &SessionContext,
     mut policy: Policy,
-    out: &Location,
-    overwrite: bool,
+    output: &Output,
     observer: &dyn Observer,
     started: Instant,
 ) -> Result<BucketizationReport> {
     policy.register_with(ctx, false).await?;
     let mut progress = |line: String| observer.note(&line);
-    let outcome = publish_policy(ctx, &policy, out, overwrite, &mut progress)
+    let outcome = publish_policy(PublishRequest::new(ctx, &policy, output), &mut progress)
         .await
         .map_err(|e| policy.locate_input_error(e))?;
     let published = outcome.report;

@@ -42,14 +42,15 @@ use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use serde::Serialize;
 
-use super::{StagedOutput, check_output, is_parquet_file};
+use super::request::PublishRequest;
+use super::{Output, StagedOutput, is_parquet_file};
 use crate::bucketize::attack::{AttackReport, SensitiveBuckets, fingerprint_attack, runs};
 use crate::bucketize::fingerprint::{protected_attributes, protected_links};
 use crate::bucketize::groups::pk_angelize;
 use crate::bucketize::{
     BucketizedRelease, CkSummary, Dependencies, MsaTable, encode, utility, weights,
 };
-use crate::policy::{Bucketization, Policy, quote_ident};
+use crate::policy::{Bucketization, quote_ident};
 use crate::storage::{Location, StoreOptions};
 
 /// Rows per written batch (DataFusion's default batch size: tables of a few thousand rows
@@ -122,22 +123,27 @@ pub struct PolicyOutcome {
     pub bucketize_seconds: f64,
 }
 
-/// Runs the bucketization of a registered `policy` (its `[privacy] method`): read the input in
-/// one scan, bucketize, publish GT and ST to `out`. `progress` is told each phase's figures.
+/// Runs the bucketization of `request`'s registered policy (its `[privacy] method`): read the
+/// input in one scan, bucketize, publish GT and ST to the request's output (checked by the
+/// caller: `jobs::output::PlannedOutput::check`). `progress` is told each phase's figures.
 pub async fn publish_policy(
-    ctx: &SessionContext,
-    policy: &Policy,
-    out: &Location,
-    overwrite: bool,
+    request: PublishRequest<'_>,
     progress: &mut dyn FnMut(String),
 ) -> Result<PolicyOutcome> {
+    let (ctx, policy) = (request.ctx, request.policy);
     let bucketization = policy.bucketization().cloned().ok_or_else(|| {
         DataFusionError::Plan(format!(
             "policy {}: no bucketization method",
             policy.source()
         ))
     })?;
-    check_output(out, policy.input(), overwrite, policy.storage()).await?;
+    let out = request.output.location();
+    if !matches!(request.output, Output::Files { .. }) {
+        // the job refuses a Delta output before anything is read, saying why
+        return Err(DataFusionError::Internal(
+            "a bucketized release is published as files, not a Delta table".to_string(),
+        ));
+    }
     refuse_single_file(out)?;
     let phase = Instant::now();
     let table = encode::read_table(
@@ -186,9 +192,7 @@ pub async fn publish_policy(
         &release,
         &bucketization,
         &dependencies,
-        policy.input(),
         out,
-        overwrite,
         policy.storage(),
     )
     .await?;
@@ -201,20 +205,17 @@ pub async fn publish_policy(
     })
 }
 
-/// Publishes `release` of `table` to the directory `out`; see the module documentation.
-#[allow(clippy::too_many_arguments)]
+/// Publishes `release` of `table` to the directory `out` (checked by the caller); see the
+/// module documentation.
 pub async fn publish_bucketized(
     ctx: &SessionContext,
     table: &MsaTable,
     release: &BucketizedRelease,
     bucketization: &Bucketization,
     dependencies: &Dependencies,
-    input: &Location,
     out: &Location,
-    overwrite: bool,
     options: &StoreOptions,
 ) -> Result<BucketizedReport> {
-    check_output(out, input, overwrite, options).await?;
     refuse_single_file(out)?;
     let started = Instant::now();
     let staged = StagedOutput::directory(out, options).await?;
