@@ -10,6 +10,17 @@
 /// The SQL crate's radix sort of packed words (the kernel is shared with its value trees).
 pub(crate) use datafusion_anonymity::packing::radix::radix_sort;
 
+/// [`radix_sort`] on every core, for the large sorts of whole columns (the uniqueness check's
+/// and the repeated-identifier check's words): the same order and memory.
+pub(crate) fn radix_sort_on_all_cores(words: &mut Vec<u64>, low: u32, bits: u32) {
+    datafusion_anonymity::packing::radix::radix_sort_parallel(
+        words,
+        low,
+        bits,
+        crate::parallel::threads(),
+    );
+}
+
 /// The rows `0..rows` in ascending order of their code tuples (`columns[0]` first), ties in
 /// row order. `cardinalities[c]` bounds the codes of `columns[c]` (codes are below it).
 pub(crate) fn order_by_codes(columns: &[&[u32]], cardinalities: &[usize], rows: usize) -> Vec<u32> {

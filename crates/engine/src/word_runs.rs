@@ -64,7 +64,7 @@ impl SpilledRuns {
         bits: u32,
         disk: &Arc<DiskManager>,
     ) -> Result<()> {
-        crate::sort::radix_sort(&mut words, 0, bits);
+        crate::sort::radix_sort_on_all_cores(&mut words, 0, bits);
         let file = disk.create_tmp_file("anon word runs")?;
         let mut writer = BufWriter::new(file.open_writer()?);
         let io = |e: std::io::Error| DataFusionError::Execution(format!("word runs spill: {e}"));

@@ -6,7 +6,8 @@
 //! - [`direct_table::DirectTable`]: an open-addressing map from a packed 64-bit key to a class.
 //! - [`growing`]: indexes in front of a growing domain's maps (small integer ranges, short
 //!   text), so that most rows skip hashing.
-//! - [`radix::radix_sort`]: packed 64-bit words sorted by a range of their bits.
+//! - [`radix::radix_sort`]: packed 64-bit words sorted by a range of their bits; for large
+//!   inputs, [`radix::radix_sort_parallel`] on several threads.
 
 pub mod direct_table;
 pub mod growing;

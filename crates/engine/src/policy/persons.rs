@@ -145,7 +145,7 @@ pub(crate) async fn repeats(values: DataFrame) -> Result<(u64, u64)> {
         }
     };
     if runs.is_empty() {
-        crate::sort::radix_sort(&mut words, 0, 64);
+        crate::sort::radix_sort_on_all_cores(&mut words, 0, 64);
         words
             .chunk_by(|a, b| a == b)
             .for_each(|group| add(group.len()));

@@ -407,7 +407,7 @@ fn count_in_slots(words: impl Iterator<Item = u64>, bits: u32) -> (f64, u64) {
 /// The groups of equal `words` (each below 2^`bits`), as runs once radix sorted:
 /// [`group_sums`].
 fn count_sorted(mut words: Vec<u64>, bits: u32) -> (f64, u64) {
-    crate::sort::radix_sort(&mut words, 0, bits);
+    crate::sort::radix_sort_on_all_cores(&mut words, 0, bits);
     group_sums(words.chunk_by(|a, b| a == b).map(<[u64]>::len))
 }
 
