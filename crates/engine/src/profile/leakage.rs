@@ -39,6 +39,18 @@ pub(crate) struct Sums {
 }
 
 impl Sums {
+    /// Σ c·log2 c over the values' counts c (read by tests).
+    #[cfg(test)]
+    pub(crate) fn sum_c_log_c(&self) -> f64 {
+        self.sum_c_log_c
+    }
+
+    /// The distinct values (read by tests).
+    #[cfg(test)]
+    pub(crate) fn values(&self) -> u64 {
+        self.values
+    }
+
     /// The sums of an attribute whose values hold `counts` rows each (zeros skipped: values
     /// no row holds).
     pub(crate) fn of_counts(counts: impl IntoIterator<Item = u64>) -> Self {

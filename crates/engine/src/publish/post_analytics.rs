@@ -19,7 +19,8 @@ use crate::storage::Location;
 /// files; persons counted by `k_anonymity(person_id)`, a NULL id adding none).
 ///
 /// `written` holds the written classes over `quasi_identifiers`: those columns' leakage
-/// comes from it (the same counts as a `GROUP BY` of the files, without reading them again).
+/// comes from it (the same counts as a `GROUP BY` of the files, without reading them again);
+/// the other columns' leakage comes from the value counts of the uniqueness pass.
 ///
 /// Every other column but the person id, sensitive or not, is also measured with the
 /// quasi-identifiers: the rows it makes unique and their joint leakage (`uniqueness.rs`).
@@ -49,13 +50,17 @@ pub(crate) async fn post_analytics(
             .map(|f| f.name().as_str())
             .filter(|name| !quasi_identifiers.iter().any(|q| q == name) && person != Some(*name))
             .collect();
-        let uniqueness =
+        let measured =
             super::uniqueness::column_uniqueness(&frame, quasi_identifiers, &others).await?;
+        // the leakage of the quasi-identifiers from the written classes, of the other columns
+        // from the uniqueness pass's value counts: no scan of the files of their own
         let known = quasi_identifiers
             .iter()
             .enumerate()
             .map(|(q, name)| (name.clone(), Sums::of_counts(classes.label_sizes(q))))
+            .chain(measured.value_sums)
             .collect();
+        let uniqueness = measured.columns;
         let leakage = crate::profile::leakage::attribute_leakage(
             &frame,
             &attributes,

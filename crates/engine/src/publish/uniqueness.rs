@@ -46,7 +46,7 @@ use crate::errors::is_memory_exhausted;
 use crate::label_codes::LabelCodes;
 use crate::policy::{ColumnUniqueness, RiskThresholds};
 use crate::profile::KeyInterner;
-use crate::profile::leakage::normalized;
+use crate::profile::leakage::{Sums, normalized};
 use crate::storage::Location;
 use crate::word_runs::SpilledRuns;
 use datafusion::prelude::SessionContext;
@@ -79,7 +79,7 @@ pub(super) async fn check_release(
     }
     .await;
     ctx.deregister_table(table.as_str())?;
-    let columns = measured?;
+    let columns = measured?.columns;
     let broken = thresholds.unique_share_broken_by(&columns);
     if !broken.is_empty() {
         return Err(crate::policy::thresholds_broken(&broken));
@@ -99,22 +99,32 @@ pub struct CheckedUniqueness {
     pub warnings: Vec<String>,
 }
 
-/// The uniqueness of each of `columns` of `frame` with `quasi_identifiers`, highest unique
-/// share first (then highest leakage, then by name).
+/// What [`column_uniqueness`] measured: each column with the quasi-identifiers and, when the
+/// pass coded the values (not the `GROUP BY` fallback), each column alone: its values' counts
+/// as leakage sums, which the post-analytics then need not count in a scan of their own.
+pub(super) struct Measured {
+    /// Highest unique share first (then highest leakage, then by name).
+    pub columns: Vec<ColumnUniqueness>,
+    /// Per column, in the order asked for; empty after the fallback.
+    pub value_sums: Vec<(String, Sums)>,
+}
+
+/// The uniqueness of each of `columns` of `frame` with `quasi_identifiers`; see [`Measured`].
 pub(super) async fn column_uniqueness(
     frame: &DataFrame,
     quasi_identifiers: &[String],
     columns: &[&str],
-) -> Result<Vec<ColumnUniqueness>> {
+) -> Result<Measured> {
     let pool = Arc::clone(frame.task_ctx().memory_pool());
-    let mut measured = match by_codes(frame, quasi_identifiers, columns, &pool).await {
+    let (mut measured, value_sums) = match by_codes(frame, quasi_identifiers, columns, &pool).await
+    {
         Ok(measured) => measured,
         Err(e) if is_memory_exhausted(&e) => {
             let mut measured = Vec::with_capacity(columns.len());
             for &column in columns {
                 measured.push(by_group_by(frame, quasi_identifiers, column).await?);
             }
-            measured
+            (measured, Vec::new())
         }
         Err(e) => return Err(e),
     };
@@ -127,7 +137,10 @@ pub(super) async fn column_uniqueness(
             })
             .then_with(|| a.attribute.cmp(&b.attribute))
     });
-    Ok(measured)
+    Ok(Measured {
+        columns: measured,
+        value_sums,
+    })
 }
 
 /// The figures of `column` from n, Σ c·log2 c over its groups and its groups of one row.
@@ -154,16 +167,17 @@ fn bits_for(n: usize) -> u32 {
     usize::BITS - n.saturating_sub(1).leading_zeros()
 }
 
-/// Every column measured from one pass over `frame` (see the module documentation); a
-/// memory error ([`is_memory_exhausted`]) when the pool cannot hold the codes.
+/// Every column measured from one pass over `frame` (see the module documentation), with its
+/// values' own counts as leakage sums; a memory error ([`is_memory_exhausted`]) when the pool
+/// cannot hold the codes.
 async fn by_codes(
     frame: &DataFrame,
     quasi_identifiers: &[String],
     columns: &[&str],
     pool: &Arc<dyn MemoryPool>,
-) -> Result<Vec<ColumnUniqueness>> {
+) -> Result<(Vec<ColumnUniqueness>, Vec<(String, Sums)>)> {
     if columns.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let width = quasi_identifiers.len();
     let selected: Vec<Expr> = quasi_identifiers
@@ -181,6 +195,7 @@ async fn by_codes(
         interners,
         classes: Vec::new(),
         codes: vec![Vec::new(); columns.len()],
+        value_counts: vec![Vec::new(); columns.len()],
         spilled: columns.iter().map(|_| SpilledRuns::default()).collect(),
         rows: 0,
         reservation: MemoryConsumer::new("anon uniqueness").register(pool),
@@ -198,7 +213,12 @@ async fn by_codes(
         }
     }
     words.absorb(&chunk)?;
-    words.measure(columns)
+    let value_sums = columns
+        .iter()
+        .zip(&words.value_counts)
+        .map(|(&column, counts)| (column.to_string(), Sums::of_counts(counts.iter().copied())))
+        .collect();
+    Ok((words.measure(columns)?, value_sums))
 }
 
 /// Rows whose classes and codes are computed together, the classes on one thread and each
@@ -217,6 +237,8 @@ struct RowWords {
     classes: Vec<u32>,
     /// Per measured column, the code of each row held.
     codes: Vec<Vec<u32>>,
+    /// Per measured column, the rows of each code (all rows read, held or spilled).
+    value_counts: Vec<Vec<u64>>,
     /// Per measured column, the runs spilled so far.
     spilled: Vec<SpilledRuns>,
     /// Rows read, held or spilled.
@@ -228,8 +250,13 @@ struct RowWords {
 /// One part of [`RowWords::absorb`]'s work, on a thread of its own.
 enum Coding<'a> {
     Classes(&'a mut ClassCounter, &'a mut Vec<u32>),
-    /// The batch column at this index, its codes, and where they go.
-    Values(usize, &'a mut ValueCodes, &'a mut Vec<u32>),
+    /// The batch column at this index, its codes, where they go, and the rows of each code.
+    Values(
+        usize,
+        &'a mut ValueCodes,
+        &'a mut Vec<u32>,
+        &'a mut Vec<u64>,
+    ),
 }
 
 impl RowWords {
@@ -244,8 +271,11 @@ impl RowWords {
             self.interners
                 .iter_mut()
                 .zip(&mut self.codes)
+                .zip(&mut self.value_counts)
                 .enumerate()
-                .map(|(j, (interner, codes))| Coding::Values(width + j, interner, codes)),
+                .map(|(j, ((interner, codes), counts))| {
+                    Coding::Values(width + j, interner, codes, counts)
+                }),
         );
         let coded = crate::parallel::map_scoped("the uniqueness check", parts, |part| {
             match part {
@@ -264,9 +294,17 @@ impl RowWords {
                         }
                     }
                 }
-                Coding::Values(index, interner, codes) => {
+                Coding::Values(index, interner, codes, counts) => {
                     for batch in chunk {
+                        let from = codes.len();
                         interner.encode(batch.column(index), codes)?;
+                        for &code in &codes[from..] {
+                            let code = code as usize;
+                            if code >= counts.len() {
+                                counts.resize(code + 1, 0);
+                            }
+                            counts[code] += 1;
+                        }
                     }
                 }
             }
@@ -286,7 +324,8 @@ impl RowWords {
             .iter()
             .map(ValueCodes::memory_size)
             .sum::<usize>()
-            + self.counter.memory_size();
+            + self.counter.memory_size()
+            + self.value_counts.iter().map(Vec::capacity).sum::<usize>() * size_of::<u64>();
         let held = (self.classes.capacity() + self.codes.iter().map(Vec::capacity).sum::<usize>())
             * size_of::<u32>()
             + self.classes.len() * SORT_ROOM_PER_ROW;
@@ -705,7 +744,8 @@ mod tests {
         let pool = Arc::clone(frame.task_ctx().memory_pool());
         let by_codes = by_codes(&frame, &qis, &["v", "w", "d"], &pool)
             .await
-            .unwrap();
+            .unwrap()
+            .0;
         for (i, (column, unique, leakage)) in expected.into_iter().enumerate() {
             let grouped = by_group_by(&frame, &qis, column).await.unwrap();
             for measured in [&by_codes[i], &grouped] {
@@ -725,7 +765,8 @@ mod tests {
         // ranked: d and v (share 0.5, same leakage: by name) before w (0.25)
         let ranked = column_uniqueness(&frame, &qis, &["w", "v", "d"])
             .await
-            .unwrap();
+            .unwrap()
+            .columns;
         let names: Vec<&str> = ranked.iter().map(|c| c.attribute.as_str()).collect();
         assert_eq!(names, ["d", "v", "w"]);
     }
@@ -806,7 +847,23 @@ mod tests {
         let ctx = context(DiskManagerMode::OsTmpDirectory);
         let frame = ctx.read_batches(batches.clone()).unwrap();
         let pool = Arc::clone(frame.task_ctx().memory_pool());
-        let measured = by_codes(&frame, &qis, &["v", "w"], &pool).await.unwrap();
+        let (measured, value_sums) = by_codes(&frame, &qis, &["v", "w"], &pool).await.unwrap();
+        // each column alone, counted again: its values' counts, as a GROUP BY of it gives them
+        for ((name, sums), values) in value_sums.iter().zip([
+            v.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>(),
+            w.clone(),
+        ]) {
+            let mut counts = HashMap::<String, u64>::new();
+            for value in values {
+                *counts.entry(value).or_default() += 1;
+            }
+            let sum: f64 = counts.values().map(|&c| c as f64 * (c as f64).log2()).sum();
+            assert_eq!(sums.values(), counts.len() as u64, "{name}");
+            assert!(
+                (sums.sum_c_log_c() - sum).abs() < 1e-6 * sum.max(1.0),
+                "{name}"
+            );
+        }
         for (measured, (unique, leakage)) in measured.iter().zip(expected) {
             assert_eq!(
                 (measured.unique_rows, measured.rows),
