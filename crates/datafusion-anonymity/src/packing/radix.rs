@@ -54,7 +54,19 @@ pub fn radix_sort_parallel(words: &mut Vec<u64>, low: u32, bits: u32, threads: u
     if words.len() < PARALLEL_MIN_WORDS || digits < 2 {
         return radix_sort(words, low, bits);
     }
-    let top = low + 8 * (digits - 1);
+    // the bits that vary, so that the buckets split on the key's highest set bits (a key of
+    // 40 bits bound to 64, or a class in the high bits of a word, would fill one bucket)
+    let range = 8 * digits;
+    let used =
+        words.iter().fold(0u64, |acc, &w| acc | (w >> low)) & (u64::MAX >> (64 - range.min(64)));
+    let width = u64::BITS - used.leading_zeros();
+    if width <= 8 {
+        return radix_sort(words, low, width.max(1));
+    }
+    let top = low + width - 8;
+    // within a bucket: the bits below the top digit (the last digit may reach into it, where
+    // every word of the bucket agrees)
+    let digits = (width - 8).div_ceil(8);
     let digit = |w: u64| ((w >> top) & 0xff) as usize;
     let mut counts = [0usize; 256];
     for &w in words.iter() {
@@ -98,7 +110,7 @@ pub fn radix_sort_parallel(words: &mut Vec<u64>, low: u32, bits: u32, threads: u
         for (_, share) in shares {
             scope.spawn(move || {
                 for (bucket, buffer) in share {
-                    sort_slice(bucket, buffer, low, digits - 1);
+                    sort_slice(bucket, buffer, low, digits);
                 }
             });
         }
@@ -179,17 +191,23 @@ mod tests {
     fn the_parallel_sort_orders_as_the_sequential_one() {
         let mut rng = SplitMix64(11);
         let rows = PARALLEL_MIN_WORDS as u64 * 3 + 17;
-        for (low, bits) in [
-            (32u32, 9u32),
-            (32, 16),
-            (32, 24),
-            (32, 32),
-            (0, 40),
-            (0, 64),
-        ] {
+        // (low, bits, the bits the keys use): keys filling their bound, and keys far below it
+        // (ids bound to 64 bits, classes in the low bits of a wide word)
+        let cases = [
+            (32u32, 9u32, 9u32),
+            (32, 16, 16),
+            (32, 24, 24),
+            (32, 32, 32),
+            (0, 40, 40),
+            (0, 64, 64),
+            (0, 64, 27),
+            (32, 32, 17),
+            (0, 64, 5),
+        ];
+        for (low, bits, used) in cases {
             let words: Vec<u64> = (0..rows)
                 .map(|r| {
-                    let key = rng.next_u64() & (u64::MAX >> (64 - bits));
+                    let key = rng.next_u64() & (u64::MAX >> (64 - used));
                     if low == 32 { (key << 32) | r } else { key }
                 })
                 .collect();
@@ -197,11 +215,14 @@ mod tests {
             expected.sort_by_key(|&w| (w >> low) & (u64::MAX >> (64 - bits)));
             let mut sequential = words.clone();
             radix_sort(&mut sequential, low, bits);
-            assert_eq!(sequential, expected, "{low}+{bits}");
+            assert_eq!(sequential, expected, "{low}+{bits} ({used} used)");
             for threads in 1..=3 {
                 let mut parallel = words.clone();
                 radix_sort_parallel(&mut parallel, low, bits, threads);
-                assert_eq!(parallel, expected, "{low}+{bits} on {threads} threads");
+                assert_eq!(
+                    parallel, expected,
+                    "{low}+{bits} ({used} used) on {threads} threads"
+                );
             }
         }
     }
