@@ -8,34 +8,12 @@
 /// every word shares (which leaves the order as it is: a key spanning a small range costs few
 /// passes).
 pub fn radix_sort(words: &mut Vec<u64>, low: u32, bits: u32) {
-    let digits = bits.div_ceil(8) as usize;
+    let digits = bits.div_ceil(8);
     if words.len() < 2 || digits == 0 {
         return;
     }
-    let shift = |d: usize| low + 8 * d as u32;
-    let mut counts = vec![[0usize; 256]; digits];
-    for &w in words.iter() {
-        for (d, count) in counts.iter_mut().enumerate() {
-            count[((w >> shift(d)) & 0xff) as usize] += 1;
-        }
-    }
     let mut other = vec![0u64; words.len()];
-    for (d, count) in counts.iter().enumerate() {
-        if count.contains(&words.len()) {
-            continue;
-        }
-        let mut next = [0usize; 256];
-        let mut start = 0;
-        for (slot, &n) in next.iter_mut().zip(count) {
-            *slot = start;
-            start += n;
-        }
-        let s = shift(d);
-        for &w in words.iter() {
-            let slot = &mut next[((w >> s) & 0xff) as usize];
-            other[*slot] = w;
-            *slot += 1;
-        }
+    if lsd(words, &mut other, low, digits) {
         std::mem::swap(words, &mut other);
     }
 }
@@ -110,7 +88,9 @@ pub fn radix_sort_parallel(words: &mut Vec<u64>, low: u32, bits: u32, threads: u
         for (_, share) in shares {
             scope.spawn(move || {
                 for (bucket, buffer) in share {
-                    sort_slice(bucket, buffer, low, digits);
+                    if lsd(bucket, buffer, low, digits) {
+                        bucket.copy_from_slice(buffer);
+                    }
                 }
             });
         }
@@ -122,8 +102,9 @@ pub fn radix_sort_parallel(words: &mut Vec<u64>, low: u32, bits: u32, threads: u
 type Bucket<'a> = (&'a mut [u64], &'a mut [u64]);
 
 /// `words` sorted by their `digits` 8-bit digits from bit `low` (LSD, skipping a digit every
-/// word shares), with `buffer` (as long) as the second buffer; the result in `words`.
-fn sort_slice(words: &mut [u64], buffer: &mut [u64], low: u32, digits: u32) {
+/// word shares), with `buffer` (as long) as the second buffer: the sorted words are in
+/// `buffer` when this returns `true` (an odd number of passes), else in `words`.
+fn lsd(words: &mut [u64], buffer: &mut [u64], low: u32, digits: u32) -> bool {
     let shift = |d: u32| low + 8 * d;
     let mut counts = vec![[0usize; 256]; digits as usize];
     for &w in words.iter() {
@@ -152,10 +133,7 @@ fn sort_slice(words: &mut [u64], buffer: &mut [u64], low: u32, digits: u32) {
         std::mem::swap(&mut from, &mut to);
         in_buffer = !in_buffer;
     }
-    if in_buffer {
-        // `from` is the buffer now, `to` the words
-        to.copy_from_slice(from);
-    }
+    in_buffer
 }
 
 #[cfg(test)]
