@@ -196,39 +196,93 @@ impl Drop for Processes {
     }
 }
 
-fn spawn_anon(args: &[&str]) -> std::process::Child {
+/// `anon ARGS` in the background, its stdout and stderr appended to `log` (read by
+/// [`anon_within`] when a step hangs).
+fn spawn_anon(args: &[&str], log: &std::path::Path) -> std::process::Child {
+    let file = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap()
+    };
     std::process::Command::new(env!("CARGO_BIN_EXE_anon"))
         .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(file())
+        .stderr(file())
         .spawn()
         .unwrap()
+}
+
+/// Longest a step of a test against the cluster processes may take (each takes a few seconds).
+const STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// `anon ARGS` as `crate::anon` runs it, killed after [`STEP_LIMIT`]: a step the cluster never
+/// finishes fails naming the step, with the cluster processes' log (`log`), instead of holding
+/// the test until nextest's limit without a word.
+fn anon_within(step: &str, args: &[&str], log: &std::path::Path) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_anon"))
+        .args(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > STEP_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{step}: `anon {}` did not finish within {} s; its stderr: {}; the cluster's \
+                 log: {}",
+                args.join(" "),
+                STEP_LIMIT.as_secs(),
+                std::fs::read_to_string(&err).unwrap_or_default(),
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::process::Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    }
 }
 
 /// A scheduler and two executors as separate `anon` processes on 127.0.0.1: a query and a
 /// publish through them give the local results, and the processes are stopped afterwards.
 #[test]
 fn scheduler_and_two_executor_processes_serve_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cluster.log");
     let scheduler_port = free_port();
     let scheduler = format!("127.0.0.1:{scheduler_port}");
-    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler])]);
+    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler], &log)]);
     for _ in 0..2 {
         let bind = format!("127.0.0.1:{}", free_port());
         let grpc = free_port().to_string();
-        processes.0.push(spawn_anon(&[
-            "executor",
-            "--scheduler",
-            &scheduler,
-            "--bind",
-            &bind,
-            "--grpc-port",
-            &grpc,
-            "--concurrent-tasks",
-            "2",
-        ]));
+        processes.0.push(spawn_anon(
+            &[
+                "executor",
+                "--scheduler",
+                &scheduler,
+                "--bind",
+                &bind,
+                "--grpc-port",
+                &grpc,
+                "--concurrent-tasks",
+                "2",
+            ],
+            &log,
+        ));
     }
     let url = format!("df://{scheduler}");
-    let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("patients.parquet");
     crate::generate_patients(&input, 5_000, 3);
     let table = format!("p={}", input.display());
@@ -238,16 +292,20 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
     // the executors register with the scheduler within seconds; until then a query fails
     let started = std::time::Instant::now();
     let on_cluster = loop {
-        let run = crate::anon(&[
-            "sql",
-            "--cluster",
-            &url,
-            "-t",
-            &table,
-            "--format",
-            "json",
-            query,
-        ]);
+        let run = anon_within(
+            "sql on the cluster",
+            &[
+                "sql",
+                "--cluster",
+                &url,
+                "-t",
+                &table,
+                "--format",
+                "json",
+                query,
+            ],
+            &log,
+        );
         if run.status.success() {
             break run;
         }
@@ -287,7 +345,7 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
         if let Some(url) = cluster {
             args.extend(["--cluster", url]);
         }
-        let run = crate::anon(&args);
+        let run = anon_within("profile", &args, &log);
         assert!(run.status.success(), "{}", crate::stderr(&run));
         profiles.push(serde_json::from_slice::<serde_json::Value>(&run.stdout).unwrap());
     }
@@ -310,7 +368,7 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
         if let Some(url) = cluster {
             args.extend(["--cluster", url]);
         }
-        let run = crate::anon(&args);
+        let run = anon_within(&format!("apply, {name}"), &args, &log);
         assert!(run.status.success(), "{name}: {}", crate::stderr(&run));
         outputs.push(runtime.block_on(sorted_rows(&out)));
     }
@@ -335,7 +393,7 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
         if let Some(url) = cluster {
             args.extend(["--cluster", url]);
         }
-        let run = crate::anon(&args);
+        let run = anon_within(&format!("Mondrian, {name}"), &args, &log);
         assert!(run.status.success(), "{name}: {}", crate::stderr(&run));
         outputs.push(runtime.block_on(sorted_rows(&out)));
     }
@@ -362,8 +420,10 @@ fn wait_for_listener(address: &str) {
 /// (os error 98)", or, when only its Flight port was taken, exited with status 0 and no message.
 #[test]
 fn a_second_executor_on_the_same_ports_names_the_address_and_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cluster.log");
     let scheduler = format!("127.0.0.1:{}", free_port());
-    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler])]);
+    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler], &log)]);
     wait_for_listener(&scheduler);
     let bind = format!("127.0.0.1:{}", free_port());
     let grpc_port = free_port().to_string();
@@ -381,7 +441,7 @@ fn a_second_executor_on_the_same_ports_names_the_address_and_the_flags() {
     };
     let first: Vec<String> = executor(&bind);
     let first: Vec<&str> = first.iter().map(String::as_str).collect();
-    processes.0.push(spawn_anon(&first));
+    processes.0.push(spawn_anon(&first, &log));
     wait_for_listener(&grpc);
     wait_for_listener(&bind);
 
