@@ -268,15 +268,35 @@ async fn raw_rows(ctx: &SessionContext, csv: &[Csv]) -> Rows {
     rows
 }
 
-/// Loss of a node without suppression, from the rows.
-fn lower_bound(rows: &Rows, levels: &[usize]) -> f64 {
-    let mut sum = 0.0;
-    for (j, &l) in levels.iter().enumerate() {
-        let cost = &rows.cost[j][l];
-        for (&id, &count) in rows.labels[j][l].iter().zip(&rows.count) {
-            sum += count as f64 * cost[id as usize];
-        }
-    }
+/// Per QI, per level: the rows' summed cost of that QI's labels at that level (count × cost).
+/// A node's Loss without suppression adds one term per QI, so these are summed once here
+/// instead of once per node (the lattice has thousands of nodes).
+fn level_costs(rows: &Rows) -> Vec<Vec<f64>> {
+    rows.labels
+        .iter()
+        .zip(&rows.cost)
+        .map(|(labels, costs)| {
+            labels
+                .iter()
+                .zip(costs)
+                .map(|(ids, cost)| {
+                    ids.iter()
+                        .zip(&rows.count)
+                        .map(|(&id, &count)| count as f64 * cost[id as usize])
+                        .sum()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Loss of a node without suppression: the mean cost over every cell (rows × QIs).
+fn lower_bound(rows: &Rows, level_costs: &[Vec<f64>], levels: &[usize]) -> f64 {
+    let sum: f64 = levels
+        .iter()
+        .zip(level_costs)
+        .map(|(&l, costs)| costs[l])
+        .sum();
     sum / (rows.n * levels.len() as u64) as f64
 }
 
@@ -363,9 +383,10 @@ fn check_optimal(
     let heights: Vec<usize> = rows.cost.iter().map(Vec::len).collect();
     let best = solution.evaluation.loss;
     let rank = |levels: &[usize]| (levels.iter().sum::<usize>(), levels.to_vec());
+    let level_costs = level_costs(rows);
     let mut candidates: Vec<Vec<usize>> = all_nodes(&heights)
         .into_iter()
-        .filter(|levels| lower_bound(rows, levels) <= best + 1e-9)
+        .filter(|levels| lower_bound(rows, &level_costs, levels) <= best + 1e-9)
         .collect();
     // generalizations first
     candidates.sort_by_key(|levels| std::cmp::Reverse(levels.iter().sum::<usize>()));
