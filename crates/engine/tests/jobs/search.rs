@@ -407,7 +407,10 @@ fn check_optimal(
         let (satisfies, loss) = simple_evaluate(rows, req, &levels);
         // the filter above is sound only if the bound never exceeds a node's Loss
         let bound = lower_bound(rows, &level_costs, &levels);
-        assert!(bound <= loss + 1e-9, "{levels:?}: bound {bound} > Loss {loss}");
+        assert!(
+            bound <= loss + 1e-9,
+            "{levels:?}: bound {bound} > Loss {loss}"
+        );
         if !satisfies {
             failing.insert(levels);
         } else if levels != solution.levels {
