@@ -255,15 +255,18 @@ fn anon_within(step: &str, args: &[&str], log: &std::path::Path) -> std::process
     }
 }
 
-/// A scheduler and two executors as separate `anon` processes on 127.0.0.1: a query and a
-/// publish through them give the local results, and the processes are stopped afterwards.
+/// A scheduler and two executors as separate `anon` processes on 127.0.0.1, the executors
+/// started first: a query and a publish through them give the local results, and the
+/// processes are stopped afterwards.
 #[test]
 fn scheduler_and_two_executor_processes_serve_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cluster.log");
     let scheduler_port = free_port();
     let scheduler = format!("127.0.0.1:{scheduler_port}");
-    let mut processes = Processes(vec![spawn_anon(&["scheduler", "--bind", &scheduler], &log)]);
+    // the executors start first: each waits for the scheduler (it once gave up at once, and
+    // the query below then waited for executors forever)
+    let mut processes = Processes(Vec::new());
     for _ in 0..2 {
         let bind = format!("127.0.0.1:{}", free_port());
         let grpc = free_port().to_string();
@@ -282,6 +285,10 @@ fn scheduler_and_two_executor_processes_serve_the_cli() {
             &log,
         ));
     }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    processes
+        .0
+        .push(spawn_anon(&["scheduler", "--bind", &scheduler], &log));
     let url = format!("df://{scheduler}");
     let input = dir.path().join("patients.parquet");
     crate::generate_patients(&input, 5_000, 3);

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
@@ -72,9 +73,37 @@ pub struct ExecutorOptions {
     pub work_dir: Option<String>,
 }
 
+/// How long an executor waits for its scheduler to accept connections. A cluster's processes
+/// may start in any order, and a scheduler on a loaded machine can take seconds to listen;
+/// Ballista's executor gives up at once ("Could not connect to scheduler") and a client's
+/// job then waits for executors forever.
+pub const SCHEDULER_WAIT: Duration = Duration::from_secs(60);
+
+/// Returns once `host:port` accepts a TCP connection, or fails naming it after `wait`.
+pub async fn wait_for_scheduler(host: &str, port: u16, wait: Duration) -> Result<()> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match tokio::net::TcpStream::connect((host, port)).await {
+            Ok(_) => return Ok(()),
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                return Err(DataFusionError::Execution(format!(
+                    "no scheduler accepts connections at {host}:{port} after {} s ({e}): start \
+                     `anon scheduler` there, or point --scheduler at the one running",
+                    wait.as_secs()
+                )));
+            }
+        }
+    }
+}
+
 /// Runs an executor until the process ends, with the crate's functions and codecs and a
-/// runtime that reads every object-store URL.
+/// runtime that reads every object-store URL; it first waits up to [`SCHEDULER_WAIT`] for the
+/// scheduler.
 pub async fn serve_executor(options: ExecutorOptions) -> Result<()> {
+    wait_for_scheduler(&options.scheduler.0, options.scheduler.1, SCHEDULER_WAIT).await?;
     let state = cluster_state(SessionConfig::new(), lake_runtime(None)?)?;
     let work_dir = options.work_dir.clone();
     let mut config = ExecutorProcessConfig {
@@ -102,4 +131,36 @@ pub async fn serve_executor(options: ExecutorOptions) -> Result<()> {
     start_executor_process(Arc::new(config))
         .await
         .map_err(|e| ballista_error("executor", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port nothing listens on: the wait ends after its time with an error naming the
+    /// address; one something listens on: it returns at once.
+    #[tokio::test]
+    async fn the_wait_for_a_scheduler_ends_naming_its_address() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let open = listener.local_addr().unwrap().port();
+        wait_for_scheduler("127.0.0.1", open, Duration::ZERO)
+            .await
+            .unwrap();
+        drop(listener);
+        let started = Instant::now();
+        let error = wait_for_scheduler("127.0.0.1", open, Duration::from_millis(600))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            started.elapsed() >= Duration::from_millis(600),
+            "gave up early"
+        );
+        assert!(
+            error.contains(&format!(
+                "no scheduler accepts connections at 127.0.0.1:{open} after 0 s"
+            )),
+            "{error}"
+        );
+    }
 }
