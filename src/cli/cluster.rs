@@ -15,7 +15,7 @@ pub struct SchedulerArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ExecutorArgs {
-    /// The scheduler to serve.
+    /// The scheduler to serve (waited for up to 60 s when it is not listening yet).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:50050")]
     scheduler: String,
     /// Address of the executor's Arrow Flight service, where results are fetched.
