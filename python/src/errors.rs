@@ -2,10 +2,14 @@
 //! category prefix, no data value and no credential (as the CLI prints them).
 
 use datafusion_anonymity::datafusion::error::DataFusionError;
-use datafusion_anonymity_engine::errors::{Opt, Vocabulary};
-use pyo3::PyErr;
+use datafusion_anonymity_engine::errors::{FailureKind, Opt, Vocabulary, failure_kind};
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{
+    PyException, PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 
 // named after the package users import it from (`datafusion_anonymity.AnonymityError`), not
 // the extension module that defines it
@@ -48,7 +52,76 @@ pub fn one_line(error: &DataFusionError) -> String {
     datafusion_anonymity_engine::errors::one_line(error, PYTHON)
 }
 
-/// `error` as an [`AnonymityError`].
+/// The subclasses of [`AnonymityError`] that also derive from the built-in exception of their
+/// kind, so that `except FileNotFoundError` catches a missing policy as Python code expects:
+/// (name, kind, the built-in, docstring). Made at import by [`add_exceptions`] (pyo3 makes
+/// exception types of one base only).
+const KINDS: [(&str, FailureKind, &str); 4] = [
+    (
+        "NotFoundError",
+        FailureKind::NotFound,
+        "A policy, input or hierarchy file (or object) that does not exist.",
+    ),
+    (
+        "AlreadyExistsError",
+        FailureKind::AlreadyExists,
+        "An output that exists, where neither overwrite=True nor append=True was given.",
+    ),
+    (
+        "InvalidValueError",
+        FailureKind::Invalid,
+        "A policy, an argument or a query that cannot be used as given.",
+    ),
+    (
+        "MemoryLimitError",
+        FailureKind::Memory,
+        "A step that needs more memory than memory_limit leaves it; nothing was written.",
+    ),
+];
+
+/// The classes of [`KINDS`], in its order, once the module is imported.
+static KIND_CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+/// Adds `AnonymityError` and its subclasses of [`KINDS`] to the module `m`.
+pub fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let base = py.get_type::<AnonymityError>();
+    m.add("AnonymityError", &base)?;
+    let mut classes = Vec::with_capacity(KINDS.len());
+    for (name, kind, doc) in KINDS {
+        let builtin = match kind {
+            FailureKind::NotFound => py.get_type::<PyFileNotFoundError>(),
+            FailureKind::AlreadyExists => py.get_type::<PyFileExistsError>(),
+            FailureKind::Memory => py.get_type::<PyMemoryError>(),
+            FailureKind::Invalid | FailureKind::Other => py.get_type::<PyValueError>(),
+        };
+        let namespace = PyDict::new(py);
+        namespace.set_item("__module__", "datafusion_anonymity")?;
+        namespace.set_item("__doc__", doc)?;
+        let class = py
+            .get_type::<PyType>()
+            .call1((name, (base.clone(), builtin), namespace))?
+            .cast_into::<PyType>()?;
+        m.add(name, &class)?;
+        classes.push(class.unbind());
+    }
+    let _ = KIND_CLASSES.set(py, classes);
+    Ok(())
+}
+
+/// `error` as an [`AnonymityError`], of the subclass of its kind when it has one.
 pub fn to_py(error: DataFusionError) -> PyErr {
-    AnonymityError::new_err(one_line(&error))
+    let message = one_line(&error);
+    let kind = failure_kind(&error);
+    Python::attach(|py| {
+        let class = KINDS.iter().position(|(_, k, _)| *k == kind).and_then(|i| {
+            KIND_CLASSES
+                .get(py)
+                .map(|classes| classes[i].bind(py).clone())
+        });
+        match class {
+            Some(class) => PyErr::from_type(class, message),
+            None => AnonymityError::new_err(message),
+        }
+    })
 }

@@ -784,7 +784,7 @@ fn function_names() -> Vec<String> {
 #[pymodule]
 #[pyo3(name = "_internal")]
 fn internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("AnonymityError", m.py().get_type::<AnonymityError>())?;
+    errors::add_exceptions(m)?;
     m.add_class::<AggregateFunction>()?;
     m.add_class::<ScalarFunction>()?;
     m.add_class::<WindowFunction>()?;

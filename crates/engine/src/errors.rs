@@ -2,6 +2,8 @@
 
 use datafusion::error::DataFusionError;
 
+use crate::failure::Classified;
+pub use crate::failure::FailureKind;
 use crate::storage;
 use crate::tables::redact;
 
@@ -94,6 +96,8 @@ impl Vocabulary {
 #[derive(Debug, Clone, Default)]
 pub struct UsageError {
     parts: Vec<UsagePart>,
+    /// [`FailureKind::Invalid`] unless [`Self::kind`] says otherwise.
+    kind: Option<FailureKind>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +119,12 @@ impl UsageError {
 
     pub fn opt(mut self, option: Opt) -> Self {
         self.parts.push(UsagePart::Option(option));
+        self
+    }
+
+    /// The kind of failure (an existing output is [`FailureKind::AlreadyExists`]).
+    pub fn kind(mut self, kind: FailureKind) -> Self {
+        self.kind = Some(kind);
         self
     }
 
@@ -179,6 +189,54 @@ impl From<MemoryExhausted> for DataFusionError {
     }
 }
 
+/// The kind of `error` (see [`FailureKind`]): our typed errors say it; DataFusion's planning,
+/// SQL, schema and configuration errors are [`FailureKind::Invalid`]; a missing object or file
+/// [`FailureKind::NotFound`]; a refused allocation [`FailureKind::Memory`].
+pub fn failure_kind(error: &DataFusionError) -> FailureKind {
+    if is_memory_exhausted(error) {
+        return FailureKind::Memory;
+    }
+    match error.find_root() {
+        DataFusionError::External(external) => {
+            if let Some(classified) = external.downcast_ref::<Classified>() {
+                classified.kind
+            } else if let Some(usage) = external.downcast_ref::<UsageError>() {
+                usage.kind.unwrap_or(FailureKind::Invalid)
+            } else if let Some(io) = external.downcast_ref::<std::io::Error>() {
+                io_kind(io)
+            } else {
+                FailureKind::Other
+            }
+        }
+        DataFusionError::IoError(io) => io_kind(io),
+        DataFusionError::ObjectStore(store) => match store.as_ref() {
+            object_store::Error::NotFound { .. } => FailureKind::NotFound,
+            object_store::Error::AlreadyExists { .. } => FailureKind::AlreadyExists,
+            _ => FailureKind::Other,
+        },
+        DataFusionError::Plan(_)
+        | DataFusionError::SQL(..)
+        | DataFusionError::SchemaError(..)
+        | DataFusionError::Configuration(_)
+        | DataFusionError::NotImplemented(_) => FailureKind::Invalid,
+        _ => FailureKind::Other,
+    }
+}
+
+fn io_kind(error: &std::io::Error) -> FailureKind {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => FailureKind::NotFound,
+        std::io::ErrorKind::AlreadyExists => FailureKind::AlreadyExists,
+        _ => FailureKind::Other,
+    }
+}
+
+/// `error`'s one-line message behind `prefix`, of the same [`FailureKind`].
+pub fn prefixed(prefix: &str, error: DataFusionError) -> DataFusionError {
+    let kind = failure_kind(&error);
+    kind.error(format!("{prefix}{}", error.message()))
+}
+
 /// Whether `error` is a refusal of the memory pool: DataFusion's (`ResourcesExhausted`) or
 /// one of our steps' ([`MemoryExhausted`]).
 pub fn is_memory_exhausted(error: &DataFusionError) -> bool {
@@ -237,4 +295,71 @@ pub fn join_lines(text: &str) -> String {
         .filter(|line| !line.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind from the error's variant or type, through DataFusion's context wrapping, and
+    /// whatever the text says.
+    #[test]
+    fn failure_kinds_come_from_types_not_text() {
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "exists");
+        let cases = [
+            (DataFusionError::IoError(missing), FailureKind::NotFound),
+            (
+                DataFusionError::ObjectStore(Box::new(object_store::Error::NotFound {
+                    path: "a".into(),
+                    source: "b".into(),
+                })),
+                FailureKind::NotFound,
+            ),
+            (
+                FailureKind::AlreadyExists.error("not found"),
+                FailureKind::AlreadyExists,
+            ),
+            (
+                UsageError::new()
+                    .text("x exists; pass ")
+                    .opt(Opt::Overwrite)
+                    .kind(FailureKind::AlreadyExists)
+                    .into(),
+                FailureKind::AlreadyExists,
+            ),
+            (
+                UsageError::new().text("not found").into(),
+                FailureKind::Invalid,
+            ),
+            (
+                DataFusionError::Plan("not found".into()),
+                FailureKind::Invalid,
+            ),
+            (
+                MemoryExhausted::new("the frequency set", "1 GB").into(),
+                FailureKind::Memory,
+            ),
+            (
+                DataFusionError::ResourcesExhausted("x".into()),
+                FailureKind::Memory,
+            ),
+            (
+                DataFusionError::Execution("not found".into()),
+                FailureKind::Other,
+            ),
+            (
+                prefixed("policy: ", FailureKind::NotFound.error("cannot read p")),
+                FailureKind::NotFound,
+            ),
+        ];
+        for (i, (error, kind)) in cases.into_iter().enumerate() {
+            assert_eq!(failure_kind(&error), kind, "case {i}: {error}");
+            let wrapped = error.context("while publishing");
+            assert_eq!(failure_kind(&wrapped), kind, "case {i} wrapped");
+        }
+        assert_eq!(
+            prefixed("policy: ", FailureKind::NotFound.error("cannot read p")).message(),
+            "policy: cannot read p"
+        );
+    }
 }

@@ -34,6 +34,7 @@ pub use datafusion_anonymity::packing::{direct_table, value_codes};
 pub mod bucketize;
 pub mod cloaking;
 pub mod errors;
+pub mod failure;
 pub mod hierarchies;
 pub mod interrupt;
 pub mod jobs;

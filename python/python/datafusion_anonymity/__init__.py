@@ -40,10 +40,20 @@ from typing import Any, Mapping, Sequence
 from datafusion import AggregateUDF, ScalarUDF, SessionContext, WindowUDF
 
 from . import _internal
-from ._internal import AnonymityError
+from ._internal import (
+    AlreadyExistsError,
+    AnonymityError,
+    InvalidValueError,
+    MemoryLimitError,
+    NotFoundError,
+)
 
 __all__ = [
+    "AlreadyExistsError",
     "AnonymityError",
+    "InvalidValueError",
+    "MemoryLimitError",
+    "NotFoundError",
     "Extension",
     "anonymize",
     "apply",

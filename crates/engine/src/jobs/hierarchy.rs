@@ -20,7 +20,7 @@
 //!   while its leaves are the column's values as the loader matches them (their
 //!   `CAST(x AS VARCHAR)` text) and the writer's round trip through the parser is tested.
 
-use crate::errors::{Opt, UsageError};
+use crate::errors::{FailureKind, Opt, UsageError};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -213,6 +213,7 @@ pub async fn build_hierarchy(ctx: &SessionContext, options: BuildOptions) -> Res
             .text(format!("{out} exists; give "))
             .opt(Opt::Overwrite)
             .text(" to replace it")
+            .kind(FailureKind::AlreadyExists)
             .into());
     }
     let FrequencySet {

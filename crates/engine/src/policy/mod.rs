@@ -47,6 +47,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 
+use crate::errors::prefixed;
 use crate::generalize::Hierarchy;
 use crate::storage::{self, Location, StoreOptions};
 use crate::tables::{BadValues, ColumnType, CsvOptions};
@@ -193,7 +194,7 @@ impl Policy {
         let location = Location::parse(&path.as_ref().to_string_lossy())?;
         let text = storage::read_text_blocking(&location, &StoreOptions::default())
             // the storage's error says "cannot read <location>: <why>" already
-            .map_err(|e| DataFusionError::Plan(format!("policy: {}", e.message())))?;
+            .map_err(|e| prefixed("policy: ", e))?;
         Self::from_toml_at(&location.to_string(), &location.parent(), &text)
     }
 

@@ -29,7 +29,7 @@ use futures::TryStreamExt;
 use object_store::ObjectStore;
 use serde_json::Value;
 
-use crate::errors::{Opt, UsageError};
+use crate::errors::{FailureKind, Opt, UsageError};
 use crate::storage::{self, Location, StoreOptions};
 use crate::tables::TableVersion;
 use crate::tables::delta::{DELTA_LOG, delta_error, is_delta_table, log_store, not_a_table, open};
@@ -109,6 +109,7 @@ pub async fn check_target(
                 .text(" to publish a new version replacing its rows, or ")
                 .opt(Opt::Append)
                 .text(" to add this release's rows")
+                .kind(FailureKind::AlreadyExists)
                 .into());
         }
         (false, _) if append => return Err(not_a_table(location)),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use datafusion::error::{DataFusionError, Result};
 
-use crate::errors::{Opt, UsageError};
+use crate::errors::{FailureKind, Opt, UsageError};
 use crate::storage::{self, Location, StoreOptions};
 
 /// What a job writes, as a refusal names it.
@@ -65,7 +65,8 @@ pub enum TargetError {
 
 impl From<TargetError> for DataFusionError {
     fn from(error: TargetError) -> Self {
-        DataFusionError::External(Box::new(error))
+        // a location that cannot be written as given: the caller's value is wrong
+        FailureKind::Invalid.error(error.to_string())
     }
 }
 
@@ -145,6 +146,7 @@ pub async fn check_target(
             .text(format!("{what} {location}: exists; pass "))
             .opt(Opt::Overwrite)
             .text(" to replace it")
+            .kind(FailureKind::AlreadyExists)
             .into());
     }
     if let Location::Local(out_path) = out {

@@ -22,6 +22,7 @@ mod stores;
 
 use std::sync::Arc;
 
+use crate::failure::FailureKind;
 use bytes::Bytes;
 use datafusion::error::{DataFusionError, Result};
 use futures::TryStreamExt;
@@ -138,7 +139,12 @@ fn find_source<'a, T: std::error::Error + 'static>(
 
 /// An object-store failure on `location`, as a DataFusion error naming the URL.
 pub fn store_error(location: &Location, error: &object_store::Error) -> DataFusionError {
-    DataFusionError::Execution(format!("{location}: {}", describe_store_error(error)))
+    let message = format!("{location}: {}", describe_store_error(error));
+    match error {
+        object_store::Error::NotFound { .. } => FailureKind::NotFound.error(message),
+        object_store::Error::AlreadyExists { .. } => FailureKind::AlreadyExists.error(message),
+        _ => DataFusionError::Execution(message),
+    }
 }
 
 /// The store and the object path of a URL location.
@@ -179,8 +185,14 @@ pub async fn read_bytes(location: &Location, options: &StoreOptions) -> Result<B
 /// connections die with that runtime).
 pub fn read_text_blocking(location: &Location, options: &StoreOptions) -> Result<String> {
     let bytes = match location {
-        Location::Local(path) => std::fs::read(path)
-            .map_err(|e| DataFusionError::Plan(format!("cannot read {location}: {e}")))?,
+        Location::Local(path) => std::fs::read(path).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                FailureKind::NotFound
+            } else {
+                FailureKind::Invalid
+            };
+            kind.error(format!("cannot read {location}: {e}"))
+        })?,
         Location::Url(url) => {
             let store = stores::build_store_uncached(url, options)?;
             let path = object_path(location, url)?;
