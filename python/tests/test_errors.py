@@ -66,3 +66,14 @@ def test_a_query_on_a_missing_table_is_a_value_error():
     with pytest.raises(ValueError, match="table '[a-z.]*nope' not found") as error:
         anon.sql("SELECT k_anonymity() FROM nope")
     assert isinstance(error.value, anon.InvalidValueError)
+
+
+def test_a_missing_input_file_is_file_not_found(tmp_path):
+    source = (POLICIES / "li2007_drop.toml").read_text()
+    assert '"../data/li2007.csv"' in source
+    policy = tmp_path / "missing_input.toml"
+    policy.write_text(source.replace('"../data/li2007.csv"', '"../data/nope.csv"'))
+    with pytest.raises(FileNotFoundError, match="table 'li2007': cannot open ") as error:
+        anon.apply(policy, out=tmp_path / "out.parquet")
+    assert isinstance(error.value, anon.NotFoundError)
+    assert not (tmp_path / "out.parquet").exists()

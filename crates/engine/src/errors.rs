@@ -2,8 +2,8 @@
 
 use datafusion::error::DataFusionError;
 
-use crate::failure::Classified;
-pub use crate::failure::FailureKind;
+use crate::failure;
+pub use crate::failure::{FailureKind, prefixed};
 use crate::storage;
 use crate::tables::redact;
 
@@ -189,52 +189,18 @@ impl From<MemoryExhausted> for DataFusionError {
     }
 }
 
-/// The kind of `error` (see [`FailureKind`]): our typed errors say it; DataFusion's planning,
-/// SQL, schema and configuration errors are [`FailureKind::Invalid`]; a missing object or file
-/// [`FailureKind::NotFound`]; a refused allocation [`FailureKind::Memory`].
+/// The kind of `error` (see [`FailureKind`]): our typed errors say it; then by
+/// [`failure::variant_kind`].
 pub fn failure_kind(error: &DataFusionError) -> FailureKind {
     if is_memory_exhausted(error) {
         return FailureKind::Memory;
     }
-    match error.find_root() {
-        DataFusionError::External(external) => {
-            if let Some(classified) = external.downcast_ref::<Classified>() {
-                classified.kind
-            } else if let Some(usage) = external.downcast_ref::<UsageError>() {
-                usage.kind.unwrap_or(FailureKind::Invalid)
-            } else if let Some(io) = external.downcast_ref::<std::io::Error>() {
-                io_kind(io)
-            } else {
-                FailureKind::Other
-            }
-        }
-        DataFusionError::IoError(io) => io_kind(io),
-        DataFusionError::ObjectStore(store) => match store.as_ref() {
-            object_store::Error::NotFound { .. } => FailureKind::NotFound,
-            object_store::Error::AlreadyExists { .. } => FailureKind::AlreadyExists,
-            _ => FailureKind::Other,
-        },
-        DataFusionError::Plan(_)
-        | DataFusionError::SQL(..)
-        | DataFusionError::SchemaError(..)
-        | DataFusionError::Configuration(_)
-        | DataFusionError::NotImplemented(_) => FailureKind::Invalid,
-        _ => FailureKind::Other,
+    if let DataFusionError::External(external) = error.find_root()
+        && let Some(usage) = external.downcast_ref::<UsageError>()
+    {
+        return usage.kind.unwrap_or(FailureKind::Invalid);
     }
-}
-
-fn io_kind(error: &std::io::Error) -> FailureKind {
-    match error.kind() {
-        std::io::ErrorKind::NotFound => FailureKind::NotFound,
-        std::io::ErrorKind::AlreadyExists => FailureKind::AlreadyExists,
-        _ => FailureKind::Other,
-    }
-}
-
-/// `error`'s one-line message behind `prefix`, of the same [`FailureKind`].
-pub fn prefixed(prefix: &str, error: DataFusionError) -> DataFusionError {
-    let kind = failure_kind(&error);
-    kind.error(format!("{prefix}{}", error.message()))
+    failure::variant_kind(error)
 }
 
 /// Whether `error` is a refusal of the memory pool: DataFusion's (`ResourcesExhausted`) or

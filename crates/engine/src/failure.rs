@@ -35,6 +35,51 @@ impl FailureKind {
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct Classified {
-    pub(crate) kind: FailureKind,
+    kind: FailureKind,
     message: String,
+}
+
+/// The kind of `error` from its variant, or from [`Classified`]: DataFusion's planning, SQL,
+/// schema and configuration errors are [`FailureKind::Invalid`]; a missing object or file
+/// [`FailureKind::NotFound`]; a refused allocation [`FailureKind::Memory`]. (The kinds of the
+/// engine's own typed errors are added by `errors::failure_kind`.)
+pub fn variant_kind(error: &DataFusionError) -> FailureKind {
+    match error.find_root() {
+        DataFusionError::External(external) => {
+            if let Some(classified) = external.downcast_ref::<Classified>() {
+                classified.kind
+            } else if let Some(io) = external.downcast_ref::<std::io::Error>() {
+                io_kind(io)
+            } else {
+                FailureKind::Other
+            }
+        }
+        DataFusionError::IoError(io) => io_kind(io),
+        DataFusionError::ObjectStore(store) => match store.as_ref() {
+            object_store::Error::NotFound { .. } => FailureKind::NotFound,
+            object_store::Error::AlreadyExists { .. } => FailureKind::AlreadyExists,
+            _ => FailureKind::Other,
+        },
+        DataFusionError::ResourcesExhausted(_) => FailureKind::Memory,
+        DataFusionError::Plan(_)
+        | DataFusionError::SQL(..)
+        | DataFusionError::SchemaError(..)
+        | DataFusionError::Configuration(_)
+        | DataFusionError::NotImplemented(_) => FailureKind::Invalid,
+        _ => FailureKind::Other,
+    }
+}
+
+fn io_kind(error: &std::io::Error) -> FailureKind {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => FailureKind::NotFound,
+        std::io::ErrorKind::AlreadyExists => FailureKind::AlreadyExists,
+        _ => FailureKind::Other,
+    }
+}
+
+/// `error`'s message behind `prefix`, of the same kind by [`variant_kind`] (the context a
+/// caller adds: "policy: ", "table 'patients': ").
+pub fn prefixed(prefix: &str, error: DataFusionError) -> DataFusionError {
+    variant_kind(&error).error(format!("{prefix}{}", error.message()))
 }

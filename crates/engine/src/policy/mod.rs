@@ -47,7 +47,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 
-use crate::errors::prefixed;
+use crate::failure::prefixed;
 use crate::generalize::Hierarchy;
 use crate::storage::{self, Location, StoreOptions};
 use crate::tables::{BadValues, ColumnType, CsvOptions};

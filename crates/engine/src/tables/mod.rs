@@ -15,6 +15,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::options::ReadOptions;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
+use crate::failure::{FailureKind, prefixed};
 use crate::storage::{self, Location, StoreOptions};
 
 pub use csv::{BadValues, ColumnType, CsvOptions, check_csv};
@@ -71,7 +72,14 @@ pub fn table_format(path: &str) -> Result<TableFormat> {
     let location = Location::parse(path)?;
     let is_dir = match &location {
         Location::Local(local) => std::fs::metadata(local)
-            .map_err(|e| DataFusionError::Plan(format!("cannot open {path}: {e}")))?
+            .map_err(|e| {
+                let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                    FailureKind::NotFound
+                } else {
+                    FailureKind::Invalid
+                };
+                kind.error(format!("cannot open {path}: {e}"))
+            })?
             .is_dir(),
         Location::Url(url) => url.path().ends_with('/') || location.extension().is_none(),
     };
@@ -122,8 +130,7 @@ pub async fn register_input(
     csv_options: &CsvOptions,
     read: &InputRead,
 ) -> Result<Option<i64>> {
-    let in_table =
-        |e: DataFusionError| DataFusionError::Plan(format!("table '{name}': {}", e.message()));
+    let in_table = |e: DataFusionError| prefixed(&format!("table '{name}': "), e);
     #[cfg(feature = "delta")]
     {
         let is_delta = !is_glob(&location.datafusion_path())
@@ -204,8 +211,7 @@ pub async fn register_location_with(
     options: &StoreOptions,
     csv_options: &CsvOptions,
 ) -> Result<()> {
-    let in_table =
-        |e: DataFusionError| DataFusionError::Plan(format!("table '{name}': {}", e.message()));
+    let in_table = |e: DataFusionError| prefixed(&format!("table '{name}': "), e);
     storage::register_store(ctx, location, options).map_err(in_table)?;
     let path = location.datafusion_path();
     let format = match table_format(&path).map_err(in_table)? {
