@@ -5,7 +5,7 @@ use datafusion_anonymity::datafusion::error::DataFusionError;
 use datafusion_anonymity_engine::errors::{FailureKind, Opt, Vocabulary, failure_kind};
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyException, PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyValueError,
+    PyException, PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyUserWarning, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -20,6 +20,25 @@ create_exception!(
     "An error of datafusion-anonymity: a policy, an input, a query or an output that cannot \
      be used. The message names what is wrong; it never shows data values."
 );
+
+create_exception!(
+    datafusion_anonymity,
+    AnonymityWarning,
+    PyUserWarning,
+    "A warning of a datafusion-anonymity job (an identifier whose values repeat, a uniqueness \
+     share above its threshold): the job went on; the message says what to check."
+);
+
+/// Raises each of a job's `warnings` as an [`AnonymityWarning`] through Python's `warnings`
+/// module (filtered, caught or turned into errors as the caller configured it).
+pub fn warn(py: Python<'_>, warnings: Vec<String>) -> PyResult<()> {
+    let category = py.get_type::<AnonymityWarning>();
+    for warning in warnings {
+        let message = std::ffi::CString::new(warning.replace('\0', " "))?;
+        PyErr::warn(py, &category, &message, 2)?;
+    }
+    Ok(())
+}
 
 /// The Python keywords for the options the engine's messages name.
 fn keyword(option: Opt) -> &'static str {
@@ -87,6 +106,7 @@ pub fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let base = py.get_type::<AnonymityError>();
     m.add("AnonymityError", &base)?;
+    m.add("AnonymityWarning", py.get_type::<AnonymityWarning>())?;
     let mut classes = Vec::with_capacity(KINDS.len());
     for (name, kind, doc) in KINDS {
         let builtin = match kind {

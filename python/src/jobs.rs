@@ -43,13 +43,32 @@ pub struct AnonymizeOptions {
     pub record_seed: bool,
 }
 
-/// Prints the jobs' warnings on stderr, as the command line does; nothing else.
-struct Warnings;
+/// The warnings of a job, kept for the calling thread to raise through Python's `warnings`
+/// module once the job is over ([`crate::errors::warn`]): the job runs on another thread,
+/// without the GIL, where a warning could not be raised (and stderr cannot be caught).
+#[derive(Debug, Default)]
+pub struct Warnings {
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl Warnings {
+    /// The warnings so far, without their `warning: ` prefix; none are kept.
+    pub fn take(&self) -> Vec<String> {
+        let mut lines = self
+            .lines
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        std::mem::take(&mut *lines)
+    }
+}
 
 impl Observer for Warnings {
     fn note(&self, line: &str) {
-        if line.starts_with("warning") {
-            eprintln!("{line}");
+        if let Some(warning) = line.strip_prefix("warning: ") {
+            self.lines
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(warning.to_string());
         }
     }
 }
@@ -61,7 +80,7 @@ fn encode(value: &impl serde::Serialize) -> Result<Value> {
 
 /// `anon anonymize`: the same pipeline ([`anonymize::anonymize`]); its report as JSON, the
 /// keys `--report` writes.
-pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
+pub async fn anonymize(options: AnonymizeOptions, warnings: &Warnings) -> Result<Value> {
     let ctx = session::context_with_limit(options.memory_limit.as_deref())?;
     let job = anonymize::AnonymizeOptions {
         policy: options.policy,
@@ -78,7 +97,7 @@ pub async fn anonymize(options: AnonymizeOptions) -> Result<Value> {
         refine: options.refine,
         output: OutputRequest::new(options.format.as_deref(), options.append)?,
     };
-    anonymize::anonymize(&ctx, &job, &Warnings).await?.to_json()
+    anonymize::anonymize(&ctx, &job, warnings).await?.to_json()
 }
 
 /// Reads `policy` and registers it on a new session (the functions, its input, its
@@ -120,18 +139,23 @@ pub fn generalized_name(ctx: &SessionContext, policy: &Policy) -> Result<String>
 
 /// `anon apply`: the same pipeline ([`apply::apply`]); its report as JSON, the keys
 /// `--report` writes.
-pub async fn apply(options: apply::ApplyOptions, memory_limit: Option<String>) -> Result<Value> {
+pub async fn apply(
+    options: apply::ApplyOptions,
+    memory_limit: Option<String>,
+    warnings: &Warnings,
+) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
-    apply::apply(&ctx, &options, &Warnings).await?.to_json()
+    apply::apply(&ctx, &options, warnings).await?.to_json()
 }
 
 /// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON.
 pub async fn profile(
     job: profile::ProfileJobOptions,
     memory_limit: Option<String>,
+    warnings: &Warnings,
 ) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
-    let report = profile::profile(&ctx, &job, &Warnings).await?;
+    let report = profile::profile(&ctx, &job, warnings).await?;
     encode(&report)
 }
 

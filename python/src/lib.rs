@@ -533,26 +533,31 @@ fn anonymize(
     refine: bool,
     record_seed: bool,
 ) -> PyResult<String> {
+    let warnings = jobs::Warnings::default();
     let report = run(py, || {
-        jobs::anonymize(jobs::AnonymizeOptions {
-            policy,
-            out,
-            report,
-            html_report,
-            algorithm,
-            metric,
-            seed,
-            overwrite,
-            utility,
-            recoding_out,
-            memory_limit,
-            format,
-            append,
-            refine,
-            record_seed,
-        })
-    })?;
-    Ok(report.to_string())
+        jobs::anonymize(
+            jobs::AnonymizeOptions {
+                policy,
+                out,
+                report,
+                html_report,
+                algorithm,
+                metric,
+                seed,
+                overwrite,
+                utility,
+                recoding_out,
+                memory_limit,
+                format,
+                append,
+                refine,
+                record_seed,
+            },
+            &warnings,
+        )
+    });
+    errors::warn(py, warnings.take())?;
+    Ok(report?.to_string())
 }
 
 /// `anon apply`; the JSON report (`--report`'s keys).
@@ -593,8 +598,10 @@ fn apply(
         utility,
         output,
     };
-    let report = run(py, || jobs::apply(options, memory_limit))?;
-    Ok(report.to_string())
+    let warnings = jobs::Warnings::default();
+    let report = run(py, || jobs::apply(options, memory_limit, &warnings));
+    errors::warn(py, warnings.take())?;
+    Ok(report?.to_string())
 }
 
 /// `anon profile --format json`; the JSON report.
@@ -646,6 +653,7 @@ fn profile(
             ));
         }
     };
+    let warnings = jobs::Warnings::default();
     let report = run(py, || {
         jobs::profile(
             datafusion_anonymity_engine::jobs::profile::ProfileJobOptions {
@@ -668,9 +676,11 @@ fn profile(
                 ..datafusion_anonymity_engine::jobs::profile::ProfileJobOptions::new(input)
             },
             memory_limit,
+            &warnings,
         )
-    })?;
-    Ok(report.to_string())
+    });
+    errors::warn(py, warnings.take())?;
+    Ok(report?.to_string())
 }
 
 /// `anon sql`: the last statement's result as an Arrow stream. `tables` maps names to paths

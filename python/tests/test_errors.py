@@ -5,6 +5,8 @@ kind comes from the error's type in the engine, never from its text."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 import datafusion_anonymity as anon
@@ -77,3 +79,33 @@ def test_a_missing_input_file_is_file_not_found(tmp_path):
         anon.apply(policy, out=tmp_path / "out.parquet")
     assert isinstance(error.value, anon.NotFoundError)
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_jobs_warnings_are_python_warnings(tmp_path, capfd):
+    """An identifier whose values repeat (ids 1, 1, 2, …, 8: the two rows of id 1 share it,
+    2 of 9 rows = 22.2 %) is a warning of the `warnings` module, catchable and filterable,
+    and is no longer printed on the process's stderr."""
+    lines = (POLICIES.parent / "data" / "li2007.csv").read_text().splitlines()
+    header, rows = lines[0], lines[1:]
+    assert header.split(",")[0] == "id" and len(rows) == 9
+    ids = [1, 1, 2, 3, 4, 5, 6, 7, 8]
+    data = tmp_path / "repeated.csv"
+    data.write_text(
+        "\n".join([header] + [f"{i}," + row.split(",", 1)[1] for i, row in zip(ids, rows)])
+        + "\n"
+    )
+    source = (POLICIES / "li2007_drop.toml").read_text()
+    policy = tmp_path / "repeated.toml"
+    policy.write_text(source.replace('"../data/li2007.csv"', f'"{data}"'))
+    with pytest.warns(anon.AnonymityWarning) as caught:
+        anon.apply(policy, out=tmp_path / "out.parquet", seed=1)
+    messages = [str(w.message) for w in caught if w.category is anon.AnonymityWarning]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("identifier 'id' repeats: 22.2% of the rows (2 of 9)"), messages
+    assert issubclass(anon.AnonymityWarning, UserWarning)
+    assert "repeats" not in capfd.readouterr().err
+    # turned into an error by the caller's filter, as any Python warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", anon.AnonymityWarning)
+        with pytest.raises(anon.AnonymityWarning):
+            anon.apply(policy, out=tmp_path / "again.parquet", seed=1)

@@ -43,6 +43,7 @@ from . import _internal
 from ._internal import (
     AlreadyExistsError,
     AnonymityError,
+    AnonymityWarning,
     InvalidValueError,
     MemoryLimitError,
     NotFoundError,
@@ -51,6 +52,7 @@ from ._internal import (
 __all__ = [
     "AlreadyExistsError",
     "AnonymityError",
+    "AnonymityWarning",
     "InvalidValueError",
     "MemoryLimitError",
     "NotFoundError",
