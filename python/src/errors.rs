@@ -73,8 +73,9 @@ pub fn one_line(error: &DataFusionError) -> String {
 
 /// The subclasses of [`AnonymityError`] that also derive from the built-in exception of their
 /// kind, so that `except FileNotFoundError` catches a missing policy as Python code expects:
-/// (name, kind, the built-in, docstring). Made at import by [`add_exceptions`] (pyo3 makes
-/// exception types of one base only).
+/// (name, kind, docstring); the built-in is [`builtin`]'s. Made at import by
+/// [`add_exceptions`] (pyo3 makes exception types of one base only). [`FailureKind::Other`]
+/// has none: it is a plain `AnonymityError`.
 const KINDS: [(&str, FailureKind, &str); 4] = [
     (
         "NotFoundError",
@@ -98,8 +99,19 @@ const KINDS: [(&str, FailureKind, &str); 4] = [
     ),
 ];
 
-/// The classes of [`KINDS`], in its order, once the module is imported.
-static KIND_CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+/// The built-in exception a kind's subclass also derives from.
+fn builtin(py: Python<'_>, kind: FailureKind) -> Option<Bound<'_, PyType>> {
+    match kind {
+        FailureKind::NotFound => Some(py.get_type::<PyFileNotFoundError>()),
+        FailureKind::AlreadyExists => Some(py.get_type::<PyFileExistsError>()),
+        FailureKind::Invalid => Some(py.get_type::<PyValueError>()),
+        FailureKind::Memory => Some(py.get_type::<PyMemoryError>()),
+        FailureKind::Other => None,
+    }
+}
+
+/// The classes of [`KINDS`] by kind, once the module is imported.
+static KIND_CLASSES: PyOnceLock<Vec<(FailureKind, Py<PyType>)>> = PyOnceLock::new();
 
 /// Adds `AnonymityError` and its subclasses of [`KINDS`] to the module `m`.
 pub fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -109,11 +121,8 @@ pub fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AnonymityWarning", py.get_type::<AnonymityWarning>())?;
     let mut classes = Vec::with_capacity(KINDS.len());
     for (name, kind, doc) in KINDS {
-        let builtin = match kind {
-            FailureKind::NotFound => py.get_type::<PyFileNotFoundError>(),
-            FailureKind::AlreadyExists => py.get_type::<PyFileExistsError>(),
-            FailureKind::Memory => py.get_type::<PyMemoryError>(),
-            FailureKind::Invalid | FailureKind::Other => py.get_type::<PyValueError>(),
+        let Some(builtin) = builtin(py, kind) else {
+            continue;
         };
         let namespace = PyDict::new(py);
         namespace.set_item("__module__", "datafusion_anonymity")?;
@@ -123,7 +132,7 @@ pub fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .call1((name, (base.clone(), builtin), namespace))?
             .cast_into::<PyType>()?;
         m.add(name, &class)?;
-        classes.push(class.unbind());
+        classes.push((kind, class.unbind()));
     }
     let _ = KIND_CLASSES.set(py, classes);
     Ok(())
@@ -134,10 +143,11 @@ pub fn to_py(error: DataFusionError) -> PyErr {
     let message = one_line(&error);
     let kind = failure_kind(&error);
     Python::attach(|py| {
-        let class = KINDS.iter().position(|(_, k, _)| *k == kind).and_then(|i| {
-            KIND_CLASSES
-                .get(py)
-                .map(|classes| classes[i].bind(py).clone())
+        let class = KIND_CLASSES.get(py).and_then(|classes| {
+            classes
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map(|(_, class)| class.bind(py).clone())
         });
         match class {
             Some(class) => PyErr::from_type(class, message),

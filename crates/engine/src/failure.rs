@@ -78,6 +78,12 @@ fn io_kind(error: &std::io::Error) -> FailureKind {
     }
 }
 
+/// An I/O failure on a local path said as `message`, of the I/O error's kind (a missing file
+/// is [`FailureKind::NotFound`]).
+pub fn io_error(message: String, error: &std::io::Error) -> DataFusionError {
+    io_kind(error).error(message)
+}
+
 /// `error`'s message behind `prefix`, of the same kind by [`variant_kind`] (the context a
 /// caller adds: "policy: ", "table 'patients': ").
 pub fn prefixed(prefix: &str, error: DataFusionError) -> DataFusionError {

@@ -22,7 +22,7 @@ mod stores;
 
 use std::sync::Arc;
 
-use crate::failure::FailureKind;
+use crate::failure::{FailureKind, io_error};
 use bytes::Bytes;
 use datafusion::error::{DataFusionError, Result};
 use futures::TryStreamExt;
@@ -185,14 +185,9 @@ pub async fn read_bytes(location: &Location, options: &StoreOptions) -> Result<B
 /// connections die with that runtime).
 pub fn read_text_blocking(location: &Location, options: &StoreOptions) -> Result<String> {
     let bytes = match location {
-        Location::Local(path) => std::fs::read(path).map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound {
-                FailureKind::NotFound
-            } else {
-                FailureKind::Invalid
-            };
-            kind.error(format!("cannot read {location}: {e}"))
-        })?,
+        Location::Local(path) => {
+            std::fs::read(path).map_err(|e| io_error(format!("cannot read {location}: {e}"), &e))?
+        }
         Location::Url(url) => {
             let store = stores::build_store_uncached(url, options)?;
             let path = object_path(location, url)?;

@@ -15,7 +15,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::options::ReadOptions;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 
-use crate::failure::{FailureKind, prefixed};
+use crate::failure::{io_error, prefixed};
 use crate::storage::{self, Location, StoreOptions};
 
 pub use csv::{BadValues, ColumnType, CsvOptions, check_csv};
@@ -72,14 +72,7 @@ pub fn table_format(path: &str) -> Result<TableFormat> {
     let location = Location::parse(path)?;
     let is_dir = match &location {
         Location::Local(local) => std::fs::metadata(local)
-            .map_err(|e| {
-                let kind = if e.kind() == std::io::ErrorKind::NotFound {
-                    FailureKind::NotFound
-                } else {
-                    FailureKind::Invalid
-                };
-                kind.error(format!("cannot open {path}: {e}"))
-            })?
+            .map_err(|e| io_error(format!("cannot open {path}: {e}"), &e))?
             .is_dir(),
         Location::Url(url) => url.path().ends_with('/') || location.extension().is_none(),
     };
