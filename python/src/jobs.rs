@@ -12,7 +12,7 @@ use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity_engine::jobs::output::OutputRequest;
 use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, hierarchy, profile, sql};
-use datafusion_anonymity_engine::policy::Policy;
+use datafusion_anonymity_engine::policy::{Policy, PolicySource};
 use datafusion_anonymity_engine::release::Release;
 use datafusion_anonymity_engine::search::{Method, Metric};
 use datafusion_anonymity_engine::session;
@@ -22,7 +22,7 @@ pub use datafusion_anonymity_engine::jobs::sql::TableSource;
 
 /// Options of [`anonymize`], as `anon anonymize` takes them.
 pub struct AnonymizeOptions {
-    pub policy: String,
+    pub policy: PolicySource,
     pub out: Option<String>,
     pub report: Option<String>,
     pub html_report: Option<String>,
@@ -43,36 +43,6 @@ pub struct AnonymizeOptions {
     pub record_seed: bool,
 }
 
-/// The warnings of a job, kept for the calling thread to raise through Python's `warnings`
-/// module once the job is over ([`crate::errors::warn`]): the job runs on another thread,
-/// without the GIL, where a warning could not be raised (and stderr cannot be caught).
-#[derive(Debug, Default)]
-pub struct Warnings {
-    lines: std::sync::Mutex<Vec<String>>,
-}
-
-impl Warnings {
-    /// The warnings so far, without their `warning: ` prefix; none are kept.
-    pub fn take(&self) -> Vec<String> {
-        let mut lines = self
-            .lines
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        std::mem::take(&mut *lines)
-    }
-}
-
-impl Observer for Warnings {
-    fn note(&self, line: &str) {
-        if let Some(warning) = line.strip_prefix("warning: ") {
-            self.lines
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(warning.to_string());
-        }
-    }
-}
-
 fn encode(value: &impl serde::Serialize) -> Result<Value> {
     serde_json::to_value(value)
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
@@ -80,7 +50,7 @@ fn encode(value: &impl serde::Serialize) -> Result<Value> {
 
 /// `anon anonymize`: the same pipeline ([`anonymize::anonymize`]); its report as JSON, the
 /// keys `--report` writes.
-pub async fn anonymize(options: AnonymizeOptions, warnings: &Warnings) -> Result<Value> {
+pub async fn anonymize(options: AnonymizeOptions, observer: &dyn Observer) -> Result<Value> {
     let ctx = session::context_with_limit(options.memory_limit.as_deref())?;
     let job = anonymize::AnonymizeOptions {
         policy: options.policy,
@@ -97,7 +67,7 @@ pub async fn anonymize(options: AnonymizeOptions, warnings: &Warnings) -> Result
         refine: options.refine,
         output: OutputRequest::new(options.format.as_deref(), options.append)?,
     };
-    anonymize::anonymize(&ctx, &job, warnings).await?.to_json()
+    anonymize::anonymize(&ctx, &job, observer).await?.to_json()
 }
 
 /// Reads `policy` and registers it on a new session (the functions, its input, its
@@ -142,20 +112,20 @@ pub fn generalized_name(ctx: &SessionContext, policy: &Policy) -> Result<String>
 pub async fn apply(
     options: apply::ApplyOptions,
     memory_limit: Option<String>,
-    warnings: &Warnings,
+    observer: &dyn Observer,
 ) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
-    apply::apply(&ctx, &options, warnings).await?.to_json()
+    apply::apply(&ctx, &options, observer).await?.to_json()
 }
 
 /// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON.
 pub async fn profile(
     job: profile::ProfileJobOptions,
     memory_limit: Option<String>,
-    warnings: &Warnings,
+    observer: &dyn Observer,
 ) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
-    let report = profile::profile(&ctx, &job, warnings).await?;
+    let report = profile::profile(&ctx, &job, observer).await?;
     encode(&report)
 }
 
@@ -163,7 +133,7 @@ pub async fn profile(
 pub struct SqlArgs {
     pub query: String,
     pub tables: Vec<(String, TableSource)>,
-    pub policy: Option<String>,
+    pub policy: Option<PolicySource>,
     pub levels: Option<HashMap<String, usize>>,
     pub hierarchies: Vec<(String, String)>,
     pub memory_limit: Option<String>,

@@ -23,7 +23,9 @@ mod jobs;
 mod leaf;
 mod planner;
 mod runtime;
+mod sources;
 mod table;
+mod watch;
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -67,7 +69,47 @@ where
     T: Send,
     F: Future<Output = Result<T>>,
 {
-    let runtime::JobOutcome { outcome, signal } = runtime::run_job(py, job);
+    settle(py, runtime::run_job(py, job, |_| Ok(())))
+}
+
+/// [`run`] for a job watched by `watch`: while it runs, `progress` (the caller's callback,
+/// if any) is called with `(phase, done, total, unit)` whenever that changes, at most every
+/// 50 ms; an exception it raises stops the job as Ctrl-C does. Once the
+/// job is over, its warnings are raised through Python's `warnings` module.
+fn run_watched<T, F>(
+    py: Python<'_>,
+    watch: &watch::Watch,
+    progress: Option<Bound<'_, PyAny>>,
+    job: impl FnOnce() -> F + Send,
+) -> PyResult<T>
+where
+    T: Send,
+    F: Future<Output = Result<T>>,
+{
+    let progress = progress.map(Bound::unbind);
+    let mut last = None;
+    let tick = |py: Python<'_>| {
+        let Some(callback) = &progress else {
+            return Ok(());
+        };
+        let now = watch.progress();
+        if now.is_none() || now == last {
+            return Ok(());
+        }
+        last = now.clone();
+        let Some(now) = now else { return Ok(()) };
+        callback.call1(py, (now.phase, now.done, now.total, now.unit))?;
+        Ok(())
+    };
+    let outcome = settle(py, runtime::run_job(py, job, tick));
+    errors::warn(py, watch.take_warnings())?;
+    outcome
+}
+
+/// A job's outcome as Python sees it: its result, or its error as an `AnonymityError`, or the
+/// exception that interrupted it, noted as such.
+fn settle<T>(py: Python<'_>, outcome: runtime::JobOutcome<T>) -> PyResult<T> {
+    let runtime::JobOutcome { outcome, signal } = outcome;
     match (outcome, signal) {
         (Err(_), Some(raised)) => {
             let note = datafusion_anonymity_engine::interrupt::INTERRUPTED;
@@ -513,11 +555,12 @@ fn generalized_table(
 #[pyo3(signature = (policy, out=None, report=None, algorithm="optimal".to_string(),
     metric="loss".to_string(), seed=None, overwrite=false, memory_limit=None,
     html_report=None, utility=false, recoding_out=None, format=None, append=false,
-    refine=true, record_seed=false))]
+    refine=true, record_seed=false, policy_text=None, policy_table=None, input=None,
+    progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn anonymize(
     py: Python<'_>,
-    policy: String,
+    policy: Option<String>,
     out: Option<String>,
     report: Option<String>,
     algorithm: String,
@@ -532,9 +575,14 @@ fn anonymize(
     append: bool,
     refine: bool,
     record_seed: bool,
+    policy_text: Option<String>,
+    policy_table: Option<String>,
+    input: Option<String>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
-    let warnings = jobs::Warnings::default();
-    let report = run(py, || {
+    let policy = sources::policy_source(policy, policy_text, policy_table, input)?;
+    let watch = watch::Watch::default();
+    let report = run_watched(py, &watch, progress, || {
         jobs::anonymize(
             jobs::AnonymizeOptions {
                 policy,
@@ -553,22 +601,22 @@ fn anonymize(
                 refine,
                 record_seed,
             },
-            &warnings,
+            &watch,
         )
-    });
-    errors::warn(py, warnings.take())?;
-    Ok(report?.to_string())
+    })?;
+    Ok(report.to_string())
 }
 
 /// `anon apply`; the JSON report (`--report`'s keys).
 #[pyfunction]
 #[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None,
     report=None, html_report=None, seed=None, utility=false, recoding=None, format=None,
-    append=false, record_seed=false))]
+    append=false, record_seed=false, policy_text=None, policy_table=None, input=None,
+    progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn apply(
     py: Python<'_>,
-    policy: String,
+    policy: Option<String>,
     levels: Option<HashMap<String, usize>>,
     out: Option<String>,
     overwrite: bool,
@@ -581,7 +629,12 @@ fn apply(
     format: Option<String>,
     append: bool,
     record_seed: bool,
+    policy_text: Option<String>,
+    policy_table: Option<String>,
+    input: Option<String>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
+    let policy = sources::policy_source(policy, policy_text, policy_table, input)?;
     let output =
         datafusion_anonymity_engine::jobs::output::OutputRequest::new(format.as_deref(), append)
             .map_err(to_py)?;
@@ -598,10 +651,11 @@ fn apply(
         utility,
         output,
     };
-    let warnings = jobs::Warnings::default();
-    let report = run(py, || jobs::apply(options, memory_limit, &warnings));
-    errors::warn(py, warnings.take())?;
-    Ok(report?.to_string())
+    let watch = watch::Watch::default();
+    let report = run_watched(py, &watch, progress, || {
+        jobs::apply(options, memory_limit, &watch)
+    })?;
+    Ok(report.to_string())
 }
 
 /// `anon profile --format json`; the JSON report.
@@ -609,7 +663,7 @@ fn apply(
 #[pyo3(signature = (input, qi, sensitive, person_id, population, original, key, policy,
     hierarchies, recursive_c, queries, seed, show_values, memory_limit, background_values=3,
     by_position=false, relink=None, fingerprint_st=None, linking=None, determined=None,
-    bucket_column="bucket_id".to_string()))]
+    bucket_column="bucket_id".to_string(), policy_text=None, policy_table=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -634,7 +688,11 @@ fn profile(
     linking: Option<String>,
     determined: Option<Vec<String>>,
     bucket_column: String,
+    policy_text: Option<String>,
+    policy_table: Option<String>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
+    let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
     let fingerprint = match (fingerprint_st, linking) {
         (Some(sensitive_table), Some(linking)) => Some(
             datafusion_anonymity_engine::jobs::profile::FingerprintTarget {
@@ -653,8 +711,8 @@ fn profile(
             ));
         }
     };
-    let warnings = jobs::Warnings::default();
-    let report = run(py, || {
+    let watch = watch::Watch::default();
+    let report = run_watched(py, &watch, progress, || {
         jobs::profile(
             datafusion_anonymity_engine::jobs::profile::ProfileJobOptions {
                 quasi_identifiers: qi,
@@ -676,18 +734,18 @@ fn profile(
                 ..datafusion_anonymity_engine::jobs::profile::ProfileJobOptions::new(input)
             },
             memory_limit,
-            &warnings,
+            &watch,
         )
-    });
-    errors::warn(py, warnings.take())?;
-    Ok(report?.to_string())
+    })?;
+    Ok(report.to_string())
 }
 
 /// `anon sql`: the last statement's result as an Arrow stream. `tables` maps names to paths
 /// (str) or Arrow streams (objects with `__arrow_c_stream__`).
 #[pyfunction]
 #[pyo3(signature = (query, tables, policy=None, levels=None, hierarchies=Vec::new(),
-    memory_limit=None))]
+    memory_limit=None, policy_text=None, policy_table=None))]
+#[allow(clippy::too_many_arguments)]
 fn sql(
     py: Python<'_>,
     query: String,
@@ -696,7 +754,10 @@ fn sql(
     levels: Option<HashMap<String, usize>>,
     hierarchies: Vec<(String, String)>,
     memory_limit: Option<String>,
+    policy_text: Option<String>,
+    policy_table: Option<String>,
 ) -> PyResult<ArrowStream> {
+    let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
     let mut sources = Vec::new();
     for (name, value) in tables.iter() {
         let name: String = name.extract()?;

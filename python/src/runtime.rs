@@ -69,10 +69,15 @@ pub struct JobOutcome<T> {
 }
 
 /// Runs the future `job` makes on the runtime, on a thread of its own, the GIL released,
-/// while this thread runs Python's signal handlers every [`SIGNALS_EVERY`]: one that raises
-/// (Ctrl-C) asks the job to stop ([`interrupt::request`]); it then stops at its next check,
-/// commits nothing and removes its staging.
-pub fn run_job<T, F>(py: Python<'_>, job: impl FnOnce() -> F + Send) -> JobOutcome<T>
+/// while this thread runs Python's signal handlers and then `tick` (the caller's progress
+/// callback) every [`SIGNALS_EVERY`]: a handler that raises (Ctrl-C), or a `tick` that does,
+/// asks the job to stop ([`interrupt::request`]); it then stops at its next check, commits
+/// nothing and removes its staging, and the exception is the outcome's `signal`.
+pub fn run_job<T, F>(
+    py: Python<'_>,
+    job: impl FnOnce() -> F + Send,
+    mut tick: impl FnMut(Python<'_>) -> PyResult<()> + Send,
+) -> JobOutcome<T>
 where
     T: Send,
     F: Future<Output = Result<T>>,
@@ -89,7 +94,8 @@ where
             });
             while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(SIGNALS_EVERY) {
                 if signal.is_none()
-                    && let Err(raised) = Python::attach(|py| py.check_signals())
+                    && let Err(raised) =
+                        Python::attach(|py| py.check_signals().and_then(|()| tick(py)))
                 {
                     signal = Some(raised);
                     interrupt::request();

@@ -98,10 +98,17 @@ def test_a_jobs_warnings_are_python_warnings(tmp_path, capfd):
     policy = tmp_path / "repeated.toml"
     policy.write_text(source.replace('"../data/li2007.csv"', f'"{data}"'))
     with pytest.warns(anon.AnonymityWarning) as caught:
-        anon.apply(policy, out=tmp_path / "out.parquet", seed=1)
+        report = anon.apply(policy, out=tmp_path / "out.parquet", seed=1)
     messages = [str(w.message) for w in caught if w.category is anon.AnonymityWarning]
-    assert len(messages) == 1, messages
-    assert messages[0].startswith("identifier 'id' repeats: 22.2% of the rows (2 of 9)"), messages
+    repeated = [m for m in messages if m.startswith("identifier")]
+    assert len(repeated) == 1, messages
+    assert repeated[0].startswith("identifier 'id' repeats: 22.2% of the rows (2 of 9)"), messages
+    # the release's own warnings too: of the 6 rows written (li2007 at zip 2, age 1 drops
+    # 3), every disease and every salary is unique within its class of 3
+    assert any(m.startswith("'disease' makes 100.00% of the published rows unique (6 of 6)")
+               for m in messages), messages
+    # and the report lists the same lines, in the order raised
+    assert report["warnings"] == messages
     assert issubclass(anon.AnonymityWarning, UserWarning)
     assert "repeats" not in capfd.readouterr().err
     # turned into an error by the caller's filter, as any Python warning

@@ -104,7 +104,7 @@ fn value_name(value: impl clap::ValueEnum) -> String {
 
 pub async fn run(args: AnonymizeArgs) -> Result<()> {
     let options = AnonymizeOptions {
-        policy: args.policy.to_string_lossy().to_string(),
+        policy: args.policy.to_string_lossy().to_string().into(),
         out: path_text(&args.out),
         report: path_text(&args.reports.report),
         html_report: path_text(&args.reports.html_report),

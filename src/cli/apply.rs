@@ -65,7 +65,7 @@ pub async fn run(args: ApplyArgs) -> Result<()> {
     let path_text =
         |path: &Option<PathBuf>| path.as_deref().map(|p| p.to_string_lossy().to_string());
     let options = ApplyOptions {
-        policy: args.policy.to_string_lossy().to_string(),
+        policy: args.policy.to_string_lossy().to_string().into(),
         levels: None,
         recoding: path_text(&args.recoding),
         out: path_text(&args.out),
@@ -114,7 +114,7 @@ pub fn print_utility(utility: &datafusion_anonymity_engine::profile::Utility) {
     );
 }
 
-/// The figures of a publication, one per line, on stdout; its warnings on stderr.
+/// The figures of a publication, one per line, on stdout (the job told its warnings).
 pub fn print_summary(report: &PublishReport) {
     let v = &report.verification;
     let levels: Vec<String> = report
@@ -122,19 +122,6 @@ pub fn print_summary(report: &PublishReport) {
         .iter()
         .map(|l| format!("{}={} ({})", l.quasi_identifier, l.level, l.meaning))
         .collect();
-    let erased = report
-        .levels
-        .iter()
-        .filter(|l| l.meaning == datafusion_anonymity::generalize::ERASED);
-    for erased in erased {
-        eprintln!(
-            "warning: quasi-identifier '{}' is erased entirely: level {} publishes every value as *",
-            erased.quasi_identifier, erased.level
-        );
-    }
-    for warning in &report.warnings {
-        eprintln!("warning: {warning}");
-    }
     println!("output: {}", report.output);
     if report.recoding == "local" {
         println!("recoding: local");

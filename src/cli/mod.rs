@@ -303,7 +303,7 @@ async fn sql(args: SqlArgs) -> Result<()> {
         .as_deref()
         .map(BadValues::parse)
         .transpose()?;
-    options.policy = args.policy.map(|p| p.to_string_lossy().to_string());
+    options.policy = args.policy.map(|p| p.to_string_lossy().to_string().into());
     for table in &args.tables {
         let (name, path) = tables::parse_table_arg(table)?;
         if options.tables.iter().any(|(given, _)| *given == name) {

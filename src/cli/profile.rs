@@ -167,7 +167,7 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         key: args.key,
         by_position: args.by_position,
         relink: args.relink,
-        policy: args.policy.map(|p| p.to_string_lossy().to_string()),
+        policy: args.policy.map(|p| p.to_string_lossy().to_string().into()),
         hierarchies,
         recursive_c: args.recursive_c,
         background_values: args.background_values,

@@ -201,10 +201,27 @@ fn a_repeating_identifier_warns_when_no_person_column_is_named() {
         "zip = 0\nage = 1",
     );
     let out = dir.path().join("rows.parquet");
-    let output = apply(&rows_only, &out);
+    let report = dir.path().join("rows.json");
+    let output = anon(&[
+        "apply",
+        "--policy",
+        &rows_only,
+        "--out",
+        &out.display().to_string(),
+        "--report",
+        &report.display().to_string(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("rows: 15 of 15 input rows"));
     let text = stderr(&output);
+    // the report lists the same warning, without its prefix, first among the job's warnings
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let listed = report["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        listed.starts_with("identifier 'pid' repeats: 73.3% of the rows (11 of 15)"),
+        "{report}"
+    );
     let warnings: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("warning: identifier"))

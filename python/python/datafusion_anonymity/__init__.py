@@ -33,13 +33,24 @@ What runs where:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import Any, Mapping, Sequence
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple, Sequence, cast
 
 from datafusion import AggregateUDF, ScalarUDF, SessionContext, WindowUDF
 
 from . import _internal
+from .reports import (
+    AnonymizeReport,
+    ApplyReport,
+    HierarchyBuildReport,
+    HierarchyCheckReport,
+    ProfileReport,
+    Report,
+)
 from ._internal import (
     AlreadyExistsError,
     AnonymityError,
@@ -57,6 +68,13 @@ __all__ = [
     "MemoryLimitError",
     "NotFoundError",
     "Extension",
+    "Progress",
+    "AnonymizeReport",
+    "ApplyReport",
+    "HierarchyBuildReport",
+    "HierarchyCheckReport",
+    "ProfileReport",
+    "Report",
     "anonymize",
     "apply",
     "build_hierarchy",
@@ -69,7 +87,27 @@ __all__ = [
     "sql",
 ]
 
-PathLike = str | os.PathLike
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PathLike = str | os.PathLike[str]
+# a policy: a file (path or URL), TOML text (a str holding a line break) or a dict of the
+# file's keys and values
+PolicyLike = PathLike | Mapping[str, Any]
+
+
+class Progress(NamedTuple):
+    """Where a running job is, as its ``progress`` callback receives it: the phase (``"frequency
+    set"``, ``"search"``, ``"shuffle"``, ``"write"``, ...), the units done of the total (``None``
+    when not known) and the unit (``"rows"``, ``"nodes"``, ...). Counts only, never values."""
+
+    phase: str
+    done: int
+    total: int | None
+    unit: str
+
+
+ProgressCallback = Callable[[Progress], object]
 
 
 def _path(value: PathLike | None) -> str | None:
@@ -96,6 +134,121 @@ def _columns(columns: Sequence[str] | str) -> list[str]:
     return list(columns)
 
 
+def _policy_arguments(policy: PolicyLike | None) -> dict[str, str | None]:
+    """``policy=`` as the extension takes it: a path (``policy``), TOML text (``policy_text``: a
+    ``str`` with a line break, which no usable path has and every policy has) or a dict
+    (``policy_table``, as JSON). Relative paths in text or a dict resolve against the current
+    directory."""
+    arguments: dict[str, str | None] = {"policy": None, "policy_text": None, "policy_table": None}
+    if policy is None:
+        return arguments
+    if isinstance(policy, Mapping):
+        arguments["policy_table"] = json.dumps(policy, default=_policy_value)
+    elif isinstance(policy, str) and "\n" in policy:
+        arguments["policy_text"] = policy
+    elif isinstance(policy, (str, os.PathLike)):
+        arguments["policy"] = os.fspath(policy)
+    else:
+        raise TypeError(
+            "policy must be a path, TOML text or a dict, got " + type(policy).__name__
+        )
+    return arguments
+
+
+def _policy_value(value: Any) -> Any:
+    """A value of a policy dict that JSON has no type for: a path becomes its text."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(
+        f"a policy dict holds strings, numbers, booleans, lists and dicts, not "
+        f"{type(value).__name__}"
+    )
+
+
+def _is_pandas(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_parquet")
+
+
+@contextlib.contextmanager
+def _input_path(input: Any, name: str = "input") -> Iterator[str | None]:
+    """A job's input as a path: a path as it is; Arrow data (a pyarrow Table or
+    RecordBatchReader, a pandas DataFrame, a datafusion DataFrame: anything with
+    ``__arrow_c_stream__``) written batch by batch to a Parquet file in a private temporary
+    directory, removed when the job is over, whatever its outcome."""
+    if input is None or isinstance(input, (str, os.PathLike)):
+        yield None if input is None else os.fspath(input)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if _is_pandas(input):
+        # pandas' own convention: a plain row-number index is metadata, any other index a
+        # column (`__index_level_0__` when unnamed, which a policy must then name)
+        reader = pa.Table.from_pandas(input).to_reader()
+    elif hasattr(input, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(input)
+    else:
+        raise TypeError(
+            f"{name} must be a path or Arrow data (a pyarrow Table or RecordBatchReader, a "
+            f"pandas or datafusion DataFrame), not {type(input).__name__}"
+        )
+    # mkdtemp: readable by this user only; the file holds the data as given
+    with tempfile.TemporaryDirectory(prefix="datafusion-anonymity-") as directory:
+        path = os.path.join(directory, f"{name}.parquet")
+        with pq.ParquetWriter(path, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+        yield path
+
+
+@contextlib.contextmanager
+def _progress(progress: ProgressCallback | bool | None) -> Iterator[Callable[..., None] | None]:
+    """The callback the extension calls with ``(phase, done, total, unit)`` while a job runs:
+    the caller's, given a :class:`Progress`; ``True`` draws a line per phase on stderr,
+    rewritten in place (no bar library needed; for tqdm, pass a callback that updates one)."""
+    if progress is None or progress is False:
+        yield None
+        return
+    if progress is True:
+        line = _StderrLine()
+        try:
+            yield line.show
+        finally:
+            line.close()
+        return
+    if not callable(progress):
+        raise TypeError("progress must be a callable, True or None")
+    callback = progress
+
+    def call(phase: str, done: int, total: int | None, unit: str) -> None:
+        callback(Progress(phase, done, total, unit))
+
+    yield call
+
+
+class _StderrLine:
+    """``progress=True``: one line per phase on stderr, rewritten in place."""
+
+    def __init__(self) -> None:
+        self._phase: str | None = None
+
+    def show(self, phase: str, done: int, total: int | None, unit: str) -> None:
+        if self._phase is not None and phase != self._phase:
+            sys.stderr.write("\n")
+        self._phase = phase
+        if total:
+            text = f"{phase}: {done:,} / {total:,} {unit} ({100 * min(done, total) / total:.0f} %)"
+        else:
+            text = f"{phase}: {done:,} {unit}"
+        sys.stderr.write(f"\r{text:<72}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._phase is not None:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
 def _hierarchies(hierarchies: Mapping[str, PathLike] | None) -> list[tuple[str, str]]:
     return [(name, os.fspath(path)) for name, path in (hierarchies or {}).items()]
 
@@ -115,12 +268,12 @@ def _register_functions(
     policy: PathLike | None,
 ) -> None:
     """The functions, the internal ones the query planner's rewrite inserts included."""
-    for function in _internal.aggregate_functions():
-        ctx.register_udaf(AggregateUDF.from_pycapsule(function))
-    for function in _internal.scalar_functions(_hierarchies(hierarchies), _path(policy)):
-        ctx.register_udf(ScalarUDF.from_pycapsule(function))
-    for function in _internal.window_functions():
-        ctx.register_udwf(WindowUDF.from_pycapsule(function))
+    for aggregate in _internal.aggregate_functions():
+        ctx.register_udaf(AggregateUDF.from_pycapsule(aggregate))
+    for scalar in _internal.scalar_functions(_hierarchies(hierarchies), _path(policy)):
+        ctx.register_udf(ScalarUDF.from_pycapsule(scalar))
+    for window in _internal.window_functions():
+        ctx.register_udwf(WindowUDF.from_pycapsule(window))
 
 
 def register(
@@ -179,12 +332,12 @@ class Extension:
 
         # the codecs that carry in-memory tables and other libraries' providers across the
         # planner's boundary by reference; once per handle (a second copy would clash)
-        logical = [] if _internal.LogicalCodec.__datafusion_codec_id__ in (
+        logical = () if _internal.LogicalCodec.__datafusion_codec_id__ in (
             ctx.logical_extension_codec_ids()
-        ) else [_internal.LogicalCodec()]
-        physical = [] if _internal.PhysicalCodec.__datafusion_codec_id__ in (
+        ) else (_internal.LogicalCodec(),)
+        physical = () if _internal.PhysicalCodec.__datafusion_codec_id__ in (
             ctx.physical_extension_codec_ids()
-        ) else [_internal.PhysicalCodec()]
+        ) else (_internal.PhysicalCodec(),)
         return SessionExtensionComponents(
             logical_extension_codecs=logical, physical_extension_codecs=physical
         )
@@ -247,8 +400,9 @@ def generalized_table(
 
 
 def anonymize(
-    policy: PathLike,
+    policy: PolicyLike,
     *,
+    input: Any = None,
     out: PathLike | None = None,
     report: PathLike | None = None,
     algorithm: str = "optimal",
@@ -263,12 +417,19 @@ def anonymize(
     append: bool = False,
     refine: bool = True,
     record_seed: bool = False,
-) -> dict[str, Any]:
+    progress: ProgressCallback | bool | None = None,
+) -> Report:
     """``anon anonymize``: search, publish as Parquet, verify. Returns the report as a dict:
     the keys ``anon anonymize --report`` writes, from the same pipeline.
 
     Args:
-        policy: the policy file.
+        policy: the policy: a file (path or URL), TOML text (a ``str`` holding a line break)
+            or a dict of the file's keys and values. Relative paths in text or a dict resolve
+            against the current directory.
+        input: read this instead of the policy's ``[input] path``: a path or URL, or Arrow
+            data (a pyarrow Table or RecordBatchReader, a pandas DataFrame, a datafusion
+            DataFrame), written to a private temporary Parquet file for the job (removed
+            afterwards; the report's ``input`` names that file).
         out: a ``.parquet`` file or a directory (default: the policy's ``[output] path``).
         report: also write the report (JSON) there.
         algorithm: ``optimal``, ``iab-full-domain``, ``mondrian``, ``kaca`` or ``iab``.
@@ -294,30 +455,45 @@ def anonymize(
             Loss (``--no-refine``).
         record_seed: also write the seed into the ``report`` and ``html_report`` files
             (``--record-seed``); by default no written report holds it.
+        progress: a callable given a :class:`Progress` (phase, done, total, unit) whenever
+            it changes, at most every 50 ms; an exception it raises stops the job, which
+            publishes nothing. ``True`` shows the progress on stderr.
+
+    The job's warnings (an identifier whose values repeat, a column that makes many rows
+    unique) are raised as :class:`AnonymityWarning` once it is over, and listed in the
+    report's ``warnings``.
     """
-    text = _internal.anonymize(
-        os.fspath(policy),
-        _path(out),
-        _path(report),
-        algorithm,
-        metric,
-        _seed(seed),
-        overwrite,
-        memory_limit,
-        _path(html_report),
-        utility,
-        _path(recoding_out),
-        format,
-        append,
-        refine,
-        record_seed,
-    )
-    return json.loads(text)
+    seed = _seed(seed)
+    policy_arguments = _policy_arguments(policy)
+    with _input_path(input) as input_path, _progress(progress) as callback:
+        text = _internal.anonymize(
+            policy_arguments["policy"],
+            _path(out),
+            _path(report),
+            algorithm,
+            metric,
+            seed,
+            overwrite,
+            memory_limit,
+            _path(html_report),
+            utility,
+            _path(recoding_out),
+            format,
+            append,
+            refine,
+            record_seed,
+            policy_text=policy_arguments["policy_text"],
+            policy_table=policy_arguments["policy_table"],
+            input=input_path,
+            progress=callback,
+        )
+    return cast(Report, json.loads(text))
 
 
 def apply(
-    policy: PathLike,
+    policy: PolicyLike,
     *,
+    input: Any = None,
     levels: Mapping[str, int] | Sequence[Mapping[str, Any]] | None = None,
     out: PathLike | None = None,
     overwrite: bool = False,
@@ -330,34 +506,43 @@ def apply(
     format: str | None = None,
     append: bool = False,
     record_seed: bool = False,
-) -> dict[str, Any]:
+    progress: ProgressCallback | bool | None = None,
+) -> ApplyReport:
     """``anon apply``: publish the policy's input at its ``[transformation]`` (or ``levels``,
     or a ``recoding`` saved by ``anonymize(recoding_out=...)``), through the same pipeline as
     the command line. Returns the report (the keys ``anon apply --report`` writes; the
     publication's figures under ``publish``). ``seed`` orders the written rows (``None``: drawn
     at random, returned as ``publish.seed``; the ``report`` and ``html_report`` files hold it
     only with ``record_seed=True``). ``format`` and ``append`` as for ``anonymize``:
-    ``format="delta"`` publishes a Delta Lake table."""
-    text = _internal.apply(
-        os.fspath(policy),
-        _levels(levels),
-        _path(out),
-        overwrite,
-        memory_limit,
-        _path(report),
-        _path(html_report),
-        _seed(seed),
-        utility,
-        _path(recoding),
-        format,
-        append,
-        record_seed,
-    )
-    return json.loads(text)
+    ``format="delta"`` publishes a Delta Lake table. ``policy``, ``input`` and ``progress`` as
+    for :func:`anonymize`."""
+    seed = _seed(seed)
+    policy_arguments = _policy_arguments(policy)
+    with _input_path(input) as input_path, _progress(progress) as callback:
+        text = _internal.apply(
+            policy_arguments["policy"],
+            _levels(levels),
+            _path(out),
+            overwrite,
+            memory_limit,
+            _path(report),
+            _path(html_report),
+            seed,
+            utility,
+            _path(recoding),
+            format,
+            append,
+            record_seed,
+            policy_text=policy_arguments["policy_text"],
+            policy_table=policy_arguments["policy_table"],
+            input=input_path,
+            progress=callback,
+        )
+    return cast(ApplyReport, json.loads(text))
 
 
 def profile(
-    input: PathLike,
+    input: Any,
     *,
     qi: Sequence[str] | str = (),
     sensitive: Sequence[str] | str = (),
@@ -365,7 +550,7 @@ def profile(
     population: PathLike | None = None,
     original: PathLike | None = None,
     key: str | None = None,
-    policy: PathLike | None = None,
+    policy: PolicyLike | None = None,
     hierarchies: Mapping[str, PathLike] | None = None,
     recursive_c: float = 2.0,
     queries: int = 1000,
@@ -379,46 +564,59 @@ def profile(
     linking: str | None = None,
     determined: Sequence[str] | None = None,
     bucket_column: str = "bucket_id",
-) -> dict[str, Any]:
+    progress: ProgressCallback | bool | None = None,
+) -> ProfileReport:
     """``anon profile --format json``: the risk and utility report of a table, as a dict,
     from the same pipeline as the command line (its flags as keywords: ``relink`` the
     re-linking attack, ``fingerprint_st`` and ``linking`` the fingerprint-correlation
-    attack on a bucketized release)."""
-    text = _internal.profile(
-        os.fspath(input),
-        _columns(qi),
-        _columns(sensitive),
-        person_id,
-        _path(population),
-        _path(original),
-        key,
-        _path(policy),
-        _hierarchies(hierarchies),
-        float(recursive_c),
-        int(queries),
-        _seed(seed),
-        bool(show_values),
-        memory_limit,
-        int(background_values),
-        bool(by_position),
-        _path(relink),
-        _path(fingerprint_st),
-        linking,
-        None if determined is None else list(determined),
-        bucket_column,
-    )
-    return json.loads(text)
+    attack on a bucketized release). ``input`` is a path or URL, or Arrow data as for
+    :func:`anonymize`; ``policy`` a file, TOML text or a dict; ``progress`` as for
+    :func:`anonymize`."""
+    seed_value = _seed(seed)
+    if seed_value is None:
+        raise TypeError("seed must be an int")
+    policy_arguments = _policy_arguments(policy)
+    with _input_path(input) as input_path, _progress(progress) as callback:
+        if input_path is None:
+            raise TypeError("input must be a path or Arrow data, not None")
+        text = _internal.profile(
+            input_path,
+            _columns(qi),
+            _columns(sensitive),
+            person_id,
+            _path(population),
+            _path(original),
+            key,
+            policy_arguments["policy"],
+            _hierarchies(hierarchies),
+            float(recursive_c),
+            int(queries),
+            seed_value,
+            bool(show_values),
+            memory_limit,
+            int(background_values),
+            bool(by_position),
+            _path(relink),
+            _path(fingerprint_st),
+            linking,
+            None if determined is None else list(determined),
+            bucket_column,
+            policy_text=policy_arguments["policy_text"],
+            policy_table=policy_arguments["policy_table"],
+            progress=callback,
+        )
+    return cast(ProfileReport, json.loads(text))
 
 
 def sql(
     query: str,
     *,
     tables: Mapping[str, Any] | None = None,
-    policy: PathLike | None = None,
+    policy: PolicyLike | None = None,
     levels: Mapping[str, int] | Sequence[Mapping[str, Any]] | None = None,
     hierarchies: Mapping[str, PathLike] | None = None,
     memory_limit: str | None = None,
-):
+) -> "pa.Table":
     """``anon sql``: runs ``query`` in the crate's own session and returns a pyarrow Table.
 
     Every function works here, the whole-table ones (``t_closeness``, ``ncp``, ...) included.
@@ -438,13 +636,16 @@ def sql(
         name: (os.fspath(value) if isinstance(value, (str, os.PathLike)) else value)
         for name, value in (tables or {}).items()
     }
+    policy_arguments = _policy_arguments(policy)
     stream = _internal.sql(
         query,
         sources,
-        _path(policy),
+        policy_arguments["policy"],
         _levels(levels),
         _hierarchies(hierarchies),
         memory_limit,
+        policy_text=policy_arguments["policy_text"],
+        policy_table=policy_arguments["policy_table"],
     )
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
@@ -461,7 +662,7 @@ def build_hierarchy(
     keep: Sequence[int] | None = None,
     units: Sequence[str] | None = None,
     overwrite: bool = False,
-) -> dict[str, Any]:
+) -> HierarchyBuildReport:
     """``anon hierarchy build``: writes a hierarchy file (ARX's CSV format, what a policy's
     ``kind = "tree"`` reads) built from ``column`` of ``table`` (a Parquet or CSV path or
     URL), and returns the report: leaves, and per level its classes and smallest class.
@@ -483,12 +684,12 @@ def build_hierarchy(
         None if units is None else list(units),
         bool(overwrite),
     )
-    return json.loads(text)
+    return cast(HierarchyBuildReport, json.loads(text))
 
 
-def check_hierarchy(file: PathLike, column: str, table: PathLike) -> dict[str, Any]:
+def check_hierarchy(file: PathLike, column: str, table: PathLike) -> HierarchyCheckReport:
     """``anon hierarchy check``: checks a hierarchy file by every rule a policy applies and
     against the values of ``column`` of ``table``; returns the report (raises
     :class:`AnonymityError` naming the file, the line and the rule otherwise)."""
     text = _internal.check_hierarchy(os.fspath(file), column, os.fspath(table))
-    return json.loads(text)
+    return cast(HierarchyCheckReport, json.loads(text))

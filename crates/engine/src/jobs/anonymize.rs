@@ -13,7 +13,7 @@ use super::Observer;
 use super::bucketize::BucketizationReport;
 use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{FrequencySetFigures, Report, ReportParts, ReportTargets, SearchFigures};
-use crate::policy::{Policy, ReleaseMethod};
+use crate::policy::{Policy, PolicySource, ReleaseMethod};
 use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, PublishRequest, RowOrder};
 use crate::saved_recoding;
@@ -25,8 +25,9 @@ use crate::storage::Location;
 /// What to anonymize and how; the command line's flags, Python's keywords.
 #[derive(Debug, Clone)]
 pub struct AnonymizeOptions {
-    /// The policy file (a path or URL); its `[transformation]`, if any, is ignored.
-    pub policy: String,
+    /// The policy (a file, a path or URL, or text) and the input read instead of its `[input]
+    /// path`, if any; its `[transformation]`, if any, is ignored.
+    pub policy: PolicySource,
     /// The output (a `.parquet` file or a directory); default: the policy's `[output] path`.
     pub out: Option<String>,
     /// The JSON report, if wanted.
@@ -59,7 +60,7 @@ pub struct AnonymizeOptions {
 
 impl AnonymizeOptions {
     /// The defaults of `anon anonymize --policy <policy>`: optimal, Loss, a random seed.
-    pub fn new(policy: impl Into<String>) -> Self {
+    pub fn new(policy: impl Into<PolicySource>) -> Self {
         Self {
             policy: policy.into(),
             out: None,
@@ -133,7 +134,7 @@ pub async fn anonymize(
     observer: &dyn Observer,
 ) -> Result<Published> {
     let started = Instant::now();
-    let policy = Policy::from_file(&options.policy)?;
+    let policy = options.policy.read()?;
     let out = output_location(options.out.as_deref(), &policy)?;
     let request = OutputRequest {
         overwrite: options.overwrite,
@@ -257,10 +258,7 @@ async fn generalized(
     // 1. the frequency set: one scan
     let total = super::input_rows(ctx, &policy, observer).await;
     let (freq, frequency_seconds) = super::frequency_set(ctx, &policy, observer, total).await?;
-    // after the scan, whose errors about the input come first
-    for repeated in policy.repeated_identifiers(ctx).await? {
-        observer.note(&repeated.warning());
-    }
+    let input_warnings = super::input_warnings(ctx, &policy, observer).await?;
     observer.note(&format!(
         "frequency set: {} rows in {} combinations ({:.2} s)",
         freq.rows(),
@@ -373,9 +371,11 @@ async fn generalized(
     } else {
         None
     };
+    super::report::note_release_warnings(&published, observer);
     let report = Report::new(ReportParts {
         command: "anonymize",
         policy: &policy,
+        input_warnings,
         publish: published,
         search: Some(SearchFigures {
             algorithm: method.name(),

@@ -17,7 +17,7 @@ use super::Observer;
 use super::anonymize::{MethodOptions, output_location};
 use super::output::{OutputRequest, PlannedOutput, release_info};
 use super::report::{FrequencySetFigures, Report, ReportParts, ReportTargets};
-use crate::policy::{Policy, ReleaseMethod};
+use crate::policy::{Policy, PolicySource, ReleaseMethod};
 use crate::publish::perturbed::PerturbedReport;
 use crate::publish::{self, PublishProgress, PublishRequest, RowOrder};
 use crate::saved_recoding::{RecodingFileFigures, SavedRecoding};
@@ -28,8 +28,9 @@ use crate::storage::Location;
 /// What to publish and how; the command line's flags, Python's keywords.
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
-    /// The policy file (a path or URL).
-    pub policy: String,
+    /// The policy (a file, a path or URL, or text) and the input read instead of its `[input]
+    /// path`, if any.
+    pub policy: PolicySource,
     /// The level of each quasi-identifier, replacing the policy's `[transformation]`.
     pub levels: Option<Vec<(String, usize)>>,
     /// A local recoding saved by `anonymize` (`recoding_out`), instead of levels.
@@ -56,7 +57,7 @@ pub struct ApplyOptions {
 
 impl ApplyOptions {
     /// The defaults of `anon apply --policy <policy>`.
-    pub fn new(policy: impl Into<String>) -> Self {
+    pub fn new(policy: impl Into<PolicySource>) -> Self {
         Self {
             policy: policy.into(),
             levels: None,
@@ -147,7 +148,7 @@ pub async fn apply(
     observer: &dyn Observer,
 ) -> Result<AppliedRelease> {
     let started = Instant::now();
-    let mut policy = Policy::from_file(&options.policy)?;
+    let mut policy = options.policy.read()?;
     let anonymize_only = match policy.release_method() {
         ReleaseMethod::Bucketization => policy.bucketization().map(|b| b.method().name()),
         ReleaseMethod::Cloaking => Some("cloaking"),
@@ -199,9 +200,7 @@ pub async fn apply(
     };
     // the recoding refuses values missing from a value tree itself: no scan to check first
     policy.register_with(ctx, false).await?;
-    for repeated in policy.repeated_identifiers(ctx).await? {
-        observer.note(&repeated.warning());
-    }
+    let input_warnings = super::input_warnings(ctx, &policy, observer).await?;
     // in the data's column order, known once registered
     let levels = match &options.levels {
         Some(levels) => levels_in_order(&policy, levels)?,
@@ -278,9 +277,11 @@ pub async fn apply(
     } else {
         None
     };
+    super::report::note_release_warnings(&published, observer);
     let report = Report::new(ReportParts {
         command: "apply",
         policy: &policy,
+        input_warnings,
         publish: published,
         search: None,
         frequency_set: frequency_set.map(|(combinations, seconds)| FrequencySetFigures {

@@ -122,6 +122,22 @@ pub async fn frequency_set(
     Ok((freq?, phase.elapsed().as_secs_f64()))
 }
 
+/// The warnings about the registered `policy`'s input (an identifier whose values repeat),
+/// each told to `observer` as the command line prints it; returned without their `warning: `
+/// prefix, for the report. Called after the first scan, whose errors about the input come
+/// first.
+pub async fn input_warnings(
+    ctx: &SessionContext,
+    policy: &Policy,
+    observer: &dyn Observer,
+) -> datafusion::error::Result<Vec<String>> {
+    let repeated = policy.repeated_identifiers(ctx).await?;
+    for identifier in &repeated {
+        observer.note(&identifier.warning());
+    }
+    Ok(repeated.iter().map(|r| r.message()).collect())
+}
+
 /// The tree hierarchy `name` read from `path` (an ARX hierarchy CSV file, a path or a URL),
 /// for the jobs' `--hierarchy NAME=PATH`.
 pub fn tree_hierarchy(name: &str, path: &str) -> datafusion::error::Result<Arc<Hierarchy>> {

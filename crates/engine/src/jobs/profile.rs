@@ -11,7 +11,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use super::Observer;
-use crate::policy::{Policy, Role};
+use crate::policy::{Policy, PolicySource, Role};
 use crate::profile::{
     self, DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED,
     FingerprintOptions, Profile, ProfileOptions, ProfileProgress,
@@ -58,7 +58,7 @@ pub struct ProfileJobOptions {
     pub relink: Option<String>,
     /// A policy: its hierarchies (checked against the original), its quasi-identifiers and
     /// sensitive attributes unless given.
-    pub policy: Option<String>,
+    pub policy: Option<PolicySource>,
     /// Tree hierarchies by column (ARX CSV files, paths or URLs); override the policy's.
     pub hierarchies: Vec<(String, String)>,
     pub recursive_c: f64,
@@ -143,8 +143,8 @@ pub async fn profile(
         },
         tables: Vec::new(),
     };
-    if let Some(path) = &job.policy {
-        let mut policy = Policy::from_file(path)?;
+    if let Some(source) = &job.policy {
+        let mut policy = source.read()?;
         if let Some(bad_values) = job.bad_values {
             policy.set_bad_values(bad_values);
         }

@@ -191,6 +191,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recoding_file: Option<RecodingFileFigures>,
     pub publish: PublishReport,
+    /// every warning of the job, as the command line prints them (without `warning: `): the
+    /// input's (an identifier whose values repeat), then the release's ([`release_warnings`])
+    pub warnings: Vec<String>,
     /// the policy's post-analytics thresholds, which `publish.post_analytics` met
     pub thresholds: RiskThresholds,
     /// With `--utility`: the profile's utility section, every row paired with its original.
@@ -256,6 +259,8 @@ pub struct ReportParts<'a> {
     /// `apply` or `anonymize`.
     pub command: &'static str,
     pub policy: &'a Policy,
+    /// The input's warnings ([`super::input_warnings`]).
+    pub input_warnings: Vec<String>,
     pub publish: PublishReport,
     pub search: Option<SearchFigures>,
     pub frequency_set: Option<FrequencySetFigures>,
@@ -268,12 +273,38 @@ pub struct ReportParts<'a> {
     pub input_seconds: f64,
 }
 
+/// A generalized release's warnings: each quasi-identifier erased entirely (its level
+/// publishes every value as `*`), then the post-analytics' (`publish.warnings`). Without
+/// their `warning: ` prefix.
+pub fn release_warnings(publish: &PublishReport) -> Vec<String> {
+    publish
+        .levels
+        .iter()
+        .filter(|l| l.meaning == datafusion_anonymity::generalize::ERASED)
+        .map(|erased| {
+            format!(
+                "quasi-identifier '{}' is erased entirely: level {} publishes every value as *",
+                erased.quasi_identifier, erased.level
+            )
+        })
+        .chain(publish.warnings.iter().cloned())
+        .collect()
+}
+
+/// Tells `observer` each of [`release_warnings`], as the command line prints them.
+pub fn note_release_warnings(publish: &PublishReport, observer: &dyn super::Observer) {
+    for warning in release_warnings(publish) {
+        observer.note(&format!("warning: {warning}"));
+    }
+}
+
 impl Report {
     /// The report of a generalized release, from its parts.
     pub fn new(parts: ReportParts<'_>) -> Self {
         let ReportParts {
             command,
             policy,
+            input_warnings,
             publish,
             search,
             frequency_set,
@@ -295,6 +326,10 @@ impl Report {
             utility: utility_seconds,
             total: started.elapsed().as_secs_f64(),
         };
+        let warnings = input_warnings
+            .into_iter()
+            .chain(release_warnings(&publish))
+            .collect();
         Self {
             command,
             policy: policy.source().to_string(),
@@ -312,6 +347,7 @@ impl Report {
             frequency_set_rows: frequency_set.map(|f| f.combinations),
             recoding_file,
             publish,
+            warnings,
             thresholds: policy.thresholds().clone(),
             utility,
             seconds,
@@ -331,6 +367,15 @@ impl Report {
             "anon {} · policy {} · input {}",
             self.command, self.policy, self.input
         ));
+        // the input's warnings and erased quasi-identifiers; the post-analytics' are shown
+        // beside them
+        for warning in self
+            .warnings
+            .iter()
+            .filter(|w| !self.publish.warnings.contains(w))
+        {
+            page.warning(&format!("warning: {warning}"));
+        }
         self.release(&mut page, record_seed);
         self.levels(&mut page);
         self.verification(&mut page);

@@ -16,7 +16,7 @@ use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_anonymity::generalize::register_hierarchy;
 
 use super::apply::levels_in_order;
-use crate::policy::Policy;
+use crate::policy::PolicySource;
 use crate::search::release::Release;
 use crate::tables::{self, BadValues, CsvOptions, TableFormat};
 
@@ -36,7 +36,7 @@ pub struct SqlOptions {
     pub tables: Vec<(String, TableSource)>,
     /// A policy: its input, its hierarchies under the column names, and `<name>_anon` when it
     /// fixes a transformation (or `levels` give one).
-    pub policy: Option<String>,
+    pub policy: Option<PolicySource>,
     /// The level of each quasi-identifier, replacing the policy's `[transformation]`.
     pub levels: Option<Vec<(String, usize)>>,
     /// Tree hierarchies for `generalize(col, 'NAME', level)`: (NAME, ARX CSV path or URL).
@@ -66,8 +66,8 @@ pub async fn sql(
     options: SqlOptions,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let mut policy = None;
-    if let Some(path) = &options.policy {
-        let mut read = Policy::from_file(path)?;
+    if let Some(source) = &options.policy {
+        let mut read = source.read()?;
         if let Some(bad_values) = options.bad_values {
             read.set_bad_values(bad_values);
         }

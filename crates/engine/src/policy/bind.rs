@@ -144,6 +144,17 @@ impl Policy {
             .map(|f| f.name().as_str())
             .filter(|name| !self.columns.iter().any(|c| c.name == *name))
             .collect();
+        // pandas writes an index that is not a plain row number as `__index_level_N__`
+        // (`DataFrame.to_parquet` without `index=False`): named, so that the fix is plain
+        if let Some(index) = without_role.iter().find(|name| is_pandas_index(name)) {
+            return Err(err(format!(
+                "column '{index}' of {} is the index pandas wrote (to_parquet without \
+                 index=False) and has no role; write the data without it (index=False, or \
+                 reset_index() to keep it as a named column), or give it one under \
+                 [attributes], e.g. {index} = {{ role = \"identifier\" }} to leave it out",
+                self.input
+            )));
+        }
         if !without_role.is_empty() {
             return Err(err(format!(
                 "column(s) {} of {} have no role; give each one under [attributes] \
@@ -323,4 +334,12 @@ fn quoted(names: &[&str]) -> String {
         .map(|n| format!("'{n}'"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Whether `name` is the name pandas gives an index column it writes with the data
+/// (`__index_level_0__`, `__index_level_1__`, ... for the levels of an unnamed index).
+fn is_pandas_index(name: &str) -> bool {
+    name.strip_prefix("__index_level_")
+        .and_then(|rest| rest.strip_suffix("__"))
+        .is_some_and(|level| !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit()))
 }

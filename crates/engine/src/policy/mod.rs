@@ -33,11 +33,13 @@ mod parse;
 mod persons;
 pub mod perturbation;
 mod set_labels;
+mod source;
 pub mod synthetic;
 pub use local_labels::LocalLabels;
 use parse::line_of;
 pub use persons::RepeatedIdentifier;
 pub use set_labels::{DEFAULT_MAX_SET_VALUES, Generalization, SetLabels};
+pub use source::{PolicySource, TEXT_SOURCE};
 pub mod requirements;
 
 use std::collections::BTreeMap;
@@ -202,6 +204,28 @@ impl Policy {
     /// relative paths.
     pub fn from_toml(source: &str, directory: &Path, text: &str) -> Result<Self> {
         Self::from_toml_at(source, &Location::Local(directory.to_path_buf()), text)
+    }
+
+    /// A policy from a table of values given as JSON text (Python's dict): the keys and values
+    /// of the TOML file, checked the same way. `source` names it in errors, which have no line
+    /// to give; `directory` anchors its relative paths. Its hash is that of its TOML text.
+    pub fn from_json(source: &str, directory: &Path, json: &str) -> Result<Self> {
+        let value: toml::Value = serde_json::from_str(json).map_err(|e| {
+            policy_error(
+                source,
+                format!(
+                    "not a table of TOML values (strings, numbers, booleans, lists, tables): {e}"
+                ),
+            )
+        })?;
+        let text = toml::to_string(&value).map_err(|e| policy_error(source, e))?;
+        let file: PolicyFile = value
+            .try_into()
+            .map_err(|e: toml::de::Error| policy_error(source, e.message()))?;
+        let directory = Location::Local(directory.to_path_buf());
+        let mut policy = Self::from_parsed(source, &directory, file)?;
+        policy.hash = blake3::hash(text.as_bytes()).to_hex().to_string();
+        Ok(policy)
     }
 
     fn from_toml_at(source: &str, directory: &Location, text: &str) -> Result<Self> {

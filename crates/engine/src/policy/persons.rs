@@ -33,11 +33,16 @@ pub struct RepeatedIdentifier {
 }
 
 impl RepeatedIdentifier {
-    /// The one-line warning (counts only, never values).
+    /// The one-line warning (counts only, never values), as the command line prints it.
     pub fn warning(&self) -> String {
+        format!("warning: {}", self.message())
+    }
+
+    /// [`RepeatedIdentifier::warning`] without its `warning: ` prefix, as a report lists it.
+    pub fn message(&self) -> String {
         let share = 100.0 * self.repeated_rows as f64 / self.rows.max(1) as f64;
         format!(
-            "warning: identifier '{column}' repeats: {share:.1}% of the rows ({repeated} of \
+            "identifier '{column}' repeats: {share:.1}% of the rows ({repeated} of \
              {rows}) share their value with another row, so a class of k rows may hold fewer \
              than k persons; if '{column}' identifies persons, add `person = \"{column}\"` to \
              [privacy]: k then counts persons, and the column is still not published",
