@@ -16,6 +16,7 @@ use datafusion_anonymity_engine::policy::{Policy, PolicySource};
 use datafusion_anonymity_engine::release::Release;
 use datafusion_anonymity_engine::search::{Method, Metric};
 use datafusion_anonymity_engine::session;
+use datafusion_anonymity_engine::tables::BadValues;
 use serde_json::Value;
 
 pub use datafusion_anonymity_engine::jobs::sql::TableSource;
@@ -137,6 +138,8 @@ pub struct SqlArgs {
     pub levels: Option<HashMap<String, usize>>,
     pub hierarchies: Vec<(String, String)>,
     pub memory_limit: Option<String>,
+    /// CSV values that do not convert to their column's type: overrides the policy's.
+    pub bad_values: Option<BadValues>,
 }
 
 /// `anon sql`: the same pipeline ([`sql::sql`]); the last statement's result.
@@ -147,6 +150,7 @@ pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         policy: args.policy,
         levels: args.levels.map(|levels| levels.into_iter().collect()),
         hierarchies: args.hierarchies,
+        bad_values: args.bad_values,
         ..sql::SqlOptions::new(args.query)
     };
     sql::sql(&ctx, options).await
@@ -154,14 +158,20 @@ pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
 
 /// `anon hierarchy build`: the same pipeline ([`hierarchy::build_hierarchy`]); the report as
 /// JSON.
-pub async fn build_hierarchy(options: hierarchy::BuildOptions) -> Result<Value> {
-    let ctx = session::context_with_limit(None)?;
+pub async fn build_hierarchy(
+    options: hierarchy::BuildOptions,
+    memory_limit: Option<String>,
+) -> Result<Value> {
+    let ctx = session::context_with_limit(memory_limit.as_deref())?;
     encode(&hierarchy::build_hierarchy(&ctx, options).await?)
 }
 
 /// `anon hierarchy check`: the same pipeline ([`hierarchy::check_hierarchy`]); the report as
 /// JSON.
-pub async fn check_hierarchy(options: hierarchy::CheckOptions) -> Result<Value> {
-    let ctx = session::context_with_limit(None)?;
+pub async fn check_hierarchy(
+    options: hierarchy::CheckOptions,
+    memory_limit: Option<String>,
+) -> Result<Value> {
+    let ctx = session::context_with_limit(memory_limit.as_deref())?;
     encode(&hierarchy::check_hierarchy(&ctx, options).await?)
 }

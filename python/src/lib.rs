@@ -29,6 +29,7 @@ mod watch;
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -663,7 +664,8 @@ fn apply(
 #[pyo3(signature = (input, qi, sensitive, person_id, population, original, key, policy,
     hierarchies, recursive_c, queries, seed, show_values, memory_limit, background_values=3,
     by_position=false, relink=None, fingerprint_st=None, linking=None, determined=None,
-    bucket_column="bucket_id".to_string(), policy_text=None, policy_table=None, progress=None))]
+    bucket_column="bucket_id".to_string(), policy_text=None, policy_table=None, progress=None,
+    bad_values=None))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -691,8 +693,10 @@ fn profile(
     policy_text: Option<String>,
     policy_table: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
+    bad_values: Option<String>,
 ) -> PyResult<String> {
     let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
+    let bad_values = sources::bad_values(bad_values)?;
     let fingerprint = match (fingerprint_st, linking) {
         (Some(sensitive_table), Some(linking)) => Some(
             datafusion_anonymity_engine::jobs::profile::FingerprintTarget {
@@ -731,6 +735,7 @@ fn profile(
                 seed,
                 show_values,
                 fingerprint,
+                bad_values,
                 ..datafusion_anonymity_engine::jobs::profile::ProfileJobOptions::new(input)
             },
             memory_limit,
@@ -744,7 +749,7 @@ fn profile(
 /// (str) or Arrow streams (objects with `__arrow_c_stream__`).
 #[pyfunction]
 #[pyo3(signature = (query, tables, policy=None, levels=None, hierarchies=Vec::new(),
-    memory_limit=None, policy_text=None, policy_table=None))]
+    memory_limit=None, policy_text=None, policy_table=None, bad_values=None))]
 #[allow(clippy::too_many_arguments)]
 fn sql(
     py: Python<'_>,
@@ -756,8 +761,10 @@ fn sql(
     memory_limit: Option<String>,
     policy_text: Option<String>,
     policy_table: Option<String>,
+    bad_values: Option<String>,
 ) -> PyResult<ArrowStream> {
     let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
+    let bad_values = sources::bad_values(bad_values)?;
     let mut sources = Vec::new();
     for (name, value) in tables.iter() {
         let name: String = name.extract()?;
@@ -783,6 +790,7 @@ fn sql(
             levels,
             hierarchies,
             memory_limit,
+            bad_values,
         })
     })?;
     Ok(ArrowStream {
@@ -793,7 +801,7 @@ fn sql(
 /// `anon hierarchy build`: builds a hierarchy file from a column; the JSON report.
 #[pyfunction]
 #[pyo3(signature = (table, column, out, kind, widths=None, origin=None, min_size=None,
-    keep=None, units=None, overwrite=false))]
+    keep=None, units=None, overwrite=false, memory_limit=None))]
 #[allow(clippy::too_many_arguments)]
 fn build_hierarchy(
     py: Python<'_>,
@@ -807,6 +815,7 @@ fn build_hierarchy(
     keep: Option<Vec<usize>>,
     units: Option<Vec<String>>,
     overwrite: bool,
+    memory_limit: Option<String>,
 ) -> PyResult<String> {
     use datafusion_anonymity_engine::hierarchies::{BuilderOptions, BuilderSpec};
     let spec = BuilderSpec::from_options(BuilderOptions {
@@ -825,25 +834,36 @@ fn build_hierarchy(
         spec,
         overwrite,
     };
-    let report = run(py, || jobs::build_hierarchy(options))?;
+    let report = run(py, || jobs::build_hierarchy(options, memory_limit))?;
     Ok(report.to_string())
 }
 
 /// `anon hierarchy check`: checks a hierarchy file against a column; the JSON report.
 #[pyfunction]
+#[pyo3(signature = (file, column, table, memory_limit=None))]
 fn check_hierarchy(
     py: Python<'_>,
     file: String,
     column: String,
     table: String,
+    memory_limit: Option<String>,
 ) -> PyResult<String> {
     let options = datafusion_anonymity_engine::jobs::hierarchy::CheckOptions {
         file,
         column,
         table,
     };
-    let report = run(py, || jobs::check_hierarchy(options))?;
+    let report = run(py, || jobs::check_hierarchy(options, memory_limit))?;
     Ok(report.to_string())
+}
+
+/// `anon generate`: writes `rows` rows of the seeded synthetic table `table` to `out`
+/// (Parquet, whole or not at all).
+#[pyfunction]
+#[pyo3(signature = (table, rows, out, seed=42))]
+fn generate(py: Python<'_>, table: String, rows: usize, out: String, seed: u64) -> PyResult<()> {
+    py.detach(|| datafusion_anonymity_generate::write_named(&table, Path::new(&out), rows, seed))
+        .map_err(to_py)
 }
 
 /// Every function name the crate registers in Rust (aliases included).
@@ -877,6 +897,7 @@ fn internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sql, m)?)?;
     m.add_function(wrap_pyfunction!(build_hierarchy, m)?)?;
     m.add_function(wrap_pyfunction!(check_hierarchy, m)?)?;
+    m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(function_names, m)?)?;
     Ok(())
 }

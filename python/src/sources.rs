@@ -4,6 +4,7 @@
 //! data given as `input=` to a private temporary Parquet file, whose path arrives here.
 
 use datafusion_anonymity_engine::policy::PolicySource;
+use datafusion_anonymity_engine::tables::BadValues;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
@@ -39,6 +40,13 @@ pub fn optional_policy_source(
         return Ok(None);
     }
     policy_source(file, text, table, None).map(Some)
+}
+
+/// `bad_values=` as the command line's `--bad-values` reads it (`error`, `null`, `skip`, ...),
+/// refused in the same words.
+pub fn bad_values(text: Option<String>) -> PyResult<Option<BadValues>> {
+    text.map(|text| BadValues::parse(&text).map_err(crate::errors::to_py))
+        .transpose()
 }
 
 fn current_dir() -> PyResult<std::path::PathBuf> {

@@ -67,3 +67,22 @@ def test_check_names_file_line_and_rule(tmp_path):
     message = str(error.value)
     assert "bad.csv, line 3: duplicate leaf" in message, message
     assert "[rule: unique leaves]" in message, message
+
+
+def test_memory_limit_reaches_the_builders_session(tmp_path):
+    table, ages = _table(tmp_path)
+    out = tmp_path / "age.csv"
+    # a limit that is not one is refused before anything is read or written
+    with pytest.raises(anon.InvalidValueError, match="lots"):
+        anon.build_hierarchy(table, "age", out, "quantile", min_size=[20], memory_limit="lots")
+    with pytest.raises(anon.InvalidValueError, match="lots"):
+        anon.check_hierarchy(out, "age", table, memory_limit="lots")
+    assert not out.exists()
+    # a real one bounds the session and gives the same report as none
+    limited = anon.build_hierarchy(table, "age", out, "quantile", min_size=[20], memory_limit="64MiB")
+    unlimited = anon.build_hierarchy(
+        table, "age", tmp_path / "again.csv", "quantile", min_size=[20]
+    )
+    assert limited["levels"] == unlimited["levels"]
+    assert out.read_text() == (tmp_path / "again.csv").read_text()
+    assert anon.check_hierarchy(out, "age", table, memory_limit="64MiB")["unused_leaves"] == 0

@@ -160,3 +160,29 @@ def test_progress_reaches_the_callback_and_its_exception_stops_the_job(tmp_path,
     assert not out.exists()
     # nothing staged left behind either
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]
+
+
+def test_bad_values_override_the_policys(tmp_path):
+    """A CSV value that does not convert to its attribute's type is an error (the policy's
+    default), or NULL with ``bad_values="null"``: of the three birth dates below one is not a
+    date, so two are counted."""
+    data = tmp_path / "visits.csv"
+    data.write_text("id,zip,birth_date\n1,47677,1980-01-02\n2,47602,not a date\n3,47678,1975-05-06\n")
+    policy = {
+        "name": "visits",
+        "input": {"path": str(data)},
+        "privacy": {"k": 2},
+        "attributes": {
+            "id": {"role": "identifier"},
+            "zip": {"role": "quasi_identifier", "hierarchy": {"kind": "mask"}},
+            "birth_date": {"role": "insensitive", "type": "date"},
+        },
+    }
+    query = "SELECT count(birth_date) AS dates FROM visits"
+    with pytest.raises(anon.InvalidValueError, match="birth_date"):
+        anon.sql(query, policy=policy)
+    assert anon.sql(query, policy=policy, bad_values="null").to_pylist() == [{"dates": 2}]
+    report = anon.profile(data, qi="zip", policy=policy, bad_values="null")
+    assert report["rows"] == 3
+    with pytest.raises(anon.InvalidValueError, match='"error" or "null", not "drop"'):
+        anon.sql(query, policy=policy, bad_values="drop")

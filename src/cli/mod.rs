@@ -253,17 +253,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Sql(args) => sql(args).await,
         Command::Generate(args) => {
             let start = std::time::Instant::now();
-            match args.table {
-                GeneratedTable::Patients => {
-                    generate::write_patients(&args.out, args.rows, args.seed)?
-                }
-                GeneratedTable::Medical => {
-                    generate::write_medical(&args.out, args.rows, args.seed)?
-                }
-                GeneratedTable::Visits => generate::write_visits(&args.out, args.rows, args.seed)?,
-                GeneratedTable::Firms => generate::write_firms(&args.out, args.rows, args.seed)?,
-                GeneratedTable::Trips => generate::write_trips(&args.out, args.rows, args.seed)?,
-            }
+            let table = clap::ValueEnum::to_possible_value(&args.table)
+                .map(|value| value.get_name().to_string())
+                .unwrap_or_default();
+            generate::write_named(&table, &args.out, args.rows, args.seed)?;
             eprintln!(
                 "wrote {} rows to {} in {:.1}s",
                 args.rows,

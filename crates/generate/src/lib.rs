@@ -307,6 +307,26 @@ pub fn write_patients(out: &Path, rows: usize, seed: u64) -> Result<()> {
     write_table(out, rows, Generator::new(seed))
 }
 
+/// The tables [`write_named`] writes, by the names `anon generate --table` and Python's
+/// `generate(table=...)` take.
+pub const TABLES: [&str; 5] = ["patients", "medical", "visits", "firms", "trips"];
+
+/// Writes `rows` rows of the table called `name` (one of [`TABLES`]) to `out`, as its
+/// `write_*` function does; another name is refused, naming the tables.
+pub fn write_named(name: &str, out: &Path, rows: usize, seed: u64) -> Result<()> {
+    match name {
+        "patients" => write_patients(out, rows, seed),
+        "medical" => write_medical(out, rows, seed),
+        "visits" => write_visits(out, rows, seed),
+        "firms" => write_firms(out, rows, seed),
+        "trips" => write_trips(out, rows, seed),
+        other => Err(datafusion::error::DataFusionError::Plan(format!(
+            "no generated table '{other}': choose one of {}",
+            TABLES.join(", ")
+        ))),
+    }
+}
+
 /// A generator of a table's rows, a batch at a time.
 trait BatchSource {
     /// The schema of every batch.

@@ -81,6 +81,8 @@ __all__ = [
     "check_hierarchy",
     "extension",
     "generalized_table",
+    "generate",
+    "GENERATED_TABLES",
     "profile",
     "register",
     "register_policy",
@@ -565,13 +567,15 @@ def profile(
     determined: Sequence[str] | None = None,
     bucket_column: str = "bucket_id",
     progress: ProgressCallback | bool | None = None,
+    bad_values: str | None = None,
 ) -> ProfileReport:
     """``anon profile --format json``: the risk and utility report of a table, as a dict,
     from the same pipeline as the command line (its flags as keywords: ``relink`` the
     re-linking attack, ``fingerprint_st`` and ``linking`` the fingerprint-correlation
     attack on a bucketized release). ``input`` is a path or URL, or Arrow data as for
     :func:`anonymize`; ``policy`` a file, TOML text or a dict; ``progress`` as for
-    :func:`anonymize`."""
+    :func:`anonymize`. ``bad_values`` (``"error"`` or ``"null"``): what becomes of CSV values
+    that do not convert to their column's type (``--bad-values``; overrides the policy's)."""
     seed_value = _seed(seed)
     if seed_value is None:
         raise TypeError("seed must be an int")
@@ -604,6 +608,7 @@ def profile(
             policy_text=policy_arguments["policy_text"],
             policy_table=policy_arguments["policy_table"],
             progress=callback,
+            bad_values=bad_values,
         )
     return cast(ProfileReport, json.loads(text))
 
@@ -616,6 +621,7 @@ def sql(
     levels: Mapping[str, int] | Sequence[Mapping[str, Any]] | None = None,
     hierarchies: Mapping[str, PathLike] | None = None,
     memory_limit: str | None = None,
+    bad_values: str | None = None,
 ) -> "pa.Table":
     """``anon sql``: runs ``query`` in the crate's own session and returns a pyarrow Table.
 
@@ -629,6 +635,8 @@ def sql(
         policy: registers the policy's input, hierarchies and (with a ``[transformation]`` or
             ``levels``) ``<name>_anon``.
         hierarchies: ARX hierarchy CSV files for ``generalize``, by name.
+        bad_values: ``"error"`` or ``"null"``: what becomes of CSV values that do not
+            convert to their column's type (``--bad-values``; overrides the policy's).
     """
     import pyarrow as pa
 
@@ -646,6 +654,7 @@ def sql(
         memory_limit,
         policy_text=policy_arguments["policy_text"],
         policy_table=policy_arguments["policy_table"],
+        bad_values=bad_values,
     )
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
@@ -662,6 +671,7 @@ def build_hierarchy(
     keep: Sequence[int] | None = None,
     units: Sequence[str] | None = None,
     overwrite: bool = False,
+    memory_limit: str | None = None,
 ) -> HierarchyBuildReport:
     """``anon hierarchy build``: writes a hierarchy file (ARX's CSV format, what a policy's
     ``kind = "tree"`` reads) built from ``column`` of ``table`` (a Parquet or CSV path or
@@ -671,7 +681,7 @@ def build_hierarchy(
     class at each level), ``prefix`` (``keep``: characters kept at each level), ``date``
     (``units``: ``month``, ``year``, ...) or ``category`` (``min_size``: rare values merged
     first). Nothing is written when it fails; an existing file is replaced only with
-    ``overwrite``."""
+    ``overwrite``. ``memory_limit`` (e.g. ``"2GiB"``) bounds the scan of the column."""
     text = _internal.build_hierarchy(
         os.fspath(table),
         column,
@@ -683,13 +693,36 @@ def build_hierarchy(
         None if keep is None else [int(n) for n in keep],
         None if units is None else list(units),
         bool(overwrite),
+        memory_limit,
     )
     return cast(HierarchyBuildReport, json.loads(text))
 
 
-def check_hierarchy(file: PathLike, column: str, table: PathLike) -> HierarchyCheckReport:
+def check_hierarchy(
+    file: PathLike, column: str, table: PathLike, *, memory_limit: str | None = None
+) -> HierarchyCheckReport:
     """``anon hierarchy check``: checks a hierarchy file by every rule a policy applies and
     against the values of ``column`` of ``table``; returns the report (raises
     :class:`AnonymityError` naming the file, the line and the rule otherwise)."""
-    text = _internal.check_hierarchy(os.fspath(file), column, os.fspath(table))
+    text = _internal.check_hierarchy(os.fspath(file), column, os.fspath(table), memory_limit)
     return cast(HierarchyCheckReport, json.loads(text))
+
+
+#: The synthetic tables :func:`generate` writes.
+GENERATED_TABLES = ("patients", "medical", "visits", "firms", "trips")
+
+
+def generate(table: str, rows: int, out: PathLike, *, seed: int = 42) -> None:
+    """``anon generate``: writes ``rows`` rows of a seeded synthetic table to ``out``
+    (Parquet, zstd; the whole table or nothing: written under a temporary name and renamed
+    when complete). The same seed gives the same file. ``table`` is one of
+    :data:`GENERATED_TABLES`: ``patients`` (repeated persons, one disease per visit),
+    ``medical`` (one row per patient), ``visits`` (1 to 22 visits per patient), ``firms`` (five
+    correlated numeric attributes, for microaggregation) or ``trips`` (location pings, for
+    cloaking)."""
+    seed_value = _seed(seed)
+    if seed_value is None:
+        raise TypeError("seed must be an int")
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise ValueError("rows must be a non-negative int")
+    _internal.generate(table, rows, os.fspath(out), seed_value)

@@ -39,6 +39,7 @@ __all__ = [
     "sql",
     "build_hierarchy",
     "check_hierarchy",
+    "generate",
     "function_names",
 ]
 
@@ -230,6 +231,7 @@ def profile(
     policy_text: str | None = None,
     policy_table: str | None = None,
     progress: _Progress | None = None,
+    bad_values: str | None = None,
 ) -> str: ...
 
 # `tables` must be a dict: name -> a path, or Arrow data (read whole)
@@ -242,6 +244,7 @@ def sql(
     memory_limit: str | None = None,
     policy_text: str | None = None,
     policy_table: str | None = None,
+    bad_values: str | None = None,
 ) -> ArrowStream: ...
 def build_hierarchy(
     table: str,
@@ -254,6 +257,8 @@ def build_hierarchy(
     keep: Sequence[int] | None = None,
     units: Sequence[str] | None = None,
     overwrite: bool = False,
+    memory_limit: str | None = None,
 ) -> str: ...
-def check_hierarchy(file: str, column: str, table: str) -> str: ...
+def check_hierarchy(file: str, column: str, table: str, memory_limit: str | None = None) -> str: ...
+def generate(table: str, rows: int, out: str, seed: int = 42) -> None: ...
 def function_names() -> list[str]: ...

@@ -300,22 +300,10 @@ pub async fn apply(
     })))
 }
 
-/// `levels` by quasi-identifier, in the policy's quasi-identifier order; every
-/// quasi-identifier needs one, and nothing else may have one.
+/// `levels` by quasi-identifier, in the policy's quasi-identifier order, as
+/// [`Policy::levels_by_name`] reads a transformation (one not named stays at 0); a name that
+/// is not a quasi-identifier is refused.
 pub fn levels_in_order(policy: &Policy, levels: &[(String, usize)]) -> Result<Vec<usize>> {
-    let mut ordered = Vec::new();
-    for (column, _) in policy.quasi_identifiers() {
-        let level = levels
-            .iter()
-            .find(|(name, _)| *name == column)
-            .ok_or_else(|| {
-                DataFusionError::Plan(format!(
-                    "levels: no level for quasi-identifier '{column}' of policy {}",
-                    policy.source()
-                ))
-            })?;
-        ordered.push(level.1);
-    }
     if let Some((extra, _)) = levels
         .iter()
         .find(|(name, _)| !policy.quasi_identifiers().iter().any(|(qi, _)| qi == name))
@@ -325,5 +313,10 @@ pub fn levels_in_order(policy: &Policy, levels: &[(String, usize)]) -> Result<Ve
             policy.source()
         )));
     }
-    Ok(ordered)
+    Ok(policy.levels_by_name(|column| {
+        levels
+            .iter()
+            .find(|(name, _)| name == column)
+            .map(|(_, level)| *level)
+    }))
 }

@@ -454,17 +454,24 @@ impl Policy {
     }
 
     /// The fixed transformation, if the policy has one: a level per quasi-identifier, in
-    /// [`Policy::quasi_identifiers`] order (quasi-identifiers it does not name stay at 0).
-    /// That order is the data's column order only after [`Policy::register`].
+    /// [`Policy::quasi_identifiers`] order, by [`Policy::levels_by_name`]. That order is the
+    /// data's column order only after [`Policy::register`].
     pub fn transformation(&self) -> Option<Vec<usize>> {
         let levels = self.transformation.as_ref()?;
-        Some(
-            self.columns
-                .iter()
-                .filter(|c| c.role == Role::QuasiIdentifier)
-                .map(|c| levels.get(&c.name).copied().unwrap_or(0))
-                .collect(),
-        )
+        Some(self.levels_by_name(|name| levels.get(name).copied()))
+    }
+
+    /// A level per quasi-identifier, in [`Policy::quasi_identifiers`] order, from `level_of`
+    /// (a level by column name): one a transformation does not name stays at 0, published as
+    /// it is. The one rule of `[transformation]` and of the levels given in its place
+    /// (`anon apply --levels`, Python's `levels=`); the verification then holds the release
+    /// to every requirement, so a level left at 0 never passes what it should not.
+    pub fn levels_by_name(&self, level_of: impl Fn(&str) -> Option<usize>) -> Vec<usize> {
+        self.columns
+            .iter()
+            .filter(|c| c.role == Role::QuasiIdentifier)
+            .map(|c| level_of(&c.name).unwrap_or(0))
+            .collect()
     }
 
     /// The input's schema, once registered.

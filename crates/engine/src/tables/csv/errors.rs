@@ -9,6 +9,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::error::{DataFusionError, Result};
 
 use super::super::redact;
+use crate::failure::FailureKind;
 use crate::storage::{Location, StoreOptions};
 
 use super::candidates::Candidates;
@@ -18,7 +19,8 @@ use super::{
 };
 
 /// A value of data record `record` (from 0) in `column` that does not convert to `ty`: the
-/// file, its line and the column, not the value.
+/// file, its line and the column, not the value. A value that cannot be used as given, so
+/// [`FailureKind::Invalid`] (Python's `ValueError`).
 pub(super) fn value_error(
     file: &CsvFile,
     record: usize,
@@ -28,7 +30,7 @@ pub(super) fn value_error(
     let line = file
         .line_of_record(record + 1)
         .map_or_else(|| "a line".to_string(), |l| format!("line {l}"));
-    DataFusionError::Execution(format!(
+    FailureKind::Invalid.error(format!(
         "{}: {line}, column '{column}': a value is not a valid {} (the policy gives the column \
          type = \"{}\"; the value is not shown; bad_values = \"null\" reads such values as NULL)",
         file.name,
