@@ -11,7 +11,9 @@ use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::prelude::SessionContext;
 use datafusion_anonymity_engine::jobs::output::OutputRequest;
-use datafusion_anonymity_engine::jobs::{Observer, anonymize, apply, hierarchy, profile, sql};
+use datafusion_anonymity_engine::jobs::{
+    Observer, anonymize, apply, attack, hierarchy, profile, sql,
+};
 use datafusion_anonymity_engine::policy::{Policy, PolicySource};
 use datafusion_anonymity_engine::release::Release;
 use datafusion_anonymity_engine::search::{Method, Metric};
@@ -119,14 +121,20 @@ pub async fn apply(
     apply::apply(&ctx, &options, observer).await?.to_json()
 }
 
-/// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON.
+/// `anon profile --format json`: the same pipeline ([`profile::profile`]); the report as JSON,
+/// also written in each of `rendered`'s formats to its location (`anon profile --format F
+/// --out PATH`).
 pub async fn profile(
     job: profile::ProfileJobOptions,
     memory_limit: Option<String>,
+    rendered: Vec<(profile::ProfileFormat, String)>,
     observer: &dyn Observer,
 ) -> Result<Value> {
     let ctx = session::context_with_limit(memory_limit.as_deref())?;
     let report = profile::profile(&ctx, &job, observer).await?;
+    for (format, location) in &rendered {
+        profile::write_rendered(&report, *format, location).await?;
+    }
     encode(&report)
 }
 
@@ -154,6 +162,16 @@ pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         ..sql::SqlOptions::new(args.query)
     };
     sql::sql(&ctx, options).await
+}
+
+/// `anon attack fingerprint --json`: the same pipeline ([`attack::fingerprint`]); the report
+/// as JSON.
+pub async fn attack_fingerprint(
+    options: attack::FingerprintOptions,
+    memory_limit: Option<String>,
+) -> Result<Value> {
+    let ctx = session::context_with_limit(memory_limit.as_deref())?;
+    encode(&attack::fingerprint(&ctx, &options).await?)
 }
 
 /// `anon hierarchy build`: the same pipeline ([`hierarchy::build_hierarchy`]); the report as

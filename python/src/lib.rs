@@ -665,7 +665,7 @@ fn apply(
     hierarchies, recursive_c, queries, seed, show_values, memory_limit, background_values=3,
     by_position=false, relink=None, fingerprint_st=None, linking=None, determined=None,
     bucket_column="bucket_id".to_string(), policy_text=None, policy_table=None, progress=None,
-    bad_values=None))]
+    bad_values=None, text_report=None, html_report=None))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -694,9 +694,19 @@ fn profile(
     policy_table: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
     bad_values: Option<String>,
+    text_report: Option<String>,
+    html_report: Option<String>,
 ) -> PyResult<String> {
+    use datafusion_anonymity_engine::jobs::profile::ProfileFormat;
     let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
     let bad_values = sources::bad_values(bad_values)?;
+    let rendered: Vec<(ProfileFormat, String)> = [
+        (ProfileFormat::Text, text_report),
+        (ProfileFormat::Html, html_report),
+    ]
+    .into_iter()
+    .filter_map(|(format, location)| location.map(|location| (format, location)))
+    .collect();
     let fingerprint = match (fingerprint_st, linking) {
         (Some(sensitive_table), Some(linking)) => Some(
             datafusion_anonymity_engine::jobs::profile::FingerprintTarget {
@@ -739,6 +749,7 @@ fn profile(
                 ..datafusion_anonymity_engine::jobs::profile::ProfileJobOptions::new(input)
             },
             memory_limit,
+            rendered,
             &watch,
         )
     })?;
@@ -857,6 +868,31 @@ fn check_hierarchy(
     Ok(report.to_string())
 }
 
+/// `anon attack fingerprint --json`: the fingerprint-correlation attack on a bucketized
+/// release's sensitive table; the JSON report (with the refuted assumptions).
+#[pyfunction]
+#[pyo3(signature = (sensitive_table, linking, generalized_table=None, determined=None,
+    bucket_column="bucket_id".to_string(), memory_limit=None))]
+fn attack_fingerprint(
+    py: Python<'_>,
+    sensitive_table: String,
+    linking: String,
+    generalized_table: Option<String>,
+    determined: Option<Vec<String>>,
+    bucket_column: String,
+    memory_limit: Option<String>,
+) -> PyResult<String> {
+    let options = datafusion_anonymity_engine::jobs::attack::FingerprintOptions {
+        sensitive_table,
+        generalized_table,
+        linking,
+        determined,
+        bucket_column,
+    };
+    let report = run(py, || jobs::attack_fingerprint(options, memory_limit))?;
+    Ok(report.to_string())
+}
+
 /// `anon generate`: writes `rows` rows of the seeded synthetic table `table` to `out`
 /// (Parquet, whole or not at all).
 #[pyfunction]
@@ -898,6 +934,7 @@ fn internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_hierarchy, m)?)?;
     m.add_function(wrap_pyfunction!(check_hierarchy, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
+    m.add_function(wrap_pyfunction!(attack_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(function_names, m)?)?;
     Ok(())
 }

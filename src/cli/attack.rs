@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use datafusion::error::{DataFusionError, Result};
 
-use datafusion_anonymity_engine::bucketize::attack::attack_table;
-use datafusion_anonymity_engine::policy::quote_ident;
-use datafusion_anonymity_engine::{session, tables};
+use datafusion_anonymity_engine::jobs::{
+    self,
+    attack::{FingerprintOptions, FingerprintOutcome},
+};
+use datafusion_anonymity_engine::session;
 
 #[derive(clap::Args, Debug)]
 pub struct AttackArgs {
@@ -57,25 +59,21 @@ pub async fn run(args: AttackArgs) -> Result<()> {
 async fn fingerprint(args: FingerprintArgs) -> Result<()> {
     let ctx = session::context(None)?;
     let st_path = args.st.display().to_string();
-    tables::register_path(&ctx, "st", &st_path).await?;
-    if let Some(gt) = &args.gt {
-        check_gt(&ctx, gt, &args.bucket_column).await?;
-    }
-    let (report, refuted) = attack_table(
-        &ctx,
-        "st",
-        &args.bucket_column,
-        &args.linking,
-        args.determined.as_deref(),
-    )
-    .await
-    .map_err(|e| DataFusionError::Plan(format!("{st_path}: {}", e.message())))?;
+    let options = FingerprintOptions {
+        sensitive_table: st_path.clone(),
+        generalized_table: args.gt.map(|gt| gt.display().to_string()),
+        linking: args.linking,
+        determined: args.determined,
+        bucket_column: args.bucket_column,
+    };
+    let outcome = jobs::attack::fingerprint(&ctx, &options).await?;
     if args.json {
-        let text = serde_json::to_string_pretty(&report)
+        let text = serde_json::to_string_pretty(&outcome)
             .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))?;
         println!("{text}");
         return Ok(());
     }
+    let FingerprintOutcome { report, refuted } = outcome;
     println!(
         "fingerprint-correlation attack on {st_path}: linking attribute '{}', {} records",
         report.linking_attribute, report.records
@@ -102,38 +100,5 @@ async fn fingerprint(args: FingerprintArgs) -> Result<()> {
         println!("  {name}: {pinned}");
     }
     println!("rounds: {}", report.rounds);
-    Ok(())
-}
-
-/// GT and ST must have the same rows per bucket id.
-async fn check_gt(
-    ctx: &datafusion::prelude::SessionContext,
-    gt: &std::path::Path,
-    bucket_column: &str,
-) -> Result<()> {
-    let gt_path = gt.display().to_string();
-    tables::register_path(ctx, "gt", &gt_path).await?;
-    let bucket = quote_ident(bucket_column);
-    let sql = format!(
-        "SELECT count(*) FROM (SELECT {bucket}, count(*) AS n FROM gt GROUP BY {bucket}) g \
-         FULL JOIN (SELECT {bucket}, count(*) AS n FROM st GROUP BY {bucket}) s \
-         ON g.{bucket} = s.{bucket} WHERE g.n IS DISTINCT FROM s.n"
-    );
-    let batches = ctx.sql(&sql).await?.collect().await?;
-    let mismatched = batches
-        .first()
-        .and_then(|b| {
-            b.column(0)
-                .as_any()
-                .downcast_ref::<datafusion::arrow::array::Int64Array>()
-                .map(|a| a.value(0))
-        })
-        .unwrap_or(0);
-    if mismatched > 0 {
-        return Err(DataFusionError::Plan(format!(
-            "{gt_path}: {mismatched} bucket ids have a different number of rows than in the \
-             sensitive table"
-        )));
-    }
     Ok(())
 }

@@ -10,10 +10,8 @@ use datafusion_anonymity_engine::jobs::{
     profile::{FingerprintTarget, ProfileJobOptions},
 };
 use datafusion_anonymity_engine::profile::{
-    DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED, render_html,
-    render_text,
+    DEFAULT_BACKGROUND_VALUES, DEFAULT_QUERIES, DEFAULT_RECURSIVE_C, DEFAULT_SEED,
 };
-use datafusion_anonymity_engine::storage::{self, Location, StoreOptions};
 use datafusion_anonymity_engine::tables::{self, BadValues};
 
 use super::progress::TerminalObserver;
@@ -185,23 +183,15 @@ pub async fn run(args: ProfileArgs) -> Result<()> {
         },
     };
     let report = jobs::profile::profile(&ctx, &job, &TerminalObserver::new(args.quiet)).await?;
-    let text = match args.format {
-        ProfileFormat::Text => render_text::render(&report),
-        ProfileFormat::Json => {
-            let mut json = serde_json::to_string_pretty(&report).map_err(|e| {
-                DataFusionError::Execution(format!("cannot write the report as JSON: {e}"))
-            })?;
-            json.push('\n');
-            json
-        }
-        ProfileFormat::Html => render_html::render(&report),
+    let format = match args.format {
+        ProfileFormat::Text => jobs::profile::ProfileFormat::Text,
+        ProfileFormat::Json => jobs::profile::ProfileFormat::Json,
+        ProfileFormat::Html => jobs::profile::ProfileFormat::Html,
     };
     match &args.out {
-        Some(path) => {
-            let location = Location::parse(&path.to_string_lossy())?;
-            storage::put(&location, &StoreOptions::default(), text.into()).await
-        }
+        Some(path) => jobs::profile::write_rendered(&report, format, &path.to_string_lossy()).await,
         None => {
+            let text = jobs::profile::render(&report, format)?;
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -46,6 +46,7 @@ from . import _internal
 from .reports import (
     AnonymizeReport,
     ApplyReport,
+    FingerprintReport,
     HierarchyBuildReport,
     HierarchyCheckReport,
     ProfileReport,
@@ -71,6 +72,8 @@ __all__ = [
     "Progress",
     "AnonymizeReport",
     "ApplyReport",
+    "FingerprintReport",
+    "attack_fingerprint",
     "HierarchyBuildReport",
     "HierarchyCheckReport",
     "ProfileReport",
@@ -568,6 +571,8 @@ def profile(
     bucket_column: str = "bucket_id",
     progress: ProgressCallback | bool | None = None,
     bad_values: str | None = None,
+    text_report: PathLike | None = None,
+    html_report: PathLike | None = None,
 ) -> ProfileReport:
     """``anon profile --format json``: the risk and utility report of a table, as a dict,
     from the same pipeline as the command line (its flags as keywords: ``relink`` the
@@ -575,7 +580,9 @@ def profile(
     attack on a bucketized release). ``input`` is a path or URL, or Arrow data as for
     :func:`anonymize`; ``policy`` a file, TOML text or a dict; ``progress`` as for
     :func:`anonymize`. ``bad_values`` (``"error"`` or ``"null"``): what becomes of CSV values
-    that do not convert to their column's type (``--bad-values``; overrides the policy's)."""
+    that do not convert to their column's type (``--bad-values``; overrides the policy's).
+    ``text_report`` and ``html_report`` (paths or URLs): also write the report as the command
+    line's text or as one self-contained HTML page there (``--format text|html --out``)."""
     seed_value = _seed(seed)
     if seed_value is None:
         raise TypeError("seed must be an int")
@@ -609,6 +616,8 @@ def profile(
             policy_table=policy_arguments["policy_table"],
             progress=callback,
             bad_values=bad_values,
+            text_report=_path(text_report),
+            html_report=_path(html_report),
         )
     return cast(ProfileReport, json.loads(text))
 
@@ -706,6 +715,33 @@ def check_hierarchy(
     :class:`AnonymityError` naming the file, the line and the rule otherwise)."""
     text = _internal.check_hierarchy(os.fspath(file), column, os.fspath(table), memory_limit)
     return cast(HierarchyCheckReport, json.loads(text))
+
+
+def attack_fingerprint(
+    sensitive_table: PathLike,
+    *,
+    linking: str,
+    generalized_table: PathLike | None = None,
+    determined: Sequence[str] | str | None = None,
+    bucket_column: str = "bucket_id",
+    memory_limit: str | None = None,
+) -> FingerprintReport:
+    """``anon attack fingerprint``: the fingerprint-correlation attack of seed 002 on a
+    bucketized release's sensitive table (a path or URL: a bucket id and the sensitive
+    attributes), counting the records whose values it pins down. ``linking``: the attribute
+    the adversary knows of her target; ``determined``: those she assumes it determines
+    (default: every other; an assumption the cells contradict is dropped and listed in
+    ``refuted``); ``generalized_table``: the release's other table, checked to link to it
+    bucket for bucket."""
+    text = _internal.attack_fingerprint(
+        os.fspath(sensitive_table),
+        linking,
+        _path(generalized_table),
+        None if determined is None else _columns(determined),
+        bucket_column,
+        memory_limit,
+    )
+    return cast(FingerprintReport, json.loads(text))
 
 
 #: The synthetic tables :func:`generate` writes.

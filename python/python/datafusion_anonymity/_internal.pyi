@@ -40,6 +40,7 @@ __all__ = [
     "build_hierarchy",
     "check_hierarchy",
     "generate",
+    "attack_fingerprint",
     "function_names",
 ]
 
@@ -232,6 +233,8 @@ def profile(
     policy_table: str | None = None,
     progress: _Progress | None = None,
     bad_values: str | None = None,
+    text_report: str | None = None,
+    html_report: str | None = None,
 ) -> str: ...
 
 # `tables` must be a dict: name -> a path, or Arrow data (read whole)
@@ -261,4 +264,12 @@ def build_hierarchy(
 ) -> str: ...
 def check_hierarchy(file: str, column: str, table: str, memory_limit: str | None = None) -> str: ...
 def generate(table: str, rows: int, out: str, seed: int = 42) -> None: ...
+def attack_fingerprint(
+    sensitive_table: str,
+    linking: str,
+    generalized_table: str | None = None,
+    determined: Sequence[str] | None = None,
+    bucket_column: str = ...,  # "bucket_id"
+    memory_limit: str | None = None,
+) -> str: ...
 def function_names() -> list[str]: ...

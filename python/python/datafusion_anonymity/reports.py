@@ -33,6 +33,7 @@ __all__ = [
     "ApplyReport",
     "BucketizationReport",
     "CloakingReport",
+    "FingerprintReport",
     "HierarchyBuildReport",
     "HierarchyCheckReport",
     "PerturbationReport",
@@ -606,6 +607,13 @@ class AttackReport(TypedDict):
     # a Rust Vec<(String, u64)>: each item a two-element JSON array [attribute, records]
     pinned_per_attribute: list[list[str | int]]
     rounds: int
+
+
+class FingerprintReport(AttackReport):
+    """The report of ``attack_fingerprint`` (``anon attack fingerprint --json``)."""
+
+    # attributes assumed determined by the linking one whose cells say otherwise (dropped)
+    refuted: list[str]
 
 
 class BucketVerification(TypedDict):

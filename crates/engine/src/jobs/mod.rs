@@ -10,6 +10,7 @@
 
 pub mod anonymize;
 pub mod apply;
+pub mod attack;
 pub mod bucketize;
 pub mod cloak;
 pub mod hierarchy;

@@ -258,3 +258,46 @@ pub async fn profile(
         Err(e) => Err(e),
     }
 }
+
+/// How a profile is shown: the command line's `--format`, Python's `text_report` and
+/// `html_report` files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileFormat {
+    /// Aligned text for a terminal.
+    Text,
+    /// Every figure, with the keys of docs/guide/profile.md (pretty, one trailing line break).
+    Json,
+    /// One self-contained HTML page with charts.
+    Html,
+}
+
+/// `profile` shown as `format`.
+pub fn render(profile: &Profile, format: ProfileFormat) -> Result<String> {
+    Ok(match format {
+        ProfileFormat::Text => crate::profile::render_text::render(profile),
+        ProfileFormat::Json => {
+            let mut json = serde_json::to_string_pretty(profile).map_err(|e| {
+                DataFusionError::Execution(format!("cannot write the report as JSON: {e}"))
+            })?;
+            json.push('\n');
+            json
+        }
+        ProfileFormat::Html => crate::profile::render_html::render(profile),
+    })
+}
+
+/// Writes `profile` shown as `format` to `location` (a path or URL), as one whole.
+pub async fn write_rendered(
+    profile: &Profile,
+    format: ProfileFormat,
+    location: &str,
+) -> Result<()> {
+    let text = render(profile, format)?;
+    let location = Location::parse(location)?;
+    crate::storage::put(
+        &location,
+        &crate::storage::StoreOptions::default(),
+        text.into(),
+    )
+    .await
+}
