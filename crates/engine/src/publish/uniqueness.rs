@@ -416,27 +416,21 @@ fn merged(
     disk: &Arc<DiskManager>,
 ) -> Result<Vec<ColumnUniqueness>> {
     let (classes, codes) = left;
-    // the rows held spilled one column at a time: the room reserved sorts one column's words
-    if !classes.is_empty() {
-        for (runs, codes) in spilled.iter_mut().zip(codes) {
+    let mut measured = Vec::with_capacity(columns.len());
+    for ((&column, runs), codes) in columns.iter().zip(spilled).zip(codes) {
+        if !classes.is_empty() {
             runs.spill(classes, codes, class_bits, disk)?;
         }
-    }
-    // each column's merge reads its own runs with a small buffer each: the columns side by
-    // side, on every core
-    let parts = columns.iter().zip(spilled.iter());
-    let measured = crate::parallel::map_scoped("the uniqueness check", parts, |part| {
-        let (&column, runs) = part;
         let mut sums = GroupSums::default();
         runs.merge(|size| sums.add(size))?;
-        Ok(figures(
+        measured.push(figures(
             column,
             rows as u64,
             sums.sum_c_log_c,
             sums.unique_rows,
-        ))
-    })?;
-    measured.into_iter().collect()
+        ));
+    }
+    Ok(measured)
 }
 
 /// The groups of equal `words` (each below 2^`bits`), each counted in a slot of its own:
