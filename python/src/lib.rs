@@ -41,10 +41,12 @@ use datafusion_anonymity::datafusion::arrow::ffi_stream::{
 };
 use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::catalog::TableProvider;
+use datafusion_anonymity::datafusion::config::ExtensionOptions;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::execution::context::QueryPlanner;
 use datafusion_anonymity::datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 use datafusion_anonymity::generalize::{Hierarchy, HierarchyRegistry};
+use datafusion_anonymity::options::AnonymityOptions;
 use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
@@ -223,6 +225,7 @@ fn from_capsule<T: Clone>(capsule: &Bound<'_, PyAny>, name: &std::ffi::CStr) -> 
 #[pyclass(module = "datafusion_anonymity._internal", frozen)]
 struct Planner {
     fallback: Arc<dyn QueryPlanner + Send + Sync>,
+    options: AnonymityOptions,
 }
 
 #[pymethods]
@@ -254,6 +257,7 @@ impl Planner {
             Arc::clone(&self.fallback),
             logical.clone(),
             physical.clone(),
+            self.options.clone(),
         );
         capsule(
             py,
@@ -342,12 +346,33 @@ impl PhysicalCodec {
 }
 
 /// The query planner wrapping `fallback` (a `datafusion_query_planner` capsule: the planner
-/// the session has); `None` when that is this library's planner already.
+/// the session has), with the crate's `options` (`anonymity.*` without the prefix, as text).
+/// Without options, `None` when that is this library's planner already (installed once);
+/// with options, that planner's layer is replaced by one with them.
 #[pyfunction]
-fn query_planner(fallback: Bound<'_, PyAny>) -> PyResult<Option<Planner>> {
+#[pyo3(signature = (fallback, options=None))]
+fn query_planner(
+    fallback: Bound<'_, PyAny>,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<Option<Planner>> {
     let fallback: FFI_QueryPlanner = from_capsule(&fallback, c"datafusion_query_planner")?;
     let fallback: Arc<dyn QueryPlanner + Send + Sync> = (&fallback).into();
-    Ok((!planner::AnonymityPlanner::is(fallback.as_ref())).then_some(Planner { fallback }))
+    let ours = planner::AnonymityPlanner::inner(&fallback);
+    let Some(given) = options else {
+        return Ok(ours.is_none().then_some(Planner {
+            fallback,
+            options: AnonymityOptions::default(),
+        }));
+    };
+    let mut options = AnonymityOptions::default();
+    for (key, value) in given {
+        let key = key.strip_prefix("anonymity.").unwrap_or(&key);
+        options.set(key, &value).map_err(to_py)?;
+    }
+    Ok(Some(Planner {
+        fallback: ours.unwrap_or(fallback),
+        options,
+    }))
 }
 
 /// How many of this library's query planners the `datafusion_query_planner` capsule

@@ -60,11 +60,16 @@ use datafusion_ffi::query_planner::{FFI_QueryPlanner, ForeignQueryPlanner};
 use datafusion_ffi::udf::ForeignScalarUDF;
 
 use crate::functions::Guarded;
+use datafusion_anonymity::options::AnonymityOptions;
 
 /// The planner (see module docs).
 #[derive(Debug)]
 pub struct AnonymityPlanner {
     fallback: Arc<dyn QueryPlanner + Send + Sync>,
+    /// The crate's options (`anonymity.*`) for sessions that do not carry them: a
+    /// datafusion-python session knows no `anonymity` namespace (config extensions do not
+    /// cross the FFI), so `register(ctx, options=...)` hands them to the planner instead.
+    options: AnonymityOptions,
 }
 
 impl AnonymityPlanner {
@@ -74,6 +79,7 @@ impl AnonymityPlanner {
         fallback: Arc<dyn QueryPlanner + Send + Sync>,
         logical: FFI_LogicalExtensionCodec,
         physical: FFI_PhysicalExtensionCodec,
+        options: AnonymityOptions,
     ) -> Self {
         let any: &dyn Any = fallback.as_ref();
         let fallback = if any.is::<ForeignQueryPlanner>() {
@@ -83,13 +89,17 @@ impl AnonymityPlanner {
         } else {
             fallback
         };
-        Self { fallback }
+        Self { fallback, options }
     }
 
-    /// Whether `planner` is this library's planner (installing it twice changes nothing).
-    pub fn is(planner: &(dyn QueryPlanner + Send + Sync)) -> bool {
-        let any: &dyn Any = planner;
-        any.is::<AnonymityPlanner>()
+    /// The planner `planner` wraps, when it is this library's (so that installing it again,
+    /// with other options, replaces the layer instead of adding one).
+    pub fn inner(
+        planner: &Arc<dyn QueryPlanner + Send + Sync>,
+    ) -> Option<Arc<dyn QueryPlanner + Send + Sync>> {
+        let any: &dyn Any = planner.as_ref();
+        any.downcast_ref::<AnonymityPlanner>()
+            .map(|ours| Arc::clone(&ours.fallback))
     }
 
     /// How many of this library's planners are nested at the top of `planner` (as far as
@@ -110,7 +120,20 @@ impl QueryPlanner for AnonymityPlanner {
         logical_plan: &LogicalPlan,
         session: &dyn Session,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let config = session.config_options();
+        let session_config = session.config_options();
+        let with_options;
+        let config = if session_config
+            .extensions
+            .get::<AnonymityOptions>()
+            .is_some()
+        {
+            session_config
+        } else {
+            let mut config = session_config.clone();
+            config.extensions.insert(self.options.clone());
+            with_options = config;
+            &with_options
+        };
         let plan = rewrite(logical_plan.clone(), config)?;
         let physical = self.fallback.create_physical_plan(&plan, session).await?;
         let physical = SinglePhaseAggregation.optimize(physical, config)?;

@@ -292,3 +292,35 @@ def test_registering_never_changes_a_query_that_does_not_use_it(tmp_path, partit
             expected = sorted(rows(plain, query), key=repr)
             got = sorted(rows(registered, query), key=repr)
             assert got == expected, (source, query)
+
+
+def test_the_crates_options_reach_the_planner(tmp_path):
+    """`SET anonymity.packed_aggregation = false` has no namespace in a datafusion-python
+    session; `register(ctx, options=...)` gives the planner the option instead: the same
+    query then runs DataFusion's own aggregation, with the same rows."""
+    cols = gen_rows(3, 700)
+    write_parquet(tmp_path, cols)
+    ctx = SessionContext()
+    anon.register(ctx)
+    ctx.register_parquet("t", str(tmp_path))
+    with pytest.raises(Exception, match="anonymity"):
+        ctx.sql("SET anonymity.packed_aggregation = false").collect()
+    packed = ctx.sql(PACKED).execution_plan().display_indent()
+    assert "PackedAggregateExec" in packed, packed
+    expected = rows(ctx, PACKED)
+    # registered again with the option: the planner's layer replaced, not doubled
+    anon.register(ctx, options={"packed_aggregation": False})
+    plain = ctx.sql(PACKED).execution_plan().display_indent()
+    assert "PackedAggregateExec" not in plain and "AggregateExec" in plain, plain
+    assert rows(ctx, PACKED) == expected
+    assert anon._internal.planner_layers(ctx.__datafusion_query_planner__()) == 1
+    # registered again without options: the ones given stay
+    anon.register(ctx)
+    assert "PackedAggregateExec" not in ctx.sql(PACKED).execution_plan().display_indent()
+    # with the prefix too; an unknown option is refused by name
+    other = SessionContext()
+    anon.register(other, options={"anonymity.packed_aggregation": "false"})
+    other.register_parquet("t", str(tmp_path))
+    assert "PackedAggregateExec" not in other.sql(PACKED).execution_plan().display_indent()
+    with pytest.raises(Exception, match="no_such_option"):
+        anon.register(SessionContext(), options={"no_such_option": True})

@@ -281,11 +281,25 @@ def _register_functions(
         ctx.register_udwf(WindowUDF.from_pycapsule(window))
 
 
+#: The crate's options: ``anonymity.<name>`` in its own sessions (``SET``), ``options=`` here.
+Options = Mapping[str, bool | str]
+
+
+def _options(options: Options | None) -> dict[str, str] | None:
+    if options is None:
+        return None
+    return {
+        str(name): (str(value).lower() if isinstance(value, bool) else str(value))
+        for name, value in options.items()
+    }
+
+
 def register(
     ctx: SessionContext,
     *,
     hierarchies: Mapping[str, PathLike] | None = None,
     policy: PathLike | None = None,
+    options: Options | None = None,
 ) -> None:
     """Registers the anonymity functions and installs the query planner on a ``SessionContext``.
 
@@ -308,10 +322,16 @@ def register(
             name: ARX hierarchy CSV files (one row per value, ``;``-separated levels).
         policy: a policy file: its quasi-identifiers' hierarchies are registered under the
             column names (its input is read to size masks and check value trees).
+        options: the crate's session options by name (``packed_aggregation``,
+            ``single_phase_aggregation``; with or without the ``anonymity.`` prefix), which
+            ``SET anonymity.<name> = ...`` sets in the crate's own sessions: a datafusion-python
+            session knows no ``anonymity`` namespace (configuration extensions do not cross
+            the FFI), so ``SET`` fails there and the planner takes them instead. Registering
+            again with options replaces the planner's; without, keeps them.
     """
     # the planner is the session's, shared by every handle on it: installed through a new
     # handle (which carries the bundle's codecs, and binds the planner to them), it serves `ctx`
-    ctx.with_extensions(Extension(hierarchies=hierarchies, policy=policy))
+    ctx.with_extensions(Extension(hierarchies=hierarchies, policy=policy, options=options))
 
 
 class Extension:
@@ -328,9 +348,11 @@ class Extension:
         *,
         hierarchies: Mapping[str, PathLike] | None = None,
         policy: PathLike | None = None,
+        options: Options | None = None,
     ) -> None:
         self._hierarchies = dict(hierarchies or {})
         self._policy = policy
+        self._options = _options(options)
 
     def __datafusion_session_components__(self, ctx: SessionContext) -> Any:
         from datafusion import SessionExtensionComponents
@@ -349,7 +371,7 @@ class Extension:
 
     def __datafusion_session_planner__(self, ctx: SessionContext, fallback: Any) -> Any:
         _register_functions(ctx, self._hierarchies, self._policy)
-        return _internal.query_planner(fallback)
+        return _internal.query_planner(fallback, self._options)
 
     def __repr__(self) -> str:
         return "datafusion_anonymity.extension()"
@@ -359,9 +381,10 @@ def extension(
     *,
     hierarchies: Mapping[str, PathLike] | None = None,
     policy: PathLike | None = None,
+    options: Options | None = None,
 ) -> Extension:
     """The extension bundle for ``SessionContext.with_extensions(...)``; see ``register``."""
-    return Extension(hierarchies=hierarchies, policy=policy)
+    return Extension(hierarchies=hierarchies, policy=policy, options=options)
 
 
 def register_policy(
