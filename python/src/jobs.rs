@@ -16,8 +16,10 @@ use datafusion_anonymity_engine::jobs::{
 };
 use datafusion_anonymity_engine::policy::{Policy, PolicySource};
 use datafusion_anonymity_engine::release::Release;
+use datafusion_anonymity_engine::saved_recoding::SavedRecoding;
 use datafusion_anonymity_engine::search::{Method, Metric};
 use datafusion_anonymity_engine::session;
+use datafusion_anonymity_engine::storage::Location;
 use datafusion_anonymity_engine::tables::BadValues;
 use serde_json::Value;
 
@@ -74,19 +76,42 @@ pub async fn anonymize(options: AnonymizeOptions, observer: &dyn Observer) -> Re
 }
 
 /// Reads `policy` and registers it on a new session (the functions, its input, its
-/// hierarchies and, with levels, `<name>_anon`); `levels` (quasi-identifier → level) replace
-/// the policy's `[transformation]`.
+/// hierarchies and, with levels or a recoding, `<name>_anon`); `levels` (quasi-identifier →
+/// level) replace the policy's `[transformation]`, and `recoding` (a local recoding saved by
+/// `anonymize`'s `recoding_out`) gives its classes instead, mapped onto the input as `apply
+/// --recoding` maps them.
 pub async fn policy_session(
     policy: &str,
     levels: Option<HashMap<String, usize>>,
+    recoding: Option<&str>,
     memory_limit: Option<&str>,
 ) -> Result<(SessionContext, Policy)> {
     let mut policy = Policy::from_file(policy)?;
     let ctx = session::context_with_limit(memory_limit)?;
     policy.register(&ctx).await?;
-    if let Some(levels) = levels {
-        let levels: Vec<(String, usize)> = levels.into_iter().collect();
-        let release = Release::FullDomain(apply::levels_in_order(&policy, &levels)?);
+    let release = match (levels, recoding) {
+        (Some(_), Some(_)) => {
+            return Err(DataFusionError::Plan(
+                "give levels or a recoding, not both".to_string(),
+            ));
+        }
+        (Some(levels), None) => {
+            let levels: Vec<(String, usize)> = levels.into_iter().collect();
+            Some(Release::FullDomain(apply::levels_in_order(
+                &policy, &levels,
+            )?))
+        }
+        (None, Some(recoding)) => {
+            let location = Location::parse(recoding)?;
+            let saved = SavedRecoding::read(&location, policy.storage()).await?;
+            let observer = datafusion_anonymity_engine::jobs::Silent;
+            let mapped =
+                apply::saved_release(&ctx, &policy, &saved, &location, &observer, None).await?;
+            Some(mapped.release)
+        }
+        (None, None) => None,
+    };
+    if let Some(release) = release {
         let table = policy.generalized_table(&ctx, release).await?;
         let name = format!("{}_anon", policy.table_name());
         ctx.deregister_table(name.as_str())?;

@@ -509,7 +509,7 @@ fn scalar_functions(
 ) -> PyResult<Vec<ScalarFunction>> {
     let registry = Arc::new(HierarchyRegistry::new());
     if let Some(policy) = policy {
-        let (_, policy) = run(py, || jobs::policy_session(&policy, None, None))?;
+        let (_, policy) = run(py, || jobs::policy_session(&policy, None, None, None))?;
         for (column, hierarchy) in policy.quasi_identifiers() {
             registry.insert(&column, hierarchy);
         }
@@ -527,15 +527,22 @@ fn scalar_functions(
 /// The tables of `policy`: its input under the policy's table name and, with a
 /// `[transformation]` or `levels`, its generalized table as `<name>_anon`.
 #[pyfunction]
-#[pyo3(signature = (policy, levels=None, memory_limit=None))]
+#[pyo3(signature = (policy, levels=None, memory_limit=None, recoding=None))]
 fn policy_tables(
     py: Python<'_>,
     policy: String,
     levels: Option<HashMap<String, usize>>,
     memory_limit: Option<String>,
+    recoding: Option<String>,
 ) -> PyResult<Vec<(String, Table)>> {
     let tables = run(py, || async move {
-        let (ctx, policy) = jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
+        let (ctx, policy) = jobs::policy_session(
+            &policy,
+            levels,
+            recoding.as_deref(),
+            memory_limit.as_deref(),
+        )
+        .await?;
         let state = ctx.state();
         let mut names = vec![policy.table_name().to_string()];
         if let Ok(generalized) = jobs::generalized_name(&ctx, &policy) {
@@ -558,15 +565,22 @@ fn policy_tables(
 
 /// The generalized table of `policy` at its `[transformation]` or at `levels`.
 #[pyfunction]
-#[pyo3(signature = (policy, levels=None, memory_limit=None))]
+#[pyo3(signature = (policy, levels=None, memory_limit=None, recoding=None))]
 fn generalized_table(
     py: Python<'_>,
     policy: String,
     levels: Option<HashMap<String, usize>>,
     memory_limit: Option<String>,
+    recoding: Option<String>,
 ) -> PyResult<Table> {
     let provider = run(py, || async move {
-        let (ctx, policy) = jobs::policy_session(&policy, levels, memory_limit.as_deref()).await?;
+        let (ctx, policy) = jobs::policy_session(
+            &policy,
+            levels,
+            recoding.as_deref(),
+            memory_limit.as_deref(),
+        )
+        .await?;
         let name = jobs::generalized_name(&ctx, &policy)?;
         let provider = ctx.table_provider(name.as_str()).await?;
         Ok::<_, DataFusionError>(

@@ -314,3 +314,23 @@ def test_arguments_are_refused_in_python_words(tmp_path, li2007):
     with pytest.raises(anon.AnonymityError) as raised:
         anon.anonymize(tmp_path / "missing.toml", out=tmp_path / "c.parquet")
     assert str(raised.value).count("cannot read") == 1, str(raised.value)
+
+
+def test_generalized_table_of_a_saved_local_recoding(ctx, tmp_path):
+    """Mondrian's classes saved with recoding_out: the generalized table of that recoding
+    holds the rows `apply(recoding=...)` publishes (the same multiset; apply shuffles them)."""
+    import pyarrow.parquet as pq
+
+    policy = POLICIES / "li2007_drop.toml"
+    recoding = tmp_path / "classes.json"
+    anon.anonymize(policy, algorithm="mondrian", out=tmp_path / "m.parquet", seed=1,
+                   recoding_out=recoding)
+    anon.apply(policy, recoding=recoding, out=tmp_path / "applied.parquet", seed=2)
+    published = pq.read_table(tmp_path / "applied.parquet")
+    ctx.register_table("local", anon.generalized_table(policy, recoding=recoding))
+    columns = ", ".join(published.column_names)
+    served = rows(ctx, f"SELECT {columns} FROM local")
+    assert sorted(served) == sorted(rows(published))
+    assert len(served) == published.num_rows > 0
+    with pytest.raises(anon.InvalidValueError, match="levels or a recoding, not both"):
+        anon.generalized_table(policy, levels={"zip": 2, "age": 1}, recoding=recoding)

@@ -393,6 +393,7 @@ def register_policy(
     *,
     levels: Mapping[str, int] | Sequence[Mapping[str, Any]] | None = None,
     memory_limit: str | None = None,
+    recoding: PathLike | None = None,
 ) -> list[str]:
     """What ``anon sql --policy`` registers, on a datafusion ``SessionContext``.
 
@@ -404,10 +405,15 @@ def register_policy(
         levels: a level per quasi-identifier, ``{column: level}`` or the ``levels`` of the
             report ``anonymize`` returns; replaces the policy's ``[transformation]``.
         memory_limit: the memory limit of the session the tables are planned in (e.g. "2GiB").
+        recoding: a local recoding saved by ``anonymize(recoding_out=...)`` (Mondrian, KACA,
+            ...): ``<name>_anon`` serves its classes, as ``apply(recoding=...)`` publishes them.
     """
     register(ctx, policy=policy)
     names = []
-    for name, table in _internal.policy_tables(os.fspath(policy), _levels(levels), memory_limit):
+    tables = _internal.policy_tables(
+        os.fspath(policy), _levels(levels), memory_limit, _path(recoding)
+    )
+    for name, table in tables:
         ctx.register_table(name, table)
         names.append(name)
     return names
@@ -418,13 +424,18 @@ def generalized_table(
     *,
     levels: Mapping[str, int] | Sequence[Mapping[str, Any]] | None = None,
     memory_limit: str | None = None,
+    recoding: PathLike | None = None,
 ) -> Any:
     """The generalized and suppressed table of a policy, for ``ctx.register_table(name, ...)``.
 
     At the policy's ``[transformation]``, or at ``levels`` (``{column: level}``, or the
-    ``levels`` of the report ``anonymize`` returns).
+    ``levels`` of the report ``anonymize`` returns), or the classes of a local recoding
+    saved by ``anonymize(recoding_out=...)`` (``recoding``: what ``apply(recoding=...)``
+    publishes; one scan of the input maps them when the table is made).
     """
-    return _internal.generalized_table(os.fspath(policy), _levels(levels), memory_limit)
+    return _internal.generalized_table(
+        os.fspath(policy), _levels(levels), memory_limit, _path(recoding)
+    )
 
 
 def anonymize(

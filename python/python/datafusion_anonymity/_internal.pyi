@@ -160,10 +160,16 @@ def planner_layers(planner: CapsuleType) -> int: ...
 
 # `levels` must be a dict (PyO3 extracts a HashMap from a dict only)
 def policy_tables(
-    policy: str, levels: dict[str, int] | None = None, memory_limit: str | None = None
+    policy: str,
+    levels: dict[str, int] | None = None,
+    memory_limit: str | None = None,
+    recoding: str | None = None,
 ) -> list[tuple[str, Table]]: ...
 def generalized_table(
-    policy: str, levels: dict[str, int] | None = None, memory_limit: str | None = None
+    policy: str,
+    levels: dict[str, int] | None = None,
+    memory_limit: str | None = None,
+    recoding: str | None = None,
 ) -> Table: ...
 # the jobs' policy: exactly one of `policy` (a path or URL), `policy_text` (TOML) and
 # `policy_table` (a dict as JSON text), else a ValueError; `input` replaces its [input] path

@@ -216,22 +216,11 @@ pub async fn apply(
     let mut frequency_set = None;
     let mut recoding_file = None;
     let (release, failing) = if let (Some(saved), Some(location)) = (&saved, &recoding) {
-        // the saved classes, mapped onto this input's combinations: one scan
-        let (freq, seconds) = super::frequency_set(ctx, &policy, observer, total).await?;
-        frequency_set = Some((freq.combinations(), seconds));
-        let (local, uncovered) =
-            saved.recoding_for(&location.to_string(), &freq, policy.requirements().k)?;
-        observer.note(&format!(
-            "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",
-            saved.classes.len()
-        ));
-        recoding_file = Some(RecodingFileFigures {
-            file: location.to_string(),
-            classes: saved.classes.len(),
-            uncovered_rows: Some(uncovered),
-        });
+        let mapped = saved_release(ctx, &policy, saved, location, observer, total).await?;
+        frequency_set = Some((mapped.combinations, mapped.seconds));
+        recoding_file = Some(mapped.figures);
         // the classes are judged on this input's rows, as publishing counts them
-        (Release::Local(Arc::new(local)), None)
+        (mapped.release, None)
     } else if policy.requirements().population.is_some() {
         let (freq, seconds) = super::frequency_set(ctx, &policy, observer, total).await?;
         frequency_set = Some((freq.combinations(), seconds));
@@ -298,6 +287,48 @@ pub async fn apply(
         report,
         out,
     })))
+}
+
+/// A recoding saved by `anonymize` (`recoding_out`) mapped onto the registered policy's input.
+pub struct SavedRelease {
+    /// The saved classes as a local release of this input.
+    pub release: Release,
+    /// The file, its classes and the rows of combinations no class covers (suppressed).
+    pub figures: RecodingFileFigures,
+    /// The frequency set's combinations, and the seconds it took.
+    pub combinations: usize,
+    pub seconds: f64,
+}
+
+/// The local release of `saved` (read from `location`) on the registered `policy`'s input:
+/// its classes mapped onto this input's combinations (one scan, the frequency set, watched by
+/// `observer` of `total` rows when known); a combination no class covers is suppressed. What
+/// `apply --recoding` publishes and Python's `generalized_table(recoding=...)` serves.
+pub async fn saved_release(
+    ctx: &SessionContext,
+    policy: &Policy,
+    saved: &SavedRecoding,
+    location: &Location,
+    observer: &dyn Observer,
+    total: Option<u64>,
+) -> Result<SavedRelease> {
+    let (freq, seconds) = super::frequency_set(ctx, policy, observer, total).await?;
+    let (local, uncovered) =
+        saved.recoding_for(&location.to_string(), &freq, policy.requirements().k)?;
+    observer.note(&format!(
+        "recoding: {} classes from {location}; {uncovered} rows in no class (suppressed)",
+        saved.classes.len()
+    ));
+    Ok(SavedRelease {
+        release: Release::Local(Arc::new(local)),
+        figures: RecodingFileFigures {
+            file: location.to_string(),
+            classes: saved.classes.len(),
+            uncovered_rows: Some(uncovered),
+        },
+        combinations: freq.combinations(),
+        seconds,
+    })
 }
 
 /// `levels` by quasi-identifier, in the policy's quasi-identifier order, as
