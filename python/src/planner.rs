@@ -37,6 +37,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion_anonymity::datafusion::catalog::Session;
 use datafusion_anonymity::datafusion::common::config::ConfigOptions;
+use datafusion_anonymity::datafusion::common::format::ExplainFormat;
 use datafusion_anonymity::datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion_anonymity::datafusion::common::tree_node::{
     Transformed, TransformedResult, TreeNode,
@@ -45,12 +46,14 @@ use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
 use datafusion_anonymity::datafusion::execution::context::QueryPlanner;
 use datafusion_anonymity::datafusion::logical_expr::expr::{AggregateFunction, WindowFunction};
 use datafusion_anonymity::datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion_anonymity::datafusion::logical_expr::{Explain, PlanType, StringifiedPlan};
 use datafusion_anonymity::datafusion::logical_expr::{Expr, LogicalPlan, WindowFunctionDefinition};
 use datafusion_anonymity::datafusion::optimizer::AnalyzerRule;
 use datafusion_anonymity::datafusion::physical_expr::ScalarFunctionExpr;
 use datafusion_anonymity::datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion_anonymity::datafusion::physical_plan::ExecutionPlan;
 use datafusion_anonymity::datafusion::physical_plan::aggregates::AggregateExec;
+use datafusion_anonymity::datafusion::physical_plan::explain::ExplainExec;
+use datafusion_anonymity::datafusion::physical_plan::{ExecutionPlan, displayable};
 use datafusion_anonymity::functions::whole_table::WholeTableFunction;
 use datafusion_anonymity::rewrite::{PackedAggregation, SinglePhaseAggregation, WholeTableRewrite};
 
@@ -134,12 +137,55 @@ impl QueryPlanner for AnonymityPlanner {
             with_options = config;
             &with_options
         };
+        if let LogicalPlan::Explain(explain) = logical_plan {
+            return self.explain(explain, config, session).await;
+        }
         let plan = rewrite(logical_plan.clone(), config)?;
         let physical = self.fallback.create_physical_plan(&plan, session).await?;
         let physical = SinglePhaseAggregation.optimize(physical, config)?;
         PackedAggregation.optimize_where(physical, config, |aggregate| {
             !calls_foreign_scalar_function(aggregate)
         })
+    }
+}
+
+impl AnonymityPlanner {
+    /// `EXPLAIN`: the plan reaches this planner through DataFusion's FFI, whose encoding of an
+    /// `Explain` node keeps its input and options but not the plans the session stringified,
+    /// and whose physical planner would show only the initial logical plan. So the input is
+    /// planned here (rewritten, planned by the fallback, the kernels placed) and shown as
+    /// DataFusion shows it: the final logical plan (after the rewrite) and the physical plan
+    /// (`indent`, the default), or the physical plan alone as a tree (`tree`).
+    async fn explain(
+        &self,
+        explain: &Explain,
+        config: &ConfigOptions,
+        session: &dyn Session,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let input = explain.plan.as_ref();
+        let physical = self.create_physical_plan(input, session).await?;
+        let shown = displayable(physical.as_ref());
+        let plans = match explain.explain_format {
+            ExplainFormat::Tree => vec![StringifiedPlan::new(
+                PlanType::FinalPhysicalPlan,
+                shown.tree_render().to_string(),
+            )],
+            _ => vec![
+                StringifiedPlan::new(
+                    PlanType::FinalLogicalPlan,
+                    rewrite(input.clone(), config)?.display_indent().to_string(),
+                ),
+                StringifiedPlan::new(
+                    PlanType::FinalPhysicalPlan,
+                    shown.indent(explain.verbose).to_string(),
+                ),
+            ],
+        };
+        Ok(Arc::new(ExplainExec::new(
+            Arc::clone(explain.schema.inner()),
+            plans,
+            explain.verbose,
+        )))
     }
 }
 

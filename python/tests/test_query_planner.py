@@ -324,3 +324,26 @@ def test_the_crates_options_reach_the_planner(tmp_path):
     assert "PackedAggregateExec" not in other.sql(PACKED).execution_plan().display_indent()
     with pytest.raises(Exception, match="no_such_option"):
         anon.register(SessionContext(), options={"no_such_option": True})
+
+
+def test_explain_shows_the_plans_the_planner_runs(tmp_path):
+    """EXPLAIN in a registered session: DataFusion's FFI keeps only an Explain node's input, so
+    the planner shows the final logical plan (rewritten) and the physical plan it runs (the
+    packed kernel in it), as DataFusion shows them in its own sessions."""
+    cols = gen_rows(3, 700)
+    write_parquet(tmp_path, cols)
+    ctx = SessionContext(SessionConfig().set("datafusion.explain.format", "indent"))
+    anon.register(ctx)
+    ctx.register_parquet("t", str(tmp_path))
+    explained = ctx.sql("EXPLAIN " + PACKED).to_arrow_table().to_pylist()
+    kinds = [row["plan_type"] for row in explained]
+    assert kinds == ["logical_plan", "physical_plan"], explained
+    assert "PackedAggregateExec" in explained[1]["plan"], explained
+    # the whole-table rewrite shows in the logical plan
+    assert "__anon_t_closeness_ordered_final" in explained[0]["plan"], explained
+    tree = SessionContext(SessionConfig().set("datafusion.explain.format", "tree"))
+    anon.register(tree)
+    tree.register_parquet("t", str(tmp_path))
+    rendered = tree.sql("EXPLAIN " + PACKED).to_arrow_table().to_pylist()
+    assert [row["plan_type"] for row in rendered] == ["physical_plan"], rendered
+    assert "PackedAggregateExec" in rendered[0]["plan"], rendered
