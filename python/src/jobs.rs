@@ -76,10 +76,11 @@ pub async fn anonymize(options: AnonymizeOptions, observer: &dyn Observer) -> Re
 }
 
 /// Reads `policy` and registers it on a new session (the functions, its input, its
-/// hierarchies and, with levels or a recoding, `<name>_anon`); `levels` (quasi-identifier →
-/// level) replace the policy's `[transformation]`, and `recoding` (a local recoding saved by
-/// `anonymize`'s `recoding_out`) gives its classes instead, mapped onto the input as `apply
-/// --recoding` maps them.
+/// hierarchies and, with a `[transformation]`, levels or a recoding, `<name>_anon`); `levels`
+/// (quasi-identifier → level) replace the policy's `[transformation]`, and `recoding` (a local
+/// recoding saved by `anonymize`'s `recoding_out`) gives its classes instead, mapped onto the
+/// input as `apply --recoding` maps them. `<name>_anon` is refused when it suppresses more
+/// than `max_suppression` allows, as `apply` refuses to publish it.
 pub async fn policy_session(
     policy: &str,
     levels: Option<HashMap<String, usize>>,
@@ -109,10 +110,16 @@ pub async fn policy_session(
                 apply::saved_release(&ctx, &policy, &saved, &location, &observer, None).await?;
             Some(mapped.release)
         }
-        (None, None) => None,
+        // the policy's own [transformation], which registering it served as it is
+        (None, None) => policy.transformation().map(Release::FullDomain),
     };
     if let Some(release) = release {
-        let table = policy.generalized_table(&ctx, release).await?;
+        // served only within the policy's suppression limit, as `apply` publishes
+        let table = policy
+            .generalized_table(&ctx, release)
+            .await?
+            .within_suppression_limit(&ctx)
+            .await?;
         let name = format!("{}_anon", policy.table_name());
         ctx.deregister_table(name.as_str())?;
         ctx.register_table(name, Arc::new(table))?;

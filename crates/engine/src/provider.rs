@@ -25,7 +25,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::Int64Type;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
@@ -297,6 +299,41 @@ impl GeneralizedTable {
             .collect()
             .await?;
         self.settle_failing(ctx, &mut failing).await?;
+        self.with_failing_classes(failing)
+    }
+
+    /// This table with its failing classes computed now (and settled, as [`Self::settled`]
+    /// settles them), refused when they suppress more rows than the requirements'
+    /// `max_suppression` allows of the inner table's rows, or every row, as publishing refuses
+    /// them: a reader is served what `apply` would publish, or nothing.
+    pub async fn within_suppression_limit(self, ctx: &SessionContext) -> Result<Self> {
+        let mut failing = ctx
+            .execute_logical_plan(self.failing_classes_plan()?)
+            .await?
+            .collect()
+            .await?;
+        let requirements = &self.generalization.requirements;
+        if self.generalization.suppression == SuppressionMode::Drop
+            && requirements.depends_on_table()
+        {
+            self.settle_failing(ctx, &mut failing).await?;
+        }
+        let suppressed = crate::search::failing::failing_rows(&failing);
+        let counted = ctx
+            .execute_logical_plan(
+                LogicalPlanBuilder::from(self.recoded.clone())
+                    .aggregate(Vec::<Expr>::new(), vec![count(lit(1))])?
+                    .build()?,
+            )
+            .await?
+            .collect()
+            .await?;
+        let input_rows = counted
+            .first()
+            .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
+            .filter(|rows| !rows.is_empty())
+            .map_or(0, |rows| rows.value(0) as u64);
+        requirements.check_suppression(suppressed, input_rows, "nothing served")?;
         self.with_failing_classes(failing)
     }
 

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{Expr, lit};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -1041,6 +1042,27 @@ impl PrivacyRequirements {
         let exact = self.max_suppression * n as f64;
         // a tiny tolerance absorbs binary rounding of products like 0.07 · 100
         (exact + 1e-9).floor().max(0.0) as u64
+    }
+
+    /// Refuses a transformation that suppresses `suppressed` of `input_rows` rows when that is
+    /// above [`Self::max_suppressed_rows`], or every row; `outcome` says what was then not
+    /// done (`nothing written`, `nothing served`). The one rule of publishing and of the
+    /// generalized tables served to Python.
+    pub fn check_suppression(&self, suppressed: u64, input_rows: u64, outcome: &str) -> Result<()> {
+        let allowed = self.max_suppressed_rows(input_rows);
+        if suppressed > allowed {
+            return Err(DataFusionError::Plan(format!(
+                "this transformation suppresses {suppressed} of {input_rows} rows, above the \
+                 policy's limit of {allowed} (max_suppression = {}); {outcome}",
+                self.max_suppression
+            )));
+        }
+        if input_rows > 0 && suppressed == input_rows {
+            return Err(DataFusionError::Plan(format!(
+                "this transformation suppresses all {input_rows} rows; {outcome}"
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -60,21 +60,10 @@ pub(super) async fn failing_by_sql(
     let batches = datafusion::physical_plan::collect(plan, task_ctx).await?;
     Ok((
         failing_from_batches(&batches, width)?,
-        failing_rows(&batches),
+        crate::search::failing::failing_rows(&batches),
         input_rows,
         batches,
     ))
-}
-
-/// The rows of the failing classes of `batches` (their last column).
-pub(super) fn failing_rows(batches: &[RecordBatch]) -> u64 {
-    batches
-        .iter()
-        .map(|b| {
-            let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
-            rows.iter().flatten().map(|r| r as u64).sum::<u64>()
-        })
-        .sum()
 }
 
 /// The failing classes of `batches` (the first `width` columns are the labels) as a counter.

@@ -30,8 +30,7 @@ use datafusion::prelude::SessionContext;
 use super::class_keys::KeyCounts;
 use super::classes::ClassCounter;
 use super::count::{
-    count_classes, failing_by_size, failing_by_sql, failing_from_batches, failing_rows, first_i64,
-    merge_counters,
+    count_classes, failing_by_size, failing_by_sql, failing_from_batches, first_i64, merge_counters,
 };
 use super::post_analytics::post_analytics;
 use super::request::PublishRequest;
@@ -265,26 +264,14 @@ async fn count(
     {
         let added = table.settle_failing(ctx, &mut failing_batches).await?;
         failing.merge(&failing_from_batches(&added, width)?);
-        suppressed += failing_rows(&added);
+        suppressed += crate::search::failing::failing_rows(&added);
     }
     if counted_here && policy.suppression() == SuppressionMode::Drop {
         // the rows a drop release left out were not there to be counted
         suppressed += locally_suppressed;
         input_rows += locally_suppressed;
     }
-    let allowed = requirements.max_suppressed_rows(input_rows);
-    if suppressed > allowed {
-        return Err(DataFusionError::Plan(format!(
-            "this transformation suppresses {suppressed} of {input_rows} rows, above the \
-             policy's limit of {allowed} (max_suppression = {}); nothing written",
-            requirements.max_suppression
-        )));
-    }
-    if input_rows > 0 && suppressed == input_rows {
-        return Err(DataFusionError::Plan(format!(
-            "this transformation suppresses all {input_rows} rows; nothing written"
-        )));
-    }
+    requirements.check_suppression(suppressed, input_rows, "nothing written")?;
     let population = match (&requirements.population, policy.population_table()) {
         (requirement, Some(population_table)) => {
             let (by_label, rows) =

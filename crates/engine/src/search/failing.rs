@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use datafusion::error::{DataFusionError, Result};
 
 use super::evaluate::Evaluator;
@@ -96,4 +96,16 @@ pub fn failing_classes(
         suppressed_rows: sizes.iter().sum(),
         input_rows: freq.rows(),
     })
+}
+
+/// The rows of the failing classes in `batches` (the last column is [`ROWS`], as
+/// [`failing_classes`] and the generalized table's failing-classes plan give it).
+pub fn failing_rows(batches: &[RecordBatch]) -> u64 {
+    batches
+        .iter()
+        .map(|b| {
+            let rows = b.column(b.num_columns() - 1).as_primitive::<Int64Type>();
+            rows.iter().flatten().map(|r| r as u64).sum::<u64>()
+        })
+        .sum()
 }
