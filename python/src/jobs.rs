@@ -38,6 +38,8 @@ pub struct AnonymizeOptions {
     pub utility: bool,
     pub recoding_out: Option<String>,
     pub memory_limit: Option<String>,
+    /// A Ballista scheduler (`df://host:port`) whose executors run the queries.
+    pub cluster: Option<String>,
     /// `parquet` or `delta` (`None`: the policy's `[output] format`, or Delta when the output
     /// is a Delta table).
     pub format: Option<String>,
@@ -48,6 +50,12 @@ pub struct AnonymizeOptions {
     pub record_seed: bool,
 }
 
+/// A job's session: local, or a client of the Ballista cluster at `cluster` (`df://host:port`,
+/// `anon scheduler` and `anon executor`), as the command line's `--cluster` makes it.
+async fn job_session(memory_limit: Option<&str>, cluster: Option<&str>) -> Result<SessionContext> {
+    datafusion_anonymity_ballista::session(memory_limit, cluster).await
+}
+
 fn encode(value: &impl serde::Serialize) -> Result<Value> {
     serde_json::to_value(value)
         .map_err(|e| DataFusionError::Execution(format!("cannot encode the report: {e}")))
@@ -56,7 +64,7 @@ fn encode(value: &impl serde::Serialize) -> Result<Value> {
 /// `anon anonymize`: the same pipeline ([`anonymize::anonymize`]); its report as JSON, the
 /// keys `--report` writes.
 pub async fn anonymize(options: AnonymizeOptions, observer: &dyn Observer) -> Result<Value> {
-    let ctx = session::context_with_limit(options.memory_limit.as_deref())?;
+    let ctx = job_session(options.memory_limit.as_deref(), options.cluster.as_deref()).await?;
     let job = anonymize::AnonymizeOptions {
         policy: options.policy,
         out: options.out,
@@ -147,9 +155,10 @@ pub fn generalized_name(ctx: &SessionContext, policy: &Policy) -> Result<String>
 pub async fn apply(
     options: apply::ApplyOptions,
     memory_limit: Option<String>,
+    cluster: Option<String>,
     observer: &dyn Observer,
 ) -> Result<Value> {
-    let ctx = session::context_with_limit(memory_limit.as_deref())?;
+    let ctx = job_session(memory_limit.as_deref(), cluster.as_deref()).await?;
     apply::apply(&ctx, &options, observer).await?.to_json()
 }
 
@@ -159,10 +168,11 @@ pub async fn apply(
 pub async fn profile(
     job: profile::ProfileJobOptions,
     memory_limit: Option<String>,
+    cluster: Option<String>,
     rendered: Vec<(profile::ProfileFormat, String)>,
     observer: &dyn Observer,
 ) -> Result<Value> {
-    let ctx = session::context_with_limit(memory_limit.as_deref())?;
+    let ctx = job_session(memory_limit.as_deref(), cluster.as_deref()).await?;
     let report = profile::profile(&ctx, &job, observer).await?;
     for (format, location) in &rendered {
         profile::write_rendered(&report, *format, location).await?;
@@ -178,13 +188,15 @@ pub struct SqlArgs {
     pub levels: Option<HashMap<String, usize>>,
     pub hierarchies: Vec<(String, String)>,
     pub memory_limit: Option<String>,
+    /// A Ballista scheduler (`df://host:port`) whose executors run the queries.
+    pub cluster: Option<String>,
     /// CSV values that do not convert to their column's type: overrides the policy's.
     pub bad_values: Option<BadValues>,
 }
 
 /// `anon sql`: the same pipeline ([`sql::sql`]); the last statement's result.
 pub async fn sql(args: SqlArgs) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-    let ctx = session::context_with_limit(args.memory_limit.as_deref())?;
+    let ctx = job_session(args.memory_limit.as_deref(), args.cluster.as_deref()).await?;
     let options = sql::SqlOptions {
         tables: args.tables,
         policy: args.policy,

@@ -596,7 +596,7 @@ fn generalized_table(
     metric="loss".to_string(), seed=None, overwrite=false, memory_limit=None,
     html_report=None, utility=false, recoding_out=None, format=None, append=false,
     refine=true, record_seed=false, policy_text=None, policy_table=None, input=None,
-    progress=None))]
+    progress=None, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 fn anonymize(
     py: Python<'_>,
@@ -619,6 +619,7 @@ fn anonymize(
     policy_table: Option<String>,
     input: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
+    cluster: Option<String>,
 ) -> PyResult<String> {
     let policy = sources::policy_source(policy, policy_text, policy_table, input)?;
     let watch = watch::Watch::default();
@@ -636,6 +637,7 @@ fn anonymize(
                 utility,
                 recoding_out,
                 memory_limit,
+                cluster,
                 format,
                 append,
                 refine,
@@ -652,7 +654,7 @@ fn anonymize(
 #[pyo3(signature = (policy, levels=None, out=None, overwrite=false, memory_limit=None,
     report=None, html_report=None, seed=None, utility=false, recoding=None, format=None,
     append=false, record_seed=false, policy_text=None, policy_table=None, input=None,
-    progress=None))]
+    progress=None, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 fn apply(
     py: Python<'_>,
@@ -673,6 +675,7 @@ fn apply(
     policy_table: Option<String>,
     input: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
+    cluster: Option<String>,
 ) -> PyResult<String> {
     let policy = sources::policy_source(policy, policy_text, policy_table, input)?;
     let output =
@@ -693,7 +696,7 @@ fn apply(
     };
     let watch = watch::Watch::default();
     let report = run_watched(py, &watch, progress, || {
-        jobs::apply(options, memory_limit, &watch)
+        jobs::apply(options, memory_limit, cluster, &watch)
     })?;
     Ok(report.to_string())
 }
@@ -704,7 +707,7 @@ fn apply(
     hierarchies, recursive_c, queries, seed, show_values, memory_limit, background_values=3,
     by_position=false, relink=None, fingerprint_st=None, linking=None, determined=None,
     bucket_column="bucket_id".to_string(), policy_text=None, policy_table=None, progress=None,
-    bad_values=None, text_report=None, html_report=None))]
+    bad_values=None, text_report=None, html_report=None, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -735,6 +738,7 @@ fn profile(
     bad_values: Option<String>,
     text_report: Option<String>,
     html_report: Option<String>,
+    cluster: Option<String>,
 ) -> PyResult<String> {
     use datafusion_anonymity_engine::jobs::profile::ProfileFormat;
     let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
@@ -788,6 +792,7 @@ fn profile(
                 ..datafusion_anonymity_engine::jobs::profile::ProfileJobOptions::new(input)
             },
             memory_limit,
+            cluster,
             rendered,
             &watch,
         )
@@ -799,7 +804,7 @@ fn profile(
 /// (str) or Arrow streams (objects with `__arrow_c_stream__`).
 #[pyfunction]
 #[pyo3(signature = (query, tables, policy=None, levels=None, hierarchies=Vec::new(),
-    memory_limit=None, policy_text=None, policy_table=None, bad_values=None))]
+    memory_limit=None, policy_text=None, policy_table=None, bad_values=None, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 fn sql(
     py: Python<'_>,
@@ -812,6 +817,7 @@ fn sql(
     policy_text: Option<String>,
     policy_table: Option<String>,
     bad_values: Option<String>,
+    cluster: Option<String>,
 ) -> PyResult<ArrowStream> {
     let policy = sources::optional_policy_source(policy, policy_text, policy_table)?;
     let bad_values = sources::bad_values(bad_values)?;
@@ -840,6 +846,7 @@ fn sql(
             levels,
             hierarchies,
             memory_limit,
+            cluster,
             bad_values,
         })
     })?;

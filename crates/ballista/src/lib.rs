@@ -106,6 +106,7 @@ pub fn cluster_state(
 /// with the crate's functions, rules and codecs, and `runtime` for what runs on the client
 /// (writing outputs, reading small files).
 pub async fn connect(url: &str, runtime: Arc<RuntimeEnv>) -> Result<SessionContext> {
+    reachable(url).await?;
     let state = cluster_state(SessionConfig::new(), runtime)?;
     let ctx = SessionContext::remote_with_state(url, state)
         .await
@@ -158,6 +159,29 @@ pub async fn session(memory_limit: Option<&str>, cluster: Option<&str>) -> Resul
 pub async fn standalone(runtime: Arc<RuntimeEnv>) -> Result<SessionContext> {
     let url = start_standalone_cluster(Arc::clone(&runtime)).await?;
     connect(&url, runtime).await
+}
+
+/// How long [`connect`] waits for the scheduler's port to answer.
+const REACH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether the scheduler at `url` (`df://host:port`) takes a connection, before anything is
+/// planned: Ballista's client connects only when the first query runs, and its error there is
+/// the transport's own, without the address the user gave.
+async fn reachable(url: &str) -> Result<()> {
+    let address = url.strip_prefix("df://").unwrap_or(url);
+    let refused = |why: String| {
+        DataFusionError::Execution(format!(
+            "cannot use the Ballista cluster at {url}: no scheduler answers there ({why})"
+        ))
+    };
+    match tokio::time::timeout(REACH_TIMEOUT, tokio::net::TcpStream::connect(address)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(refused(e.to_string())),
+        Err(_) => Err(refused(format!(
+            "no answer within {} s",
+            REACH_TIMEOUT.as_secs()
+        ))),
+    }
 }
 
 fn cluster_error(url: &str, error: DataFusionError) -> DataFusionError {

@@ -457,6 +457,7 @@ def anonymize(
     refine: bool = True,
     record_seed: bool = False,
     progress: ProgressCallback | bool | None = None,
+    cluster: str | None = None,
 ) -> Report:
     """``anon anonymize``: search, publish as Parquet, verify. Returns the report as a dict:
     the keys ``anon anonymize --report`` writes, from the same pipeline.
@@ -497,6 +498,10 @@ def anonymize(
         progress: a callable given a :class:`Progress` (phase, done, total, unit) whenever
             it changes, at most every 50 ms; an exception it raises stops the job, which
             publishes nothing. ``True`` shows the progress on stderr.
+        cluster: run the queries on the Ballista cluster whose scheduler is at this URL
+            (``df://host:port``, started with ``anon scheduler`` and ``anon executor``), as
+            ``--cluster``; the search and the writing stay in this process (also for
+            ``apply``, ``profile`` and ``sql``).
 
     The job's warnings (an identifier whose values repeat, a column that makes many rows
     unique) are raised as :class:`AnonymityWarning` once it is over, and listed in the
@@ -525,6 +530,7 @@ def anonymize(
             policy_table=policy_arguments["policy_table"],
             input=input_path,
             progress=callback,
+            cluster=cluster,
         )
     return cast(Report, json.loads(text))
 
@@ -546,6 +552,7 @@ def apply(
     append: bool = False,
     record_seed: bool = False,
     progress: ProgressCallback | bool | None = None,
+    cluster: str | None = None,
 ) -> ApplyReport:
     """``anon apply``: publish the policy's input at its ``[transformation]`` (or ``levels``,
     or a ``recoding`` saved by ``anonymize(recoding_out=...)``), through the same pipeline as
@@ -576,6 +583,7 @@ def apply(
             policy_table=policy_arguments["policy_table"],
             input=input_path,
             progress=callback,
+            cluster=cluster,
         )
     return cast(ApplyReport, json.loads(text))
 
@@ -607,6 +615,7 @@ def profile(
     bad_values: str | None = None,
     text_report: PathLike | None = None,
     html_report: PathLike | None = None,
+    cluster: str | None = None,
 ) -> ProfileReport:
     """``anon profile --format json``: the risk and utility report of a table, as a dict,
     from the same pipeline as the command line (its flags as keywords: ``relink`` the
@@ -652,6 +661,7 @@ def profile(
             bad_values=bad_values,
             text_report=_path(text_report),
             html_report=_path(html_report),
+            cluster=cluster,
         )
     return cast(ProfileReport, json.loads(text))
 
@@ -665,6 +675,7 @@ def sql(
     hierarchies: Mapping[str, PathLike] | None = None,
     memory_limit: str | None = None,
     bad_values: str | None = None,
+    cluster: str | None = None,
 ) -> "pa.Table":
     """``anon sql``: runs ``query`` in the crate's own session and returns a pyarrow Table.
 
@@ -698,6 +709,7 @@ def sql(
         policy_text=policy_arguments["policy_text"],
         policy_table=policy_arguments["policy_table"],
         bad_values=bad_values,
+        cluster=cluster,
     )
     return pa.RecordBatchReader.from_stream(stream).read_all()
 

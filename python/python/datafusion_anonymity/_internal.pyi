@@ -193,6 +193,7 @@ def anonymize(
     policy_table: str | None = None,
     input: str | None = None,
     progress: _Progress | None = None,
+    cluster: str | None = None,
 ) -> str: ...
 def apply(
     policy: str | None,
@@ -212,6 +213,7 @@ def apply(
     policy_table: str | None = None,
     input: str | None = None,
     progress: _Progress | None = None,
+    cluster: str | None = None,
 ) -> str: ...
 
 # `qi`, `sensitive` and `determined` are sequences of names (a str is refused at run time)
@@ -243,6 +245,7 @@ def profile(
     bad_values: str | None = None,
     text_report: str | None = None,
     html_report: str | None = None,
+    cluster: str | None = None,
 ) -> str: ...
 
 # `tables` must be a dict: name -> a path, or Arrow data (read whole)
@@ -256,6 +259,7 @@ def sql(
     policy_text: str | None = None,
     policy_table: str | None = None,
     bad_values: str | None = None,
+    cluster: str | None = None,
 ) -> ArrowStream: ...
 def build_hierarchy(
     table: str,
