@@ -11,19 +11,23 @@ use std::sync::Arc;
 
 use datafusion_anonymity::datafusion::arrow::array::{RecordBatchIterator, RecordBatchReader};
 use datafusion_anonymity::datafusion::arrow::datatypes::SchemaRef;
+use datafusion_anonymity::datafusion::arrow::ffi::FFI_ArrowSchema;
 use datafusion_anonymity::datafusion::arrow::ffi_stream::{
     ArrowArrayStreamReader, FFI_ArrowArrayStream,
 };
 use datafusion_anonymity::datafusion::arrow::record_batch::RecordBatch;
 use datafusion_anonymity::datafusion::catalog::TableProvider;
 use datafusion_anonymity::datafusion::error::{DataFusionError, Result};
+use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_ffi::table_provider::FFI_TableProvider;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
+use crate::capsules::capsule;
 use crate::errors::{self, AnonymityError, to_py};
 use crate::jobs::{self, TableSource};
-use crate::{Table, capsule, runtime, sources, table, watch};
+use crate::{runtime, sources, table, watch};
 
 /// Runs the future `job` makes on the library's runtime with the GIL released
 /// ([`runtime::run_job`]); its error as an `AnonymityError`. Interrupted (Ctrl-C), the job
@@ -568,4 +572,52 @@ pub(crate) fn generate(
 ) -> PyResult<()> {
     py.detach(|| datafusion_anonymity_generate::write_named(&table, Path::new(&out), rows, seed))
         .map_err(to_py)
+}
+
+/// A table planned and run by this library, for `SessionContext.register_table(name, ...)`.
+#[pyclass(module = "datafusion_anonymity._internal", frozen)]
+pub(crate) struct Table {
+    provider: Arc<dyn TableProvider>,
+}
+
+#[pymethods]
+impl Table {
+    /// The table's schema (Arrow PyCapsule protocol): `pyarrow.schema(table)`.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.provider.schema().as_ref())
+            .map_err(|e| AnonymityError::new_err(format!("cannot export the schema: {e}")))?;
+        capsule(py, schema, "arrow_schema")
+    }
+
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // the session's own codec: it decodes what the session sends (no filter is pushed
+        // down, so it is only carried)
+        let attribute = "__datafusion_logical_extension_codec__";
+        if !session.hasattr(attribute)? {
+            return Err(PyTypeError::new_err(
+                "register the table on a datafusion SessionContext (datafusion 55): \
+                 ctx.register_table(name, table)",
+            ));
+        }
+        let codec_capsule = session.getattr(attribute)?.call0()?;
+        let codec_capsule = codec_capsule.cast::<PyCapsule>()?;
+        let codec: NonNull<FFI_LogicalExtensionCodec> = codec_capsule
+            .pointer_checked(Some(c"datafusion_logical_extension_codec"))?
+            .cast();
+        // SAFETY: the capsule holds a codec under this name (datafusion-python's protocol) and
+        // stays alive while it is cloned here
+        let codec = unsafe { codec.as_ref() }.clone();
+        let handle = runtime::handle().map_err(to_py)?;
+        let provider = FFI_TableProvider::new_with_ffi_codec(
+            Arc::clone(&self.provider),
+            false,
+            Some(handle),
+            codec,
+        );
+        capsule(py, provider, "datafusion_table_provider")
+    }
 }

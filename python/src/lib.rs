@@ -16,6 +16,7 @@
 //!
 //! Every call that runs a query releases the GIL while it runs.
 
+mod capsules;
 mod codec;
 mod errors;
 mod functions;
@@ -30,12 +31,8 @@ mod table;
 mod watch;
 
 use std::collections::HashMap;
-use std::ffi::CString;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
-use datafusion_anonymity::datafusion::arrow::ffi::FFI_ArrowSchema;
-use datafusion_anonymity::datafusion::catalog::TableProvider;
 use datafusion_anonymity::datafusion::config::ExtensionOptions;
 use datafusion_anonymity::datafusion::execution::context::QueryPlanner;
 use datafusion_anonymity::datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
@@ -45,24 +42,16 @@ use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
 use datafusion_ffi::query_planner::FFI_QueryPlanner;
-use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::udaf::FFI_AggregateUDF;
 use datafusion_ffi::udf::FFI_ScalarUDF;
 use datafusion_ffi::udwf::FFI_WindowUDF;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use errors::{AnonymityError, to_py};
-
-fn capsule<'py, T: 'static + Send>(
-    py: Python<'py>,
-    value: T,
-    name: &str,
-) -> PyResult<Bound<'py, PyCapsule>> {
-    let name = CString::new(name).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    PyCapsule::new(py, value, Some(name))
-}
+use capsules::{capsule, from_capsule};
+use errors::to_py;
+use job_calls::Table;
 
 /// An aggregate function of the crate, for `datafusion.udaf(...)` /
 /// `AggregateUDF.from_pycapsule(...)`.
@@ -134,15 +123,6 @@ impl WindowFunction {
             "datafusion_window_udf",
         )
     }
-}
-
-/// A copy of `capsule`'s FFI struct of type `T`, checked against the capsule `name`.
-fn from_capsule<T: Clone>(capsule: &Bound<'_, PyAny>, name: &std::ffi::CStr) -> PyResult<T> {
-    let capsule = capsule.cast::<PyCapsule>()?;
-    let pointer: NonNull<T> = capsule.pointer_checked(Some(name))?.cast();
-    // SAFETY: a capsule under this name holds a `T` (datafusion-python's protocol) and stays
-    // alive while it is cloned here
-    Ok(unsafe { pointer.as_ref() }.clone())
 }
 
 /// The query planner of [`planner`], for `SessionContext.set_query_planner(...)` or as what
@@ -317,54 +297,6 @@ fn window_functions() -> Vec<WindowFunction> {
         .into_iter()
         .map(|udwf| WindowFunction { udwf })
         .collect()
-}
-
-/// A table planned and run by this library, for `SessionContext.register_table(name, ...)`.
-#[pyclass(module = "datafusion_anonymity._internal", frozen)]
-struct Table {
-    provider: Arc<dyn TableProvider>,
-}
-
-#[pymethods]
-impl Table {
-    /// The table's schema (Arrow PyCapsule protocol): `pyarrow.schema(table)`.
-    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let schema = FFI_ArrowSchema::try_from(self.provider.schema().as_ref())
-            .map_err(|e| AnonymityError::new_err(format!("cannot export the schema: {e}")))?;
-        capsule(py, schema, "arrow_schema")
-    }
-
-    fn __datafusion_table_provider__<'py>(
-        &self,
-        py: Python<'py>,
-        session: Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        // the session's own codec: it decodes what the session sends (no filter is pushed
-        // down, so it is only carried)
-        let attribute = "__datafusion_logical_extension_codec__";
-        if !session.hasattr(attribute)? {
-            return Err(PyTypeError::new_err(
-                "register the table on a datafusion SessionContext (datafusion 55): \
-                 ctx.register_table(name, table)",
-            ));
-        }
-        let codec_capsule = session.getattr(attribute)?.call0()?;
-        let codec_capsule = codec_capsule.cast::<PyCapsule>()?;
-        let codec: NonNull<FFI_LogicalExtensionCodec> = codec_capsule
-            .pointer_checked(Some(c"datafusion_logical_extension_codec"))?
-            .cast();
-        // SAFETY: the capsule holds a codec under this name (datafusion-python's protocol) and
-        // stays alive while it is cloned here
-        let codec = unsafe { codec.as_ref() }.clone();
-        let handle = runtime::handle().map_err(to_py)?;
-        let provider = FFI_TableProvider::new_with_ffi_codec(
-            Arc::clone(&self.provider),
-            false,
-            Some(handle),
-            codec,
-        );
-        capsule(py, provider, "datafusion_table_provider")
-    }
 }
 
 /// The aggregate functions, to register on a datafusion-python session.
