@@ -287,19 +287,32 @@ impl GeneralizedTable {
     /// ([`Self::settle_failing`]) when dropping them changes what the kept classes are
     /// measured against (drop mode with t, β or δ); otherwise as it is (lazy).
     pub async fn settled(self, ctx: &SessionContext) -> Result<Self> {
-        let requirements = &self.generalization.requirements;
-        if self.generalization.suppression != SuppressionMode::Drop
-            || !requirements.depends_on_table()
-        {
+        if !self.drops_change_the_table() {
             return Ok(self);
         }
+        let failing = self.failing_now(ctx).await?;
+        self.with_failing_classes(failing)
+    }
+
+    /// Whether dropping failing classes changes what the kept classes are measured against
+    /// (drop mode with t, β or δ), so that the failing classes must be settled.
+    fn drops_change_the_table(&self) -> bool {
+        self.generalization.suppression == SuppressionMode::Drop
+            && self.generalization.requirements.depends_on_table()
+    }
+
+    /// The failing classes computed now, settled ([`Self::settle_failing`]) when
+    /// [`Self::drops_change_the_table`].
+    async fn failing_now(&self, ctx: &SessionContext) -> Result<Vec<RecordBatch>> {
         let mut failing = ctx
             .execute_logical_plan(self.failing_classes_plan()?)
             .await?
             .collect()
             .await?;
-        self.settle_failing(ctx, &mut failing).await?;
-        self.with_failing_classes(failing)
+        if self.drops_change_the_table() {
+            self.settle_failing(ctx, &mut failing).await?;
+        }
+        Ok(failing)
     }
 
     /// This table with its failing classes computed now (and settled, as [`Self::settled`]
@@ -307,17 +320,8 @@ impl GeneralizedTable {
     /// `max_suppression` allows of the inner table's rows, or every row, as publishing refuses
     /// them: a reader is served what `apply` would publish, or nothing.
     pub async fn within_suppression_limit(self, ctx: &SessionContext) -> Result<Self> {
-        let mut failing = ctx
-            .execute_logical_plan(self.failing_classes_plan()?)
-            .await?
-            .collect()
-            .await?;
+        let failing = self.failing_now(ctx).await?;
         let requirements = &self.generalization.requirements;
-        if self.generalization.suppression == SuppressionMode::Drop
-            && requirements.depends_on_table()
-        {
-            self.settle_failing(ctx, &mut failing).await?;
-        }
         let suppressed = crate::search::failing::failing_rows(&failing);
         let counted = ctx
             .execute_logical_plan(
